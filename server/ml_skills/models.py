@@ -1,0 +1,449 @@
+"""Typed values that cross the boundaries between stages (design.md, "The flow of data").
+
+Every stage is a plain function from these models to these models. The report written as
+check-failed-run.json is `Diagnosis`; its JSON schema is generated from it (gen.py).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Model(BaseModel):
+    """Base for every boundary type: unknown fields are errors, not silently dropped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# ---------------------------------------------------------------- vocabulary (closed sets)
+
+
+class FailureClass(StrEnum):
+    NAN_INF = "nan-inf"
+    OOM = "oom"
+    OPTIMIZATION_DIVERGENCE = "optimization-divergence"
+    CUDA_RUNTIME = "cuda-runtime"
+    NCCL_DISTRIBUTED = "nccl-distributed"
+    DATA_PIPELINE = "data-pipeline"
+    CONFIG_ERROR = "config-error"
+    IO_CHECKPOINT = "io-checkpoint"
+    STALLED = "stalled"
+    PROCESS_CRASH = "process-crash"
+    EVALUATION_MISMATCH = "evaluation-mismatch"
+    PIPELINE_ORCHESTRATION = "pipeline-orchestration"
+    CLOUD_PERMISSIONS_QUOTA = "cloud-permissions-quota"
+
+
+class RunStatus(StrEnum):
+    CRASHED = "crashed"
+    HUNG = "hung"
+    DEGRADED = "degraded"
+    DIVERGED = "diverged"
+    RECOVERED = "recovered"
+    COMPLETED = "completed"
+    RUNNING = "running"
+    UNKNOWN = "unknown"
+
+
+class Risk(StrEnum):
+    SAFE = "safe"
+    NEEDS_APPROVAL = "needs-approval"
+    DANGEROUS = "dangerous"
+
+
+class Decision(StrEnum):
+    GO = "GO"
+    NO_GO = "NO-GO"
+
+
+class Severity(StrEnum):
+    """How much a signature says about a failure: critical ends runs, info is context."""
+
+    CRITICAL = "critical"
+    SIGNIFICANT = "significant"
+    MINOR = "minor"
+    INFO = "info"
+
+
+class Role(StrEnum):
+    """Where a signature sits in a failure cascade.
+
+    cause: self-describing error that is usually the root (CUDA OOM, device-side assert).
+    symptom: what other failures look like from outside (NCCL watchdog timeout after a peer died,
+    torchrun ChildFailedError, exit code 1); it points at a class but defers to any cause.
+    hint: context that only tilts the balance (fp16 loss-scale overflow warnings).
+    """
+
+    CAUSE = "cause"
+    SYMPTOM = "symptom"
+    HINT = "hint"
+
+
+class Framework(StrEnum):
+    PYTORCH = "pytorch"
+    LIGHTNING = "lightning"
+    DEEPSPEED = "deepspeed"
+    FSDP = "fsdp"
+    HF_TRAINER = "hf-trainer"
+    TENSORFLOW = "tensorflow"
+    JAX = "jax"
+    UNKNOWN = "unknown"
+
+
+class Task(StrEnum):
+    CLASSIFICATION = "classification"
+    REGRESSION = "regression"
+    LANGUAGE_MODELING = "language-modeling"
+
+
+class Level(StrEnum):
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
+class FindingSeverity(StrEnum):
+    BLOCKER = "blocker"
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
+class EvidenceStatus(StrEnum):
+    OK = "ok"
+    NO_DATA = "no_data"
+    PARTIAL = "partial"
+    ERROR = "error"
+
+
+class ActionKind(StrEnum):
+    """Typed recovery actions; policy/risk.py maps each to a Risk (unknown is dangerous)."""
+
+    INSPECT = "inspect"  # read-only diagnostics, fetching logs or artifacts
+    REPOINT_CHECKPOINT = "repoint-checkpoint"  # resume from an existing valid checkpoint
+    RESTART_UNCHANGED = "restart-unchanged"  # same command, nothing edited
+    CHANGE_HYPERPARAMETER = "change-hyperparameter"
+    CHANGE_CONFIG = "change-config"  # launch flags, environment, resources, batch size
+    CHANGE_CODE = "change-code"  # edit training code (a guard, a fix, an assertion)
+    DATA_FILTER = "data-filter"  # filter or transform data
+    RESUBMIT_PIPELINE = "resubmit-pipeline"
+    CANCEL_CLOUD_JOB = "cancel-cloud-job"
+    CHANGE_CLOUD_IAM_QUOTA = "change-cloud-iam-quota"
+    KILL_WORKER = "kill-worker"
+    RESTART_DISTRIBUTED = "restart-distributed"
+    ROLLBACK = "rollback"  # code or checkpoint
+    DELETE_CHECKPOINT = "delete-checkpoint"
+    DELETE_RUN = "delete-run"
+    OVERWRITE_OUTPUT = "overwrite-output"
+
+
+# ---------------------------------------------------------------- catalog
+
+
+class SignatureExamples(Model):
+    match: list[str] = Field(default_factory=list, description="Lines the pattern must match.")
+    no_match: list[str] = Field(default_factory=list, description="Lines it must not match.")
+
+
+class Signature(Model):
+    """One failure signature of the catalog (catalog/signatures/<class>.toml)."""
+
+    id: str
+    failure_class: FailureClass
+    pattern: str = Field(description="Regular expression, matched per line, case-sensitive unless (?i).")
+    frameworks: list[str] = Field(default_factory=list)
+    role: Role = Role.CAUSE
+    severity: Severity = Severity.SIGNIFICANT
+    meaning: str
+    confirm: str = Field(description="How to confirm that this is the cause.")
+    fixes: list[str] = Field(default_factory=list, description="Fix ids from catalog/fixes.toml.")
+    examples: SignatureExamples = Field(default_factory=SignatureExamples)
+
+
+class FixTemplate(Model):
+    """A recovery action of the fix catalog (catalog/fixes.toml)."""
+
+    id: str
+    action: str
+    kind: ActionKind
+    classes: list[FailureClass]
+    impact: Level
+    time_to_try: str
+    validation: str
+
+
+# ---------------------------------------------------------------- evidence
+
+
+class LineRef(Model):
+    source: str = Field(description="Which log or source the line came from.")
+    line_no: int = Field(description="1-based line number in that source.")
+    text: str
+
+
+class Excerpt(Model):
+    """A block of consecutive lines, already redacted."""
+
+    source: str
+    start_line: int
+    lines: list[str]
+    truncated: bool = False
+
+
+class SignatureHit(Model):
+    signature_id: str
+    failure_class: FailureClass
+    role: Role
+    severity: Severity
+    source: str
+    line_no: int
+    text: str
+    count: int = Field(1, description="How many lines of the source matched this signature.")
+    last_line_no: int | None = None
+
+
+class TracebackEvent(Model):
+    """A Python exception as it ended a traceback: the type, message and frames before it."""
+
+    source: str
+    line_no: int = Field(description="Line of the final 'Type: message' line.")
+    start_line: int = Field(description="Line of 'Traceback (most recent call last):'.")
+    exc_type: str
+    message: str
+    frames: list[str] = Field(default_factory=list, description="'file:function' of each frame.")
+    chained: bool = Field(False, description="Raised while handling, or caused by, an earlier one.")
+
+
+class MetricPoint(Model):
+    source: str
+    line_no: int
+    step: float | None = None
+    epoch: float | None = None
+    split: str = "train"
+    values: dict[str, float]
+    time: datetime | None = None
+
+
+class AnomalyKind(StrEnum):
+    NAN_ONSET = "nan-onset"
+    GRAD_SPIKE = "grad-norm-spike"
+    LOSS_BLOWUP = "loss-blowup"
+    THROUGHPUT_COLLAPSE = "throughput-collapse"
+    TRAIN_VAL_DIVERGENCE = "train-val-divergence"
+    EARLY_PERFECT_VALIDATION = "early-perfect-validation"
+    NO_PROGRESS = "no-progress"
+    SOURCE_SIGNAL = "source-signal"  # a collector's own finding (process state, pipeline task state)
+
+
+class Anomaly(Model):
+    kind: AnomalyKind
+    failure_class: FailureClass
+    severity: Severity
+    source: str
+    line_no: int | None = None
+    step: float | None = None
+    detail: str
+
+
+class ProgressPoint(Model):
+    source: str
+    line_no: int
+    step: float | None = None
+    epoch: float | None = None
+    time: datetime | None = None
+    text: str
+
+
+class SeriesSummary(Model):
+    """One metric over the run, downsampled for the report; extremes kept exactly."""
+
+    name: str
+    split: str
+    count: int
+    first: float | None
+    last: float | None
+    min: float | None
+    max: float | None
+    trend: str = Field(description="falling, rising, flat, noisy or too-short.")
+    points: list[tuple[float, float | None]] = Field(
+        default_factory=list, description="(step or index, value), at most 200, extremes kept; null is NaN/Inf."
+    )
+
+
+class Trajectory(Model):
+    series: list[SeriesSummary] = Field(default_factory=list)
+    anomalies: list[Anomaly] = Field(default_factory=list)
+    last_step: float | None = None
+    first_nan_step: float | None = None
+    first_nan_line: int | None = None
+    last_progress: ProgressPoint | None = None
+    metric_lines: int = 0
+
+
+class LogEvidence(Model):
+    """What one pass over one log found."""
+
+    source: str
+    status: EvidenceStatus = EvidenceStatus.OK
+    size_bytes: int = 0
+    total_lines: int = 0
+    mtime: datetime | None = None
+    hits: list[SignatureHit] = Field(default_factory=list)
+    tracebacks: list[TracebackEvent] = Field(default_factory=list)
+    trajectory: Trajectory = Field(default_factory=Trajectory)
+    tail: Excerpt | None = None
+    frameworks: dict[str, int] = Field(default_factory=dict, description="Framework -> marker lines.")
+    redactions: int = 0
+    problems: list[str] = Field(default_factory=list, description="What could not be read, and why.")
+
+
+class CheckpointInfo(Model):
+    path: str
+    format: str = Field(description="safetensors, torch-zip, torch-legacy, deepspeed, sharded-index, dir, unknown")
+    size_bytes: int
+    mtime: datetime
+    step: int | None = None
+    valid: bool
+    reason: str = ""
+
+
+class ArtifactInventory(Model):
+    root: str
+    configs: list[str] = Field(default_factory=list)
+    logs: list[str] = Field(default_factory=list)
+    checkpoints: list[CheckpointInfo] = Field(default_factory=list)
+    failure_artifacts: list[str] = Field(default_factory=list)
+    latest_pointer: str | None = None
+    newest_valid_checkpoint: str | None = None
+    total_files: int = 0
+    truncated: bool = False
+    launch_command: str | None = Field(None, description="Original command, if a config or log recorded it.")
+
+
+class SourceEvidence(Model):
+    """Evidence from a non-file source (process, tracker, pipeline, remote host).
+
+    Collectors fill the generic parts so the engine treats every source alike: `lines` are
+    scanned with the same catalog as logs, `metrics` go to the same trajectory detectors, and
+    `facts` are printed in the report.
+    """
+
+    kind: str = Field(description="process, wandb, mlflow, vertex-pipeline, cloud-logging, ssh, ...")
+    name: str
+    status: EvidenceStatus
+    state: str | None = Field(None, description="Source's own state word: RUNNING, FAILED, zombie, ...")
+    facts: dict[str, str] = Field(default_factory=dict)
+    report_lines: list[str] = Field(default_factory=list, description="Lines the report prints as they are.")
+    lines: list[str] = Field(default_factory=list, description="Error or log text to scan.")
+    metrics: list[MetricPoint] = Field(default_factory=list)
+    missing: list[str] = Field(default_factory=list, description="What could not be collected and why.")
+    signals: list[Anomaly] = Field(default_factory=list, description="Findings that point at a class directly.")
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class Evidence(Model):
+    target: str
+    target_kind: str
+    logs: list[LogEvidence] = Field(default_factory=list)
+    artifacts: ArtifactInventory | None = None
+    sources: list[SourceEvidence] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    collected_at: datetime
+
+
+# ---------------------------------------------------------------- analysis and report
+
+
+class RuledOut(Model):
+    failure_class: FailureClass
+    reason: str
+
+
+class Classification(Model):
+    primary: FailureClass | None
+    confidence: float = Field(ge=0.0, le=1.0)
+    contributing: list[FailureClass] = Field(default_factory=list)
+    ruled_out: list[RuledOut] = Field(default_factory=list)
+    scores: dict[str, float] = Field(default_factory=dict)
+    decisive: LineRef | None = None
+    reasons: list[str] = Field(default_factory=list, description="Why the primary class won.")
+
+
+class RootCause(Model):
+    proximate: str = Field(description="Where execution failed, with the log line.")
+    proximate_line: LineRef | None = None
+    root: str
+    contributing: list[str] = Field(default_factory=list)
+
+
+class Fix(Model):
+    rank: int
+    fix_id: str
+    action: str
+    kind: ActionKind
+    risk: Risk
+    risk_rule: str
+    expected_impact: Level
+    time_to_try: str
+    validation: str
+    command: str | None = None
+
+
+class Finding(Model):
+    severity: FindingSeverity
+    title: str
+    detail: str
+
+
+class EvidenceItem(Model):
+    kind: str = Field(description="signature, traceback, anomaly, progress, artifact, source, note")
+    text: str
+    source: str | None = None
+    line_no: int | None = None
+
+
+class ToolInfo(Model):
+    name: str = "ml-skills"
+    version: str
+
+
+class Diagnosis(Model):
+    """The whole result: printed as the report and written as check-failed-run.json."""
+
+    schema_version: str = "1"
+    tool: ToolInfo
+    created_at: datetime
+    target: str
+    target_kind: str
+    framework: Framework
+    framework_source: str = Field(description="given, detected or unknown")
+    task: Task | None = None
+    run_status: RunStatus
+    primary_cause: FailureClass | None
+    primary_cause_confidence: float = Field(ge=0.0, le=1.0)
+    confidence: Level
+    contributing_factors: list[FailureClass] = Field(default_factory=list)
+    ruled_out: list[RuledOut] = Field(default_factory=list)
+    evidence: list[EvidenceItem] = Field(default_factory=list)
+    decisive_excerpt: Excerpt | None = None
+    root_cause: RootCause
+    fixes: list[Fix] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    decision: Decision
+    decision_reason: str
+    next_commands: list[str] = Field(default_factory=list)
+    insufficient_evidence: str | None = Field(
+        None, description="When the evidence cannot decide: the smallest artifact that would."
+    )
+    last_progress: ProgressPoint | None = None
+    trajectory: list[SeriesSummary] = Field(default_factory=list)
+    anomalies: list[Anomaly] = Field(default_factory=list)
+    artifacts: ArtifactInventory | None = None
+    report_lines: list[str] = Field(default_factory=list, description="Source-specific report lines.")
+    sources: list[str] = Field(default_factory=list, description="What was read, with its status.")
+    redactions: int = 0
+    plot: str | None = None
