@@ -1,0 +1,99 @@
+"""Inventory a run directory: configs, logs, checkpoints (with validity), failure artifacts.
+
+The walk is bounded (depth and file count) so a huge output tree costs a bounded time; it
+never follows symlinks out of the directory and never opens anything for writing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from ml_skills.collectors.checkpoints import WEIGHT_SUFFIXES, inspect_dir, inspect_file
+from ml_skills.errors import TargetNotFound, UnreadableInput
+from ml_skills.models import ArtifactInventory, CheckpointInfo
+
+MAX_FILES = 20_000
+MAX_DEPTH = 6
+_CONFIG = re.compile(r"(?i)^(train_args|training_args|args|config|hparams|deepspeed_config|ds_config|accelerate_config|trainer_state|params|hyperparams|cfg|launch)[\w.-]*\.(json|ya?ml|toml|cfg|ini|txt)$|\.(ya?ml)$")
+_LOG = re.compile(r"(?i)(\.log$|\.out$|\.err$|^nohup|^stdout|^stderr|^output\.txt$|^train.*\.txt$|^log.*\.txt$|^rank\d+.*\.txt$|^console)")
+_FAILURE = re.compile(r"(?i)(^error[\w.-]*\.json$|^core(\.\d+)?$|\.dmp$|^hs_err|^crash|traceback|\.stacktrace$|^stderr|torchelastic|^error_file|failure|^task[_-]?metadata)")
+_CKPT_DIR = re.compile(r"(?i)^(checkpoint[-_]?\d+|global_step\d+|step[-_]?\d+|epoch[-_=]?\d+|iter[-_]?\d+|ckpt[-_]?\d+|checkpoints?|last)$")
+_COMMAND_FILES = ("command.txt", "cmd.txt", "launch.sh", "run.sh", "train.sh", "command")
+
+
+def inventory(root: str | os.PathLike[str]) -> ArtifactInventory:
+    base = Path(root)
+    if not base.exists():
+        raise TargetNotFound(f"no directory at {base}")
+    if not base.is_dir():
+        raise UnreadableInput(f"{base} is not a directory")
+    inv = ArtifactInventory(root=str(base))
+    ckpt_dirs: list[Path] = []
+    seen = 0
+    base_real = base.resolve()
+    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+        d = Path(dirpath)
+        depth = len(d.relative_to(base).parts)
+        if depth >= MAX_DEPTH:
+            dirnames[:] = []
+        keep = []
+        for name in sorted(dirnames):
+            sub = d / name
+            if _CKPT_DIR.match(name) and name.lower() not in ("checkpoints", "checkpoint"):
+                ckpt_dirs.append(sub)
+                continue  # inspected as a unit
+            if name.startswith(".") or name in ("__pycache__", "node_modules"):
+                continue
+            keep.append(name)
+        dirnames[:] = keep
+        for name in sorted(filenames):
+            seen += 1
+            if seen > MAX_FILES:
+                inv.truncated = True
+                break
+            p = d / name
+            if p.is_symlink():
+                try:
+                    p.resolve().relative_to(base_real)
+                except ValueError:
+                    continue
+            rel = str(p.relative_to(base))
+            if name == "latest" or name == "latest_checkpointed_iteration.txt":
+                try:
+                    inv.latest_pointer = p.read_text("utf-8", errors="replace").strip()[:200]
+                except OSError:
+                    pass
+                continue
+            if name in _COMMAND_FILES and inv.launch_command is None:
+                try:
+                    text = p.read_text("utf-8", errors="replace")[:4000]
+                    cmd = next((ln.strip() for ln in text.splitlines() if re.search(r"\b(python|torchrun|deepspeed|accelerate|srun)\b", ln)), None)
+                    inv.launch_command = cmd
+                except OSError:
+                    pass
+            if name.endswith(WEIGHT_SUFFIXES) and not name.endswith(".index.json"):
+                inv.checkpoints.append(inspect_file(p))
+            elif _FAILURE.search(name):
+                inv.failure_artifacts.append(rel)
+                if _LOG.search(name):
+                    inv.logs.append(rel)
+            elif _LOG.search(name):
+                inv.logs.append(rel)
+            elif _CONFIG.search(name):
+                inv.configs.append(rel)
+        if inv.truncated:
+            break
+    for cd in ckpt_dirs:
+        inv.checkpoints.append(inspect_dir(cd))
+    inv.total_files = seen
+    inv.newest_valid_checkpoint = newest_valid(inv.checkpoints)
+    return inv
+
+
+def newest_valid(ckpts: list[CheckpointInfo]) -> str | None:
+    valid = [c for c in ckpts if c.valid]
+    if not valid:
+        return None
+    return max(valid, key=lambda c: (c.step if c.step is not None else -1, c.mtime)).path

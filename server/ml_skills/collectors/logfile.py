@@ -1,0 +1,202 @@
+"""Read a log file without ever loading it whole: tail from the end, windows, chunks, grep.
+
+Every reader opens the file read-only, caps line length for output, and decodes bytes with
+replacement so invalid UTF-8 never raises. Special files (FIFOs, devices, sockets) are refused
+before they are opened, because opening a FIFO blocks.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+
+from ml_skills.errors import TargetNotFound, UnreadableInput
+
+CHUNK = 4 * 1024 * 1024
+MAX_LINE_CHARS = 2000
+_SNIFF = 8192
+
+
+def check_readable(path: str | os.PathLike[str]) -> Path:
+    """Return the path if it is a regular, readable file; raise a clear error otherwise."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise TargetNotFound(f"no file at {p}: check the path (relative paths start from {Path.cwd()})") from None
+    except PermissionError:
+        raise UnreadableInput(f"{p} cannot be read: permission denied") from None
+    except OSError as e:
+        raise UnreadableInput(f"{p} cannot be read: {e.strerror or e}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise UnreadableInput(f"{p} is a directory; pass it as an artifact directory, not a log")
+    if not stat.S_ISREG(st.st_mode):
+        raise UnreadableInput(f"{p} is not a regular file (FIFO, socket or device); only regular files are read")
+    if not os.access(p, os.R_OK):
+        raise UnreadableInput(f"{p} cannot be read: permission denied")
+    return p
+
+
+def looks_binary(path: Path) -> str | None:
+    """Return why the file is not a text log (compressed, NUL bytes), or None if it looks like text."""
+    with open(path, "rb") as f:
+        head = f.read(_SNIFF)
+    if head[:2] == b"\x1f\x8b":
+        return "gzip-compressed: decompress it first (zcat FILE > train.log)"
+    if head[:4] in (b"PK\x03\x04",) or head[:6] == b"\xfd7zXZ\x00" or head[:3] == b"BZh":
+        return "an archive or compressed file, not a text log"
+    if not head:
+        return None
+    nul = head.count(b"\x00")
+    if nul > len(head) // 100 + 1:
+        return f"binary data ({nul} NUL bytes in the first {len(head)} bytes)"
+    return None
+
+
+def decode(raw: bytes) -> str:
+    """Bytes of one line to display text: invalid UTF-8 replaced, tqdm's \\r frames reduced to the last."""
+    text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+    if "\r" in text:
+        frames = [f for f in text.split("\r") if f.strip()]
+        text = frames[-1] if frames else ""
+    if len(text) > MAX_LINE_CHARS:
+        text = text[: MAX_LINE_CHARS - 40] + f" …[{len(text) - MAX_LINE_CHARS + 40} more chars]"
+    return text
+
+
+def iter_chunks(path: Path, size: int = CHUNK) -> Iterator[tuple[int, bytes]]:
+    """Yield (byte offset, chunk) where each chunk ends at a newline (or at EOF).
+
+    A line longer than 2 chunks is cut at the chunk boundary so memory stays bounded.
+    """
+    with open(path, "rb", buffering=0) as f:
+        offset = 0
+        carry = b""
+        while True:
+            block = f.read(size)
+            if not block:
+                if carry:
+                    yield offset, carry
+                return
+            data = carry + block if carry else block
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                if len(data) >= 2 * size:  # one enormous line: hand it over in pieces
+                    yield offset, data
+                    offset += len(data)
+                    carry = b""
+                else:
+                    carry = data
+                continue
+            piece = data[: cut + 1]
+            yield offset, piece
+            offset += len(piece)
+            carry = data[cut + 1 :]
+
+
+def tail(path: Path, n: int, max_bytes: int = 8 * 1024 * 1024) -> tuple[list[str], bool]:
+    """Last n lines by reading backwards from the end: cost depends on n, not on file size.
+
+    Returns the lines and whether the byte cap cut the tail short.
+    """
+    if n <= 0:
+        return [], False
+    with open(path, "rb") as f:
+        end = f.seek(0, os.SEEK_END)
+        pos = end
+        buf = b""
+        block = 64 * 1024
+        while pos > 0 and buf.count(b"\n") <= n and end - pos < max_bytes:
+            step = min(block, pos)
+            pos -= step
+            f.seek(pos)
+            buf = f.read(step) + buf
+            block = min(block * 2, 4 * 1024 * 1024)
+    truncated = pos > 0 and buf.count(b"\n") <= n
+    lines = buf.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    if pos > 0 and not truncated:
+        lines = lines[1:]  # first piece is a partial line
+    return [decode(x) for x in lines[-n:]], truncated
+
+
+def window_at(path: Path, offset: int, before: int, after: int) -> tuple[int, list[str]]:
+    """Lines around the line that starts at byte `offset`: returns (index of that line in the list, lines)."""
+    with open(path, "rb") as f:
+        back = min(offset, 256 * 1024)
+        f.seek(offset - back)
+        head = f.read(back)
+        tail_bytes = f.read(256 * 1024)
+    return _split_window(head, tail_bytes, offset - back > 0, before, after)
+
+
+def window_in(data: bytes, offset: int, before: int, after: int) -> tuple[int, list[str]]:
+    """window_at for bytes held in memory."""
+    back = min(offset, 256 * 1024)
+    return _split_window(data[offset - back : offset], data[offset : offset + 256 * 1024], offset - back > 0, before, after)
+
+
+def _split_window(head: bytes, tail_bytes: bytes, cut_head: bool, before: int, after: int) -> tuple[int, list[str]]:
+    prev = head.split(b"\n")
+    if prev and prev[-1] == b"":
+        prev.pop()
+    if cut_head and prev:
+        prev = prev[1:]
+    prev = prev[-before:] if before else []
+    nxt = tail_bytes.split(b"\n")[: after + 1]
+    if nxt and nxt[-1] == b"" and len(nxt) > 1:
+        nxt.pop()
+    return len(prev), [decode(x) for x in prev + nxt]
+
+
+def window(path: Path, line_no: int, before: int = 20, after: int = 20) -> tuple[int, list[str]]:
+    """Lines around a 1-based line number by streaming from the start; returns (first line number, lines)."""
+    first = max(1, line_no - before)
+    last = line_no + after
+    out: list[str] = []
+    with open(path, "rb") as f:
+        for i, raw in enumerate(f, start=1):
+            if i >= first:
+                out.append(decode(raw))
+            if i >= last:
+                break
+    return first, out
+
+
+def grep(
+    path: Path, pattern: str, context: int = 2, max_matches: int = 50, ignore_case: bool = False
+) -> tuple[list[tuple[int, list[str]]], int]:
+    """Matches of a regular expression with context: ([(first line number, lines)], total matches)."""
+    rx = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    before: deque[str] = deque(maxlen=context)
+    blocks: list[tuple[int, list[str]]] = []
+    open_block: tuple[int, list[str]] | None = None
+    remaining_after = 0
+    total = 0
+    with open(path, "rb") as f:
+        for i, raw in enumerate(f, start=1):
+            text = decode(raw)
+            if rx.search(text):
+                total += 1
+                if len(blocks) < max_matches or (open_block and remaining_after):
+                    if open_block is not None and remaining_after:
+                        open_block[1].append(text)
+                    else:
+                        open_block = (i - len(before), [*before, text])
+                        blocks.append(open_block)
+                    remaining_after = context
+                    before.clear()
+                    continue
+            if open_block is not None and remaining_after:
+                open_block[1].append(text)
+                remaining_after -= 1
+                if not remaining_after:
+                    open_block = None
+            else:
+                before.append(text)
+    return blocks, total

@@ -1,0 +1,1 @@
+"""The diagnosis engine: scan → trajectories → classify → plan → decide (pipeline.py)."""

@@ -1,0 +1,247 @@
+"""Weigh every signal and pick one primary failure class, with confidence and what was ruled out.
+
+A signal is a signature hit, the final exception of a traceback, a trajectory anomaly or a
+collector's finding. Its weight comes from its role in a cascade (a cause outweighs a symptom,
+a hint only tilts), its severity, and where it sits: an error after which training went on was
+survived and counts little; the first cause after the last progress is the likely root. The
+class of a traceback comes first from a critical signature on its line, then from where it
+was raised (a TypeError inside save_model is a checkpoint failure), then from its type.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from ml_skills.catalog.loader import compiled_exception_rules, signatures
+from ml_skills.models import (
+    Anomaly,
+    Classification,
+    FailureClass,
+    LineRef,
+    LogEvidence,
+    Role,
+    RuledOut,
+    Severity,
+    SignatureHit,
+    SourceEvidence,
+    TracebackEvent,
+)
+
+ROLE_W = {Role.CAUSE: 3.0, Role.SYMPTOM: 1.2, Role.HINT: 0.5}
+SEV_W = {Severity.CRITICAL: 1.0, Severity.SIGNIFICANT: 0.7, Severity.MINOR: 0.4, Severity.INFO: 0.2}
+ANOMALY_W = {Severity.CRITICAL: 3.2, Severity.SIGNIFICANT: 2.0, Severity.MINOR: 0.8, Severity.INFO: 0.3}
+TRACEBACK_W = 2.6
+SURVIVED = 0.3
+WARNING_DAMP = 0.3
+MIN_PRIMARY = 1.0
+_WARNING = re.compile(r"(Warning:|WARNING|\bwarn(ing)?s?\.|\[W \w|^W\d{4} |\bW\d{4} \d\d:|UserWarning|FutureWarning|DeprecationWarning|\bwarnings\.warn)")
+_WRAPPERS = re.compile(r"(RayTaskError|ChildFailedError|CalledProcessError|ProcessRaisedException|HydraException|SystemExit)")
+
+CONFUSABLE: dict[FailureClass, list[FailureClass]] = {
+    FailureClass.NCCL_DISTRIBUTED: [FailureClass.OOM, FailureClass.PROCESS_CRASH, FailureClass.STALLED, FailureClass.CUDA_RUNTIME],
+    FailureClass.OOM: [FailureClass.PROCESS_CRASH, FailureClass.DATA_PIPELINE],
+    FailureClass.PROCESS_CRASH: [FailureClass.OOM, FailureClass.CUDA_RUNTIME],
+    FailureClass.NAN_INF: [FailureClass.OPTIMIZATION_DIVERGENCE, FailureClass.DATA_PIPELINE],
+    FailureClass.OPTIMIZATION_DIVERGENCE: [FailureClass.NAN_INF, FailureClass.DATA_PIPELINE],
+    FailureClass.CUDA_RUNTIME: [FailureClass.OOM, FailureClass.DATA_PIPELINE],
+    FailureClass.DATA_PIPELINE: [FailureClass.IO_CHECKPOINT, FailureClass.CONFIG_ERROR, FailureClass.OOM],
+    FailureClass.CONFIG_ERROR: [FailureClass.DATA_PIPELINE, FailureClass.IO_CHECKPOINT],
+    FailureClass.IO_CHECKPOINT: [FailureClass.CONFIG_ERROR, FailureClass.DATA_PIPELINE],
+    FailureClass.STALLED: [FailureClass.NCCL_DISTRIBUTED, FailureClass.DATA_PIPELINE, FailureClass.PROCESS_CRASH],
+    FailureClass.EVALUATION_MISMATCH: [FailureClass.DATA_PIPELINE, FailureClass.OPTIMIZATION_DIVERGENCE],
+    FailureClass.PIPELINE_ORCHESTRATION: [FailureClass.CLOUD_PERMISSIONS_QUOTA, FailureClass.CONFIG_ERROR],
+    FailureClass.CLOUD_PERMISSIONS_QUOTA: [FailureClass.PIPELINE_ORCHESTRATION, FailureClass.CONFIG_ERROR],
+}
+
+
+@dataclass
+class Signal:
+    failure_class: FailureClass
+    weight: float
+    kind: str  # signature, traceback, anomaly, source
+    label: str
+    source: str
+    line_no: int | None
+    text: str
+    role: Role
+    survived: bool = False
+    warning: bool = False
+
+
+def _last_progress_line(log: LogEvidence) -> int | None:
+    lp = log.trajectory.last_progress
+    return lp.line_no if lp else None
+
+
+def traceback_class(tb: TracebackEvent, hits_by_line: dict[tuple[str, int], list[SignatureHit]]) -> tuple[FailureClass | None, float, str]:
+    """Class of a traceback's final exception: (class, rule weight, rule id)."""
+    line_hits = hits_by_line.get((tb.source, tb.line_no), [])
+    for h in line_hits:
+        if h.role is Role.CAUSE and h.severity is Severity.CRITICAL:
+            return h.failure_class, 1.0, h.signature_id
+    frames = "\n".join(tb.frames)
+    typed = f"{tb.exc_type}"
+    for rule, rx_type, rx_msg, rx_frames in compiled_exception_rules():
+        if rx_frames is None:
+            continue
+        if rx_type.fullmatch(typed) and rx_msg.search(tb.message) and rx_frames.search(frames):
+            return rule.failure_class, rule.weight, rule.id
+    for h in line_hits:
+        if h.role is Role.CAUSE:
+            return h.failure_class, 0.9, h.signature_id
+    short = typed.rsplit(".", 1)[-1]
+    for rule, rx_type, rx_msg, rx_frames in compiled_exception_rules():
+        if rx_frames is not None:
+            continue
+        if (rx_type.fullmatch(typed) or rx_type.fullmatch(short)) and rx_msg.search(tb.message):
+            return rule.failure_class, rule.weight, rule.id
+    return None, 0.0, ""
+
+
+def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | None = None) -> list[Signal]:
+    signals: list[Signal] = []
+    for log in logs:
+        last_prog = _last_progress_line(log)
+        hits_by_line: dict[tuple[str, int], list[SignatureHit]] = {}
+        for h in log.hits:
+            hits_by_line.setdefault((h.source, h.line_no), []).append(h)
+        # Tracebacks first: where an exception was raised (its frames) outranks a generic
+        # signature on its last line, e.g. a TypeError inside save_model is a checkpoint failure.
+        superseded: set[tuple[str, int]] = set()
+        for tb in log.tracebacks:
+            if _WRAPPERS.search(tb.exc_type) or tb.message.startswith("Traceback (most recent call last)"):
+                continue
+            cls, rw, rule = traceback_class(tb, hits_by_line)
+            if cls is None:
+                continue
+            if any(h.failure_class != cls and h.severity is not Severity.CRITICAL for h in hits_by_line.get((tb.source, tb.line_no), [])):
+                superseded.add((tb.source, tb.line_no))
+            w = TRACEBACK_W * rw * (0.6 if tb.chained and not tb.exc_type.endswith(")") else 1.0)
+            survived = last_prog is not None and tb.line_no < last_prog
+            if survived:
+                w *= SURVIVED
+            text = f"{tb.exc_type}: {tb.message}" if tb.message else tb.exc_type
+            signals.append(Signal(cls, w, "traceback", f"traceback:{rule}", tb.source, tb.line_no, text, Role.CAUSE, survived))
+        for h in log.hits:
+            same = hits_by_line[(h.source, h.line_no)]
+            # one line, several signatures: a cause on the line silences symptoms of other classes
+            if h.role is not Role.CAUSE and any(o.role is Role.CAUSE and o.failure_class != h.failure_class for o in same):
+                continue
+            if (h.source, h.line_no) in superseded and h.severity is not Severity.CRITICAL:
+                continue
+            w = ROLE_W[h.role] * SEV_W[h.severity] * (1 + 0.12 * math.log(max(1, h.count)))
+            warning = bool(_WARNING.search(h.text)) and h.role is not Role.HINT and "Error" not in h.text.split(":")[0]
+            if warning:
+                w *= WARNING_DAMP
+            survived = last_prog is not None and h.line_no < last_prog
+            if survived:
+                w *= SURVIVED
+            signals.append(Signal(h.failure_class, w, "signature", h.signature_id, h.source, h.line_no, h.text, h.role, survived, warning))
+        for a in log.trajectory.anomalies:
+            signals.append(_anomaly_signal(a))
+    for src in sources or []:
+        for a in src.signals:
+            signals.append(_anomaly_signal(a, kind="source"))
+    return signals
+
+
+def _anomaly_signal(a: Anomaly, kind: str = "anomaly") -> Signal:
+    return Signal(a.failure_class, ANOMALY_W[a.severity], kind, a.kind.value, a.source, a.line_no, a.detail,
+                  Role.CAUSE if a.severity is Severity.CRITICAL else Role.SYMPTOM)
+
+
+def _memory_flat(logs: list[LogEvidence]) -> tuple[bool, str]:
+    for log in logs:
+        for s in log.trajectory.series:
+            if s.name == "mem" and s.count >= 4 and s.min and s.max is not None and s.min > 0:
+                if s.max / s.min < 1.3:
+                    return True, f"logged memory stayed flat ({s.min:.4g}-{s.max:.4g}) up to the kill"
+    return False, ""
+
+
+def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = None) -> tuple[Classification, list[Signal]]:
+    signals = collect_signals(logs, sources)
+    # the first cause after the last progress is the likely root of a cascade: give it a lead
+    terminal = [s for s in signals if s.role is Role.CAUSE and not s.survived and not s.warning and s.line_no is not None]
+    if terminal:
+        first_by_source: dict[str, Signal] = {}
+        for s in sorted(terminal, key=lambda s: s.line_no or 0):
+            first_by_source.setdefault(s.source, s)
+        for s in first_by_source.values():
+            s.weight *= 1.3
+
+    # exit 137 with flat memory is an external SIGKILL, not an OOM
+    notes: list[str] = []
+    oom_causes = [s for s in signals if s.failure_class is FailureClass.OOM and s.role is Role.CAUSE]
+    if not oom_causes:
+        flat, why = _memory_flat(logs)
+        if flat:
+            for s in signals:
+                if s.failure_class is FailureClass.OOM and s.label == "sigkill-exit-137":
+                    s.failure_class = FailureClass.PROCESS_CRASH
+                    s.text += f" ({why})"
+                    notes.append(f"SIGKILL without memory pressure: {why}")
+
+    scores: dict[FailureClass, float] = {}
+    by_class: dict[FailureClass, list[Signal]] = {}
+    for s in signals:
+        by_class.setdefault(s.failure_class, []).append(s)
+    for cls, sig in by_class.items():
+        ws = sorted((s.weight for s in sig), reverse=True)
+        scores[cls] = ws[0] + 0.25 * sum(ws[1:6])
+
+    ranked = sorted(scores.items(), key=lambda t: -t[1])
+    if not ranked or ranked[0][1] < MIN_PRIMARY:
+        return Classification(
+            primary=None, confidence=0.0, scores={k.value: round(v, 3) for k, v in scores.items()},
+            ruled_out=[RuledOut(failure_class=c, reason=f"too little evidence (score {v:.2f})") for c, v in ranked],
+            reasons=["no signal strong enough to name a failure class"] + notes,
+        ), signals
+    primary, top = ranked[0]
+    second = ranked[1][1] if len(ranked) > 1 else 0.0
+    share = top / (top + second)
+    strength = min(1.0, top / 4.0)
+    confidence = round(max(0.05, min(0.97, share * (0.5 + 0.5 * strength))), 2)
+
+    psigs = sorted(by_class[primary], key=lambda s: (-s.weight, s.line_no or 0))
+    decisive = psigs[0]
+    decisive_line = decisive.line_no or 0
+
+    contributing: list[FailureClass] = []
+    ruled: list[RuledOut] = []
+    for cls, score in ranked[1:]:
+        sig = sorted(by_class[cls], key=lambda s: (-s.weight, s.line_no or 0))
+        best = sig[0]
+        where = f"{best.label} at line {best.line_no}" if best.line_no else best.label
+        if all(s.survived for s in sig):
+            ruled.append(RuledOut(failure_class=cls, reason=f"{where} came before later training progress, so the run survived it"))
+        elif all(s.warning for s in sig):
+            ruled.append(RuledOut(failure_class=cls, reason=f"only in warnings ({where}), not in the failure"))
+        elif all(s.source == decisive.source and (s.line_no or 0) > decisive_line for s in sig) and all(s.role is not Role.CAUSE or s.kind == "traceback" for s in sig):
+            ruled.append(RuledOut(failure_class=cls, reason=f"secondary: {where} follows the primary failure at line {decisive_line} (cascade)"))
+        elif score >= 0.35 * top and any(s.role is Role.HINT or s.kind == "anomaly" for s in sig):
+            contributing.append(cls)
+        else:
+            ruled.append(RuledOut(failure_class=cls, reason=f"weaker evidence: {where} scores {score:.2f} against {top:.2f}"))
+    seen = {primary, *contributing, *(r.failure_class for r in ruled)}
+    n_sigs: dict[FailureClass, int] = {}
+    for s in signatures():
+        n_sigs[s.failure_class] = n_sigs.get(s.failure_class, 0) + 1
+    for cls in CONFUSABLE.get(primary, []):
+        if cls not in seen:
+            ruled.append(RuledOut(failure_class=cls, reason=f"no evidence: none of its {n_sigs.get(cls, 0)} signatures matched and no anomaly points to it"))
+
+    reasons = [f"{decisive.kind} {decisive.label}: {decisive.text[:200]}"]
+    reasons += [f"also {s.kind} {s.label} at line {s.line_no}" for s in psigs[1:4]]
+    reasons += notes
+    return Classification(
+        primary=primary,
+        confidence=confidence,
+        contributing=contributing,
+        ruled_out=ruled,
+        scores={k.value: round(v, 3) for k, v in ranked},
+        decisive=LineRef(source=decisive.source, line_no=decisive.line_no, text=decisive.text[:500]) if decisive.line_no else None,
+        reasons=reasons,
+    ), signals

@@ -1,0 +1,22 @@
+"""GO / NO-GO: GO only when a safe recovery path exists; otherwise a person must decide."""
+
+from __future__ import annotations
+
+from ml_skills.models import ActionKind, Classification, Decision, Fix, Risk
+
+RECOVERY = {ActionKind.REPOINT_CHECKPOINT, ActionKind.RESTART_UNCHANGED}
+
+
+def decide(cls: Classification, fixes: list[Fix], insufficient: str | None) -> tuple[Decision, str]:
+    if cls.primary is None or insufficient:
+        return Decision.NO_GO, "evidence is insufficient to act on: collect what is named under 'Insufficient evidence' first"
+    safe_recovery = [f for f in fixes[:3] if f.risk is Risk.SAFE and f.kind in RECOVERY and f.command]
+    if safe_recovery and cls.confidence >= 0.5:
+        f = safe_recovery[0]
+        return Decision.GO, f"a safe recovery path exists: fix {f.rank} ({f.kind.value}) changes nothing but where the run resumes"
+    top = fixes[0] if fixes else None
+    if top is None:
+        return Decision.NO_GO, "no recovery action is known for this failure"
+    if top.risk is Risk.SAFE:
+        return Decision.NO_GO, f"the first step is a safe check ({top.fix_id}), but recovery needs a change a person must approve"
+    return Decision.NO_GO, f"the top fix is {top.risk.value} ({top.kind.value}): a person must decide"

@@ -1,0 +1,98 @@
+"""Multi-pattern matching over byte chunks: Hyperscan when it is installed, `re` otherwise.
+
+Patterns are written per line. Before compiling, `line_safe` keeps every pattern inside one
+line (negated classes and \\s never cross a newline) so that matching a whole chunk at once
+finds exactly what matching line by line would, in both engines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+try:  # the fast path; a binary wheel exists for common platforms
+    import hyperscan as _hs
+except ImportError:  # pragma: no cover - exercised by forcing the fallback in tests
+    _hs = None
+
+
+def line_safe(pattern: str) -> str:
+    """Rewrite a per-line regex so it cannot match across a newline."""
+    out: list[str] = []
+    i = 0
+    in_class = False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            pair = pattern[i : i + 2]
+            if pair == "\\s" and not in_class:
+                out.append("[\\t\\x0b\\x0c\\r ]")
+            elif pair == "\\s" and in_class:
+                out.append("\\t\\x0b\\x0c\\r ")
+            else:
+                out.append(pair)
+            i += 2
+            continue
+        if c == "[" and not in_class:
+            in_class = True
+            if pattern[i + 1 : i + 2] == "^":
+                out.append("[^\\n")
+                i += 2
+                continue
+        elif c == "]" and in_class and out and not out[-1].endswith("["):
+            in_class = False
+        elif c == "." and not in_class:
+            out.append("[^\\n]")
+            i += 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+class Matcher:
+    """Find which of many patterns match in a chunk of bytes, with the end offset of each match."""
+
+    def __init__(self, patterns: Sequence[str], *, single: Sequence[bool] | None = None, engine: str | None = None):
+        self.patterns = [line_safe(p) for p in patterns]
+        self.single = list(single) if single is not None else [False] * len(patterns)
+        self.engine = engine or ("hyperscan" if _hs is not None else "re")
+        if self.engine == "hyperscan":
+            if _hs is None:
+                raise RuntimeError("hyperscan is not installed")
+            self._db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+            flags = [
+                _hs.HS_FLAG_MULTILINE | _hs.HS_FLAG_ALLOWEMPTY | (_hs.HS_FLAG_SINGLEMATCH if s else 0)
+                for s in self.single
+            ]
+            self._db.compile(
+                expressions=[p.encode() for p in self.patterns],
+                ids=list(range(len(self.patterns))),
+                elements=len(self.patterns),
+                flags=flags,
+            )
+            self._scratch = _hs.Scratch(self._db)
+        else:
+            self._res = [re.compile(p.encode(), re.MULTILINE) for p in self.patterns]
+
+    def find(self, chunk: bytes) -> list[tuple[int, int]]:
+        """All (pattern index, end offset) matches in the chunk, sorted by offset.
+
+        Patterns marked `single` report at most one match per call.
+        """
+        found: list[tuple[int, int]] = []
+        if self.engine == "hyperscan":
+            def on_match(idx: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+                found.append((idx, to))
+
+            self._db.scan(chunk, match_event_handler=on_match, scratch=self._scratch)
+        else:
+            for idx, rx in enumerate(self._res):
+                if self.single[idx]:
+                    m = rx.search(chunk)
+                    if m:
+                        found.append((idx, m.end()))
+                else:
+                    found.extend((idx, m.end()) for m in rx.finditer(chunk))
+        found.sort(key=lambda t: (t[1], t[0]))
+        return found

@@ -1,0 +1,160 @@
+"""Turn one log line into metric values, from the formats people really have.
+
+HF Trainer dicts (`{'loss': 2.3, 'grad_norm': 1.1, 'epoch': 0.5}`), JSON lines, `key=value`
+and `key: value` (also with spaces in keys, as Megatron writes `lm loss: 7.1E+00`), tqdm and
+Lightning bars (`Epoch 0:  45%|...| 450/1000 [..., loss=0.51]`, carriage-return frames), Keras
+(`- loss: 0.23 - val_loss: 0.35`), DeepSpeed (`step=100, skipped=0, lr=[0.0001]`) and nanoGPT
+(`iter 100: loss 2.3, time 20ms`). Keys are folded into canonical names (ALIASES) so every
+detector reads one vocabulary.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from datetime import datetime
+
+CANONICAL = ("loss", "val_loss", "grad_norm", "lr", "throughput", "acc", "val_acc", "mem", "step_time", "loss_scale")
+
+ALIASES: dict[str, str] = {}
+for canon, names in {
+    "loss": ["loss", "train_loss", "training_loss", "lm_loss", "total_loss", "train/loss", "loss_step",
+             "train_loss_step", "avg_loss", "train/loss_step", "objective", "train/lm_loss", "mean_loss", "loss_epoch", "train_loss_epoch"],
+    "val_loss": ["val_loss", "eval_loss", "validation_loss", "valid_loss", "val/loss", "eval/loss", "dev_loss",
+                 "validation/loss", "val_lm_loss", "test_loss", "valid/loss", "val_loss_epoch"],
+    "grad_norm": ["grad_norm", "gradient_norm", "gnorm", "total_norm", "grad/norm", "train/grad_norm", "grad_l2_norm", "global_norm"],
+    "lr": ["lr", "learning_rate", "train/learning_rate", "lr-adamw", "lr-adam", "learningrate", "lr-sgd"],
+    "throughput": ["samples/sec", "samples_per_second", "train_samples_per_second", "samples/s", "tokens/s",
+                   "tok/s", "tokens_per_sec", "tokens/sec", "it/s", "throughput", "tflops", "mfu", "img/s", "images/sec", "examples/sec", "samples_per_sec"],
+    "acc": ["acc", "accuracy", "train_acc", "train_accuracy", "top1", "train/acc"],
+    "val_acc": ["val_acc", "val_accuracy", "eval_accuracy", "eval_acc", "valid_acc", "val/acc", "validation_accuracy", "test_acc", "val_top1", "val_f1", "eval_f1"],
+    "mem": ["mem", "memory", "rss", "rss_mb", "rss_gb", "mem_gb", "gpu_mem", "max_memory_allocated", "memory_allocated", "mem_mb", "peak_mem", "max_mem"],
+    "step_time": ["time", "step_time", "iter_time", "iter_time_(s)", "elapsed_time_per_iteration_(ms)", "time/step", "sec/it", "s/it", "batch_time"],
+    "loss_scale": ["loss_scale", "scale", "loss_scaler"],
+}.items():
+    for n in names:
+        ALIASES[n] = canon
+
+STEP_KEYS = {"step", "global_step", "iteration", "iter", "steps", "global_steps", "it", "train/global_step", "trainer/global_step", "batch", "update", "updates", "num_updates"}
+EPOCH_KEYS = {"epoch", "epochs", "train/epoch"}
+
+_NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|inf|Inf|INF|-inf|-Inf)"
+_PAIR = re.compile(
+    r"(?:^|[\s|,;{(\[-])['\"]?(?P<key>[A-Za-z_][\w/.\-]*(?: [a-z_][\w/]*){0,2}(?: \([a-z]+\))?)['\"]?\s*(?:[:=]\s*)\[?(?:tensor\()?(?P<val>" + _NUM + r")(?=[\s,|;}\])%a-zA-Z]|$)"
+)
+_SPACE_PAIR = re.compile(r"\b(?P<key>step|iter|iteration|epoch|Epoch|Step|Iter|Iteration)\s+(?P<val>\d+(?:\.\d+)?)(?:\s*/\s*(?P<total>\d+))?\b")
+_WORD_NUM = re.compile(r"\b(?P<key>(?:train |val |valid |eval |test )?loss)\s+(?P<val>" + _NUM + r")\b")
+_TQDM = re.compile(r"(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[(?P<elapsed>[\d:]+)<(?P<eta>[\d:?]+),\s*(?P<rate>[\d.]+)\s*(?P<unit>[a-zA-Z/]+)(?P<rest>[^\]]*)\]")
+_TIMESTAMP = re.compile(
+    r"(?P<y>20\d\d)[-/](?P<mo>\d\d)[-/](?P<d>\d\d)[ T_](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)"
+)
+_HINT = re.compile(r"(?i)(loss|acc|lr|learning|grad|norm|step|iter|epoch|it/s|samples|tokens|mem|perplexity|ppl)")
+
+
+def _num(text: str) -> float:
+    return float(text)
+
+
+def parse_timestamp(line: str) -> datetime | None:
+    m = _TIMESTAMP.search(line)
+    if not m:
+        return None
+    try:
+        return datetime(int(m["y"]), int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]))
+    except ValueError:
+        return None
+
+
+def canonical(key: str) -> str | None:
+    k = key.strip().strip("'\"").lower().replace(" ", "_")
+    if k in ALIASES:
+        return ALIASES[k]
+    for prefix in ("train/", "train_", "training/", "metrics/"):
+        if k.startswith(prefix) and k[len(prefix):] in ALIASES and ALIASES[k[len(prefix):]] in ("loss", "grad_norm", "lr"):
+            return ALIASES[k[len(prefix):]]
+    return None
+
+
+def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None] | None:
+    """Return (canonical values, step, epoch) for a metric line, or None if it holds no metric."""
+    if "\r" in line:
+        frames = [f for f in line.split("\r") if f.strip()]
+        if not frames:
+            return None
+        line = frames[-1]
+    if len(line) > 4000 or not _HINT.search(line) or "Namespace(" in line or "usage:" in line:
+        return None
+    values: dict[str, float] = {}
+    step: float | None = None
+    epoch: float | None = None
+    stripped = line.strip()
+    brace = stripped.find("{")
+    if brace >= 0 and stripped.endswith("}") and '"' in stripped[brace:]:
+        try:
+            obj = json.loads(stripped[brace:])
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict):
+            for k, v in obj.items():
+                if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+                    continue
+                try:
+                    fv = float(v)
+                except ValueError:
+                    continue
+                kl = str(k).lower()
+                if kl in STEP_KEYS:
+                    step = fv
+                elif kl in EPOCH_KEYS:
+                    epoch = fv
+                elif (c := canonical(kl)) is not None:
+                    values.setdefault(c, fv)
+            return (values, step, epoch) if values else None
+    bar = _TQDM.search(line)
+    if bar:
+        step = float(bar["n"])
+        unit = bar["unit"]
+        rate = float(bar["rate"])
+        if unit in ("it/s", "samples/s", "tok/s", "img/s"):
+            values["throughput"] = rate
+        elif unit == "s/it" and rate > 0:
+            values["throughput"] = 1.0 / rate
+    for m in _PAIR.finditer(line):
+        key = m["key"].lower().strip()
+        raw = m["val"]
+        try:
+            val = _num(raw)
+        except ValueError:
+            continue
+        if key in STEP_KEYS or key.replace(" ", "_") in STEP_KEYS:
+            if step is None and not math.isnan(val):
+                step = val
+            continue
+        if key in EPOCH_KEYS:
+            epoch = val
+            continue
+        c = canonical(key)
+        if c is None and " " in key:
+            c = canonical(key.split(" ")[-1]) if key.split(" ")[0] in ("lm", "total", "train", "training") else None
+            if c is None and key.split(" ")[0] in ("val", "valid", "eval", "validation", "test"):
+                rest = canonical(key.split(" ", 1)[1])
+                c = {"loss": "val_loss", "acc": "val_acc"}.get(rest or "", None)
+        if c is not None:
+            if c == "step_time" and "(ms)" in key:
+                val /= 1000.0
+            values.setdefault(c, val)
+    for m in _WORD_NUM.finditer(line):
+        key = m["key"].split(" ")[0] if " " in m["key"] else ""
+        c = {"": "loss", "train": "loss", "val": "val_loss", "valid": "val_loss", "eval": "val_loss", "test": "val_loss"}[key]
+        values.setdefault(c, _num(m["val"]))
+    for m in _SPACE_PAIR.finditer(line):
+        k = m["key"].lower()
+        v = float(m["val"])
+        if k == "epoch" and epoch is None:
+            epoch = v
+        elif k != "epoch" and step is None:
+            step = v
+    if not values:
+        return None
+    return values, step, epoch

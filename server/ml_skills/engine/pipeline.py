@@ -1,0 +1,423 @@
+"""collect -> analyse -> classify -> plan -> decide: the whole engine behind every face.
+
+`diagnose` takes a typed request and returns a `Diagnosis`; it never writes (render/ does).
+Collectors for non-file targets (process, ssh, trackers, cloud) are looked up in COLLECTORS
+and imported only when used, so heavy SDKs stay out of a plain log diagnosis.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import Field
+
+from ml_skills import __version__
+from ml_skills.catalog.loader import signatures
+from ml_skills.collectors import artifacts as artifact_collector
+from ml_skills.engine import scan
+from ml_skills.engine.classify import Signal, classify
+from ml_skills.engine.decide import decide
+from ml_skills.engine.plan import plan
+from ml_skills.errors import InputError, TargetNotFound
+from ml_skills.models import (
+    AnomalyKind,
+    ArtifactInventory,
+    Classification,
+    Diagnosis,
+    Evidence,
+    EvidenceItem,
+    EvidenceStatus,
+    Excerpt,
+    FailureClass,
+    Finding,
+    FindingSeverity,
+    Fix,
+    Framework,
+    Level,
+    LineRef,
+    LogEvidence,
+    Model,
+    RootCause,
+    RunStatus,
+    SourceEvidence,
+    Task,
+    ToolInfo,
+)
+from ml_skills.safety.redact import redact, redaction_count, reset_redaction_count
+
+MAX_LOGS = 16
+
+# target kind -> "module:function" returning (SourceEvidence, list[LogEvidence])
+COLLECTORS: dict[str, str] = {}
+
+
+class DiagnoseRequest(Model):
+    """Everything the engine needs to know about one diagnosis."""
+
+    target: str | None = Field(None, description="Log file, artifact directory, or user@host:/path.")
+    traceback_text: str | None = Field(None, description="Pasted traceback or log text.")
+    pid: int | None = None
+    proc: str | None = None
+    wandb: str | None = None
+    mlflow: str | None = None
+    vertex_pipeline: str | None = None
+    project: str | None = None
+    region: str | None = None
+    framework: Framework | None = None
+    task: Task | None = None
+    target_column: str | None = None
+    last: int = Field(500, ge=1, le=100_000)
+    artifacts: str | None = None
+    interval: int = Field(60, ge=1)
+    once: bool = True
+    engine: str | None = Field(None, description="Force the scanning engine (hyperscan or re); tests only.")
+
+    def kind(self) -> str:
+        if self.traceback_text is not None:
+            return "traceback"
+        for k in ("pid", "proc", "wandb", "mlflow", "vertex_pipeline"):
+            if getattr(self, k) is not None:
+                return k.replace("_", "-")
+        if self.target and re.match(r"^[\w.-]+@[\w.\-\[\]:]+:/", self.target):
+            return "ssh"
+        if self.target and Path(self.target).is_dir():
+            return "directory"
+        return "log"
+
+    def label(self) -> str:
+        k = self.kind()
+        return {
+            "traceback": "pasted traceback", "pid": f"pid {self.pid}", "proc": f"process '{self.proc}'",
+            "wandb": f"wandb run {self.wandb}", "mlflow": f"mlflow run {self.mlflow}",
+            "vertex-pipeline": f"vertex pipeline {self.vertex_pipeline}",
+        }.get(k, self.target or "")
+
+
+def collect(req: DiagnoseRequest) -> Evidence:
+    kind = req.kind()
+    ev = Evidence(target=req.label(), target_kind=kind, collected_at=datetime.now(UTC))
+    if kind == "traceback":
+        ev.logs.append(scan.scan_text(req.traceback_text or "", source="pasted traceback", last=req.last, task=req.task))
+    elif kind == "log":
+        if not req.target:
+            raise InputError("no target: give a log path, an artifact directory, --traceback, or one of --pid/--proc/--wandb/--mlflow/--vertex-pipeline")
+        ev.logs.append(scan.scan_log(req.target, last=req.last, task=req.task, engine=req.engine))
+    elif kind == "directory":
+        ev.artifacts, logs, notes = _scan_directory(Path(req.target or "."), req)
+        ev.logs.extend(logs)
+        ev.notes.extend(notes)
+    else:
+        spec = COLLECTORS.get(kind)
+        if spec is None:
+            raise InputError(f"target kind '{kind}' is not supported in this version")
+        mod, fn = spec.split(":")
+        source, logs = getattr(importlib.import_module(mod), fn)(req)
+        ev.sources.append(source)
+        ev.logs.extend(logs)
+    if req.artifacts and kind != "directory":
+        ev.artifacts, logs, notes = _scan_directory(Path(req.artifacts), req, exclude={l.source for l in ev.logs})
+        ev.logs.extend(logs)
+        ev.notes.extend(notes)
+    return ev
+
+
+def _scan_directory(root: Path, req: DiagnoseRequest, exclude: set[str] = frozenset()) -> tuple[ArtifactInventory, list[LogEvidence], list[str]]:
+    if not root.exists():
+        raise TargetNotFound(f"no file or directory at {root}")
+    inv = artifact_collector.inventory(root)
+    notes: list[str] = []
+    candidates = [root / rel for rel in inv.logs]
+    candidates = [c for c in candidates if str(c) not in exclude and c.is_file()]
+    candidates.sort(key=lambda c: c.stat().st_mtime, reverse=True)
+    if len(candidates) > MAX_LOGS:
+        notes.append(f"{len(candidates)} logs in {root}; the {MAX_LOGS} newest were scanned")
+        candidates = candidates[:MAX_LOGS]
+    logs = []
+    for c in candidates:
+        try:
+            logs.append(scan.scan_log(c, source=str(c), last=req.last, task=req.task, engine=req.engine))
+        except InputError as e:
+            notes.append(str(e))
+    if not candidates:
+        notes.append(f"no log files found in {root} (looked for *.log, *.out, *.err, stdout/stderr, nohup.out)")
+    return inv, logs, notes
+
+
+def _framework(req: DiagnoseRequest, logs: list[LogEvidence]) -> tuple[Framework, str]:
+    if req.framework is not None:
+        return req.framework, "given"
+    counts: dict[str, int] = {}
+    for log in logs:
+        for k, v in log.frameworks.items():
+            counts[k] = counts.get(k, 0) + v
+    for fw in ("hf-trainer", "lightning", "deepspeed", "fsdp", "jax", "tensorflow", "pytorch"):
+        if counts.get(fw):
+            return Framework(fw), "detected"
+    return Framework.UNKNOWN, "unknown"
+
+
+def _run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidence], sources: list[SourceEvidence]) -> RunStatus:
+    for src in sources:
+        state = (src.state or "").lower()
+        if state in ("running", "pipeline_state_running", "sleeping") and cls.primary is None:
+            return RunStatus.RUNNING
+        if state in ("stalled", "hung"):
+            return RunStatus.HUNG
+    terminal = [s for s in signals if not s.survived and s.role.value in ("cause", "symptom") and s.kind in ("signature", "traceback")]
+    survived = [s for s in signals if s.survived and s.role.value == "cause"]
+    completed = any("completed-marker" in log.frameworks for log in logs)
+    kinds = {a.kind for log in logs for a in log.trajectory.anomalies} | {a.kind for s in sources for a in s.signals}
+    if cls.primary in (FailureClass.NAN_INF, FailureClass.OPTIMIZATION_DIVERGENCE) and (
+        kinds & {AnomalyKind.NAN_ONSET, AnomalyKind.LOSS_BLOWUP} or cls.primary is FailureClass.NAN_INF
+    ):
+        return RunStatus.DIVERGED
+    if cls.primary is FailureClass.STALLED and not terminal:
+        return RunStatus.HUNG
+    if AnomalyKind.NO_PROGRESS in kinds:
+        return RunStatus.HUNG
+    if terminal:
+        return RunStatus.CRASHED
+    if completed:
+        return RunStatus.COMPLETED
+    if kinds & {AnomalyKind.TRAIN_VAL_DIVERGENCE, AnomalyKind.THROUGHPUT_COLLAPSE, AnomalyKind.EARLY_PERFECT_VALIDATION}:
+        return RunStatus.DEGRADED
+    if survived:
+        return RunStatus.RECOVERED
+    return RunStatus.UNKNOWN
+
+
+def _insufficient(cls: Classification, logs: list[LogEvidence], sources: list[SourceEvidence], signals: list[Signal]) -> str | None:
+    if not logs and not sources:
+        return "no log was read: give the training log (stdout/stderr of the job) or the run directory"
+    if all(l.status is not EvidenceStatus.OK for l in logs) and not sources:
+        return "; ".join(p for l in logs for p in l.problems) or "the logs could not be read"
+    if cls.primary is None:
+        lp = next((l.trajectory.last_progress for l in logs if l.trajectory.last_progress), None)
+        if lp:
+            when = f" around {lp.time:%H:%M}" if lp.time else ""
+            return (f"the log ends at step {_fmt(lp.step)} (line {lp.line_no}) with no error: need the process state "
+                    f"(ml-skills check-failed-run --pid PID), the job's stderr, or the kernel log{when} (dmesg -T)")
+        return ("no failure signature, traceback or metric anomaly in the log: need the job's stderr (errors often go "
+                "there, not to the training log) or the scheduler's record of how the job ended")
+    if cls.primary is FailureClass.NCCL_DISTRIBUTED and all(s.role.value != "cause" for s in signals if s.failure_class is cls.primary):
+        if len(logs) < 2:
+            return ("only a collective timeout, with no error of its own: need the other ranks' logs (each rank's "
+                    "stderr) to find the rank that crashed or hung first")
+    if cls.primary is FailureClass.OOM and all(s.label == "sigkill-exit-137" for s in signals if s.failure_class is FailureClass.OOM):
+        return "a SIGKILL (exit 137) with no memory error in the log: need the kernel log (dmesg -T | grep -i oom) or the container's OOMKilled reason to confirm OOM"
+    return None
+
+
+def _fmt(x: float | None) -> str:
+    if x is None:
+        return "?"
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def _root_cause(cls: Classification, signals: list[Signal], logs: list[LogEvidence]) -> RootCause:
+    if cls.primary is None or cls.decisive is None:
+        return RootCause(proximate="no failing line identified", root="unknown: the evidence names no failure", contributing=[])
+    d = cls.decisive
+    assert d.line_no is not None
+    # proximate: where execution stopped - the first exception of the primary class after progress
+    stops = [s for s in signals if s.failure_class == cls.primary and not s.survived and s.line_no and s.kind in ("traceback", "signature") and s.role.value == "cause"]
+    if stops:
+        tb = [s for s in stops if s.kind == "traceback"]
+        first = min(tb or stops, key=lambda s: s.line_no or 0)
+        if first.line_no and first.line_no >= d.line_no:
+            d = LineRef(source=first.source, line_no=first.line_no, text=first.text[:500])
+    proximate = f"{Path(d.source).name}:{d.line_no}: {d.text[:240]}"
+    sig = {s.id: s for s in signatures()}
+    best = sorted((s for s in signals if s.failure_class == cls.primary), key=lambda s: -s.weight)
+    meaning = ""
+    for s in best:
+        if s.kind == "signature" and s.label in sig:
+            meaning = sig[s.label].meaning
+            break
+        if s.kind in ("anomaly", "source"):
+            meaning = s.text
+            break
+        if s.kind == "traceback":
+            meaning = _traceback_meaning(s)
+            break
+    root = meaning or f"{cls.primary.value} failure"
+    rank_note = _first_rank(logs, cls)
+    if rank_note:
+        root += " " + rank_note
+    contributing = []
+    for c in cls.contributing:
+        s = next((x for x in sorted(signals, key=lambda x: -x.weight) if x.failure_class is c), None)
+        if s:
+            contributing.append(f"{c.value}: {s.text[:160]}" + (f" (line {s.line_no})" if s.line_no else ""))
+    return RootCause(proximate=proximate, proximate_line=d, root=root, contributing=contributing)
+
+
+def _traceback_meaning(s: Signal) -> str:
+    from ml_skills.catalog.loader import exception_rules
+
+    rid = s.label.split(":", 1)[-1]
+    rule = next((r for r in exception_rules() if r.id == rid), None)
+    if rule:
+        return f"{rule.meaning} ({s.text[:200]})"
+    sig = next((x for x in signatures() if x.id == rid), None)
+    return f"{sig.meaning} ({s.text[:200]})" if sig else s.text[:200]
+
+
+def _first_rank(logs: list[LogEvidence], cls: Classification) -> str:
+    """With several logs (ranks), say which failed first by its first error's time or line."""
+    if len(logs) < 2:
+        return ""
+    firsts = []
+    for log in logs:
+        errs = [h for h in log.hits if h.role.value == "cause"] or list(log.hits)
+        tbs = [t for t in log.tracebacks]
+        lines = [h.line_no for h in errs] + [t.line_no for t in tbs]
+        if not lines:
+            continue
+        first_line = min(lines)
+        text = next((h.text for h in errs if h.line_no == first_line), "") or next((f"{t.exc_type}: {t.message}" for t in tbs if t.line_no == first_line), "")
+        from ml_skills.engine.metrics import parse_timestamp
+
+        when = parse_timestamp(text)
+        cause = any(h.role.value == "cause" for h in errs)
+        firsts.append((0 if cause else 1, when or datetime.max, log.source, first_line, text))
+    if not firsts:
+        return ""
+    firsts.sort(key=lambda t: (t[0], t[1]))
+    _, when, src, line, text = firsts[0]
+    return f"The first rank to fail was {Path(src).name} (line {line}: {text[:120]}); the others failed after it."
+
+
+def _evidence(cls: Classification, signals: list[Signal], logs: list[LogEvidence], sources: list[SourceEvidence], inv: ArtifactInventory | None) -> list[EvidenceItem]:
+    items: list[EvidenceItem] = []
+    seen = set()
+    for s in sorted(signals, key=lambda s: (s.failure_class != cls.primary, -s.weight))[:10]:
+        key = (s.source, s.line_no) if s.line_no else (s.source, s.label)
+        if key in seen:
+            continue
+        seen.add(key)
+        tag = "" if s.failure_class == cls.primary else f" [{s.failure_class.value}{', survived' if s.survived else ''}]"
+        items.append(EvidenceItem(kind=s.kind, text=f"{s.label}{tag}: {s.text[:300]}", source=s.source, line_no=s.line_no))
+    for log in logs:
+        lp = log.trajectory.last_progress
+        if lp:
+            when = f" at {lp.time:%Y-%m-%d %H:%M:%S}" if lp.time else ""
+            items.append(EvidenceItem(kind="progress", text=f"last progress: step {_fmt(lp.step)}{when}: {lp.text[:160]}", source=log.source, line_no=lp.line_no))
+        for p in log.problems:
+            items.append(EvidenceItem(kind="note", text=p, source=log.source))
+    for src in sources:
+        for k, v in list(src.facts.items())[:8]:
+            items.append(EvidenceItem(kind="source", text=f"{k}: {v}", source=src.name))
+        for m in src.missing:
+            items.append(EvidenceItem(kind="note", text=f"missing: {m}", source=src.name))
+    if inv is not None:
+        n_valid = sum(c.valid for c in inv.checkpoints)
+        items.append(EvidenceItem(kind="artifact", text=(f"{len(inv.checkpoints)} checkpoint(s), {n_valid} valid; newest valid: "
+                                                          f"{inv.newest_valid_checkpoint or 'none'}; {len(inv.configs)} config(s), {len(inv.logs)} log(s)"),
+                                  source=inv.root))
+        for c in inv.checkpoints:
+            if not c.valid:
+                items.append(EvidenceItem(kind="artifact", text=f"invalid checkpoint {c.path}: {c.reason}", source=inv.root))
+    return items
+
+
+def _findings(fixes: list[Fix], cls: Classification, root: RootCause) -> list[Finding]:
+    out = []
+    if cls.primary is not None:
+        out.append(Finding(severity=FindingSeverity.BLOCKER, title=f"{cls.primary.value}: {root.proximate[:120]}", detail=root.root[:500]))
+    for f in fixes:
+        sev = FindingSeverity.BLOCKER if f.expected_impact is Level.HIGH and f.rank == 1 else (
+            FindingSeverity.HIGH if f.expected_impact is not Level.LOW else FindingSeverity.MEDIUM)
+        out.append(Finding(severity=sev, title=f.action[:160], detail=f"risk={f.risk.value}; validate: {f.validation}"))
+    return out
+
+
+def _missing_artifacts(inv: ArtifactInventory | None, status: RunStatus) -> Finding | None:
+    if inv is None or inv.checkpoints or status is RunStatus.COMPLETED:
+        return None
+    return Finding(
+        severity=FindingSeverity.HIGH,
+        title="no checkpoint was written before the run ended",
+        detail=("the output directory holds no checkpoint: the run saved only at the end (or not at all), so the work "
+                "is lost. Writing happened too late, not writing is broken: save periodically and on failure."),
+    )
+
+
+def diagnose(req: DiagnoseRequest) -> Diagnosis:
+    reset_redaction_count()
+    ev = collect(req)
+    return analyse(req, ev)
+
+
+def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
+    logs = ev.logs
+    src_logs = [scan.scan_text("\n".join(s.lines), source=f"{s.kind}:{s.name}", last=req.last, task=req.task) for s in ev.sources if s.lines]
+    metric_logs = [scan.from_metrics(s.metrics, source=f"{s.kind}:{s.name}", task=req.task) for s in ev.sources if s.metrics]
+    all_logs = logs + src_logs + metric_logs
+    cls, signals = classify(all_logs, ev.sources)
+    framework, fw_source = _framework(req, all_logs)
+    insufficient = _insufficient(cls, logs, ev.sources, signals)
+    inv = ev.artifacts
+    launch = inv.launch_command if inv else None
+    fixes, commands = plan(cls, signals, all_logs, inv, launch)
+    decision, why = decide(cls, fixes, insufficient)
+    status = _run_status(cls, signals, all_logs, ev.sources)
+    root = _root_cause(cls, signals, all_logs)
+    findings = _findings(fixes, cls, root)
+    if (mf := _missing_artifacts(inv, status)) is not None:
+        findings.insert(1, mf)
+    excerpt = None
+    if cls.decisive is not None:
+        path = next((l.source for l in logs if l.source == cls.decisive.source), None)
+        if path is not None and Path(path).is_file():
+            excerpt = scan.excerpt_around(path, path, cls.decisive.line_no, 20, 20)
+        else:
+            excerpt = next((scan.excerpt_from_tail(l, cls.decisive.line_no) for l in all_logs if l.source == cls.decisive.source), None)
+    conf_level = Level.HIGH if cls.confidence >= 0.75 else Level.MEDIUM if cls.confidence >= 0.5 else Level.LOW
+    next_cmds = list(dict.fromkeys(commands))
+    if insufficient and cls.primary is None and logs:
+        next_cmds.append("ml-skills check-failed-run <run directory> --artifacts <dir>   # with the job's stderr and configs")
+    anomalies = [a for l in all_logs for a in l.trajectory.anomalies]
+    series = [s for l in all_logs for s in l.trajectory.series]
+    last_progress = next((l.trajectory.last_progress for l in reversed(all_logs) if l.trajectory.last_progress), None)
+    report_lines = [redact(x) for s in ev.sources for x in s.report_lines]
+    sources = [f"{l.source} ({l.status.value}, {l.total_lines} lines)" for l in logs] + [f"{s.kind}:{s.name} ({s.status.value})" for s in ev.sources]
+    d = Diagnosis(
+        tool=ToolInfo(version=__version__),
+        created_at=datetime.now(UTC),
+        target=redact(ev.target),
+        target_kind=ev.target_kind,
+        framework=framework,
+        framework_source=fw_source,
+        task=req.task,
+        run_status=status,
+        primary_cause=cls.primary,
+        primary_cause_confidence=cls.confidence,
+        confidence=conf_level,
+        contributing_factors=cls.contributing,
+        ruled_out=cls.ruled_out,
+        evidence=_evidence(cls, signals, all_logs, ev.sources, inv) + [EvidenceItem(kind="note", text=redact(n)) for n in ev.notes],
+        decisive_excerpt=excerpt,
+        root_cause=root,
+        fixes=fixes,
+        findings=findings,
+        decision=decision,
+        decision_reason=why,
+        next_commands=next_cmds,
+        insufficient_evidence=insufficient,
+        last_progress=last_progress,
+        trajectory=series,
+        anomalies=anomalies,
+        artifacts=inv,
+        report_lines=report_lines,
+        sources=sources + ev.notes,
+    )
+    d.redactions = redaction_count()
+    return d
+
+
+def excerpt_from_tail(log: LogEvidence, line_no: int) -> Excerpt | None:  # re-exported for scan
+    return scan.excerpt_from_tail(log, line_no)

@@ -1,0 +1,176 @@
+"""Turn a classification into a ranked recovery plan with risk levels and exact next commands.
+
+Candidate fixes come from the decisive signature, the other signals of the primary class,
+anomaly-specific rules (early vs late NaN, memorisation, OOM at evaluation), and the class's
+default fixes. They are ranked by impact x confidence / risk, as in design.md.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from ml_skills.catalog.loader import exception_rules
+from ml_skills.catalog.loader import fixes as fix_catalog
+from ml_skills.catalog.loader import signatures
+from ml_skills.engine.classify import Signal
+from ml_skills.models import (
+    ActionKind,
+    AnomalyKind,
+    ArtifactInventory,
+    Classification,
+    FailureClass,
+    Fix,
+    Level,
+    LogEvidence,
+    Risk,
+)
+from ml_skills.policy.risk import risk_of
+
+IMPACT = {Level.HIGH: 3.0, Level.MEDIUM: 2.0, Level.LOW: 1.0}
+RISK_COST = {Risk.SAFE: 1.0, Risk.NEEDS_APPROVAL: 1.6, Risk.DANGEROUS: 4.0}
+MAX_FIXES = 5
+# fixes that only make sense when specific evidence names them, never as a class default
+NEEDS_EVIDENCE = {"collect-more-evidence", "resume-valid-checkpoint", "fix-launch-command", "check-train-data-coverage",
+                  "eval-batch-size", "expandable-segments", "dedupe-splits", "raise-collective-timeout", "exclude-node"}
+
+
+def _candidates(cls: Classification, signals: list[Signal], logs: list[LogEvidence], inv: ArtifactInventory | None) -> dict[str, float]:
+    """fix id -> how sure we are that it addresses this failure (0-1)."""
+    sig_by_id = {s.id: s for s in signatures()}
+    cand: dict[str, float] = {}
+
+    def add(fix_id: str, conf: float) -> None:
+        if fix_id in fix_catalog():
+            cand[fix_id] = max(cand.get(fix_id, 0.0), conf)
+
+    rules = {r.id: r for r in exception_rules()}
+    primary = cls.primary
+    psig = sorted((s for s in signals if s.failure_class == primary), key=lambda s: -s.weight)
+    for rank, s in enumerate(psig[:4]):
+        base = 1.0 if rank == 0 else 0.8
+        named: list[str] = []
+        if s.kind == "signature" and s.label in sig_by_id:
+            named = sig_by_id[s.label].fixes
+        elif s.kind == "traceback":
+            rid = s.label.split(":", 1)[1]
+            named = rules[rid].fixes if rid in rules else sig_by_id[rid].fixes if rid in sig_by_id else []
+        for i, f in enumerate(named):
+            add(f, base - 0.08 * i)
+    anomalies = [a for log in logs for a in log.trajectory.anomalies]
+    kinds = {a.kind for a in anomalies}
+    if AnomalyKind.NAN_ONSET in kinds:
+        nan = next(a for a in anomalies if a.kind is AnomalyKind.NAN_ONSET)
+        if "first 100 steps" in nan.detail:
+            add("lower-lr-add-warmup", 1.0); add("bf16-or-loss-scaling", 0.95); add("grad-clipping", 0.7)
+            cand["find-bad-batch"] = min(cand.get("find-bad-batch", 0.3), 0.3)  # early NaN is rarely one batch
+        elif "exploding" in nan.detail:
+            add("grad-clipping", 1.0); add("lower-lr-add-warmup", 0.9); add("resume-before-spike", 0.7)
+        else:
+            add("find-bad-batch", 1.0); add("guard-numerics", 0.8); add("grad-clipping", 0.7)
+    if AnomalyKind.TRAIN_VAL_DIVERGENCE in kinds and primary is FailureClass.EVALUATION_MISMATCH:
+        add("check-train-data-coverage", 1.0); add("input-completeness-check", 1.0)
+    if AnomalyKind.EARLY_PERFECT_VALIDATION in kinds and primary is FailureClass.EVALUATION_MISMATCH:
+        add("dedupe-splits", 1.0)
+    if AnomalyKind.LOSS_BLOWUP in kinds:
+        add("lower-lr-add-warmup", 0.95); add("grad-clipping", 0.9); add("resume-before-spike", 0.8)
+    if AnomalyKind.THROUGHPUT_COLLAPSE in kinds:
+        add("dump-stacks", 0.8); add("loader-num-workers-zero", 0.5)
+    if primary is FailureClass.OOM and _oom_at_eval(cls, logs):
+        add("eval-batch-size", 1.0)
+    if primary is FailureClass.NCCL_DISTRIBUTED and not any(s.role.value == "cause" for s in psig if s.kind != "anomaly"):
+        add("find-first-failing-rank", 1.0)
+    if primary in (FailureClass.PROCESS_CRASH, FailureClass.OOM, FailureClass.IO_CHECKPOINT, FailureClass.STALLED, FailureClass.NCCL_DISTRIBUTED):
+        if inv is not None and inv.newest_valid_checkpoint:
+            add("resume-valid-checkpoint", 0.9 if primary in (FailureClass.PROCESS_CRASH, FailureClass.IO_CHECKPOINT) else 0.6)
+        elif inv is not None and not inv.checkpoints:
+            add("save-periodically", 0.9)
+    if len(cand) < 3:  # little specific guidance: fall back to the class's usual fixes
+        for fid, f in fix_catalog().items():
+            if primary in f.classes and fid not in NEEDS_EVIDENCE:
+                add(fid, 0.4)
+    if not (inv is not None and inv.newest_valid_checkpoint):
+        cand.pop("resume-valid-checkpoint", None)
+    for extra in cls.contributing:
+        for fid, f in fix_catalog().items():
+            if extra in f.classes and f.kind is not ActionKind.INSPECT:
+                add(fid, 0.3)
+                break
+    return cand
+
+
+def _oom_at_eval(cls: Classification, logs: list[LogEvidence]) -> bool:
+    if cls.decisive is None:
+        return False
+    for log in logs:
+        if log.source != cls.decisive.source or log.tail is None:
+            continue
+        rel = cls.decisive.line_no - log.tail.start_line
+        window = log.tail.lines[max(0, rel - 40) : max(0, rel)] if rel >= 0 else []
+        if any(re.search(r"(?i)(running evaluation|\beval(uat(e|ing|ion))?\b|validation|validating|val_dataloader)", w) for w in window):
+            return True
+    return False
+
+
+def plan(cls: Classification, signals: list[Signal], logs: list[LogEvidence], inv: ArtifactInventory | None, launch_command: str | None) -> tuple[list[Fix], list[str]]:
+    if cls.primary is None:
+        f = fix_catalog()["collect-more-evidence"]
+        risk, rule = risk_of(f.kind)
+        return [Fix(rank=1, fix_id=f.id, action=f.action, kind=f.kind, risk=risk, risk_rule=rule, expected_impact=f.impact,
+                    time_to_try=f.time_to_try, validation=f.validation)], []
+    cand = _candidates(cls, signals, logs, inv)
+    scored = []
+    for fid, conf in cand.items():
+        f = fix_catalog()[fid]
+        risk, rule = risk_of(f.kind)
+        score = IMPACT[f.impact] * conf * max(cls.confidence, 0.3) / RISK_COST[risk]
+        scored.append((score, fid, f, risk, rule))
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    out: list[Fix] = []
+    commands: list[str] = []
+    for rank, (_, fid, f, risk, rule) in enumerate(scored[:MAX_FIXES], start=1):
+        cmd = _command_for(fid, inv, launch_command, logs)
+        out.append(Fix(rank=rank, fix_id=fid, action=f.action, kind=f.kind, risk=risk, risk_rule=rule,
+                       expected_impact=f.impact, time_to_try=f.time_to_try, validation=f.validation, command=cmd))
+        if cmd:
+            commands.append(cmd)
+    return out, commands
+
+
+_RESUME_FLAG = re.compile(r"(--(?:resume[\w-]*|resume_from_checkpoint|ckpt_path|load_checkpoint|checkpoint|init_from|restore[\w-]*))(?:[ =](\S+))?")
+
+
+def resume_command(launch_command: str, ckpt: str) -> str | None:
+    """The original command with its resume flag pointed at `ckpt`, or None if it has no such flag."""
+    m = _RESUME_FLAG.search(launch_command)
+    if not m:
+        return None
+    flag = m.group(1)
+    if m.group(2) is not None:
+        return launch_command[: m.start()] + f"{flag} {shlex.quote(ckpt)}" + launch_command[m.end():]
+    return launch_command[: m.end()] + f" {shlex.quote(ckpt)}" + launch_command[m.end():]
+
+
+def _command_for(fid: str, inv: ArtifactInventory | None, launch: str | None, logs: list[LogEvidence]) -> str | None:
+    if fid == "resume-valid-checkpoint" and inv and inv.newest_valid_checkpoint:
+        if launch:
+            cmd = resume_command(launch, inv.newest_valid_checkpoint)
+            if cmd:
+                return cmd
+            return f"{launch}  # add your trainer's resume flag pointing at {shlex.quote(inv.newest_valid_checkpoint)}"
+        return f"# resume from {shlex.quote(inv.newest_valid_checkpoint)} with the original, unchanged command"
+    if fid == "check-kernel-oom":
+        return "dmesg -T | grep -i -E 'killed process|out of memory|oom-kill'"
+    if fid == "nccl-debug" and launch:
+        return f"NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET TORCH_DISTRIBUTED_DEBUG=DETAIL {launch}"
+    if fid == "cuda-launch-blocking" and launch:
+        return f"CUDA_LAUNCH_BLOCKING=1 {launch}"
+    if fid == "faulthandler-stack" and launch:
+        return f"PYTHONFAULTHANDLER=1 {launch}"
+    if fid == "dump-stacks":
+        return "py-spy dump --pid <PID>   # for each rank's process"
+    if fid == "check-gpu-health":
+        return "nvidia-smi -q -d ECC,PAGE_RETIREMENT; dmesg -T | grep -i xid"
+    if fid == "find-first-failing-rank" and len(logs) > 1:
+        return "grep -n -m1 -E 'Error|Traceback|Killed' " + " ".join(shlex.quote(x.source) for x in logs)
+    return None

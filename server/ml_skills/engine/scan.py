@@ -1,0 +1,365 @@
+"""One streaming pass over a log: signatures, tracebacks, metrics, progress, framework markers.
+
+The file is read in chunks that end at a newline; one multi-pattern matcher finds every
+catalog signature and a few internal markers in each chunk at once; line numbers come from
+counting newlines. Metric lines are found by their `loss` anchor and parsed in Python: all of
+them on logs up to FULL_METRICS_BYTES, an even sample per chunk above that (the exact first NaN
+line and the tail are always kept). Memory is bounded by the chunk size and the caps below,
+never by the log's length.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+
+from ml_skills.catalog.loader import signatures
+from ml_skills.collectors import logfile
+from ml_skills.engine import metrics as metric_parser
+from ml_skills.engine import tracebacks
+from ml_skills.engine.matcher import Matcher
+from ml_skills.engine.trajectories import analyse
+from ml_skills.models import (
+    EvidenceStatus,
+    Excerpt,
+    LogEvidence,
+    MetricPoint,
+    ProgressPoint,
+    Role,
+    Signature,
+    SignatureHit,
+    Task,
+    TracebackEvent,
+)
+from ml_skills.safety.redact import redact
+
+FULL_METRICS_BYTES = 64 * 1024 * 1024
+SAMPLED_METRICS_PER_CHUNK = 48
+HITS_KEPT_PER_SIGNATURE = 3
+TRACEBACKS_KEPT = 40
+MAX_POINTS_KEPT = 50_000
+
+# Internal markers: (name, pattern, report once per chunk)
+_MARKERS: list[tuple[str, str, bool]] = [
+    ("traceback", r"(Original )?Traceback \(most recent call last\):", False),
+    ("completed", r"(?i)(training (completed|finished|complete|done)\b|'train_runtime'|\"train_runtime\"|`Trainer\.fit` stopped: `max_(epochs|steps)=\d+` reached|Training complete in|finished training|saving final model|Done training|training_done)", True),
+    ("fw:lightning", r"(pytorch_lightning|lightning\.pytorch|lightning_fabric|lightning/pytorch|LOCAL_RANK: \d+ - CUDA_VISIBLE_DEVICES|`Trainer\.fit`)", True),
+    ("fw:deepspeed", r"(?i)(deepspeed|\bzero_optimization\b|DeepSpeedEngine)", True),
+    ("fw:fsdp", r"(FullyShardedDataParallel|\bFSDP\b|fully_sharded|torch\.distributed\.fsdp)", True),
+    ("fw:hf-trainer", r"(transformers/trainer\.py|\*\*\*\*\* Running training \*\*\*\*\*|'train_runtime'|\{'loss': [0-9.naei]+, 'grad_norm'|\{'loss': [0-9.naei]+, 'learning_rate'|transformers\.trainer)", True),
+    ("fw:tensorflow", r"(tensorflow|keras\b|Keras|tf\.keras|I tensorflow/)", True),
+    ("fw:jax", r"(\bjax\b|jaxlib|\bflax\b|XlaRuntimeError|optax)", True),
+    ("fw:pytorch", r"(torch/|torch\.|\btorch \d|\bPyTorch\b|torchrun|\[rank\d+\]:)", True),
+]
+
+
+@dataclass
+class _SigAgg:
+    first: list[tuple[int, int, str]] = field(default_factory=list)  # (line_no, byte offset, text)
+    last: tuple[int, int, str] | None = None
+    count: int = 0
+
+
+@cache
+def _matcher(engine: str | None = None) -> tuple[Matcher, tuple[Signature, ...]]:
+    sigs = signatures()
+    patterns = [s.pattern for s in sigs] + [p for _, p, _ in _MARKERS]
+    single = [False] * len(sigs) + [s for _, _, s in _MARKERS]
+    return Matcher(patterns, single=single, engine=engine), sigs
+
+
+_LOSS_ANCHORS = (b"loss", b"Loss", b"LOSS")
+_PROGRESS = re.compile(
+    r"(?i)(\b(step|iter|iteration|epoch|batch|train|test|eval|val)\b\s*[:=#]?\s*\[?\s*\d+|\d+%\|.*\|\s*\d+/\d+|\[\s*\d+/\d+\])"
+)
+_NOT_TRAINING = re.compile(
+    r"(?i)(loading|download|\bmap\b|filter|tokeniz|generating|extracting|fetching|resolving|uploading|"
+    r"saving|shards|error|traceback|warning|exception|usage:)"
+)
+
+
+def _line_bounds(chunk: bytes, end: int) -> tuple[int, int]:
+    pos = max(0, end - 1)
+    start = chunk.rfind(b"\n", 0, pos) + 1 if pos > 0 else 0
+    if end > 0 and chunk[end - 1 : end] == b"\n":
+        start = chunk.rfind(b"\n", 0, end - 1) + 1
+    stop = chunk.find(b"\n", start)
+    return start, (len(chunk) if stop < 0 else stop)
+
+
+def _metric_lines(chunk: bytes, budget: int | None) -> list[int]:
+    """Start offsets of lines holding a loss value; every one, or an even sample of `budget`."""
+    starts: set[int] = set()
+    stride = 0 if budget is None else max(1, len(chunk) // max(1, budget))
+    for anchor in _LOSS_ANCHORS:
+        pos = chunk.find(anchor)
+        while pos >= 0:
+            s = chunk.rfind(b"\n", 0, pos) + 1
+            starts.add(s)
+            nxt = chunk.find(b"\n", pos)
+            if nxt < 0:
+                break
+            pos = chunk.find(anchor, nxt + 1 if not stride else max(nxt + 1, pos + stride))
+    return sorted(starts)
+
+
+class _Reader:
+    """Where a pass reads lines back from: the file by seeking, or the text held in memory."""
+
+    def __init__(self, path: Path | None = None, data: bytes | None = None):
+        self.path, self.data = path, data
+
+    def window_at(self, offset: int, before: int, after: int) -> tuple[int, list[str]]:
+        if self.path is not None:
+            return logfile.window_at(self.path, offset, before, after)
+        return logfile.window_in(self.data or b"", offset, before, after)
+
+    def tail(self, n: int) -> tuple[list[str], bool]:
+        if self.path is not None:
+            return logfile.tail(self.path, n)
+        lines = (self.data or b"").split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        return [logfile.decode(x) for x in lines[-n:]], False
+
+
+def scan_log(
+    path: str | os.PathLike[str],
+    *,
+    source: str | None = None,
+    last: int = 500,
+    task: Task | None = None,
+    engine: str | None = None,
+) -> LogEvidence:
+    """Scan a whole log once and return what it holds. Raises InputError for unusable files."""
+    p = logfile.check_readable(path)
+    name = source or str(path)
+    st = p.stat()
+    ev = LogEvidence(source=name, size_bytes=st.st_size, mtime=datetime.fromtimestamp(st.st_mtime, UTC))
+    why = logfile.looks_binary(p)
+    if why:
+        ev.status = EvidenceStatus.ERROR
+        ev.problems.append(f"{name} is not a text log: {why}")
+        return ev
+    if st.st_size == 0:
+        ev.status = EvidenceStatus.NO_DATA
+        ev.problems.append(f"{name} is empty")
+        return ev
+    offsets = _run(ev, logfile.iter_chunks(p), _Reader(path=p), st.st_size, last, task, engine)
+    _byte_offsets[(name, st.st_ino)] = offsets
+    return ev
+
+
+def scan_text(text: str, *, source: str, last: int = 500, task: Task | None = None, engine: str | None = None) -> LogEvidence:
+    """Scan text held in memory (a pasted traceback, a tracker's log) exactly like a file."""
+    data = text.encode("utf-8", errors="replace")
+    ev = LogEvidence(source=source, size_bytes=len(data))
+    if not data.strip():
+        ev.status = EvidenceStatus.NO_DATA
+        ev.problems.append(f"{source} is empty")
+        return ev
+    if data.count(b"\x00") > len(data) // 100 + 1:
+        ev.status = EvidenceStatus.ERROR
+        ev.problems.append(f"{source} is binary data, not text")
+        return ev
+    _run(ev, iter([(0, data)]), _Reader(data=data), len(data), last, task, engine)
+    _text_cache[source] = data
+    return ev
+
+
+def from_metrics(points: list[MetricPoint], *, source: str, task: Task | None = None) -> LogEvidence:
+    """Evidence from a metric history (a tracker's), run through the same trajectory detectors."""
+    ev = LogEvidence(source=source)
+    last = points[-1] if points else None
+    progress = ProgressPoint(source=source, line_no=last.line_no, step=last.step, epoch=last.epoch, time=last.time,
+                             text=", ".join(f"{k}={v:.4g}" for k, v in last.values.items())) if last else None
+    nan = next((p for p in points if any(v != v or abs(v) == float("inf") for v in p.values.values())), None)
+    ev.trajectory = analyse(points, exact_nan=nan, last_progress=progress, task=task)
+    return ev
+
+
+def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: Task | None, engine: str | None) -> dict[int, int]:
+    name = ev.source
+    matcher, sigs = _matcher(engine)
+    n_sigs = len(sigs)
+    aggs: dict[int, _SigAgg] = {}
+    tb_offsets: list[tuple[int, int]] = []  # (line_no, byte offset)
+    tb_total = 0
+    frameworks: dict[str, int] = {}
+    completed_line: int | None = None
+    points: list[MetricPoint] = []
+    nan_point: MetricPoint | None = None
+    grad_max: MetricPoint | None = None
+    budget = None if size <= FULL_METRICS_BYTES else SAMPLED_METRICS_PER_CHUNK
+    line_base = 1  # line number of the chunk's first line
+    nan_sigs = {i for i, s in enumerate(sigs) if s.id in ("loss-value-nan", "grad-norm-nonfinite")}
+    huge_gn = {i for i, s in enumerate(sigs) if s.id == "grad-norm-huge"}
+    ends_with_newline = True
+
+    for offset, chunk in chunks:
+        cursor, cursor_line = 0, line_base
+        exact_lines: set[int] = set()
+        for idx, end in matcher.find(chunk):
+            start, stop = _line_bounds(chunk, end)
+            if start < cursor:  # matches come in order of end offset; rewind the count if needed
+                cursor, cursor_line = 0, line_base
+            cursor_line += chunk.count(b"\n", cursor, start)
+            cursor = start
+            line_no = cursor_line
+            if idx < n_sigs:
+                agg = aggs.setdefault(idx, _SigAgg())
+                if agg.last is not None and agg.last[0] == line_no:
+                    continue  # same line matched twice
+                agg.count += 1
+                text = logfile.decode(chunk[start:stop])
+                if len(agg.first) < HITS_KEPT_PER_SIGNATURE:
+                    agg.first.append((line_no, offset + start, text))
+                agg.last = (line_no, offset + start, text)
+                if idx in nan_sigs or idx in huge_gn:
+                    exact_lines.add(start)
+                continue
+            marker = _MARKERS[idx - n_sigs][0]
+            if marker == "traceback":
+                tb_total += 1
+                tb_offsets.append((line_no, offset + start))
+                if len(tb_offsets) > TRACEBACKS_KEPT:
+                    del tb_offsets[TRACEBACKS_KEPT // 2]  # keep the first half and the newest
+            elif marker == "completed":
+                completed_line = line_no
+            else:
+                fw = marker.split(":", 1)[1]
+                frameworks[fw] = frameworks.get(fw, 0) + 1
+
+        # metrics: every loss line on small logs, an even sample on huge ones, plus exact events
+        starts = _metric_lines(chunk, budget)
+        if exact_lines:
+            starts = sorted(set(starts) | exact_lines)
+        mcursor, mline = 0, line_base
+        for s in starts:
+            mline += chunk.count(b"\n", mcursor, s)
+            mcursor = s
+            e = chunk.find(b"\n", s)
+            raw = chunk[s : (len(chunk) if e < 0 else e)]
+            parsed = metric_parser.parse_line(raw.decode("utf-8", errors="replace"))
+            if parsed is None:
+                continue
+            values, step, epoch = parsed
+            mp = MetricPoint(source=name, line_no=mline, step=step, epoch=epoch, values=values,
+                             split="eval" if all(k.startswith("val_") for k in values) else "train",
+                             time=metric_parser.parse_timestamp(raw[:200].decode("utf-8", errors="replace")))
+            if nan_point is None and any(v != v or v in (float("inf"), float("-inf")) for v in values.values()):
+                nan_point = mp
+            gn = values.get("grad_norm")
+            if gn is not None and gn == gn and (grad_max is None or gn > grad_max.values["grad_norm"]):
+                grad_max = mp
+            if len(points) >= MAX_POINTS_KEPT:
+                points = points[::2]  # thin evenly; the extremes are kept separately above
+            points.append(mp)
+        line_base += chunk.count(b"\n")
+        ends_with_newline = chunk.endswith(b"\n")
+
+    ev.total_lines = line_base - 1 + (0 if ends_with_newline else 1)
+    ev.frameworks = frameworks
+    offsets: dict[int, int] = {}
+    for idx, agg in sorted(aggs.items(), key=lambda t: t[1].first[0][0]):
+        sig = sigs[idx]
+        kept = list(agg.first)
+        if agg.last and agg.last[0] not in [f[0] for f in agg.first]:
+            kept.append(agg.last)
+        for line_no, off, text in kept:
+            offsets[line_no] = off
+            ev.hits.append(SignatureHit(
+                signature_id=sig.id, failure_class=sig.failure_class, role=sig.role, severity=sig.severity,
+                source=name, line_no=line_no, text=redact(text), count=agg.count,
+                last_line_no=agg.last[0] if agg.last else None,
+            ))
+    ev.hits.sort(key=lambda h: h.line_no)
+    ev.tracebacks = _parse_tracebacks(reader, name, tb_offsets)
+    tail_lines, tail_cut = reader.tail(last)
+    tail_start = ev.total_lines - len(tail_lines) + 1
+    ev.tail = Excerpt(source=name, start_line=tail_start, lines=[redact(x) for x in tail_lines], truncated=tail_cut)
+    progress = _last_progress(name, points, tail_lines, tail_start)
+    ev.trajectory = analyse(points, exact_nan=nan_point, exact_grad_max=grad_max, last_progress=progress, task=task)
+    if completed_line is not None:
+        ev.frameworks["completed-marker"] = completed_line
+    if tb_total > len(tb_offsets):
+        ev.problems.append(f"{tb_total} tracebacks in the log; the first {TRACEBACKS_KEPT // 2} and the last {len(tb_offsets) - TRACEBACKS_KEPT // 2} were parsed")
+    if budget is not None:
+        ev.problems.append(
+            f"metrics sampled: the log is {size / 2**20:.0f} MiB, so {SAMPLED_METRICS_PER_CHUNK} metric lines per "
+            "4 MiB chunk were parsed (the first NaN line and the largest grad-norm line are always exact)"
+        )
+    return offsets
+
+
+# byte offsets of recorded hit lines, so excerpts can seek instead of re-reading the log
+_byte_offsets: dict[tuple[str, int], dict[int, int]] = {}
+_text_cache: dict[str, bytes] = {}
+
+
+def excerpt_from_tail(log: LogEvidence, line_no: int, before: int = 20, after: int = 20) -> Excerpt | None:
+    """An excerpt for in-memory sources (pasted text), or from the tail when the line is in it."""
+    data = _text_cache.get(log.source)
+    if data is not None:
+        lines = [logfile.decode(x) for x in data.split(b"\n")]
+        first = max(1, line_no - before)
+        return Excerpt(source=log.source, start_line=first, lines=[redact(x) for x in lines[first - 1 : line_no + after]])
+    if log.tail and log.tail.start_line <= line_no:
+        rel = line_no - log.tail.start_line
+        lo = max(0, rel - before)
+        return Excerpt(source=log.source, start_line=log.tail.start_line + lo, lines=log.tail.lines[lo : rel + after + 1])
+    return None
+
+
+def excerpt_around(path: str | os.PathLike[str], source: str, line_no: int, before: int = 20, after: int = 20) -> Excerpt:
+    """The lines around a recorded hit, read by seeking to its byte offset when it is known."""
+    p = Path(path)
+    offsets = _byte_offsets.get((source, p.stat().st_ino), {})
+    if line_no in offsets:
+        idx, lines = logfile.window_at(p, offsets[line_no], before, after)
+        first = line_no - idx
+    else:
+        first, lines = logfile.window(p, line_no, before, after)
+    return Excerpt(source=source, start_line=first, lines=[redact(x) for x in lines])
+
+
+def _parse_tracebacks(reader: _Reader, name: str, starts: list[tuple[int, int]]) -> list[TracebackEvent]:
+    out: list[TracebackEvent] = []
+    seen_end: set[int] = set()
+    for line_no, off in starts:
+        _, lines = reader.window_at(off, 0, 400)
+        # chained if the lines just before carry a chain marker
+        _, before = reader.window_at(off, 3, 0)
+        chained = any(tracebacks.is_chain_marker(b) for b in before[:-1])
+        ev = tracebacks.parse_at(lines, line_no, name, chained=chained)
+        if ev is not None and ev.line_no not in seen_end:
+            seen_end.add(ev.line_no)
+            out.append(ev.model_copy(update={"message": redact(ev.message)}))
+    return out
+
+
+def _last_progress(name: str, points: list[MetricPoint], tail: list[str], tail_start: int) -> ProgressPoint | None:
+    best: ProgressPoint | None = None
+    for i in range(len(tail) - 1, -1, -1):
+        line = tail[i]
+        if _PROGRESS.search(line) and not _NOT_TRAINING.search(line):
+            parsed = metric_parser.parse_line(line)
+            step = parsed[1] if parsed else None
+            epoch = parsed[2] if parsed else None
+            best = ProgressPoint(source=name, line_no=tail_start + i, step=step, epoch=epoch,
+                                 time=metric_parser.parse_timestamp(line), text=redact(line[:300]))
+            break
+    if points:
+        lp = points[-1]
+        if best is None or lp.line_no > best.line_no:
+            best = ProgressPoint(source=name, line_no=lp.line_no, step=lp.step, epoch=lp.epoch, time=lp.time,
+                                 text=", ".join(f"{k}={v:.4g}" for k, v in lp.values.items()))
+    return best
+
+
+def is_terminal_role(role: Role) -> bool:
+    return role is Role.CAUSE

@@ -1,0 +1,277 @@
+"""Detect what metric series say about a run: NaN onset, spikes, blow-ups, memorisation, leakage.
+
+Input is every MetricPoint the scan kept (sampled on huge logs); the exact events that must not
+be lost to sampling (the first NaN line, the largest grad-norm) are also recorded by the scan
+and passed in. Thresholds are the field's rules of thumb, stated next to each detector.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+
+from ml_skills.models import (
+    Anomaly,
+    AnomalyKind,
+    FailureClass,
+    MetricPoint,
+    ProgressPoint,
+    SeriesSummary,
+    Severity,
+    Task,
+    Trajectory,
+)
+
+MAX_POINTS = 200
+EARLY_NAN_STEPS = 100
+
+
+def _finite(x: float) -> bool:
+    return not (math.isnan(x) or math.isinf(x))
+
+
+def _trend(values: list[float]) -> str:
+    vals = [v for v in values if _finite(v)]
+    if len(vals) < 4:
+        return "too-short"
+    q = max(1, len(vals) // 4)
+    head = statistics.median(vals[:q])
+    tail = statistics.median(vals[-q:])
+    spread = statistics.pstdev(vals) or 1e-12
+    scale = max(abs(head), abs(tail), 1e-12)
+    change = (tail - head) / scale
+    if abs(change) < 0.05:
+        return "noisy" if spread / scale > 0.5 else "flat"
+    return "falling" if change < 0 else "rising"
+
+
+def _downsample(xy: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Keep at most MAX_POINTS points, always keeping first, last, min, max and non-finite ones."""
+    if len(xy) <= MAX_POINTS:
+        return xy
+    keep = {0, len(xy) - 1}
+    finite = [i for i, (_, v) in enumerate(xy) if _finite(v)]
+    if finite:
+        keep.add(min(finite, key=lambda i: xy[i][1]))
+        keep.add(max(finite, key=lambda i: xy[i][1]))
+    keep.update(i for i, (_, v) in enumerate(xy) if not _finite(v))
+    stride = len(xy) / (MAX_POINTS - len(keep))
+    keep.update(int(k * stride) for k in range(MAX_POINTS - len(keep)))
+    return [xy[i] for i in sorted(keep)][: MAX_POINTS + 8]
+
+
+def _series(points: Sequence[MetricPoint], name: str) -> list[tuple[float, float, MetricPoint]]:
+    out = []
+    for i, p in enumerate(points):
+        if name in p.values:
+            x = p.step if p.step is not None else float(i)
+            out.append((x, p.values[name], p))
+    return out
+
+
+def summarise(points: Sequence[MetricPoint]) -> list[SeriesSummary]:
+    names = sorted({k for p in points for k in p.values})
+    out = []
+    for name in names:
+        s = _series(points, name)
+        vals = [v for _, v, _ in s]
+        fin = [v for v in vals if _finite(v)]
+        out.append(
+            SeriesSummary(
+                name=name,
+                split="eval" if name.startswith("val_") else "train",
+                count=len(s),
+                first=vals[0] if vals else None,
+                last=vals[-1] if vals else None,
+                min=min(fin) if fin else None,
+                max=max(fin) if fin else None,
+                trend=_trend(vals),
+                points=[(x, v if _finite(v) else None) for x, v in _downsample([(x, v) for x, v, _ in s])],
+            )
+        )
+    return out
+
+
+def _nan_onset(points: Sequence[MetricPoint], exact_nan: MetricPoint | None) -> Anomaly | None:
+    first = None
+    for i, p in enumerate(points):
+        bad = [k for k in ("loss", "grad_norm", "val_loss") if k in p.values and not _finite(p.values[k])]
+        if bad:
+            first = (i, p, bad)
+            break
+    if exact_nan is not None and (first is None or exact_nan.line_no < first[1].line_no):
+        bad = [k for k, v in exact_nan.values.items() if not _finite(v)] or ["loss"]
+        idx = sum(1 for p in points if p.line_no < exact_nan.line_no)
+        first = (idx, exact_nan, bad)
+    if first is None:
+        return None
+    i, p, bad = first
+    stable = sum(1 for q in points[:i] if "loss" in q.values and _finite(q.values["loss"]))
+    step = p.step if p.step is not None else float(stable)
+    early = step < EARLY_NAN_STEPS and stable < EARLY_NAN_STEPS
+    prior_gn = [q.values["grad_norm"] for q in points[max(0, i - 20) : i] if "grad_norm" in q.values and _finite(q.values["grad_norm"])]
+    base_gn = [q.values["grad_norm"] for q in points[: max(1, i - 20)] if "grad_norm" in q.values and _finite(q.values["grad_norm"])]
+    rising = bool(prior_gn and base_gn and max(prior_gn) > 5 * statistics.median(base_gn))
+    if early:
+        why = ("within the first 100 steps: points to the learning rate (no warmup), precision "
+               "(fp16 overflow) or unscaled inputs rather than one bad sample")
+    elif rising:
+        why = (f"after {stable} stable steps, with the gradient norm rising before it: an exploding "
+               "gradient (learning rate too high for this phase, no clipping)")
+    else:
+        why = (f"after {stable} stable steps with no warning rise in gradient norm: a corrupt late "
+               "batch or a numerically unsafe op on rare inputs")
+    return Anomaly(
+        kind=AnomalyKind.NAN_ONSET, failure_class=FailureClass.NAN_INF, severity=Severity.CRITICAL,
+        source=p.source, line_no=p.line_no, step=p.step,
+        detail=f"first non-finite {', '.join(bad)} at step {_fmt(step)} (line {p.line_no}), {why}",
+    )
+
+
+def _fmt(x: float | None) -> str:
+    if x is None:
+        return "?"
+    return str(int(x)) if float(x).is_integer() else f"{x:.4g}"
+
+
+def _grad_spike(points: Sequence[MetricPoint], exact_max: MetricPoint | None) -> Anomaly | None:
+    s = [(p, p.values["grad_norm"]) for p in points if "grad_norm" in p.values and _finite(p.values["grad_norm"])]
+    if exact_max is not None and "grad_norm" in exact_max.values and all(p.line_no != exact_max.line_no for p, _ in s):
+        s.append((exact_max, exact_max.values["grad_norm"]))
+        s.sort(key=lambda t: t[0].line_no)
+    if len(s) < 8:
+        return None
+    med = statistics.median(v for _, v in s)
+    p, top = max(s, key=lambda t: t[1])
+    if med <= 0 or top < 10 * med or top < 1.0:
+        return None
+    return Anomaly(
+        kind=AnomalyKind.GRAD_SPIKE, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE,
+        severity=Severity.SIGNIFICANT if top < 100 * med else Severity.CRITICAL,
+        source=p.source, line_no=p.line_no, step=p.step,
+        detail=f"largest grad_norm {top:.4g} at step {_fmt(p.step)} (line {p.line_no}) is {top / med:.0f}x the median {med:.3g}",
+    )
+
+
+def _loss_blowup(points: Sequence[MetricPoint]) -> Anomaly | None:
+    s = [(p, p.values["loss"]) for p in points if "loss" in p.values and _finite(p.values["loss"])]
+    if len(s) < 8:
+        return None
+    vals = [v for _, v in s]
+    low_i = min(range(len(vals)), key=vals.__getitem__)
+    low = vals[low_i]
+    after = s[low_i + 1 :]
+    if not after:
+        return None
+    p, high = max(after, key=lambda t: t[1])
+    first = vals[0]
+    tail = statistics.median(vals[-max(2, len(vals) // 10) :])
+    floor = max(abs(low), 1e-3)
+    if high > 3 * floor and high > first * 1.2 and tail > 2 * floor:
+        return Anomaly(
+            kind=AnomalyKind.LOSS_BLOWUP, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE,
+            severity=Severity.CRITICAL,
+            source=p.source, line_no=p.line_no, step=p.step,
+            detail=(f"loss fell to {low:.4g} then rose to {high:.4g} at step {_fmt(p.step)} (line {p.line_no}) "
+                    f"and stays high (recent median {tail:.4g}, above its start {first:.4g}): divergence without NaN"),
+        )
+    return None
+
+
+def _throughput_collapse(points: Sequence[MetricPoint]) -> Anomaly | None:
+    s = [(p, p.values["throughput"]) for p in points if "throughput" in p.values and _finite(p.values["throughput"])]
+    if len(s) < 12:
+        return None
+    vals = [v for _, v in s]
+    half = statistics.median(vals[: len(vals) // 2])
+    q = max(3, len(vals) // 5)
+    recent = statistics.median(vals[-q:])
+    if half > 0 and recent < 0.4 * half:
+        losses = [p.values["loss"] for p, _ in s if "loss" in p.values and _finite(p.values["loss"])]
+        stable = len(losses) < 4 or _trend(losses) in ("flat", "falling", "noisy")
+        p = s[-q][0]
+        return Anomaly(
+            kind=AnomalyKind.THROUGHPUT_COLLAPSE, failure_class=FailureClass.STALLED, severity=Severity.SIGNIFICANT,
+            source=p.source, line_no=p.line_no, step=p.step,
+            detail=(f"throughput fell from a median {half:.4g} to {recent:.4g} ({recent / half:.0%})"
+                    + (" while loss stayed stable: an input-pipeline, I/O or host bottleneck, not the model" if stable else "")),
+        )
+    return None
+
+
+def _train_val(points: Sequence[MetricPoint], task: Task | None) -> list[Anomaly]:
+    out: list[Anomaly] = []
+    train = [(p, p.values["loss"]) for p in points if "loss" in p.values and _finite(p.values["loss"])]
+    val = [(p, p.values["val_loss"]) for p in points if "val_loss" in p.values and _finite(p.values["val_loss"])]
+    if len(val) >= 3 and len(train) >= 3:
+        tv = [v for _, v in train]
+        vv = [v for _, v in val]
+        vmin_i = min(range(len(vv)), key=vv.__getitem__)
+        rising = vv[-1] > vv[vmin_i] * 1.15 and vmin_i < len(vv) - 1 and vv[-1] >= vv[-2] * 0.98
+        train_falling = tv[-1] < tv[0] * 0.8
+        gap = vv[-1] / max(tv[-1], 1e-9)
+        if train_falling and rising:
+            p = val[-1][0]
+            out.append(Anomaly(
+                kind=AnomalyKind.TRAIN_VAL_DIVERGENCE, failure_class=FailureClass.EVALUATION_MISMATCH,
+                severity=Severity.CRITICAL if gap > 3 else Severity.SIGNIFICANT,
+                source=p.source, line_no=p.line_no, step=p.step,
+                detail=(f"train loss fell {tv[0]:.4g} -> {tv[-1]:.4g} while validation loss climbed from its best "
+                        f"{vv[vmin_i]:.4g} to {vv[-1]:.4g} ({gap:.1f}x train): memorisation - the model fits "
+                        "what it trains on and not the validation data (too little or unrepresentative training data, "
+                        "e.g. only some shards read)"),
+            ))
+    vacc = [(p, p.values["val_acc"]) for p in points if "val_acc" in p.values and _finite(p.values["val_acc"])]
+    early_val = [(p, v) for p, v in val]
+    if task in (None, Task.CLASSIFICATION) and vacc:
+        scale = 100.0 if max(v for _, v in vacc) > 1.0 else 1.0
+        n = max(1, len(vacc) // 5) if len(vacc) >= 5 else 1
+        for p, v in vacc[:n]:
+            if v >= 0.999 * scale:
+                out.append(Anomaly(
+                    kind=AnomalyKind.EARLY_PERFECT_VALIDATION, failure_class=FailureClass.EVALUATION_MISMATCH,
+                    severity=Severity.SIGNIFICANT, source=p.source, line_no=p.line_no, step=p.step,
+                    detail=(f"validation accuracy {v:g} already at the first evaluation (line {p.line_no}): "
+                            "perfect validation this early usually means train/validation overlap (leakage) or a "
+                            "trivial label"),
+                ))
+                break
+    elif early_val and len(early_val) >= 1 and train:
+        p, v = early_val[0]
+        if v <= 1e-4 and train[0][1] > 0.1:
+            out.append(Anomaly(
+                kind=AnomalyKind.EARLY_PERFECT_VALIDATION, failure_class=FailureClass.EVALUATION_MISMATCH,
+                severity=Severity.SIGNIFICANT, source=p.source, line_no=p.line_no, step=p.step,
+                detail=f"validation loss {v:g} at the first evaluation: leakage or a trivial target",
+            ))
+    return out
+
+
+def analyse(
+    points: Sequence[MetricPoint],
+    *,
+    exact_nan: MetricPoint | None = None,
+    exact_grad_max: MetricPoint | None = None,
+    last_progress: ProgressPoint | None = None,
+    task: Task | None = None,
+) -> Trajectory:
+    """Summarise the series and run every detector."""
+    anomalies: list[Anomaly] = []
+    nan = _nan_onset(points, exact_nan)
+    if nan:
+        anomalies.append(nan)
+    for det in (_grad_spike(points, exact_grad_max), _loss_blowup(points) if not nan else None, _throughput_collapse(points)):
+        if det:
+            anomalies.append(det)
+    anomalies.extend(_train_val(points, task))
+    steps = [p.step for p in points if p.step is not None]
+    return Trajectory(
+        series=summarise(points),
+        anomalies=anomalies,
+        last_step=steps[-1] if steps else None,
+        first_nan_step=nan.step if nan else None,
+        first_nan_line=nan.line_no if nan else None,
+        last_progress=last_progress,
+        metric_lines=len(points),
+    )

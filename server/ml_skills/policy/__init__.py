@@ -1,0 +1,1 @@
+"""The policy layer: what may be done about a diagnosis, and who must agree first."""

@@ -1,0 +1,1 @@
+"""Handling of untrusted input: secret redaction, quoting of log text, path confinement."""

@@ -1,0 +1,91 @@
+"""Remove secrets from any text before it leaves the process.
+
+Patterns are precompiled, with bounded quantifiers only, so a 1 MB line cannot make them
+backtrack. Redaction is idempotent: the replacement never matches a pattern again. Every
+`Redacted` field of a boundary model passes through `redact` when the model is built, and the
+count of replacements is kept per context (`redaction_count`) so results can report it.
+"""
+
+from __future__ import annotations
+
+import re
+from contextvars import ContextVar
+from typing import Annotated
+
+from pydantic import AfterValidator
+
+MASK = "[REDACTED]"
+
+_count: ContextVar[int] = ContextVar("redactions", default=0)
+
+# Each rule's secret is the named group `s`; only that span is replaced, so keys, flags, users
+# and hosts around it stay readable.
+_RULES: list[tuple[str, re.Pattern[str]]] = [
+    ("pem-private-key", re.compile(
+        r"(?P<s>-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----(?:(?!-----END)[\s\S]){0,8000}(?:-----END [A-Z ]{0,40}PRIVATE KEY-----)?)")),
+    ("gcp-private-key-json", re.compile(r'"private_key"\s{0,5}:\s{0,5}"(?P<s>[^"]{1,8000})"')),
+    ("aws-access-key-id", re.compile(r"\b(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})\b")),
+    ("aws-secret", re.compile(
+        r"(?i)(?:aws_secret_access_key|secret_access_key|aws_secret|secretaccesskey)['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?P<s>[A-Za-z0-9/+=]{40})")),
+    ("github-token", re.compile(r"\b(?P<s>gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")),
+    ("hf-token", re.compile(r"\b(?P<s>hf_[A-Za-z0-9]{30,64})\b")),
+    ("openai-key", re.compile(r"\b(?P<s>sk-(?:proj-|ant-(?:api\d{2}-)?|svcacct-)?[A-Za-z0-9_\-]{20,200})")),
+    ("wandb-v1-key", re.compile(r"\b(?P<s>wandb_v1_[A-Za-z0-9_]{20,200})")),
+    ("wandb-keyword-key", re.compile(
+        r"(?i)(?:wandb[_-]?api[_-]?key|wandb\s{1,3}login|api_key|\bkey)['\"]?\s{0,3}[:= ]\s{0,3}['\"]?(?P<s>[0-9a-f]{40})\b")),
+    ("slack-token", re.compile(r"\b(?P<s>xox[abposr]-[A-Za-z0-9-]{10,200})")),
+    ("google-api-key", re.compile(r"\b(?P<s>AIza[0-9A-Za-z_\-]{35})")),
+    ("jwt", re.compile(r"\b(?P<s>eyJ[A-Za-z0-9_\-]{8,4000}\.eyJ[A-Za-z0-9_\-]{8,8000}\.[A-Za-z0-9_\-]{8,4000})")),
+    ("auth-header", re.compile(
+        r"(?i)\b(?:authorization|proxy-authorization)\s{0,3}[:=]\s{0,3}['\"]?(?:bearer|basic|token|digest)\s{1,3}(?P<s>[A-Za-z0-9._~+/=\-]{6,4000})")),
+    ("bearer", re.compile(r"(?i)\bbearer\s{1,3}(?P<s>[A-Za-z0-9._~+/=\-]{16,4000})")),
+    ("url-password", re.compile(r"\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@]{1,200}:(?P<s>[^\s@/]{1,200})@")),
+    ("cli-secret-flag", re.compile(
+        r"(?i)--?[a-z0-9_\-]{0,40}(?:api[_-]?key|token|password|passwd|secret)(?:\s{1,3}|=)['\"]?(?P<s>[^\s'\"]{1,1000})")),
+    ("env-secret-assign", re.compile(
+        r"(?i)\b[A-Z0-9_]{0,40}(?:API_KEY|TOKEN|PASSWORD|PASSWD|SECRET|ACCESS_KEY)['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?P<s>[^\s'\",}]{6,1000})")),
+]
+
+
+def _mask(match: re.Match[str]) -> str:
+    whole, (a, b) = match.group(0), match.span("s")
+    start = match.start(0)
+    return whole[: a - start] + MASK + whole[b - start :]
+
+
+def redact_counted(text: str) -> tuple[str, int]:
+    """Return the text with every secret replaced by [REDACTED], and how many were replaced."""
+    total = 0
+    for _name, rx in _RULES:
+        def sub(m: re.Match[str]) -> str:
+            nonlocal total
+            if m.group("s") == MASK or MASK in m.group("s"):
+                return m.group(0)
+            total += 1
+            return _mask(m)
+
+        text = rx.sub(sub, text)
+    return text, total
+
+
+def redact(text: str) -> str:
+    """Redact secrets and add the number replaced to this context's count."""
+    if not text:
+        return text
+    new, n = redact_counted(text)
+    if new == text:
+        return text
+    _count.set(_count.get() + n)
+    return new
+
+
+def redaction_count() -> int:
+    return _count.get()
+
+
+def reset_redaction_count() -> None:
+    _count.set(0)
+
+
+Redacted = Annotated[str, AfterValidator(redact)]
+"""A string field that is redacted whenever a model holding it is built."""
