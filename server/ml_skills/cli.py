@@ -1,0 +1,140 @@
+"""`ml-skills`: the whole diagnosis from a terminal, with no LLM.
+
+Errors print one line and exit 2; an unexpected failure prints one line and exits 3 (with
+--debug, the traceback). A diagnosis exits 0, or 1 on NO-GO when --fail-on-nogo is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from ml_skills import __version__
+from ml_skills.errors import InputError, MLSkillsError
+
+MAX_PASTE_BYTES = 64 * 1024 * 1024
+FRAMEWORKS = ["pytorch", "lightning", "deepspeed", "fsdp", "hf-trainer", "tensorflow", "jax"]
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ml-skills", description="Diagnose failed or unstable ML training runs.")
+    p.add_argument("--version", action="version", version=f"ml-skills {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    c = sub.add_parser(
+        "check-failed-run",
+        help="diagnose a failed or unstable run",
+        description="Diagnose a run from a log, an artifact directory, a pasted traceback, a process, a tracker run or a pipeline job.",
+    )
+    c.add_argument("target", nargs="?", help="log file, artifact directory, or user@host:/path/to/train.log")
+    src = c.add_argument_group("other targets")
+    src.add_argument("--traceback", nargs="?", const="-", metavar="FILE", help="pasted traceback or log text: a file, or '-' / nothing for stdin")
+    src.add_argument("--pid", type=_positive, help="a live (or just-ended) training process")
+    src.add_argument("--proc", metavar="NAME", help="find the training process by name")
+    src.add_argument("--wandb", metavar="RUN", help="W&B run: entity/project/run_id, or a local wandb/run-* directory")
+    src.add_argument("--mlflow", metavar="RUN", help="MLflow run id (tracking server from MLFLOW_TRACKING_URI)")
+    src.add_argument("--vertex-pipeline", metavar="JOB", help="Vertex AI pipeline job id or resource name")
+    src.add_argument("--project", help="GCP project (Vertex AI, Cloud Logging)")
+    src.add_argument("--region", help="GCP region (Vertex AI)")
+    src.add_argument("--interval", type=_positive, default=60, help="poll every N seconds until a terminal state (default 60)")
+    src.add_argument("--once", action="store_true", help="one pass, no polling")
+    opt = c.add_argument_group("options")
+    opt.add_argument("--framework", choices=FRAMEWORKS, help="narrow checks to a framework (default: detected)")
+    opt.add_argument("--task", choices=["classification", "regression", "language-modeling"], help="tune expectations for the task")
+    opt.add_argument("--target", dest="target_column", metavar="COLUMN", help="label column, for label-range sanity")
+    opt.add_argument("--last", type=_positive, default=500, help="lines of the log's tail to keep (default 500)")
+    opt.add_argument("--artifacts", metavar="PATH", help="artifact directory to inventory alongside the target")
+    opt.add_argument("--out-dir", default=".", help="where check-failed-run.json is written (default: current directory)")
+    opt.add_argument("--format", choices=["text", "json"], default="text", help="what to print on stdout")
+    opt.add_argument("--plot", action="store_true", help="also write a PNG of the metric trajectory into --out-dir")
+    opt.add_argument("--fail-on-nogo", action="store_true", help="exit 1 when the decision is NO-GO (for CI gates)")
+    opt.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    return p
+
+
+def _read_paste(spec: str) -> str:
+    if spec == "-":
+        if sys.stdin is None or sys.stdin.isatty():
+            raise InputError("--traceback reads stdin, but nothing was piped in: paste into a file and pass it, or pipe it")
+        data = sys.stdin.buffer.read(MAX_PASTE_BYTES + 1)
+    else:
+        from ml_skills.collectors.logfile import check_readable
+
+        path = check_readable(spec)
+        with open(path, "rb") as f:
+            data = f.read(MAX_PASTE_BYTES + 1)
+    if len(data) > MAX_PASTE_BYTES:
+        raise InputError("the pasted text is over 64 MiB: pass the log file as the target instead")
+    return data.decode("utf-8", errors="replace")
+
+
+def check_failed_run(args: argparse.Namespace) -> int:
+    from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
+    from ml_skills.render import json_report, text
+
+    given = [x for x in (args.target, args.traceback, args.pid, args.proc, args.wandb, args.mlflow, args.vertex_pipeline) if x is not None]
+    if not given:
+        raise InputError("nothing to diagnose: give a log path, an artifact directory, --traceback, --pid, --proc, --wandb, --mlflow or --vertex-pipeline")
+    if len(given) > 1 and not (args.target and args.artifacts is None and len(given) == 1):
+        if sum(x is not None for x in (args.traceback, args.pid, args.proc, args.wandb, args.mlflow, args.vertex_pipeline)) > 1 or (
+            args.target and any(x is not None for x in (args.traceback, args.pid, args.proc, args.wandb, args.mlflow, args.vertex_pipeline))
+        ):
+            raise InputError("give one target at a time (a path, --traceback, --pid, --proc, --wandb, --mlflow or --vertex-pipeline); use --artifacts for a directory to read alongside")
+    req = DiagnoseRequest(
+        target=args.target,
+        traceback_text=_read_paste(args.traceback) if args.traceback is not None else None,
+        pid=args.pid, proc=args.proc, wandb=args.wandb, mlflow=args.mlflow, vertex_pipeline=args.vertex_pipeline,
+        project=args.project, region=args.region, framework=args.framework, task=args.task,
+        target_column=args.target_column, last=args.last, artifacts=args.artifacts,
+        interval=args.interval, once=args.once,
+    )
+    d = diagnose(req)
+    if args.plot:
+        from ml_skills.render import plot
+
+        d.plot = str(plot.write(d, args.out_dir))
+    path = json_report.write(d, args.out_dir)
+    if args.format == "json":
+        sys.stdout.write(d.model_dump_json(indent=2) + "\n")
+    else:
+        sys.stdout.write(text.render(d, str(path)))
+    return 1 if args.fail_on_nogo and d.decision.value == "NO-GO" else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return check_failed_run(args)
+    except MLSkillsError as e:
+        print(f"ml-skills: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("ml-skills: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as e:  # noqa: BLE001 - the one place that turns surprises into one line
+        if getattr(args, "debug", False):
+            raise
+        print(f"ml-skills: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback, and report it)", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,31 @@
+"""Write check-failed-run.json into --out-dir (the only write a diagnosis makes)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from ml_skills.errors import InputError
+from ml_skills.models import Diagnosis
+
+FILENAME = "check-failed-run.json"
+
+
+def write(d: Diagnosis, out_dir: str | os.PathLike[str]) -> Path:
+    """Write atomically (temp file + rename) so a reader never sees half a report."""
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"cannot create --out-dir {out}: {e.strerror or e}") from None
+    target = out / FILENAME
+    data = d.model_dump_json(indent=2)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".check-failed-run.", suffix=".json", dir=out)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(data + "\n")
+        os.replace(tmp, target)
+    except OSError as e:
+        raise InputError(f"cannot write {target}: {e.strerror or e}") from None
+    return target
