@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Validate the real-log corpus: every case folder has train.log + case.json,
+case.json has exactly the required keys, class names are valid, and every
+decisive line is a verbatim substring of train.log. Prints per-class counts.
+Stdlib only. Exit status 1 on any problem."""
+import json
+import os
+import re
+import sys
+from collections import Counter
+
+CLASSES = [
+    "nan-inf", "oom", "optimization-divergence", "cuda-runtime",
+    "nccl-distributed", "data-pipeline", "config-error", "io-checkpoint",
+    "stalled", "process-crash", "evaluation-mismatch",
+    "pipeline-orchestration", "cloud-permissions-quota",
+]
+FRAMEWORKS = {"pytorch", "lightning", "deepspeed", "fsdp", "hf-trainer",
+              "tensorflow", "jax", "megatron", "ray", "kubeflow", "vertex", "other"}
+STATUSES = {"crashed", "hung", "degraded", "diverged", "recovered", "completed"}
+STRENGTHS = {"strong", "weak"}
+KEYS = {"source", "url", "primary_cause", "acceptable", "framework",
+        "decisive_lines", "run_status", "label_strength",
+        "root_cause_summary", "note"}
+DIR_RE = re.compile(r"^\d{3}-[a-z0-9][a-z0-9-]*$")
+MAX_LOG_BYTES = 200 * 1024
+
+
+def check_case(path, name):
+    errs = []
+    log_p = os.path.join(path, "train.log")
+    case_p = os.path.join(path, "case.json")
+    if not DIR_RE.match(name):
+        errs.append("folder name must be NNN-short-slug")
+    if not os.path.isfile(log_p):
+        return errs + ["missing train.log"], None
+    if not os.path.isfile(case_p):
+        return errs + ["missing case.json"], None
+    raw = open(log_p, "rb").read()
+    if not raw.strip():
+        errs.append("train.log is empty")
+    if len(raw) > MAX_LOG_BYTES:
+        errs.append("train.log larger than 200 KB")
+    try:
+        log = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return errs + ["train.log is not UTF-8: %s" % e], None
+    if "```" in log:
+        errs.append("train.log still contains markdown fences")
+    try:
+        case = json.load(open(case_p, encoding="utf-8"))
+    except ValueError as e:
+        return errs + ["case.json is not valid JSON: %s" % e], None
+    if set(case) != KEYS:
+        missing, extra = KEYS - set(case), set(case) - KEYS
+        errs.append("keys: missing=%s extra=%s" % (sorted(missing), sorted(extra)))
+    pc = case.get("primary_cause")
+    if pc not in CLASSES:
+        errs.append("bad primary_cause %r" % pc)
+    acc = case.get("acceptable")
+    if not isinstance(acc, list) or any(a not in CLASSES for a in acc):
+        errs.append("acceptable must be a list of class names")
+    elif pc in acc:
+        errs.append("acceptable must not repeat primary_cause")
+    if case.get("framework") not in FRAMEWORKS:
+        errs.append("bad framework %r" % case.get("framework"))
+    if case.get("run_status") not in STATUSES:
+        errs.append("bad run_status %r" % case.get("run_status"))
+    if case.get("label_strength") not in STRENGTHS:
+        errs.append("bad label_strength %r" % case.get("label_strength"))
+    src, url = case.get("source", ""), case.get("url", "")
+    if not (re.match(r"^[\w.-]+/[\w.-]+#\d+$", src) or re.match(r"^[\w.-]+/[\w.-]+:.+@[0-9a-f]{7,40}$", src)):
+        errs.append("bad source %r" % src)
+    if not url.startswith("https://"):
+        errs.append("bad url %r" % url)
+    dl = case.get("decisive_lines")
+    if not isinstance(dl, list) or not 1 <= len(dl) <= 3:
+        errs.append("decisive_lines must be a list of 1-3 strings")
+    else:
+        for d in dl:
+            if not isinstance(d, str) or not d.strip():
+                errs.append("empty decisive line")
+            elif d not in log:
+                errs.append("decisive line not in train.log: %r" % d[:80])
+    for k in ("root_cause_summary", "note"):
+        if not isinstance(case.get(k), str) or not case.get(k).strip():
+            errs.append("%s must be a non-empty string" % k)
+    return errs, case
+
+
+def main():
+    root = os.path.dirname(os.path.abspath(__file__))
+    counts, strong, bad = Counter(), Counter(), 0
+    sources = Counter()
+    names = sorted(n for n in os.listdir(root) if os.path.isdir(os.path.join(root, n)) and not n.startswith((".", "_")))
+    for name in names:
+        errs, case = check_case(os.path.join(root, name), name)
+        if case:
+            sources[case.get("source")] += 1
+        if errs:
+            bad += 1
+            for e in errs:
+                print("%s: %s" % (name, e))
+        elif case:
+            counts[case["primary_cause"]] += 1
+            if case["label_strength"] == "strong":
+                strong[case["primary_cause"]] += 1
+    for s, n in sources.items():
+        if n > 1:
+            print("warning: source %s used by %d cases" % (s, n))
+    print("\n%-26s %5s %7s" % ("class", "cases", "strong"))
+    for c in CLASSES:
+        flag = "" if counts[c] >= 3 else "  <-- below 3"
+        print("%-26s %5d %7d%s" % (c, counts[c], strong[c], flag))
+    print("%-26s %5d" % ("total valid", sum(counts.values())))
+    print("%d case folder(s), %d invalid" % (len(names), bad))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
