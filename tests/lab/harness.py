@@ -1,0 +1,40 @@
+"""Run a lab scenario for real: a small training script in a child process, into a run directory.
+
+Each scenario is a plain script under tests/lab/scenarios/ that trains (PyTorch on the CPU) and
+fails the way real runs fail. `run` starts it with the run directory as its working directory,
+sends stdout+stderr to train.log there (as `python train.py > train.log 2>&1` would), and
+returns what happened. Nothing here writes a log by hand.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+SCENARIOS = Path(__file__).parent / "scenarios"
+
+
+@dataclass
+class LabRun:
+    run_dir: Path
+    log: Path
+    returncode: int
+    command: list[str]
+
+
+def run(scenario: str, run_dir: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 180,
+        log_name: str = "train.log", preexec_fn=None) -> LabRun:
+    """Run tests/lab/scenarios/<scenario>.py in run_dir; stdout and stderr go to run_dir/<log_name>."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    script = SCENARIOS / f"{scenario}.py"
+    cmd = [sys.executable, "-u", str(script), *args]
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", **(env or {})}
+    log = run_dir / log_name
+    with open(log, "wb") as out:
+        proc = subprocess.run(cmd, cwd=run_dir, stdout=out, stderr=subprocess.STDOUT, env=full_env,
+                              timeout=timeout, preexec_fn=preexec_fn)
+    (run_dir / "command.txt").write_text(" ".join(["python", f"{scenario}.py", *args]) + "\n")
+    return LabRun(run_dir=run_dir, log=log, returncode=proc.returncode, command=cmd)
