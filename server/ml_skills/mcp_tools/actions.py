@@ -146,7 +146,9 @@ def _decision(action: str, content: dict[str, Any] | None, nonce: str) -> tuple[
 
 
 @tool(title="Request an action (gated by policy and the person)", annotations=ACTION_TOOL, deadline=APPROVAL_TIMEOUT + 120)
-async def request_action(action: Action, ctx: Context) -> ActionResult | InputRequiredResult:
+async def request_action(
+    action: Annotated[Action, Field(description="The typed action; its 'kind' picks the fields.")], ctx: Context
+) -> ActionResult | InputRequiredResult:
     """Ask to carry out one typed recovery action: kill-worker (signal a PID), restart-unchanged (run a
     recorded launch command again, exactly), repoint-checkpoint (point a resume file at a valid
     checkpoint), cancel-cloud-job (a Vertex AI pipeline). The policy decides; anything that is not

@@ -63,6 +63,7 @@ def build_server(args: argparse.Namespace):  # -> MCPServer; SDK imported here s
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("PYDANTIC_ERRORS_INCLUDE_URL", "0")  # errors go to a model: no links to follow
     args = build_parser().parse_args(argv)
     if not 1 <= args.port <= 65535:
         print(f"ml-skills-mcp: --port must be 1-65535, got {args.port}", file=sys.stderr)

@@ -128,8 +128,10 @@ def build(fn: Callable[..., Any]) -> Tool:
     """An SDK Tool from a marked function: strict arguments, deadline, roots, clear errors."""
     spec: Spec = fn._ml_spec  # type: ignore[attr-defined]
     base = Tool.from_function(fn, title=spec.title, annotations=spec.annotations, structured_output=True)
+    # The title names the tool in validation errors, which the model reads: say what to do.
+    title = f"{base.name} arguments (fix them and call again; unknown fields are refused)"
     strict = type(f"{base.name}Arguments", (base.fn_metadata.arg_model,),
-                  {"model_config": ConfigDict(extra="forbid", arbitrary_types_allowed=True), "__module__": __name__})
+                  {"model_config": ConfigDict(extra="forbid", arbitrary_types_allowed=True, title=title), "__module__": __name__})
     base.fn_metadata.arg_model = strict
     name, inner_async, ctx_kw, deadline = base.name, base.is_async, base.context_kwarg, spec.deadline
 

@@ -37,8 +37,8 @@ def _strip_all(value: Any) -> tuple[Any, int]:
 def diagnose(
     target: Annotated[str, Field(min_length=1, max_length=4096, description="Log file or run directory, inside the allowed roots.")],
     artifacts: Annotated[str | None, Field(max_length=4096, description="Artifact directory to inventory alongside a log.")] = None,
-    framework: Framework | None = None,
-    task: Task | None = None,
+    framework: Annotated[Framework | None, Field(description="Narrow checks to a framework (default: detected).")] = None,
+    task: Annotated[Task | None, Field(description="Tune expectations for the task.")] = None,
     last: Annotated[int, Field(ge=1, le=100_000, description="Lines of the tail kept for context.")] = 500,
     out_dir: Annotated[str | None, Field(max_length=4096, description="Where check-failed-run.json goes (default: the server's --out-dir).")] = None,
 ) -> DiagnoseResult:

@@ -88,7 +88,7 @@ def grep_log(
     pattern: Annotated[str, Field(min_length=1, max_length=300, description="Python regular expression, matched per line.")],
     context: Annotated[int, Field(ge=0, le=20, description="Lines of context before and after each match.")] = 2,
     max_matches: Annotated[int, Field(ge=1, le=500, description="Most matches returned; all are counted.")] = 50,
-    ignore_case: bool = False,
+    ignore_case: Annotated[bool, Field(description="Match regardless of case.")] = False,
     max_chars: MaxChars = DEFAULT_MAX_CHARS,
 ) -> GrepResult:
     """Find the lines of a log matching a regular expression, with context; each line is prefixed 'N: '."""
