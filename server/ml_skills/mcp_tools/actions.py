@@ -18,6 +18,7 @@ import secrets
 from typing import Annotated, Any
 
 import anyio
+from mcp import MCPError
 from mcp.server.elicitation import render_elicitation_schema
 from mcp.server.mcpserver import Context
 from mcp_types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult, ToolAnnotations
@@ -110,6 +111,9 @@ async def _ask(ctx: Context, p: Prepared, v: Verdict) -> tuple[str, str] | Input
                 bound = json.loads(state)
             except ValueError:
                 bound = {}
+        if bound and bound.get("fp") != p.fingerprint:
+            _audit(p, v, "approval-mismatch", f"an approval given for another action ({str(bound.get('fp'))[:32]}) was "
+                                              "sent with this one; it does not count, the person is asked again")
         if bound.get("fp") == p.fingerprint and isinstance(answer, ElicitResult):
             nonce = str(bound.get("nonce", ""))
             if _ledger.spent(nonce):
@@ -190,6 +194,11 @@ TOOLS = [classify_action, request_action]
 _action_args = TypeAdapter(dict[str, Action])
 
 
+def _kind(args: Any) -> str:
+    action = args.get("action") if isinstance(args, dict) else None
+    return str(action.get("kind", "?"))[:64] if isinstance(action, dict) else "?"
+
+
 class AuditRejected:
     """Server middleware: a tools/call the tools never see (unknown tool, bad or forged arguments to
     request_action) still leaves an audit entry saying why nothing ran."""
@@ -214,8 +223,15 @@ class AuditRejected:
                         except ValidationError as e:
                             why = "invalid arguments: " + "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors()[:5])
                     if why:
-                        kind = args.get("action", {}).get("kind", "?") if isinstance(args, dict) and isinstance(args.get("action"), dict) else "?"
-                        _audit(None, None, "invalid", why, action=str(kind)[:64], arguments=args if isinstance(args, dict) else {})
+                        _audit(None, None, "invalid", why, action=_kind(args), arguments=args if isinstance(args, dict) else {})
             except Exception as e:  # auditing a bad call must not break the server
                 log.warning("audit of a rejected call failed: %r", e)
+            try:
+                return await call_next(ctx)
+            except MCPError as e:
+                if ctx.params.get("name") == "request_action":
+                    args = ctx.params.get("arguments")
+                    _audit(None, None, "invalid", f"refused by the MCP layer before any decision: {e}", action=_kind(args),
+                           arguments=args if isinstance(args, dict) else {})
+                raise
         return await call_next(ctx)

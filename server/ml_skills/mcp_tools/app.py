@@ -56,8 +56,9 @@ def build_server(args: argparse.Namespace):  # -> MCPServer; SDK imported here s
     audit = Path(args.audit_log) if args.audit_log else Path.home() / ".ml-skills" / "audit.jsonl"
     common.configure(common.ServerConfig(roots=roots, out_dir=out_dir, policy=rules.load(args.policy), audit=AuditLog(audit)))
     tools = [common.build(fn) for fn in tool_functions()]
-    mcp = MCPServer("ml-skills", version=__version__, instructions=INSTRUCTIONS, tools=tools,
-                    middleware=[AuditRejected({t.name for t in tools})], log_level="WARNING")
+    mcp = MCPServer("ml-skills", version=__version__, instructions=INSTRUCTIONS, tools=tools, log_level="WARNING")
+    # Outermost, so even calls the SDK itself refuses (a request state replayed for other arguments) are audited.
+    mcp.middleware.insert(0, AuditRejected({t.name for t in tools}))
     resources.register(mcp)
     return mcp
 
