@@ -58,6 +58,16 @@ def test_evidence_tools_on_real_logs(server: Server) -> None:
 
     async def go() -> None:
         async with server.client() as c:
+            schemas = {t.name: t.output_schema for t in (await c.list_tools()).tools}
+            original = c.call_tool
+
+            async def checked(name: str, args: dict):  # every answer must match the tool's published output schema
+                r = await original(name, args)
+                if not r.is_error:
+                    jsonschema.validate(r.structured_content, schemas[name], format_checker=jsonschema.FormatChecker())
+                return r
+
+            c.call_tool = checked
             for log in REAL_LOGS + [NAN_LOG]:
                 await one(c, log)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from pydantic import Field
@@ -10,7 +9,7 @@ from pydantic import Field
 from ml_skills.engine import scan as engine_scan
 from ml_skills.mcp_tools.common import ToolResult, roots, tool
 from ml_skills.mcp_tools.logs import PathArg
-from ml_skills.models import AnomalyKind, EvidenceStatus, FailureClass, Model, Role, Severity
+from ml_skills.models import AnomalyKind, EvidenceStatus, FailureClass, LogTime, Model, Role, Severity
 from ml_skills.safety.paths import confine
 from ml_skills.safety.quoting import clean, fence, new_marker
 
@@ -60,7 +59,7 @@ class TrajectorySummary(Model):
     throughput_trend: str | None = None
     last_progress_line: int | None = None
     last_progress_step: float | None = None
-    last_progress_time: datetime | None = None
+    last_progress_time: LogTime | None = None
     spikes: list[AnomalyFound] = Field(default_factory=list, description="NaN onset, loss blow-ups, grad-norm spikes, throughput collapse...")
     series: list[SeriesTrend] = Field(default_factory=list)
     metric_lines: int = 0

@@ -116,7 +116,7 @@ def _prepare_kill(a: KillProcess) -> Prepared:
         except psutil.AccessDenied:
             cmd = "(command line not readable)"
     except psutil.NoSuchProcess:
-        raise TargetNotFound(f"no process with pid {a.pid}: it may have ended already (check_process / ps to confirm)") from None
+        raise TargetNotFound(f"no process with pid {a.pid}: it may have ended already (`ps -p PID` confirms)") from None
     except psutil.AccessDenied:
         raise PolicyError(f"pid {a.pid} belongs to another user: not signalled") from None
 
