@@ -14,7 +14,7 @@ from tests.mcp.conftest import NAN_LOG, ROOT, server_cmd
 
 pytestmark = pytest.mark.skipif(shutil.which("npx") is None, reason="npx is not installed: the MCP Inspector CLI needs Node.js (.ci/run installs it)")
 
-INSPECTOR = "@modelcontextprotocol/inspector"
+INSPECTOR = os.environ.get("ML_SKILLS_INSPECTOR", "@modelcontextprotocol/inspector@0.15.0")  # pinned: .ci/run pre-fetches it
 
 
 def inspector(tmp_path: Path, *args: str) -> dict:
