@@ -45,7 +45,7 @@ def http_server(tmp_path: Path):
 
 
 def test_http_lists_tools_reads_logs_and_gates_actions(http_server, sleeper) -> None:
-    srv, url, port = http_server
+    srv, url, _ = http_server
     victim, spared = sleeper(), sleeper()
 
     async def go() -> tuple:

@@ -20,7 +20,7 @@ INSPECTOR = os.environ.get("ML_SKILLS_INSPECTOR", "@modelcontextprotocol/inspect
 def inspector(tmp_path: Path, *args: str) -> dict:
     cmd = ["npx", "-y", INSPECTOR, "--cli", *server_cmd("--allow-root", str(ROOT), "--allow-root", str(tmp_path),
                                                          "--audit-log", str(tmp_path / "audit.jsonl"), "--out-dir", str(tmp_path)), *args]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=tmp_path, env=dict(os.environ), stdin=subprocess.DEVNULL)
+    out = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=240, cwd=tmp_path, env=dict(os.environ), stdin=subprocess.DEVNULL)
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout)
 

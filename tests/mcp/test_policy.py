@@ -32,7 +32,7 @@ def test_kill_runs_only_after_the_person_accepts(server: Server, sleeper) -> Non
         p = sleeper()
         person = answer("accept")
 
-        async def go() -> types.CallToolResult:
+        async def go(person=person, mode=mode, p=p) -> types.CallToolResult:
             async with server.client(elicit=person, mode=mode) as c:
                 return await c.call_tool("request_action", kill(p.pid))
 
@@ -51,7 +51,7 @@ def test_nothing_runs_unless_accepted(server: Server, sleeper) -> None:
     for label, person in people.items():
         p = procs[label] = sleeper()
 
-        async def go() -> types.CallToolResult:
+        async def go(person=person, p=p) -> types.CallToolResult:
             async with server.client(elicit=person) as c:
                 return await c.call_tool("request_action", kill(p.pid))
 

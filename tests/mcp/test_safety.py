@@ -7,7 +7,6 @@ import socket
 from pathlib import Path
 
 import pytest
-
 from ml_skills.errors import InputError, PathNotAllowed, TargetNotFound, UnreadableInput
 from ml_skills.models import Risk
 from ml_skills.policy import rules

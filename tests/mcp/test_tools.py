@@ -9,11 +9,10 @@ from pathlib import Path
 
 import anyio
 import jsonschema
-import pytest
 import safetensors.torch
 import torch
-
 from ml_skills.safety.quoting import strip_invisible
+
 from tests.mcp.conftest import NAN_LOG, REAL_LOGS, ROOT, Server, server_cmd, text
 
 EVIDENCE = {"read_log_tail", "read_log_window", "grep_log", "scan_log", "list_artifacts", "inspect_checkpoint", "classify_action"}
@@ -47,7 +46,7 @@ def test_listing_tools_imports_no_heavy_sdk() -> None:
             "names = [t.name for t in anyio.run(mcp.list_tools)]\n"
             "heavy = [m for m in sys.modules if m.split('.')[0] in ('wandb', 'mlflow') or m.startswith('google.cloud.')]\n"
             "print(len(names), heavy)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120, env=dict(os.environ))
     assert out.returncode == 0, out.stderr
     count, heavy = out.stdout.split(" ", 1)
     assert int(count) >= 9 and heavy.strip() == "[]"
@@ -262,5 +261,5 @@ def test_bad_server_options_print_one_line(tmp_path: Path) -> None:
     for args, want in ((["--policy", str(tmp_path / "none.toml")], "no policy file"),
                        (["--allow-root", str(tmp_path / "absent")], "none of the --allow-root"),
                        (["--port", "0", "--transport", "http"], "--port")):
-        out = subprocess.run(server_cmd(*args), capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        out = subprocess.run(server_cmd(*args), check=False, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
         assert out.returncode == 2 and want in out.stderr and "Traceback" not in out.stderr, out.stderr

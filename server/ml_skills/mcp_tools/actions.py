@@ -88,7 +88,7 @@ def _client_name(ctx: Context) -> str:
     try:
         info = ctx.session.client_params.client_info  # type: ignore[union-attr]
         return f"{info.name} {info.version}".strip()
-    except Exception:
+    except Exception:  # noqa: BLE001 - any shape of client info: fall back to a generic name
         return "an MCP client"
 
 
@@ -128,7 +128,7 @@ async def _ask(ctx: Context, p: Prepared, v: Verdict) -> tuple[str, str] | Input
                                                 related_request_id=ctx.request_id)
     except TimeoutError:
         return "elicitation-error", f"no answer from the person within {APPROVAL_TIMEOUT:g} s"
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - fail closed on any elicitation failure
         return "elicitation-error", f"the elicitation failed ({type(e).__name__}: {str(e)[:200]})"
     return _decision(res.action, res.content, secrets.token_hex(16))
 
@@ -183,7 +183,7 @@ async def request_action(
         by = f"the person, through {_client_name(ctx)}"
     try:
         done = await anyio.to_thread.run_sync(p.run)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - a failed action is reported and audited, never a crash
         log.info("action failed: %r", e)
         return result("failed", f"the action failed: {str(e)[:300]}", by=by)
     return result("ran", done, ran=True, by=by)
@@ -224,7 +224,7 @@ class AuditRejected:
                             why = "invalid arguments: " + "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors()[:5])
                     if why:
                         _audit(None, None, "invalid", why, action=_kind(args), arguments=args if isinstance(args, dict) else {})
-            except Exception as e:  # auditing a bad call must not break the server
+            except Exception as e:  # noqa: BLE001 - auditing a bad call must not break the server
                 log.warning("audit of a rejected call failed: %r", e)
             try:
                 return await call_next(ctx)

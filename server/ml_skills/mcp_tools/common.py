@@ -16,14 +16,14 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 from urllib.parse import unquote, urlparse
 
 import anyio
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import ToolAnnotations
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ml_skills.errors import MLSkillsError
 from ml_skills.models import EvidenceStatus, Model
@@ -115,7 +115,7 @@ async def client_roots(ctx: Any) -> list[Path]:
             res = await session.list_roots()
             paths = [unquote(urlparse(str(r.uri)).path) for r in res.roots if str(r.uri).startswith("file://")]
             return normalise_roots(paths)
-    except Exception as e:  # a client that cannot answer keeps the server's own roots
+    except Exception as e:  # noqa: BLE001 - a client that cannot answer keeps the server's own roots
         log.info("roots/list failed: %r", e)
     return []
 
@@ -162,5 +162,5 @@ def build(fn: Callable[..., Any]) -> Tool:
             _call_roots.reset(token)
 
     return base.model_copy(update={"fn": call, "is_async": True, "context_kwarg": "_mcp_ctx",
-                                   "parameters": strict.model_json_schema(by_alias=True)})
+                                   "parameters": cast(type[BaseModel], strict).model_json_schema(by_alias=True)})
 

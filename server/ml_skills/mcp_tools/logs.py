@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from pydantic import Field
 
@@ -40,13 +40,16 @@ def _open(path: str) -> Path:
     return p
 
 
-def _result(cls: type[LogText], src: str, lines: list[str], first: int | None, max_chars: int, cut: bool = False, **kw: object) -> LogText:
+R = TypeVar("R", bound="LogText")
+
+
+def _result(cls: type[R], src: str, lines: list[str], first: int | None, max_chars: int, cut: bool = False, **kw: object) -> R:
     marker = new_marker()
     f = fence(lines, marker=marker, max_chars=max_chars, label=src)
     skipped = len(lines) - f.lines
     status = EvidenceStatus.NO_DATA if not lines else EvidenceStatus.OK
     return cls(status=status, truncated=f.truncated or cut, redactions=f.redactions, stripped_chars=f.stripped, marker=marker,
-               source=src, first_line=(first + skipped) if first is not None else None, line_count=f.lines, text=f.text, **kw)
+               source=src, first_line=(first + skipped) if first is not None else None, line_count=f.lines, text=f.text, **kw)  # type: ignore[arg-type]
 
 
 @tool(title="Read the end of a log")
