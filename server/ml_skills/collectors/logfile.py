@@ -13,10 +13,17 @@ import stat
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Protocol
 
 from ml_skills.errors import TargetNotFound, UnreadableInput
 
 CHUNK = 4 * 1024 * 1024
+
+
+class Searcher(Protocol):
+    def search(self, text: str, /) -> object: ...
+
+
 MAX_LINE_CHARS = 2000
 _SNIFF = 8192
 
@@ -169,10 +176,13 @@ def window(path: Path, line_no: int, before: int = 20, after: int = 20) -> tuple
 
 
 def grep(
-    path: Path, pattern: str, context: int = 2, max_matches: int = 50, ignore_case: bool = False
+    path: Path, pattern: str | Searcher, context: int = 2, max_matches: int = 50, ignore_case: bool = False
 ) -> tuple[list[tuple[int, list[str]]], int]:
-    """Matches of a regular expression with context: ([(first line number, lines)], total matches)."""
-    rx = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    """Matches of a regular expression with context: ([(first line number, lines)], total matches).
+
+    `pattern` may be a ready matcher (safety/regex.py's LinePattern for patterns a caller wrote).
+    """
+    rx = pattern if not isinstance(pattern, str) else re.compile(pattern, re.IGNORECASE if ignore_case else 0)
     before: deque[str] = deque(maxlen=context)
     blocks: list[tuple[int, list[str]]] = []
     open_block: tuple[int, list[str]] | None = None
