@@ -12,6 +12,7 @@ from ml_skills.models import Risk
 from ml_skills.policy import rules
 from ml_skills.safety.paths import confine, confine_new, normalise_roots
 from ml_skills.safety.quoting import fence, new_marker, strip_invisible
+from ml_skills.safety.regex import LinePattern
 
 
 @pytest.fixture
@@ -124,3 +125,16 @@ def test_policy_file_tightens_and_loosens_per_action_and_target(tmp_path: Path) 
     f.write_text("not = [toml\n")
     with pytest.raises(InputError, match="cannot be read"):
         rules.load(f)
+
+
+def test_caller_patterns_match_in_linear_time() -> None:
+    import time
+
+    rx = LinePattern("(a+)+$")
+    start = time.monotonic()
+    assert not rx.search("a" * 100_000 + "b")  # `re` would backtrack for longer than the universe's age
+    assert time.monotonic() - start < 2
+    assert rx.search("aaa") and LinePattern("LOSS", ignore_case=True).search("step 3 loss nan")
+    assert LinePattern(r"loss\s+nan").search("loss   nan") and not LinePattern(r"^loss").search("val loss")
+    with pytest.raises(InputError, match="back-references"):
+        LinePattern(r"(a)\1")

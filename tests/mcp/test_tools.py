@@ -185,6 +185,8 @@ def test_bad_calls_are_tool_errors_and_the_server_keeps_answering(server: Server
     outside.mkdir()
     (outside / "secret.log").write_text("nope\n")
     (tmp_path / "escape.log").symlink_to(outside / "secret.log")
+    evil = tmp_path / "redos.log"
+    evil.write_text("a" * 5000 + "b\n")
     fifo = tmp_path / "pipe.log"
     os.mkfifo(fifo)
     cases = [
@@ -199,6 +201,7 @@ def test_bad_calls_are_tool_errors_and_the_server_keeps_answering(server: Server
         ("read_log_tail", {"path": str(NAN_LOG), "approved": True}, "unknown fields are refused"),
         ("read_log_tail", {"path": str(NAN_LOG), "lines": 0}, "greater than or equal to 1"),
         ("grep_log", {"path": str(NAN_LOG), "pattern": "(unclosed"}, "not a valid regular expression"),
+        ("grep_log", {"path": str(NAN_LOG), "pattern": r"(step)\s\1"}, "cannot be matched safely"),
         ("list_artifacts", {"path": str(NAN_LOG)}, "is a file"),
         ("diagnose", {"target": str(NAN_LOG), "out_dir": str(outside)}, "outside the allowed roots"),
         ("no_such_tool", {}, "no_such_tool"),
@@ -213,6 +216,9 @@ def test_bad_calls_are_tool_errors_and_the_server_keeps_answering(server: Server
                 assert want in text(r), (name, args, text(r))
             ok = await c.call_tool("read_log_tail", {"path": str(NAN_LOG), "lines": 1})
             assert not ok.is_error
+            with anyio.fail_after(20):  # catastrophic backtracking in `re` would freeze the whole server
+                redos = await c.call_tool("grep_log", {"path": str(evil), "pattern": "(a+)+$"})
+            assert not redos.is_error and redos.structured_content["total_matches"] == 0
 
     anyio.run(go)
     assert not list(outside.glob("check-failed-run.json"))

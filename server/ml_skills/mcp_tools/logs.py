@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated, TypeVar
 
 from pydantic import Field
 
 from ml_skills.collectors import logfile
-from ml_skills.errors import InputError, UnreadableInput
+from ml_skills.errors import UnreadableInput
 from ml_skills.mcp_tools.common import ToolResult, roots, tool
 from ml_skills.models import EvidenceStatus
 from ml_skills.safety.paths import confine
 from ml_skills.safety.quoting import DEFAULT_MAX_CHARS, fence, new_marker
+from ml_skills.safety.regex import LinePattern
 
 PathArg = Annotated[str, Field(min_length=1, max_length=4096, description="Log file, absolute or relative to the first allowed root.")]
 MaxChars = Annotated[int, Field(ge=1000, le=200_000, description="Cap on the returned text; the newest lines are kept.")]
@@ -88,20 +88,16 @@ def read_log_window(
 @tool(title="Search a log")
 def grep_log(
     path: PathArg,
-    pattern: Annotated[str, Field(min_length=1, max_length=300, description="Python regular expression, matched per line.")],
+    pattern: Annotated[str, Field(min_length=1, max_length=300, description="Regular expression matched per line (no back-references or look-arounds).")],
     context: Annotated[int, Field(ge=0, le=20, description="Lines of context before and after each match.")] = 2,
     max_matches: Annotated[int, Field(ge=1, le=500, description="Most matches returned; all are counted.")] = 50,
     ignore_case: Annotated[bool, Field(description="Match regardless of case.")] = False,
     max_chars: MaxChars = DEFAULT_MAX_CHARS,
 ) -> GrepResult:
     """Find the lines of a log matching a regular expression, with context; each line is prefixed 'N: '."""
-    try:
-        re.compile(pattern)
-    except re.error as e:
-        raise InputError(f"pattern is not a valid regular expression ({e}): escape special characters such as ( [ . *") from None
+    rx = LinePattern(pattern, ignore_case)
     p = _open(path)
-    blocks, total = logfile.grep(p, pattern, context, max_matches, ignore_case)
-    rx = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    blocks, total = logfile.grep(p, rx, context, max_matches)
     out: list[str] = []
     hits: list[int] = []
     for first, block in blocks:
@@ -114,6 +110,8 @@ def grep_log(
     res = _result(GrepResult, str(p), out, None, max_chars, total > len(blocks), pattern=pattern, total_matches=total, match_lines=hits[:max_matches * 4])
     if total == 0:
         res.status = EvidenceStatus.NO_DATA
+    if rx.note:
+        res.notes.append(rx.note)
     return res
 
 
