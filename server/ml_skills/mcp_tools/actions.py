@@ -40,15 +40,6 @@ _KEY = "approval"
 _ledger = Ledger()
 
 
-class ClassifyResult(Model):
-    action: str
-    target: str
-    risk: Risk
-    rule: str = Field(description="The rule that decided the level.")
-    allowed: bool = Field(description="False: the policy refuses it outright.")
-    needs_approval: bool = Field(description="True: it runs only after the person accepts it in the client.")
-
-
 class ActionResult(Model):
     outcome: str = Field(description="ran, failed, refused, declined, cancelled, no-elicitation, elicitation-error, replayed")
     ran: bool = Field(description="True only when the action was carried out.")
@@ -69,11 +60,10 @@ def classify_action(
                                  description="Action kind, e.g. kill-worker, restart-unchanged, repoint-checkpoint, "
                                              "change-hyperparameter, cancel-cloud-job, delete-checkpoint.")],
     target: Annotated[str, Field(max_length=4096, description="What it acts on: 'pid:1234', a path, a job name.")] = "",
-) -> ClassifyResult:
+) -> Verdict:
     """Return the risk level of a proposed action (safe, needs-approval, dangerous) with the rule
     that decided it, under this server's policy. Unknown actions are dangerous. Changes nothing."""
-    v = config().policy.decide(action, target)
-    return ClassifyResult(**v.model_dump())
+    return config().policy.decide(action, target)
 
 
 def _audit(p: Prepared | None, v: Verdict | None, outcome: str, detail: str, approved_by: str | None = None,

@@ -9,7 +9,7 @@ from pydantic import Field
 from ml_skills.engine import scan as engine_scan
 from ml_skills.mcp_tools.common import ToolResult, roots, tool
 from ml_skills.mcp_tools.logs import PathArg
-from ml_skills.models import AnomalyKind, EvidenceStatus, FailureClass, LogTime, Model, Role, Severity
+from ml_skills.models import Anomaly, EvidenceStatus, FailureClass, LogTime, Model, Role, SeriesSummary, Severity
 from ml_skills.safety.paths import confine
 from ml_skills.safety.quoting import clean, fence, new_marker
 
@@ -30,26 +30,6 @@ class TracebackFound(Model):
     message: str = Field(description="Cleaned and capped; the full text is in `quoted`.")
 
 
-class AnomalyFound(Model):
-    kind: AnomalyKind
-    failure_class: FailureClass
-    severity: Severity
-    step: float | None = None
-    line_no: int | None = None
-    detail: str
-
-
-class SeriesTrend(Model):
-    name: str
-    split: str
-    count: int
-    first: float | None
-    last: float | None
-    min: float | None
-    max: float | None
-    trend: str
-
-
 class TrajectorySummary(Model):
     last_step: float | None = None
     first_nan_step: float | None = None
@@ -60,8 +40,8 @@ class TrajectorySummary(Model):
     last_progress_line: int | None = None
     last_progress_step: float | None = None
     last_progress_time: LogTime | None = None
-    spikes: list[AnomalyFound] = Field(default_factory=list, description="NaN onset, loss blow-ups, grad-norm spikes, throughput collapse...")
-    series: list[SeriesTrend] = Field(default_factory=list)
+    spikes: list[Anomaly] = Field(default_factory=list, description="NaN onset, loss blow-ups, grad-norm spikes, throughput collapse...")
+    series: list[SeriesSummary] = Field(default_factory=list)
     metric_lines: int = 0
 
 
@@ -76,7 +56,7 @@ class ScanResult(ToolResult):
     quoted: str = Field("", description="The log lines behind each finding ('line N [what]: text'), fenced as quoted data.")
 
 
-def _trend(series: list[SeriesTrend], want: tuple[str, ...], splits: tuple[str, ...]) -> str | None:
+def _trend(series: list[SeriesSummary], want: tuple[str, ...], splits: tuple[str, ...]) -> str | None:
     for s in series:
         if s.split in splits and any(w in s.name.lower() for w in want):
             return s.trend
@@ -108,10 +88,9 @@ def scan_log(
         tbs.append(TracebackFound(line_no=t.line_no, exc_type=clean(t.exc_type, 200).text, message=c.text))
         quoted.append(f"line {t.line_no} [traceback]: {t.exc_type}: {t.message}")
     tr = ev.trajectory
-    series = [SeriesTrend(name=clean(s.name, 100).text, split=clean(s.split, 40).text, count=s.count, first=s.first, last=s.last,
-                          min=s.min, max=s.max, trend=s.trend) for s in tr.series[:40]]
-    spikes = [AnomalyFound(kind=a.kind, failure_class=a.failure_class, severity=a.severity, step=a.step, line_no=a.line_no,
-                           detail=clean(a.detail, 400).text) for a in tr.anomalies[:50]]
+    # Series without their points (the trend is the answer here); names and details come from the log: cleaned.
+    series = [s.model_copy(update={"name": clean(s.name, 100).text, "split": clean(s.split, 40).text, "points": []}) for s in tr.series[:40]]
+    spikes = [a.model_copy(update={"detail": clean(a.detail, 400).text, "source": str(p)}) for a in tr.anomalies[:50]]
     lp = tr.last_progress
     if lp is not None:
         quoted.append(f"line {lp.line_no} [last progress]: {lp.text}")

@@ -40,7 +40,7 @@ class Verdict(Model):
     risk: Risk
     rule: str = Field(description="The rule that decided the risk level.")
     allowed: bool = Field(description="False when the policy refuses the action outright.")
-    needs_approval: bool
+    needs_approval: bool = Field(description="True: it runs only after the person accepts it in the client.")
 
 
 class Policy:
