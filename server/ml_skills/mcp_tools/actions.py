@@ -205,6 +205,11 @@ class AuditRejected:
                            arguments=args if isinstance(args, dict) else {})
                 elif name == "request_action":
                     why = None
+                    if isinstance(args, dict) and isinstance(args.get("action"), str):  # the SDK pre-parses JSON strings too
+                        try:
+                            args = {**args, "action": json.loads(args["action"])}
+                        except ValueError:
+                            pass
                     if not isinstance(args, dict) or set(args) - {"action"}:
                         why = f"unknown arguments {sorted(set(args) - {'action'}) if isinstance(args, dict) else args!r}: refused"
                     else:
