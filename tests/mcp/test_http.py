@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 from mcp import Client
 
@@ -66,8 +67,12 @@ def test_http_lists_tools_reads_logs_and_gates_actions(http_server, sleeper) -> 
     assert [e["outcome"] for e in srv.audit_entries()] == ["ran", "no-elicitation"]
 
 
-def test_http_listens_on_loopback_only(http_server) -> None:
-    _, _, port = http_server
+def test_http_listens_on_loopback_only_and_refuses_foreign_hosts(http_server) -> None:
+    _, url, port = http_server
+    # DNS rebinding: a page on another origin reaching 127.0.0.1 carries its own Host header.
+    r = httpx.post(url, headers={"Host": f"evil.example:{port}", "Accept": "application/json, text/event-stream"},
+                   json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, timeout=10)
+    assert r.status_code == 421
     addrs = {ip for ip in _local_addresses() if not ip.startswith("127.")}
     for ip in addrs:
         with pytest.raises(OSError):
