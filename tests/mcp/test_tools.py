@@ -119,6 +119,16 @@ def test_nan_log_scan_reports_the_trajectory(server: Server) -> None:
     anyio.run(go)
 
 
+class _Payload:
+    """Pickles to a call that creates a file: proof, if the file appears, that something unpickled it."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
 def test_checkpoints_are_judged_from_structure(server: Server, tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
@@ -128,18 +138,26 @@ def test_checkpoints_are_judged_from_structure(server: Server, tmp_path: Path) -
     (run / "model_step300.pt").write_bytes(good[: len(good) // 2])  # a save cut short
     (run / "command.txt").write_text("python train.py --lr 0.1\n")
     (run / "train.log").write_text("step 1 loss 2.0\n")
+    marker = tmp_path / "unpickled"
+    torch.save(_Payload(str(marker)), run / "model_step400.pt")  # would create `marker` if anything unpickled it
 
     async def go() -> None:
         async with server.client() as c:
             inv = (await c.call_tool("list_artifacts", {"path": str(run)})).structured_content["inventory"]
             bad = await c.call_tool("inspect_checkpoint", {"path": str(run / "model_step300.pt")})
             ok = await c.call_tool("inspect_checkpoint", {"path": str(run / "model_step200.safetensors")})
+            evil = await c.call_tool("inspect_checkpoint", {"path": str(run / "model_step400.pt")})
+            diag = await c.call_tool("diagnose", {"target": str(run)})
         by_step = {c["step"]: c for c in inv["checkpoints"]}
         assert by_step[100]["valid"] and by_step[200]["valid"] and not by_step[300]["valid"]
-        assert inv["newest_valid_checkpoint"].endswith("model_step200.safetensors")
+        assert inv["newest_valid_checkpoint"].endswith("model_step400.pt")  # the highest step whose structure is whole
         assert inv["launch_command"] == "python train.py --lr 0.1" and inv["logs"] == ["train.log"]
         assert bad.structured_content["checkpoint"]["valid"] is False and "truncated" in bad.structured_content["checkpoint"]["reason"]
         assert ok.structured_content["checkpoint"]["format"] == "safetensors" and ok.structured_content["checkpoint"]["valid"]
+        assert evil.structured_content["checkpoint"]["format"] == "torch-zip"
+        d = diag.structured_content["diagnosis"]
+        assert d["target_kind"] == "directory" and len(d["artifacts"]["checkpoints"]) == 4
+        assert not marker.exists(), "a checkpoint was unpickled"
 
     anyio.run(go)
 
