@@ -43,7 +43,7 @@ def test_containment_is_on_the_resolved_path_not_the_string_prefix(tree: tuple[P
     ("train.log\x00.txt", "NUL"),
     ("", "empty path"),
     ("x" * 5000, "longer than"),
-])
+], ids=["dotdot", "nested-dotdot", "tilde", "tilde-user", "nul", "empty", "too-long"])
 def test_hostile_spellings_are_refused_before_any_read(tree: tuple[Path, Path], bad: str, err: str) -> None:
     with pytest.raises(PathNotAllowed, match=err):
         confine(bad, normalise_roots([tree[0]]))
