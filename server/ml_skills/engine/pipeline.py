@@ -51,7 +51,11 @@ from ml_skills.safety.redact import redact, redaction_count, reset_redaction_cou
 MAX_LOGS = 16
 
 # target kind -> "module:function" returning (SourceEvidence, list[LogEvidence])
-COLLECTORS: dict[str, str] = {}
+COLLECTORS: dict[str, str] = {
+    "ssh": "ml_skills.collectors.ssh:collect",
+    "pid": "ml_skills.collectors.process:collect",
+    "proc": "ml_skills.collectors.process:collect",
+}
 
 
 class DiagnoseRequest(Model):
