@@ -209,3 +209,23 @@ def test_fetch_script_reports_a_missing_file(tmp_path, cfg):
     proc = subprocess.run(["bash", str(FETCH_SCRIPT), "-o", str(tmp_path / "o"), f"root@127.0.0.1:{tmp_path}/nope.log"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "no such file" in proc.stderr
+
+
+def test_fetch_script_quotes_the_path_for_the_remote_shell(tmp_path, cfg):
+    odd = tmp_path / "run $(touch {m}) 'a' \"b\"; touch {m}".replace("{m}", str(tmp_path / "INJECTED"))
+    odd.mkdir()
+    shutil.copy(NAN_LOG, odd / "train.log")
+    proc = subprocess.run(["bash", str(FETCH_SCRIPT), "-o", str(tmp_path / "o"), f"root@127.0.0.1:{odd / 'train.log'}"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "o" / "train.log").read_text() == NAN_LOG.read_text()
+    assert not (tmp_path / "INJECTED").exists()
+
+
+def test_fetch_script_hang_is_killed_at_its_deadline(server, tmp_path):
+    env = {**os.environ, "ML_SKILLS_SSH_CONFIG": server.client_config("sleepy3", port=server.sleep_port)}
+    start = time.monotonic()
+    proc = subprocess.run(["bash", str(FETCH_SCRIPT), "-t", "2", "-o", str(tmp_path / "o"), f"root@127.0.0.1:{NAN_LOG}"],
+                          capture_output=True, text=True, timeout=30, env=env)
+    assert proc.returncode == 3 and "no answer within the 2 s deadline" in proc.stderr
+    assert time.monotonic() - start < 5
