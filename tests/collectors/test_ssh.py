@@ -213,7 +213,7 @@ def test_fetch_script_reports_a_missing_file(tmp_path, cfg):
 
 def test_fetch_script_quotes_the_path_for_the_remote_shell(tmp_path, cfg):
     odd = tmp_path / "run $(touch {m}) 'a' \"b\"; touch {m}".replace("{m}", str(tmp_path / "INJECTED"))
-    odd.mkdir()
+    odd.mkdir(parents=True)  # the marker's slashes make nested directories: still one odd path
     shutil.copy(NAN_LOG, odd / "train.log")
     proc = subprocess.run(["bash", str(FETCH_SCRIPT), "-o", str(tmp_path / "o"), f"root@127.0.0.1:{odd / 'train.log'}"],
                           capture_output=True, text=True, timeout=60)
