@@ -170,6 +170,8 @@ def _run_status(cls: Classification, signals: list[Signal], logs: list[LogEviden
             return RunStatus.RUNNING
         if state in ("stalled", "hung"):
             return RunStatus.HUNG
+        if state in ("zombie", "gone") and (src.details.get("exit_code") or src.details.get("exit_signal")):
+            return RunStatus.CRASHED
     terminal = [s for s in signals if not s.survived and s.role.value in ("cause", "symptom") and s.kind in ("signature", "traceback")]
     survived = [s for s in signals if s.survived and s.role.value == "cause"]
     completed = any("completed-marker" in log.frameworks for log in logs)
