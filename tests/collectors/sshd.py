@@ -1,6 +1,8 @@
 """A real OpenSSH server on 127.0.0.1 for the ssh collector's tests, with throwaway keys.
 
-Two ports: one normal, one whose every command is `sleep` (ForceCommand), to test deadlines.
+Four ports: one normal, and three whose ForceCommand misbehaves the ways real hosts do: every
+command sleeps (a hung filesystem), the answer stops midway and then hangs, or a login banner
+answers instead of the command.
 Client configs (ssh -F) pin the port, key and known_hosts so the tests never touch ~/.ssh.
 """
 
@@ -35,6 +37,8 @@ class Sshd:
     root: Path
     port: int
     sleep_port: int
+    partial_port: int
+    junk_port: int
     proc: subprocess.Popen[bytes]
 
     def client_config(self, name: str, *, port: int | None = None, key: str = "userkey", known_hosts: str = "known_hosts") -> str:
@@ -65,15 +69,17 @@ def start(root: Path) -> Sshd:
     user = keygen(root / "userkey")
     keygen(root / "otherkey")
     (root / "authorized_keys").write_text(Path(f"{user}.pub").read_text())
-    port, sleep_port = free_port(), free_port()
+    port, sleep_port, partial_port, junk_port = free_port(), free_port(), free_port(), free_port()
     pub = " ".join(Path(f"{host}.pub").read_text().split()[:2])
-    (root / "known_hosts").write_text(f"[127.0.0.1]:{port} {pub}\n[127.0.0.1]:{sleep_port} {pub}\n")
+    (root / "known_hosts").write_text("".join(f"[127.0.0.1]:{p} {pub}\n" for p in (port, sleep_port, partial_port, junk_port)))
     (root / "empty_known_hosts").write_text("")
     (root / "sshd_config").write_text(
-        f"Port {port}\nPort {sleep_port}\nListenAddress 127.0.0.1\nHostKey {host}\n"
+        f"Port {port}\nPort {sleep_port}\nPort {partial_port}\nPort {junk_port}\nListenAddress 127.0.0.1\nHostKey {host}\n"
         f"AuthorizedKeysFile {root / 'authorized_keys'}\nPidFile none\nStrictModes no\nUsePAM no\n"
         "PasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n"
         f"Match LocalPort {sleep_port}\n    ForceCommand sleep 20\n"
+        f"Match LocalPort {partial_port}\n    ForceCommand sh -c \"$SSH_ORIGINAL_COMMAND\" | head -c 700; sleep 20\n"
+        f"Match LocalPort {junk_port}\n    ForceCommand echo Welcome to the login node; echo '==ML-SKILLS-0000 LOG ok 9'\n"
     )
     os.makedirs("/run/sshd", exist_ok=True)  # privilege separation directory Debian's sshd requires
     log = open(root / "sshd.log", "wb")
@@ -83,8 +89,9 @@ def start(root: Path) -> Sshd:
         if proc.poll() is not None:
             raise RuntimeError(f"sshd exited: {(root / 'sshd.log').read_text()}")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5), socket.create_connection(("127.0.0.1", sleep_port), timeout=0.5):
-                return Sshd(root, port, sleep_port, proc)
+            for p in (port, sleep_port, partial_port, junk_port):
+                socket.create_connection(("127.0.0.1", p), timeout=0.5).close()
+                return Sshd(root, port, sleep_port, partial_port, junk_port, proc)
         except OSError:
             time.sleep(0.05)
     proc.kill()

@@ -230,6 +230,12 @@ def fetch(target: str, *, lines: int = TAIL_LINES, deadline: float = DEADLINE, c
     if got.log_state != "ok":
         why = {"missing": "no such file", "not-regular": "not a regular file (FIFO, device or directory)",
                "unreadable": "permission denied", "unknown": "not received"}.get(got.log_state, got.log_state)
+        if got.log_state == "unknown" and not got.companions:
+            if code is None:
+                raise SourceTimeout(f"ssh to {remote.host}: the log had not arrived by the {deadline:g} s deadline: try again "
+                                    "with a longer ML_SKILLS_SSH_DEADLINE, or copy the log and pass its local path")
+            raise SourceUnavailable(f"ssh to {remote.host}: the answer held none of the fetched sections (a ForceCommand or a "
+                                    "login script answered instead): check that `ssh HOST tail FILE` works there")
         if not got.companions:
             err_cls = TargetNotFound if got.log_state == "missing" else SourceUnavailable
             raise err_cls(f"{remote}: {why} on {remote.host}; check the path (ls -l it over ssh)")
