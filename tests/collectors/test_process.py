@@ -267,3 +267,14 @@ def _now():
     from datetime import UTC, datetime
 
     return datetime.now(UTC)
+
+
+def test_cli_end_to_end_by_name(tmp_path, kids):
+    name = f"train_{os.getpid()}_cli.py"
+    p = kids.start("ok", tmp_path / "train.log", name=name)
+    env = {**os.environ, "ML_SKILLS_PROC_SAMPLE": "0.6"}
+    out = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", "--proc", name, "--out-dir", str(tmp_path / "o")],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert f"Target: process '{name}' (proc)" in out.stdout and f"Process: pid {p.pid} python, running" in out.stdout
+    assert "Status: running" in out.stdout
