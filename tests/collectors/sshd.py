@@ -82,7 +82,7 @@ def start(root: Path) -> Sshd:
         f"Match LocalPort {junk_port}\n    ForceCommand echo Welcome to the login node; echo '==ML-SKILLS-0000 LOG ok 9'\n"
     )
     os.makedirs("/run/sshd", exist_ok=True)  # privilege separation directory Debian's sshd requires
-    log = open(root / "sshd.log", "wb")
+    log = open(root / "sshd.log", "wb")  # noqa: SIM115 - sshd writes to it for as long as it runs
     proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(root / "sshd_config")], stdout=log, stderr=log, start_new_session=True)
     end = time.monotonic() + 10
     while time.monotonic() < end:

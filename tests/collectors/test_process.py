@@ -16,7 +16,6 @@ from pathlib import Path
 
 import psutil
 import pytest
-
 from ml_skills.collectors import process
 from ml_skills.engine.pipeline import DiagnoseRequest, analyse, diagnose
 from ml_skills.errors import InputError, TargetNotFound
@@ -42,7 +41,7 @@ class Children:
             os.chmod(script, 0o755)
         with open(log, "wb") as out:
             p = subprocess.Popen([python, "-u", str(script), mode], stdout=out, stderr=subprocess.STDOUT, cwd=log.parent,
-                                 preexec_fn=(lambda: os.setuid(user)) if user is not None else None)
+                                 preexec_fn=(lambda: os.setuid(user)) if user is not None else None)  # noqa: PLW1509 - no threads yet
         self.procs.append(p)
         end = time.monotonic() + 20
         while wait_for and wait_for not in log.read_text() and p.poll() is None and time.monotonic() < end:
@@ -246,7 +245,7 @@ def test_cli_end_to_end_on_a_stalled_pid(tmp_path, kids):
     time.sleep(1.2)
     env = {**os.environ, "ML_SKILLS_STALL_AFTER": "1", "ML_SKILLS_PROC_SAMPLE": "0.6"}
     out = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", "--pid", str(p.pid), "--out-dir", str(tmp_path / "o")],
-                         capture_output=True, text=True, env=env, timeout=60)
+                         check=False, capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     assert f"Target: pid {p.pid} (pid)" in out.stdout and f"Process: pid {p.pid} python" in out.stdout
     assert "Status: hung" in out.stdout and "Primary cause: stalled" in out.stdout
@@ -259,7 +258,7 @@ def test_cli_one_line_error_for_a_pid_that_is_gone(tmp_path, kids):
     p.kill()
     p.wait()
     out = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", "--pid", str(p.pid), "--out-dir", str(tmp_path)],
-                         capture_output=True, text=True, timeout=60)
+                         check=False, capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and f"no process with pid {p.pid}" in out.stderr
 
 
@@ -274,7 +273,7 @@ def test_cli_end_to_end_by_name(tmp_path, kids):
     p = kids.start("ok", tmp_path / "train.log", name=name)
     env = {**os.environ, "ML_SKILLS_PROC_SAMPLE": "0.6"}
     out = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", "--proc", name, "--out-dir", str(tmp_path / "o")],
-                         capture_output=True, text=True, env=env, timeout=60)
+                         check=False, capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     assert f"Target: process '{name}' (proc)" in out.stdout and f"Process: pid {p.pid} python, running" in out.stdout
     assert "Status: running" in out.stdout

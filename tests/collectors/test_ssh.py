@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from ml_skills.collectors import ssh
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 from ml_skills.errors import InputError, SourceTimeout, SourceUnavailable, TargetNotFound
@@ -91,8 +90,7 @@ def test_companion_files_come_along_bounded_and_stderr_is_scanned(tmp_path, cfg)
 def test_only_the_tail_is_fetched(tmp_path, cfg):
     big = tmp_path / "train.log"
     with open(big, "wb") as f:
-        for _ in range(4000):  # the real log repeated to ~4 MB: what a long run's log looks like in size
-            f.write(NAN_LOG.read_bytes())
+        f.writelines([NAN_LOG.read_bytes()] * 4000)  # the real log repeated to ~4 MB: a long run's log in size
     _, got, _ = ssh.fetch(f"root@127.0.0.1:{big}", config=cfg, lines=50)
     assert got.log is not None and got.log.splitlines() == big.read_text().splitlines()[-50:]
     assert got.size == big.stat().st_size
@@ -175,7 +173,7 @@ def test_a_hang_is_killed_at_the_deadline(server):
 def test_cli_gives_one_line_for_a_hang(server, tmp_path):
     env = {**os.environ, "ML_SKILLS_SSH_CONFIG": server.client_config("sleepy2", port=server.sleep_port), "ML_SKILLS_SSH_DEADLINE": "2"}
     proc = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", f"root@127.0.0.1:{NAN_LOG}", "--out-dir", str(tmp_path)],
-                          capture_output=True, text=True, env=env, timeout=30)
+                          check=False, capture_output=True, text=True, env=env, timeout=30)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("ml-skills: error: ssh to 127.0.0.1: no answer within the 2 s deadline")
 
@@ -188,7 +186,7 @@ def test_fetch_script_writes_the_tail_and_companions(tmp_path, cfg):
     (run / "config.yaml").write_text("lr: 0.15\n")
     out = tmp_path / "fetched"
     proc = subprocess.run(["bash", str(FETCH_SCRIPT), "-o", str(out), f"root@127.0.0.1:{run / 'train.log'}"],
-                          capture_output=True, text=True, timeout=60)
+                          check=False, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert (out / "train.log").read_text() == NAN_LOG.read_text()
     assert (out / "config.yaml").read_text() == "lr: 0.15\n"
@@ -201,13 +199,13 @@ def test_fetch_script_writes_the_tail_and_companions(tmp_path, cfg):
     ("root@host:relative.log", "absolute path"),
 ])
 def test_fetch_script_refuses_bad_targets(tmp_path, target, message):
-    proc = subprocess.run(["bash", str(FETCH_SCRIPT), "-o", str(tmp_path / "o"), target], capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(["bash", str(FETCH_SCRIPT), "-o", str(tmp_path / "o"), target], check=False, capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2 and message in proc.stderr
 
 
 def test_fetch_script_reports_a_missing_file(tmp_path, cfg):
     proc = subprocess.run(["bash", str(FETCH_SCRIPT), "-o", str(tmp_path / "o"), f"root@127.0.0.1:{tmp_path}/nope.log"],
-                          capture_output=True, text=True, timeout=60)
+                          check=False, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "no such file" in proc.stderr
 
 
@@ -216,7 +214,7 @@ def test_fetch_script_quotes_the_path_for_the_remote_shell(tmp_path, cfg):
     odd.mkdir(parents=True)  # the marker's slashes make nested directories: still one odd path
     shutil.copy(NAN_LOG, odd / "train.log")
     proc = subprocess.run(["bash", str(FETCH_SCRIPT), "-o", str(tmp_path / "o"), f"root@127.0.0.1:{odd / 'train.log'}"],
-                          capture_output=True, text=True, timeout=60)
+                          check=False, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "o" / "train.log").read_text() == NAN_LOG.read_text()
     assert not (tmp_path / "INJECTED").exists()
@@ -226,7 +224,7 @@ def test_fetch_script_hang_is_killed_at_its_deadline(server, tmp_path):
     env = {**os.environ, "ML_SKILLS_SSH_CONFIG": server.client_config("sleepy3", port=server.sleep_port)}
     start = time.monotonic()
     proc = subprocess.run(["bash", str(FETCH_SCRIPT), "-t", "2", "-o", str(tmp_path / "o"), f"root@127.0.0.1:{NAN_LOG}"],
-                          capture_output=True, text=True, timeout=30, env=env)
+                          check=False, capture_output=True, text=True, timeout=30, env=env)
     assert proc.returncode == 3 and "no answer within the 2 s deadline" in proc.stderr
     assert time.monotonic() - start < 5
 

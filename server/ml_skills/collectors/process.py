@@ -192,7 +192,7 @@ def inspect(pid: int, *, sample_seconds: float = SAMPLE_SECONDS, samples: int = 
     return ins
 
 
-def _try(fn, what: str, missing: list[str]):  # noqa: ANN001, ANN202 - a psutil accessor
+def _try(fn, what: str, missing: list[str]):
     try:
         return fn()
     except psutil.AccessDenied:
@@ -232,21 +232,21 @@ def signals(ins: Inspection, logs: list[LogEvidence], stall_after: float) -> lis
     """What the verdict says to the engine: a class and a cause, pinned to the log's last line."""
     newest = max(ins.logs, key=lambda p: ins.logs[p]) if ins.logs else None
     log = next((l for l in logs if l.source == newest), None)
-    where = {"source": newest or f"process:{ins.pid}", "line_no": log.total_lines if log and log.total_lines else None}
+    source, line_no = newest or f"process:{ins.pid}", (log.total_lines if log and log.total_lines else None)
     cpu = ins.cpu_percent() or 0.0
     idle = _span(ins.log_idle(time.time()) or 0)
     name = Path(newest).name if newest else "its log"
     match ins.state:
         case "stalled":
-            return [Anomaly(kind=AnomalyKind.NO_PROGRESS, failure_class=FailureClass.STALLED, severity=Severity.CRITICAL, **where,
+            return [Anomaly(kind=AnomalyKind.NO_PROGRESS, failure_class=FailureClass.STALLED, severity=Severity.CRITICAL, source=source, line_no=line_no,
                             detail=f"alive but idle: {cpu:.1f}% CPU over the sample and {name} not written for {idle} "
                                    f"(threshold {_span(stall_after)}): blocked waiting (a peer rank, a data worker, a lock or I/O)")]
         case "hung":
-            return [Anomaly(kind=AnomalyKind.SOURCE_SIGNAL, failure_class=FailureClass.STALLED, severity=Severity.CRITICAL, **where,
+            return [Anomaly(kind=AnomalyKind.SOURCE_SIGNAL, failure_class=FailureClass.STALLED, severity=Severity.CRITICAL, source=source, line_no=line_no,
                             detail=f"busy ({cpu:.0f}% CPU) but {name} not written for {idle}: spinning without progress, as ranks "
                                    "do busy-waiting in a collective, or an endless loop")]
         case "stopped":
-            return [Anomaly(kind=AnomalyKind.SOURCE_SIGNAL, failure_class=FailureClass.STALLED, severity=Severity.CRITICAL, **where,
+            return [Anomaly(kind=AnomalyKind.SOURCE_SIGNAL, failure_class=FailureClass.STALLED, severity=Severity.CRITICAL, source=source, line_no=line_no,
                             detail=f"stopped by a signal (SIGSTOP, Ctrl-Z or a debugger): no progress until resumed (kill -CONT {ins.pid})")]
         case "zombie" if ins.exit_signal or ins.exit_code:
             how = (f"killed by {signal.Signals(ins.exit_signal).name}" if ins.exit_signal in signal.valid_signals() else f"killed by signal {ins.exit_signal}") \
@@ -282,7 +282,7 @@ def find(name: str) -> int:
     raise InputError(f"{len(pool)} processes match '{name}': {listed}: pass --pid with the one to check")
 
 
-def collect(req) -> tuple[SourceEvidence, list[LogEvidence]]:  # noqa: ANN001 - a DiagnoseRequest
+def collect(req) -> tuple[SourceEvidence, list[LogEvidence]]:
     """The COLLECTORS entry for --pid and --proc: the process's own evidence, and its logs scanned."""
     pid = req.pid if req.pid is not None else find(req.proc)
     stall_after = float(os.environ.get("ML_SKILLS_STALL_AFTER", STALL_AFTER))

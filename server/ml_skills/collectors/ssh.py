@@ -40,7 +40,7 @@ COMPANIONS: list[tuple[str, str]] = [
 ]
 _USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 _HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,252}|\[[0-9A-Fa-f:.]{2,45}\]")
-_TARGET = re.compile(r"(?P<user>[^@]*)@(?P<host>\[[^\]]*\]|[^:]*):(?P<path>.*)", re.S)
+_TARGET = re.compile(r"(?P<user>[^@]*)@(?P<host>\[[^\]]*\]|[^:]*):(?P<path>.*)", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -243,7 +243,7 @@ def fetch(target: str, *, lines: int = TAIL_LINES, deadline: float = DEADLINE, c
     return remote, got, problems
 
 
-def collect(req) -> tuple[SourceEvidence, list[LogEvidence]]:  # noqa: ANN001 - a DiagnoseRequest
+def collect(req) -> tuple[SourceEvidence, list[LogEvidence]]:
     """The COLLECTORS entry for user@host:/path: the remote log scanned exactly like a local one."""
     deadline = float(os.environ.get("ML_SKILLS_SSH_DEADLINE", DEADLINE))
     remote, got, problems = fetch(req.target, lines=max(req.last, TAIL_LINES), deadline=deadline,
@@ -269,6 +269,6 @@ def collect(req) -> tuple[SourceEvidence, list[LogEvidence]]:  # noqa: ANN001 - 
     if got.companions:
         facts["companion files"] = ", ".join(sorted(got.companions))
     details = {"configs": {n: redact(got.companions[n])[:COMPANION_BYTES] for n in configs}}
-    source = SourceEvidence(kind="ssh", name=redact(str(remote)), status=status, facts={k: redact(v) for k, v in facts.items()},
+    source = SourceEvidence(kind="ssh", name=redact(str(remote)), status=status, state=None, facts={k: redact(v) for k, v in facts.items()},
                             missing=problems, details=details)
     return source, logs
