@@ -72,6 +72,8 @@ def test_busy_process_with_a_fresh_log_is_running(tmp_path, kids):
     d = analyse(DiagnoseRequest(pid=p.pid), Evidence(target=f"pid {p.pid}", target_kind="pid", collected_at=_now(),
                                                       sources=[process.evidence(ins, [], 300)]))
     assert d.run_status is RunStatus.RUNNING and d.primary_cause is None
+    assert "nothing has failed yet" in d.insufficient_evidence
+    assert "per interval" in process.evidence(ins, [], 300).facts["cpu"]
 
 
 def test_sleeping_process_is_sleeping_not_hung(tmp_path, kids):

@@ -69,6 +69,11 @@ class Inspection:
             return None
         return 100.0 * (r[-1].cpu - r[0].cpu) / (r[-1].t - r[0].t)
 
+    def cpu_series(self) -> list[float]:
+        """CPU percent of one core in each interval between readings."""
+        r = self.readings
+        return [100.0 * (b.cpu - a.cpu) / (b.t - a.t) for a, b in zip(r, r[1:], strict=False) if b.t > a.t]
+
     def log_idle(self, now: float) -> float | None:
         return now - max(self.logs.values()) if self.logs else None
 
@@ -302,7 +307,7 @@ def evidence(ins: Inspection, logs: list[LogEvidence], stall_after: float) -> So
     facts = {"state": f"{ins.state} (os: {ins.os_status})"}
     if cpu is not None:
         facts["cpu"] = f"{cpu:.1f}% of one core over {ins.readings[-1].t - ins.readings[0].t:.1f} s, " \
-                       f"trend {_trend([r.cpu for r in ins.readings], 0.02 * len(ins.readings))}"
+                       f"per interval {', '.join(f'{x:.0f}%' for x in ins.cpu_series())}, trend {_trend(ins.cpu_series(), 15.0)}"
         rss = [r.rss for r in ins.readings]
         facts["rss"] = f"{rss[-1] / 2**20:.1f} MiB, trend {_trend([float(x) for x in rss], 2**20)}"
     if ins.logs:
