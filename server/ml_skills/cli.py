@@ -60,7 +60,36 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--plot", action="store_true", help="also write a PNG of the metric trajectory into --out-dir")
     opt.add_argument("--fail-on-nogo", action="store_true", help="exit 1 when the decision is NO-GO (for CI gates)")
     opt.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    v = sub.add_parser(
+        "verify-artifacts",
+        help="check a run's artifacts and provenance before promotion (fails closed)",
+        description="Weights, preprocessing, held-out metrics, frozen environment, manifest, run-scoped prefix, rollback.",
+    )
+    v.add_argument("run_dir", help="the run's artifact directory")
+    v.add_argument("--previous", metavar="PATH", help="the version this one replaces (default: manifest previous_version)")
+    v.add_argument("--first-version", action="store_true", help="no previous version exists yet: skip the rollback check")
+    v.add_argument("--out-dir", default=".", help="where verify-artifacts.json is written (default: current directory)")
+    v.add_argument("--format", choices=["text", "json"], default="text")
+    v.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     return p
+
+
+def _write_json(model, out_dir: str, name: str) -> str:
+    from ml_skills.render.json_report import write_model
+
+    return str(write_model(model, out_dir, name))
+
+
+def verify_artifacts(args: argparse.Namespace) -> int:
+    from ml_skills.checks.provenance import verify
+
+    report = verify(args.run_dir, args.previous, first_version=args.first_version)
+    path = _write_json(report, args.out_dir, "verify-artifacts.json")
+    sys.stdout.write(report.model_dump_json(indent=2) + "\n" if args.format == "json" else report.render() + f"Report: {path}\n")
+    return 0 if report.decision.value == "GO" else 1
+
+
+COMMANDS = {"check-failed-run": "check_failed_run", "verify-artifacts": "verify_artifacts"}
 
 
 def _read_paste(spec: str) -> str:
@@ -119,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return check_failed_run(args)
+        return globals()[COMMANDS[args.command]](args)
     except MLSkillsError as e:
         print(f"ml-skills: error: {e}", file=sys.stderr)
         return 2
