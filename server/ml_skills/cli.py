@@ -71,7 +71,48 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--out-dir", default=".", help="where verify-artifacts.json is written (default: current directory)")
     v.add_argument("--format", choices=["text", "json"], default="text")
     v.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    w = sub.add_parser(
+        "watch-run",
+        help="poll a live run and alert on stalls, NaN, climbing validation loss or dying throughput",
+        description="Diagnose the target again every --interval seconds until it finishes, fails, stalls or passes --until-step.",
+    )
+    w.add_argument("target", nargs="?", help="log file or run directory")
+    w.add_argument("--pid", type=_positive)
+    w.add_argument("--wandb", metavar="RUN")
+    w.add_argument("--mlflow", metavar="RUN")
+    w.add_argument("--vertex-pipeline", metavar="JOB")
+    w.add_argument("--project")
+    w.add_argument("--region")
+    w.add_argument("--interval", type=float, default=60.0, help="seconds between polls (default 60)")
+    w.add_argument("--max-polls", type=_positive, help="stop after N polls")
+    w.add_argument("--until-step", type=float, help="validation criterion: succeed once the run passes this step with no alert")
+    w.add_argument("--stall-after", type=float, help="seconds without new progress that count as a stall (default max(5 x interval, 300))")
+    w.add_argument("--format", choices=["text", "json"], default="text")
+    w.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     return p
+
+
+def watch_run(args: argparse.Namespace) -> int:
+    from ml_skills.checks.watch import watch
+    from ml_skills.engine.pipeline import DiagnoseRequest
+
+    if not any((args.target, args.pid, args.wandb, args.mlflow, args.vertex_pipeline)):
+        raise InputError("nothing to watch: give a log path or run directory, --pid, --wandb, --mlflow or --vertex-pipeline")
+    if args.interval <= 0:
+        raise InputError("--interval must be more than 0 seconds")
+    req = DiagnoseRequest(target=args.target, pid=args.pid, wandb=args.wandb, mlflow=args.mlflow,
+                          vertex_pipeline=args.vertex_pipeline, project=args.project, region=args.region, once=True)
+
+    def emit(e) -> None:
+        if args.format == "text":
+            sys.stdout.write(f"[{e.at:%H:%M:%S}] {e.kind}: {e.message}\n")
+            sys.stdout.flush()
+
+    result = watch(req, interval=args.interval, max_polls=args.max_polls, until_step=args.until_step,
+                   stall_after=args.stall_after, emit=emit)
+    if args.format == "json":
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+    return 0 if result.healthy else 1
 
 
 def _write_json(model, out_dir: str, name: str) -> str:
@@ -89,7 +130,7 @@ def verify_artifacts(args: argparse.Namespace) -> int:
     return 0 if report.decision.value == "GO" else 1
 
 
-COMMANDS = {"check-failed-run": "check_failed_run", "verify-artifacts": "verify_artifacts"}
+COMMANDS = {"check-failed-run": "check_failed_run", "verify-artifacts": "verify_artifacts", "watch-run": "watch_run"}
 
 
 def _read_paste(spec: str) -> str:
