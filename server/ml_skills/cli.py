@@ -89,7 +89,55 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--stall-after", type=float, help="seconds without new progress that count as a stall (default max(5 x interval, 300))")
     w.add_argument("--format", choices=["text", "json"], default="text")
     w.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    f = sub.add_parser(
+        "preflight-run",
+        help="cheap screens before a paid run: compile, smoke run, throughput budget, data completeness, memory, checkpointing",
+        description="Run the screens that catch plumbing failures before a run costs GPU-days. Fails closed.",
+    )
+    f.add_argument("script", help="the training script")
+    f.add_argument("--args", default="", help="the real run's arguments (quoted), for the archive check")
+    f.add_argument("--smoke-args", help="arguments for one tiny end-to-end pass on the CPU (quoted)")
+    f.add_argument("--probe-args", help="arguments for a throughput probe of at least 1,000 samples (quoted)")
+    f.add_argument("--samples-per-step", type=_positive, help="samples per logged step (batch size x accumulation x ranks)")
+    f.add_argument("--total-samples", type=_positive, help="samples in one epoch of the real run")
+    f.add_argument("--epochs", type=float, default=1.0)
+    f.add_argument("--cost-per-hour", type=float, help="price of the real run's machine per hour")
+    f.add_argument("--platform-cap-hours", type=float, help="the platform's maximum job duration")
+    f.add_argument("--data", metavar="DIR", help="the dataset directory the run will read")
+    f.add_argument("--expect-shards", type=_positive, help="how many shards the dataset must hold")
+    f.add_argument("--marker", help="completion marker file the producer writes last (e.g. _SUCCESS)")
+    f.add_argument("--shard-pattern", default="*", help="glob of shard files (default *)")
+    f.add_argument("--quiet-seconds", type=float, default=60.0, help="no file may have changed this recently (default 60)")
+    f.add_argument("--memory-limit", help="the job's memory limit, e.g. 16G (default: available RAM here)")
+    f.add_argument("--decode-bytes", type=int, default=1, help="bytes per decoded value: 1 for uint8, 4 for float32")
+    f.add_argument("--launch", help="the launch command, checked for detaching and a timeout under the cap")
+    f.add_argument("--results-archive", metavar="DIR", help="where earlier runs' outputs are kept (command.txt per run)")
+    f.add_argument("--timeout", type=float, default=600.0, help="deadline for each smoke or probe run in seconds")
+    f.add_argument("--out-dir", default=".", help="where preflight-run.json is written")
+    f.add_argument("--format", choices=["text", "json"], default="text")
+    f.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     return p
+
+
+def preflight_run(args: argparse.Namespace) -> int:
+    import shlex
+
+    from ml_skills.checks.preflight import preflight
+
+    def split(x: str | None) -> list[str] | None:
+        return shlex.split(x) if x is not None else None
+
+    report = preflight(
+        args.script, args=shlex.split(args.args), smoke_args=split(args.smoke_args), probe_args=split(args.probe_args),
+        samples_per_step=args.samples_per_step, total_samples=args.total_samples, epochs=args.epochs,
+        cost_per_hour=args.cost_per_hour, cap_hours=args.platform_cap_hours, data=args.data,
+        expect_shards=args.expect_shards, marker=args.marker, shard_pattern=args.shard_pattern,
+        quiet_seconds=args.quiet_seconds, memory_limit=args.memory_limit, decode_bytes=args.decode_bytes,
+        launch=args.launch, results_archive=args.results_archive, timeout=args.timeout, out_dir=args.out_dir,
+    )
+    path = _write_json(report, args.out_dir, "preflight-run.json")
+    sys.stdout.write(report.model_dump_json(indent=2) + "\n" if args.format == "json" else report.render() + f"Report: {path}\n")
+    return 0 if report.decision.value == "GO" else 1
 
 
 def watch_run(args: argparse.Namespace) -> int:
@@ -130,7 +178,7 @@ def verify_artifacts(args: argparse.Namespace) -> int:
     return 0 if report.decision.value == "GO" else 1
 
 
-COMMANDS = {"check-failed-run": "check_failed_run", "verify-artifacts": "verify_artifacts", "watch-run": "watch_run"}
+COMMANDS = {"check-failed-run": "check_failed_run", "verify-artifacts": "verify_artifacts", "watch-run": "watch_run", "preflight-run": "preflight_run"}
 
 
 def _read_paste(spec: str) -> str:
