@@ -85,7 +85,7 @@ class DiagnoseRequest(Model):
         for k in ("pid", "proc", "wandb", "mlflow", "vertex_pipeline"):
             if getattr(self, k) is not None:
                 return k.replace("_", "-")
-        if self.target and re.match(r"^[\w.-]+@[\w.\-\[\]:]+:/", self.target):
+        if self.target and re.match(r"^[^/\s@]+@[^/\s]+:/", self.target):  # as scp: user@host: before any slash is remote
             return "ssh"
         if self.target and Path(self.target).is_dir():
             return "directory"
