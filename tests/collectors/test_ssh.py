@@ -244,3 +244,9 @@ def test_a_host_that_answers_with_a_banner_is_a_clear_error(server):
     cfg = server.client_config("junk", port=server.junk_port)
     with pytest.raises(SourceUnavailable, match="none of the fetched sections"):
         ssh.fetch(f"root@127.0.0.1:{NAN_LOG}", config=cfg, deadline=10)
+
+
+def test_cli_refuses_a_host_that_would_be_an_ssh_option(tmp_path):
+    proc = run_cli("check-failed-run", "root@-oProxyCommand=touch_x:/tmp/a.log", "--out-dir", str(tmp_path))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "refusing remote target" in proc.stderr and "starting with '-'" in proc.stderr
