@@ -61,6 +61,7 @@ class Inspection:
     exit_code: int | None = None
     exit_signal: int | None = None
     gpu: str = ""
+    checked_at: float = field(default_factory=time.time)  # when the log write times were last read
     missing: list[str] = field(default_factory=list)
 
     def cpu_percent(self) -> float | None:
@@ -193,7 +194,8 @@ def inspect(pid: int, *, sample_seconds: float = SAMPLE_SECONDS, samples: int = 
             ins.logs[path] = os.stat(path).st_mtime
         except OSError:
             pass
-    ins.state = _verdict(ins, time.time(), stall_after)
+    ins.checked_at = time.time()
+    ins.state = _verdict(ins, ins.checked_at, stall_after)
     return ins
 
 
@@ -239,7 +241,7 @@ def signals(ins: Inspection, logs: list[LogEvidence], stall_after: float) -> lis
     log = next((l for l in logs if l.source == newest), None)
     source, line_no = newest or f"process:{ins.pid}", (log.total_lines if log and log.total_lines else None)
     cpu = ins.cpu_percent() or 0.0
-    idle = _span(ins.log_idle(time.time()) or 0)
+    idle = _span(ins.log_idle(ins.checked_at) or 0)
     name = Path(newest).name if newest else "its log"
     match ins.state:
         case "stalled":
@@ -302,7 +304,7 @@ def collect(req) -> tuple[SourceEvidence, list[LogEvidence]]:
 
 
 def evidence(ins: Inspection, logs: list[LogEvidence], stall_after: float) -> SourceEvidence:
-    now = time.time()
+    now = ins.checked_at
     cpu = ins.cpu_percent()
     facts = {"state": f"{ins.state} (os: {ins.os_status})"}
     if cpu is not None:
