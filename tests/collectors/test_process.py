@@ -132,6 +132,7 @@ def test_zombie_gives_its_exit_code_and_a_crashed_run(tmp_path, kids, monkeypatc
     d = diagnose(DiagnoseRequest(pid=p.pid))
     assert d.run_status is RunStatus.CRASHED and d.primary_cause.value == "process-crash"
     assert any("exited with code 1" in e.text for e in d.evidence)
+    assert any("pass the log path" in e.text for e in d.evidence)  # says what would tell why
 
 
 def test_zombie_killed_by_sigkill_points_at_the_oom_killer(tmp_path, kids):

@@ -314,7 +314,10 @@ def evidence(ins: Inspection, logs: list[LogEvidence], stall_after: float) -> So
         facts["rss"] = f"{rss[-1] / 2**20:.1f} MiB, trend {_trend([float(x) for x in rss], 2**20)}"
     if ins.logs:
         facts["logs written"] = ", ".join(f"{p} (last write {_span(now - m)} ago)" for p, m in sorted(ins.logs.items(), key=lambda t: -t[1]))
-    elif ins.state not in ("zombie",):
+    elif ins.state == "zombie":
+        ins.missing.append("a zombie has closed its files, so its log is not known here: pass the log path "
+                           "(ml-skills check-failed-run path/to/train.log) to see why it exited")
+    else:
         ins.missing.append("no log open for writing: its output goes to a pipe or terminal; pass the log path if there is one")
     if ins.exit_code is not None or ins.exit_signal is not None:
         facts["exit"] = f"signal {ins.exit_signal}" if ins.exit_signal else f"code {ins.exit_code}"
