@@ -280,3 +280,12 @@ def test_cli_end_to_end_by_name(tmp_path, kids):
     assert out.returncode == 0, out.stderr
     assert f"Target: process '{name}' (proc)" in out.stdout and f"Process: pid {p.pid} python, running" in out.stdout
     assert "Status: running" in out.stdout
+
+
+def test_name_lookup_prefers_the_exact_script_name_over_a_longer_one(tmp_path, kids):
+    name = f"train_{os.getpid()}_exact.py"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    exact = kids.start("sleep", tmp_path / "a" / "train.log", name=name, wait_for="starting")
+    kids.start("ok", tmp_path / "b" / "train.log", name=f"slow_{name}")  # busier, but only contains the name
+    assert process.find(name) == exact.pid

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
 import psutil
@@ -73,7 +74,7 @@ class Inspection:
     def cpu_series(self) -> list[float]:
         """CPU percent of one core in each interval between readings."""
         r = self.readings
-        return [100.0 * (b.cpu - a.cpu) / (b.t - a.t) for a, b in zip(r, r[1:], strict=False) if b.t > a.t]
+        return [100.0 * (b.cpu - a.cpu) / (b.t - a.t) for a, b in pairwise(r) if b.t > a.t]
 
     def log_idle(self, now: float) -> float | None:
         return now - max(self.logs.values()) if self.logs else None
@@ -265,7 +266,11 @@ def signals(ins: Inspection, logs: list[LogEvidence], stall_after: float) -> lis
 
 
 def find(name: str) -> int:
-    """The training process among those matching NAME; an error listing them when it is unclear."""
+    """The training process among those matching NAME; an error listing them when it is unclear.
+
+    Exact matches of the process name or a script's basename come before substring matches,
+    python running a script before other programs, then a log open for writing, then CPU time.
+    """
     if not name.strip() or len(name) > 200:
         raise InputError("--proc needs a process name or script name, e.g. --proc train.py")
     me = {os.getpid(), *(p.pid for p in psutil.Process().parents())}
@@ -273,19 +278,22 @@ def find(name: str) -> int:
     for p in psutil.process_iter(["pid", "name", "cmdline", "cpu_times", "username"]):
         info = p.info
         cmd = info["cmdline"] or []
-        if info["pid"] in me or not (name in (info["name"] or "") or any(name in os.path.basename(a) for a in cmd[:4])):
+        names = [info["name"] or "", *(os.path.basename(a) for a in cmd[:4])]
+        if info["pid"] in me or not any(name in n for n in names):
             continue
+        exact = name in names
         training = "python" in os.path.basename(cmd[0] if cmd else info["name"] or "") and any(a.endswith(".py") or a == "-m" for a in cmd[1:4])
         cpu = sum(info["cpu_times"][:2]) if info["cpu_times"] else 0.0
         writes = bool(_written_logs([p], [])) if training else False
-        found.append((training, writes, cpu, info["pid"], redact(" ".join(cmd) or info["name"] or "?")[:120]))
+        found.append((exact, training, writes, cpu, info["pid"], redact(" ".join(cmd) or info["name"] or "?")[:120]))
     if not found:
         raise TargetNotFound(f"no process matches '{name}': check `ps aux | grep {name}`, or pass --pid")
-    pool = [f for f in found if f[0]] or found
-    pool.sort(key=lambda f: (f[1], f[2]), reverse=True)
-    if len(pool) == 1 or (pool[0][1] and not pool[1][1]) or pool[0][2] >= 2 * pool[1][2] + 1:
-        return pool[0][3]
-    listed = "; ".join(f"pid {f[3]} ({f[4]}, {f[2]:.0f} s CPU)" for f in pool[:8])
+    pool = [f for f in found if f[0]] or found  # train.py itself before slow_train.py
+    pool = [f for f in pool if f[1]] or pool  # python running a script before anything else
+    pool.sort(key=lambda f: (f[2], f[3]), reverse=True)
+    if len(pool) == 1 or (pool[0][2] and not pool[1][2]) or pool[0][3] >= 2 * pool[1][3] + 1:
+        return pool[0][4]
+    listed = "; ".join(f"pid {f[4]} ({f[5]}, {f[3]:.0f} s CPU)" for f in pool[:8])
     raise InputError(f"{len(pool)} processes match '{name}': {listed}: pass --pid with the one to check")
 
 
