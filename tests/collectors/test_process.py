@@ -198,7 +198,8 @@ def test_another_users_process_seen_without_privilege_is_partial(tmp_path, kids)
     os.waitpid(child, 0)
     ev = json.loads(data)
     assert ev["status"] == "partial" and ev["state"] in ("sleeping", "stalled")
-    assert any("access denied (it belongs to another user)" in m for m in ev["missing"])
+    assert [m for m in ev["missing"] if "open" in m] == [
+        f"open files of pid {p.pid}: access denied (it belongs to another user): rerun as that user or root, or pass its log path"]
     assert ev["facts"]["user"] == "root" and "train.py stall" in ev["facts"]["command"]
 
 

@@ -325,7 +325,7 @@ def evidence(ins: Inspection, logs: list[LogEvidence], stall_after: float) -> So
     elif ins.state == "zombie":
         ins.missing.append("a zombie has closed its files, so its log is not known here: pass the log path "
                            "(ml-skills check-failed-run path/to/train.log) to see why it exited")
-    else:
+    elif not any(m.startswith("open files of") for m in ins.missing):
         ins.missing.append("no log open for writing: its output goes to a pipe or terminal; pass the log path if there is one")
     if ins.exit_code is not None or ins.exit_signal is not None:
         facts["exit"] = f"signal {ins.exit_signal}" if ins.exit_signal else f"code {ins.exit_code}"
