@@ -200,7 +200,7 @@ def _insufficient(cls: Classification, logs: list[LogEvidence], sources: list[So
         return "no log was read: give the training log (stdout/stderr of the job) or the run directory"
     if all(l.status is not EvidenceStatus.OK for l in logs) and not sources:
         return "; ".join(p for l in logs for p in l.problems) or "the logs could not be read"
-    alive = next((s for s in sources if s.kind == "process" and s.state in ("running", "sleeping")), None)
+    alive = next((s for s in sources if s.kind == "process" and s.state in ("running", "sleeping") and s.status is EvidenceStatus.OK), None)
     if cls.primary is None and alive is not None:
         return (f"the process is alive ({alive.state}) and its logs show no error: nothing has failed yet; check again if it "
                 "stops logging or ends, or give the job's stderr")
