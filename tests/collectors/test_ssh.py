@@ -41,15 +41,23 @@ def _real_crash_stderr(run_dir: Path) -> None:
         subprocess.run([sys.executable, "-c", "import json; json.load(open('dataset_config.json'))"], cwd=run_dir, stderr=err, check=False)
 
 
+def _run_dir(tmp_path: Path, *, stderr: bool = False) -> Path:
+    """A run directory holding the real NaN log (and the real crash's stderr)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(NAN_LOG, run / "train.log")
+    if stderr:
+        _real_crash_stderr(run)
+    return run
+
+
 def _key(d):
     return (d.primary_cause, d.run_status, d.decision, [f.fix_id for f in d.fixes], d.root_cause.root,
             d.root_cause.proximate_line.line_no if d.root_cause.proximate_line else None)
 
 
 def test_remote_diagnosis_equals_the_local_one(tmp_path, cfg):
-    run = tmp_path / "run"
-    run.mkdir()
-    shutil.copy(NAN_LOG, run / "train.log")
+    run = _run_dir(tmp_path)
     local = diagnose(DiagnoseRequest(target=str(run / "train.log")))
     remote = diagnose(DiagnoseRequest(target=f"root@127.0.0.1:{run / 'train.log'}"))
     assert remote.target_kind == "ssh"
@@ -66,10 +74,7 @@ def test_cli_prints_the_report_for_a_remote_log(tmp_path, cfg):
 
 
 def test_companion_files_come_along_bounded_and_stderr_is_scanned(tmp_path, cfg):
-    run = tmp_path / "run"
-    run.mkdir()
-    shutil.copy(NAN_LOG, run / "train.log")
-    _real_crash_stderr(run)
+    run = _run_dir(tmp_path, stderr=True)
     (run / "train_args.json").write_text('{"lr": 0.15, "epochs": 3}')
     (run / "deepspeed_config.json").write_text('{"zero_optimization": {"stage": 2}, "x": "' + "a" * 100_000 + '"}')
     (run / "model.safetensors").write_bytes(b"\0" * 1000)
@@ -179,10 +184,7 @@ def test_cli_gives_one_line_for_a_hang(server, tmp_path):
 
 
 def test_fetch_script_writes_the_tail_and_companions(tmp_path, cfg):
-    run = tmp_path / "run"
-    run.mkdir()
-    shutil.copy(NAN_LOG, run / "train.log")
-    _real_crash_stderr(run)
+    run = _run_dir(tmp_path, stderr=True)
     (run / "config.yaml").write_text("lr: 0.15\n")
     out = tmp_path / "fetched"
     proc = subprocess.run(["bash", str(FETCH_SCRIPT), "-o", str(out), f"root@127.0.0.1:{run / 'train.log'}"],
