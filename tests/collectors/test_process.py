@@ -290,3 +290,40 @@ def test_name_lookup_prefers_the_exact_script_name_over_a_longer_one(tmp_path, k
     exact = kids.start("sleep", tmp_path / "a" / "train.log", name=name, wait_for="starting")
     kids.start("ok", tmp_path / "b" / "train.log", name=f"slow_{name}")  # busier, but only contains the name
     assert process.find(name) == exact.pid
+
+
+def _fake_nvidia_smi(bin_dir: Path, body: str) -> str:
+    """nvidia-smi's CSV answer, at the wire: no NVIDIA driver can be reached on this machine."""
+    bin_dir.mkdir(exist_ok=True)
+    exe = bin_dir / "nvidia-smi"
+    exe.write_text("#!/bin/sh\n" + body)
+    exe.chmod(0o755)
+    return f"{bin_dir}:{os.environ['PATH']}"
+
+
+def test_gpu_memory_per_process_from_nvidia_smi(tmp_path, kids, monkeypatch):
+    p = kids.start("sleep", tmp_path / "train.log", wait_for="starting")
+    monkeypatch.setenv("PATH", _fake_nvidia_smi(tmp_path / "bin", f'echo "{p.pid}, 2048"\necho "1, 512"\n'))
+    assert process.inspect(p.pid, **FAST).gpu == f"pid {p.pid}: 2048 MiB"
+
+
+def test_nvidia_smi_without_a_driver_is_said_not_failed(tmp_path, kids, monkeypatch):
+    p = kids.start("sleep", tmp_path / "train.log", wait_for="starting")
+    msg = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
+    monkeypatch.setenv("PATH", _fake_nvidia_smi(tmp_path / "bin", f'echo "{msg}"\nexit 9\n'))
+    ins = process.inspect(p.pid, **FAST)
+    assert ins.gpu == f"nvidia-smi failed (exit 9: {msg}): GPU use unknown" and ins.state == "sleeping"
+
+
+def test_a_launchers_worker_log_and_stall_are_found_through_its_children(tmp_path, kids):
+    log = tmp_path / "worker.log"
+    launcher = subprocess.Popen(["sh", "-c", f'"{sys.executable}" -u "{TRAIN}" stall > "{log}" 2>&1; exit 1'])
+    kids.procs.append(launcher)
+    end = time.monotonic() + 20
+    while not (log.exists() and "step 20 " in log.read_text()) and time.monotonic() < end:
+        time.sleep(0.05)
+    time.sleep(1.0)
+    ins = process.inspect(launcher.pid, stall_after=0.5, **FAST)
+    assert str(log) in ins.logs and len(ins.children) == 1 and ins.state == "stalled"
+    for c in psutil.Process(launcher.pid).children():
+        c.kill()

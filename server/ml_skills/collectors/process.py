@@ -112,10 +112,14 @@ def _gpu(pids: set[int]) -> str:
     if exe is None:
         return "nvidia-smi not found: GPU use unknown (no NVIDIA driver on this host, or not on PATH)"
     try:
-        out = subprocess.run([exe, "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=10, check=True).stdout
+        run = subprocess.run([exe, "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=10, check=False)
     except (OSError, subprocess.SubprocessError) as e:
-        return f"nvidia-smi failed: {type(e).__name__}: GPU use unknown"
+        return f"nvidia-smi failed ({type(e).__name__}): GPU use unknown"
+    if run.returncode != 0:
+        why = (run.stderr or run.stdout).strip().splitlines()
+        return f"nvidia-smi failed (exit {run.returncode}: {redact(why[0][:160]) if why else 'no message'}): GPU use unknown"
+    out = run.stdout
     used = [line.split(",") for line in out.splitlines() if line.strip()]
     mine = [(int(p), m.strip()) for p, m in used if p.strip().isdigit() and int(p) in pids]
     if not mine:
