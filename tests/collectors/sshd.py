@@ -42,7 +42,7 @@ class Sshd:
     proc: subprocess.Popen[bytes]
 
     def client_config(self, name: str, *, port: int | None = None, key: str = "userkey", known_hosts: str = "known_hosts") -> str:
-        """An ssh_config that reaches this server as root@127.0.0.1."""
+        """An ssh_config that reaches this server at 127.0.0.1, with this key and known_hosts."""
         cfg = self.root / f"{name}.ssh_config"
         cfg.write_text(
             "Host 127.0.0.1\n"
@@ -81,7 +81,8 @@ def start(root: Path) -> Sshd:
         f"Match LocalPort {partial_port}\n    ForceCommand sh -c \"$SSH_ORIGINAL_COMMAND\" | head -c 700; sleep 20\n"
         f"Match LocalPort {junk_port}\n    ForceCommand echo Welcome to the login node; echo '==ML-SKILLS-0000 LOG ok 9'\n"
     )
-    os.makedirs("/run/sshd", exist_ok=True)  # privilege separation directory Debian's sshd requires
+    if os.geteuid() == 0:
+        os.makedirs("/run/sshd", exist_ok=True)  # the privilege separation directory Debian's sshd requires as root
     log = open(root / "sshd.log", "wb")  # noqa: SIM115 - sshd writes to it for as long as it runs
     proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(root / "sshd_config")], stdout=log, stderr=log, start_new_session=True)
     end = time.monotonic() + 10
