@@ -254,3 +254,10 @@ def test_cli_refuses_a_host_that_would_be_an_ssh_option(tmp_path):
     proc = run_cli("check-failed-run", "root@-oProxyCommand=touch_x:/tmp/a.log", "--out-dir", str(tmp_path))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "refusing remote target" in proc.stderr and "starting with '-'" in proc.stderr
+
+
+def test_a_bad_deadline_setting_is_one_line(tmp_path):
+    env = {**os.environ, "ML_SKILLS_SSH_DEADLINE": "soon"}
+    proc = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", f"{USER}@127.0.0.1:{NAN_LOG}", "--out-dir", str(tmp_path)],
+                          check=False, capture_output=True, text=True, env=env, timeout=30)
+    assert proc.returncode == 2 and proc.stderr == "ml-skills: error: ML_SKILLS_SSH_DEADLINE='soon' is not a number of seconds\n"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psutil
 
-from ml_skills.collectors import logfile
+from ml_skills.collectors import env_seconds, logfile
 from ml_skills.engine import scan
 from ml_skills.errors import InputError, MLSkillsError, TargetNotFound
 from ml_skills.models import Anomaly, AnomalyKind, EvidenceStatus, FailureClass, LogEvidence, Severity, SourceEvidence
@@ -304,8 +304,8 @@ def find(name: str) -> int:
 def collect(req) -> tuple[SourceEvidence, list[LogEvidence]]:
     """The COLLECTORS entry for --pid and --proc: the process's own evidence, and its logs scanned."""
     pid = req.pid if req.pid is not None else find(req.proc)
-    stall_after = float(os.environ.get("ML_SKILLS_STALL_AFTER", STALL_AFTER))
-    ins = inspect(pid, sample_seconds=float(os.environ.get("ML_SKILLS_PROC_SAMPLE", SAMPLE_SECONDS)), stall_after=stall_after)
+    stall_after = env_seconds("ML_SKILLS_STALL_AFTER", STALL_AFTER)
+    ins = inspect(pid, sample_seconds=env_seconds("ML_SKILLS_PROC_SAMPLE", SAMPLE_SECONDS, high=60), stall_after=stall_after)
     logs: list[LogEvidence] = []
     for path in sorted(ins.logs, key=lambda p: -ins.logs[p]):
         try:

@@ -1,6 +1,7 @@
 """Fetch a remote training log's tail and its run directory's companion files over ssh, read-only.
 
-One ssh call runs one small POSIX sh script on the host: it prints the last lines of the log
+One ssh call runs one small POSIX sh script on the host (`sh -s`, the script on stdin, so the
+login shell, even csh, never parses it; the path is quoted inside it): it prints the last lines of the log
 (bounded in bytes: `tail -c` seeks, so a 10 GB log costs the same as a small one) and the heads
 (configs) or tails (stderr, error files) of the companion files, each in a frame fenced by a
 random token the file contents cannot forge. ssh runs without a local shell, never prompts
@@ -20,6 +21,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
+from ml_skills.collectors import env_seconds
 from ml_skills.engine import scan
 from ml_skills.errors import InputError, SourceTimeout, SourceUnavailable, TargetNotFound
 from ml_skills.models import EvidenceStatus, LogEvidence, SourceEvidence
@@ -84,7 +86,7 @@ def parse_target(target: str) -> Remote:
 
 
 def remote_script(path: str, token: str, lines: int = TAIL_LINES) -> str:
-    """The POSIX sh program the host runs: it only reads, and prints framed sections."""
+    """The POSIX sh program the host runs from stdin: it only reads, and prints framed sections."""
     q = shlex.quote(path)
     mark = f"==ML-SKILLS-{token}"
     globs = " ".join(f'"$d"/{g}' for g, _ in COMPANIONS)
@@ -122,9 +124,15 @@ def ssh_argv(remote: Remote, command: str, *, config: str | None = None, strict:
     return argv
 
 
-def _run_bounded(argv: list[str], deadline: float, cap: int = MAX_OUTPUT) -> tuple[bytes, bytes, int | None]:
-    """Run argv; return (stdout, stderr, exit code or None when killed at the deadline or cap)."""
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+def _run_bounded(argv: list[str], stdin: bytes, deadline: float, cap: int = MAX_OUTPUT) -> tuple[bytes, bytes, int | None]:
+    """Run argv with stdin; return (stdout, stderr, exit code or None when killed at the deadline or cap)."""
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(stdin)  # a few KB: fits the pipe buffer, never blocks
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
     out, err = bytearray(), bytearray()
     sel = selectors.DefaultSelector()
     assert proc.stdout is not None and proc.stderr is not None
@@ -210,10 +218,10 @@ def fetch(target: str, *, lines: int = TAIL_LINES, deadline: float = DEADLINE, c
     """One ssh call: the log's tail and the companion files. Raises when nothing at all arrived."""
     remote = parse_target(target)
     token = secrets.token_hex(8)
-    command = "sh -c " + shlex.quote(remote_script(remote.path, token, lines))
-    argv = ssh_argv(remote, command, config=config, strict=strict, connect_timeout=min(connect_timeout, max(1, int(deadline))))
+    script = remote_script(remote.path, token, lines).encode()
+    argv = ssh_argv(remote, "sh -s", config=config, strict=strict, connect_timeout=min(connect_timeout, max(1, int(deadline))))
     try:
-        out, err, code = _run_bounded(argv, deadline)
+        out, err, code = _run_bounded(argv, script, deadline)
     except FileNotFoundError:
         raise SourceUnavailable("ssh is not installed here: install openssh-client, or copy the log and pass its local path") from None
     got = parse_output(out, token)
@@ -226,7 +234,7 @@ def fetch(target: str, *, lines: int = TAIL_LINES, deadline: float = DEADLINE, c
     elif code == 255 and got.log_state == "unknown":
         raise _ssh_error(remote, err.decode("utf-8", errors="replace"), code)
     elif not got.complete:
-        problems.append(f"the remote command ended early (exit {code}): {redact(err.decode('utf-8', 'replace').strip()[:200])}")
+        problems.append(f"the remote command ended early (exit {code}): {err.decode('utf-8', 'replace').strip()[:200]}")
     if got.log_state != "ok":
         why = {"missing": "no such file", "not-regular": "not a regular file (FIFO, device or directory)",
                "unreadable": "permission denied", "unknown": "not received"}.get(got.log_state, got.log_state)
@@ -240,12 +248,12 @@ def fetch(target: str, *, lines: int = TAIL_LINES, deadline: float = DEADLINE, c
             err_cls = TargetNotFound if got.log_state == "missing" else SourceUnavailable
             raise err_cls(f"{remote}: {why} on {remote.host}; check the path (ls -l it over ssh)")
         problems.append(f"{remote.path}: {why} on {remote.host}; only the run directory's companion files were read")
-    return remote, got, problems
+    return remote, got, [redact(p) for p in problems]
 
 
 def collect(req) -> tuple[SourceEvidence, list[LogEvidence]]:
     """The COLLECTORS entry for user@host:/path: the remote log scanned exactly like a local one."""
-    deadline = float(os.environ.get("ML_SKILLS_SSH_DEADLINE", DEADLINE))
+    deadline = env_seconds("ML_SKILLS_SSH_DEADLINE", DEADLINE)
     remote, got, problems = fetch(req.target, lines=max(req.last, TAIL_LINES), deadline=deadline,
                                   config=os.environ.get("ML_SKILLS_SSH_CONFIG") or None)
     logs: list[LogEvidence] = []

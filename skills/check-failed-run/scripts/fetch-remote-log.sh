@@ -54,7 +54,6 @@ for f in \"\$d\"/train_args.* \"\$d\"/config.* \"\$d\"/*_config.* \"\$d\"/deepsp
   case \"\$f\" in *.err|*/stderr*|*stderr*) tail -c 65536 -- \"\$f\";; *) head -c 65536 -- \"\$f\";; esac; echo
 done
 echo \"$mark END\""
-qscript="'${script//\'/\'\\\'\'}'"
 
 ssh_opts=(-T -o BatchMode=yes -o StrictHostKeyChecking=yes -o ConnectTimeout=10 -o ServerAliveInterval=5
           -o ServerAliveCountMax=3 -o ForwardAgent=no -o ForwardX11=no -o ClearAllForwardings=yes
@@ -65,7 +64,8 @@ tmp=$(mktemp)
 err=$(mktemp)
 trap 'rm -f "$tmp" "$err"' EXIT
 rc=0
-timeout -k 2 "$deadline" ssh "${ssh_opts[@]}" -- "$user@$host" "sh -c $qscript" >"$tmp" 2>"$err" || rc=$?
+# the script goes on stdin to `sh -s`: the login shell (even csh) never parses it
+printf '%s\n' "$script" | timeout -k 2 "$deadline" ssh "${ssh_opts[@]}" -- "$user@$host" "sh -s" >"$tmp" 2>"$err" || rc=$?
 if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
   [ -s "$tmp" ] || die "ssh to $host: no answer within the ${deadline} s deadline" 3
   echo "fetch-remote-log: cut off at the ${deadline} s deadline: what arrived is partial" >&2
