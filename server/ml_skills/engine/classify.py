@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import cache
 
 from ml_skills.catalog.loader import compiled_exception_rules, signatures
 from ml_skills.models import (
@@ -68,6 +69,12 @@ class Signal:
     role: Role
     survived: bool = False
     warning: bool = False
+
+
+@cache
+def _logged_as_warning() -> frozenset[str]:
+    """Signatures of failures that their framework reports at WARNING level (not damped)."""
+    return frozenset(s.id for s in signatures() if s.logged_as_warning)
 
 
 def _last_progress_line(log: LogEvidence) -> int | None:
@@ -132,7 +139,8 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
             if (h.source, h.line_no) in superseded and h.severity is not Severity.CRITICAL:
                 continue
             w = ROLE_W[h.role] * SEV_W[h.severity] * (1 + 0.12 * math.log(max(1, h.count)))
-            warning = bool(_WARNING.search(h.text)) and h.role is not Role.HINT and "Error" not in h.text.split(":")[0]
+            warning = (bool(_WARNING.search(h.text)) and h.role is not Role.HINT and "Error" not in h.text.split(":")[0]
+                       and h.signature_id not in _logged_as_warning())
             if warning:
                 w *= WARNING_DAMP
             survived = last_prog is not None and h.line_no < last_prog
