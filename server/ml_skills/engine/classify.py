@@ -160,6 +160,25 @@ def _anomaly_signal(a: Anomaly, kind: str = "anomaly") -> Signal:
                   Role.CAUSE if a.severity is Severity.CRITICAL else Role.SYMPTOM)
 
 
+def _numeric_before_crash(signals: list[Signal]) -> None:
+    """A NaN or an exploding loss followed by a CUDA fault: the numbers went first, the crash followed.
+
+    Non-finite or huge values reach index and ROI kernels as garbage indices, so a run that
+    explodes numerically often dies a few steps later with an illegal memory access or a
+    device-side assert. When the anomaly precedes the crash in the same log, the anomaly takes
+    the lead that the crash would otherwise get as the first terminal cause.
+    """
+    numeric = [s for s in signals if s.kind == "anomaly" and s.label in ("nan-onset", "loss-blowup") and s.role is Role.CAUSE]
+    crashes = [s for s in signals if s.failure_class is FailureClass.CUDA_RUNTIME and s.role is Role.CAUSE and not s.survived]
+    for n in numeric:
+        after = [c for c in crashes if c.source == n.source and (c.line_no or 0) > (n.line_no or 0)]
+        if after:
+            n.weight *= 1.3
+            for c in after:
+                c.weight /= 1.3
+            return
+
+
 def _memory_flat(logs: list[LogEvidence]) -> tuple[bool, str]:
     for log in logs:
         for s in log.trajectory.series:
@@ -179,6 +198,13 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
             first_by_source.setdefault(s.source, s)
         for s in first_by_source.values():
             s.weight *= 1.3
+    else:
+        # no cause anywhere: the strongest symptom after the last progress is what ended the run
+        # (a bare 'Killed' or exit status 137 from the OOM killer, a launcher's exit code)
+        ends = [s for s in signals if s.role is Role.SYMPTOM and s.kind == "signature" and not s.survived and not s.warning]
+        if ends:
+            max(ends, key=lambda s: (s.weight, -(s.line_no or 0))).weight *= 1.3
+    _numeric_before_crash(signals)
 
     # exit 137 with flat memory is an external SIGKILL, not an OOM
     notes: list[str] = []
