@@ -206,10 +206,14 @@ def _insufficient(cls: Classification, logs: list[LogEvidence], sources: list[So
     if all(l.status is not EvidenceStatus.OK for l in logs) and not sources:
         return "; ".join(p for l in logs for p in l.problems) or "the logs could not be read"
     if cls.primary is None:
+        cut = _cut_in_traceback(logs)
+        if cut:
+            return cut
         lp = next((l.trajectory.last_progress for l in logs if l.trajectory.last_progress), None)
         if lp:
             when = f" around {lp.time:%H:%M}" if lp.time else ""
-            return (f"the log ends at step {_fmt(lp.step)} (line {lp.line_no}) with no error: need the process state "
+            at = f"step {_fmt(lp.step)} (line {lp.line_no})" if lp.step is not None else f"line {lp.line_no}"
+            return (f"the log ends at {at} with no error: need the process state "
                     f"(ml-skills check-failed-run --pid PID), the job's stderr, or the kernel log{when} (dmesg -T)")
         last = next((l.tail.lines[-1].strip() for l in logs if l.tail and l.tail.lines and l.tail.lines[-1].strip()), "")
         if last and not any("completed-marker" in l.frameworks for l in logs):
@@ -226,6 +230,18 @@ def _insufficient(cls: Classification, logs: list[LogEvidence], sources: list[So
                     "stderr) to find the rank that crashed or hung first")
     if cls.primary is FailureClass.OOM and all(s.label == "sigkill-exit-137" for s in signals if s.failure_class is FailureClass.OOM):
         return "a SIGKILL (exit 137) with no memory error in the log: need the kernel log (dmesg -T | grep -i oom) or the container's OOMKilled reason to confirm OOM"
+    return None
+
+
+def _cut_in_traceback(logs: list[LogEvidence]) -> str | None:
+    """A log whose last lines are traceback frames with no exception line was cut mid-traceback."""
+    for l in logs:
+        tail = [x for x in (l.tail.lines if l.tail else []) if x.strip()][-6:]
+        if tail and any("Traceback (most recent call last)" in x for x in (l.tail.lines if l.tail else [])[-400:]) and (
+            tail[-1].lstrip().startswith('File "') or (len(tail) > 1 and tail[-2].lstrip().startswith('File "'))
+        ):
+            return (f"{Path(l.source).name} ends inside a traceback, before its exception line: need the rest of the log "
+                    "(the last lines of the job's stderr name the exception)")
     return None
 
 
