@@ -18,7 +18,8 @@ def _run_into(tmp_path: Path, shell: str) -> Path:
 
 
 def test_bare_sigkill_after_progress_names_oom_but_asks_for_the_kernel_log(tmp_path):
-    py = f'{sys.executable} -c "import os; [print(f\'epoch {{i}} loss {{1/(i+1):.3f}}\', flush=True) for i in range(3)]; os.kill(os.getpid(), 9)"'
+    code = "import os; [print(f'epoch {i} loss {1/(i+1):.3f}', flush=True) for i in range(3)]; os.kill(os.getpid(), 9)"
+    py = f'{sys.executable} -c "{code}"'
     log = _run_into(tmp_path, f"{py}; echo \"exit status $?\"")
     assert "Killed" in log.read_text()
     d = diagnose(DiagnoseRequest(target=str(log)))
@@ -51,7 +52,8 @@ def test_loss_that_jumps_by_orders_of_magnitude_in_a_short_log_is_divergence(tmp
 
 
 def test_log_that_stops_with_no_error_abstains_and_says_what_to_collect(tmp_path):
-    log = _run_into(tmp_path, f'{sys.executable} -c "print(\'Initializing TorchBackend in DeepSpeed with backend gloo\', flush=True)"')
+    code = "print('Initializing TorchBackend in DeepSpeed with backend gloo', flush=True)"
+    log = _run_into(tmp_path, f'{sys.executable} -c "{code}"')
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.primary_cause is None
     assert "py-spy dump" in (d.insufficient_evidence or "") and "distributed start-up" in (d.insufficient_evidence or "")

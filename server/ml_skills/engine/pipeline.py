@@ -168,8 +168,8 @@ def _run_status(cls: Classification, signals: list[Signal], logs: list[LogEviden
             return RunStatus.HUNG
     # a hang or a bad evaluation is a live or finished run, not a dead one: their own lines are not a crash
     alive = (FailureClass.STALLED, FailureClass.EVALUATION_MISMATCH)
-    terminal = [s for s in signals if not s.survived and s.role.value in ("cause", "symptom") and s.kind in ("signature", "traceback")
-                and not (s.kind == "signature" and s.failure_class in alive)]
+    terminal = [s for s in signals if not s.survived and s.role.value in ("cause", "symptom")
+                and s.kind in ("signature", "traceback") and not (s.kind == "signature" and s.failure_class in alive)]
     survived = [s for s in signals if s.survived and s.role.value == "cause"]
     completed = any("completed-marker" in log.frameworks for log in logs)
     kinds = {a.kind for log in logs for a in log.trajectory.anomalies} | {a.kind for s in sources for a in s.signals}
@@ -185,7 +185,8 @@ def _run_status(cls: Classification, signals: list[Signal], logs: list[LogEviden
         return RunStatus.CRASHED
     if completed:
         return RunStatus.COMPLETED
-    if kinds & {AnomalyKind.TRAIN_VAL_DIVERGENCE, AnomalyKind.THROUGHPUT_COLLAPSE, AnomalyKind.EARLY_PERFECT_VALIDATION} or cls.primary is FailureClass.EVALUATION_MISMATCH:
+    degraded = {AnomalyKind.TRAIN_VAL_DIVERGENCE, AnomalyKind.THROUGHPUT_COLLAPSE, AnomalyKind.EARLY_PERFECT_VALIDATION}
+    if kinds & degraded or cls.primary is FailureClass.EVALUATION_MISMATCH:
         return RunStatus.DEGRADED
     if survived:
         return RunStatus.RECOVERED
