@@ -343,7 +343,8 @@ def _evidence(cls: Classification, signals: list[Signal], logs: list[LogEvidence
         lp = log.trajectory.last_progress
         if lp:
             when = f" at {lp.time:%Y-%m-%d %H:%M:%S}" if lp.time else ""
-            items.append(EvidenceItem(kind="progress", text=f"last progress: step {_fmt(lp.step)}{when}: {lp.text[:160]}", source=log.source, line_no=lp.line_no))
+            at = f"step {_fmt(lp.step)}" if lp.step is not None else f"line {lp.line_no}"
+            items.append(EvidenceItem(kind="progress", text=f"last progress: {at}{when}: {lp.text[:160]}", source=log.source, line_no=lp.line_no))
         for p in log.problems:
             items.append(EvidenceItem(kind="note", text=p, source=log.source))
     for src in sources:
