@@ -7,6 +7,8 @@ change that loses cases fails here; raise them when the engine gets better.
 from __future__ import annotations
 
 import importlib.util
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -70,6 +72,19 @@ def test_report_is_written(tmp_path):
     assert bench.main(["--out", str(out), "--quiet", "--lab", str(tmp_path)]) == 0
     text = out.read_text()
     assert "## Confusion matrix" in text and "corpus held-out (even)" in text and "| nan-inf |" in text
+
+
+def test_lab_runs_with_a_case_json_are_scored_in_their_own_column(tmp_path):
+    run = tmp_path / "runs" / "sigkill"
+    run.mkdir(parents=True)
+    code = "import os; print('epoch 0 loss 0.9', flush=True); os.kill(os.getpid(), 9)"
+    with open(run / "train.log", "wb") as out:  # a real SIGKILL, as the shell reports it
+        subprocess.run(["bash", "-c", f'{sys.executable} -c "{code}"; true'], stdout=out, stderr=subprocess.STDOUT,
+                       timeout=60, check=False)
+    (run / "case.json").write_text(json.dumps({"primary_cause": "oom", "acceptable": ["process-crash"],
+                                               "decisive_lines": ["Killed"], "run_status": "crashed"}))
+    lab = [r for r in _bench().run_all(lab=tmp_path / "runs") if r.suite == "lab"]
+    assert [(r.name, r.correct, r.cited) for r in lab] == [("sigkill", True, True)]
 
 
 def test_missing_lab_directory_is_a_one_line_error(tmp_path, capsys):
