@@ -162,6 +162,9 @@ class Signature(Model):
     confirm: str = Field(description="How to confirm that this is the cause.")
     fixes: list[str] = Field(default_factory=list, description="Fix ids from catalog/fixes.toml.")
     examples: SignatureExamples = Field(default_factory=SignatureExamples)
+    logged_as_warning: bool = Field(False, description=(
+        "The framework reports this failure at WARNING level (Ray's worker-died line), so a warning prefix "
+        "does not make it harmless."))
 
 
 class FixTemplate(Model):
