@@ -214,7 +214,7 @@ def _insufficient(cls: Classification, logs: list[LogEvidence], sources: list[So
         return "; ".join(p for l in logs for p in l.problems) or "the logs could not be read"
     live = next((s for s in sources if s.kind == "process" and s.state in ("running", "sleeping") and s.status is EvidenceStatus.OK), None)
     if cls.primary is None and live is not None:
-        return (f"the process is live ({live.state}) and its logs show no error: nothing has failed yet; check again if it "
+        return (f"the process is alive ({live.state}) and its logs show no error: nothing has failed yet; check again if it "
                 "stops logging or ends, or give the job's stderr")
     if cls.primary is None:
         cut = _cut_in_traceback(logs)
