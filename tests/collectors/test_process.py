@@ -243,6 +243,16 @@ def test_environment_never_leaves(tmp_path, kids, monkeypatch):
     assert "0123456789abcdef" not in ev.model_dump_json()
 
 
+def test_secrets_on_the_command_line_are_redacted(tmp_path, kids):
+    token, key = "hf_" + "Ab1" * 12, "9d077416683d573590561d153f2c8df1a5314741"
+    with open(tmp_path / "train.log", "wb") as out:
+        p = subprocess.Popen([sys.executable, "-u", str(TRAIN), "sleep", "20", "--hf-token", token, "--wandb-api-key", key], stdout=out)
+    kids.procs.append(p)
+    ev = process.evidence(process.inspect(p.pid, **FAST), [], 300)
+    dumped = ev.model_dump_json()
+    assert token not in dumped and key not in dumped and "--hf-token [REDACTED]" in ev.facts["command"]
+
+
 def test_cli_end_to_end_on_a_stalled_pid(tmp_path, kids):
     log = tmp_path / "train.log"
     p = kids.start("stall", log, wait_for="step 20 ")
