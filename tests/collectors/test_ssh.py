@@ -261,3 +261,12 @@ def test_a_bad_deadline_setting_is_one_line(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", f"{USER}@127.0.0.1:{NAN_LOG}", "--out-dir", str(tmp_path)],
                           check=False, capture_output=True, text=True, env=env, timeout=30)
     assert proc.returncode == 2 and proc.stderr == "ml-skills: error: ML_SKILLS_SSH_DEADLINE='soon' is not a number of seconds\n"
+
+
+def test_a_fifo_is_refused_on_the_host_without_blocking(tmp_path, cfg):
+    fifo = tmp_path / "train.log"
+    os.mkfifo(fifo)  # opening it would block forever: the remote script never opens what is not a regular file
+    start = time.monotonic()
+    with pytest.raises(SourceUnavailable, match="not a regular file"):
+        ssh.fetch(f"{USER}@127.0.0.1:{fifo}", config=cfg, deadline=20)
+    assert time.monotonic() - start < 10
