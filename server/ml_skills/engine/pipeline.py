@@ -51,7 +51,9 @@ from ml_skills.safety.redact import redact, redaction_count, reset_redaction_cou
 MAX_LOGS = 16
 
 # target kind -> "module:function" returning (SourceEvidence, list[LogEvidence])
-COLLECTORS: dict[str, str] = {}
+COLLECTORS: dict[str, str] = {
+    "vertex-pipeline": "ml_skills.collectors.vertex:collect",
+}
 
 
 class DiagnoseRequest(Model):
@@ -166,6 +168,8 @@ def _run_status(cls: Classification, signals: list[Signal], logs: list[LogEviden
             return RunStatus.RUNNING
         if state in ("stalled", "hung"):
             return RunStatus.HUNG
+        if state in ("succeeded", "finished", "completed") and cls.primary is None:
+            return RunStatus.COMPLETED
     terminal = [s for s in signals if not s.survived and s.role.value in ("cause", "symptom") and s.kind in ("signature", "traceback")]
     survived = [s for s in signals if s.survived and s.role.value == "cause"]
     completed = any("completed-marker" in log.frameworks for log in logs)
