@@ -15,12 +15,11 @@ import time
 from pathlib import Path
 
 import pytest
-
 from ml_skills.collectors import gcp, vertex
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 from ml_skills.errors import InputError, TargetNotFound
 from ml_skills.models import EvidenceStatus, RunStatus
-from tests.conftest import run_cli
+
 from tests.fakes.vertex_api import PROJECT, PROJECT_NUMBER, REGION, Fault, VertexFake, load, log_entry, pipeline_name
 
 SECRET_TOKEN = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
@@ -133,6 +132,25 @@ def test_cli_interval_polls_a_running_pipeline_until_it_fails(fake: VertexFake, 
     assert "Pipeline state: FAILED" in proc.stdout and "Failed tasks: train-model" in proc.stdout
     assert proc.stderr == ""  # progress goes to stderr only when it is a terminal
     assert report["primary_cause"] == "cloud-permissions-quota"
+
+
+def test_cli_polling_progress_goes_to_a_terminal_stderr(fake: VertexFake, tmp_path: Path):
+    import os
+    import pty
+
+    jid = load(fake, "running-then-fails")
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", "--vertex-pipeline", jid, "--project", PROJECT,
+                               "--region", REGION, "--interval", "1", "--out-dir", str(tmp_path)],
+                              stdout=subprocess.PIPE, stderr=slave, text=True, timeout=120)
+        progress = os.read(master, 65536).decode()
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert proc.returncode == 0
+    assert progress.count(f"pipelineJobs/{jid}: RUNNING; checking again in 1s") == 2
+    assert "checking again" not in proc.stdout
 
 
 def test_cli_once_on_a_running_pipeline_reports_running(fake: VertexFake, cli):

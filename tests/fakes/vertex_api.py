@@ -26,7 +26,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
 PROJECT = "ml-proj"
@@ -61,6 +61,25 @@ _ROUTES = [
     ("logs", "POST", re.compile(r"^/v2/(entries:list)$")),
 ]
 _SEVERITY = ["DEFAULT", "DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL", "ALERT", "EMERGENCY"]
+
+
+def _int_enums(payload: dict[str, Any] | None, ints: bool) -> dict[str, Any] | None:
+    """Encode enum fields as numbers, as the real API does when asked for enum-encoding=int."""
+    if payload is None or not ints:
+        return payload
+    from google.cloud.aiplatform_v1.types import AcceleratorType, JobState, PipelineState, PipelineTaskDetail
+
+    p = json.loads(json.dumps(payload))
+    table = PipelineState if p["name"].split("/")[-2] == "pipelineJobs" else JobState
+    if isinstance(p.get("state"), str):
+        p["state"] = table[p["state"]].value
+    for t in p.get("jobDetail", {}).get("taskDetails", []):
+        t["state"] = PipelineTaskDetail.State[t["state"]].value
+    for pool in p.get("jobSpec", {}).get("workerPoolSpecs", []):
+        ms = pool.get("machineSpec", {})
+        if "acceleratorType" in ms:
+            ms["acceleratorType"] = AcceleratorType[ms["acceleratorType"]].value
+    return p
 
 
 def _status(code: int, message: str, status: str) -> bytes:
@@ -105,7 +124,7 @@ class VertexFake:
         rx = next(r for n, _, r in _ROUTES if n == route)
         return [c for c in self.calls if rx.match(c.path)]
 
-    def __enter__(self) -> VertexFake:
+    def __enter__(self) -> Self:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -124,7 +143,7 @@ class VertexFake:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         assert self._server is not None
         self._server.shutdown()
         self._server.server_close()
@@ -142,7 +161,7 @@ class VertexFake:
         route, m = next(((n, rx.match(url.path)) for n, meth, rx in _ROUTES if meth == method and rx.match(url.path)), (None, None))
         with self._lock:
             self.calls.append(Call(method, url.path, parse_qs(url.query), body, dict(h.headers.items())))
-            fault = self.faults[route].pop(0) if route in self.faults and self.faults[route] else None
+            fault = self.faults[route].pop(0) if self.faults.get(route) else None
         if fault is not None:
             if fault.delay:
                 time.sleep(fault.delay)
@@ -151,11 +170,12 @@ class VertexFake:
         if route is None or m is None:
             return self._send(h, 404, _status(404, f"The requested URL {url.path} was not found on this server.", "NOT_FOUND"))
         name = m.group(1).replace(f"projects/{PROJECT}/", f"projects/{PROJECT_NUMBER}/", 1)
+        ints = "enum-encoding=int" in url.query  # what the REST client asks for: enums as numbers
         match route:
             case "pipeline":
-                return self._send_json(h, self._next_pipeline(name), f'The PipelineJob "{name}" does not exist.')
+                return self._send_json(h, _int_enums(self._next_pipeline(name), ints), f'The PipelineJob "{name}" does not exist.')
             case "custom":
-                return self._send_json(h, self.custom_jobs.get(name), f'The CustomJob "{name}" does not exist.')
+                return self._send_json(h, _int_enums(self.custom_jobs.get(name), ints), f'The CustomJob "{name}" does not exist.')
             case "cancel":
                 if name not in self.pipeline_jobs:
                     return self._send(h, 404, _status(404, f'The PipelineJob "{name}" does not exist.', "NOT_FOUND"))
@@ -269,9 +289,9 @@ def pipeline(job_id: str, state: str, tasks: list[dict[str, Any]], *, error: tup
 
 def dag_error(failed: str, job_id: str = "4961402339436314624") -> tuple[int, str]:
     # Worded as Vertex AI reports a failed DAG (code 9 wraps whatever the task's own error was).
-    return (9, f"The DAG failed because some tasks failed. The failed tasks are: [{failed}].; Job (project_id = {PROJECT}, "
+    return (9, (f"The DAG failed because some tasks failed. The failed tasks are: [{failed}].; Job (project_id = {PROJECT}, "
                f"job_id = {job_id}) is failed due to the above error.; Failed to handle the job: "
-               f"{{project_number = {PROJECT_NUMBER}, job_id = {job_id}}}")
+               f"{{project_number = {PROJECT_NUMBER}, job_id = {job_id}}}"))
 
 
 def log_entry(job_id: str, severity: str, text: str, minute: int, *, task_name: str | None = None, custom_job: str | None = None,
@@ -331,8 +351,8 @@ def scenario(kind: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dic
             return [pipeline(jid, "PIPELINE_STATE_FAILED", tasks, error=dag_error("importer"), end=3)], [], None
         case "upstream":
             jid = "feature-pipeline-20261129160000"
-            err = (3, "The replica workerpool0-0 exited with a non-zero status of 1. To find out more about why your job exited please check the logs: "
-                      f"https://console.cloud.google.com/logs/viewer?project={PROJECT_NUMBER}&resource=ml_job%2Fjob_id%2F3333&advancedFilter=resource.type%3D%22ml_job%22%0Aresource.labels.job_id%3D%223333%22")
+            err = (3, ("The replica workerpool0-0 exited with a non-zero status of 1. To find out more about why your job exited please check the logs: "
+                      f"https://console.cloud.google.com/logs/viewer?project={PROJECT_NUMBER}&resource=ml_job%2Fjob_id%2F3333&advancedFilter=resource.type%3D%22ml_job%22%0Aresource.labels.job_id%3D%223333%22"))
             tasks = [task(2, "fetch-raw", "SUCCEEDED", start=1, end=4, job="1112"),
                      task(3, "build-features", "FAILED", start=4, end=9, error=err, job="3333"),
                      *(task(i, n, "NOT_TRIGGERED") for i, n in enumerate(["split", "train-model", "evaluate", "compare", "deploy"], start=4))]

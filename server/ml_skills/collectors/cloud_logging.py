@@ -89,9 +89,10 @@ def _session(api_endpoint: str, timeout: float) -> Any:
     bound = timeout
 
     class Bounded(AuthorizedSession):
-        def request(self, method: str, url: str, data: Any = None, headers: Any = None, max_allowed_time: Any = None,
-                    timeout: Any = None, **kwargs: Any) -> Any:
-            return super().request(method, url, data=data, headers=headers, timeout=bound, **kwargs)
+        def request(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+            kwargs["timeout"] = bound
+            return super().request(*args, **kwargs)
+
     return Bounded(_credentials(api_endpoint))
 
 

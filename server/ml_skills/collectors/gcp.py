@@ -115,7 +115,7 @@ def call(fn: Callable[[float], T], what: str, deadline: Deadline, *, access: str
         wait = min(2.0, 0.25 * 2 ** (attempt - 1))
         try:
             return fn(deadline.timeout())
-        except (gexc.NotFound,) as e:
+        except gexc.NotFound as e:
             raise TargetNotFound(not_found) from e
         except (gexc.Unauthorized, auth_exc.RefreshError) as e:
             raise SourceUnavailable(f"{what}: 401 unauthenticated ({_short(e)}); run `gcloud auth application-default login` "

@@ -211,7 +211,7 @@ def build(target: Target, job: Any, job_problem: str | None, events: list[cloud_
           log_problem: str | None) -> SourceEvidence:
     """SourceEvidence from whatever arrived: the job, its error logs, or only the note of what is missing."""
     kind = "vertex-pipeline" if target.kind == "pipeline" else "vertex-custom-job"
-    src = SourceEvidence(kind=kind, name=target.name, status=EvidenceStatus.OK)
+    src = SourceEvidence(kind=kind, name=target.name, status=EvidenceStatus.OK, state=None)
     label = "Pipeline" if target.kind == "pipeline" else "Custom job"
     src.report_lines.append(f"{label}: {target.name}")
     if job is None:
