@@ -199,6 +199,9 @@ def _insufficient(cls: Classification, logs: list[LogEvidence], sources: list[So
     if all(l.status is not EvidenceStatus.OK for l in logs) and not sources:
         return "; ".join(p for l in logs for p in l.problems) or "the logs could not be read"
     if cls.primary is None:
+        missing = [m for s in sources for m in s.missing]
+        if missing:  # say what could not be read before asking for more
+            return "could not read " + "; ".join(missing)
         lp = next((l.trajectory.last_progress for l in logs if l.trajectory.last_progress), None)
         if lp:
             when = f" around {lp.time:%H:%M}" if lp.time else ""
