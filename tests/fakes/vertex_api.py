@@ -397,3 +397,24 @@ def load(fake: VertexFake, kind: str) -> str:
         return cj["name"].rsplit("/", 1)[1]
     fake.add_pipeline(*payloads)
     return payloads[0]["name"].rsplit("/", 1)[1]
+
+
+def main() -> None:
+    """Serve every scenario on loopback until Ctrl-C (docs and manual runs): python -m tests.fakes.vertex_api"""
+    import sys
+
+    fake = VertexFake()
+    with fake:
+        ids = {k: load(fake, k) for k in ("quota", "permission", "precondition", "upstream", "running-then-fails", "succeeded", "custom-job")}
+        print(f"export ML_SKILLS_VERTEX_ENDPOINT={fake.endpoint} ML_SKILLS_LOGGING_ENDPOINT={fake.endpoint}", flush=True)
+        for k, v in ids.items():
+            print(f"{k}: --vertex-pipeline {v} --project {PROJECT} --region {REGION}", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -92,9 +92,12 @@ def _retry_after(exc: BaseException) -> float | None:
             return None
 
 
+_METHOD_URL = re.compile(r"^(GET|POST|PUT|PATCH|DELETE) \S+: ")
+
+
 def _short(exc: BaseException) -> str:
     text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-    return redact(" ".join(str(text).split()))[:300]
+    return redact(_METHOD_URL.sub("", " ".join(str(text).split())))[:300]
 
 
 def call(fn: Callable[[float], T], what: str, deadline: Deadline, *, access: str, not_found: str) -> T:

@@ -227,10 +227,12 @@ def build(target: Target, job: Any, job_problem: str | None, events: list[cloud_
     else:
         src.facts["log_error_events"] = str(len(events))
         src.report_lines.append(f"Cloud Logging: {len(events)} error event(s) at severity >= ERROR")
+        task_of = {f"custom job {t.custom_job}": f"task {t.name}, custom job {t.custom_job}"
+                   for t in (tasks_of(job) if job is not None and target.kind == "pipeline" else []) if t.custom_job}
         for ev in events:
             first, *rest = ev.text.splitlines() or [""]
             when = f"{ev.time:%Y-%m-%dT%H:%M:%SZ} " if ev.time else ""
-            src.lines.append(f"{when}{ev.severity} [{ev.where}] {first}")
+            src.lines.append(f"{when}{ev.severity} [{task_of.get(ev.where, ev.where)}] {first}")
             src.lines.extend(rest)
     for m in src.missing:
         src.report_lines.append(f"Missing: {m}")
