@@ -183,14 +183,16 @@ def _closed_port() -> int:
     return port
 
 
-def test_429_with_retry_after_is_honoured_then_succeeds(fake: VertexFake):
+@pytest.mark.parametrize("route", ["pipeline", "logs"])
+def test_429_with_retry_after_is_honoured_then_succeeds(fake: VertexFake, route):
     jid = load(fake, "quota")
-    fake.fail("pipeline", Fault(429, {"Retry-After": "1"}, json.dumps({"error": {"code": 429, "message": "Quota exceeded for aiplatform.googleapis.com/online_prediction_requests", "status": "RESOURCE_EXHAUSTED"}}).encode()))
+    fake.fail(route, Fault(429, {"Retry-After": "1"}, json.dumps({"error": {"code": 429, "message": "Quota exceeded for aiplatform.googleapis.com/online_prediction_requests", "status": "RESOURCE_EXHAUSTED"}}).encode()))
     t0 = time.monotonic()
     d = run(jid)
     assert time.monotonic() - t0 >= 1.0
-    assert len(fake.calls_to("pipeline")) == 2
-    assert "Pipeline state: FAILED" in d.report_lines and not any(l.startswith("Missing:") for l in d.report_lines)
+    assert len(fake.calls_to(route)) == 2
+    assert "Pipeline state: FAILED" in d.report_lines and "Cloud Logging: 1 error event(s) at severity >= ERROR" in d.report_lines
+    assert not any(l.startswith("Missing:") for l in d.report_lines)
 
 
 def test_429_retry_after_past_the_deadline_gives_up_at_once_and_keeps_the_logs(fake: VertexFake):
@@ -217,16 +219,18 @@ def test_5xx_is_retried_a_bounded_number_of_times(fake: VertexFake):
     assert any("502" in l and "after retrying" in l for l in d.report_lines if l.startswith("Missing:"))
 
 
-def test_a_hang_is_cut_at_the_deadline(fake: VertexFake, monkeypatch: pytest.MonkeyPatch):
+@pytest.mark.parametrize("route, what", [("pipeline", "Missing: the job itself"), ("logs", "Missing: Cloud Logging error events")])
+def test_a_hang_is_cut_at_the_deadline(fake: VertexFake, monkeypatch: pytest.MonkeyPatch, route, what):
     monkeypatch.setenv(gcp.TIMEOUT_ENV, "0.5")
     jid = load(fake, "quota")
-    fake.fail("pipeline", *[Fault(delay=3)] * 5)
+    fake.fail(route, *[Fault(delay=3)] * 5)
     t0 = time.monotonic()
     d = run(jid)
-    assert time.monotonic() - t0 < 3.5  # deadline 4 x 0.5 s for the job, then the logs answer at once
-    missing = next(l for l in d.report_lines if l.startswith("Missing: the job itself"))
+    assert time.monotonic() - t0 < 3.5  # deadline 4 x 0.5 s for the hanging source, the other answers at once
+    missing = next(l for l in d.report_lines if l.startswith(what))
     assert "no answer within 0.5s (timeout)" in missing
     assert d.sources[-1].endswith("(partial)")
+    assert d.primary_cause is not None and d.primary_cause.value == "cloud-permissions-quota"
 
 
 def test_connection_refused_names_what_is_missing(monkeypatch: pytest.MonkeyPatch):
@@ -239,6 +243,7 @@ def test_connection_refused_names_what_is_missing(monkeypatch: pytest.MonkeyPatc
     missing = [l for l in d.report_lines if l.startswith("Missing:")]
     assert len(missing) == 2 and all("connection refused" in m for m in missing)
     assert d.primary_cause is None and d.sources[-1].endswith("(error)")
+    assert d.insufficient_evidence is not None and d.insufficient_evidence.startswith("could not read the job itself")
 
 
 @pytest.mark.parametrize("route, status, words", [
