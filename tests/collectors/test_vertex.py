@@ -143,7 +143,7 @@ def test_cli_polling_progress_goes_to_a_terminal_stderr(fake: VertexFake, tmp_pa
     try:
         proc = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", "--vertex-pipeline", jid, "--project", PROJECT,
                                "--region", REGION, "--interval", "1", "--out-dir", str(tmp_path)],
-                              stdout=subprocess.PIPE, stderr=slave, text=True, timeout=120)
+                              stdout=subprocess.PIPE, stderr=slave, text=True, timeout=120, check=False)
         progress = os.read(master, 65536).decode()
     finally:
         os.close(slave)
@@ -319,3 +319,5 @@ def test_source_status_reflects_what_arrived(fake: VertexFake):
     assert src.status is EvidenceStatus.PARTIAL and src.missing == ["Cloud Logging error events: Cloud Logging: no answer"]
     with pytest.raises(TargetNotFound):
         vertex.read_job(vertex.resolve("missing-1", PROJECT, REGION))
+    one = vertex.describe(jid, PROJECT, REGION)
+    assert one.status is EvidenceStatus.OK and one.state == "FAILED" and one.facts["first_failing_task"] == "train-model"

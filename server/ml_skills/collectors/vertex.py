@@ -112,6 +112,14 @@ def collect(req: Any) -> tuple[SourceEvidence, list[LogEvidence]]:
     return build(target, job, job_problem, events, log_problem), []
 
 
+def describe(job: str, project: str | None = None, region: str | None = None) -> SourceEvidence:
+    """One read-only pass over a pipeline or custom job and its error logs (what an evidence tool returns)."""
+    target = resolve(job, project, region)
+    found, problem = read_job(target)
+    events, log_problem = read_events(target, found)
+    return build(target, found, problem, events, log_problem)
+
+
 def read_job(target: Target) -> tuple[Any, str | None]:
     """The job resource, or None and why it could not be read (a 404 is bad input: it raises)."""
     api_endpoint = gcp.endpoint(gcp.VERTEX_ENV, f"{target.region}-aiplatform.googleapis.com")
@@ -251,8 +259,8 @@ def _pipeline(src: SourceEvidence, job: Any) -> None:
     by: dict[str, list[Task]] = {}
     for t in tasks:
         by.setdefault(t.state, []).append(t)
-    failed = sorted(by.get("FAILED", []), key=lambda t: (t.end or datetime.max.astimezone(), t.task_id))
-    succeeded = sorted(by.get("SUCCEEDED", []), key=lambda t: (t.end or datetime.min.astimezone(), t.task_id))
+    failed = sorted(by.get("FAILED", []), key=lambda t: (t.end.timestamp() if t.end else float("inf"), t.task_id))
+    succeeded = sorted(by.get("SUCCEEDED", []), key=lambda t: (t.end.timestamp() if t.end else 0.0, t.task_id))
     not_triggered = by.get("NOT_TRIGGERED", [])
     sa = job.service_account or ""
     src.report_lines.append(f"Pipeline state: {state}")
