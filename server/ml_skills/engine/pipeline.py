@@ -424,6 +424,8 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
             excerpt = next((scan.excerpt_from_tail(l, cls.decisive.line_no) for l in all_logs if l.source == cls.decisive.source), None)
     conf_level = Level.HIGH if cls.confidence >= 0.75 else Level.MEDIUM if cls.confidence >= 0.5 else Level.LOW
     next_cmds = list(dict.fromkeys(commands))
+    # read-only commands a collector knows for its own source (the failed task's log, the service account's roles)
+    next_cmds += [redact(c) for s in ev.sources for c in s.details.get("next_commands", []) if c not in next_cmds]
     if insufficient and cls.primary is None and logs:
         next_cmds.append("ml-skills check-failed-run <run directory> --artifacts <dir>   # with the job's stderr and configs")
     anomalies = [a for l in all_logs for a in l.trajectory.anomalies]
