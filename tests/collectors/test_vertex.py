@@ -75,6 +75,19 @@ def test_upstream_failure_names_the_task_to_fix_first(fake: VertexFake):
     assert "KeyError: 'user_id'" in d.root_cause.proximate
 
 
+@pytest.mark.parametrize("scenario, command", [
+    ("upstream", """gcloud logging read 'resource.type="ml_job" AND resource.labels.job_id="3333"' --project=ml-proj"""),
+    ("permission", ("gcloud projects get-iam-policy ml-proj --flatten='bindings[].members' "
+                    "--filter=bindings.members:serviceAccount:418029537311-compute@developer.gserviceaccount.com")),
+    ("precondition", "gcloud storage ls gs://ml-proj-data/datasets/2026-11-28/train.jsonl"),
+])
+def test_next_commands_are_read_only_gcloud_for_this_job(fake: VertexFake, scenario, command):
+    d = run(load(fake, scenario))
+    assert any(c.startswith(command) for c in d.next_commands), d.next_commands
+    assert all(c.split()[:2] in (["gcloud", "logging"], ["gcloud", "projects"], ["gcloud", "storage"]) for c in d.next_commands)
+    assert all(" read " in c or " get-iam-policy " in c or " ls " in c for c in d.next_commands)
+
+
 def test_succeeded_pipeline_is_completed_with_nothing_failed(fake: VertexFake):
     d = run(load(fake, "succeeded"))
     assert d.run_status is RunStatus.COMPLETED

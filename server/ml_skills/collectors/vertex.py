@@ -11,6 +11,7 @@ their usual meaning on Vertex AI. Read-only: it only calls Get* and entries.list
 from __future__ import annotations
 
 import re
+import shlex
 import sys
 import time
 from datetime import datetime
@@ -242,6 +243,7 @@ def build(target: Target, job: Any, job_problem: str | None, events: list[cloud_
             when = f"{ev.time:%Y-%m-%dT%H:%M:%SZ} " if ev.time else ""
             src.lines.append(f"{when}{ev.severity} [{task_of.get(ev.where, ev.where)}] {first}")
             src.lines.extend(rest)
+    src.details["next_commands"] = next_commands(target, job, src)
     for m in src.missing:
         src.report_lines.append(f"Missing: {m}")
     if job is None and events is None:
@@ -325,3 +327,26 @@ def _custom_job(src: SourceEvidence, job: Any) -> None:
         src.lines.append(f"Custom job {src.name} ended with state JOB_STATE_{state}: {_err(job.error.code, job.error.message)}")
         src.signals += heuristics(job.error.code, job.error.message, "the custom job", sa, f"{src.kind}:{src.name}")
     src.details["error"] = {"code": job.error.code, "message": redact(job.error.message)}
+
+
+def next_commands(target: Target, job: Any, src: SourceEvidence) -> list[str]:
+    """Read-only gcloud commands for a person to look further: the failed task's log, the paths, the roles."""
+    q = shlex.quote
+    cmds = []
+    failed = [t for t in tasks_of(job) if t.state == "FAILED"] if job is not None and target.kind == "pipeline" else []
+    job_id = next((t.custom_job for t in failed if t.custom_job), "") or (target.job_id if target.kind == "custom" else "")
+    if job_id:
+        flt = f'resource.type="ml_job" AND resource.labels.job_id="{job_id}"'
+        cmds.append(f"gcloud logging read {q(flt)} --project={q(target.project)} --limit=200 --order=asc")
+    elif target.kind == "pipeline":
+        flt = f'labels.pipeline_job_id="{target.job_id}" OR resource.labels.pipeline_job_id="{target.job_id}"'
+        cmds.append(f"gcloud logging read {q(flt)} --project={q(target.project)} --limit=200 --order=asc")
+    text = " ".join(src.lines[:20])
+    uri = re.search(r"gs://[\w.\-]+(?:/[\w.\-=/]*)?", text)
+    if uri:
+        cmds.append(f"gcloud storage ls {q(uri.group(0).rstrip('/.'))}")
+    sa = src.facts.get("service_account")
+    if sa and any(a.failure_class is FailureClass.CLOUD_PERMISSIONS_QUOTA and "permission" in a.detail for a in src.signals):
+        cmds.append(f"gcloud projects get-iam-policy {q(target.project)} --flatten={q('bindings[].members')} "
+                    f"--filter={q('bindings.members:serviceAccount:' + sa)} --format='table(bindings.role)'")
+    return cmds
