@@ -260,19 +260,21 @@ def test_connection_refused_names_what_is_missing(monkeypatch: pytest.MonkeyPatc
 
 
 @pytest.mark.parametrize("route, status, words", [
-    ("pipeline", 401, "gcloud auth application-default login"),
+    ("pipeline", 401, "401 unauthenticated"),
     ("pipeline", 403, "roles/aiplatform.viewer"),
     ("logs", 403, "roles/logging.viewer"),
-    ("logs", 401, "GOOGLE_APPLICATION_CREDENTIALS"),
+    ("logs", 401, "Application Default Credentials"),
 ])
 def test_auth_errors_are_not_retried_and_say_which_role(fake: VertexFake, route, status, words):
     jid = load(fake, "quota")
-    fake.fail(route, Fault(status, body=json.dumps({"error": {"code": status, "message": "The caller does not have permission",
+    fake.fail(route, Fault(status, body=json.dumps({"error": {"code": status, "message": f"The caller does not have permission (HF_TOKEN={SECRET_TOKEN})",
                                                                "status": "PERMISSION_DENIED" if status == 403 else "UNAUTHENTICATED"}}).encode()))
     d = run(jid)
     assert len(fake.calls_to(route)) == 1
     missing = " ".join(l for l in d.report_lines if l.startswith("Missing:"))
     assert words in missing
+    assert SECRET_TOKEN not in d.model_dump_json()
+    assert status == 401 or "[REDACTED]" in missing  # a 403's message is quoted, redacted
     # the other source still arrived and still explains the failure
     assert d.primary_cause is not None and d.primary_cause.value == "cloud-permissions-quota"
 

@@ -123,6 +123,9 @@ def call(fn: Callable[[float], T], what: str, deadline: Deadline, *, access: str
         except (gexc.Unauthorized, auth_exc.RefreshError) as e:
             raise SourceUnavailable(f"{what}: 401 unauthenticated ({_short(e)}); run `gcloud auth application-default login` "
                                     f"or set GOOGLE_APPLICATION_CREDENTIALS, then retry") from e
+        except auth_exc.InvalidOperation as e:  # a 401 answered to anonymous credentials, which cannot refresh
+            raise SourceUnavailable(f"{what}: 401 unauthenticated (the endpoint refused anonymous credentials); use an https "
+                                    f"endpoint with Application Default Credentials") from e
         except auth_exc.DefaultCredentialsError as e:
             raise SourceUnavailable(f"{what}: no Google credentials found; run `gcloud auth application-default login` "
                                     f"or set GOOGLE_APPLICATION_CREDENTIALS") from e
