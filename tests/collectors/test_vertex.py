@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from ml_skills.collectors import gcp, vertex
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 from ml_skills.errors import InputError, TargetNotFound
@@ -336,3 +338,23 @@ def test_source_status_reflects_what_arrived(fake: VertexFake):
         vertex.read_job(vertex.resolve("missing-1", PROJECT, REGION))
     one = vertex.describe(jid, PROJECT, REGION)
     assert one.status is EvidenceStatus.OK and one.state == "FAILED" and one.facts["first_failing_task"] == "train-model"
+
+
+_json = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False) | st.text(max_size=20),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=8)
+_fields = ["name", "state", "error", "jobDetail", "serviceAccount", "createTime", "displayName"]
+_task_fields = ["taskId", "parentTaskId", "taskName", "state", "error", "startTime", "endTime", "executorDetail"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(job=st.dictionaries(st.sampled_from(_fields), _json, max_size=5),
+       tasks=st.lists(st.dictionaries(st.sampled_from(_task_fields), _json, max_size=5), max_size=3))
+def test_any_payload_shape_gives_a_report_never_a_traceback(fake: VertexFake, job, tasks):
+    """Whatever the wire carries under the real field names, the answer is a report or a clear 'malformed' line."""
+    jid = load(fake, "quota")
+    if tasks:
+        job = {**job, "jobDetail": {"taskDetails": tasks}}
+    fake.fail("pipeline", Fault(200, body=json.dumps(job).encode()))
+    d = run(jid)
+    assert any(l.startswith("Pipeline state:") for l in d.report_lines)
+    assert all("Traceback" not in l for l in d.report_lines)
