@@ -55,6 +55,7 @@ COLLECTORS: dict[str, str] = {
     "ssh": "ml_skills.collectors.ssh:collect",
     "pid": "ml_skills.collectors.process:collect",
     "proc": "ml_skills.collectors.process:collect",
+    "vertex-pipeline": "ml_skills.collectors.vertex:collect",
 }
 
 
@@ -172,6 +173,8 @@ def _run_status(cls: Classification, signals: list[Signal], logs: list[LogEviden
             return RunStatus.HUNG
         if state in ("zombie", "gone") and (src.details.get("exit_code") or src.details.get("exit_signal")):
             return RunStatus.CRASHED
+        if state in ("succeeded", "finished", "completed") and cls.primary is None:
+            return RunStatus.COMPLETED
     # a hang or a bad evaluation is a live or finished run, not a dead one: their own lines are not a crash
     alive = (FailureClass.STALLED, FailureClass.EVALUATION_MISMATCH)
     terminal = [s for s in signals if not s.survived and s.role.value in ("cause", "symptom")
@@ -217,6 +220,9 @@ def _insufficient(cls: Classification, logs: list[LogEvidence], sources: list[So
         return (f"the process is alive ({live.state}) and its logs show no error: nothing has failed yet; check again if it "
                 "stops logging or ends, or give the job's stderr")
     if cls.primary is None:
+        missing = [m for s in sources for m in s.missing]
+        if missing:  # say what could not be read before asking for more
+            return "could not read " + "; ".join(missing)
         cut = _cut_in_traceback(logs)
         if cut:
             return cut
@@ -427,6 +433,8 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
             excerpt = next((scan.excerpt_from_tail(l, cls.decisive.line_no) for l in all_logs if l.source == cls.decisive.source), None)
     conf_level = Level.HIGH if cls.confidence >= 0.75 else Level.MEDIUM if cls.confidence >= 0.5 else Level.LOW
     next_cmds = list(dict.fromkeys(commands))
+    # read-only commands a collector knows for its own source (the failed task's log, the service account's roles)
+    next_cmds += [redact(c) for s in ev.sources for c in s.details.get("next_commands", []) if c not in next_cmds]
     if insufficient and cls.primary is None and logs:
         next_cmds.append("ml-skills check-failed-run <run directory> --artifacts <dir>   # with the job's stderr and configs")
     anomalies = [a for l in all_logs for a in l.trajectory.anomalies]
