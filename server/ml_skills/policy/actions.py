@@ -12,12 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shlex
 import signal as signals
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,7 +25,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from ml_skills.collectors.checkpoints import inspect_dir, inspect_file
-from ml_skills.errors import InputError, PolicyError, SourceUnavailable, TargetNotFound
+from ml_skills.errors import InputError, PolicyError, TargetNotFound
 from ml_skills.models import ActionKind, Model
 from ml_skills.safety.paths import confine
 from ml_skills.safety.redact import redact
@@ -202,22 +200,23 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path]) -> Prepared:
 
 
 def _prepare_cancel(a: CancelPipeline) -> Prepared:
-    def run() -> str:
-        from google.api_core import exceptions as gexc  # heavy SDK: imported only when an approved cancel runs
-        from google.cloud import aiplatform
+    region = a.job.split("/")[3]
 
-        m = re.match(r"^projects/([^/]+)/locations/([^/]+)/", a.job)
-        assert m is not None
-        aiplatform.init(project=m.group(1), location=m.group(2), api_endpoint=os.environ.get("ML_SKILLS_VERTEX_API_ENDPOINT") or None)
-        deadline = time.monotonic() + 60
-        try:
-            job = aiplatform.PipelineJob.get(a.job)
-            job.cancel()
-        except gexc.GoogleAPIError as e:
-            raise SourceUnavailable(f"Vertex AI refused to cancel {a.job}: {e}") from None
-        if time.monotonic() > deadline:
-            raise SourceUnavailable("Vertex AI took longer than 60 s to answer")
-        return f"cancellation requested for {a.job}"
+    def run() -> str:
+        from ml_skills.collectors import gcp  # google-cloud-aiplatform is imported only when an approved cancel runs
+
+        api_endpoint = gcp.endpoint(gcp.VERTEX_ENV, f"{region}-aiplatform.googleapis.com")
+
+        def cancel(timeout: float) -> None:
+            from google.cloud import aiplatform_v1
+
+            client = aiplatform_v1.PipelineServiceClient(credentials=gcp.credentials(api_endpoint), transport="rest",
+                                                         client_options={"api_endpoint": api_endpoint})
+            client.cancel_pipeline_job(name=a.job, timeout=timeout, retry=None)
+
+        gcp.call(cancel, f"Vertex AI CancelPipelineJob for {a.job}", gcp.Deadline(), access="roles/aiplatform.user on the project",
+                 not_found=f"no pipeline job {a.job}: check the name")
+        return f"cancellation requested for {a.job}; Vertex AI stops its running tasks shortly"
 
     return Prepared(
         action=a, kind=ActionKind.CANCEL_CLOUD_JOB, target=a.job,
