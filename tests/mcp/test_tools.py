@@ -15,17 +15,22 @@ from ml_skills.safety.quoting import strip_invisible
 
 from tests.mcp.conftest import NAN_LOG, REAL_LOGS, ROOT, Server, server_cmd, text
 
-EVIDENCE = {"read_log_tail", "read_log_window", "grep_log", "scan_log", "list_artifacts", "inspect_checkpoint", "classify_action"}
+EVIDENCE = {"read_log_tail", "read_log_window", "grep_log", "scan_log", "list_artifacts", "inspect_checkpoint", "classify_action",
+            "check_process"}
+REMOTE = {"describe_vertex_job"}
 
 
 def test_every_tool_is_listed_with_annotations_and_output_schema(server: Server) -> None:
     async def go() -> None:
         async with server.client() as c:
             tools = {t.name: t for t in (await c.list_tools()).tools}
-        assert EVIDENCE | {"diagnose", "request_action"} <= set(tools)
+        assert EVIDENCE | REMOTE | {"diagnose", "request_action"} <= set(tools)
         for name in EVIDENCE:
             a = tools[name].annotations
             assert (a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint) == (True, False, True, False), name
+        for name in REMOTE:
+            a = tools[name].annotations
+            assert (a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint) == (True, False, True, True), name
         d = tools["diagnose"].annotations  # writes only its report into --out-dir
         assert (d.read_only_hint, d.destructive_hint) == (False, False)
         r = tools["request_action"].annotations
@@ -49,7 +54,7 @@ def test_listing_tools_imports_no_heavy_sdk() -> None:
     out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120, env=dict(os.environ))
     assert out.returncode == 0, out.stderr
     count, heavy = out.stdout.split(" ", 1)
-    assert int(count) >= 9 and heavy.strip() == "[]"
+    assert int(count) >= 11 and heavy.strip() == "[]"
 
 
 def test_evidence_tools_on_real_logs(server: Server) -> None:
@@ -287,3 +292,15 @@ def test_bad_server_options_print_one_line(tmp_path: Path) -> None:
                        (["--port", "0", "--transport", "http"], "--port")):
         out = subprocess.run(server_cmd(*args), check=False, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
         assert out.returncode == 2 and want in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_check_process_reads_a_live_process_without_touching_it(server: Server, sleeper) -> None:
+    p = sleeper()
+
+    async def go():
+        async with server.client() as c:
+            return (await c.call_tool("check_process", {"pid": p.pid, "sample_seconds": 1})).structured_content
+
+    r = anyio.run(go)
+    assert r["source"]["kind"] == "process" and r["source"]["state"] in ("sleeping", "stalled") and p.poll() is None
+    assert "state" in r["source"]["facts"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import anyio
 import pytest
-
 from ml_skills.collectors import gcp
+
 from tests.fakes.vertex_api import VertexFake, load, pipeline_name
 from tests.mcp.conftest import Server, answer
 
@@ -42,3 +42,15 @@ def test_a_pipeline_is_cancelled_only_after_the_person_accepts(server: Server, f
 async def _call(server: Server, args: dict) -> dict:
     async with server.client(elicit=answer("accept")) as c:
         return (await c.call_tool("request_action", args)).structured_content
+
+
+def test_describe_vertex_job_fences_the_error_text(server: Server, fake: VertexFake) -> None:
+    name = pipeline_name(load(fake, "quota"))
+
+    async def go():
+        async with server.client() as c:
+            return (await c.call_tool("describe_vertex_job", {"job": name})).structured_content
+
+    r = anyio.run(go)
+    assert r["source"]["state"] == "FAILED" and r["source"]["kind"].startswith("vertex")
+    assert r["quoted"].startswith(f"[data {r['marker']}]") and "quota" in r["quoted"].lower()

@@ -16,6 +16,8 @@ TOOL_MODULES: tuple[str, ...] = (
     "ml_skills.mcp_tools.scan",
     "ml_skills.mcp_tools.artifacts",
     "ml_skills.mcp_tools.diagnose",
+    "ml_skills.mcp_tools.process",
+    "ml_skills.mcp_tools.vertex",
     "ml_skills.mcp_tools.actions",
 )
 

@@ -1,0 +1,43 @@
+"""The result every non-file source tool returns: the collector's SourceEvidence, made safe to hand over.
+
+Error and log text the source returned (`lines`) is fenced as quoted data; every other string
+is stripped of invisible characters and redacted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from ml_skills.mcp_tools.common import ToolResult
+from ml_skills.models import SourceEvidence
+from ml_skills.safety.quoting import fence, new_marker, strip_invisible
+from ml_skills.safety.redact import redact_counted
+
+
+class SourceResult(ToolResult):
+    source: SourceEvidence = Field(description="The source's state, facts and findings; its raw text is in `quoted`.")
+    quoted: str = Field("", description="Error or log text the source returned, fenced as quoted data.")
+
+
+def _clean(value: Any) -> tuple[Any, int, int]:
+    if isinstance(value, str):
+        t, s = strip_invisible(value)
+        t, r = redact_counted(t)
+        return t, s, r
+    if isinstance(value, list):
+        parts = [_clean(v) for v in value]
+        return [p[0] for p in parts], sum(p[1] for p in parts), sum(p[2] for p in parts)
+    if isinstance(value, dict):
+        items = {k: _clean(v) for k, v in value.items()}
+        return {k: v[0] for k, v in items.items()}, sum(v[1] for v in items.values()), sum(v[2] for v in items.values())
+    return value, 0, 0
+
+
+def source_result(src: SourceEvidence) -> SourceResult:
+    marker = new_marker()
+    f = fence(src.lines, marker=marker, label=f"{src.kind} {src.name}")
+    data, stripped, red = _clean(src.model_dump(mode="json", exclude={"lines"}))
+    return SourceResult(status=src.status, truncated=f.truncated, redactions=red + f.redactions, stripped_chars=stripped + f.stripped,
+                        marker=marker, notes=list(data.get("missing", [])), source=SourceEvidence.model_validate(data), quoted=f.text)
