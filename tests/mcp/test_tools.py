@@ -304,3 +304,18 @@ def test_check_process_reads_a_live_process_without_touching_it(server: Server, 
     r = anyio.run(go)
     assert r["source"]["kind"] == "process" and r["source"]["state"] in ("sleeping", "stalled") and p.poll() is None
     assert "state" in r["source"]["facts"]
+
+
+def test_diagnose_takes_a_pasted_traceback(server: Server) -> None:
+    paste = NAN_LOG.read_text()
+
+    async def go():
+        async with server.client() as c:
+            ok = await c.call_tool("diagnose", {"traceback_text": paste})
+            both = await c.call_tool("diagnose", {"traceback_text": paste, "target": str(NAN_LOG)})
+            return ok, both
+
+    ok, both = anyio.run(go)
+    assert ok.structured_content["diagnosis"]["target_kind"] == "traceback"
+    assert ok.structured_content["diagnosis"]["primary_cause"] == "nan-inf"
+    assert both.is_error and "exactly one of" in text(both)

@@ -8,11 +8,14 @@ from pydantic import Field
 
 from ml_skills.engine.pipeline import DiagnoseRequest
 from ml_skills.engine.pipeline import diagnose as run_engine
+from ml_skills.errors import InputError
 from ml_skills.mcp_tools.common import WRITES_REPORT, ToolResult, config, roots, tool
 from ml_skills.models import Diagnosis, EvidenceStatus, Framework, Task
 from ml_skills.render import json_report
 from ml_skills.safety.paths import confine, confine_new
 from ml_skills.safety.quoting import fence, new_marker, strip_invisible
+
+MAX_PASTE = 4 * 1024 * 1024
 
 
 class DiagnoseResult(ToolResult):
@@ -35,21 +38,24 @@ def _strip_all(value: Any) -> tuple[Any, int]:
 
 @tool(title="Diagnose a failed run", annotations=WRITES_REPORT, deadline=300.0)
 def diagnose(
-    target: Annotated[str, Field(min_length=1, max_length=4096, description="Log file or run directory, inside the allowed roots.")],
+    target: Annotated[str | None, Field(min_length=1, max_length=4096, description="Log file or run directory, inside the allowed roots.")] = None,
+    traceback_text: Annotated[str | None, Field(min_length=1, max_length=MAX_PASTE, description="Pasted traceback or log text, instead of a target.")] = None,
     artifacts: Annotated[str | None, Field(max_length=4096, description="Artifact directory to inventory alongside a log.")] = None,
     framework: Annotated[Framework | None, Field(description="Narrow checks to a framework (default: detected).")] = None,
     task: Annotated[Task | None, Field(description="Tune expectations for the task.")] = None,
     last: Annotated[int, Field(ge=1, le=100_000, description="Lines of the tail kept for context.")] = 500,
     out_dir: Annotated[str | None, Field(max_length=4096, description="Where check-failed-run.json goes (default: the server's --out-dir).")] = None,
 ) -> DiagnoseResult:
-    """Run the whole diagnosis engine on a target and return the structured diagnosis: run status,
+    """Run the whole diagnosis engine on a target (or pasted traceback text) and return the structured diagnosis: run status,
     primary cause with confidence, ruled-out classes, root cause, ranked fixes with risk levels and
     GO / NO-GO. Also writes check-failed-run.json and returns its path."""
+    if (target is None) == (traceback_text is None):
+        raise InputError("give exactly one of target (a log file or run directory) or traceback_text (pasted text)")
     r = roots()
-    t = confine(target, r, want="any")
+    t = str(confine(target, r, want="any")) if target is not None else None
     a = str(confine(artifacts, r, want="dir")) if artifacts else None
     out = confine_new(out_dir, r) if out_dir else config().out_dir
-    d = run_engine(DiagnoseRequest(target=str(t), artifacts=a, framework=framework, task=task, last=last))
+    d = run_engine(DiagnoseRequest(target=t, traceback_text=traceback_text, artifacts=a, framework=framework, task=task, last=last))
     cleaned, stripped = _strip_all(d.model_dump(mode="json"))
     d = Diagnosis.model_validate(cleaned)
     path = json_report.write(d, out)
