@@ -44,6 +44,8 @@ _PAIR = re.compile(
     r"(?:^|[\s|,;{(\[-])['\"]?(?P<key>[A-Za-z_][\w/.\-]*(?: [a-z_][\w/]*){0,2}(?: \([a-z]+\))?)['\"]?\s*(?:[:=]\s*)\[?(?:tensor\()?(?P<val>" + _NUM + r")(?=[\s,|;}\])%a-zA-Z]|$)"
 )
 _SPACE_PAIR = re.compile(r"\b(?P<key>step|iter|iteration|epoch|Epoch|Step|Iter|Iteration)\s+(?P<val>\d+(?:\.\d+)?)(?:\s*/\s*(?P<total>\d+))?\b")
+# fairseq and many hand-written loops: `| epoch 001 | loss 8.983 | ppl 449.35 | wps 36389.5 |`
+_PIPE_PAIR = re.compile(r"^\s*(?P<key>[A-Za-z_][\w/.\-]*)\s+(?P<val>" + _NUM + r")\s*$")
 _WORD_NUM = re.compile(r"\b(?P<key>(?:train |val |valid |eval |test )?loss)\s+(?P<val>" + _NUM + r")\b")
 _TQDM = re.compile(r"(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[(?P<elapsed>[\d:]+)<(?P<eta>[\d:?]+),\s*(?P<rate>[\d.]+)\s*(?P<unit>[a-zA-Z/]+)(?P<rest>[^\]]*)\]")
 _TIMESTAMP = re.compile(
@@ -144,6 +146,18 @@ def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None]
             if c == "step_time" and "(ms)" in key:
                 val /= 1000.0
             values.setdefault(c, val)
+    if line.count("|") >= 2:
+        for seg in line.split("|"):
+            m = _PIPE_PAIR.match(seg)
+            if m is None:
+                continue
+            key = m["key"].lower()
+            if key in STEP_KEYS:
+                step = step if step is not None else _num(m["val"])
+            elif key in EPOCH_KEYS:
+                epoch = epoch if epoch is not None else _num(m["val"])
+            elif (c := canonical(key)) is not None:
+                values.setdefault(c, _num(m["val"]))
     for m in _WORD_NUM.finditer(line):
         key = m["key"].split(" ")[0] if " " in m["key"] else ""
         c = {"": "loss", "train": "loss", "val": "val_loss", "valid": "val_loss", "eval": "val_loss", "test": "val_loss"}[key]
