@@ -89,6 +89,6 @@ for step in range(start + 1, args.steps + 1):
         ctypes.string_at(0)  # what a buggy C extension does: read through a null pointer
     if args.out and args.save_every and step % args.save_every == 0:
         save(step)
-if args.out:
+if args.out and not (args.save_every and args.steps % args.save_every == 0):
     save(args.steps)
 print(f"[{stamp()}] training completed")
