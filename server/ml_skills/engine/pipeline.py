@@ -288,7 +288,8 @@ def _first_rank(logs: list[LogEvidence], cls: Classification) -> str:
         when = parse_timestamp(text)
         cause = any(h.role.value == "cause" for h in errs)
         firsts.append((0 if cause else 1, when or datetime.max, log.source, first_line, text))
-    if not firsts:
+    ranks = all(re.search(r"(?i)(rank|node|worker|host)[-_.]?\d", Path(log.source).name) for log in logs)
+    if len(firsts) < 2 and not ranks:  # one failing log beside an earlier attempt's clean log: no order to tell
         return ""
     firsts.sort(key=lambda t: (t[0], t[1]))
     _, when, src, line, text = firsts[0]
