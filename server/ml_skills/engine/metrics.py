@@ -148,16 +148,16 @@ def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None]
             values.setdefault(c, val)
     if line.count("|") >= 2:
         for seg in line.split("|"):
-            m = _PIPE_PAIR.match(seg)
-            if m is None:
+            pair = _PIPE_PAIR.match(seg)
+            if pair is None:
                 continue
-            key = m["key"].lower()
+            key = pair["key"].lower()
             if key in STEP_KEYS:
-                step = step if step is not None else _num(m["val"])
+                step = step if step is not None else _num(pair["val"])
             elif key in EPOCH_KEYS:
-                epoch = epoch if epoch is not None else _num(m["val"])
+                epoch = epoch if epoch is not None else _num(pair["val"])
             elif (c := canonical(key)) is not None:
-                values.setdefault(c, _num(m["val"]))
+                values.setdefault(c, _num(pair["val"]))
     for m in _WORD_NUM.finditer(line):
         key = m["key"].split(" ")[0] if " " in m["key"] else ""
         c = {"": "loss", "train": "loss", "val": "val_loss", "valid": "val_loss", "eval": "val_loss", "test": "val_loss"}[key]
