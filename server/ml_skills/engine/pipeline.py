@@ -239,7 +239,7 @@ def _root_cause(cls: Classification, signals: list[Signal], logs: list[LogEviden
             break
         if s.label == EXTERNAL_KILL:
             meaning = ("The process was killed with SIGKILL from outside while its logged memory stayed flat: a scheduler, "
-                       "a preemption, a watchdog or a person, not the kernel OOM killer (" + s.text[:200] + ")")
+                       "a preemption, a watchdog or a person, not the kernel OOM killer.")
             break
         if s.kind in ("anomaly", "source"):
             meaning = s.text
