@@ -16,6 +16,8 @@ import pytest
 from .harness import SCENARIOS, run
 from .report_checks import check, expect
 
+pytestmark = pytest.mark.slow  # real training runs in child processes
+
 
 def _images(tmp_path, *flags: str):
     data = tmp_path / "data"
@@ -29,17 +31,18 @@ def _mounted(target, *mount_args: str):
     """Mount something over `target` for the test (as root); skip where mounting is not allowed."""
     target.mkdir(parents=True, exist_ok=True)
     for args in mount_args:
-        proc = subprocess.run(["mount", *shlex.split(args.format(target=target))], capture_output=True, text=True)
+        proc = subprocess.run(["mount", *shlex.split(args.format(target=target))], capture_output=True, text=True, check=False)
         if proc.returncode != 0:
-            subprocess.run(["umount", str(target)], capture_output=True)
+            subprocess.run(["umount", str(target)], capture_output=True, check=False)
             pytest.skip(f"cannot mount here ({proc.stderr.strip()}): needs root with CAP_SYS_ADMIN")
     try:
         yield target
     finally:
-        subprocess.run(["umount", str(target)], capture_output=True)
+        subprocess.run(["umount", str(target)], capture_output=True, check=False)
 
 
 def test_truncated_jpeg_read_by_a_worker(tmp_path):
+    """One JPEG cut to a third of its size, read in a DataLoader worker (num_workers=2)."""
     lab = run("image_trainer", tmp_path / "run", str(_images(tmp_path, "--truncate", "1")), "--workers", "2")
     assert lab.returncode == 1
     r = check(lab.log, tmp_path / "out")
@@ -50,6 +53,7 @@ def test_truncated_jpeg_read_by_a_worker(tmp_path):
 
 
 def test_image_of_another_size_fails_to_collate(tmp_path):
+    """One image of a different size; default_collate cannot stack the batch (in a worker)."""
     lab = run("image_trainer", tmp_path / "run", str(_images(tmp_path, "--odd-size", "1")), "--workers", "2")
     assert lab.returncode == 1
     text = lab.log.read_text()
@@ -61,35 +65,35 @@ def test_image_of_another_size_fails_to_collate(tmp_path):
            fix_id="pad-or-resize-collate", risk="needs-approval", validation="one full epoch", decision="NO-GO")
 
 
-def test_label_out_of_range_gets_the_label_range_check(tmp_path):
-    lab = run("classify", tmp_path / "run", "--label-base", "1")  # labels 1..10 for a 10-way head
-    assert lab.returncode == 1
-    r = check(lab.log, tmp_path / "out")
-    expect(r, cls="data-pipeline", status="crashed", log=lab.log, line_text="IndexError: Target 10 is out of bounds",
-           fix_id="check-label-range", risk="safe", validation="min/max of labels", decision="NO-GO")
-    assert r.data["fixes"][0]["fix_id"] == "check-label-range"
-    assert "device-side assert" in r.data["root_cause"]["root"]  # the same bug's GPU form is named
+# runs that fail before or at their first step: (how it fails, trainer args, exit code, class,
+# error text, top fix, its risk, its validation, what the report must also say)
+STARTUP = [
+    pytest.param("Labels numbered 1..10 for a 10-way head: cross_entropy raises at the first batch (a device-side assert on a GPU).",
+                 ["--label-base", "1"], 1, "data-pipeline", "IndexError: Target 10 is out of bounds",
+                 "check-label-range", "safe", "min/max of labels", "device-side assert", id="label-out-of-range"),
+    pytest.param("A misspelled flag (--lr-warmup): argparse exits 2 before training.",
+                 ["--lr-warmup", "100"], 2, "config-error", "error: unrecognized arguments: --lr-warmup 100",
+                 "fix-launch-command", "needs-approval", "gets past argument parsing", "argparse rejected", id="unknown-flag"),
+    pytest.param("--fp16 with --bf16: the trainer's own check raises ValueError before training.",
+                 ["--fp16", "--bf16"], 1, "config-error", "ValueError: At most one of fp16 and bf16 can be True",
+                 "fix-config-key", "needs-approval", "configuration loads", "cannot be combined", id="fp16-and-bf16"),
+]
 
 
-def test_unknown_flag_is_a_launch_command_error(tmp_path):
-    lab = run("classify", tmp_path / "run", "--lr-warmup", "100")
-    assert lab.returncode == 2
-    r = check(lab.run_dir, tmp_path / "out")
-    expect(r, cls="config-error", status="crashed", log=lab.log, line_text="error: unrecognized arguments: --lr-warmup 100",
-           fix_id="fix-launch-command", risk="needs-approval", validation="gets past argument parsing", decision="NO-GO")
-    assert not any("no checkpoint" in f["title"] for f in r.data["findings"])  # it never trained: nothing was due
-
-
-def test_incompatible_precision_flags(tmp_path):
-    lab = run("classify", tmp_path / "run", "--fp16", "--bf16")
-    assert lab.returncode == 1
-    r = check(lab.log, tmp_path / "out")
-    expect(r, cls="config-error", status="crashed", log=lab.log, line_text="ValueError: At most one of fp16 and bf16 can be True",
-           fix_id="fix-config-key", risk="needs-approval", validation="configuration loads", decision="NO-GO")
-    assert r.data["fixes"][0]["fix_id"] == "fix-config-key"
+@pytest.mark.parametrize("how, args, code, cls, line, fix, risk, validation, says", STARTUP)
+def test_failure_at_startup(tmp_path, how, args, code, cls, line, fix, risk, validation, says):
+    lab = run("classify", tmp_path / "run", *args)
+    assert lab.returncode == code
+    r = check(lab.run_dir, tmp_path / "out", how=how)
+    expect(r, cls=cls, status="crashed", log=lab.log, line_text=line, fix_id=fix, risk=risk, validation=validation,
+           decision="NO-GO")
+    assert r.data["fixes"][0]["fix_id"] == fix
+    assert says in r.data["root_cause"]["root"]
+    assert not any("no checkpoint" in f["title"] for f in r.data["findings"])  # it never trained: no save was due yet
 
 
 def test_full_disk_under_the_checkpoint_directory(tmp_path):
+    """A 400 KB tmpfs under ckpt/: step 100 saves, step 200 fills the disk mid-write."""
     run_dir = tmp_path / "run"
     with _mounted(run_dir / "ckpt", "-t tmpfs -o size=400k tmpfs {target}"):  # room for one checkpoint
         lab = run("classify", run_dir, "--steps", "300", "--out", "ckpt", "--save-every", "100")
@@ -104,6 +108,7 @@ def test_full_disk_under_the_checkpoint_directory(tmp_path):
 
 
 def test_read_only_checkpoint_directory(tmp_path):
+    """ckpt/ is a read-only bind mount: the first save at step 100 fails."""
     run_dir = tmp_path / "run"
     with _mounted(run_dir / "ckpt", "--bind {target} {target}", "-o remount,bind,ro {target}"):
         lab = run("classify", run_dir, "--steps", "150", "--out", "ckpt", "--save-every", "100")
@@ -116,6 +121,7 @@ def test_read_only_checkpoint_directory(tmp_path):
 
 
 def test_resume_from_truncated_checkpoint_goes_back_to_the_newest_valid_one(tmp_path):
+    """step_200.pt truncated (killed mid-save); --resume ckpt/step_200.pt fails in torch.load; the recommended command is then run."""
     run_dir = tmp_path / "run"
     first = run("classify", run_dir, "--steps", "200", "--out", "ckpt", "--save-every", "100", log_name="attempt1.log")
     assert first.returncode == 0

@@ -17,7 +17,6 @@ import os
 from pathlib import Path
 
 import torch
-
 from trainlog import log_step, stamp, write_config
 
 p = argparse.ArgumentParser(prog="classify.py")
@@ -83,7 +82,7 @@ for step in range(start + 1, args.steps + 1):
     opt.step()
     acc = (logits.argmax(1) == Y[idx]).float().mean().item()
     log_step(step, loss=loss.item(), acc=acc, grad_norm=gn.item(), lr=lr_at(step))
-    if step == int(os.environ.get("NATIVE_CRASH_STEP", 0)):
+    if step == int(os.environ.get("NATIVE_CRASH_STEP", "0")):
         import ctypes
 
         ctypes.string_at(0)  # what a buggy C extension does: read through a null pointer

@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 import torch
 from PIL import Image
-
 from trainlog import log_step, rss_mb, stamp, write_config
 
 p = argparse.ArgumentParser(prog="image_trainer.py")
@@ -46,7 +45,7 @@ class Folder(torch.utils.data.Dataset):
         return len(paths)
 
     def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
-        if i == int(os.environ.get("NATIVE_CRASH_INDEX", -1)):
+        if i == int(os.environ.get("NATIVE_CRASH_INDEX", "-1")):
             import ctypes
 
             ctypes.string_at(0)  # a buggy native decoder reads through a null pointer

@@ -11,10 +11,14 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 cmd = sys.argv[1:]
 if cmd and cmd[0] == "python":
     cmd[0] = sys.executable
+    here = Path(__file__).parent
+    if len(cmd) > 1 and not Path(cmd[1]).exists() and (here / cmd[1]).exists():
+        cmd[1] = str(here / cmd[1])  # a script shipped next to the launcher, as job bundles do
 child = subprocess.Popen(cmd, stdout=sys.stdout, stderr=sys.stderr)
 print(f"[launcher] {time.strftime('%Y-%m-%d %H:%M:%S')} started {' '.join(sys.argv[1:])} (pid {child.pid})", flush=True)
 rc = child.wait()

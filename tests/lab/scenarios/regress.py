@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 
 import torch
-
 from trainlog import log_step, stamp, write_config
 
 p = argparse.ArgumentParser()
