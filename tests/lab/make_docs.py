@@ -23,7 +23,7 @@ LAB = ROOT / "tests" / "lab"
 TESTS = ["test_lab_numerics.py", "test_lab_memory_crash.py", "test_lab_data_config_io.py"]
 # example folder -> (test function, which of its diagnoses: 0 = first)
 EXAMPLES = {
-    "nan-late-batch": ("test_nan_after_stable_steps_points_to_the_bad_batch", 0),
+    "nan-late-batch": ("test_nan_early_points_to_lr_and_late_to_the_bad_batch[late-bad-batch]", 0),
     "oom-eager-loading": ("test_eager_decoding_runs_out_of_memory_and_lazy_loading_passes_under_the_same_limit", 0),
     "sigkill-exit-137": ("test_external_sigkill_with_flat_memory_is_a_crash_and_resumes", 0),
     "truncated-checkpoint-resume": ("test_resume_from_truncated_checkpoint_goes_back_to_the_newest_valid_one", 0),
@@ -78,7 +78,7 @@ def example(name: str, rec: dict) -> None:
     text = rec["text"].replace(str(run_dir) + "/", "run/").replace(str(run_dir), "run")
     text = "\n".join(line for line in text.splitlines() if not line.startswith("Report: "))
     (out / "README.md").write_text(
-        f"# {name}\n\n{docstrings()[rec['test'].split('::')[-1]][1]}\n\n"
+        f"# {name}\n\n{rec.get('how') or docstrings()[rec['test'].split('::')[-1]][1]}\n\n"
         f"A real run from the lab (`{rec['test']}`), made by "
         + ", ".join(f"[{x}](../../tests/lab/scenarios/{x})" for x in SCRIPTS[name])
         + f": `train.log` is the log that run wrote, `command.txt` its launch command, `config.json` its arguments. "
@@ -108,6 +108,8 @@ def main() -> None:
         (ROOT / "docs" / "lab.md").write_text("\n".join(lines))
         for name, (test, idx) in EXAMPLES.items():
             mine = [r for r in recs if r["test"].endswith("::" + test)]
+            if not mine:
+                sys.exit(f"no diagnosis recorded for {test}: update EXAMPLES in make_docs.py")
             example(name, mine[idx])
     print(f"wrote docs/lab.md ({len(recs)} diagnoses) and {len(EXAMPLES)} examples")
 

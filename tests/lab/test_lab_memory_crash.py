@@ -108,8 +108,10 @@ def _killed_run(tmp_path, *train_args: str):
     proc = start("launcher", run_dir, "python", "classify.py", "--steps", "100000", *train_args)
     log = run_dir / "train.log"
     pid = int(wait_for_line(log, r"\(pid (\d+)\)", proc)[1])
-    wait_for_line(log, r"\] step 250 \|", proc)
-    os.kill(pid, signal.SIGKILL)
+    try:
+        wait_for_line(log, r"\] step 250 \|", proc)
+    finally:
+        os.kill(pid, signal.SIGKILL)  # also when the wait failed: never leave the trainer running
     assert proc.wait(timeout=60) == 137  # the shell convention: 128 + 9
     return run_dir, log
 
