@@ -18,7 +18,7 @@ from ml_skills import __version__
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import artifacts as artifact_collector
 from ml_skills.engine import scan
-from ml_skills.engine.classify import Signal, classify
+from ml_skills.engine.classify import EXTERNAL_KILL, Signal, classify
 from ml_skills.engine.decide import decide
 from ml_skills.engine.plan import plan
 from ml_skills.errors import InputError, TargetNotFound
@@ -291,6 +291,10 @@ def _root_cause(cls: Classification, signals: list[Signal], logs: list[LogEviden
         if s.kind == "signature" and s.label in sig:
             meaning = sig[s.label].meaning
             break
+        if s.label == EXTERNAL_KILL:
+            meaning = ("The process was killed with SIGKILL from outside while its logged memory stayed flat: a scheduler, "
+                       "a preemption, a watchdog or a person, not the kernel OOM killer.")
+            break
         if s.kind in ("anomaly", "source"):
             meaning = s.text
             break
@@ -338,7 +342,8 @@ def _first_rank(logs: list[LogEvidence], cls: Classification) -> str:
         when = parse_timestamp(text)
         cause = any(h.role.value == "cause" for h in errs)
         firsts.append((0 if cause else 1, when or datetime.max, log.source, first_line, text))
-    if not firsts:
+    ranks = all(re.search(r"(?i)(rank|node|worker|host)[-_.]?\d", Path(log.source).name) for log in logs)
+    if len(firsts) < 2 and not ranks:  # one failing log beside an earlier attempt's clean log: no order to tell
         return ""
     firsts.sort(key=lambda t: (t[0], t[1]))
     _, when, src, line, text = firsts[0]
@@ -390,14 +395,25 @@ def _findings(fixes: list[Fix], cls: Classification, root: RootCause) -> list[Fi
     return out
 
 
-def _missing_artifacts(inv: ArtifactInventory | None, status: RunStatus) -> Finding | None:
-    if inv is None or inv.checkpoints or status is RunStatus.COMPLETED:
+def _missing_artifacts(inv: ArtifactInventory | None, status: RunStatus, cls: Classification, logs: list[LogEvidence]) -> Finding | None:
+    """A run that trained, then died with no checkpoint in its output directory: it saved too late.
+
+    Not for a run that never trained (it failed at start-up: no save was due yet), nor when saving
+    itself failed (io-checkpoint is then the primary cause: writing is what is broken).
+    """
+    if inv is None or inv.checkpoints or status in (RunStatus.COMPLETED, RunStatus.RUNNING):
+        return None
+    if cls.primary is FailureClass.IO_CHECKPOINT:
+        return None
+    lp = next((l.trajectory.last_progress for l in logs if l.trajectory.last_progress and l.trajectory.last_progress.step), None)
+    if lp is None:
         return None
     return Finding(
         severity=FindingSeverity.HIGH,
         title="no checkpoint was written before the run ended",
-        detail=("the output directory holds no checkpoint: the run saved only at the end (or not at all), so the work "
-                "is lost. Writing happened too late, not writing is broken: save periodically and on failure."),
+        detail=(f"the run trained to step {_fmt(lp.step)} ({Path(lp.source).name}:{lp.line_no}) and left no checkpoint in "
+                f"{inv.root}: writing happened too late (only at the end), not that writing is broken. Save periodically "
+                "(every N steps) and on failure (an exception or SIGTERM handler), so a killed run loses minutes, not the run."),
     )
 
 
@@ -422,7 +438,7 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
     status = _run_status(cls, signals, all_logs, ev.sources)
     root = _root_cause(cls, signals, all_logs)
     findings = _findings(fixes, cls, root)
-    if (mf := _missing_artifacts(inv, status)) is not None:
+    if (mf := _missing_artifacts(inv, status, cls, all_logs)) is not None:
         findings.insert(1, mf)
     excerpt = None
     if cls.decisive is not None:
