@@ -15,7 +15,8 @@ from ml_skills.safety.quoting import strip_invisible
 
 from tests.mcp.conftest import NAN_LOG, REAL_LOGS, ROOT, Server, server_cmd, text
 
-EVIDENCE = {"read_log_tail", "read_log_window", "grep_log", "scan_log", "list_artifacts", "inspect_checkpoint", "classify_action",
+EVIDENCE = {"verify_artifacts", "preflight_checks",
+            "read_log_tail", "read_log_window", "grep_log", "scan_log", "list_artifacts", "inspect_checkpoint", "classify_action",
             "check_process"}
 REMOTE = {"describe_vertex_job"}
 
