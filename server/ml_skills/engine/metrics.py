@@ -47,7 +47,7 @@ _SPACE_PAIR = re.compile(r"\b(?P<key>step|iter|iteration|epoch|Epoch|Step|Iter|I
 _WORD_NUM = re.compile(r"\b(?P<key>(?:train |val |valid |eval |test )?loss)\s+(?P<val>" + _NUM + r")\b")
 _TQDM = re.compile(r"(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[(?P<elapsed>[\d:]+)<(?P<eta>[\d:?]+),\s*(?P<rate>[\d.]+)\s*(?P<unit>[a-zA-Z/]+)(?P<rest>[^\]]*)\]")
 _TIMESTAMP = re.compile(
-    r"(?P<y>20\d\d)[-/](?P<mo>\d\d)[-/](?P<d>\d\d)[ T_](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)"
+    r"(?P<y>20\d\d)[-/](?P<mo>\d\d)[-/](?P<d>\d\d)[ T_](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d{1,6}))?"
 )
 _HINT = re.compile(r"(?i)(loss|acc|lr|learning|grad|norm|step|iter|epoch|it/s|samples|tokens|mem|perplexity|ppl)")
 
@@ -61,7 +61,8 @@ def parse_timestamp(line: str) -> datetime | None:
     if not m:
         return None
     try:
-        return datetime(int(m["y"]), int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]))
+        micro = int((m["f"] or "0").ljust(6, "0"))  # logging's ",123" and ISO ".123456": order within a second
+        return datetime(int(m["y"]), int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]), micro)
     except ValueError:
         return None
 

@@ -17,7 +17,7 @@ from pydantic import Field
 from ml_skills import __version__
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import artifacts as artifact_collector
-from ml_skills.engine import scan
+from ml_skills.engine import ranks, scan
 from ml_skills.engine.classify import Signal, classify
 from ml_skills.engine.decide import decide
 from ml_skills.engine.plan import plan
@@ -244,7 +244,7 @@ def _root_cause(cls: Classification, signals: list[Signal], logs: list[LogEviden
             meaning = _traceback_meaning(s)
             break
     root = meaning or f"{cls.primary.value} failure"
-    rank_note = _first_rank(logs, cls)
+    rank_note = _first_rank(logs, signals)
     if rank_note:
         root += " " + rank_note
     contributing = []
@@ -266,29 +266,9 @@ def _traceback_meaning(s: Signal) -> str:
     return f"{sig.meaning} ({s.text[:200]})" if sig else s.text[:200]
 
 
-def _first_rank(logs: list[LogEvidence], cls: Classification) -> str:
-    """With several logs (ranks), say which failed first by its first error's time or line."""
-    if len(logs) < 2:
-        return ""
-    firsts = []
-    for log in logs:
-        errs = [h for h in log.hits if h.role.value == "cause"] or list(log.hits)
-        tbs = [t for t in log.tracebacks]
-        lines = [h.line_no for h in errs] + [t.line_no for t in tbs]
-        if not lines:
-            continue
-        first_line = min(lines)
-        text = next((h.text for h in errs if h.line_no == first_line), "") or next((f"{t.exc_type}: {t.message}" for t in tbs if t.line_no == first_line), "")
-        from ml_skills.engine.metrics import parse_timestamp
-
-        when = parse_timestamp(text)
-        cause = any(h.role.value == "cause" for h in errs)
-        firsts.append((0 if cause else 1, when or datetime.max, log.source, first_line, text))
-    if not firsts:
-        return ""
-    firsts.sort(key=lambda t: (t[0], t[1]))
-    _, when, src, line, text = firsts[0]
-    return f"The first rank to fail was {Path(src).name} (line {line}: {text[:120]}); the others failed after it."
+def _first_rank(logs: list[LogEvidence], signals: list[Signal]) -> str:
+    """With several logs (ranks), say which failed first (engine/ranks.py)."""
+    return ranks.describe(logs, signals)
 
 
 def _evidence(cls: Classification, signals: list[Signal], logs: list[LogEvidence], sources: list[SourceEvidence], inv: ArtifactInventory | None) -> list[EvidenceItem]:
