@@ -74,6 +74,8 @@ def _candidates(cls: Classification, signals: list[Signal], logs: list[LogEviden
         add("dedupe-splits", 1.0)
     if AnomalyKind.LOSS_BLOWUP in kinds:
         add("lower-lr-add-warmup", 0.95); add("grad-clipping", 0.9); add("resume-before-spike", 0.8)
+    if AnomalyKind.NO_PROGRESS in kinds:
+        add("dump-stacks", 1.0); add("add-timeouts", 0.7); add("loader-num-workers-zero", 0.6)
     if AnomalyKind.THROUGHPUT_COLLAPSE in kinds:
         add("dump-stacks", 0.8); add("loader-num-workers-zero", 0.5)
     if primary is FailureClass.OOM and _oom_at_eval(cls, logs):
