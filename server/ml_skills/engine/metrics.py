@@ -45,6 +45,7 @@ _PAIR = re.compile(
 )
 _SPACE_PAIR = re.compile(r"\b(?P<key>step|iter|iteration|epoch|Epoch|Step|Iter|Iteration)\s+(?P<val>\d+(?:\.\d+)?)(?:\s*/\s*(?P<total>\d+))?\b")
 _WORD_NUM = re.compile(r"\b(?P<key>(?:train |val |valid |eval |test )?loss)\s+(?P<val>" + _NUM + r")\b")
+_NAMED_NUM = re.compile(r"(?:^|[\s|,;(\[])(?P<key>[A-Za-z][\w/.]*)\s+(?P<val>" + _NUM + r")(?=[\s,|;)\]]|$)")
 _TQDM = re.compile(r"(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[(?P<elapsed>[\d:]+)<(?P<eta>[\d:?]+),\s*(?P<rate>[\d.]+)\s*(?P<unit>[a-zA-Z/]+)(?P<rest>[^\]]*)\]")
 _TIMESTAMP = re.compile(
     r"(?P<y>20\d\d)[-/](?P<mo>\d\d)[-/](?P<d>\d\d)[ T_](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d{1,6}))?"
@@ -149,6 +150,9 @@ def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None]
         key = m["key"].split(" ")[0] if " " in m["key"] else ""
         c = {"": "loss", "train": "loss", "val": "val_loss", "valid": "val_loss", "eval": "val_loss", "test": "val_loss"}[key]
         values.setdefault(c, _num(m["val"]))
+    for m in _NAMED_NUM.finditer(line):  # print(f"epoch {e} train_loss {x:.4f} val_loss {y:.4f}"): known names only
+        if (c := canonical(m["key"])) is not None:
+            values.setdefault(c, _num(m["val"]))
     for m in _SPACE_PAIR.finditer(line):
         k = m["key"].lower()
         v = float(m["val"])
