@@ -32,7 +32,7 @@ RISK_COST = {Risk.SAFE: 1.0, Risk.NEEDS_APPROVAL: 1.6, Risk.DANGEROUS: 4.0}
 MAX_FIXES = 5
 # fixes that only make sense when specific evidence names them, never as a class default
 NEEDS_EVIDENCE = {"collect-more-evidence", "resume-valid-checkpoint", "fix-launch-command", "check-train-data-coverage",
-                  "eval-batch-size", "expandable-segments", "dedupe-splits", "raise-collective-timeout", "exclude-node"}
+                  "eval-batch-size", "expandable-segments", "dedupe-splits", "check-split-overlap", "raise-collective-timeout", "exclude-node"}
 
 
 def _candidates(cls: Classification, signals: list[Signal], logs: list[LogEvidence], inv: ArtifactInventory | None) -> dict[str, float]:
@@ -71,7 +71,7 @@ def _candidates(cls: Classification, signals: list[Signal], logs: list[LogEviden
     if AnomalyKind.TRAIN_VAL_DIVERGENCE in kinds and primary is FailureClass.EVALUATION_MISMATCH:
         add("check-train-data-coverage", 1.0); add("input-completeness-check", 1.0)
     if AnomalyKind.EARLY_PERFECT_VALIDATION in kinds and primary is FailureClass.EVALUATION_MISMATCH:
-        add("dedupe-splits", 1.0)
+        add("check-split-overlap", 1.0); add("dedupe-splits", 1.0)
     if AnomalyKind.LOSS_BLOWUP in kinds:
         add("lower-lr-add-warmup", 0.95); add("grad-clipping", 0.9); add("resume-before-spike", 0.8)
     if AnomalyKind.NO_PROGRESS in kinds:
