@@ -17,7 +17,7 @@ from pydantic import Field
 from ml_skills import __version__
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import artifacts as artifact_collector
-from ml_skills.engine import ranks, scan
+from ml_skills.engine import scan
 from ml_skills.engine.classify import Signal, classify
 from ml_skills.engine.decide import decide
 from ml_skills.engine.plan import plan
@@ -268,6 +268,8 @@ def _traceback_meaning(s: Signal) -> str:
 
 def _first_rank(logs: list[LogEvidence], signals: list[Signal]) -> str:
     """With several logs (ranks), say which failed first (engine/ranks.py)."""
+    from ml_skills.engine import ranks
+
     return ranks.describe(logs, signals)
 
 
