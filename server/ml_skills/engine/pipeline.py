@@ -17,7 +17,7 @@ from pydantic import Field
 from ml_skills import __version__
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import artifacts as artifact_collector
-from ml_skills.engine import scan
+from ml_skills.engine import ranks, scan
 from ml_skills.engine.classify import Signal, classify
 from ml_skills.engine.decide import decide
 from ml_skills.engine.plan import plan
@@ -268,8 +268,6 @@ def _traceback_meaning(s: Signal) -> str:
 
 def _first_rank(logs: list[LogEvidence], signals: list[Signal]) -> str:
     """With several logs (ranks), say which failed first (engine/ranks.py)."""
-    from ml_skills.engine import ranks
-
     return ranks.describe(logs, signals)
 
 
@@ -339,6 +337,7 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
     src_logs = [scan.scan_text("\n".join(s.lines), source=f"{s.kind}:{s.name}", last=req.last, task=req.task) for s in ev.sources if s.lines]
     metric_logs = [scan.from_metrics(s.metrics, source=f"{s.kind}:{s.name}", task=req.task) for s in ev.sources if s.metrics]
     all_logs = logs + src_logs + metric_logs
+    ranks.drop_stalls_of_ended_run(all_logs)
     cls, signals = classify(all_logs, ev.sources)
     framework, fw_source = _framework(req, all_logs)
     insufficient = _insufficient(cls, logs, ev.sources, signals)

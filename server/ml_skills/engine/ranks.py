@@ -7,18 +7,25 @@ error of its own, with only a symptom (it waited for a peer), or with nothing at
 or died without a message). The first rank to fail is the earliest own error; with none, a rank
 that stopped silently while others waited for it; with neither, the earliest symptom. "Earliest"
 is by timestamp when every candidate has one (the line's own, or the nearest line before it
-that carries one), otherwise by the step it reached and then by line order.
+that carries one), otherwise by the step it reached and then by line order. When one log holds
+every rank (torchrun without --log-dir), ranks are told apart by the tag on each error line and
+ordered by line.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from ml_skills.engine.classify import Signal
 from ml_skills.engine.metrics import parse_timestamp
-from ml_skills.models import LogEvidence, Role
+from ml_skills.models import AnomalyKind, LogEvidence, Role
+
+
+# torch's own prefix on rank output ("[rank1]: Traceback"), NCCL's "[Rank 1]", loggers' "rank1"
+RANK_TAG = re.compile(r"^\[rank(\d+)\]:|\[Rank (\d+)\]|\brank(\d+)\b")
 
 
 @dataclass
@@ -66,10 +73,36 @@ def _order(pool: list[RankEnd]) -> list[RankEnd]:
     return sorted(pool, key=lambda e: (e.step if e.step is not None else float("inf"), e.line_no))
 
 
+def _raw(log: LogEvidence, line_no: int | None) -> str | None:
+    """The line as written (a traceback's event text has its rank prefix stripped)."""
+    if log.tail is None or line_no is None or not 0 <= line_no - log.tail.start_line < len(log.tail.lines):
+        return None
+    return log.tail.lines[line_no - log.tail.start_line]
+
+
+def _interleaved(log: LogEvidence, signals: list[Signal]) -> list[RankEnd]:
+    """Ranks of one log that holds them all (torchrun without --log-dir): by each line's rank tag."""
+    firsts: dict[str, RankEnd] = {}
+    mine = sorted((s for s in signals if s.source == log.source and s.line_no and not s.survived and not s.warning
+                   and s.kind in ("signature", "traceback") and s.role is not Role.HINT), key=lambda s: s.line_no or 0)
+    for s in mine:
+        m = RANK_TAG.search(_raw(log, s.line_no) or s.text)
+        if m is None or s.line_no is None:
+            continue
+        rank = f"rank{next(g for g in m.groups() if g is not None)}"
+        kind = "error" if s.role is Role.CAUSE else "symptom"
+        prev = firsts.get(rank)
+        if prev is None or (prev.kind == "symptom" and kind == "error"):
+            firsts[rank] = RankEnd(f"{log.source} [{rank}]", kind, s.line_no, s.text, parse_timestamp(s.text[:200]), None)
+    return list(firsts.values())
+
+
 def first_failing(logs: list[LogEvidence], signals: list[Signal]) -> tuple[RankEnd, list[RankEnd]] | None:
-    """(the first rank to fail, the others), or None with fewer than two ranks' logs."""
+    """(the first rank to fail, the others), or None unless two ranks' endings can be told apart."""
     ranks = [e for log in logs if (e := rank_end(log, signals)) is not None]
     ranks = [e for e in ranks if e.kind != "stopped" or e.step is not None or e.time is not None]
+    if len(ranks) < 2 and len(logs) == 1:
+        ranks = _interleaved(logs[0], signals)  # one log, every rank in it: line order is time order
     if len(ranks) < 2:
         return None
     errors = [e for e in ranks if e.kind == "error"]
@@ -113,3 +146,23 @@ def describe(logs: list[LogEvidence], signals: list[Signal]) -> str:
             case _:
                 tails.append(f"{o} stopped at line {e.line_no}{_when(e)} without an error")
     return head + (" Then " + "; ".join(tails) + "." if tails else "")
+
+
+def _ended(log: LogEvidence) -> bool:
+    lp = log.trajectory.last_progress
+    after = lp.line_no if lp else 0
+    return any(t.line_no > after for t in log.tracebacks) or any(
+        h.line_no > after and h.role is not Role.HINT for h in log.hits)
+
+
+def drop_stalls_of_ended_run(logs: list[LogEvidence]) -> None:
+    """A silent log beside one that ended in an error belongs to a run that has ended, not a live hang.
+
+    Its silence (a rank that hung and was then torn down, or died without a message) is told by
+    the first-rank analysis; calling it a stall would make the diagnosis depend on how long after
+    the failure it was run.
+    """
+    if len(logs) < 2 or not any(_ended(log) for log in logs):
+        return
+    for log in logs:
+        log.trajectory.anomalies = [a for a in log.trajectory.anomalies if a.kind is not AnomalyKind.NO_PROGRESS]
