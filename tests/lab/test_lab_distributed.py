@@ -7,6 +7,7 @@ treat the other rank's collective failure as the consequence.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -30,13 +31,14 @@ def _fix(report: dict, fix_id: str) -> dict:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
-    out = {}
-    for mode in ("raise", "hang"):
-        d = tmp_path_factory.mktemp(f"dist-{mode}")
-        r = run("distributed_ranks", d, "--mode", mode, log_name="launcher.log", timeout=120)
-        assert r.returncode == 1, (d / "launcher.log").read_text()
-        out[mode] = d
-    return out
+    """The three runs at once (most of their time is waiting on a peer or a timeout)."""
+    variants = {"raise": ("--mode", "raise"), "hang": ("--mode", "hang"), "interleaved": ("--mode", "raise", "--combined")}
+    dirs = {k: tmp_path_factory.mktemp(f"dist-{k}") for k in variants}
+    with ThreadPoolExecutor(len(variants)) as pool:
+        done = {k: pool.submit(run, "distributed_ranks", dirs[k], *a, log_name="launcher.log", timeout=120) for k, a in variants.items()}
+        for k, f in done.items():
+            assert f.result().returncode == 1, (dirs[k] / "launcher.log").read_text()
+    return dirs
 
 
 def test_rank_that_raised_is_the_root_and_the_collective_failure_is_secondary(runs, cli):
@@ -86,4 +88,20 @@ def test_one_rank_log_alone_asks_for_the_other_ranks(runs, cli):
     assert proc.returncode == 0, proc.stderr
     assert rep["primary_cause"] == "nccl-distributed"
     assert "other ranks' logs" in (rep["insufficient_evidence"] or "")
+    assert rep["decision"] == "NO-GO"
+
+
+def test_ranks_interleaved_in_one_log_are_told_apart_by_line_order(runs, cli):
+    log = runs["interleaved"] / "launcher.log"
+    err_line = _line_of(log, "[rank1]: ValueError: could not convert string to float")
+    peer_line = _line_of(log, "[rank0]: RuntimeError:")
+    assert peer_line > err_line
+    proc, rep = cli(str(log))
+    assert proc.returncode == 0, proc.stderr
+    assert rep["primary_cause"] == "data-pipeline"
+    assert rep["run_status"] == "crashed"
+    assert rep["root_cause"]["proximate_line"]["line_no"] == err_line
+    root = rep["root_cause"]["root"]
+    assert f"The first rank to fail was launcher.log [rank1]: its own error at line {err_line}" in root
+    assert f"launcher.log [rank0] failed after it in a collective (line {peer_line}" in root
     assert rep["decision"] == "NO-GO"

@@ -9,7 +9,8 @@ SIGTERM to the survivors. Modes:
   exit   rank 1 dies with os._exit(1) and no message (as after a native crash or an external kill)
   hang   rank 1 blocks in its input pipeline; rank 0 times out in all_reduce (short pg timeout)
 
-Ranks log with timestamps, as logging-based trainers do.
+Ranks log with timestamps, as logging-based trainers do. With --combined every rank writes to the
+launcher's stdout instead (torchrun without --log-dir), so one log holds both, interleaved.
 """
 
 from __future__ import annotations
@@ -34,15 +35,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch(mode: str, grace: float) -> int:
+def launch(mode: str, grace: float, combined: bool) -> int:
     port = free_port()
     procs = []
     for rank in range(2):
-        log = open(f"rank{rank}.log", "wb")
         cmd = [sys.executable, "-u", __file__, "--mode", mode, "--rank", str(rank), "--world-size", "2", "--port", str(port)]
+        if combined:  # every rank writes to the launcher's own stdout, interleaved (torchrun's default)
+            procs.append(subprocess.Popen(cmd))
+            continue
+        log = open(f"rank{rank}.log", "wb")
         procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT))
         log.close()
-    print(f"launched 2 ranks on tcp://127.0.0.1:{port}, logs in rank0.log rank1.log", flush=True)
+    where = "interleaved on stdout" if combined else "in rank0.log rank1.log"
+    print(f"launched 2 ranks on tcp://127.0.0.1:{port}, logs {where}", flush=True)
     failed: dict[int, int] = {}
     deadline = None
     while True:
@@ -124,9 +129,10 @@ def main() -> int:
     ap.add_argument("--world-size", type=int, default=2)
     ap.add_argument("--port", type=int)
     ap.add_argument("--grace", type=float, default=3.0)
+    ap.add_argument("--combined", action="store_true", help="all ranks write to one stream instead of one log each")
     a = ap.parse_args()
     if a.rank is None:
-        return launch(a.mode, a.grace)
+        return launch(a.mode, a.grace, a.combined)
     train(a.rank, a.world_size, a.port, a.mode)
     return 0
 
