@@ -60,7 +60,125 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--plot", action="store_true", help="also write a PNG of the metric trajectory into --out-dir")
     opt.add_argument("--fail-on-nogo", action="store_true", help="exit 1 when the decision is NO-GO (for CI gates)")
     opt.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    v = sub.add_parser(
+        "verify-artifacts",
+        help="check a run's artifacts and provenance before promotion (fails closed)",
+        description="Weights, preprocessing, held-out metrics, frozen environment, manifest, run-scoped prefix, rollback.",
+    )
+    v.add_argument("run_dir", help="the run's artifact directory")
+    v.add_argument("--previous", metavar="PATH", help="the version this one replaces (default: manifest previous_version)")
+    v.add_argument("--first-version", action="store_true", help="no previous version exists yet: skip the rollback check")
+    v.add_argument("--out-dir", default=".", help="where verify-artifacts.json is written (default: current directory)")
+    v.add_argument("--format", choices=["text", "json"], default="text")
+    v.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    w = sub.add_parser(
+        "watch-run",
+        help="poll a live run and alert on stalls, NaN, climbing validation loss or dying throughput",
+        description="Diagnose the target again every --interval seconds until it finishes, fails, stalls or passes --until-step.",
+    )
+    w.add_argument("target", nargs="?", help="log file or run directory")
+    w.add_argument("--pid", type=_positive)
+    w.add_argument("--wandb", metavar="RUN")
+    w.add_argument("--mlflow", metavar="RUN")
+    w.add_argument("--vertex-pipeline", metavar="JOB")
+    w.add_argument("--project")
+    w.add_argument("--region")
+    w.add_argument("--interval", type=float, default=60.0, help="seconds between polls (default 60)")
+    w.add_argument("--max-polls", type=_positive, help="stop after N polls")
+    w.add_argument("--until-step", type=float, help="validation criterion: succeed once the run passes this step with no alert")
+    w.add_argument("--stall-after", type=float, help="seconds without new progress that count as a stall (default max(5 x interval, 300))")
+    w.add_argument("--format", choices=["text", "json"], default="text")
+    w.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    f = sub.add_parser(
+        "preflight-run",
+        help="cheap screens before a paid run: compile, smoke run, throughput budget, data completeness, memory, checkpointing",
+        description="Run the screens that catch plumbing failures before a run costs GPU-days. Fails closed.",
+    )
+    f.add_argument("script", help="the training script")
+    f.add_argument("--args", default="", help="the real run's arguments (quoted), for the archive check")
+    f.add_argument("--smoke-args", help="arguments for one tiny end-to-end pass on the CPU (quoted)")
+    f.add_argument("--probe-args", help="arguments for a throughput probe of at least 1,000 samples (quoted)")
+    f.add_argument("--samples-per-step", type=_positive, help="samples per logged step (batch size x accumulation x ranks)")
+    f.add_argument("--total-samples", type=_positive, help="samples in one epoch of the real run")
+    f.add_argument("--epochs", type=float, default=1.0)
+    f.add_argument("--cost-per-hour", type=float, help="price of the real run's machine per hour")
+    f.add_argument("--platform-cap-hours", type=float, help="the platform's maximum job duration")
+    f.add_argument("--data", metavar="DIR", help="the dataset directory the run will read")
+    f.add_argument("--expect-shards", type=_positive, help="how many shards the dataset must hold")
+    f.add_argument("--marker", help="completion marker file the producer writes last (e.g. _SUCCESS)")
+    f.add_argument("--shard-pattern", default="*", help="glob of shard files (default *)")
+    f.add_argument("--quiet-seconds", type=float, default=60.0, help="no file may have changed this recently (default 60)")
+    f.add_argument("--memory-limit", help="the job's memory limit, e.g. 16G (default: available RAM here)")
+    f.add_argument("--decode-bytes", type=int, default=1, help="bytes per decoded value: 1 for uint8, 4 for float32")
+    f.add_argument("--launch", help="the launch command, checked for detaching and a timeout under the cap")
+    f.add_argument("--results-archive", metavar="DIR", help="where earlier runs' outputs are kept (command.txt per run)")
+    f.add_argument("--timeout", type=float, default=600.0, help="deadline for each smoke or probe run in seconds")
+    f.add_argument("--out-dir", default=".", help="where preflight-run.json is written")
+    f.add_argument("--format", choices=["text", "json"], default="text")
+    f.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     return p
+
+
+def preflight_run(args: argparse.Namespace) -> int:
+    import shlex
+
+    from ml_skills.checks.preflight import preflight
+
+    def split(x: str | None) -> list[str] | None:
+        return shlex.split(x) if x is not None else None
+
+    report = preflight(
+        args.script, args=shlex.split(args.args), smoke_args=split(args.smoke_args), probe_args=split(args.probe_args),
+        samples_per_step=args.samples_per_step, total_samples=args.total_samples, epochs=args.epochs,
+        cost_per_hour=args.cost_per_hour, cap_hours=args.platform_cap_hours, data=args.data,
+        expect_shards=args.expect_shards, marker=args.marker, shard_pattern=args.shard_pattern,
+        quiet_seconds=args.quiet_seconds, memory_limit=args.memory_limit, decode_bytes=args.decode_bytes,
+        launch=args.launch, results_archive=args.results_archive, timeout=args.timeout, out_dir=args.out_dir,
+    )
+    path = _write_json(report, args.out_dir, "preflight-run.json")
+    sys.stdout.write(report.model_dump_json(indent=2) + "\n" if args.format == "json" else report.render() + f"Report: {path}\n")
+    return 0 if report.decision.value == "GO" else 1
+
+
+def watch_run(args: argparse.Namespace) -> int:
+    from ml_skills.checks.watch import watch
+    from ml_skills.engine.pipeline import DiagnoseRequest
+
+    if not any((args.target, args.pid, args.wandb, args.mlflow, args.vertex_pipeline)):
+        raise InputError("nothing to watch: give a log path or run directory, --pid, --wandb, --mlflow or --vertex-pipeline")
+    if args.interval <= 0:
+        raise InputError("--interval must be more than 0 seconds")
+    req = DiagnoseRequest(target=args.target, pid=args.pid, wandb=args.wandb, mlflow=args.mlflow,
+                          vertex_pipeline=args.vertex_pipeline, project=args.project, region=args.region, once=True)
+
+    def emit(e) -> None:
+        if args.format == "text":
+            sys.stdout.write(f"[{e.at:%H:%M:%S}] {e.kind}: {e.message}\n")
+            sys.stdout.flush()
+
+    result = watch(req, interval=args.interval, max_polls=args.max_polls, until_step=args.until_step,
+                   stall_after=args.stall_after, emit=emit)
+    if args.format == "json":
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+    return 0 if result.healthy else 1
+
+
+def _write_json(model, out_dir: str, name: str) -> str:
+    from ml_skills.render.json_report import write_model
+
+    return str(write_model(model, out_dir, name))
+
+
+def verify_artifacts(args: argparse.Namespace) -> int:
+    from ml_skills.checks.provenance import verify
+
+    report = verify(args.run_dir, args.previous, first_version=args.first_version)
+    path = _write_json(report, args.out_dir, "verify-artifacts.json")
+    sys.stdout.write(report.model_dump_json(indent=2) + "\n" if args.format == "json" else report.render() + f"Report: {path}\n")
+    return 0 if report.decision.value == "GO" else 1
+
+
+COMMANDS = {"check-failed-run": "check_failed_run", "verify-artifacts": "verify_artifacts", "watch-run": "watch_run", "preflight-run": "preflight_run"}
 
 
 def _read_paste(spec: str) -> str:
@@ -119,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return check_failed_run(args)
+        return globals()[COMMANDS[args.command]](args)
     except MLSkillsError as e:
         print(f"ml-skills: error: {e}", file=sys.stderr)
         return 2

@@ -73,9 +73,78 @@ def schema_json() -> str:
     return json.dumps(schema, indent=2, sort_keys=True) + "\n"
 
 
+def schemas_markdown() -> str:
+    """Every field of check-failed-run.json with its type and description, from the models."""
+    schema = Diagnosis.model_json_schema()
+    defs = schema.get("$defs", {})
+    lines = [
+        "# check-failed-run.json",
+        "",
+        "Generated from the pydantic models (`server/ml_skills/models.py`) by `python -m ml_skills.gen`.",
+        "The machine-checkable form is `schemas/check-failed-run.schema.json` (JSON Schema 2020-12).",
+        "",
+    ]
+
+    def typ(p: dict) -> str:
+        if "$ref" in p:
+            return p["$ref"].rsplit("/", 1)[-1]
+        if "anyOf" in p:
+            return " or ".join(typ(x) for x in p["anyOf"])
+        if p.get("type") == "array":
+            return f"list of {typ(p.get('items', {}))}" if "items" in p else "list"
+        if "enum" in p:
+            return "one of " + ", ".join(f"`{v}`" for v in p["enum"])
+        return str(p.get("type", "any"))
+
+    def table(title: str, sch: dict) -> None:
+        lines.extend([f"## {title}", "", sch.get("description", "").strip(), "", "| field | type | meaning |", "|---|---|---|"])
+        req = set(sch.get("required", []))
+        for name, p in sch.get("properties", {}).items():
+            desc = (p.get("description") or "").replace("|", "\\|").replace("\n", " ")
+            lines.append(f"| `{name}`{'' if name in req else ' (optional)'} | {typ(p)} | {desc} |")
+        lines.append("")
+
+    table("Diagnosis (the whole file)", schema)
+    for name in sorted(defs):
+        if "properties" in defs[name]:
+            table(name, defs[name])
+    return "\n".join(lines)
+
+
+def vocabulary_markdown() -> str:
+    """The closed word sets of the report, from the enums."""
+    from ml_skills.models import ActionKind, Decision, FindingSeverity, Framework, Level, Risk, Role, RunStatus, Severity, Task
+    from ml_skills.policy.risk import DEFAULT_RISK
+
+    lines = ["# Vocabulary", "", "Generated from the enums in `server/ml_skills/models.py` by `python -m ml_skills.gen`.", ""]
+    lines += ["## Failure classes", ""] + [f"- `{c.value}`: {CLASS_SUMMARY[c]}" for c in FailureClass] + [""]
+    status_words = {
+        "crashed": "the process ended with an error", "hung": "alive or silent, but no progress",
+        "degraded": "still training, but unhealthy (throughput collapse, memorisation)",
+        "diverged": "loss became NaN/Inf or blew up", "recovered": "an error happened and training went on",
+        "completed": "finished (possibly with bad quality)", "running": "alive and progressing",
+        "unknown": "the evidence does not say",
+    }
+    lines += ["## Run status", ""] + [f"- `{s.value}`: {status_words[s.value]}" for s in RunStatus] + [""]
+    lines += ["## Risk", "", "- `safe`: may run without asking", "- `needs-approval`: runs only after the person accepts",
+              "- `dangerous`: refused unless the policy file allows it, then still needs acceptance", ""]
+    assert {r.value for r in Risk} == {"safe", "needs-approval", "dangerous"}
+    lines += ["## Action kinds and their default risk", ""] + [f"- `{k.value}`: {DEFAULT_RISK[k][0].value} ({DEFAULT_RISK[k][1]})" for k in ActionKind] + [""]
+    lines += ["## Decision", "", f"- `{Decision.GO.value}`: a safe recovery path exists", f"- `{Decision.NO_GO.value}`: a person must decide", ""]
+    lines += ["## Signature roles", ""] + [f"- `{r.value}`" for r in Role] + [""]
+    lines += ["## Signature severity", ""] + [f"- `{s.value}`" for s in Severity] + [""]
+    lines += ["## Finding severity", "", "One finding per top fix: `blocker` for the critical one, `high` for significant ones.", ""] + [f"- `{s.value}`" for s in FindingSeverity] + [""]
+    lines += ["## Confidence levels", "", "high >= 0.75, medium >= 0.50, low below.", ""] + [f"- `{s.value}`" for s in Level] + [""]
+    lines += ["## Frameworks", ""] + [f"- `{f.value}`" for f in Framework] + [""]
+    lines += ["## Tasks", ""] + [f"- `{t.value}`" for t in Task] + [""]
+    return "\n".join(lines)
+
+
 def outputs() -> dict[str, str]:
     tax = taxonomy_markdown()
     return {
+        "references/schemas.md": schemas_markdown(),
+        "references/vocabulary.md": vocabulary_markdown(),
         "references/failure-taxonomy.md": tax,
         "skills/check-failed-run/references/failure-taxonomy.md": tax,
         "schemas/check-failed-run.schema.json": schema_json(),

@@ -162,6 +162,9 @@ class Signature(Model):
     confirm: str = Field(description="How to confirm that this is the cause.")
     fixes: list[str] = Field(default_factory=list, description="Fix ids from catalog/fixes.toml.")
     examples: SignatureExamples = Field(default_factory=SignatureExamples)
+    logged_as_warning: bool = Field(False, description=(
+        "The framework reports this failure at WARNING level (Ray's worker-died line), so a warning prefix "
+        "does not make it harmless."))
 
 
 class FixTemplate(Model):
@@ -414,36 +417,36 @@ class ToolInfo(Model):
 class Diagnosis(Model):
     """The whole result: printed as the report and written as check-failed-run.json."""
 
-    schema_version: str = "1"
-    tool: ToolInfo
-    created_at: datetime
-    target: str
-    target_kind: str
-    framework: Framework
+    schema_version: str = Field("1", description="Version of this file's layout.")
+    tool: ToolInfo = Field(description="The tool and version that wrote the file.")
+    created_at: datetime = Field(description="When the diagnosis was made (UTC).")
+    target: str = Field(description="What was diagnosed: a path, user@host:/path, pid, run id or pipeline job.")
+    target_kind: str = Field(description="log, directory, traceback, ssh, pid, proc, wandb, mlflow or vertex-pipeline.")
+    framework: Framework = Field(description="Training framework, given with --framework or detected from the log.")
     framework_source: str = Field(description="given, detected or unknown")
-    task: Task | None = None
-    run_status: RunStatus
-    primary_cause: FailureClass | None
-    primary_cause_confidence: float = Field(ge=0.0, le=1.0)
-    confidence: Level
-    contributing_factors: list[FailureClass] = Field(default_factory=list)
-    ruled_out: list[RuledOut] = Field(default_factory=list)
-    evidence: list[EvidenceItem] = Field(default_factory=list)
-    decisive_excerpt: Excerpt | None = None
-    root_cause: RootCause
-    fixes: list[Fix] = Field(default_factory=list)
-    findings: list[Finding] = Field(default_factory=list)
-    decision: Decision
-    decision_reason: str
-    next_commands: list[str] = Field(default_factory=list)
+    task: Task | None = Field(None, description="The task given with --task, if any.")
+    run_status: RunStatus = Field(description="What state the run is in.")
+    primary_cause: FailureClass | None = Field(description="The one primary failure class, or null when the evidence cannot decide.")
+    primary_cause_confidence: float = Field(ge=0.0, le=1.0, description="Confidence in the primary class, 0.00-1.00.")
+    confidence: Level = Field(description="The same as a word: high >= 0.75, medium >= 0.50, low below.")
+    contributing_factors: list[FailureClass] = Field(default_factory=list, description="Other classes that made the failure likely or worse.")
+    ruled_out: list[RuledOut] = Field(default_factory=list, description="Every other plausible class, with the evidence that ruled it out.")
+    evidence: list[EvidenceItem] = Field(default_factory=list, description="The lines, metrics and facts the diagnosis rests on.")
+    decisive_excerpt: Excerpt | None = Field(None, description="About 40 lines around the decisive line, redacted.")
+    root_cause: RootCause = Field(description="Proximate cause (where execution failed), root cause and contributing causes.")
+    fixes: list[Fix] = Field(default_factory=list, description="Ranked recovery actions, each with risk, impact, time to try and validation.")
+    findings: list[Finding] = Field(default_factory=list, description="One finding per top fix (blocker for the critical one, high for significant ones).")
+    decision: Decision = Field(description="GO when a safe recovery path exists, NO-GO when a person must decide.")
+    decision_reason: str = Field(description="Why the decision is what it is.")
+    next_commands: list[str] = Field(default_factory=list, description="Exact commands to run next, where they can be derived.")
     insufficient_evidence: str | None = Field(
         None, description="When the evidence cannot decide: the smallest artifact that would."
     )
-    last_progress: ProgressPoint | None = None
-    trajectory: list[SeriesSummary] = Field(default_factory=list)
-    anomalies: list[Anomaly] = Field(default_factory=list)
-    artifacts: ArtifactInventory | None = None
+    last_progress: ProgressPoint | None = Field(None, description="The last training progress seen (step, epoch, time, line).")
+    trajectory: list[SeriesSummary] = Field(default_factory=list, description="Metric series (loss, val_loss, grad_norm, lr, throughput, ...), downsampled.")
+    anomalies: list[Anomaly] = Field(default_factory=list, description="What the metric detectors found (NaN onset, spikes, memorisation, ...).")
+    artifacts: ArtifactInventory | None = Field(None, description="The run directory's configs, logs, checkpoints (with validity) and failure files.")
     report_lines: list[str] = Field(default_factory=list, description="Source-specific report lines.")
     sources: list[str] = Field(default_factory=list, description="What was read, with its status.")
-    redactions: int = 0
-    plot: str | None = None
+    redactions: int = Field(0, description="How many secrets were redacted from this report.")
+    plot: str | None = Field(None, description="Path of the metric plot PNG, when --plot was given.")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import cache
 
 from ml_skills.catalog.loader import compiled_exception_rules, signatures
 from ml_skills.models import (
@@ -68,6 +69,12 @@ class Signal:
     role: Role
     survived: bool = False
     warning: bool = False
+
+
+@cache
+def _logged_as_warning() -> frozenset[str]:
+    """Signatures of failures that their framework reports at WARNING level (not damped)."""
+    return frozenset(s.id for s in signatures() if s.logged_as_warning)
 
 
 def _last_progress_line(log: LogEvidence) -> int | None:
@@ -140,7 +147,8 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
             if (h.source, h.line_no) in superseded and h.severity is not Severity.CRITICAL:
                 continue
             w = ROLE_W[h.role] * SEV_W[h.severity] * (1 + 0.12 * math.log(max(1, h.count)))
-            warning = bool(_WARNING.search(h.text)) and h.role is not Role.HINT and "Error" not in h.text.split(":")[0]
+            warning = (bool(_WARNING.search(h.text)) and h.role is not Role.HINT and "Error" not in h.text.split(":")[0]
+                       and h.signature_id not in _logged_as_warning())
             if warning:
                 w *= WARNING_DAMP
             survived = last_prog is not None and h.line_no < last_prog
@@ -158,6 +166,25 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
 def _anomaly_signal(a: Anomaly, kind: str = "anomaly") -> Signal:
     return Signal(a.failure_class, ANOMALY_W[a.severity], kind, a.kind.value, a.source, a.line_no, a.detail,
                   Role.CAUSE if a.severity is Severity.CRITICAL else Role.SYMPTOM)
+
+
+def _numeric_before_crash(signals: list[Signal]) -> None:
+    """A NaN or an exploding loss followed by a CUDA fault: the numbers went first, the crash followed.
+
+    Non-finite or huge values reach index and ROI kernels as garbage indices, so a run that
+    explodes numerically often dies a few steps later with an illegal memory access or a
+    device-side assert. When the anomaly precedes the crash in the same log, the anomaly takes
+    the lead that the crash would otherwise get as the first terminal cause.
+    """
+    numeric = [s for s in signals if s.kind == "anomaly" and s.label in ("nan-onset", "loss-blowup") and s.role is Role.CAUSE]
+    crashes = [s for s in signals if s.failure_class is FailureClass.CUDA_RUNTIME and s.role is Role.CAUSE and not s.survived]
+    for n in numeric:
+        after = [c for c in crashes if c.source == n.source and (c.line_no or 0) > (n.line_no or 0)]
+        if after:
+            n.weight *= 1.3
+            for c in after:
+                c.weight /= 1.3
+            return
 
 
 def _memory_flat(logs: list[LogEvidence]) -> tuple[bool, str]:
@@ -179,6 +206,13 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
             first_by_source.setdefault(s.source, s)
         for s in first_by_source.values():
             s.weight *= 1.3
+    else:
+        # no cause anywhere: the strongest symptom after the last progress is what ended the run
+        # (a bare 'Killed' or exit status 137 from the OOM killer, a launcher's exit code)
+        ends = [s for s in signals if s.role is Role.SYMPTOM and s.kind == "signature" and not s.survived and not s.warning]
+        if ends:
+            max(ends, key=lambda s: (s.weight, -(s.line_no or 0))).weight *= 1.3
+    _numeric_before_crash(signals)
 
     # exit 137 with flat memory is an external SIGKILL, not an OOM
     notes: list[str] = []

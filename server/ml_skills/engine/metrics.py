@@ -39,12 +39,13 @@ for canon, names in {
 STEP_KEYS = {"step", "global_step", "iteration", "iter", "steps", "global_steps", "it", "train/global_step", "trainer/global_step", "batch", "update", "updates", "num_updates"}
 EPOCH_KEYS = {"epoch", "epochs", "train/epoch"}
 
-_NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|inf|Inf|INF|-inf|-Inf)"
+_NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|-?Infinity|inf|Inf|INF|-inf|-Inf)"
 _PAIR = re.compile(
     r"(?:^|[\s|,;{(\[-])['\"]?(?P<key>[A-Za-z_][\w/.\-]*(?: [a-z_][\w/]*){0,2}(?: \([a-z]+\))?)['\"]?\s*(?:[:=]\s*)\[?(?:tensor\()?(?P<val>" + _NUM + r")(?=[\s,|;}\])%a-zA-Z]|$)"
 )
+_SEGMENT = re.compile(r"^\s*(?P<key>[A-Za-z_][\w/.\-]*(?: [a-z_][\w/]*){0,2})\s+(?P<val>" + _NUM + r")\s*[a-zA-Z%]{0,3}\s*$")
 _SPACE_PAIR = re.compile(r"\b(?P<key>step|iter|iteration|epoch|Epoch|Step|Iter|Iteration)\s+(?P<val>\d+(?:\.\d+)?)(?:\s*/\s*(?P<total>\d+))?\b")
-_WORD_NUM = re.compile(r"\b(?P<key>(?:train |val |valid |eval |test )?loss)\s+(?P<val>" + _NUM + r")\b")
+_WORD_NUM = re.compile(r"(?i)\b(?P<key>(?:train |val |valid |eval |test )?loss)\s+(?:is\s+)?(?P<val>" + _NUM + r")(?!\w|\.\d)")
 _NAMED_NUM = re.compile(r"(?:^|[\s|,;(\[])(?P<key>[A-Za-z][\w/.]*)\s+(?P<val>" + _NUM + r")(?=[\s,|;)\]]|$)")
 _TQDM = re.compile(r"(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[(?P<elapsed>[\d:]+)<(?P<eta>[\d:?]+),\s*(?P<rate>[\d.]+)\s*(?P<unit>[a-zA-Z/]+)(?P<rest>[^\]]*)\]")
 _TIMESTAMP = re.compile(
@@ -146,8 +147,20 @@ def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None]
             if c == "step_time" and "(ms)" in key:
                 val /= 1000.0
             values.setdefault(c, val)
+    if "|" in line:  # fairseq and many custom loggers: "step 100 | loss 2.31 | lr 0.0005"
+        for seg in line.split("|"):
+            m = _SEGMENT.match(seg)
+            if not m:
+                continue
+            key = m["key"].lower()
+            if key in STEP_KEYS:
+                step = step if step is not None else float(m["val"])
+            elif key in EPOCH_KEYS:
+                epoch = epoch if epoch is not None else float(m["val"])
+            elif (c := canonical(key)) is not None:
+                values.setdefault(c, _num(m["val"]))
     for m in _WORD_NUM.finditer(line):
-        key = m["key"].split(" ")[0] if " " in m["key"] else ""
+        key = m["key"].lower().split(" ")[0] if " " in m["key"] else ""
         c = {"": "loss", "train": "loss", "val": "val_loss", "valid": "val_loss", "eval": "val_loss", "test": "val_loss"}[key]
         values.setdefault(c, _num(m["val"]))
     for m in _NAMED_NUM.finditer(line):  # print(f"epoch {e} train_loss {x:.4f} val_loss {y:.4f}"): known names only

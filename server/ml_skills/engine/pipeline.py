@@ -166,7 +166,10 @@ def _run_status(cls: Classification, signals: list[Signal], logs: list[LogEviden
             return RunStatus.RUNNING
         if state in ("stalled", "hung"):
             return RunStatus.HUNG
-    terminal = [s for s in signals if not s.survived and s.role.value in ("cause", "symptom") and s.kind in ("signature", "traceback")]
+    # a hang or a bad evaluation is a live or finished run, not a dead one: their own lines are not a crash
+    alive = (FailureClass.STALLED, FailureClass.EVALUATION_MISMATCH)
+    terminal = [s for s in signals if not s.survived and s.role.value in ("cause", "symptom")
+                and s.kind in ("signature", "traceback") and not (s.kind == "signature" and s.failure_class in alive)]
     survived = [s for s in signals if s.survived and s.role.value == "cause"]
     completed = any("completed-marker" in log.frameworks for log in logs)
     kinds = {a.kind for log in logs for a in log.trajectory.anomalies} | {a.kind for s in sources for a in s.signals}
@@ -182,11 +185,20 @@ def _run_status(cls: Classification, signals: list[Signal], logs: list[LogEviden
         return RunStatus.CRASHED
     if completed:
         return RunStatus.COMPLETED
-    if kinds & {AnomalyKind.TRAIN_VAL_DIVERGENCE, AnomalyKind.THROUGHPUT_COLLAPSE, AnomalyKind.EARLY_PERFECT_VALIDATION}:
+    degraded = {AnomalyKind.TRAIN_VAL_DIVERGENCE, AnomalyKind.THROUGHPUT_COLLAPSE, AnomalyKind.EARLY_PERFECT_VALIDATION}
+    if kinds & degraded or cls.primary is FailureClass.EVALUATION_MISMATCH:
         return RunStatus.DEGRADED
     if survived:
         return RunStatus.RECOVERED
     return RunStatus.UNKNOWN
+
+
+# what distributed initialisation prints (torch.distributed, DeepSpeed, Lightning, NCCL, accelerate)
+_DIST_INIT = re.compile(
+    r"(?i)(init_process_group|init_distributed|Initializing TorchBackend|Initializing distributed: GLOBAL_RANK|"
+    r"store_based_barrier|Waiting in store based barrier|Rendezvous|NCCL INFO (Bootstrap|NET/|Using network|comm 0x)|"
+    r"MASTER_ADDR|Distributed environment: (MULTI_GPU|DEEPSPEED)|world_size)"
+)
 
 
 def _insufficient(cls: Classification, logs: list[LogEvidence], sources: list[SourceEvidence], signals: list[Signal]) -> str | None:
@@ -195,11 +207,22 @@ def _insufficient(cls: Classification, logs: list[LogEvidence], sources: list[So
     if all(l.status is not EvidenceStatus.OK for l in logs) and not sources:
         return "; ".join(p for l in logs for p in l.problems) or "the logs could not be read"
     if cls.primary is None:
+        cut = _cut_in_traceback(logs)
+        if cut:
+            return cut
         lp = next((l.trajectory.last_progress for l in logs if l.trajectory.last_progress), None)
         if lp:
             when = f" around {lp.time:%H:%M}" if lp.time else ""
-            return (f"the log ends at step {_fmt(lp.step)} (line {lp.line_no}) with no error: need the process state "
+            at = f"step {_fmt(lp.step)} (line {lp.line_no})" if lp.step is not None else f"line {lp.line_no}"
+            return (f"the log ends at {at} with no error: need the process state "
                     f"(ml-skills check-failed-run --pid PID), the job's stderr, or the kernel log{when} (dmesg -T)")
+        last = next((l.tail.lines[-1].strip() for l in logs if l.tail and l.tail.lines and l.tail.lines[-1].strip()), "")
+        if last and not any("completed-marker" in l.frameworks for l in logs):
+            stage = (", during distributed start-up (process-group init), where a hang usually means a rank that never "
+                     "joined or an unreachable MASTER_ADDR:PORT") if _DIST_INIT.search(last) else ""
+            return (f"the log stops with no error and no sign of completion (last line: {last[:160]}){stage}: if the process "
+                    "is still alive it is hung there, so dump its stacks (py-spy dump --pid PID, or ml-skills check-failed-run "
+                    "--pid PID); if it ended, need the job's stderr or the scheduler's record of how it ended")
         return ("no failure signature, traceback or metric anomaly in the log: need the job's stderr (errors often go "
                 "there, not to the training log) or the scheduler's record of how the job ended")
     if cls.primary is FailureClass.NCCL_DISTRIBUTED and all(s.role.value != "cause" for s in signals if s.failure_class is cls.primary):
@@ -208,6 +231,18 @@ def _insufficient(cls: Classification, logs: list[LogEvidence], sources: list[So
                     "stderr) to find the rank that crashed or hung first")
     if cls.primary is FailureClass.OOM and all(s.label == "sigkill-exit-137" for s in signals if s.failure_class is FailureClass.OOM):
         return "a SIGKILL (exit 137) with no memory error in the log: need the kernel log (dmesg -T | grep -i oom) or the container's OOMKilled reason to confirm OOM"
+    return None
+
+
+def _cut_in_traceback(logs: list[LogEvidence]) -> str | None:
+    """A log whose last lines are traceback frames with no exception line was cut mid-traceback."""
+    for l in logs:
+        tail = [x for x in (l.tail.lines if l.tail else []) if x.strip()][-6:]
+        if tail and any("Traceback (most recent call last)" in x for x in (l.tail.lines if l.tail else [])[-400:]) and (
+            tail[-1].lstrip().startswith('File "') or (len(tail) > 1 and tail[-2].lstrip().startswith('File "'))
+        ):
+            return (f"{Path(l.source).name} ends inside a traceback, before its exception line: need the rest of the log "
+                    "(the last lines of the job's stderr name the exception)")
     return None
 
 
@@ -230,6 +265,9 @@ def _root_cause(cls: Classification, signals: list[Signal], logs: list[LogEviden
         if first.line_no and first.line_no >= d.line_no:
             d = LineRef(source=first.source, line_no=first.line_no, text=first.text[:500])
     proximate = f"{Path(d.source).name}:{d.line_no}: {d.text[:240]}"
+    if scan.LINE_QUOTE in d.text:  # a metric anomaly: the line itself is where it happened, the finding follows
+        finding, line = d.text.split(scan.LINE_QUOTE, 1)
+        proximate = f"{Path(d.source).name}:{d.line_no}: {line[:240]} ({finding[:200]})"
     sig = {s.id: s for s in signatures()}
     best = sorted((s for s in signals if s.failure_class == cls.primary), key=lambda s: -s.weight)
     meaning = ""
@@ -285,7 +323,8 @@ def _evidence(cls: Classification, signals: list[Signal], logs: list[LogEvidence
         lp = log.trajectory.last_progress
         if lp:
             when = f" at {lp.time:%Y-%m-%d %H:%M:%S}" if lp.time else ""
-            items.append(EvidenceItem(kind="progress", text=f"last progress: step {_fmt(lp.step)}{when}: {lp.text[:160]}", source=log.source, line_no=lp.line_no))
+            at = f"step {_fmt(lp.step)}" if lp.step is not None else f"line {lp.line_no}"
+            items.append(EvidenceItem(kind="progress", text=f"last progress: {at}{when}: {lp.text[:160]}", source=log.source, line_no=lp.line_no))
         for p in log.problems:
             items.append(EvidenceItem(kind="note", text=p, source=log.source))
     for src in sources:

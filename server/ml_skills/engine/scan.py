@@ -24,6 +24,7 @@ from ml_skills.engine import tracebacks
 from ml_skills.engine.matcher import Matcher
 from ml_skills.engine.trajectories import analyse, no_progress
 from ml_skills.models import (
+    AnomalyKind,
     EvidenceStatus,
     Excerpt,
     LogEvidence,
@@ -192,6 +193,7 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
     frameworks: dict[str, int] = {}
     completed_line: int | None = None
     points: list[MetricPoint] = []
+    metric_offsets: dict[int, int] = {}  # line_no -> byte offset, to quote an anomaly's own line
     nan_point: MetricPoint | None = None
     grad_max: MetricPoint | None = None
     budget = None if size <= FULL_METRICS_BYTES else SAMPLED_METRICS_PER_CHUNK
@@ -258,7 +260,10 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
                 grad_max = mp
             if len(points) >= MAX_POINTS_KEPT:
                 points = points[::2]  # thin evenly; the extremes are kept separately above
+                keep = {p.line_no for p in points} | {p.line_no for p in (nan_point, grad_max) if p is not None}
+                metric_offsets = {k: v for k, v in metric_offsets.items() if k in keep}
             points.append(mp)
+            metric_offsets[mline] = offset + s
         line_base += chunk.count(b"\n")
         ends_with_newline = chunk.endswith(b"\n")
 
@@ -284,6 +289,7 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
     ev.tail = Excerpt(source=name, start_line=tail_start, lines=[redact(x) for x in tail_lines], truncated=tail_cut)
     progress = _last_progress(name, points, tail_lines, tail_start)
     ev.trajectory = analyse(points, exact_nan=nan_point, exact_grad_max=grad_max, last_progress=progress, task=task)
+    _quote_anomaly_lines(ev, reader, metric_offsets)
     if completed_line is not None:
         ev.frameworks["completed-marker"] = completed_line
     elif ev.mtime is not None:
@@ -327,6 +333,28 @@ def excerpt_around(path: str | os.PathLike[str], source: str, line_no: int, befo
     else:
         first, lines = logfile.window(p, line_no, before, after)
     return Excerpt(source=source, start_line=first, lines=[redact(x) for x in lines])
+
+
+_NONFINITE = re.compile(r"(?i)\b(nan|-?inf(inity)?)\b")
+QUOTE_CHARS = 220
+LINE_QUOTE = "; the line reads: "  # separates an anomaly's finding from the log line it quotes
+
+
+def _quote_anomaly_lines(ev: LogEvidence, reader: _Reader, metric_offsets: dict[int, int]) -> None:
+    """Append to each metric anomaly the log line it points at, so the report cites the line itself."""
+    for a in ev.trajectory.anomalies:
+        off = metric_offsets.get(a.line_no or -1)
+        if off is None:
+            continue
+        _, lines = reader.window_at(off, 0, 0)
+        line = tracebacks.ANSI.sub("", lines[0] if lines else "").strip()
+        if not line:
+            continue
+        if len(line) > QUOTE_CHARS:  # keep the part that holds the offending value
+            m = _NONFINITE.search(line) if a.kind is AnomalyKind.NAN_ONSET else None
+            end = min(len(line), m.end() + 40) if m else len(line)
+            line = "..." + line[max(0, end - QUOTE_CHARS) : end]
+        a.detail += f"{LINE_QUOTE}{redact(line)}"
 
 
 def _parse_tracebacks(reader: _Reader, name: str, starts: list[tuple[int, int]]) -> list[TracebackEvent]:

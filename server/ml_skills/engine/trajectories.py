@@ -114,6 +114,11 @@ def _nan_onset(points: Sequence[MetricPoint], exact_nan: MetricPoint | None) -> 
     stable = sum(1 for q in points[:i] if "loss" in q.values and _finite(q.values["loss"]))
     step = p.step if p.step is not None else float(stable)
     early = step < EARLY_NAN_STEPS and stable < EARLY_NAN_STEPS
+    where = f"step {_fmt(step)}"
+    if p.step is None and p.epoch is not None:
+        # only epochs are logged: a NaN in a late epoch is late, however few lines the log holds
+        where = f"epoch {_fmt(p.epoch)}"
+        early = early and p.epoch <= 1
     prior_gn = [q.values["grad_norm"] for q in points[max(0, i - 20) : i] if "grad_norm" in q.values and _finite(q.values["grad_norm"])]
     base_gn = [q.values["grad_norm"] for q in points[: max(1, i - 20)] if "grad_norm" in q.values and _finite(q.values["grad_norm"])]
     rising = bool(prior_gn and base_gn and max(prior_gn) > 5 * statistics.median(base_gn))
@@ -129,7 +134,7 @@ def _nan_onset(points: Sequence[MetricPoint], exact_nan: MetricPoint | None) -> 
     return Anomaly(
         kind=AnomalyKind.NAN_ONSET, failure_class=FailureClass.NAN_INF, severity=Severity.CRITICAL,
         source=p.source, line_no=p.line_no, step=p.step,
-        detail=f"first non-finite {', '.join(bad)} at step {_fmt(step)} (line {p.line_no}), {why}",
+        detail=f"first non-finite {', '.join(bad)} at {where} (line {p.line_no}), {why}",
     )
 
 
@@ -137,6 +142,13 @@ def _fmt(x: float | None) -> str:
     if x is None:
         return "?"
     return str(int(x)) if float(x).is_integer() else f"{x:.4g}"
+
+
+def _at(p: MetricPoint) -> str:
+    """Where a point is, in the terms the log gives: its step, else its epoch, else its line."""
+    if p.step is not None:
+        return f"step {_fmt(p.step)}"
+    return f"epoch {_fmt(p.epoch)}" if p.epoch is not None else f"line {p.line_no}"
 
 
 def _grad_spike(points: Sequence[MetricPoint], exact_max: MetricPoint | None) -> Anomaly | None:
@@ -177,9 +189,34 @@ def _loss_blowup(points: Sequence[MetricPoint]) -> Anomaly | None:
             kind=AnomalyKind.LOSS_BLOWUP, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE,
             severity=Severity.CRITICAL,
             source=p.source, line_no=p.line_no, step=p.step,
-            detail=(f"loss fell to {low:.4g} then rose to {high:.4g} at step {_fmt(p.step)} (line {p.line_no}) "
+            detail=(f"loss fell to {low:.4g} then rose to {high:.4g} at {_at(p)} (line {p.line_no}) "
                     f"and stays high (recent median {tail:.4g}, above its start {first:.4g}): divergence without NaN"),
         )
+    return None
+
+
+def _loss_jump(points: Sequence[MetricPoint]) -> Anomaly | None:
+    """A loss that jumps by orders of magnitude in one logging interval and stays up.
+
+    Needs only three points, so it also reads a short pasted excerpt: a finite loss that goes
+    from its usual range to 100x its previous median (and never comes back below 10x) is an
+    explosion whatever the log's length; a transient spike that recovers is left to the others.
+    """
+    s = [(p, p.values["loss"]) for p in points if "loss" in p.values and _finite(p.values["loss"])]
+    if len(s) < 3:
+        return None
+    for i in range(2, len(s)):
+        base = statistics.median(abs(v) for _, v in s[:i])
+        p, v = s[i]
+        if base > 0 and v > 100 * base and v > 10 and all(w > 10 * base for _, w in s[i:]):
+            peak = max(w for _, w in s[i:])
+            return Anomaly(
+                kind=AnomalyKind.LOSS_BLOWUP, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE,
+                severity=Severity.CRITICAL, source=p.source, line_no=p.line_no, step=p.step,
+                detail=(f"loss jumped from a median {base:.4g} to {v:.4g} at {_at(p)} (line {p.line_no}) "
+                        f"and stayed up (peak {peak:.4g}): the optimisation exploded (learning rate too high for this "
+                        "phase, no gradient clipping, or a bad batch)"),
+            )
     return None
 
 
@@ -296,7 +333,8 @@ def analyse(
     nan = _nan_onset(points, exact_nan)
     if nan:
         anomalies.append(nan)
-    for det in (_grad_spike(points, exact_grad_max), _loss_blowup(points) if not nan else None, _throughput_collapse(points)):
+    blowup = None if nan else (_loss_blowup(points) or _loss_jump(points))
+    for det in (_grad_spike(points, exact_grad_max), blowup, _throughput_collapse(points)):
         if det:
             anomalies.append(det)
     anomalies.extend(_train_val(points, task))

@@ -6,6 +6,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from ml_skills.errors import InputError
 from ml_skills.models import Diagnosis
 
@@ -13,16 +15,21 @@ FILENAME = "check-failed-run.json"
 
 
 def write(d: Diagnosis, out_dir: str | os.PathLike[str]) -> Path:
+    """Write check-failed-run.json."""
+    return write_model(d, out_dir, FILENAME)
+
+
+def write_model(d: BaseModel, out_dir: str | os.PathLike[str], filename: str) -> Path:
     """Write atomically (temp file + rename) so a reader never sees half a report."""
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise InputError(f"cannot create --out-dir {out}: {e.strerror or e}") from None
-    target = out / FILENAME
+    target = out / filename
     data = d.model_dump_json(indent=2)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".check-failed-run.", suffix=".json", dir=out)
+        fd, tmp = tempfile.mkstemp(prefix=f".{filename}.", suffix=".tmp", dir=out)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(data + "\n")
         os.replace(tmp, target)

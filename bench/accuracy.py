@@ -1,0 +1,248 @@
+"""Score the diagnosis engine on real failure logs and write docs/accuracy.md.
+
+    python bench/accuracy.py [--lab DIR] [--out docs/accuracy.md] [--quiet]
+
+Cases: tests/corpus/*/ (train.log + case.json with primary_cause, acceptable, decisive_lines),
+tests/real-logs/*/ (train.log + case.json with key_evidence) and, when --lab names a directory
+(or tests/lab/runs/ exists), every lab run below it that holds a case.json (primary_cause,
+acceptable, decisive_lines, run_status) next to its train.log, or in its run directory.
+A case is right when the primary cause is its class or an acceptable one; an abstention (no
+primary cause: "insufficient evidence") is counted apart from a wrong guess.
+The corpus is split by case number into a dev half (odd) and a held-out half (even), so that
+tuning on one half can be checked on the other.
+
+Stdlib and ml_skills only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "server"))
+
+from ml_skills.engine.pipeline import DiagnoseRequest, diagnose  # noqa: E402
+from ml_skills.models import FailureClass  # noqa: E402
+
+CLASSES = [c.value for c in FailureClass]
+NONE = "(none)"
+_RANK_PREFIX = re.compile(r"^\[rank\d+\]:\s*")
+_SPACE = re.compile(r"\s+")
+
+
+@dataclass
+class CaseResult:
+    name: str
+    suite: str  # corpus, real-logs, lab
+    expected: str
+    acceptable: list[str]
+    strength: str
+    predicted: str  # a class value or NONE
+    confidence: float
+    insufficient: str | None
+    cited: bool
+    decisive: list[str]
+    proximate: str
+    reasons: list[str] = field(default_factory=list)
+    run_status: str = ""
+    expected_status: str = ""
+    seconds: float = 0.0
+
+    @property
+    def correct(self) -> bool:
+        return self.predicted in [self.expected, *self.acceptable]
+
+    @property
+    def abstained(self) -> bool:
+        return self.predicted == NONE
+
+    @property
+    def half(self) -> str:
+        m = re.match(r"(\d+)", self.name)
+        if self.suite != "corpus" or not m:
+            return "other"
+        return "dev" if int(m.group(1)) % 2 else "held-out"
+
+
+def _norm(s: str) -> str:
+    return _SPACE.sub(" ", s).strip()
+
+
+def is_cited(keys: list[str], texts: list[str]) -> bool:
+    """True when one decisive-line substring (its first 60 characters, rank prefix off) is cited."""
+    hay = _norm(" ".join(texts))
+    for k in keys:
+        k = _norm(_RANK_PREFIX.sub("", k.strip()))[:60]
+        if k and k in hay:
+            return True
+    return False
+
+
+def score_case(case: Path, suite: str) -> CaseResult:
+    meta = json.loads((case / "case.json").read_text())
+    target = case / "train.log" if (case / "train.log").is_file() else case
+    t0 = time.perf_counter()
+    d = diagnose(DiagnoseRequest(target=str(target)))
+    took = time.perf_counter() - t0
+    decisive = meta.get("decisive_lines") or meta.get("key_evidence") or []
+    texts = [d.root_cause.proximate, *(e.text for e in d.evidence)]
+    return CaseResult(
+        name=case.name, suite=suite, expected=meta["primary_cause"], acceptable=list(meta.get("acceptable", [])),
+        strength=meta.get("label_strength", "strong"),
+        predicted=d.primary_cause.value if d.primary_cause else NONE,
+        confidence=d.primary_cause_confidence, insufficient=d.insufficient_evidence,
+        cited=is_cited(decisive, texts), decisive=decisive, proximate=d.root_cause.proximate,
+        reasons=[f"{k}={v}" for k, v in list(d.model_dump(include={"decision"}).items())],
+        run_status=d.run_status.value, expected_status=meta.get("run_status", ""), seconds=took,
+    )
+
+
+def cases(lab: Path | None = None) -> list[tuple[Path, str]]:
+    out: list[tuple[Path, str]] = []
+    for suite in ("corpus", "real-logs"):
+        base = ROOT / "tests" / suite
+        out += [(p, suite) for p in sorted(base.iterdir()) if (p / "case.json").is_file()]
+    lab = lab or (ROOT / "tests" / "lab" / "runs")
+    if lab.is_dir():
+        out += [(p.parent, "lab") for p in sorted(lab.rglob("case.json"))]
+    return out
+
+
+def run_all(lab: Path | None = None) -> list[CaseResult]:
+    return [score_case(c, s) for c, s in cases(lab)]
+
+
+def _pct(n: int, d: int) -> str:
+    return f"{n}/{d} ({100 * n / d:.0f}%)" if d else "0/0"
+
+
+def summary(rs: list[CaseResult]) -> dict[str, str]:
+    n = len(rs)
+    right = [r for r in rs if r.correct]
+    answered = [r for r in rs if not r.abstained]
+    return {
+        "cases": str(n),
+        "top-1 (primary or acceptable)": _pct(len(right), n),
+        "precision when it names a class": _pct(sum(r.correct for r in answered), len(answered)),
+        "says insufficient evidence (no class)": _pct(n - len(answered), n),
+        "names a class but flags insufficient evidence": _pct(sum(1 for r in answered if r.insufficient), n),
+        "wrong guesses": _pct(len(answered) - sum(r.correct for r in answered), n),
+        "decisive line cited (of the right ones)": _pct(sum(r.cited for r in right), len(right)),
+    }
+
+
+# Snapshots measured with this script at earlier commits of the engine (corpus = 70 cases).
+HISTORY = [
+    ("47713a6 (main, before this scorer)", "53/74", "26/35", "23/35", "baseline"),
+    ("230551b (after changes made looking only at dev failures)", "61/74", "33/35", "24/35",
+     "the clean held-out figure: no held-out log had been read (only case names and predicted classes printed)"),
+]
+HISTORY_NOTE = (
+    "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
+    "(SIGKILL, XLA/TPU OOM, Megatron NaN, Vertex IAM, KFP steps, a blow-up before a CUDA fault), written from "
+    "framework wording found in public reports, plus one catalog bug seen in a held-out miss (faulthandler's "
+    "thread header read as a hang); the brief's list came from the whole corpus and the scorer's report shows "
+    "held-out outputs, so this run's held-out figure is no longer a clean estimate: 230551b's is."
+)
+
+
+def confusion(rs: list[CaseResult]) -> str:
+    cols = [*CLASSES, NONE]
+    present = [c for c in CLASSES if any(r.expected == c for r in rs)]
+    used = [c for c in cols if any(r.predicted == c for r in rs) or c in present]
+    short = {c: "".join(w[0] for w in c.split("-")) if c != NONE else "none" for c in used}
+    head = "| expected \\ predicted | " + " | ".join(short[c] for c in used) + " | right |"
+    lines = [head, "|" + " --- |" * (len(used) + 2)]
+    for e in present:
+        row = [r for r in rs if r.expected == e]
+        cells = [str(sum(r.predicted == c for r in row)) or "" for c in used]
+        cells = [x if x != "0" else "." for x in cells]
+        lines.append(f"| {e} | " + " | ".join(cells) + f" | {sum(r.correct for r in row)}/{len(row)} |")
+    legend = ", ".join(f"{v} = {k}" for k, v in short.items())
+    return "\n".join(lines) + f"\n\nColumns: {legend}. A prediction of an acceptable class counts as right.\n"
+
+
+def why_wrong(r: CaseResult) -> str:
+    if r.abstained:
+        return f"no class named; insufficient evidence: {r.insufficient or '(none given)'}"
+    said = f"named {r.predicted} (confidence {r.confidence:.2f}) from: {r.proximate[:160]}"
+    return said
+
+
+def report(rs: list[CaseResult]) -> str:
+    corpus = [r for r in rs if r.suite == "corpus"]
+    dev = [r for r in corpus if r.half == "dev"]
+    held = [r for r in corpus if r.half == "held-out"]
+    parts = ["# Accuracy on real failure logs", "",
+             "Generated by `python bench/accuracy.py`; do not edit by hand. Every case is a real log: "
+             "tests/corpus/ (excerpts pasted in public GitHub issues), tests/real-logs/ (whole committed logs)"
+             + (" and lab runs (failures produced for real by tests/lab)." if any(r.suite == "lab" for r in rs)
+                else "; no lab runs were present."),
+             "",
+             "A case is right when the primary cause is the labelled class or one of its acceptable classes. "
+             "When the engine names no class it says *insufficient evidence* and what it needs; that is counted "
+             "apart from a wrong guess. The corpus is split by case number: the engine was tuned looking only at "
+             "failures in the dev half (odd numbers); the held-out half (even numbers) measures how well that "
+             "generalises.", "", "## Summary", "",
+             "| measure | all | corpus dev (odd) | corpus held-out (even) | strong labels | real-logs | lab |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    groups = [rs, dev, held, [r for r in rs if r.strength == "strong"],
+              [r for r in rs if r.suite == "real-logs"], [r for r in rs if r.suite == "lab"]]
+    sums = [summary(g) for g in groups]
+    for key in sums[0]:
+        parts.append(f"| {key} | " + " | ".join(s[key] for s in sums) + " |")
+    status_ok = [r for r in rs if r.expected_status]
+    status_right = sum(r.run_status == r.expected_status for r in status_ok)
+    parts += ["", f"Run status matches the label in {_pct(status_right, len(status_ok))} "
+              f"of the labelled cases. Mean time per case: {sum(r.seconds for r in rs) / max(1, len(rs)):.2f} s.", "",
+              "## History", "", "| engine | all | dev | held-out | note |", "| --- | --- | --- | --- | --- |",
+              *[f"| {c} | {a} | {d} | {h} | {n} |" for c, a, d, h, n in HISTORY],
+              f"| this run | {sum(r.correct for r in rs)}/{len(rs)} | {sum(r.correct for r in dev)}/{len(dev)} | "
+              f"{sum(r.correct for r in held)}/{len(held)} | |", "", HISTORY_NOTE, "",
+              "## Confusion matrix (all cases)", "", confusion(rs),
+              "## Cases it gets wrong", ""]
+    wrong = [r for r in rs if not r.correct]
+    if not wrong:
+        parts.append("None.")
+    else:
+        parts += ["| case | half | label (acceptable) | strength | what the engine said |", "| --- | --- | --- | --- | --- |"]
+        for r in wrong:
+            acc = f" ({', '.join(r.acceptable)})" if r.acceptable else ""
+            parts.append(f"| {r.name} | {r.half} | {r.expected}{acc} | {r.strength} | {why_wrong(r).replace('|', '/')} |")
+    uncited = [r for r in rs if r.correct and not r.cited]
+    parts += ["", "## Right class, decisive line not cited", ""]
+    parts += [f"- {r.name}: expected one of {[k[:80] for k in r.decisive]}; cited {r.proximate[:120]!r}"
+              for r in uncited] or ["None."]
+    return "\n".join(parts) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lab", type=Path, help="directory of lab runs, each with case.json (default tests/lab/runs if present)")
+    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "accuracy.md")
+    ap.add_argument("--quiet", action="store_true")
+    a = ap.parse_args(argv)
+    if a.lab is not None and not a.lab.is_dir():
+        print(f"error: no lab directory at {a.lab}", file=sys.stderr)
+        return 2
+    rs = run_all(a.lab)
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(report(rs))
+    if not a.quiet:
+        for r in rs:
+            mark = "ok " if r.correct else ("-- " if r.abstained else "XX ")
+            print(f"{mark}{r.suite:9} {r.name:60} {r.expected:24} -> {r.predicted:24} cited={r.cited}")
+        for k, v in summary(rs).items():
+            print(f"{k}: {v}")
+        print(f"wrote {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Checks before and after a run: preflight (before paying), provenance (before promoting), watch (during)."""

@@ -1,0 +1,58 @@
+"""watch-run against real training processes that are still running while it polls."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ..conftest import run_cli
+
+SCRIPT = Path(__file__).parent / "scenarios" / "slow_train.py"
+
+
+@pytest.fixture
+def live_run(tmp_path):
+    procs = []
+
+    def start(*args: str) -> Path:
+        log = tmp_path / "train.log"
+        f = open(log, "w")
+        procs.append((subprocess.Popen([sys.executable, "-u", str(SCRIPT), *args], stdout=f, stderr=subprocess.STDOUT), f))
+        return log
+
+    yield start
+    for p, f in procs:
+        p.kill()
+        p.wait()
+        f.close()
+
+
+def test_healthy_run_passes_the_validation_step(live_run):
+    log = live_run("--mode", "healthy", "--steps", "400", "--step-seconds", "0.02")
+    proc = run_cli("watch-run", str(log), "--interval", "0.5", "--until-step", "40", "--stall-after", "30", timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "validation criterion holds" in proc.stdout and "progress: step" in proc.stdout
+
+
+def test_nan_alert_stops_the_watch(live_run):
+    log = live_run("--mode", "nan", "--steps", "400", "--at", "25", "--step-seconds", "0.05")
+    proc = run_cli("watch-run", str(log), "--interval", "0.5", "--stall-after", "30", timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "nan" in proc.stdout.lower() and "done:" in proc.stdout
+
+
+def test_stall_is_detected_on_a_live_hung_process(live_run):
+    log = live_run("--mode", "stall", "--steps", "400", "--at", "5", "--step-seconds", "0.05")
+    deadline = time.monotonic() + 60
+    while "step 5 " not in log.read_text() and time.monotonic() < deadline:  # let it start and reach the hang
+        time.sleep(0.2)
+    proc = run_cli("watch-run", str(log), "--interval", "0.5", "--stall-after", "3", "--format", "json", timeout=120)
+    assert proc.returncode == 1
+    import json
+
+    result = json.loads(proc.stdout)
+    assert not result["healthy"] and "stalled" in result["reason"] and result["last_step"] == 5

@@ -1,0 +1,59 @@
+"""Short real logs the corpus rules were generalised from, produced here by really running the failure."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
+
+
+def _run_into(tmp_path: Path, shell: str) -> Path:
+    log = tmp_path / "train.log"
+    with open(log, "wb") as out:
+        subprocess.run(["bash", "-c", shell], stdout=out, stderr=subprocess.STDOUT, timeout=120, check=False)
+    return log
+
+
+def test_bare_sigkill_after_progress_names_oom_but_asks_for_the_kernel_log(tmp_path):
+    code = "import os; [print(f'epoch {i} loss {1/(i+1):.3f}', flush=True) for i in range(3)]; os.kill(os.getpid(), 9)"
+    py = f'{sys.executable} -c "{code}"'
+    log = _run_into(tmp_path, f"{py}; echo \"exit status $?\"")
+    assert "Killed" in log.read_text()
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "oom"
+    assert d.insufficient_evidence and "dmesg" in d.insufficient_evidence
+    assert d.decision.value == "NO-GO"
+
+
+def test_loss_that_jumps_by_orders_of_magnitude_in_a_short_log_is_divergence(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        torch.manual_seed(0)
+        x = torch.randn(256, 8); y = x @ torch.randn(8, 1)
+        model = torch.nn.Linear(8, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        for step in range(6):
+            if step == 3:  # a schedule bug: the learning rate jumps 1000x
+                for g in opt.param_groups:
+                    g["lr"] = 50.0
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            opt.zero_grad(); loss.backward(); opt.step()
+            print(f"step {step} loss: {loss.item():.4f}", flush=True)
+    """))
+    log = _run_into(tmp_path, f"{sys.executable} {script}")
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "optimization-divergence", log.read_text()
+    assert [a.kind.value for a in d.anomalies] == ["loss-blowup"]
+    assert "train.log:5: step 4 loss:" in d.root_cause.proximate  # the first exploded line, quoted
+
+
+def test_log_that_stops_with_no_error_abstains_and_says_what_to_collect(tmp_path):
+    code = "print('Initializing TorchBackend in DeepSpeed with backend gloo', flush=True)"
+    log = _run_into(tmp_path, f'{sys.executable} -c "{code}"')
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is None
+    assert "py-spy dump" in (d.insufficient_evidence or "") and "distributed start-up" in (d.insufficient_evidence or "")
