@@ -378,6 +378,7 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
     all_logs = logs + src_logs + metric_logs
     ranks.drop_stalls_of_ended_run(all_logs)
     cls, signals = classify(all_logs, ev.sources)
+    ranks.keep_silent_rank_open(cls, all_logs, signals)
     framework, fw_source = _framework(req, all_logs)
     insufficient = _insufficient(cls, logs, ev.sources, signals)
     inv = ev.artifacts

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ml_skills.engine.classify import Signal
 from ml_skills.engine.metrics import parse_timestamp
-from ml_skills.models import AnomalyKind, LogEvidence, Role
+from ml_skills.models import AnomalyKind, Classification, FailureClass, LogEvidence, Role
 
 
 # torch's own prefix on rank output ("[rank1]: Traceback"), NCCL's "[Rank 1]", loggers' "rank1"
@@ -166,3 +166,12 @@ def drop_stalls_of_ended_run(logs: list[LogEvidence]) -> None:
         return
     for log in logs:
         log.trajectory.anomalies = [a for a in log.trajectory.anomalies if a.kind is not AnomalyKind.NO_PROGRESS]
+
+
+def keep_silent_rank_open(cls: Classification, logs: list[LogEvidence], signals: list[Signal]) -> None:
+    """When the first rank stopped without a word, it hung or died: neither may be 'ruled out'."""
+    found = first_failing(logs, signals)
+    if found is None or found[0].kind != "stopped":
+        return
+    silent = (FailureClass.STALLED, FailureClass.PROCESS_CRASH)
+    cls.ruled_out = [r for r in cls.ruled_out if not (r.failure_class in silent and r.reason.startswith("no evidence"))]
