@@ -7,6 +7,7 @@ treat the other rank's collective failure as the consequence.
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -21,6 +22,10 @@ def _line_of(log: Path, needle: str) -> int:
         if needle in line:
             return i
     raise AssertionError(f"{needle!r} not in {log}:\n{log.read_text(errors='replace')[-3000:]}")
+
+
+def _why(report: dict) -> str:
+    return json.dumps({k: report[k] for k in ("primary_cause", "root_cause", "ruled_out", "sources")}, indent=1)[:4000]
 
 
 def _fix(report: dict, fix_id: str) -> dict:
@@ -45,15 +50,15 @@ def test_rank_that_raised_is_the_root_and_the_collective_failure_is_secondary(ru
     d = runs["raise"]
     rank1, rank0 = d / "rank1.log", d / "rank0.log"
     err_line = _line_of(rank1, "ValueError: could not convert string to float")
-    peer_line = _line_of(rank0, "Connection closed by peer")
+    peer_line = _line_of(rank0, "[rank0]: RuntimeError:")  # 'Connection closed by peer', or a timeout on a slow machine
     proc, rep = cli(str(d))
     assert proc.returncode == 0, proc.stderr
-    assert rep["primary_cause"] == "data-pipeline"
+    assert rep["primary_cause"] == "data-pipeline", _why(rep)
     assert rep["run_status"] == "crashed"
     assert rep["root_cause"]["proximate_line"]["source"] == str(rank1)
     assert rep["root_cause"]["proximate_line"]["line_no"] == err_line
     assert rep["root_cause"]["proximate"].startswith(f"rank1.log:{err_line}: ValueError")
-    assert "The first rank to fail was rank1.log: its own error" in rep["root_cause"]["root"]
+    assert "The first rank to fail was rank1.log: its own error" in rep["root_cause"]["root"], _why(rep)
     assert f"rank0.log failed after it in a collective (line {peer_line}" in rep["root_cause"]["root"]
     nccl = next(r for r in rep["ruled_out"] if r["failure_class"] == "nccl-distributed")
     assert nccl["reason"].startswith("secondary:")
@@ -69,13 +74,13 @@ def test_rank_that_hung_is_named_first_and_the_timeout_is_the_symptom(runs, cli)
     stop_line = _line_of(rank1, "step 5 loss")
     proc, rep = cli(str(d))
     assert proc.returncode == 0, proc.stderr
-    assert rep["primary_cause"] == "nccl-distributed"
+    assert rep["primary_cause"] == "nccl-distributed", _why(rep)
     assert rep["run_status"] == "crashed"
     assert rep["root_cause"]["proximate_line"] == {"source": str(rank0), "line_no": timeout_line,
                                                   "text": rep["root_cause"]["proximate_line"]["text"]}
     assert "Timed out waiting 4000ms" in rep["root_cause"]["proximate_line"]["text"]
     root = rep["root_cause"]["root"]
-    assert f"The first rank to fail was rank1.log: it stopped making progress at line {stop_line} after step 5" in root
+    assert f"The first rank to fail was rank1.log: it stopped making progress at line {stop_line} after step 5" in root, _why(rep)
     assert "with no error of its own" in root
     assert f"rank0.log failed after it in a collective (line {timeout_line}" in root
     fix = _fix(rep, "find-first-failing-rank")

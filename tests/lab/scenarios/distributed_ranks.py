@@ -128,7 +128,8 @@ def main() -> int:
     ap.add_argument("--rank", type=int)
     ap.add_argument("--world-size", type=int, default=2)
     ap.add_argument("--port", type=int)
-    ap.add_argument("--grace", type=float, default=3.0)
+    ap.add_argument("--grace", type=float, default=PG_TIMEOUT_S + 4,
+                    help="after a rank fails, how long the others get to fail on their own before SIGTERM")
     ap.add_argument("--combined", action="store_true", help="all ranks write to one stream instead of one log each")
     a = ap.parse_args()
     if a.rank is None:
