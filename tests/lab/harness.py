@@ -9,7 +9,6 @@ returns what happened. Nothing here writes a log by hand.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -26,6 +25,34 @@ class LabRun:
     command: list[str]
 
 
+@dataclass
+class LiveRun:
+    """A scenario still running (one that hangs); stop() kills it and every child it forked."""
+
+    run_dir: Path
+    log: Path
+    proc: subprocess.Popen
+
+    def stop(self) -> None:
+        import signal  # noqa: PLC0415 - kept out of the shared import block
+
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # its own session: the process and its DataLoader workers
+        self.proc.wait(timeout=30)
+
+
+def start_live(scenario: str, run_dir: Path, *args: str, env: dict[str, str] | None = None, log_name: str = "train.log") -> LiveRun:
+    """Start tests/lab/scenarios/<scenario>.py in run_dir in its own session, without waiting for it."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-u", str(SCENARIOS / f"{scenario}.py"), *args]
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", **(env or {})}
+    log = run_dir / log_name
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=run_dir, stdout=out, stderr=subprocess.STDOUT, env=full_env, start_new_session=True)
+    (run_dir / "command.txt").write_text(" ".join(["python", f"{scenario}.py", *args]) + "\n")
+    return LiveRun(run_dir=run_dir, log=log, proc=proc)
+
+
 def run(scenario: str, run_dir: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 180,
         log_name: str = "train.log", preexec_fn=None) -> LabRun:
     """Run tests/lab/scenarios/<scenario>.py in run_dir; stdout and stderr go to run_dir/<log_name>."""
@@ -40,28 +67,3 @@ def run(scenario: str, run_dir: Path, *args: str, env: dict[str, str] | None = N
     (run_dir / "command.txt").write_text(" ".join(["python", f"{scenario}.py", *args]) + "\n")
     return LabRun(run_dir=run_dir, log=log, returncode=proc.returncode, command=cmd)
 
-
-@dataclass
-class LiveRun:
-    """A scenario still running (one that hangs); stop() kills it and every child it forked."""
-
-    run_dir: Path
-    log: Path
-    proc: subprocess.Popen
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)  # its own session: the process and its DataLoader workers
-        self.proc.wait(timeout=30)
-
-
-def start(scenario: str, run_dir: Path, *args: str, env: dict[str, str] | None = None, log_name: str = "train.log") -> LiveRun:
-    """Start tests/lab/scenarios/<scenario>.py in run_dir in its own session, without waiting for it."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-u", str(SCENARIOS / f"{scenario}.py"), *args]
-    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", **(env or {})}
-    log = run_dir / log_name
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=run_dir, stdout=out, stderr=subprocess.STDOUT, env=full_env, start_new_session=True)
-    (run_dir / "command.txt").write_text(" ".join(["python", f"{scenario}.py", *args]) + "\n")
-    return LiveRun(run_dir=run_dir, log=log, proc=proc)

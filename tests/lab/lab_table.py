@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ml_skills.engine.trajectories import STALL_MIN_SECONDS
 
-from tests.lab.harness import run, start
+from tests.lab.harness import run, start_live
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "lab-distributed.md"
@@ -37,7 +37,7 @@ def _cli(cwd: Path, target: str, fmt: str) -> str:
                           cwd=cwd, capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
         raise SystemExit(f"ml-skills failed on {cwd}/{target}: {proc.stderr.strip()}")
-    return proc.stdout
+    return proc.stdout.replace(str(out), "<out-dir>")
 
 
 def _row(name: str, how: str, cwd: Path, target: str) -> str:
@@ -61,7 +61,7 @@ def rows(tmp: Path) -> tuple[list[str], str]:
                     "(4 s process-group timeout); first rank named: rank1.log, stopped without an error", d, "."))
     report = _cli(d, ".", "text")
     d = tmp / "stalled"
-    live = start("stalled_loader", d)
+    live = start_live("stalled_loader", d)
     try:
         time.sleep(5)
         while time.time() - d.joinpath("train.log").stat().st_mtime < STALL_MIN_SECONDS + 1:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ml_skills.engine.trajectories import STALL_MIN_SECONDS
 
-from tests.lab.harness import start
+from tests.lab.harness import start_live
 
 PROGRESS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d+ INFO epoch \d+ step (\d+) loss")
 
@@ -29,7 +29,7 @@ def _progress(log: Path) -> list[tuple[int, datetime, int]]:
 
 
 def test_deadlocked_loader_is_found_from_the_last_progress_time(tmp_path, cli):
-    live = start("stalled_loader", tmp_path / "run")
+    live = start_live("stalled_loader", tmp_path / "run")
     try:
         deadline = time.monotonic() + 90
         while len(_progress(live.log)) < 4:
