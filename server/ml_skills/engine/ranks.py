@@ -28,6 +28,15 @@ from ml_skills.models import AnomalyKind, Classification, FailureClass, LogEvide
 RANK_TAG = re.compile(r"^\[rank(\d+)\]:|\[Rank (\d+)\]|\brank(\d+)\b")
 
 
+# per-rank log names: rank1.log, node-0.out, worker_3.log, or torchrun --log-dir's <run>/attempt_0/<rank>/stdout.log
+RANK_NAME = re.compile(r"(?i)(rank|node|worker|host|proc)[-_.]?\d")
+
+
+def _rank_named(source: str) -> bool:
+    p = Path(source.split(" [", 1)[0])
+    return bool(RANK_NAME.search(p.name) or RANK_TAG.search(source) or p.parent.name.isdigit())
+
+
 @dataclass
 class RankEnd:
     source: str
@@ -105,6 +114,8 @@ def first_failing(logs: list[LogEvidence], signals: list[Signal]) -> tuple[RankE
         ranks = _interleaved(logs[0], signals)  # one log, every rank in it: line order is time order
     if len(ranks) < 2:
         return None
+    if sum(e.kind != "stopped" for e in ranks) < 2 and not all(_rank_named(e.source) for e in ranks):
+        return None  # one failing log beside another attempt's or job's log: no ranks to order
     errors = [e for e in ranks if e.kind == "error"]
     stopped = [e for e in ranks if e.kind == "stopped"]
     waiting = [e for e in ranks if e.kind == "symptom"]
