@@ -9,8 +9,11 @@ returns what happened. Nothing here writes a log by hand.
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,8 +37,6 @@ class LiveRun:
     proc: subprocess.Popen
 
     def stop(self) -> None:
-        import signal  # noqa: PLC0415 - kept out of the shared import block
-
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)  # its own session: the process and its DataLoader workers
         self.proc.wait(timeout=30)
@@ -67,3 +68,29 @@ def run(scenario: str, run_dir: Path, *args: str, env: dict[str, str] | None = N
     (run_dir / "command.txt").write_text(" ".join(["python", f"{scenario}.py", *args]) + "\n")
     return LabRun(run_dir=run_dir, log=log, returncode=proc.returncode, command=cmd)
 
+
+def start(scenario: str, run_dir: Path, *args: str, env: dict[str, str] | None = None,
+          log_name: str = "train.log") -> subprocess.Popen[bytes]:
+    """Like `run`, but return the running process, for scenarios where something outside the job
+    (a scheduler, a person) acts on it while it trains. The caller waits for it."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-u", str(SCENARIOS / f"{scenario}.py"), *args]
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", **(env or {})}
+    (run_dir / "command.txt").write_text(" ".join(["python", f"{scenario}.py", *args]) + "\n")
+    with open(run_dir / log_name, "wb") as out:
+        return subprocess.Popen(cmd, cwd=run_dir, stdout=out, stderr=subprocess.STDOUT, env=full_env)
+
+
+def wait_for_line(log: Path, pattern: str, proc: subprocess.Popen[bytes], timeout: float = 120) -> re.Match[str]:
+    """Wait until the log has a line matching `pattern`; fail if the process ends first."""
+    rx = re.compile(pattern)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = log.read_text(errors="replace") if log.exists() else ""
+        if m := rx.search(text):
+            return m
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended (exit {proc.returncode}) before a line matched {pattern!r}:\n{text[-2000:]}")
+        time.sleep(0.1)
+    proc.kill()
+    raise AssertionError(f"no line matched {pattern!r} within {timeout}s")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from ml_skills.catalog.loader import compiled_exception_rules, signatures
+from ml_skills.engine.metrics import parse_line
 from ml_skills.models import (
     Anomaly,
     Classification,
@@ -37,6 +38,11 @@ TRACEBACK_W = 2.6
 SURVIVED = 0.3
 WARNING_DAMP = 0.3
 MIN_PRIMARY = 1.0
+# An error counts as survived only if training went on for this many progress lines after it:
+# a DataLoader still hands out the batches its other workers prefetched (2 per worker) after
+# one worker dies, and loggers flush late, so one or two step lines do not mean recovery.
+SURVIVED_MIN_PROGRESS = 3
+EXTERNAL_KILL = "sigkill-external"
 _WARNING = re.compile(r"(Warning:|WARNING|\bwarn(ing)?s?\.|\[W \w|^W\d{4} |\bW\d{4} \d\d:|UserWarning|FutureWarning|DeprecationWarning|\bwarnings\.warn)")
 _WRAPPERS = re.compile(r"(RayTaskError|ChildFailedError|CalledProcessError|ProcessRaisedException|HydraException|SystemExit)")
 
@@ -80,6 +86,24 @@ def _logged_as_warning() -> frozenset[str]:
 def _last_progress_line(log: LogEvidence) -> int | None:
     lp = log.trajectory.last_progress
     return lp.line_no if lp else None
+
+
+def _survived(log: LogEvidence, line_no: int, last_prog: int | None) -> bool:
+    """Did training make real progress after this line (not just prefetched batches)?"""
+    if last_prog is None or line_no >= last_prog:
+        return False
+    tail = log.tail
+    if tail is None or line_no < tail.start_line:
+        return True  # the error is older than the tail: far more than a few steps followed
+    after = tail.lines[line_no - tail.start_line + 1 :]
+    progress = 0
+    for text in after:
+        parsed = parse_line(text)
+        if parsed is not None and parsed[1] is not None:
+            progress += 1
+            if progress >= SURVIVED_MIN_PROGRESS:
+                return True
+    return False
 
 
 def traceback_class(tb: TracebackEvent, hits_by_line: dict[tuple[str, int], list[SignatureHit]]) -> tuple[FailureClass | None, float, str]:
@@ -134,7 +158,7 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
             if symptom is not None and not any(h.role is Role.CAUSE for h in line_hits):
                 cls, role, rule = symptom.failure_class, Role.SYMPTOM, symptom.signature_id
                 w *= ROLE_W[Role.SYMPTOM] / ROLE_W[Role.CAUSE]
-            survived = last_prog is not None and tb.line_no < last_prog
+            survived = _survived(log, tb.line_no, last_prog)
             if survived:
                 w *= SURVIVED
             text = f"{tb.exc_type}: {tb.message}" if tb.message else tb.exc_type
@@ -151,7 +175,7 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
                        and h.signature_id not in _logged_as_warning())
             if warning:
                 w *= WARNING_DAMP
-            survived = last_prog is not None and h.line_no < last_prog
+            survived = _survived(log, h.line_no, last_prog)
             if survived:
                 w *= SURVIVED
             signals.append(Signal(h.failure_class, w, "signature", h.signature_id, h.source, h.line_no, h.text, h.role, survived, warning))
@@ -214,7 +238,8 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
             max(ends, key=lambda s: (s.weight, -(s.line_no or 0))).weight *= 1.3
     _numeric_before_crash(signals)
 
-    # exit 137 with flat memory is an external SIGKILL, not an OOM
+    # exit 137 with flat memory is an external SIGKILL, not an OOM: the kill itself is then the
+    # failure (a scheduler, a preemption, a watchdog or a person), so it is a cause, not a symptom
     notes: list[str] = []
     oom_causes = [s for s in signals if s.failure_class is FailureClass.OOM and s.role is Role.CAUSE]
     if not oom_causes:
@@ -223,6 +248,9 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
             for s in signals:
                 if s.failure_class is FailureClass.OOM and s.label == "sigkill-exit-137":
                     s.failure_class = FailureClass.PROCESS_CRASH
+                    s.label = EXTERNAL_KILL
+                    s.role = Role.CAUSE
+                    s.weight = max(s.weight, ROLE_W[Role.CAUSE] * SEV_W[Severity.SIGNIFICANT] * (SURVIVED if s.survived else 1.0))
                     s.text += f" ({why})"
                     notes.append(f"SIGKILL without memory pressure: {why}")
 

@@ -10,7 +10,10 @@ RECOVERY = {ActionKind.REPOINT_CHECKPOINT, ActionKind.RESTART_UNCHANGED}
 def decide(cls: Classification, fixes: list[Fix], insufficient: str | None) -> tuple[Decision, str]:
     if cls.primary is None or insufficient:
         return Decision.NO_GO, "evidence is insufficient to act on: collect what is named under 'Insufficient evidence' first"
-    safe_recovery = [f for f in fixes[:3] if f.risk is Risk.SAFE and f.kind in RECOVERY and f.command]
+    # a recovery counts only if nothing a person must approve is ranked before it (a full disk
+    # must be freed before resuming, or the run fails again at its next save)
+    safe_recovery = [f for f in fixes[:3] if f.risk is Risk.SAFE and f.kind in RECOVERY and f.command
+                     and all(g.risk is Risk.SAFE for g in fixes[: f.rank - 1])]
     if safe_recovery and cls.confidence >= 0.5:
         f = safe_recovery[0]
         return Decision.GO, f"a safe recovery path exists: fix {f.rank} ({f.kind.value}) changes nothing but where the run resumes"

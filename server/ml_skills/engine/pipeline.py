@@ -18,7 +18,7 @@ from ml_skills import __version__
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import artifacts as artifact_collector
 from ml_skills.engine import ranks, scan
-from ml_skills.engine.classify import Signal, classify
+from ml_skills.engine.classify import EXTERNAL_KILL, Signal, classify
 from ml_skills.engine.decide import decide
 from ml_skills.engine.plan import plan
 from ml_skills.errors import InputError, TargetNotFound
@@ -51,7 +51,12 @@ from ml_skills.safety.redact import redact, redaction_count, reset_redaction_cou
 MAX_LOGS = 16
 
 # target kind -> "module:function" returning (SourceEvidence, list[LogEvidence])
-COLLECTORS: dict[str, str] = {}
+COLLECTORS: dict[str, str] = {
+    "ssh": "ml_skills.collectors.ssh:collect",
+    "pid": "ml_skills.collectors.process:collect",
+    "proc": "ml_skills.collectors.process:collect",
+    "vertex-pipeline": "ml_skills.collectors.vertex:collect",
+}
 
 
 class DiagnoseRequest(Model):
@@ -81,7 +86,7 @@ class DiagnoseRequest(Model):
         for k in ("pid", "proc", "wandb", "mlflow", "vertex_pipeline"):
             if getattr(self, k) is not None:
                 return k.replace("_", "-")
-        if self.target and re.match(r"^[\w.-]+@[\w.\-\[\]:]+:/", self.target):
+        if self.target and re.match(r"^[^/\s@]+@[^/\s]+:/", self.target):  # as scp: user@host: before any slash is remote
             return "ssh"
         if self.target and Path(self.target).is_dir():
             return "directory"
@@ -166,6 +171,10 @@ def _run_status(cls: Classification, signals: list[Signal], logs: list[LogEviden
             return RunStatus.RUNNING
         if state in ("stalled", "hung"):
             return RunStatus.HUNG
+        if state in ("zombie", "gone") and (src.details.get("exit_code") or src.details.get("exit_signal")):
+            return RunStatus.CRASHED
+        if state in ("succeeded", "finished", "completed") and cls.primary is None:
+            return RunStatus.COMPLETED
     # a hang or a bad evaluation is a live or finished run, not a dead one: their own lines are not a crash
     alive = (FailureClass.STALLED, FailureClass.EVALUATION_MISMATCH)
     terminal = [s for s in signals if not s.survived and s.role.value in ("cause", "symptom")
@@ -206,7 +215,14 @@ def _insufficient(cls: Classification, logs: list[LogEvidence], sources: list[So
         return "no log was read: give the training log (stdout/stderr of the job) or the run directory"
     if all(l.status is not EvidenceStatus.OK for l in logs) and not sources:
         return "; ".join(p for l in logs for p in l.problems) or "the logs could not be read"
+    live = next((s for s in sources if s.kind == "process" and s.state in ("running", "sleeping") and s.status is EvidenceStatus.OK), None)
+    if cls.primary is None and live is not None:
+        return (f"the process is alive ({live.state}) and its logs show no error: nothing has failed yet; check again if it "
+                "stops logging or ends, or give the job's stderr")
     if cls.primary is None:
+        missing = [m for s in sources for m in s.missing]
+        if missing:  # say what could not be read before asking for more
+            return "could not read " + "; ".join(missing)
         cut = _cut_in_traceback(logs)
         if cut:
             return cut
@@ -274,6 +290,10 @@ def _root_cause(cls: Classification, signals: list[Signal], logs: list[LogEviden
     for s in best:
         if s.kind == "signature" and s.label in sig:
             meaning = sig[s.label].meaning
+            break
+        if s.label == EXTERNAL_KILL:
+            meaning = ("The process was killed with SIGKILL from outside while its logged memory stayed flat: a scheduler, "
+                       "a preemption, a watchdog or a person, not the kernel OOM killer.")
             break
         if s.kind in ("anomaly", "source"):
             meaning = s.text
@@ -354,14 +374,25 @@ def _findings(fixes: list[Fix], cls: Classification, root: RootCause) -> list[Fi
     return out
 
 
-def _missing_artifacts(inv: ArtifactInventory | None, status: RunStatus) -> Finding | None:
-    if inv is None or inv.checkpoints or status is RunStatus.COMPLETED:
+def _missing_artifacts(inv: ArtifactInventory | None, status: RunStatus, cls: Classification, logs: list[LogEvidence]) -> Finding | None:
+    """A run that trained, then died with no checkpoint in its output directory: it saved too late.
+
+    Not for a run that never trained (it failed at start-up: no save was due yet), nor when saving
+    itself failed (io-checkpoint is then the primary cause: writing is what is broken).
+    """
+    if inv is None or inv.checkpoints or status in (RunStatus.COMPLETED, RunStatus.RUNNING):
+        return None
+    if cls.primary is FailureClass.IO_CHECKPOINT:
+        return None
+    lp = next((l.trajectory.last_progress for l in logs if l.trajectory.last_progress and l.trajectory.last_progress.step), None)
+    if lp is None:
         return None
     return Finding(
         severity=FindingSeverity.HIGH,
         title="no checkpoint was written before the run ended",
-        detail=("the output directory holds no checkpoint: the run saved only at the end (or not at all), so the work "
-                "is lost. Writing happened too late, not writing is broken: save periodically and on failure."),
+        detail=(f"the run trained to step {_fmt(lp.step)} ({Path(lp.source).name}:{lp.line_no}) and left no checkpoint in "
+                f"{inv.root}: writing happened too late (only at the end), not that writing is broken. Save periodically "
+                "(every N steps) and on failure (an exception or SIGTERM handler), so a killed run loses minutes, not the run."),
     )
 
 
@@ -388,7 +419,7 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
     status = _run_status(cls, signals, all_logs, ev.sources)
     root = _root_cause(cls, signals, all_logs)
     findings = _findings(fixes, cls, root)
-    if (mf := _missing_artifacts(inv, status)) is not None:
+    if (mf := _missing_artifacts(inv, status, cls, all_logs)) is not None:
         findings.insert(1, mf)
     excerpt = None
     if cls.decisive is not None:
@@ -399,6 +430,8 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
             excerpt = next((scan.excerpt_from_tail(l, cls.decisive.line_no) for l in all_logs if l.source == cls.decisive.source), None)
     conf_level = Level.HIGH if cls.confidence >= 0.75 else Level.MEDIUM if cls.confidence >= 0.5 else Level.LOW
     next_cmds = list(dict.fromkeys(commands))
+    # read-only commands a collector knows for its own source (the failed task's log, the service account's roles)
+    next_cmds += [redact(c) for s in ev.sources for c in s.details.get("next_commands", []) if c not in next_cmds]
     if insufficient and cls.primary is None and logs:
         next_cmds.append("ml-skills check-failed-run <run directory> --artifacts <dir>   # with the job's stderr and configs")
     anomalies = [a for l in all_logs for a in l.trajectory.anomalies]

@@ -13,7 +13,7 @@ import shlex
 from ml_skills.catalog.loader import exception_rules
 from ml_skills.catalog.loader import fixes as fix_catalog
 from ml_skills.catalog.loader import signatures
-from ml_skills.engine.classify import Signal
+from ml_skills.engine.classify import EXTERNAL_KILL, Signal
 from ml_skills.models import (
     ActionKind,
     AnomalyKind,
@@ -31,6 +31,9 @@ IMPACT = {Level.HIGH: 3.0, Level.MEDIUM: 2.0, Level.LOW: 1.0}
 RISK_COST = {Risk.SAFE: 1.0, Risk.NEEDS_APPROVAL: 1.6, Risk.DANGEROUS: 4.0}
 MAX_FIXES = 5
 # fixes that only make sense when specific evidence names them, never as a class default
+# fixes for signals the engine derives (not catalog signatures): an external SIGKILL leaves the
+# code and data intact, so resuming is the recovery; confirming it was not the OOM killer is cheap
+DERIVED_FIXES = {EXTERNAL_KILL: ["resume-valid-checkpoint", "check-kernel-oom", "save-on-signal"]}
 NEEDS_EVIDENCE = {"collect-more-evidence", "resume-valid-checkpoint", "fix-launch-command", "check-train-data-coverage",
                   "eval-batch-size", "expandable-segments", "dedupe-splits", "check-split-overlap", "raise-collective-timeout", "exclude-node"}
 
@@ -50,7 +53,9 @@ def _candidates(cls: Classification, signals: list[Signal], logs: list[LogEviden
     for rank, s in enumerate(psig[:4]):
         base = 1.0 if rank == 0 else 0.8
         named: list[str] = []
-        if s.kind == "signature" and s.label in sig_by_id:
+        if s.label in DERIVED_FIXES:
+            named = DERIVED_FIXES[s.label]
+        elif s.kind == "signature" and s.label in sig_by_id:
             named = sig_by_id[s.label].fixes
         elif s.kind == "traceback":
             rid = s.label.split(":", 1)[1]
@@ -101,6 +106,25 @@ def _candidates(cls: Classification, signals: list[Signal], logs: list[LogEviden
     return cand
 
 
+def _prerequisites(cls: Classification, signals: list[Signal]) -> set[str]:
+    """Fixes the strongest signal of the primary class lists before 'resume': they must come first.
+
+    A full disk or a read-only mount lists freeing space before resuming; resuming first would
+    fail at the next save. A crash or a truncated checkpoint lists resuming first: no prerequisite.
+    """
+    sig_by_id = {s.id: s for s in signatures()}
+    rules = {r.id: r for r in exception_rules()}
+    top = max((s for s in signals if s.failure_class == cls.primary), key=lambda s: s.weight, default=None)
+    if top is None:
+        return set()
+    rid = top.label.split(":", 1)[-1]
+    named = sig_by_id[rid].fixes if rid in sig_by_id else rules[rid].fixes if top.kind == "traceback" and rid in rules else []
+    if "resume-valid-checkpoint" in named:
+        return set(named[: named.index("resume-valid-checkpoint")])
+    # a storage failure whose own fixes do not include resuming (a read-only output): fix it first
+    return set(named) if cls.primary is FailureClass.IO_CHECKPOINT else set()
+
+
 def _oom_at_eval(cls: Classification, logs: list[LogEvidence]) -> bool:
     if cls.decisive is None:
         return False
@@ -121,6 +145,7 @@ def plan(cls: Classification, signals: list[Signal], logs: list[LogEvidence], in
         return [Fix(rank=1, fix_id=f.id, action=f.action, kind=f.kind, risk=risk, risk_rule=rule, expected_impact=f.impact,
                     time_to_try=f.time_to_try, validation=f.validation)], []
     cand = _candidates(cls, signals, logs, inv)
+    before = _prerequisites(cls, signals)
     scored = []
     for fid, conf in cand.items():
         f = fix_catalog()[fid]
@@ -128,6 +153,9 @@ def plan(cls: Classification, signals: list[Signal], logs: list[LogEvidence], in
         score = IMPACT[f.impact] * conf * max(cls.confidence, 0.3) / RISK_COST[risk]
         scored.append((score, fid, f, risk, rule))
     scored.sort(key=lambda t: (-t[0], t[1]))
+    if before:  # resuming before the storage or config is fixed would fail the same way again
+        pre = [t for t in scored if t[1] in before]
+        scored = pre + [t for t in scored if t[1] not in before]
     out: list[Fix] = []
     commands: list[str] = []
     for rank, (_, fid, f, risk, rule) in enumerate(scored[:MAX_FIXES], start=1):

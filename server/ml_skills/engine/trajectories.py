@@ -159,7 +159,9 @@ def _grad_spike(points: Sequence[MetricPoint], exact_max: MetricPoint | None) ->
     if len(s) < 8:
         return None
     med = statistics.median(v for _, v in s)
-    p, top = max(s, key=lambda t: t[1])
+    # gradient norms start high and fall while the loss drops from its value at initialisation:
+    # the first tenth of the series is that phase, not a spike
+    p, top = max(s[len(s) // 10 :], key=lambda t: t[1])
     if med <= 0 or top < 10 * med or top < 1.0:
         return None
     return Anomaly(
