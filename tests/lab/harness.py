@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -25,6 +26,32 @@ class LabRun:
     log: Path
     returncode: int
     command: list[str]
+
+
+@dataclass
+class LiveRun:
+    """A scenario still running (one that hangs); stop() kills it and every child it forked."""
+
+    run_dir: Path
+    log: Path
+    proc: subprocess.Popen
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # its own session: the process and its DataLoader workers
+        self.proc.wait(timeout=30)
+
+
+def start_live(scenario: str, run_dir: Path, *args: str, env: dict[str, str] | None = None, log_name: str = "train.log") -> LiveRun:
+    """Start tests/lab/scenarios/<scenario>.py in run_dir in its own session, without waiting for it."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-u", str(SCENARIOS / f"{scenario}.py"), *args]
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", **(env or {})}
+    log = run_dir / log_name
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=run_dir, stdout=out, stderr=subprocess.STDOUT, env=full_env, start_new_session=True)
+    (run_dir / "command.txt").write_text(" ".join(["python", f"{scenario}.py", *args]) + "\n")
+    return LiveRun(run_dir=run_dir, log=log, proc=proc)
 
 
 def run(scenario: str, run_dir: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 180,

@@ -150,11 +150,19 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
             if any(h.failure_class != cls and h.severity is not Severity.CRITICAL for h in hits_by_line.get((tb.source, tb.line_no), [])):
                 superseded.add((tb.source, tb.line_no))
             w = TRACEBACK_W * rw * (0.6 if tb.chained and not tb.exc_type.endswith(")") else 1.0)
+            role = Role.CAUSE
+            # an exception whose message is itself a symptom ("Connection closed by peer", a collective
+            # timeout) reports another process's failure: it is a symptom, whatever raised it
+            line_hits = hits_by_line.get((tb.source, tb.line_no), [])
+            symptom = next((h for h in line_hits if h.role is Role.SYMPTOM), None)
+            if symptom is not None and not any(h.role is Role.CAUSE for h in line_hits):
+                cls, role, rule = symptom.failure_class, Role.SYMPTOM, symptom.signature_id
+                w *= ROLE_W[Role.SYMPTOM] / ROLE_W[Role.CAUSE]
             survived = _survived(log, tb.line_no, last_prog)
             if survived:
                 w *= SURVIVED
             text = f"{tb.exc_type}: {tb.message}" if tb.message else tb.exc_type
-            signals.append(Signal(cls, w, "traceback", f"traceback:{rule}", tb.source, tb.line_no, text, Role.CAUSE, survived))
+            signals.append(Signal(cls, w, "traceback", f"traceback:{rule}", tb.source, tb.line_no, text, role, survived))
         for h in log.hits:
             same = hits_by_line[(h.source, h.line_no)]
             # one line, several signatures: a cause on the line silences symptoms of other classes
@@ -283,6 +291,9 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
             ruled.append(RuledOut(failure_class=cls, reason=f"only in warnings ({where}), not in the failure"))
         elif all(s.source == decisive.source and (s.line_no or 0) > decisive_line for s in sig) and all(s.role is not Role.CAUSE or s.kind == "traceback" for s in sig):
             ruled.append(RuledOut(failure_class=cls, reason=f"secondary: {where} follows the primary failure at line {decisive_line} (cascade)"))
+        elif decisive.role is Role.CAUSE and all(s.role is Role.SYMPTOM for s in sig):
+            ruled.append(RuledOut(failure_class=cls, reason=(f"secondary: {where} ({best.source.rsplit('/', 1)[-1]}) is how other "
+                                                             f"processes saw the primary failure (cascade), not a cause of its own")))
         elif score >= 0.35 * top and any(s.role is Role.HINT or s.kind == "anomaly" for s in sig):
             contributing.append(cls)
         else:

@@ -46,9 +46,10 @@ _PAIR = re.compile(
 _SEGMENT = re.compile(r"^\s*(?P<key>[A-Za-z_][\w/.\-]*(?: [a-z_][\w/]*){0,2})\s+(?P<val>" + _NUM + r")\s*[a-zA-Z%]{0,3}\s*$")
 _SPACE_PAIR = re.compile(r"\b(?P<key>step|iter|iteration|epoch|Epoch|Step|Iter|Iteration)\s+(?P<val>\d+(?:\.\d+)?)(?:\s*/\s*(?P<total>\d+))?\b")
 _WORD_NUM = re.compile(r"(?i)\b(?P<key>(?:train |val |valid |eval |test )?loss)\s+(?:is\s+)?(?P<val>" + _NUM + r")(?!\w|\.\d)")
+_NAMED_NUM = re.compile(r"(?:^|[\s|,;(\[])(?P<key>[A-Za-z][\w/.]*)\s+(?P<val>" + _NUM + r")(?=[\s,|;)\]]|$)")
 _TQDM = re.compile(r"(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[(?P<elapsed>[\d:]+)<(?P<eta>[\d:?]+),\s*(?P<rate>[\d.]+)\s*(?P<unit>[a-zA-Z/]+)(?P<rest>[^\]]*)\]")
 _TIMESTAMP = re.compile(
-    r"(?P<y>20\d\d)[-/](?P<mo>\d\d)[-/](?P<d>\d\d)[ T_](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)"
+    r"(?P<y>20\d\d)[-/](?P<mo>\d\d)[-/](?P<d>\d\d)[ T_](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d{1,6}))?"
 )
 _HINT = re.compile(r"(?i)(loss|acc|lr|learning|grad|norm|step|iter|epoch|it/s|samples|tokens|mem|perplexity|ppl)")
 
@@ -62,7 +63,8 @@ def parse_timestamp(line: str) -> datetime | None:
     if not m:
         return None
     try:
-        return datetime(int(m["y"]), int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]))
+        micro = int((m["f"] or "0").ljust(6, "0"))  # logging's ",123" and ISO ".123456": order within a second
+        return datetime(int(m["y"]), int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]), micro)
     except ValueError:
         return None
 
@@ -161,6 +163,9 @@ def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None]
         key = m["key"].lower().split(" ")[0] if " " in m["key"] else ""
         c = {"": "loss", "train": "loss", "val": "val_loss", "valid": "val_loss", "eval": "val_loss", "test": "val_loss"}[key]
         values.setdefault(c, _num(m["val"]))
+    for m in _NAMED_NUM.finditer(line):  # print(f"epoch {e} train_loss {x:.4f} val_loss {y:.4f}"): known names only
+        if (c := canonical(m["key"])) is not None:
+            values.setdefault(c, _num(m["val"]))
     for m in _SPACE_PAIR.finditer(line):
         k = m["key"].lower()
         v = float(m["val"])

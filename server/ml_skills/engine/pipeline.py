@@ -17,7 +17,7 @@ from pydantic import Field
 from ml_skills import __version__
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import artifacts as artifact_collector
-from ml_skills.engine import scan
+from ml_skills.engine import ranks, scan
 from ml_skills.engine.classify import EXTERNAL_KILL, Signal, classify
 from ml_skills.engine.decide import decide
 from ml_skills.engine.plan import plan
@@ -302,7 +302,7 @@ def _root_cause(cls: Classification, signals: list[Signal], logs: list[LogEviden
             meaning = _traceback_meaning(s)
             break
     root = meaning or f"{cls.primary.value} failure"
-    rank_note = _first_rank(logs, cls)
+    rank_note = _first_rank(logs, signals)
     if rank_note:
         root += " " + rank_note
     contributing = []
@@ -324,30 +324,9 @@ def _traceback_meaning(s: Signal) -> str:
     return f"{sig.meaning} ({s.text[:200]})" if sig else s.text[:200]
 
 
-def _first_rank(logs: list[LogEvidence], cls: Classification) -> str:
-    """With several logs (ranks), say which failed first by its first error's time or line."""
-    if len(logs) < 2:
-        return ""
-    firsts = []
-    for log in logs:
-        errs = [h for h in log.hits if h.role.value == "cause"] or list(log.hits)
-        tbs = [t for t in log.tracebacks]
-        lines = [h.line_no for h in errs] + [t.line_no for t in tbs]
-        if not lines:
-            continue
-        first_line = min(lines)
-        text = next((h.text for h in errs if h.line_no == first_line), "") or next((f"{t.exc_type}: {t.message}" for t in tbs if t.line_no == first_line), "")
-        from ml_skills.engine.metrics import parse_timestamp
-
-        when = parse_timestamp(text)
-        cause = any(h.role.value == "cause" for h in errs)
-        firsts.append((0 if cause else 1, when or datetime.max, log.source, first_line, text))
-    ranks = all(re.search(r"(?i)(rank|node|worker|host)[-_.]?\d", Path(log.source).name) for log in logs)
-    if len(firsts) < 2 and not ranks:  # one failing log beside an earlier attempt's clean log: no order to tell
-        return ""
-    firsts.sort(key=lambda t: (t[0], t[1]))
-    _, when, src, line, text = firsts[0]
-    return f"The first rank to fail was {Path(src).name} (line {line}: {text[:120]}); the others failed after it."
+def _first_rank(logs: list[LogEvidence], signals: list[Signal]) -> str:
+    """With several logs (ranks), say which failed first (engine/ranks.py)."""
+    return ranks.describe(logs, signals)
 
 
 def _evidence(cls: Classification, signals: list[Signal], logs: list[LogEvidence], sources: list[SourceEvidence], inv: ArtifactInventory | None) -> list[EvidenceItem]:
@@ -428,7 +407,9 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
     src_logs = [scan.scan_text("\n".join(s.lines), source=f"{s.kind}:{s.name}", last=req.last, task=req.task) for s in ev.sources if s.lines]
     metric_logs = [scan.from_metrics(s.metrics, source=f"{s.kind}:{s.name}", task=req.task) for s in ev.sources if s.metrics]
     all_logs = logs + src_logs + metric_logs
+    ranks.drop_stalls_of_ended_run(all_logs)
     cls, signals = classify(all_logs, ev.sources)
+    ranks.keep_silent_rank_open(cls, all_logs, signals)
     framework, fw_source = _framework(req, all_logs)
     insufficient = _insufficient(cls, logs, ev.sources, signals)
     inv = ev.artifacts

@@ -35,7 +35,7 @@ MAX_FIXES = 5
 # code and data intact, so resuming is the recovery; confirming it was not the OOM killer is cheap
 DERIVED_FIXES = {EXTERNAL_KILL: ["resume-valid-checkpoint", "check-kernel-oom", "save-on-signal"]}
 NEEDS_EVIDENCE = {"collect-more-evidence", "resume-valid-checkpoint", "fix-launch-command", "check-train-data-coverage",
-                  "eval-batch-size", "expandable-segments", "dedupe-splits", "raise-collective-timeout", "exclude-node"}
+                  "eval-batch-size", "expandable-segments", "dedupe-splits", "check-split-overlap", "raise-collective-timeout", "exclude-node"}
 
 
 def _candidates(cls: Classification, signals: list[Signal], logs: list[LogEvidence], inv: ArtifactInventory | None) -> dict[str, float]:
@@ -76,9 +76,11 @@ def _candidates(cls: Classification, signals: list[Signal], logs: list[LogEviden
     if AnomalyKind.TRAIN_VAL_DIVERGENCE in kinds and primary is FailureClass.EVALUATION_MISMATCH:
         add("check-train-data-coverage", 1.0); add("input-completeness-check", 1.0)
     if AnomalyKind.EARLY_PERFECT_VALIDATION in kinds and primary is FailureClass.EVALUATION_MISMATCH:
-        add("dedupe-splits", 1.0)
+        add("check-split-overlap", 1.0); add("dedupe-splits", 1.0)
     if AnomalyKind.LOSS_BLOWUP in kinds:
         add("lower-lr-add-warmup", 0.95); add("grad-clipping", 0.9); add("resume-before-spike", 0.8)
+    if AnomalyKind.NO_PROGRESS in kinds:
+        add("dump-stacks", 1.0); add("add-timeouts", 0.7); add("loader-num-workers-zero", 0.6)
     if AnomalyKind.THROUGHPUT_COLLAPSE in kinds:
         add("dump-stacks", 0.8); add("loader-num-workers-zero", 0.5)
     if primary is FailureClass.OOM and _oom_at_eval(cls, logs):

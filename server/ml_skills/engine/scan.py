@@ -22,7 +22,7 @@ from ml_skills.collectors import logfile
 from ml_skills.engine import metrics as metric_parser
 from ml_skills.engine import tracebacks
 from ml_skills.engine.matcher import Matcher
-from ml_skills.engine.trajectories import analyse
+from ml_skills.engine.trajectories import analyse, no_progress
 from ml_skills.models import (
     AnomalyKind,
     EvidenceStatus,
@@ -292,6 +292,8 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
     _quote_anomaly_lines(ev, reader, metric_offsets)
     if completed_line is not None:
         ev.frameworks["completed-marker"] = completed_line
+    elif ev.mtime is not None:
+        _check_stall(ev, points, tail_lines)
     if tb_total > len(tb_offsets):
         ev.problems.append(f"{tb_total} tracebacks in the log; the first {TRACEBACKS_KEPT // 2} and the last {len(tb_offsets) - TRACEBACKS_KEPT // 2} were parsed")
     if budget is not None:
@@ -387,6 +389,20 @@ def _last_progress(name: str, points: list[MetricPoint], tail: list[str], tail_s
             best = ProgressPoint(source=name, line_no=lp.line_no, step=lp.step, epoch=lp.epoch, time=lp.time,
                                  text=", ".join(f"{k}={v:.4g}" for k, v in lp.values.items()))
     return best
+
+
+def _check_stall(ev: LogEvidence, points: list[MetricPoint], tail: list[str]) -> None:
+    """Add a no-progress anomaly when nothing after the last progress line ends the run."""
+    lp = ev.trajectory.last_progress
+    if lp is None or ev.mtime is None:
+        return
+    if any(h.line_no > lp.line_no and h.role is not Role.HINT for h in ev.hits) or any(t.line_no > lp.line_no for t in ev.tracebacks):
+        return
+    stamp = next((t for line in reversed(tail[-200:]) if (t := metric_parser.parse_timestamp(line[:200])) is not None), None)
+    local = ev.mtime.astimezone().replace(tzinfo=None)
+    a = no_progress(points, lp, stamp, local, datetime.now())
+    if a is not None:
+        ev.trajectory.anomalies.append(a)
 
 
 def is_terminal_role(role: Role) -> bool:
