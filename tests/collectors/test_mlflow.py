@@ -62,7 +62,7 @@ def mlflow_server(tmp_path_factory):
     finally:
         proc.terminate()
         try:
-            proc.wait(10)
+            proc.wait(5)
         except subprocess.TimeoutExpired:
             proc.kill()
 
