@@ -306,8 +306,11 @@ def _error(e: BaseException, what: str) -> SourceError:
         return SourceUnavailable(f"W&B refused {what}: {text}; check WANDB_API_KEY and that it may read this project")
     if status == 404 or "could not find run" in low or "not found" in low:
         return TargetNotFound(f"W&B has no {what}: check entity/project/run_id (the run id is the 8-character id in the run's URL)")
-    if "refused" in low or "connect" in low:
-        return SourceUnavailable(f"cannot reach W&B for {what}: {text}; check WANDB_BASE_URL and the network")
+    if "refused" in low or "no such host" in low or "dial tcp" in low:
+        reason = "connection refused" if "refused" in low else "host unreachable"
+        return SourceUnavailable(f"cannot reach W&B for {what}: {reason} (after the client's retries); check WANDB_BASE_URL and the network")
+    if "invalid character" in low or "looking for beginning" in low or "cannot unmarshal" in low or "unexpected end of json" in low:
+        return SourceUnavailable(f"W&B sent a malformed answer for {what} (not the JSON the API returns): {text[:120]}")
     if "timed out" in low or "timeout" in low or "deadline" in low:
         return SourceTimeout(f"W&B did not answer {what} in time: {text}")
     if status == 429:
