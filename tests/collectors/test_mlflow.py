@@ -17,10 +17,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from ml_skills.collectors import mlflow as mlflow_collector
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
-from ml_skills.errors import SourceTimeout, SourceUnavailable, TargetNotFound
+from ml_skills.errors import SourceTimeout, SourceUnavailable
 
 from .faultproxy import FaultProxy
 from .training import train

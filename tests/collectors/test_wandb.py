@@ -14,10 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-
 from ml_skills.collectors import wandb as wandb_collector
 from ml_skills.engine.pipeline import DiagnoseRequest
-from ml_skills.errors import InputError, SourceUnavailable, TargetNotFound
+from ml_skills.errors import InputError, TargetNotFound
 
 from .conftest_paths import ROOT
 from .training import train

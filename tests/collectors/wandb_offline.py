@@ -21,7 +21,7 @@ def main(kinds: list[str]) -> None:
         run = wandb.init(project="ml-skills-tests", name=kind, id=f"{kind}run", mode="offline",
                          config={"optimizer": "sgd", "batch_size": 16, "kind": kind})
 
-        def log(step: int, d: dict[str, float]) -> None:
+        def log(step: int, d: dict[str, float], kind: str = kind) -> None:
             if kind == "killed" and step == 40:
                 sys.stdout.flush()
                 time.sleep(3)  # a killed job has usually had its history flushed for a while

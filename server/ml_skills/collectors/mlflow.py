@@ -69,7 +69,7 @@ def _from_server(uri: str, run_id: str, run: tracker.TrackerRun) -> None:
         info, data = _run_parts(body)
         _info(run, info, data.get("params", []), data.get("tags", []))
         latest = data.get("metrics", [])
-        run.summary = {m.get("key"): m.get("value") for m in latest if isinstance(m, dict)}
+        run.summary = {str(m.get("key")): m.get("value") for m in latest if isinstance(m, dict)}
         for key in _keys(run, latest):
             try:
                 token: str | None = None
@@ -129,8 +129,8 @@ def _run_parts(body: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     r = body.get("run") if isinstance(body, dict) else None
     if not isinstance(r, dict) or not isinstance(r.get("info"), dict):
         raise SourceUnavailable("the MLflow server sent a malformed run (no run.info): is MLFLOW_TRACKING_URI an MLflow server?")
-    data = r.get("data") if isinstance(r.get("data"), dict) else {}
-    return r["info"], data
+    data = r.get("data")
+    return r["info"], data if isinstance(data, dict) else {}
 
 
 # ---------------------------------------------------------------- local store (SDK)

@@ -21,7 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 from ml_skills.collectors import tracker
 from ml_skills.collectors.http_api import Deadline, fetch_tail
-from ml_skills.errors import InputError, SourceError, SourceTimeout, SourceUnavailable, TargetNotFound, UnreadableInput
+from ml_skills.errors import (
+    InputError,
+    MLSkillsError,
+    SourceError,
+    SourceTimeout,
+    SourceUnavailable,
+    TargetNotFound,
+    UnreadableInput,
+)
 from ml_skills.models import LogEvidence, SourceEvidence
 from ml_skills.safety.redact import redact
 
@@ -168,10 +176,10 @@ def _records(path: Path) -> Iterator[Any]:
             chunk, pending = pending + body, b""
         else:
             raise _Corrupt(f"unknown chunk type {typ} at byte {pos}")
-        rec = pb.Record()
+        rec = pb.Record()  # type: ignore[attr-defined]
         try:
             rec.ParseFromString(chunk)
-        except Exception:  # protobuf's DecodeError; a damaged record ends the readable part
+        except Exception:  # noqa: BLE001  protobuf's DecodeError; a damaged record ends the readable part
             raise _Corrupt(f"undecodable record at byte {pos}") from None
         yield rec
     if cut:
@@ -227,7 +235,7 @@ def _from_api(entity: str, project: str, run_id: str) -> tracker.TrackerRun:
     try:
         api = wandb.Api(api_key=key, timeout=per_call) if key else wandb.Api(timeout=per_call)
         r = api.run(name)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001  the wandb client raises many types; _error names them in one line
         raise _error(e, f"run {name}") from None
     run = tracker.TrackerRun(kind="wandb", name=name)
     run.state = str(r.state)
@@ -239,7 +247,7 @@ def _from_api(entity: str, project: str, run_id: str) -> tracker.TrackerRun:
     run.config = {k: v for k, v in dict(r.config).items() if not k.startswith("_")}
     try:
         run.summary = dict(r.summary._json_dict) if hasattr(r.summary, "_json_dict") else dict(r.summary)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001  partial evidence: name what failed and go on
         run.missing.append(f"summary: {_error(e, 'summary')}")
     sysm = r._attrs.get("systemMetrics") if isinstance(getattr(r, "_attrs", None), dict) else None
     for k, v in (json.loads(sysm) if isinstance(sysm, str) and sysm.startswith("{") else sysm or {}).items():
@@ -263,7 +271,7 @@ def _history(r: Any, run: tracker.TrackerRun, deadline: Deadline) -> None:
                 raise SourceTimeout(f"W&B history: stopped after {rows} rows at the {deadline.seconds:g}s deadline")
     except SourceError as e:
         run.missing.append(f"history after {rows} rows: {e}")
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001  partial evidence: name what failed and go on
         run.missing.append(f"history after {rows} rows: {_error(e, 'history')}")
     run.facts["history rows read"] = str(rows)
 
@@ -280,7 +288,7 @@ def _files(api: Any, r: Any, run: tracker.TrackerRun, deadline: Deadline) -> Non
             run.artifacts.append(str(f.name))
             if tracker.is_log_name(str(f.name)):
                 logs.append(f)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001  partial evidence: name what failed and go on
         run.missing.append(f"file listing: {_error(e, 'files')}")
     base = str(api.settings.get("base_url", ""))
     for f in logs[: tracker.MAX_LOGS]:
@@ -297,7 +305,7 @@ def _files(api: Any, r: Any, run: tracker.TrackerRun, deadline: Deadline) -> Non
             run.missing.append(f"log {f.name}: {e}")
 
 
-def _error(e: BaseException, what: str) -> SourceError:
+def _error(e: BaseException, what: str) -> MLSkillsError:
     """One line from whatever the wandb client raised, with the HTTP status when it has one."""
     text = redact(" ".join(str(e).split())[:240])
     status = _status(e)
