@@ -47,7 +47,11 @@ def is_log_name(path: str) -> bool:
 
 def tracked(key: str) -> bool:
     """Whether a metric's whole history is worth fetching: a canonical metric or system memory."""
-    return canonical(key) is not None or bool(_SYSTEM_MEM.match(key))
+    return canonical(key) is not None or _is_system_mem(key)
+
+
+def _is_system_mem(key: str) -> bool:
+    return bool(_SYSTEM_MEM.match(key)) and "avail" not in key.lower()  # free memory has no meaningful peak
 
 
 @dataclass
@@ -75,7 +79,7 @@ class TrackerRun:
         self.counts[key] = self.counts.get(key, 0) + 1
         c = canonical(key)
         if c is None:
-            if _SYSTEM_MEM.match(key) and math.isfinite(v):
+            if _is_system_mem(key) and math.isfinite(v):
                 self.system_peak[key] = max(v, self.system_peak.get(key, v))
             return
         row = self.rows.get(step)
@@ -133,6 +137,8 @@ def to_evidence(run: TrackerRun, task: Task | None = None) -> tuple[SourceEviden
         hist = ", ".join(f"{k} {n}" for k, n in sorted(run.counts.items()) if canonical(k) is not None)
         steps = [p.step for p in points if p.step is not None]
         report.append(f"History: {len(points)} steps ({_fmt(steps[0])}..{_fmt(steps[-1])}); points read: {hist}")
+    elif any(m.startswith("history") for m in missing):
+        report.append("History: could not be read (see Missing)")
     else:
         report.append("History: no loss, grad-norm, lr, throughput or validation metric was logged")
     if run.system_peak:
