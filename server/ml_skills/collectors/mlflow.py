@@ -171,7 +171,7 @@ def _from_store(uri: str, run_id: str, run: tracker.TrackerRun) -> None:
             rel = str(p.relative_to(root))
             run.artifacts.append(rel)
             if tracker.is_log_name(rel) and len(run.logs) < tracker.MAX_LOGS:
-                run.logs[rel] = _tail(p)
+                run.logs[rel] = tracker.read_tail(p)
 
 
 def _local_dir(artifact_uri: str) -> Path | None:
@@ -180,14 +180,6 @@ def _local_dir(artifact_uri: str) -> Path | None:
         p = Path(unquote(u.path) if u.scheme else artifact_uri)
         return p if p.is_dir() else None
     return None
-
-
-def _tail(path: Path) -> tuple[str, bool]:
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        if size > tracker.MAX_LOG_BYTES:
-            f.seek(size - tracker.MAX_LOG_BYTES)
-        return f.read(tracker.MAX_LOG_BYTES).decode("utf-8", errors="replace"), size > tracker.MAX_LOG_BYTES
 
 
 # ---------------------------------------------------------------- shared

@@ -15,6 +15,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from ml_skills.engine import scan
@@ -91,6 +92,15 @@ class TrackerRun:
         row.setdefault(c, v)
         if when is not None:
             self.times.setdefault(step, when)
+
+
+def read_tail(path: Path) -> tuple[str, bool]:
+    """The last MAX_LOG_BYTES of a local run log, and whether the start was cut."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        if size > MAX_LOG_BYTES:
+            f.seek(size - MAX_LOG_BYTES)
+        return f.read(MAX_LOG_BYTES).decode("utf-8", errors="replace"), size > MAX_LOG_BYTES
 
 
 def to_float(value: Any) -> float | None:

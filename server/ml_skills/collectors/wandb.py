@@ -121,7 +121,7 @@ def _from_dir(d: Path) -> tracker.TrackerRun:
             rel = str(p.relative_to(d / "files"))
             run.artifacts.append(rel)
             if tracker.is_log_name(rel) and len(run.logs) < tracker.MAX_LOGS:
-                run.logs[rel] = _tail(p)
+                run.logs[rel] = tracker.read_tail(p)
     if not run.config and (d / "files" / "config.yaml").is_file():
         run.facts["config"] = "files/config.yaml"
     if not run.summary and (d / "files" / "wandb-summary.json").is_file():
@@ -203,14 +203,6 @@ def _config(run: tracker.TrackerRun, items: Any) -> None:
         if not k.startswith("_"):
             v = _json(it.value_json)
             run.config[k] = v.get("value", v) if isinstance(v, dict) and "value" in v else v
-
-
-def _tail(path: Path) -> tuple[str, bool]:
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        if size > tracker.MAX_LOG_BYTES:
-            f.seek(size - tracker.MAX_LOG_BYTES)
-        return f.read(tracker.MAX_LOG_BYTES).decode("utf-8", errors="replace"), size > tracker.MAX_LOG_BYTES
 
 
 # ---------------------------------------------------------------- public API
