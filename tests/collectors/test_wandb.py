@@ -18,7 +18,7 @@ from ml_skills.collectors import wandb as wandb_collector
 from ml_skills.engine.pipeline import DiagnoseRequest
 from ml_skills.errors import InputError, TargetNotFound
 
-from .conftest_paths import ROOT
+from ..conftest import ROOT
 from .training import train
 from .wandb_fake import FakeRun, FakeWandb
 

@@ -1,3 +1,0 @@
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
