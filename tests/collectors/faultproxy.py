@@ -37,7 +37,7 @@ class FaultProxy:
                         status, extra = fault[1], fault[2] if len(fault) > 2 else {}
                         body = fault[2] if fault[0] == "body" else b'{"error_code": "INTERNAL_ERROR", "message": "injected"}'
                         self.send_response(status)
-                        for k, v in (extra.items() if isinstance(extra, dict) else []):
+                        for k, v in extra.items() if isinstance(extra, dict) else []:
                             self.send_header(k, v)
                         self.send_header("Content-Length", str(len(body)))
                         self.end_headers()
@@ -45,8 +45,12 @@ class FaultProxy:
                         return
                 n = int(self.headers.get("Content-Length") or 0)
                 data = self.rfile.read(n) if n else None
-                req = urllib.request.Request(proxy.upstream + self.path, data=data, method=self.command,
-                                             headers={k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")})
+                req = urllib.request.Request(
+                    proxy.upstream + self.path,
+                    data=data,
+                    method=self.command,
+                    headers={k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")},
+                )
                 try:
                     with urllib.request.urlopen(req, timeout=30) as r:
                         status, headers, body = r.status, r.headers, r.read()

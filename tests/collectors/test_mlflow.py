@@ -40,9 +40,25 @@ def mlflow_server(tmp_path_factory):
     url = f"http://127.0.0.1:{port}"
     t0 = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-         "--backend-store-uri", f"sqlite:///{root}/mlflow.db", "--artifacts-destination", str(root / "artifacts")],
-        cwd=root, stdout=open(root / "server.log", "wb"), stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+            "--backend-store-uri",
+            f"sqlite:///{root}/mlflow.db",
+            "--artifacts-destination",
+            str(root / "artifacts"),
+        ],
+        cwd=root,
+        stdout=open(root / "server.log", "wb"),
+        stderr=subprocess.STDOUT,
     )
     try:
         while time.monotonic() - t0 < 240:  # a cold start (imports, sqlite migrations) is slow on a busy machine
@@ -104,18 +120,27 @@ def _log_training(client, rid: str, kind: str) -> str:
     series: dict[str, list[Metric]] = {}
     now = int(time.time() * 1000)
     out = io.StringIO()
-    ended = train(kind, lambda step, d: [series.setdefault(k, []).append(Metric(k, v, now + step, step)) for k, v in d.items()], out)
+    ended = train(
+        kind, lambda step, d: [series.setdefault(k, []).append(Metric(k, v, now + step, step)) for k, v in d.items()], out
+    )
     for metrics in series.values():
         client.log_batch(rid, metrics=metrics)
     client.log_text(rid, out.getvalue(), "output.log")
     return ended
 
 
-def _cli(run_id: str, uri: str, tmp_path: Path, *extra: str, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], dict | None]:
+def _cli(
+    run_id: str, uri: str, tmp_path: Path, *extra: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], dict | None]:
     out = tmp_path / "out"
     e = {**os.environ, "MLFLOW_TRACKING_URI": uri, **(env or {})}
-    proc = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", "--mlflow", run_id, "--out-dir", str(out), *extra],
-                          env=e, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ml_skills.cli", "check-failed-run", "--mlflow", run_id, "--out-dir", str(out), *extra],
+        env=e,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     report = out / "check-failed-run.json"
     return proc, (json.loads(report.read_text()) if report.exists() else None)
 
@@ -204,7 +229,9 @@ def test_503_and_429_are_retried_honouring_retry_after(runs, mlflow_server, monk
 
 def test_persistent_5xx_on_history_gives_partial_evidence_naming_what_is_missing(runs, mlflow_server, tmp_path):
     with FaultProxy(mlflow_server) as proxy:
-        proxy.rules["/api/2.0/mlflow/metrics/get-history?run_id=" + runs["diverging"] + "&metric_key=grad_norm"] = [("status", 500, {"Retry-After": "0"})] * 4
+        proxy.rules["/api/2.0/mlflow/metrics/get-history?run_id=" + runs["diverging"] + "&metric_key=grad_norm"] = [
+            ("status", 500, {"Retry-After": "0"})
+        ] * 4
         proc, report = _cli(runs["diverging"], proxy.url, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert report["primary_cause"] == "optimization-divergence"

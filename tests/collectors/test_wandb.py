@@ -41,8 +41,13 @@ def offline_runs(tmp_path_factory) -> dict[str, Path]:
 
 
 def _cli(*args: str, out: Path, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], dict | None]:
-    proc = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", *args, "--out-dir", str(out)],
-                          env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ml_skills.cli", "check-failed-run", *args, "--out-dir", str(out)],
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     report = out / "check-failed-run.json"
     return proc, (json.loads(report.read_text()) if report.exists() else None)
 
@@ -117,10 +122,19 @@ def fake():
     with FakeWandb(KEY) as f:
         for kind, state in (("nan", "crashed"), ("diverging", "failed"), ("healthy", "finished")):
             rows, log = _rows(kind)
-            f.runs[f"{kind}01"] = FakeRun(state, {"optimizer": "sgd", "lr": 0.05}, rows, {"output.log": log, "config.yaml": b"lr: 0.05\n"},
-                                          {"system.gpu.0.memoryAllocatedBytes": 2.1e9, "system.proc.memory.rssMB": 812.0})
-        f.runs["big01"] = FakeRun("finished", {}, [{"_step": s, "loss": 2.0 / (1 + s / 100)} for s in range(2600)],
-                                  {f"media/img_{i}.png": b"x" for i in range(70)})
+            f.runs[f"{kind}01"] = FakeRun(
+                state,
+                {"optimizer": "sgd", "lr": 0.05},
+                rows,
+                {"output.log": log, "config.yaml": b"lr: 0.05\n"},
+                {"system.gpu.0.memoryAllocatedBytes": 2.1e9, "system.proc.memory.rssMB": 812.0},
+            )
+        f.runs["big01"] = FakeRun(
+            "finished",
+            {},
+            [{"_step": s, "loss": 2.0 / (1 + s / 100)} for s in range(2600)],
+            {f"media/img_{i}.png": b"x" for i in range(70)},
+        )
         yield f
 
 
@@ -155,7 +169,7 @@ def test_every_history_page_and_file_page_is_read(online):
 
 def test_online_console_log_is_fetched_and_scanned(online):
     src, logs = wandb_collector.collect(DiagnoseRequest(wandb="team/proj/nan01"))
-    assert logs and any("RuntimeError: loss is nan" in l for l in logs[0].tail.lines)
+    assert logs and any("RuntimeError: loss is nan" in line for line in logs[0].tail.lines)
     assert src.state == "crashed" and src.facts["config optimizer"] in ("sgd", "'sgd'")
 
 
@@ -199,6 +213,8 @@ def test_server_down_is_connection_refused(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     t0 = time.monotonic()
-    proc, _ = _cli("--wandb", "team/proj/nan01", out=tmp_path, env={"WANDB_API_KEY": KEY, "WANDB_BASE_URL": f"http://127.0.0.1:{port}"})
+    proc, _ = _cli(
+        "--wandb", "team/proj/nan01", out=tmp_path, env={"WANDB_API_KEY": KEY, "WANDB_BASE_URL": f"http://127.0.0.1:{port}"}
+    )
     assert proc.returncode == 2 and "connection refused" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and time.monotonic() - t0 < 60

@@ -44,7 +44,9 @@ class FakeWandb:
             def log_message(self, *a: Any) -> None:
                 pass
 
-            def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None, ctype: str = "application/json") -> None:
+            def _send(
+                self, status: int, body: bytes, headers: dict[str, str] | None = None, ctype: str = "application/json"
+            ) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
                 for k, v in (headers or {}).items():
@@ -65,7 +67,9 @@ class FakeWandb:
                 rng = re.match(r"bytes=-(\d+)$", self.headers.get("Range", ""))
                 if rng and int(rng[1]) < len(data):
                     start = len(data) - int(rng[1])
-                    return self._send(206, data[start:], {"Content-Range": f"bytes {start}-{len(data) - 1}/{len(data)}"}, "text/plain")
+                    return self._send(
+                        206, data[start:], {"Content-Range": f"bytes {start}-{len(data) - 1}/{len(data)}"}, "text/plain"
+                    )
                 self._send(200, data, ctype="text/plain")
 
             def do_POST(self) -> None:
@@ -85,7 +89,9 @@ class FakeWandb:
                     return self._send(f[1], err, f[2] if len(f) > 2 else None)
                 if not self._authorised():
                     return self._send(401, json.dumps({"errors": [{"message": "user is not logged in"}]}).encode())
-                self._send(200, json.dumps({"data": fake.answer(op, req.get("variables") or {}, self.headers.get("Host", ""))}).encode())
+                self._send(
+                    200, json.dumps({"data": fake.answer(op, req.get("variables") or {}, self.headers.get("Host", ""))}).encode()
+                )
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -101,7 +107,14 @@ class FakeWandb:
         self.server.server_close()
 
     def answer(self, op: str, v: dict[str, Any], host: str) -> Any:
-        viewer = {"id": "VXNlcjox", "entity": self.entity, "username": "alice", "email": None, "flags": "{}", "teams": {"edges": []}}
+        viewer = {
+            "id": "VXNlcjox",
+            "entity": self.entity,
+            "username": "alice",
+            "email": None,
+            "flags": "{}",
+            "teams": {"edges": []},
+        }
         if op in ("Viewer", "GetDefaultEntity"):
             return {"viewer": viewer}
         name = v.get("name") or v.get("runName") or v.get("run")
@@ -112,16 +125,36 @@ class FakeWandb:
         keys = sorted({k for r in run.rows for k in r})
         if op == "Run":
             summary = {k: v for r in run.rows for k, v in r.items()}
-            return {"project": {"run": {
-                "projectId": "1", "id": base64.b64encode(f"Run:{name}".encode()).decode(), "tags": [], "name": name,
-                "displayName": f"{name}-display", "sweepName": None, "state": run.state,
-                "config": json.dumps({k: {"value": x, "desc": None} for k, x in run.config.items()}),
-                "group": None, "jobType": None, "commit": None, "readOnly": False, "createdAt": "2026-11-29T10:00:00",
-                "heartbeatAt": "2026-11-29T10:20:00", "description": None, "notes": None,
-                "systemMetrics": json.dumps(run.system), "summaryMetrics": json.dumps(summary), "historyLineCount": len(run.rows),
-                "user": {"name": "alice", "username": "alice"},
-                "historyKeys": {"lastStep": last, "keys": {k: {"typeCounts": [{"type": "number", "count": 1}]} for k in keys}},
-            }}}
+            return {
+                "project": {
+                    "run": {
+                        "projectId": "1",
+                        "id": base64.b64encode(f"Run:{name}".encode()).decode(),
+                        "tags": [],
+                        "name": name,
+                        "displayName": f"{name}-display",
+                        "sweepName": None,
+                        "state": run.state,
+                        "config": json.dumps({k: {"value": x, "desc": None} for k, x in run.config.items()}),
+                        "group": None,
+                        "jobType": None,
+                        "commit": None,
+                        "readOnly": False,
+                        "createdAt": "2026-11-29T10:00:00",
+                        "heartbeatAt": "2026-11-29T10:20:00",
+                        "description": None,
+                        "notes": None,
+                        "systemMetrics": json.dumps(run.system),
+                        "summaryMetrics": json.dumps(summary),
+                        "historyLineCount": len(run.rows),
+                        "user": {"name": "alice", "username": "alice"},
+                        "historyKeys": {
+                            "lastStep": last,
+                            "keys": {k: {"typeCounts": [{"type": "number", "count": 1}]} for k in keys},
+                        },
+                    }
+                }
+            }
         if op == "RunHistoryKeys":
             return {"project": {"run": {"historyKeys": {"lastStep": last, "keys": {}}}}}
         if op == "RunParquetHistory":
@@ -135,12 +168,32 @@ class FakeWandb:
             start = int(v.get("fileCursor") or 0)
             limit = int(v.get("fileLimit") or 50)
             page = names[start : start + limit]
-            edges = [{"node": {"id": f"F{i}", "name": n, "url": f"http://{host}/files/{name}/{n}", "directUrl": f"http://{host}/files/{name}/{n}",
-                               "sizeBytes": len(run.files[n]), "mimetype": "text/plain", "updatedAt": "2026-11-29T10:20:00", "md5": ""},
-                      "cursor": str(start + i + 1)} for i, n in enumerate(page)]
+            edges = [
+                {
+                    "node": {
+                        "id": f"F{i}",
+                        "name": n,
+                        "url": f"http://{host}/files/{name}/{n}",
+                        "directUrl": f"http://{host}/files/{name}/{n}",
+                        "sizeBytes": len(run.files[n]),
+                        "mimetype": "text/plain",
+                        "updatedAt": "2026-11-29T10:20:00",
+                        "md5": "",
+                    },
+                    "cursor": str(start + i + 1),
+                }
+                for i, n in enumerate(page)
+            ]
             more = start + limit < len(names)
-            return {"project": {"internalId": "1", "run": {"fileCount": len(names), "files": {
-                "edges": edges, "pageInfo": {"endCursor": str(start + len(page)), "hasNextPage": more}}}}}
+            return {
+                "project": {
+                    "internalId": "1",
+                    "run": {
+                        "fileCount": len(names),
+                        "files": {"edges": edges, "pageInfo": {"endCursor": str(start + len(page)), "hasNextPage": more}},
+                    },
+                }
+            }
         raise AssertionError(f"the fake does not know operation {op}")
 
 

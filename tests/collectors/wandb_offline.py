@@ -18,8 +18,13 @@ from .training import train
 
 def main(kinds: list[str]) -> None:
     for kind in kinds:
-        run = wandb.init(project="ml-skills-tests", name=kind, id=f"{kind}run", mode="offline",
-                         config={"optimizer": "sgd", "batch_size": 16, "kind": kind})
+        run = wandb.init(
+            project="ml-skills-tests",
+            name=kind,
+            id=f"{kind}run",
+            mode="offline",
+            config={"optimizer": "sgd", "batch_size": 16, "kind": kind},
+        )
 
         def log(step: int, d: dict[str, float], kind: str = kind) -> None:
             if kind == "killed" and step == 40:

@@ -53,7 +53,9 @@ def _status_error(name: str, what: str, resp: httpx.Response) -> Exception:
     body = redact(resp.text[:200].replace("\n", " ").strip())
     detail = f" ({body})" if body else ""
     if code in (401, 403):
-        return SourceUnavailable(f"{name} refused {what}: HTTP {code}{detail}; check the credentials and that they may read this run")
+        return SourceUnavailable(
+            f"{name} refused {what}: HTTP {code}{detail}; check the credentials and that they may read this run"
+        )
     if code == 404:
         return TargetNotFound(f"{name} has no {what} (HTTP 404){detail}: check the run id and the server address")
     if code == 429:
@@ -62,8 +64,15 @@ def _status_error(name: str, what: str, resp: httpx.Response) -> Exception:
 
 
 def request_json(
-    client: httpx.Client, method: str, url: str, *, name: str, what: str, deadline: Deadline,
-    params: dict[str, Any] | None = None, json: Any = None,
+    client: httpx.Client,
+    method: str,
+    url: str,
+    *,
+    name: str,
+    what: str,
+    deadline: Deadline,
+    params: dict[str, Any] | None = None,
+    json: Any = None,
 ) -> Any:
     """One JSON call; retries 429/5xx/connection resets within the deadline, raises SourceError."""
     attempt = 0
@@ -72,10 +81,14 @@ def request_json(
         try:
             resp = client.request(method, url, params=params, json=json, timeout=min(left, 30.0))
         except httpx.TimeoutException:
-            raise SourceTimeout(f"{name} did not answer {what} in time ({deadline.seconds:g}s deadline); is the server up and reachable?") from None
+            raise SourceTimeout(
+                f"{name} did not answer {what} in time ({deadline.seconds:g}s deadline); is the server up and reachable?"
+            ) from None
         except httpx.ConnectError as e:
             reason = "connection refused" if "refused" in str(e).lower() else redact(str(e)[:160])
-            raise SourceUnavailable(f"cannot reach {name} at {redact(str(client.base_url))}: {reason}; is the server running?") from None
+            raise SourceUnavailable(
+                f"cannot reach {name} at {redact(str(client.base_url))}: {reason}; is the server running?"
+            ) from None
         except httpx.HTTPError as e:
             if attempt >= RETRIES:
                 raise SourceUnavailable(f"{name} {what}: {type(e).__name__}: {redact(str(e)[:160])}") from None
@@ -114,7 +127,9 @@ class _RangeRefused(Exception):
     pass
 
 
-def _stream_tail(client: httpx.Client, url: str, *, name: str, what: str, deadline: Deadline, max_bytes: int, ranged: bool) -> tuple[bytes, bool]:
+def _stream_tail(
+    client: httpx.Client, url: str, *, name: str, what: str, deadline: Deadline, max_bytes: int, ranged: bool
+) -> tuple[bytes, bool]:
     left = deadline.check(f"{name} {what}")
     headers = {"Range": f"bytes=-{max_bytes}"} if ranged else {}
     try:

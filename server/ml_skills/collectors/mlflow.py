@@ -37,8 +37,10 @@ def collect(req: DiagnoseRequest) -> tuple[SourceEvidence, list[LogEvidence]]:
         raise InputError(f"--mlflow expects a run id (letters, digits, '-' or '_'), got {redact(run_id[:80])!r}")
     uri = os.environ.get("MLFLOW_TRACKING_URI", "").strip()
     if not uri:
-        raise InputError("--mlflow needs MLFLOW_TRACKING_URI: the tracking server URL (http://host:5000), "
-                         "a local store directory, or sqlite:///path/mlflow.db")
+        raise InputError(
+            "--mlflow needs MLFLOW_TRACKING_URI: the tracking server URL (http://host:5000), "
+            "a local store directory, or sqlite:///path/mlflow.db"
+        )
     run = tracker.TrackerRun(kind="mlflow", name=run_id)
     run.facts["tracking store"] = redact(uri)
     if uri.startswith(("http://", "https://")):
@@ -62,8 +64,11 @@ def _from_server(uri: str, run_id: str, run: tracker.TrackerRun) -> None:
         auth = (os.environ["MLFLOW_TRACKING_USERNAME"], os.environ.get("MLFLOW_TRACKING_PASSWORD", ""))
     deadline = Deadline(tracker.deadline_s())
     with httpx.Client(base_url=uri.rstrip("/"), headers=headers, auth=auth, follow_redirects=False) as client:
+
         def call(path: str, what: str, **params: Any) -> Any:
-            return request_json(client, "GET", f"/api/2.0/mlflow/{path}", params=params, name="the MLflow server", what=what, deadline=deadline)
+            return request_json(
+                client, "GET", f"/api/2.0/mlflow/{path}", params=params, name="the MLflow server", what=what, deadline=deadline
+            )
 
         body = call("runs/get", f"run {run_id}", run_id=run_id)
         info, data = _run_parts(body)
@@ -106,7 +111,9 @@ def _get_artifact(client: httpx.Client, run_id: str, path: str, deadline: Deadli
     from urllib.parse import urlencode
 
     url = "/get-artifact?" + urlencode({"path": path, "run_uuid": run_id})
-    return fetch_tail(client, url, name="the MLflow server", what=f"artifact {path}", deadline=deadline, max_bytes=tracker.MAX_LOG_BYTES)
+    return fetch_tail(
+        client, url, name="the MLflow server", what=f"artifact {path}", deadline=deadline, max_bytes=tracker.MAX_LOG_BYTES
+    )
 
 
 def _list_server_artifacts(call: Any, run_id: str, run: tracker.TrackerRun) -> None:
@@ -138,7 +145,9 @@ def _run_parts(body: Any) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def _from_store(uri: str, run_id: str, run: tracker.TrackerRun) -> None:
     if "://" not in uri and not Path(uri).exists():
-        raise TargetNotFound(f"MLFLOW_TRACKING_URI points at {redact(uri)}, which does not exist: give the mlruns directory or a sqlite:/// URI")
+        raise TargetNotFound(
+            f"MLFLOW_TRACKING_URI points at {redact(uri)}, which does not exist: give the mlruns directory or a sqlite:/// URI"
+        )
     try:
         from mlflow.exceptions import MlflowException
         from mlflow.tracking import MlflowClient
@@ -151,9 +160,20 @@ def _from_store(uri: str, run_id: str, run: tracker.TrackerRun) -> None:
         if getattr(e, "error_code", "") == "RESOURCE_DOES_NOT_EXIST" or "not found" in str(e).lower():
             raise TargetNotFound(f"no MLflow run {run_id} in {redact(uri)}: check the run id and MLFLOW_TRACKING_URI") from None
         raise SourceUnavailable(f"MLflow store {redact(uri)}: {redact(str(e).splitlines()[0][:200])}") from None
-    info = {"status": r.info.status, "start_time": r.info.start_time, "end_time": r.info.end_time,
-            "run_name": r.info.run_name, "experiment_id": r.info.experiment_id, "artifact_uri": r.info.artifact_uri}
-    _info(run, info, [{"key": k, "value": v} for k, v in r.data.params.items()], [{"key": k, "value": v} for k, v in r.data.tags.items()])
+    info = {
+        "status": r.info.status,
+        "start_time": r.info.start_time,
+        "end_time": r.info.end_time,
+        "run_name": r.info.run_name,
+        "experiment_id": r.info.experiment_id,
+        "artifact_uri": r.info.artifact_uri,
+    }
+    _info(
+        run,
+        info,
+        [{"key": k, "value": v} for k, v in r.data.params.items()],
+        [{"key": k, "value": v} for k, v in r.data.tags.items()],
+    )
     run.summary = dict(r.data.metrics)
     latest = [{"key": k} for k in r.data.metrics]
     for key in _keys(run, latest):
@@ -220,7 +240,9 @@ def _keys(run: tracker.TrackerRun, latest: list[Any]) -> list[str]:
 
 def _history(run: tracker.TrackerRun, key: str, points: list[Any]) -> None:
     """Add one metric's points by step; logged without a step (all at 0), they are numbered in order."""
-    points = sorted((m for m in points if isinstance(m, dict)), key=lambda m: (_step(m), tracker.to_float(_num(m.get("timestamp"))) or 0))
+    points = sorted(
+        (m for m in points if isinstance(m, dict)), key=lambda m: (_step(m), tracker.to_float(_num(m.get("timestamp"))) or 0)
+    )
     unstepped = len(points) > 1 and len({_step(m) for m in points}) == 1
     for i, m in enumerate(points):
         ts = tracker.to_float(_num(m.get("timestamp")))

@@ -24,13 +24,16 @@ from ml_skills.models import EvidenceStatus, LogEvidence, MetricPoint, SourceEvi
 from ml_skills.safety.redact import redact
 
 MAX_ROWS = 500_000  # history rows (steps) kept per run
+MAX_POINTS = 50_000  # rows handed to the trajectory detectors; an even sample above this
 MAX_LOG_BYTES = 4 * 1024 * 1024  # tail of each run log read
 MAX_LOGS = 4
 MAX_ARTIFACTS = 500
 DEADLINE_S = 60.0  # whole collection; ML_SKILLS_TRACKER_TIMEOUT overrides (seconds)
 
 # GPU and host memory, as MLflow (system/...) and W&B (system.gpu.0.memoryAllocatedBytes, ...) name them
-_SYSTEM_MEM = re.compile(r"(?i)^(system[/.])?(gpu[._/]?\d*[._/]?mem\w*|gpu_\d+_memory\w*|system_memory\w*|proc\.memory\.\w+|memory_percent|memory\b\w*)$")
+_SYSTEM_MEM = re.compile(
+    r"(?i)^(system[/.])?(gpu[._/]?\d*[._/]?mem\w*|gpu_\d+_memory\w*|system_memory\w*|proc\.memory\.\w+|memory_percent|memory\b\w*)$"
+)
 _LOG_NAME = re.compile(r"(?i)(^|/)(output\.log|[^/]*\.log|[^/]*\.out|[^/]*\.err|stdout[^/]*|stderr[^/]*|console[^/]*\.txt)$")
 
 
@@ -120,13 +123,34 @@ def _fmt(v: Any) -> str:
     return redact(json.dumps(v, default=str)[:120]) if not isinstance(v, str) else redact(v[:120])
 
 
+def _sample(rows: list[tuple[float, dict[str, float]]]) -> tuple[list[tuple[int, tuple[float, dict[str, float]]]], bool]:
+    """(1-based index, row) for every row, or an even sample of MAX_POINTS keeping the rows detectors key on."""
+    indexed = list(enumerate(rows, start=1))
+    if len(rows) <= MAX_POINTS:
+        return indexed, False
+    stride = len(rows) / MAX_POINTS
+    keep = {int(i * stride) for i in range(MAX_POINTS)} | {len(rows) - 1}
+    nan = next((i for i, (_, v) in enumerate(rows) if any(not math.isfinite(x) for x in v.values())), None)
+    gn = [(v["grad_norm"], i) for i, (_, v) in enumerate(rows) if math.isfinite(v.get("grad_norm", math.nan))]
+    keep |= {i for i in (nan, max(gn)[1] if gn else None) if i is not None}
+    return [indexed[i] for i in sorted(keep)], True
+
+
 def to_evidence(run: TrackerRun, task: Task | None = None) -> tuple[SourceEvidence, list[LogEvidence]]:
     """The engine's view of a tracker run: a SourceEvidence with metrics, plus one LogEvidence per run log."""
     src = f"{run.kind}:{run.name}"
+    rows = sorted((step, vals) for step, vals in run.rows.items() if vals)
+    kept, sampled = _sample(rows)
     points = [
-        MetricPoint(source=src, line_no=i, step=step, values=vals, time=run.times.get(step),
-                    split="eval" if all(k.startswith("val_") for k in vals) else "train")
-        for i, (step, vals) in enumerate(sorted(run.rows.items()), start=1) if vals
+        MetricPoint(
+            source=src,
+            line_no=i,
+            step=step,
+            values=vals,
+            time=run.times.get(step),
+            split="eval" if all(k.startswith("val_") for k in vals) else "train",
+        )
+        for i, (step, vals) in kept
     ]
     missing = list(run.missing)
     if run.dropped_rows:
@@ -151,11 +175,18 @@ def to_evidence(run: TrackerRun, task: Task | None = None) -> tuple[SourceEviden
         report.append("History: could not be read (see Missing)")
     else:
         report.append("History: no loss, grad-norm, lr, throughput or validation metric was logged")
+    if sampled:
+        report.append(
+            f"Analysed an even sample of {len(points)} of {len(rows)} steps "
+            "(the first non-finite and the largest grad-norm steps exactly)"
+        )
     if run.system_peak:
         report.append("System memory peaks: " + ", ".join(f"{k}={v:.4g}" for k, v in sorted(run.system_peak.items())[:4]))
     if run.artifacts:
         more = f" (first {MAX_ARTIFACTS})" if len(run.artifacts) >= MAX_ARTIFACTS else ""
-        report.append(f"Artifacts{more}: " + ", ".join(redact(a) for a in run.artifacts[:12]) + (" ..." if len(run.artifacts) > 12 else ""))
+        report.append(
+            f"Artifacts{more}: " + ", ".join(redact(a) for a in run.artifacts[:12]) + (" ..." if len(run.artifacts) > 12 else "")
+        )
     for m in missing:
         report.append(f"Missing: {redact(m)}")
     logs: list[LogEvidence] = []
@@ -168,9 +199,16 @@ def to_evidence(run: TrackerRun, task: Task | None = None) -> tuple[SourceEviden
     if not points and not logs and not run.state:
         status = EvidenceStatus.NO_DATA
     return SourceEvidence(
-        kind=run.kind, name=redact(run.name), status=status, state=run.state,
-        facts={redact(k): redact(v) for k, v in facts.items()}, report_lines=report, metrics=points,
+        kind=run.kind,
+        name=redact(run.name),
+        status=status,
+        state=run.state,
+        facts={redact(k): redact(v) for k, v in facts.items()},
+        report_lines=report,
+        metrics=points,
         missing=[redact(m) for m in missing],
-        details={"config": {k: _fmt(v) for k, v in list(run.config.items())[:200]},
-                 "artifacts": [redact(a) for a in run.artifacts[:MAX_ARTIFACTS]]},
+        details={
+            "config": {k: _fmt(v) for k, v in list(run.config.items())[:200]},
+            "artifacts": [redact(a) for a in run.artifacts[:MAX_ARTIFACTS]],
+        },
     ), logs

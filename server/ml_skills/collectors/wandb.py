@@ -51,7 +51,9 @@ def collect(req: DiagnoseRequest) -> tuple[SourceEvidence, list[LogEvidence]]:
     elif (m := _RUN_PATH.match(target)) is not None:
         run = _from_api(m["entity"], m["project"], m["run"])
     else:
-        raise InputError(f"--wandb expects entity/project/run_id or a local wandb/run-* directory; {redact(target[:120])!r} is neither")
+        raise InputError(
+            f"--wandb expects entity/project/run_id or a local wandb/run-* directory; {redact(target[:120])!r} is neither"
+        )
     return tracker.to_evidence(run, req.task)
 
 
@@ -143,47 +145,38 @@ def _records(path: Path) -> Iterator[Any]:
     except ImportError:
         raise InputError("reading a .wandb file needs the wandb package: pip install 'ml-skills[wandb]'") from None
     with open(path, "rb") as f:
-        data = f.read(MAX_RECORD_BYTES + 1)
-    if not data.startswith(_HEADER) or len(data) < 7:
-        raise UnreadableInput(f"{path} is not a W&B run log (no ':W&B' header)")
-    cut = len(data) > MAX_RECORD_BYTES
-    data = data[:MAX_RECORD_BYTES]
-    pos, pending = 7, b""
-    while pos + 7 <= len(data):
-        room = _BLOCK - pos % _BLOCK
-        if room < 7:
-            pos += room
-            continue
-        crc, length, typ = struct.unpack("<IHB", data[pos : pos + 7])
-        body = data[pos + 7 : pos + 7 + length]
-        if typ == 0 and length == 0:  # zero padding at the end of a block
-            pos += room
-            continue
-        if len(body) < length:
-            break  # the writer was cut off mid-record (crash): stop at the last whole record
-        if zlib.crc32(bytes([typ]) + body) & 0xFFFFFFFF != crc:
-            raise _Corrupt(f"checksum mismatch at byte {pos}")
-        pos += 7 + length
-        if typ == 1:
-            chunk = body
-        elif typ == 2:
-            pending = body
-            continue
-        elif typ == 3:
-            pending += body
-            continue
-        elif typ == 4:
-            chunk, pending = pending + body, b""
-        else:
-            raise _Corrupt(f"unknown chunk type {typ} at byte {pos}")
-        rec = pb.Record()  # type: ignore[attr-defined]
-        try:
-            rec.ParseFromString(chunk)
-        except Exception:  # noqa: BLE001  protobuf's DecodeError; a damaged record ends the readable part
-            raise _Corrupt(f"undecodable record at byte {pos}") from None
-        yield rec
-    if cut:
-        raise _Corrupt(f"file over {MAX_RECORD_BYTES // 2**20} MiB, read up to there")
+        if f.read(7)[:4] != _HEADER:
+            raise UnreadableInput(f"{path} is not a W&B run log (no ':W&B' header)")
+        pending, pos = b"", 7
+        block = f.read(_BLOCK - 7)
+        while block:
+            at = 0
+            while at + 7 <= len(block):
+                crc, length, typ = struct.unpack("<IHB", block[at : at + 7])
+                if typ == 0 and length == 0:  # zero padding at the end of a block
+                    break
+                body = block[at + 7 : at + 7 + length]
+                if len(body) < length:
+                    return  # the writer was cut off mid-record (a crash): stop at the last whole record
+                if zlib.crc32(bytes([typ]) + body) & 0xFFFFFFFF != crc:
+                    raise _Corrupt(f"checksum mismatch at byte {pos + at}")
+                at += 7 + length
+                if typ in (2, 3):  # first and middle chunks of a record spanning blocks
+                    pending = body if typ == 2 else pending + body
+                    continue
+                if typ not in (1, 4):
+                    raise _Corrupt(f"unknown chunk type {typ} at byte {pos + at}")
+                chunk, pending = (body if typ == 1 else pending + body), b""
+                rec = pb.Record()  # type: ignore[attr-defined]
+                try:
+                    rec.ParseFromString(chunk)
+                except Exception:  # noqa: BLE001  protobuf's DecodeError; a damaged record ends the readable part
+                    raise _Corrupt(f"undecodable record at byte {pos + at}") from None
+                yield rec
+            pos += len(block)
+            if pos >= MAX_RECORD_BYTES:
+                raise _Corrupt(f"file over {MAX_RECORD_BYTES // 2**20} MiB, read up to there")
+            block = f.read(_BLOCK)
 
 
 def _key(item: Any) -> str:
@@ -291,7 +284,9 @@ def _files(api: Any, r: Any, run: tracker.TrackerRun, deadline: Deadline) -> Non
         auth = ("api", api.api_key) if api.api_key and url.startswith(base) else None
         try:
             with httpx.Client(auth=auth, follow_redirects=True) as client:
-                data, cut = fetch_tail(client, url, name="W&B", what=f"file {f.name}", deadline=deadline, max_bytes=tracker.MAX_LOG_BYTES)
+                data, cut = fetch_tail(
+                    client, url, name="W&B", what=f"file {f.name}", deadline=deadline, max_bytes=tracker.MAX_LOG_BYTES
+                )
             run.logs[str(f.name)] = (data.decode("utf-8", errors="replace"), cut)
         except SourceError as e:
             run.missing.append(f"log {f.name}: {e}")
@@ -305,11 +300,20 @@ def _error(e: BaseException, what: str) -> MLSkillsError:
     if status in (401, 403) or "401" in low or "403" in low or "unauthorized" in low or "permission" in low or "api key" in low:
         return SourceUnavailable(f"W&B refused {what}: {text}; check WANDB_API_KEY and that it may read this project")
     if status == 404 or "could not find run" in low or "not found" in low:
-        return TargetNotFound(f"W&B has no {what}: check entity/project/run_id (the run id is the 8-character id in the run's URL)")
+        return TargetNotFound(
+            f"W&B has no {what}: check entity/project/run_id (the run id is the 8-character id in the run's URL)"
+        )
     if "refused" in low or "no such host" in low or "dial tcp" in low:
         reason = "connection refused" if "refused" in low else "host unreachable"
-        return SourceUnavailable(f"cannot reach W&B for {what}: {reason} (after the client's retries); check WANDB_BASE_URL and the network")
-    if "invalid character" in low or "looking for beginning" in low or "cannot unmarshal" in low or "unexpected end of json" in low:
+        return SourceUnavailable(
+            f"cannot reach W&B for {what}: {reason} (after the client's retries); check WANDB_BASE_URL and the network"
+        )
+    if (
+        "invalid character" in low
+        or "looking for beginning" in low
+        or "cannot unmarshal" in low
+        or "unexpected end of json" in low
+    ):
         return SourceUnavailable(f"W&B sent a malformed answer for {what} (not the JSON the API returns): {text[:120]}")
     if "timed out" in low or "timeout" in low or "deadline" in low:
         return SourceTimeout(f"W&B did not answer {what} in time: {text}")
