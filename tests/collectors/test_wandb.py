@@ -18,7 +18,6 @@ from ml_skills.collectors import wandb as wandb_collector
 from ml_skills.engine.pipeline import DiagnoseRequest
 from ml_skills.errors import InputError, TargetNotFound
 
-from ..conftest import ROOT
 from .training import train
 from .wandb_fake import FakeRun, FakeWandb
 
@@ -26,18 +25,6 @@ KEY = "0123456789abcdef0123456789abcdef01234567"
 
 
 # ---------------------------------------------------------------- offline runs (real wandb)
-
-
-@pytest.fixture(scope="session")
-def offline_runs(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("wandb")
-    env = {**os.environ, "WANDB_DIR": str(root), "WANDB_SILENT": "true", "WANDB_MODE": "offline"}
-    cmd = [sys.executable, "-m", "tests.collectors.wandb_offline"]
-    subprocess.run([*cmd, "nan", "diverging", "healthy"], cwd=ROOT, env=env, check=True, capture_output=True, timeout=300)
-    killed = subprocess.run([*cmd, "killed"], cwd=ROOT, env=env, capture_output=True, timeout=300)
-    assert killed.returncode == 137
-    runs = {k: next((root / "wandb").glob(f"offline-run-*-{k}run")) for k in ("nan", "diverging", "healthy", "killed")}
-    return runs
 
 
 def _cli(*args: str, out: Path, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], dict | None]:
