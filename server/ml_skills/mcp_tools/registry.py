@@ -18,6 +18,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "ml_skills.mcp_tools.diagnose",
     "ml_skills.mcp_tools.process",
     "ml_skills.mcp_tools.vertex",
+    "ml_skills.mcp_tools.trackers",
     "ml_skills.mcp_tools.actions",
 )
 
