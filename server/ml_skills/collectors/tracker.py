@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ml_skills.collectors import env_seconds
 from ml_skills.engine import scan
 from ml_skills.engine.metrics import canonical
 from ml_skills.models import EvidenceStatus, LogEvidence, MetricPoint, SourceEvidence, Task
@@ -38,11 +38,7 @@ _LOG_NAME = re.compile(r"(?i)(^|/)(output\.log|[^/]*\.log|[^/]*\.out|[^/]*\.err|
 
 
 def deadline_s() -> float:
-    raw = os.environ.get("ML_SKILLS_TRACKER_TIMEOUT", "")
-    try:
-        return max(1.0, float(raw)) if raw else DEADLINE_S
-    except ValueError:
-        return DEADLINE_S
+    return env_seconds("ML_SKILLS_TRACKER_TIMEOUT", DEADLINE_S, high=3600.0)
 
 
 def is_log_name(path: str) -> bool:
