@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -10,6 +11,21 @@ from pathlib import Path
 import pytest
 
 from ..conftest import ROOT
+
+
+def check_failed_run(
+    *args: str, out: Path, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], dict | None]:
+    """Run the real CLI in a child process; return it and the JSON report it wrote (if any)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "ml_skills.cli", "check-failed-run", *args, "--out-dir", str(out)],
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    report = out / "check-failed-run.json"
+    return proc, (json.loads(report.read_text()) if report.exists() else None)
 
 
 @pytest.fixture(scope="session")

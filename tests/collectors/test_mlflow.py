@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from ml_skills.collectors import mlflow as mlflow_collector
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 from ml_skills.errors import SourceTimeout, SourceUnavailable
 
+from .conftest import check_failed_run
 from .faultproxy import FaultProxy
 from .training import train
 
@@ -132,17 +132,7 @@ def _log_training(client, rid: str, kind: str) -> str:
 def _cli(
     run_id: str, uri: str, tmp_path: Path, *extra: str, env: dict[str, str] | None = None
 ) -> tuple[subprocess.CompletedProcess[str], dict | None]:
-    out = tmp_path / "out"
-    e = {**os.environ, "MLFLOW_TRACKING_URI": uri, **(env or {})}
-    proc = subprocess.run(
-        [sys.executable, "-m", "ml_skills.cli", "check-failed-run", "--mlflow", run_id, "--out-dir", str(out), *extra],
-        env=e,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    report = out / "check-failed-run.json"
-    return proc, (json.loads(report.read_text()) if report.exists() else None)
+    return check_failed_run("--mlflow", run_id, *extra, out=tmp_path / "out", env={"MLFLOW_TRACKING_URI": uri, **(env or {})})
 
 
 @pytest.mark.parametrize(

@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import shutil
 import socket
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from ml_skills.collectors import wandb as wandb_collector
 from ml_skills.engine.pipeline import DiagnoseRequest
 from ml_skills.errors import InputError, TargetNotFound
 
+from .conftest import check_failed_run
 from .training import train
 from .wandb_fake import FakeRun, FakeWandb
 
@@ -27,24 +24,12 @@ KEY = "0123456789abcdef0123456789abcdef01234567"
 # ---------------------------------------------------------------- offline runs (real wandb)
 
 
-def _cli(*args: str, out: Path, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], dict | None]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "ml_skills.cli", "check-failed-run", *args, "--out-dir", str(out)],
-        env={**os.environ, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    report = out / "check-failed-run.json"
-    return proc, (json.loads(report.read_text()) if report.exists() else None)
-
-
 @pytest.mark.parametrize(
     "kind, cause, status",
     [("nan", "nan-inf", "diverged"), ("diverging", "optimization-divergence", "diverged"), ("healthy", None, "completed")],
 )
 def test_cli_diagnoses_offline_runs_from_their_directory(offline_runs, tmp_path, kind, cause, status):
-    proc, report = _cli("--wandb", str(offline_runs[kind]), out=tmp_path)
+    proc, report = check_failed_run("--wandb", str(offline_runs[kind]), out=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert report["target_kind"] == "wandb"
     assert report["primary_cause"] == cause and report["run_status"] == status
@@ -137,7 +122,9 @@ def online(fake, monkeypatch):
 
 @pytest.mark.parametrize("kind, cause", [("nan", "nan-inf"), ("diverging", "optimization-divergence"), ("healthy", None)])
 def test_cli_diagnoses_online_runs_through_the_real_client(online, tmp_path, kind, cause):
-    proc, report = _cli("--wandb", f"team/proj/{kind}01", out=tmp_path, env={"WANDB_API_KEY": KEY, "WANDB_BASE_URL": online.url})
+    proc, report = check_failed_run(
+        "--wandb", f"team/proj/{kind}01", out=tmp_path, env={"WANDB_API_KEY": KEY, "WANDB_BASE_URL": online.url}
+    )
     assert proc.returncode == 0, proc.stderr
     assert report["primary_cause"] == cause
     assert f"Run: wandb team/proj/{kind}01" in proc.stdout
@@ -170,7 +157,9 @@ def test_429_is_retried_after_the_servers_retry_after(online):
 
 def test_persistent_500_on_history_is_partial_evidence(online, tmp_path):
     online.faults["HistoryPage"] = [("status", 500)] * 10
-    proc, report = _cli("--wandb", "team/proj/nan01", out=tmp_path, env={"WANDB_API_KEY": KEY, "WANDB_BASE_URL": online.url})
+    proc, report = check_failed_run(
+        "--wandb", "team/proj/nan01", out=tmp_path, env={"WANDB_API_KEY": KEY, "WANDB_BASE_URL": online.url}
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Missing: history after 0 rows: W&B failed on history" in proc.stdout and "HTTP 500" in proc.stdout
     assert report["primary_cause"] == "nan-inf"  # still found, in the console log that did arrive
@@ -189,7 +178,7 @@ def test_api_faults_are_one_line_errors(online, tmp_path, setup, message):
     env = {"WANDB_API_KEY": KEY, "WANDB_BASE_URL": online.url}
     setup(online, env)
     run = "team/proj/missing1" if "404" in message or "no run" in message else "team/proj/nan01"
-    proc, report = _cli("--wandb", run, out=tmp_path, env=env)
+    proc, report = check_failed_run("--wandb", run, out=tmp_path, env=env)
     assert proc.returncode == 2 and report is None
     assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert KEY not in proc.stderr and "f" * 40 not in proc.stderr
@@ -200,7 +189,7 @@ def test_server_down_is_connection_refused(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     t0 = time.monotonic()
-    proc, _ = _cli(
+    proc, _ = check_failed_run(
         "--wandb", "team/proj/nan01", out=tmp_path, env={"WANDB_API_KEY": KEY, "WANDB_BASE_URL": f"http://127.0.0.1:{port}"}
     )
     assert proc.returncode == 2 and "connection refused" in proc.stderr
