@@ -56,6 +56,8 @@ COLLECTORS: dict[str, str] = {
     "pid": "ml_skills.collectors.process:collect",
     "proc": "ml_skills.collectors.process:collect",
     "vertex-pipeline": "ml_skills.collectors.vertex:collect",
+    "mlflow": "ml_skills.collectors.mlflow:collect",
+    "wandb": "ml_skills.collectors.wandb:collect",
 }
 
 

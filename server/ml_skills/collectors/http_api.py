@@ -1,0 +1,157 @@
+"""Read-only JSON calls to a tracker's HTTP API, with a deadline, bounded retries and one-line errors.
+
+Every call shares one `Deadline`, so a slow or flapping server costs at most the collector's
+budget, never a hang. 429 and 5xx are retried a bounded number of times with exponential
+backoff, honouring Retry-After when the deadline allows it. Errors say what went wrong and
+what to do next; URLs in messages are redacted (they may carry a token).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from ml_skills.errors import SourceTimeout, SourceUnavailable, TargetNotFound
+from ml_skills.safety.redact import redact
+
+RETRIES = 3
+BACKOFF = 0.5
+MAX_BODY = 32 * 1024 * 1024
+
+
+@dataclass
+class Deadline:
+    """A time budget shared by every call of one collection."""
+
+    seconds: float
+    start: float = field(default_factory=time.monotonic)
+
+    def left(self) -> float:
+        return self.seconds - (time.monotonic() - self.start)
+
+    def check(self, what: str) -> float:
+        left = self.left()
+        if left <= 0:
+            raise SourceTimeout(f"{what}: no answer within the {self.seconds:g}s deadline")
+        return left
+
+
+def _retry_after(resp: httpx.Response) -> float | None:
+    raw = resp.headers.get("retry-after", "").strip()
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        return None
+
+
+def _status_error(name: str, what: str, resp: httpx.Response) -> Exception:
+    code = resp.status_code
+    body = redact(resp.text[:200].replace("\n", " ").strip())
+    detail = f" ({body})" if body else ""
+    if code in (401, 403):
+        return SourceUnavailable(
+            f"{name} refused {what}: HTTP {code}{detail}; check the credentials and that they may read this run"
+        )
+    if code == 404:
+        return TargetNotFound(f"{name} has no {what} (HTTP 404){detail}: check the run id and the server address")
+    if code == 429:
+        return SourceUnavailable(f"{name} kept rate-limiting {what} (HTTP 429) after {RETRIES} retries; try again later")
+    return SourceUnavailable(f"{name} failed on {what}: HTTP {code}{detail}")
+
+
+def request_json(
+    client: httpx.Client,
+    method: str,
+    url: str,
+    *,
+    name: str,
+    what: str,
+    deadline: Deadline,
+    params: dict[str, Any] | None = None,
+    json: Any = None,
+) -> Any:
+    """One JSON call; retries 429/5xx/connection resets within the deadline, raises SourceError."""
+    attempt = 0
+    while True:
+        left = deadline.check(f"{name} {what}")
+        try:
+            resp = client.request(method, url, params=params, json=json, timeout=min(left, 30.0))
+        except httpx.TimeoutException:
+            raise SourceTimeout(
+                f"{name} did not answer {what} in time ({deadline.seconds:g}s deadline); is the server up and reachable?"
+            ) from None
+        except httpx.ConnectError as e:
+            reason = "connection refused" if "refused" in str(e).lower() else redact(str(e)[:160])
+            raise SourceUnavailable(
+                f"cannot reach {name} at {redact(str(client.base_url))}: {reason}; is the server running?"
+            ) from None
+        except httpx.HTTPError as e:
+            if attempt >= RETRIES:
+                raise SourceUnavailable(f"{name} {what}: {type(e).__name__}: {redact(str(e)[:160])}") from None
+            attempt += 1
+            time.sleep(min(BACKOFF * 2**attempt, max(0.0, deadline.left())))
+            continue
+        if resp.status_code == 429 or resp.status_code >= 500:
+            if attempt < RETRIES:
+                wait = _retry_after(resp)
+                wait = BACKOFF * 2**attempt if wait is None else wait
+                if wait < deadline.left():
+                    attempt += 1
+                    time.sleep(wait)
+                    continue
+            raise _status_error(name, what, resp)
+        if resp.status_code >= 400:
+            raise _status_error(name, what, resp)
+        if len(resp.content) > MAX_BODY:
+            raise SourceUnavailable(f"{name} sent {len(resp.content)} bytes for {what}, over the {MAX_BODY}-byte cap")
+        try:
+            return resp.json()
+        except ValueError:
+            snippet = redact(resp.text[:80].replace("\n", " "))
+            raise SourceUnavailable(f"{name} sent a malformed answer for {what} (not JSON: {snippet!r})") from None
+
+
+def fetch_tail(client: httpx.Client, url: str, *, name: str, what: str, deadline: Deadline, max_bytes: int) -> tuple[bytes, bool]:
+    """The last `max_bytes` of a file served over HTTP (Range when honoured, else a bounded stream)."""
+    try:
+        return _stream_tail(client, url, name=name, what=what, deadline=deadline, max_bytes=max_bytes, ranged=True)
+    except _RangeRefused:  # some servers refuse a suffix range longer than the file: ask for all of it
+        return _stream_tail(client, url, name=name, what=what, deadline=deadline, max_bytes=max_bytes, ranged=False)
+
+
+class _RangeRefused(Exception):
+    pass
+
+
+def _stream_tail(
+    client: httpx.Client, url: str, *, name: str, what: str, deadline: Deadline, max_bytes: int, ranged: bool
+) -> tuple[bytes, bool]:
+    left = deadline.check(f"{name} {what}")
+    headers = {"Range": f"bytes=-{max_bytes}"} if ranged else {}
+    try:
+        with client.stream("GET", url, headers=headers, timeout=min(left, 30.0)) as resp:
+            if resp.status_code == 416 and ranged:
+                raise _RangeRefused
+            if resp.status_code >= 400:
+                resp.read()
+                raise _status_error(name, what, resp)
+            keep = bytearray()
+            cut = False
+            for chunk in resp.iter_bytes():
+                keep += chunk
+                if len(keep) > 2 * max_bytes:
+                    del keep[: len(keep) - max_bytes]
+                    cut = True
+                if deadline.left() <= 0:
+                    raise SourceTimeout(f"{name} {what}: download did not finish within the {deadline.seconds:g}s deadline")
+            m = re.match(r"bytes (\d+)-", resp.headers.get("content-range", ""))
+            cut = cut or len(keep) > max_bytes or (resp.status_code == 206 and m is not None and int(m[1]) > 0)
+            return bytes(keep[-max_bytes:]), cut
+    except httpx.TimeoutException:
+        raise SourceTimeout(f"{name} did not send {what} in time") from None
+    except httpx.HTTPError as e:
+        raise SourceUnavailable(f"{name} {what}: {type(e).__name__}: {redact(str(e)[:160])}") from None

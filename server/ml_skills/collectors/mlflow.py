@@ -1,0 +1,254 @@
+"""An MLflow run as evidence: state, params, every history point, artifacts and the run's logs.
+
+The tracking store comes from MLFLOW_TRACKING_URI. A server (http/https) is read through its
+REST API with our own deadline, bounded retries and one-line errors (the SDK's retry loop
+can sleep for minutes); a local store (a directory, file:, sqlite:) is read through the
+mlflow SDK, imported only here. Read-only: nothing is downloaded to disk.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
+
+from ml_skills.collectors import tracker
+from ml_skills.collectors.http_api import Deadline, fetch_tail, request_json
+from ml_skills.errors import InputError, SourceError, SourceUnavailable, TargetNotFound
+from ml_skills.models import LogEvidence, SourceEvidence
+from ml_skills.safety.redact import redact
+
+if TYPE_CHECKING:
+    import httpx
+
+    from ml_skills.engine.pipeline import DiagnoseRequest
+
+PAGE = 25_000  # the server's own cap on one page of metric history
+MAX_KEYS = 64
+_RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def collect(req: DiagnoseRequest) -> tuple[SourceEvidence, list[LogEvidence]]:
+    run_id = (req.mlflow or "").strip()
+    if not _RUN_ID.match(run_id):
+        raise InputError(f"--mlflow expects a run id (letters, digits, '-' or '_'), got {redact(run_id[:80])!r}")
+    uri = os.environ.get("MLFLOW_TRACKING_URI", "").strip()
+    if not uri:
+        raise InputError(
+            "--mlflow needs MLFLOW_TRACKING_URI: the tracking server URL (http://host:5000), "
+            "a local store directory, or sqlite:///path/mlflow.db"
+        )
+    run = tracker.TrackerRun(kind="mlflow", name=run_id)
+    run.facts["tracking store"] = redact(uri)
+    if uri.startswith(("http://", "https://")):
+        _from_server(uri, run_id, run)
+    else:
+        _from_store(uri, run_id, run)
+    return tracker.to_evidence(run, req.task)
+
+
+# ---------------------------------------------------------------- tracking server (REST)
+
+
+def _from_server(uri: str, run_id: str, run: tracker.TrackerRun) -> None:
+    import httpx
+
+    auth: Any = None
+    headers = {}
+    if os.environ.get("MLFLOW_TRACKING_TOKEN"):
+        headers["Authorization"] = f"Bearer {os.environ['MLFLOW_TRACKING_TOKEN']}"
+    elif os.environ.get("MLFLOW_TRACKING_USERNAME"):
+        auth = (os.environ["MLFLOW_TRACKING_USERNAME"], os.environ.get("MLFLOW_TRACKING_PASSWORD", ""))
+    deadline = Deadline(tracker.deadline_s())
+    with httpx.Client(base_url=uri.rstrip("/"), headers=headers, auth=auth, follow_redirects=False) as client:
+
+        def call(path: str, what: str, **params: Any) -> Any:
+            return request_json(
+                client, "GET", f"/api/2.0/mlflow/{path}", params=params, name="the MLflow server", what=what, deadline=deadline
+            )
+
+        body = call("runs/get", f"run {run_id}", run_id=run_id)
+        info, data = _run_parts(body)
+        _info(run, info, data.get("params", []), data.get("tags", []))
+        latest = data.get("metrics", [])
+        run.summary = {str(m.get("key")): m.get("value") for m in latest if isinstance(m, dict)}
+        for key in _keys(run, latest):
+            try:
+                token: str | None = None
+                points: list[Any] = []
+                while True:
+                    params: dict[str, Any] = {"run_id": run_id, "metric_key": key, "max_results": PAGE}
+                    if token:
+                        params["page_token"] = token
+                    page = call("metrics/get-history", f"history of {key}", **params)
+                    if not isinstance(page, dict):
+                        raise SourceUnavailable(f"the MLflow server sent a malformed history page for {key}")
+                    points.extend(page.get("metrics", []) or [])
+                    token = page.get("next_page_token") or None
+                    if not token:
+                        break
+                _history(run, key, points)
+            except SourceError as e:
+                run.missing.append(f"history of {key}: {e}")
+                if deadline.left() <= 0:
+                    break
+        try:
+            _list_server_artifacts(call, run_id, run)
+        except SourceError as e:
+            run.missing.append(f"artifact listing: {e}")
+        for path in [a for a in run.artifacts if tracker.is_log_name(a)][: tracker.MAX_LOGS]:
+            try:
+                data_bytes, cut = _get_artifact(client, run_id, path, deadline)
+                run.logs[path] = (data_bytes.decode("utf-8", errors="replace"), cut)
+            except SourceError as e:
+                run.missing.append(f"log {path}: {e}")
+
+
+def _get_artifact(client: httpx.Client, run_id: str, path: str, deadline: Deadline) -> tuple[bytes, bool]:
+    from urllib.parse import urlencode
+
+    url = "/get-artifact?" + urlencode({"path": path, "run_uuid": run_id})
+    return fetch_tail(
+        client, url, name="the MLflow server", what=f"artifact {path}", deadline=deadline, max_bytes=tracker.MAX_LOG_BYTES
+    )
+
+
+def _list_server_artifacts(call: Any, run_id: str, run: tracker.TrackerRun) -> None:
+    todo = [""]
+    while todo and len(run.artifacts) < tracker.MAX_ARTIFACTS:
+        path = todo.pop(0)
+        params = {"run_id": run_id, **({"path": path} if path else {})}
+        body = call("artifacts/list", f"artifacts under '{path or '/'}'", **params)
+        for f in (body or {}).get("files", []) if isinstance(body, dict) else []:
+            p = str(f.get("path", ""))
+            if f.get("is_dir"):
+                todo.append(p)
+            elif len(run.artifacts) < tracker.MAX_ARTIFACTS:
+                run.artifacts.append(p)
+    if todo:
+        run.missing.append(f"artifact listing stopped at {tracker.MAX_ARTIFACTS} files")
+
+
+def _run_parts(body: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    r = body.get("run") if isinstance(body, dict) else None
+    if not isinstance(r, dict) or not isinstance(r.get("info"), dict):
+        raise SourceUnavailable("the MLflow server sent a malformed run (no run.info): is MLFLOW_TRACKING_URI an MLflow server?")
+    data = r.get("data")
+    return r["info"], data if isinstance(data, dict) else {}
+
+
+# ---------------------------------------------------------------- local store (SDK)
+
+
+def _from_store(uri: str, run_id: str, run: tracker.TrackerRun) -> None:
+    if "://" not in uri and not Path(uri).exists():
+        raise TargetNotFound(
+            f"MLFLOW_TRACKING_URI points at {redact(uri)}, which does not exist: give the mlruns directory or a sqlite:/// URI"
+        )
+    try:
+        from mlflow.exceptions import MlflowException
+        from mlflow.tracking import MlflowClient
+    except ImportError:
+        raise InputError("reading a local MLflow store needs the mlflow package: pip install 'ml-skills[mlflow]'") from None
+    client = MlflowClient(tracking_uri=uri)
+    try:
+        r = client.get_run(run_id)
+    except MlflowException as e:
+        if getattr(e, "error_code", "") == "RESOURCE_DOES_NOT_EXIST" or "not found" in str(e).lower():
+            raise TargetNotFound(f"no MLflow run {run_id} in {redact(uri)}: check the run id and MLFLOW_TRACKING_URI") from None
+        raise SourceUnavailable(f"MLflow store {redact(uri)}: {redact(str(e).splitlines()[0][:200])}") from None
+    info = {
+        "status": r.info.status,
+        "start_time": r.info.start_time,
+        "end_time": r.info.end_time,
+        "run_name": r.info.run_name,
+        "experiment_id": r.info.experiment_id,
+        "artifact_uri": r.info.artifact_uri,
+    }
+    _info(
+        run,
+        info,
+        [{"key": k, "value": v} for k, v in r.data.params.items()],
+        [{"key": k, "value": v} for k, v in r.data.tags.items()],
+    )
+    run.summary = dict(r.data.metrics)
+    latest = [{"key": k} for k in r.data.metrics]
+    for key in _keys(run, latest):
+        try:
+            hist = client.get_metric_history(run_id, key)
+            _history(run, key, [{"step": m.step, "value": m.value, "timestamp": m.timestamp} for m in hist])
+        except MlflowException as e:
+            run.missing.append(f"history of {key}: {redact(str(e).splitlines()[0][:200])}")
+    root = _local_dir(r.info.artifact_uri or "")
+    if root is None:
+        run.missing.append(f"artifacts at {redact(r.info.artifact_uri or '?')} are not on this machine: not read")
+        return
+    for p in sorted(root.rglob("*"))[: tracker.MAX_ARTIFACTS]:
+        if p.is_file() and not p.is_symlink():
+            rel = str(p.relative_to(root))
+            run.artifacts.append(rel)
+            if tracker.is_log_name(rel) and len(run.logs) < tracker.MAX_LOGS:
+                run.logs[rel] = tracker.read_tail(p)
+
+
+def _local_dir(artifact_uri: str) -> Path | None:
+    u = urlparse(artifact_uri)
+    if u.scheme in ("", "file"):
+        p = Path(unquote(u.path) if u.scheme else artifact_uri)
+        return p if p.is_dir() else None
+    return None
+
+
+# ---------------------------------------------------------------- shared
+
+
+def _info(run: tracker.TrackerRun, info: dict[str, Any], params: list[Any], tags: list[Any]) -> None:
+    run.state = str(info.get("status") or "") or None
+    for k, label in (("run_name", "run name"), ("experiment_id", "experiment")):
+        if info.get(k):
+            run.facts[label] = str(info[k])
+    for k, label in (("start_time", "started"), ("end_time", "ended")):
+        t = tracker.to_float(_num(info.get(k)))
+        if t:
+            run.facts[label] = datetime.fromtimestamp(t / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    run.config = {str(p.get("key")): p.get("value") for p in params if isinstance(p, dict)}
+    tagd = {str(t.get("key")): str(t.get("value")) for t in tags if isinstance(t, dict)}
+    if tagd.get("mlflow.note.content"):
+        run.facts["note"] = tagd["mlflow.note.content"][:200]
+    if tagd.get("mlflow.source.name"):
+        run.facts["source"] = tagd["mlflow.source.name"][:200]
+
+
+def _num(v: Any) -> Any:
+    try:
+        return int(v) if isinstance(v, str) else v
+    except ValueError:
+        return None
+
+
+def _keys(run: tracker.TrackerRun, latest: list[Any]) -> list[str]:
+    keys = sorted({str(m.get("key")) for m in latest if isinstance(m, dict) and m.get("key")})
+    wanted = [k for k in keys if tracker.tracked(k)]
+    if len(wanted) > MAX_KEYS:
+        run.missing.append(f"{len(wanted)} tracked metrics; the history of the first {MAX_KEYS} was read")
+        wanted = wanted[:MAX_KEYS]
+    return wanted
+
+
+def _history(run: tracker.TrackerRun, key: str, points: list[Any]) -> None:
+    """Add one metric's points by step; logged without a step (all at 0), they are numbered in order."""
+    points = sorted(
+        (m for m in points if isinstance(m, dict)), key=lambda m: (_step(m), tracker.to_float(_num(m.get("timestamp"))) or 0)
+    )
+    unstepped = len(points) > 1 and len({_step(m) for m in points}) == 1
+    for i, m in enumerate(points):
+        ts = tracker.to_float(_num(m.get("timestamp")))
+        when = datetime.fromtimestamp(ts / 1000, UTC) if ts and 0 < ts < 1e14 else None
+        run.add(key, float(i) if unstepped else _step(m), m.get("value"), when)
+
+
+def _step(m: dict[str, Any]) -> float:
+    return tracker.to_float(_num(m.get("step", 0))) or 0.0

@@ -1,0 +1,333 @@
+"""A W&B run as evidence: from the public API (entity/project/run_id) or a local run directory.
+
+Local `wandb/run-*` and `wandb/offline-run-*` directories are read directly: an offline run
+keeps its history, config, summary, system stats and exit code only in its `.wandb` file (a
+LevelDB-style log of protobuf records; wandb >= 0.2x ships no reader for it), with the console
+in files/output.log. The online API goes through the real wandb client (imported only here),
+with its retries bounded and a deadline checked between calls.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+import time
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ml_skills.collectors import tracker
+from ml_skills.collectors.http_api import Deadline, fetch_tail
+from ml_skills.errors import (
+    InputError,
+    MLSkillsError,
+    SourceError,
+    SourceTimeout,
+    SourceUnavailable,
+    TargetNotFound,
+    UnreadableInput,
+)
+from ml_skills.models import LogEvidence, SourceEvidence
+from ml_skills.safety.redact import redact
+
+if TYPE_CHECKING:
+    from ml_skills.engine.pipeline import DiagnoseRequest
+
+_RUN_PATH = re.compile(r"^(?P<entity>[\w.-]{1,128})/(?P<project>[\w.-]{1,128})/(?:runs/)?(?P<run>[\w-]{1,128})$")
+_HEADER = b":W&B"
+_BLOCK = 32 * 1024
+MAX_RECORD_BYTES = 256 * 1024 * 1024  # a .wandb file is read up to this many bytes
+PAGE_SIZE = 1000
+
+
+def collect(req: DiagnoseRequest) -> tuple[SourceEvidence, list[LogEvidence]]:
+    target = (req.wandb or "").strip()
+    path = Path(target).expanduser()
+    if path.exists():
+        run = _from_dir(_run_dir(path))
+    elif (m := _RUN_PATH.match(target)) is not None:
+        run = _from_api(m["entity"], m["project"], m["run"])
+    else:
+        raise InputError(
+            f"--wandb expects entity/project/run_id or a local wandb/run-* directory; {redact(target[:120])!r} is neither"
+        )
+    return tracker.to_evidence(run, req.task)
+
+
+# ---------------------------------------------------------------- local run directory
+
+
+def _run_dir(path: Path) -> Path:
+    """The run directory from a run dir, its .wandb file, a `wandb/` dir (latest-run) or the folder holding it."""
+    if path.is_file():
+        if path.suffix != ".wandb":
+            raise InputError(f"{path} is not a W&B run: give the wandb/run-* directory or its .wandb file")
+        return path.parent
+    for cand in (path, path / "latest-run", path / "wandb" / "latest-run"):
+        if cand.is_dir() and any(cand.glob("*.wandb")):
+            return cand
+    runs = sorted(p.name for p in [*path.glob("run-*"), *path.glob("offline-run-*"), *path.glob("wandb/*run-*")])
+    hint = f"; it holds {', '.join(runs[:5])}: pass one of them" if runs else ""
+    raise TargetNotFound(f"no W&B run in {path} (no .wandb file){hint}")
+
+
+def _from_dir(d: Path) -> tracker.TrackerRun:
+    files = sorted(d.glob("*.wandb"))
+    run = tracker.TrackerRun(kind="wandb", name=str(d))
+    run.facts["run directory"] = str(d)
+    exit_code: int | None = None
+    ended = False
+    try:
+        for rec in _records(files[0]):
+            kind = rec.WhichOneof("record_type")
+            if kind == "history":
+                row = {_key(it): it.value_json for it in rec.history.item}
+                step = tracker.to_float(_json(row.get("_step", "null")))
+                if step is None:
+                    step = float(rec.history.step.num)
+                for k, raw in row.items():
+                    if not k.startswith("_"):
+                        run.add(k, step, _json(raw))
+            elif kind == "summary":
+                for it in rec.summary.update:
+                    run.summary[_key(it)] = _json(it.value_json)
+            elif kind == "config":
+                _config(run, rec.config.update)
+            elif kind == "run":
+                r = rec.run
+                run.facts["run id"] = r.run_id
+                if r.project:
+                    run.facts["project"] = f"{r.entity + '/' if r.entity else ''}{r.project}"
+                if r.display_name:
+                    run.facts["run name"] = r.display_name
+                _config(run, r.config.update)
+            elif kind == "stats":
+                for it in rec.stats.item:
+                    run.add("system." + it.key if not it.key.startswith("system") else it.key, 0.0, _json(it.value_json))
+            elif kind == "exit":
+                exit_code, ended = rec.exit.exit_code, True
+    except _Corrupt as e:
+        run.missing.append(f"{files[0].name}: {e}; the records before it were read")
+    if ended:
+        run.state = "finished" if exit_code == 0 else "failed"
+        run.facts["exit code"] = str(exit_code)
+    else:
+        age = time.time() - files[0].stat().st_mtime
+        run.state = "running" if age < 300 else "crashed"
+        run.facts["last write"] = f"{age:.0f}s ago, no exit record"
+    for p in sorted((d / "files").rglob("*"))[: tracker.MAX_ARTIFACTS] if (d / "files").is_dir() else []:
+        if p.is_file() and not p.is_symlink():
+            rel = str(p.relative_to(d / "files"))
+            run.artifacts.append(rel)
+            if tracker.is_log_name(rel) and len(run.logs) < tracker.MAX_LOGS:
+                run.logs[rel] = tracker.read_tail(p)
+    if not run.config and (d / "files" / "config.yaml").is_file():
+        run.facts["config"] = "files/config.yaml"
+    if not run.summary and (d / "files" / "wandb-summary.json").is_file():
+        try:
+            run.summary = json.loads((d / "files" / "wandb-summary.json").read_text(errors="replace")[:1_000_000])
+        except ValueError:
+            run.missing.append("files/wandb-summary.json is not valid JSON")
+    return run
+
+
+class _Corrupt(Exception):
+    pass
+
+
+def _records(path: Path) -> Iterator[Any]:
+    """Protobuf records of a .wandb file: 7-byte header, 32 KiB blocks, chunks of crc32/len/type."""
+    try:
+        from wandb.proto import wandb_internal_pb2 as pb
+    except ImportError:
+        raise InputError("reading a .wandb file needs the wandb package: pip install 'ml-skills[wandb]'") from None
+    with open(path, "rb") as f:
+        if f.read(7)[:4] != _HEADER:
+            raise UnreadableInput(f"{path} is not a W&B run log (no ':W&B' header)")
+        pending, pos = b"", 7
+        block = f.read(_BLOCK - 7)
+        while block:
+            at = 0
+            while at + 7 <= len(block):
+                crc, length, typ = struct.unpack("<IHB", block[at : at + 7])
+                if typ == 0 and length == 0:  # zero padding at the end of a block
+                    break
+                body = block[at + 7 : at + 7 + length]
+                if len(body) < length:
+                    return  # the writer was cut off mid-record (a crash): stop at the last whole record
+                if zlib.crc32(bytes([typ]) + body) & 0xFFFFFFFF != crc:
+                    raise _Corrupt(f"checksum mismatch at byte {pos + at}")
+                at += 7 + length
+                if typ in (2, 3):  # first and middle chunks of a record spanning blocks
+                    pending = body if typ == 2 else pending + body
+                    continue
+                if typ not in (1, 4):
+                    raise _Corrupt(f"unknown chunk type {typ} at byte {pos + at}")
+                chunk, pending = (body if typ == 1 else pending + body), b""
+                rec = pb.Record()  # type: ignore[attr-defined]
+                try:
+                    rec.ParseFromString(chunk)
+                except Exception:  # noqa: BLE001  protobuf's DecodeError; a damaged record ends the readable part
+                    raise _Corrupt(f"undecodable record at byte {pos + at}") from None
+                yield rec
+            pos += len(block)
+            if pos >= MAX_RECORD_BYTES:
+                raise _Corrupt(f"file over {MAX_RECORD_BYTES // 2**20} MiB, read up to there")
+            block = f.read(_BLOCK)
+
+
+def _key(item: Any) -> str:
+    return item.key or ".".join(item.nested_key)
+
+
+def _json(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+def _config(run: tracker.TrackerRun, items: Any) -> None:
+    for it in items:
+        k = _key(it)
+        if not k.startswith("_"):
+            v = _json(it.value_json)
+            run.config[k] = v.get("value", v) if isinstance(v, dict) and "value" in v else v
+
+
+# ---------------------------------------------------------------- public API
+
+
+def _from_api(entity: str, project: str, run_id: str) -> tracker.TrackerRun:
+    # bounded retries for wandb-core's GraphQL client; read when wandb sets itself up
+    os.environ.setdefault("WANDB_SILENT", "true")
+    os.environ.setdefault("WANDB__GRAPHQL_RETRY_MAX", "3")
+    os.environ.setdefault("WANDB__GRAPHQL_RETRY_WAIT_MAX_SECONDS", "4")
+    deadline = Deadline(tracker.deadline_s())
+    name = f"{entity}/{project}/{run_id}"
+    try:
+        import wandb
+    except ImportError:
+        raise InputError("--wandb entity/project/run needs the wandb package: pip install 'ml-skills[wandb]'") from None
+    import logging
+
+    logging.getLogger("wandb").setLevel(logging.CRITICAL)
+    key = os.environ.get("WANDB_API_KEY")
+    per_call = max(1, int(min(30.0, deadline.left())))
+    try:
+        api = wandb.Api(api_key=key, timeout=per_call) if key else wandb.Api(timeout=per_call)
+        r = api.run(name)
+    except Exception as e:  # noqa: BLE001  the wandb client raises many types; _error names them in one line
+        raise _error(e, f"run {name}") from None
+    run = tracker.TrackerRun(kind="wandb", name=name)
+    run.state = str(r.state)
+    run.facts["run url"] = redact(str(getattr(r, "url", "") or ""))
+    for attr, label in (("display_name", "run name"), ("created_at", "created"), ("heartbeatAt", "last heartbeat")):
+        v = getattr(r, attr, None) if attr != "heartbeatAt" else getattr(r, "_attrs", {}).get("heartbeatAt")
+        if v:
+            run.facts[label] = str(v)
+    run.config = {k: v for k, v in dict(r.config).items() if not k.startswith("_")}
+    try:
+        run.summary = dict(r.summary._json_dict) if hasattr(r.summary, "_json_dict") else dict(r.summary)
+    except Exception as e:  # noqa: BLE001  partial evidence: name what failed and go on
+        run.missing.append(f"summary: {_error(e, 'summary')}")
+    sysm = r._attrs.get("systemMetrics") if isinstance(getattr(r, "_attrs", None), dict) else None
+    for k, v in (json.loads(sysm) if isinstance(sysm, str) and sysm.startswith("{") else sysm or {}).items():
+        run.add(k if k.startswith("system") else "system." + k, 0.0, v)
+    _history(r, run, deadline)
+    _files(api, r, run, deadline)
+    return run
+
+
+def _history(r: Any, run: tracker.TrackerRun, deadline: Deadline) -> None:
+    rows = 0
+    try:
+        deadline.check(f"W&B history of {run.name}")
+        for row in r.scan_history(page_size=PAGE_SIZE, use_cache=False):
+            rows += 1
+            step = tracker.to_float(row.get("_step"))
+            for k, v in row.items():
+                if not k.startswith("_"):
+                    run.add(k, float(rows - 1) if step is None else step, v)
+            if rows % PAGE_SIZE == 0 and deadline.left() <= 0:
+                raise SourceTimeout(f"W&B history: stopped after {rows} rows at the {deadline.seconds:g}s deadline")
+    except SourceError as e:
+        run.missing.append(f"history after {rows} rows: {e}")
+    except Exception as e:  # noqa: BLE001  partial evidence: name what failed and go on
+        run.missing.append(f"history after {rows} rows: {_error(e, 'history')}")
+    run.facts["history rows read"] = str(rows)
+
+
+def _files(api: Any, r: Any, run: tracker.TrackerRun, deadline: Deadline) -> None:
+    import httpx
+
+    logs: list[Any] = []
+    try:
+        for f in r.files(per_page=50):
+            if len(run.artifacts) >= tracker.MAX_ARTIFACTS:
+                run.missing.append(f"file listing stopped at {tracker.MAX_ARTIFACTS} files")
+                break
+            run.artifacts.append(str(f.name))
+            if tracker.is_log_name(str(f.name)):
+                logs.append(f)
+    except Exception as e:  # noqa: BLE001  partial evidence: name what failed and go on
+        run.missing.append(f"file listing: {_error(e, 'files')}")
+    base = str(api.settings.get("base_url", ""))
+    for f in logs[: tracker.MAX_LOGS]:
+        url = str(getattr(f, "direct_url", None) or getattr(f, "url", "") or "")
+        if not url:
+            continue
+        # the API key goes only to the W&B server itself, never to a storage host's signed URL
+        auth = ("api", api.api_key) if api.api_key and url.startswith(base) else None
+        try:
+            with httpx.Client(auth=auth, follow_redirects=True) as client:
+                data, cut = fetch_tail(
+                    client, url, name="W&B", what=f"file {f.name}", deadline=deadline, max_bytes=tracker.MAX_LOG_BYTES
+                )
+            run.logs[str(f.name)] = (data.decode("utf-8", errors="replace"), cut)
+        except SourceError as e:
+            run.missing.append(f"log {f.name}: {e}")
+
+
+def _error(e: BaseException, what: str) -> MLSkillsError:
+    """One line from whatever the wandb client raised, with the HTTP status when it has one."""
+    text = redact(" ".join(str(e).split())[:240])
+    status = _status(e)
+    low = text.lower()
+    if status in (401, 403) or "401" in low or "403" in low or "unauthorized" in low or "permission" in low or "api key" in low:
+        return SourceUnavailable(f"W&B refused {what}: {text}; check WANDB_API_KEY and that it may read this project")
+    if status == 404 or "could not find run" in low or "not found" in low:
+        return TargetNotFound(
+            f"W&B has no {what}: check entity/project/run_id (the run id is the 8-character id in the run's URL)"
+        )
+    if "refused" in low or "no such host" in low or "dial tcp" in low:
+        reason = "connection refused" if "refused" in low else "host unreachable"
+        return SourceUnavailable(
+            f"cannot reach W&B for {what}: {reason} (after the client's retries); check WANDB_BASE_URL and the network"
+        )
+    if (
+        "invalid character" in low
+        or "looking for beginning" in low
+        or "cannot unmarshal" in low
+        or "unexpected end of json" in low
+    ):
+        return SourceUnavailable(f"W&B sent a malformed answer for {what} (not the JSON the API returns): {text[:120]}")
+    if "timed out" in low or "timeout" in low or "deadline" in low:
+        return SourceTimeout(f"W&B did not answer {what} in time: {text}")
+    if status == 429:
+        return SourceUnavailable(f"W&B kept rate-limiting {what} (HTTP 429): try again later")
+    code = f"HTTP {status}: " if status else ""
+    return SourceUnavailable(f"W&B failed on {what}: {code}{text or type(e).__name__}")
+
+
+def _status(e: BaseException) -> int | None:
+    for err in (e, getattr(e, "exc", None), e.__cause__, e.__context__):
+        resp = getattr(err, "response", None)
+        for attr in ("http_status", "status_code"):
+            v = getattr(resp, attr, None)
+            if isinstance(v, int) and v:
+                return v
+    return None

@@ -1,0 +1,196 @@
+"""`--wandb RUN`: local run directories written by the real wandb library (offline mode), and the
+public API through the real wandb client against a loopback fake of W&B's GraphQL API."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import socket
+import time
+
+import pytest
+from ml_skills.collectors import wandb as wandb_collector
+from ml_skills.engine.pipeline import DiagnoseRequest
+from ml_skills.errors import InputError, TargetNotFound
+
+from .conftest import check_failed_run
+from .training import train
+from .wandb_fake import FakeRun, FakeWandb
+
+KEY = "0123456789abcdef0123456789abcdef01234567"
+
+
+# ---------------------------------------------------------------- offline runs (real wandb)
+
+
+@pytest.mark.parametrize(
+    "kind, cause, status",
+    [("nan", "nan-inf", "diverged"), ("diverging", "optimization-divergence", "diverged"), ("healthy", None, "completed")],
+)
+def test_cli_diagnoses_offline_runs_from_their_directory(offline_runs, tmp_path, kind, cause, status):
+    proc, report = check_failed_run("--wandb", str(offline_runs[kind]), out=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert report["target_kind"] == "wandb"
+    assert report["primary_cause"] == cause and report["run_status"] == status
+    assert {"loss", "grad_norm", "lr", "throughput", "val_loss"} <= {s["name"] for s in report["trajectory"]}
+
+
+def test_offline_run_lines_up_separate_log_calls_and_reads_config_exit_and_console(offline_runs):
+    src, logs = wandb_collector.collect(DiagnoseRequest(wandb=str(offline_runs["nan"])))
+    by_step = {p.step: p.values for p in src.metrics}
+    assert set(by_step[9]) == {"loss", "grad_norm", "lr", "throughput", "val_loss"}
+    assert src.state == "failed" and src.facts["exit code"] == "1"
+    assert src.facts["config optimizer"] == "'sgd'" or src.facts["config optimizer"] == "sgd"
+    assert any("loss is nan" in line for line in logs[0].tail.lines)
+    assert "output.log" in src.details["artifacts"]
+
+
+def test_a_killed_run_is_read_up_to_its_last_record(offline_runs):
+    src, _ = wandb_collector.collect(DiagnoseRequest(wandb=str(offline_runs["killed"])))
+    assert src.state in ("running", "crashed") and "no exit record" in src.facts["last write"]
+    assert len(src.metrics) <= 40 and all(p.step <= 39 for p in src.metrics)  # what wandb-core had flushed, no more
+
+
+def test_the_wandb_folder_means_its_latest_run(offline_runs):
+    src, _ = wandb_collector.collect(DiagnoseRequest(wandb=str(offline_runs["killed"].parent)))
+    assert src.name.endswith("latest-run") and src.facts["last write"].endswith("no exit record")  # the killed run, written last
+
+
+def test_damaged_record_log_gives_partial_evidence(offline_runs, tmp_path):
+    d = tmp_path / "run"
+    shutil.copytree(offline_runs["diverging"], d)
+    f = next(d.glob("*.wandb"))
+    data = bytearray(f.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    f.write_bytes(bytes(data))
+    src, _ = wandb_collector.collect(DiagnoseRequest(wandb=str(d)))
+    assert src.status == "partial" and any("checksum mismatch" in m for m in src.missing)
+    assert src.metrics
+
+
+def test_not_a_run_is_a_clear_error(tmp_path):
+    with pytest.raises(TargetNotFound, match="no W&B run"):
+        wandb_collector.collect(DiagnoseRequest(wandb=str(tmp_path)))
+    (tmp_path / "run-x.wandb").write_bytes(b"garbage")
+    with pytest.raises(Exception, match="not a W&B run log"):
+        wandb_collector.collect(DiagnoseRequest(wandb=str(tmp_path)))
+    with pytest.raises(InputError, match="entity/project/run_id"):
+        wandb_collector.collect(DiagnoseRequest(wandb="just-a-name"))
+
+
+# ---------------------------------------------------------------- public API (real client, fake server)
+
+
+def _rows(kind: str) -> tuple[list[dict], bytes]:
+    rows: dict[int, dict] = {}
+    out = io.StringIO()
+    train(kind, lambda step, d: rows.setdefault(step, {"_step": step, "_runtime": step * 0.1}).update(d), out)
+    return [rows[k] for k in sorted(rows)], out.getvalue().encode()
+
+
+@pytest.fixture(scope="module")
+def fake():
+    with FakeWandb(KEY) as f:
+        for kind, state in (("nan", "crashed"), ("diverging", "failed"), ("healthy", "finished")):
+            rows, log = _rows(kind)
+            f.runs[f"{kind}01"] = FakeRun(
+                state,
+                {"optimizer": "sgd", "lr": 0.05},
+                rows,
+                {"output.log": log, "config.yaml": b"lr: 0.05\n"},
+                {"system.gpu.0.memoryAllocatedBytes": 2.1e9, "system.proc.memory.rssMB": 812.0},
+            )
+        f.runs["big01"] = FakeRun(
+            "finished",
+            {},
+            [{"_step": s, "loss": 2.0 / (1 + s / 100)} for s in range(2600)],
+            {f"media/img_{i}.png": b"x" for i in range(70)},
+        )
+        yield f
+
+
+@pytest.fixture
+def online(fake, monkeypatch):
+    monkeypatch.setenv("WANDB_API_KEY", KEY)
+    monkeypatch.setenv("WANDB_BASE_URL", fake.url)
+    fake.faults.clear()
+    fake.ops.clear()
+    fake.times.clear()
+    return fake
+
+
+@pytest.mark.parametrize("kind, cause", [("nan", "nan-inf"), ("diverging", "optimization-divergence"), ("healthy", None)])
+def test_cli_diagnoses_online_runs_through_the_real_client(online, tmp_path, kind, cause):
+    proc, report = check_failed_run(
+        "--wandb", f"team/proj/{kind}01", out=tmp_path, env={"WANDB_API_KEY": KEY, "WANDB_BASE_URL": online.url}
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert report["primary_cause"] == cause
+    assert f"Run: wandb team/proj/{kind}01" in proc.stdout
+    assert "System memory peaks: system.gpu.0.memoryAllocatedBytes=2.1e+09" in proc.stdout
+    blob = proc.stdout + proc.stderr + json.dumps(report)
+    assert KEY not in blob
+
+
+def test_every_history_page_and_file_page_is_read(online):
+    src, _ = wandb_collector.collect(DiagnoseRequest(wandb="team/proj/big01"))
+    assert len(src.metrics) == 2600 and src.metrics[-1].step == 2599
+    assert [o for o, _ in online.ops].count("HistoryPage") >= 3  # 1000 rows a page
+    assert len(src.details["artifacts"]) == 70 and [o for o, _ in online.ops].count("RunFiles") == 2
+    assert not src.missing
+
+
+def test_online_console_log_is_fetched_and_scanned(online):
+    src, logs = wandb_collector.collect(DiagnoseRequest(wandb="team/proj/nan01"))
+    assert logs and any("RuntimeError: loss is nan" in line for line in logs[0].tail.lines)
+    assert src.state == "crashed" and src.facts["config optimizer"] in ("sgd", "'sgd'")
+
+
+def test_429_is_retried_after_the_servers_retry_after(online):
+    online.faults["Run"] = [("status", 429, {"Retry-After": "2"})]
+    src, _ = wandb_collector.collect(DiagnoseRequest(wandb="team/proj/healthy01"))
+    runs = [t for op, t in online.times if op == "Run"]
+    assert len(runs) == 2 and runs[1] - runs[0] >= 1.9
+    assert src.metrics and not src.missing
+
+
+def test_persistent_500_on_history_is_partial_evidence(online, tmp_path):
+    online.faults["HistoryPage"] = [("status", 500)] * 10
+    proc, report = check_failed_run(
+        "--wandb", "team/proj/nan01", out=tmp_path, env={"WANDB_API_KEY": KEY, "WANDB_BASE_URL": online.url}
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Missing: history after 0 rows: W&B failed on history" in proc.stdout and "HTTP 500" in proc.stdout
+    assert report["primary_cause"] == "nan-inf"  # still found, in the console log that did arrive
+
+
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        (lambda f, env: env.update(WANDB_API_KEY="f" * 40), "W&B refused run team/proj/nan01"),
+        (lambda f, env: f.faults.update(Run=[("body", b"<html>bad gateway</html>")]), "malformed answer"),
+        (lambda f, env: None, "W&B has no run team/proj/missing1"),
+    ],
+    ids=["401", "malformed", "404"],
+)
+def test_api_faults_are_one_line_errors(online, tmp_path, setup, message):
+    env = {"WANDB_API_KEY": KEY, "WANDB_BASE_URL": online.url}
+    setup(online, env)
+    run = "team/proj/missing1" if "404" in message or "no run" in message else "team/proj/nan01"
+    proc, report = check_failed_run("--wandb", run, out=tmp_path, env=env)
+    assert proc.returncode == 2 and report is None
+    assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert KEY not in proc.stderr and "f" * 40 not in proc.stderr
+
+
+def test_server_down_is_connection_refused(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.monotonic()
+    proc, _ = check_failed_run(
+        "--wandb", "team/proj/nan01", out=tmp_path, env={"WANDB_API_KEY": KEY, "WANDB_BASE_URL": f"http://127.0.0.1:{port}"}
+    )
+    assert proc.returncode == 2 and "connection refused" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and time.monotonic() - t0 < 60
