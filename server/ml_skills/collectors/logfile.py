@@ -71,31 +71,24 @@ def decode(raw: bytes) -> str:
 def iter_chunks(path: Path, size: int = CHUNK) -> Iterator[tuple[int, bytes]]:
     """Yield (byte offset, chunk) where each chunk ends at a newline (or at EOF).
 
-    A line longer than 2 chunks is cut at the chunk boundary so memory stays bounded.
+    Each read starts where the last chunk ended (the partial line is read again rather than
+    copied and joined). A line longer than a chunk is cut at the chunk boundary so memory
+    stays bounded.
     """
     with open(path, "rb", buffering=0) as f:
         offset = 0
-        carry = b""
         while True:
             block = f.read(size)
-            if not block:
-                if carry:
-                    yield offset, carry
+            if len(block) < size:
+                if block:
+                    yield offset, block
                 return
-            data = carry + block if carry else block
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                if len(data) >= 2 * size:  # one enormous line: hand it over in pieces
-                    yield offset, data
-                    offset += len(data)
-                    carry = b""
-                else:
-                    carry = data
-                continue
-            piece = data[: cut + 1]
+            cut = block.rfind(b"\n")
+            piece = block if cut < 0 or cut == size - 1 else block[: cut + 1]
             yield offset, piece
             offset += len(piece)
-            carry = data[cut + 1 :]
+            if len(piece) != size:
+                f.seek(offset)
 
 
 def tail(path: Path, n: int, max_bytes: int = 8 * 1024 * 1024) -> tuple[list[str], bool]:

@@ -37,8 +37,9 @@ from ml_skills.models import (
 )
 from ml_skills.safety.redact import redact
 
-FULL_METRICS_BYTES = 64 * 1024 * 1024
-SAMPLED_METRICS_PER_CHUNK = 48
+FULL_METRICS_BYTES = 8 * 1024 * 1024
+SAMPLED_METRICS_PER_CHUNK = 48  # at most; fewer on longer logs so about SAMPLED_METRICS_TOTAL are parsed
+SAMPLED_METRICS_TOTAL = 4096
 HITS_KEPT_PER_SIGNATURE = 3
 TRACEBACKS_KEPT = 40
 MAX_POINTS_KEPT = 50_000
@@ -56,6 +57,27 @@ _MARKERS: list[tuple[str, str, bool]] = [
     ("fw:pytorch", r"(torch/|torch\.|\btorch \d|\bPyTorch\b|torchrun|\[rank\d+\]:)", True),
 ]
 
+# Grad-norm magnitude bands, reported once per chunk: band k*10+d means a value in [d*10^k, (d+1)*10^k).
+# On sampled logs they say which chunks can hold the largest grad norm, so only those are re-read
+# and the spike stays exact without parsing every line.
+_GN_KEY = r"(?i)\b(grad(ient)?[_ ]?norm|gnorm|total_norm|global_norm)['\"]?\s*[:=]\s*\[?['\"]?(tensor\()?"
+
+
+def _gn_band(k: int, d: int) -> str:
+    digits = rf"\d{{{k}}}" if k else ""
+    return _GN_KEY + rf"(0*{d}{digits}(\.\d*)?([^\d.eE]|$)|{d}(\.\d*)?[eE]\+?0*{k}\b)"
+
+
+_GN_BANDS: list[tuple[int, str]] = [(k * 10 + d, _gn_band(k, d)) for k in range(7) for d in range(1, 10)] + [
+    (99, _GN_KEY + r"(0*[1-9]\d{7}|[1-9](\.\d*)?[eE]\+?0*([7-9]|[1-9]\d))")
+]
+_GN_VALUE = re.compile(rb"(?i)(?:grad(?:ient)?[_ ]?norm|gnorm|total_norm|global_norm)['\"]?[ \t]*[:=][ \t]*\[?['\"]?(?:tensor\()?([0-9][0-9.]*(?:[eE][-+]?[0-9]+)?)")
+RESCAN_CHUNKS_MAX = 16
+
+
+def _band_upper(band: int) -> float:
+    return float("inf") if band == 99 else (band % 10 + 1) * 10.0 ** (band // 10)
+
 
 @dataclass
 class _SigAgg:
@@ -67,12 +89,12 @@ class _SigAgg:
 @cache
 def _matcher(engine: str | None = None) -> tuple[Matcher, tuple[Signature, ...]]:
     sigs = signatures()
-    patterns = [s.pattern for s in sigs] + [p for _, p, _ in _MARKERS]
-    single = [False] * len(sigs) + [s for _, _, s in _MARKERS]
+    patterns = [s.pattern for s in sigs] + [p for _, p, _ in _MARKERS] + [p for _, p in _GN_BANDS]
+    single = [False] * len(sigs) + [s for _, _, s in _MARKERS] + [True] * len(_GN_BANDS)
     return Matcher(patterns, single=single, engine=engine), sigs
 
 
-_LOSS_ANCHORS = (b"loss", b"Loss", b"LOSS")
+_LOSS = re.compile(rb"(?i)loss")
 _PROGRESS = re.compile(
     r"(?i)(\b(step|iter|iteration|epoch|batch|train|test|eval|val)\b\s*[:=#]?\s*\[?\s*\d+|\d+%\|.*\|\s*\d+/\d+|\[\s*\d+/\d+\])"
 )
@@ -92,19 +114,23 @@ def _line_bounds(chunk: bytes, end: int) -> tuple[int, int]:
 
 
 def _metric_lines(chunk: bytes, budget: int | None) -> list[int]:
-    """Start offsets of lines holding a loss value; every one, or an even sample of `budget`."""
-    starts: set[int] = set()
+    """Start offsets of lines holding a loss value; every one, or an even sample of `budget`.
+
+    Sampling jumps `stride` bytes and takes the next loss line from there, so its cost does not
+    grow with the number of lines in the chunk.
+    """
+    starts: list[int] = []
     stride = 0 if budget is None else max(1, len(chunk) // max(1, budget))
-    for anchor in _LOSS_ANCHORS:
-        pos = chunk.find(anchor)
-        while pos >= 0:
-            s = chunk.rfind(b"\n", 0, pos) + 1
-            starts.add(s)
-            nxt = chunk.find(b"\n", pos)
-            if nxt < 0:
-                break
-            pos = chunk.find(anchor, nxt + 1 if not stride else max(nxt + 1, pos + stride))
-    return sorted(starts)
+    pos = 0
+    while (m := _LOSS.search(chunk, pos)) is not None:
+        s = chunk.rfind(b"\n", 0, m.start()) + 1
+        if not starts or s != starts[-1]:
+            starts.append(s)
+        nxt = chunk.find(b"\n", m.end())
+        if nxt < 0:
+            break
+        pos = nxt + 1 if not stride else max(nxt + 1, s + stride)
+    return starts
 
 
 class _Reader:
@@ -117,6 +143,13 @@ class _Reader:
         if self.path is not None:
             return logfile.window_at(self.path, offset, before, after)
         return logfile.window_in(self.data or b"", offset, before, after)
+
+    def read(self, offset: int, size: int) -> bytes:
+        if self.path is not None:
+            with open(self.path, "rb") as f:
+                f.seek(offset)
+                return f.read(size)
+        return (self.data or b"")[offset : offset + size]
 
     def tail(self, n: int) -> tuple[list[str], bool]:
         if self.path is not None:
@@ -171,6 +204,12 @@ def scan_text(text: str, *, source: str, last: int = 500, task: Task | None = No
     return ev
 
 
+def signature_scan(path: str | os.PathLike[str], engine: str | None = None) -> int:
+    """Only the catalog's signatures over the file (matching lines, no evidence): the benchmark's baseline."""
+    matcher, _ = _matcher(engine)
+    return sum(len(matcher.find(chunk)) for _, chunk in logfile.iter_chunks(logfile.check_readable(path)))
+
+
 def from_metrics(points: list[MetricPoint], *, source: str, task: Task | None = None) -> LogEvidence:
     """Evidence from a metric history (a tracker's), run through the same trajectory detectors."""
     ev = LogEvidence(source=source)
@@ -186,6 +225,8 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
     name = ev.source
     matcher, sigs = _matcher(engine)
     n_sigs = len(sigs)
+    n_marks = n_sigs + len(_MARKERS)
+    gn_chunks: list[tuple[int, int, int, int]] = []  # (top grad-norm band, offset, length, first line)
     aggs: dict[int, _SigAgg] = {}
     tb_offsets: list[tuple[int, int]] = []  # (line_no, byte offset)
     tb_total = 0
@@ -194,7 +235,7 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
     points: list[MetricPoint] = []
     nan_point: MetricPoint | None = None
     grad_max: MetricPoint | None = None
-    budget = None if size <= FULL_METRICS_BYTES else SAMPLED_METRICS_PER_CHUNK
+    budget = None if size <= FULL_METRICS_BYTES else max(8, min(SAMPLED_METRICS_PER_CHUNK, SAMPLED_METRICS_TOTAL * logfile.CHUNK // size))
     line_base = 1  # line number of the chunk's first line
     nan_sigs = {i for i, s in enumerate(sigs) if s.id in ("loss-value-nan", "grad-norm-nonfinite")}
     huge_gn = {i for i, s in enumerate(sigs) if s.id == "grad-norm-huge"}
@@ -203,7 +244,11 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
     for offset, chunk in chunks:
         cursor, cursor_line = 0, line_base
         exact_lines: set[int] = set()
+        top_band = -1
         for idx, end in matcher.find(chunk):
+            if idx >= n_marks:
+                top_band = max(top_band, _GN_BANDS[idx - n_marks][0])
+                continue
             start, stop = _line_bounds(chunk, end)
             if start < cursor:  # matches come in order of end offset; rewind the count if needed
                 cursor, cursor_line = 0, line_base
@@ -259,10 +304,14 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
             if len(points) >= MAX_POINTS_KEPT:
                 points = points[::2]  # thin evenly; the extremes are kept separately above
             points.append(mp)
-        line_base += chunk.count(b"\n")
+        if top_band >= 0 and budget is not None:
+            gn_chunks.append((top_band, offset, len(chunk), line_base))
+        line_base = mline + chunk.count(b"\n", mcursor)  # the metric loop already counted up to mcursor
         ends_with_newline = chunk.endswith(b"\n")
 
     ev.total_lines = line_base - 1 + (0 if ends_with_newline else 1)
+    if gn_chunks:
+        grad_max = _exact_grad_max(reader, name, gn_chunks, points, grad_max, ev.problems, engine)
     ev.frameworks = frameworks
     offsets: dict[int, int] = {}
     for idx, agg in sorted(aggs.items(), key=lambda t: t[1].first[0][0]):
@@ -290,10 +339,52 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
         ev.problems.append(f"{tb_total} tracebacks in the log; the first {TRACEBACKS_KEPT // 2} and the last {len(tb_offsets) - TRACEBACKS_KEPT // 2} were parsed")
     if budget is not None:
         ev.problems.append(
-            f"metrics sampled: the log is {size / 2**20:.0f} MiB, so {SAMPLED_METRICS_PER_CHUNK} metric lines per "
+            f"metrics sampled: the log is {size / 2**20:.0f} MiB, so {budget} metric lines per "
             "4 MiB chunk were parsed (the first NaN line and the largest grad-norm line are always exact)"
         )
     return offsets
+
+
+def _exact_grad_max(reader: _Reader, name: str, chunks: list[tuple[int, int, int, int]], points: list[MetricPoint],
+                    grad_max: MetricPoint | None, problems: list[str], engine: str | None) -> MetricPoint | None:
+    """The largest grad norm of a sampled log, exactly, when it could be a spike (>= 10x the median).
+
+    The largest value lies in a chunk whose top band is the highest band seen; only those chunks
+    are read again, and only when that band reaches ten times the sampled median.
+    """
+    gns = sorted(p.values["grad_norm"] for p in points if "grad_norm" in p.values and p.values["grad_norm"] == p.values["grad_norm"])
+    top = max(b for b, *_ in chunks)
+    best = grad_max.values["grad_norm"] if grad_max is not None else float("-inf")
+    if not gns or _band_upper(top) < 10 * gns[len(gns) // 2] or _band_upper(top) <= best:
+        return grad_max
+    todo = [c for c in chunks if c[0] == top]
+    if len(todo) > RESCAN_CHUNKS_MAX:
+        problems.append(f"grad norms of {len(todo)} chunks reach the top band; the largest is taken from the first {RESCAN_CHUNKS_MAX}")
+        todo = todo[:RESCAN_CHUNKS_MAX]
+    found: tuple[float, int, int, bytes] | None = None
+    band = Matcher([dict(_GN_BANDS)[top]], engine=engine)  # every line of the top band, not just the first
+    for _, offset, length, first_line in todo:
+        data = reader.read(offset, length)
+        for _, end in band.find(data):
+            start = data.rfind(b"\n", 0, end - 1) + 1
+            for m in _GN_VALUE.finditer(data, start, end):
+                try:
+                    v = float(m.group(1))
+                except ValueError:
+                    continue
+                if v > best and (found is None or v > found[0]):
+                    found = (v, first_line, m.start(), data)
+    if found is None:
+        return grad_max
+    v, first_line, pos, data = found
+    start = data.rfind(b"\n", 0, pos) + 1
+    stop = data.find(b"\n", pos)
+    raw = data[start : len(data) if stop < 0 else stop]
+    parsed = metric_parser.parse_line(raw.decode("utf-8", errors="replace"))
+    values, step, epoch = parsed if parsed else ({}, None, None)
+    values = {**values, "grad_norm": values.get("grad_norm", v)}
+    return MetricPoint(source=name, line_no=first_line + data.count(b"\n", 0, start), step=step, epoch=epoch, values=values,
+                       time=metric_parser.parse_timestamp(raw[:200].decode("utf-8", errors="replace")))
 
 
 # byte offsets of recorded hit lines, so excerpts can seek instead of re-reading the log
