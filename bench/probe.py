@@ -1,0 +1,70 @@
+"""One measurement in its own process, so its peak RSS and CPU time are its own (run.py calls this).
+
+    python bench/probe.py sigscan FILE   # the catalog's signatures over the file, nothing else
+    python bench/probe.py scan FILE      # the whole full-log pass (engine.scan.scan_log)
+    python bench/probe.py cli FILE OUT   # ml-skills check-failed-run FILE, end to end
+    python bench/probe.py tail FILE N    # what --last N costs: the tail read from the end
+
+Prints one JSON object: seconds inside the process and bytes read (rchar from /proc), which
+shows how many times the file was read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+
+def _rchar() -> int:
+    try:
+        with open(f"/proc/{os.getpid()}/io") as f:
+            return next(int(x.split()[1]) for x in f if x.startswith("rchar:"))
+    except OSError:
+        return -1
+
+
+def main(argv: list[str]) -> None:
+    what, path = argv[0], argv[1]
+    t0 = time.perf_counter()
+    r0 = _rchar()
+    out: dict = {}
+    if what == "sigscan":
+        from ml_skills.engine.scan import signature_scan
+
+        out["matches"] = signature_scan(path)
+    elif what == "scan":
+        from ml_skills.engine.scan import scan_log
+
+        ev = scan_log(path)
+        out["hits"] = len(ev.hits)
+        out["first_nan_line"] = ev.trajectory.first_nan_line
+    elif what == "cli":
+        from ml_skills.cli import main as cli_main
+
+        with open(os.devnull, "w") as null:
+            stdout, sys.stdout = sys.stdout, null
+            try:
+                out["exit"] = cli_main(["check-failed-run", path, "--out-dir", argv[2], "--format", "json"])
+            finally:
+                sys.stdout = stdout
+    elif what == "tail":
+        from pathlib import Path
+
+        from ml_skills.collectors.logfile import tail
+
+        t0 = time.perf_counter()
+        r0 = _rchar()
+        lines, _ = tail(Path(path), int(argv[2]))
+        out["lines"] = len(lines)
+    else:
+        raise SystemExit(f"unknown measurement {what}")
+    out["seconds"] = time.perf_counter() - t0
+    out["read_bytes"] = _rchar() - r0
+    out["heavy_sdks"] = sorted(m for m in ("wandb", "mlflow", "google.cloud") if m in sys.modules)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
