@@ -147,6 +147,7 @@ def generate(path: str | Path, size: int, seed: int = 0) -> dict:
         # the end: the NCCL watchdog cascade across ranks (verbatim), after the last progress line
         block = corpus_block("002", 5)
         truth["failures"]["late-nccl-watchdog"] = w.add(block[0])
+        truth["last_progress"] = {"line": w.line, "step": 13}  # that line starts with a tqdm bar: 13/620
         for text in block[1:]:
             w.add(text)
         w.flush()

@@ -62,7 +62,8 @@ def main(argv: list[str]) -> None:
         raise SystemExit(f"unknown measurement {what}")
     out["seconds"] = time.perf_counter() - t0
     out["read_bytes"] = _rchar() - r0
-    out["heavy_sdks"] = sorted(m for m in ("wandb", "mlflow", "google.cloud") if m in sys.modules)
+    # google and google.cloud alone are empty namespace packages a .pth file creates at start-up
+    out["heavy_sdks"] = sorted(m for m in sys.modules if m.split(".")[0] in ("wandb", "mlflow") or m.startswith("google.cloud."))
     print(json.dumps(out))
 
 

@@ -28,7 +28,7 @@ sys.path[:0] = [str(ROOT / "server"), str(ROOT)]
 from bench.genlog import generate, parse_size  # noqa: E402
 from bench.patterns import export  # noqa: E402
 
-HEAVY = ("wandb", "mlflow", "google.cloud")
+TIME = "/usr/bin/time"
 
 
 @dataclass
@@ -44,14 +44,15 @@ def measure(cmd: list[str], repeat: int = 1, env: dict | None = None) -> Run:
     best: Run | None = None
     for _ in range(repeat):
         t = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-        out = p.stdout.read().decode(errors="replace")
-        err = p.stderr.read().decode(errors="replace")
-        _, status, ru = os.wait4(p.pid, 0)
+        # /usr/bin/time is a small parent: a child forked from this (large) process would report
+        # this process's peak RSS as its own, since Linux carries the high-water mark over exec
+        p = subprocess.Popen([TIME, "-f", "%U %S %M", *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        out, err = (x.decode(errors="replace") for x in p.communicate())
         wall = time.perf_counter() - t
-        if os.waitstatus_to_exitcode(status) not in (0, 1):
+        if p.returncode not in (0, 1):
             raise SystemExit(f"{' '.join(cmd)} failed: {err.strip()[-500:]}")
-        run = Run(wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, out)
+        user, system, rss_kb = err.strip().splitlines()[-1].split()
+        run = Run(wall, float(user) + float(system), int(rss_kb) / 1024, out)
         if best is None or run.cpu < best.cpu:
             best = run
     assert best is not None
@@ -89,6 +90,8 @@ def main() -> None:
     ap.add_argument("--json", help="also write the figures to this JSON file")
     args = ap.parse_args()
     rg = ensure_rg()
+    if not Path(TIME).exists():
+        raise SystemExit("/usr/bin/time is missing: apt-get install time")
     work = Path(tempfile.mkdtemp(prefix="ml-skills-bench-", dir=args.dir))
     rows: list[tuple[str, Run, int, str]] = []
     facts: dict = {}

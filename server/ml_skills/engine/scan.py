@@ -57,18 +57,20 @@ _MARKERS: list[tuple[str, str, bool]] = [
     ("fw:pytorch", r"(torch/|torch\.|\btorch \d|\bPyTorch\b|torchrun|\[rank\d+\]:)", True),
 ]
 
-# Grad-norm magnitude bands, reported once per chunk: band k*10+d means a value in [d*10^k, (d+1)*10^k).
+# Grad-norm magnitude bands, reported once per chunk: band k*10+d means a value in [d*10^k, (d+1)*10^k)
+# below 100, band k*10+9 a value in [10^k, 10^(k+1)) above (coarser there: fewer patterns, faster scan).
 # On sampled logs they say which chunks can hold the largest grad norm, so only those are re-read
 # and the spike stays exact without parsing every line.
 _GN_KEY = r"(?i)\b(grad(ient)?[_ ]?norm|gnorm|total_norm|global_norm)['\"]?\s*[:=]\s*\[?['\"]?(tensor\()?"
 
 
-def _gn_band(k: int, d: int) -> str:
+def _gn_band(k: int, d: str) -> str:
     digits = rf"\d{{{k}}}" if k else ""
     return _GN_KEY + rf"(0*{d}{digits}(\.\d*)?([^\d.eE]|$)|{d}(\.\d*)?[eE]\+?0*{k}\b)"
 
 
-_GN_BANDS: list[tuple[int, str]] = [(k * 10 + d, _gn_band(k, d)) for k in range(7) for d in range(1, 10)] + [
+_GN_BANDS: list[tuple[int, str]] = [(k * 10 + d, _gn_band(k, str(d))) for k in range(2) for d in range(1, 10)] + [
+    (k * 10 + 9, _gn_band(k, "[1-9]")) for k in range(2, 7)] + [
     (99, _GN_KEY + r"(0*[1-9]\d{7}|[1-9](\.\d*)?[eE]\+?0*([7-9]|[1-9]\d))")
 ]
 _GN_VALUE = re.compile(rb"(?i)(?:grad(?:ient)?[_ ]?norm|gnorm|total_norm|global_norm)['\"]?[ \t]*[:=][ \t]*\[?['\"]?(?:tensor\()?([0-9][0-9.]*(?:[eE][-+]?[0-9]+)?)")
@@ -76,7 +78,10 @@ RESCAN_CHUNKS_MAX = 16
 
 
 def _band_upper(band: int) -> float:
-    return float("inf") if band == 99 else (band % 10 + 1) * 10.0 ** (band // 10)
+    if band == 99:
+        return float("inf")
+    k, d = divmod(band, 10)
+    return (d + 1) * 10.0**k if k < 2 else 10.0 ** (k + 1)
 
 
 @dataclass
