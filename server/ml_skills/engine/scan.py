@@ -39,7 +39,7 @@ from ml_skills.safety.redact import redact
 
 FULL_METRICS_BYTES = 8 * 1024 * 1024
 SAMPLED_METRICS_PER_CHUNK = 48  # at most; fewer on longer logs so about SAMPLED_METRICS_TOTAL are parsed
-SAMPLED_METRICS_TOTAL = 4096
+SAMPLED_METRICS_TOTAL = 2048
 HITS_KEPT_PER_SIGNATURE = 3
 TRACEBACKS_KEPT = 40
 MAX_POINTS_KEPT = 50_000
@@ -92,10 +92,12 @@ class _SigAgg:
 
 
 @cache
-def _matcher(engine: str | None = None) -> tuple[Matcher, tuple[Signature, ...]]:
+def _matcher(engine: str | None = None, bands: bool = False) -> tuple[Matcher, tuple[Signature, ...]]:
+    """Signatures, then markers, then (for sampled logs only: they cost a third of the scan) grad-norm bands."""
     sigs = signatures()
-    patterns = [s.pattern for s in sigs] + [p for _, p, _ in _MARKERS] + [p for _, p in _GN_BANDS]
-    single = [False] * len(sigs) + [s for _, _, s in _MARKERS] + [True] * len(_GN_BANDS)
+    gn = _GN_BANDS if bands else []
+    patterns = [s.pattern for s in sigs] + [p for _, p, _ in _MARKERS] + [p for _, p in gn]
+    single = [False] * len(sigs) + [s for _, _, s in _MARKERS] + [True] * len(gn)
     return Matcher(patterns, single=single, engine=engine), sigs
 
 
@@ -209,9 +211,14 @@ def scan_text(text: str, *, source: str, last: int = 500, task: Task | None = No
     return ev
 
 
+@cache
+def _signature_matcher(engine: str | None) -> Matcher:
+    return Matcher([s.pattern for s in signatures()], engine=engine)
+
+
 def signature_scan(path: str | os.PathLike[str], engine: str | None = None) -> int:
     """Only the catalog's signatures over the file (matching lines, no evidence): the benchmark's baseline."""
-    matcher, _ = _matcher(engine)
+    matcher = _signature_matcher(engine)
     return sum(len(matcher.find(chunk)) for _, chunk in logfile.iter_chunks(logfile.check_readable(path)))
 
 
@@ -228,7 +235,8 @@ def from_metrics(points: list[MetricPoint], *, source: str, task: Task | None = 
 
 def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: Task | None, engine: str | None) -> dict[int, int]:
     name = ev.source
-    matcher, sigs = _matcher(engine)
+    budget = None if size <= FULL_METRICS_BYTES else max(8, min(SAMPLED_METRICS_PER_CHUNK, SAMPLED_METRICS_TOTAL * logfile.CHUNK // size))
+    matcher, sigs = _matcher(engine, budget is not None)
     n_sigs = len(sigs)
     n_marks = n_sigs + len(_MARKERS)
     gn_chunks: list[tuple[int, int, int, int]] = []  # (top grad-norm band, offset, length, first line)
@@ -240,7 +248,6 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
     points: list[MetricPoint] = []
     nan_point: MetricPoint | None = None
     grad_max: MetricPoint | None = None
-    budget = None if size <= FULL_METRICS_BYTES else max(8, min(SAMPLED_METRICS_PER_CHUNK, SAMPLED_METRICS_TOTAL * logfile.CHUNK // size))
     line_base = 1  # line number of the chunk's first line
     nan_sigs = {i for i, s in enumerate(sigs) if s.id in ("loss-value-nan", "grad-norm-nonfinite")}
     huge_gn = {i for i, s in enumerate(sigs) if s.id == "grad-norm-huge"}
