@@ -4,6 +4,8 @@
     python bench/probe.py scan FILE      # the whole full-log pass (engine.scan.scan_log)
     python bench/probe.py cli FILE OUT   # ml-skills check-failed-run FILE, end to end
     python bench/probe.py tail FILE N    # what --last N costs: the tail read from the end
+    python bench/probe.py ckpt DIR       # inventory a run directory, checkpoints inspected
+    python bench/probe.py sigscan-re FILE  # the signatures with the `re` fallback engine
 
 Prints one JSON object: seconds inside the process and bytes read (rchar from /proc), which
 shows how many times the file was read.
@@ -49,6 +51,17 @@ def main(argv: list[str]) -> None:
                 out["exit"] = cli_main(["check-failed-run", path, "--out-dir", argv[2], "--format", "json"])
             finally:
                 sys.stdout = stdout
+    elif what == "sigscan-re":  # the fallback engine, for the comparison
+        from ml_skills.engine.scan import signature_scan
+
+        out["matches"] = signature_scan(path, engine="re")
+    elif what == "ckpt":
+        from ml_skills.collectors.artifacts import inventory
+
+        t0 = time.perf_counter()
+        r0 = _rchar()
+        inv = inventory(path)
+        out["checkpoints"] = [(c.format, c.valid) for c in inv.checkpoints]
     elif what == "tail":
         from pathlib import Path
 
