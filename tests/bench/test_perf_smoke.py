@@ -21,6 +21,7 @@ sys.path.insert(0, str(ROOT))
 from bench.genlog import generate  # noqa: E402
 from bench.patterns import export  # noqa: E402
 from ml_skills.collectors import logfile  # noqa: E402
+from ml_skills.engine import matcher as matcher_mod  # noqa: E402
 from ml_skills.engine import scan  # noqa: E402
 from ml_skills.models import AnomalyKind  # noqa: E402
 
@@ -104,3 +105,38 @@ def test_chunks_end_at_newlines_and_cover_the_file(tmp_path):
     assert b"".join(c for _, c in chunks) == data
     assert all(c.endswith(b"\n") for _, c in chunks[:-1])
     assert [o for o, _ in chunks] == [sum(len(c) for _, c in chunks[:i]) for i in range(len(chunks))]
+
+
+@pytest.mark.parametrize("engine", ["re", "hyperscan"])
+@pytest.mark.parametrize(("text", "band"), [
+    ("{'loss': 2.1, 'grad_norm': 0.93, 'learning_rate': 1e-05}", None),
+    ("{'loss': 2.1, 'grad_norm': 1.5, 'learning_rate': 1e-05}", 1),
+    ("step=10 loss=2.1 grad_norm=9.99", 9),
+    (" iteration 10 | lm loss: 7.1E+00 | grad norm: 47.250 | number of skipped iterations:   0 |", 14),
+    ('{"step": 5, "grad_norm": 31622.7766}', 49),
+    ("gnorm=3.2e+04 lr=1e-4", 49),
+    ("grad_norm: 1.0E+00", 1),
+    ("grad_norm: 5.5e-03", None),
+    ("total_norm = 1e12", 99),
+])
+def test_grad_norm_bands_in_both_engines(engine, text, band):
+    if engine == "hyperscan" and matcher_mod._hs is None:
+        pytest.skip("hyperscan not installed")
+    m = scan.Matcher([p for _, p in scan._GN_BANDS], single=[True] * len(scan._GN_BANDS), engine=engine)
+    found = [scan._GN_BANDS[i][0] for i, _ in m.find(text.encode() + b"\n")]
+    assert (max(found) if found else None) == band
+
+
+def test_whole_scan_matcher_agrees_in_both_engines_on_real_logs():
+    """Signatures, markers and grad-norm bands over every real corpus log: same lines in hyperscan and re."""
+    if matcher_mod._hs is None:
+        pytest.skip("hyperscan not installed")
+    text = b"".join(p.read_bytes() + b"\n" for p in sorted((ROOT / "tests" / "corpus").glob("*/train.log")))
+    fast, _ = scan._matcher("hyperscan", True)
+    slow, _ = scan._matcher("re", True)
+
+    def lines(found):
+        single = {i for i, s in enumerate(fast.single) if s}
+        return {(i, text.count(b"\n", 0, max(0, end - 1))) for i, end in found if i not in single}, {i for i, _ in found if i in single}
+
+    assert lines(fast.find(text)) == lines(slow.find(text))
