@@ -240,6 +240,7 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
     n_sigs = len(sigs)
     n_marks = n_sigs + len(_MARKERS)
     gn_chunks: list[tuple[int, int, int, int]] = []  # (top grad-norm band, offset, length, first line)
+    point_offsets: dict[int, int] = {}  # line -> byte offset of the exact events, for excerpts
     aggs: dict[int, _SigAgg] = {}
     tb_offsets: list[tuple[int, int]] = []  # (line_no, byte offset)
     tb_total = 0
@@ -310,9 +311,11 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
                              time=metric_parser.parse_timestamp(raw[:200].decode("utf-8", errors="replace")))
             if nan_point is None and any(v != v or v in (float("inf"), float("-inf")) for v in values.values()):
                 nan_point = mp
+                point_offsets[mline] = offset + s
             gn = values.get("grad_norm")
             if gn is not None and gn == gn and (grad_max is None or gn > grad_max.values["grad_norm"]):
                 grad_max = mp
+                point_offsets[mline] = offset + s
             if len(points) >= MAX_POINTS_KEPT:
                 points = points[::2]  # thin evenly; the extremes are kept separately above
             points.append(mp)
@@ -323,9 +326,10 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
 
     ev.total_lines = line_base - 1 + (0 if ends_with_newline else 1)
     if gn_chunks:
-        grad_max = _exact_grad_max(reader, name, gn_chunks, points, grad_max, ev.problems, engine)
+        grad_max = _exact_grad_max(reader, name, gn_chunks, points, grad_max, ev.problems, engine, point_offsets)
     ev.frameworks = frameworks
-    offsets: dict[int, int] = {}
+    offsets: dict[int, int] = dict(point_offsets)
+    offsets.update(tb_offsets)
     for idx, agg in sorted(aggs.items(), key=lambda t: t[1].first[0][0]):
         sig = sigs[idx]
         kept = list(agg.first)
@@ -358,7 +362,8 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
 
 
 def _exact_grad_max(reader: _Reader, name: str, chunks: list[tuple[int, int, int, int]], points: list[MetricPoint],
-                    grad_max: MetricPoint | None, problems: list[str], engine: str | None) -> MetricPoint | None:
+                    grad_max: MetricPoint | None, problems: list[str], engine: str | None,
+                    point_offsets: dict[int, int]) -> MetricPoint | None:
     """The largest grad norm of a sampled log, exactly, when it could be a spike (>= 10x the median).
 
     The largest value lies in a chunk whose top band is the highest band seen; only those chunks
@@ -373,7 +378,7 @@ def _exact_grad_max(reader: _Reader, name: str, chunks: list[tuple[int, int, int
     if len(todo) > RESCAN_CHUNKS_MAX:
         problems.append(f"grad norms of {len(todo)} chunks reach the top band; the largest is taken from the first {RESCAN_CHUNKS_MAX}")
         todo = todo[:RESCAN_CHUNKS_MAX]
-    found: tuple[float, int, int, bytes] | None = None
+    found: tuple[float, int, int, bytes, int] | None = None
     band = Matcher([dict(_GN_BANDS)[top]], engine=engine)  # every line of the top band, not just the first
     for _, offset, length, first_line in todo:
         data = reader.read(offset, length)
@@ -385,17 +390,19 @@ def _exact_grad_max(reader: _Reader, name: str, chunks: list[tuple[int, int, int
                 except ValueError:
                     continue
                 if v > best and (found is None or v > found[0]):
-                    found = (v, first_line, m.start(), data)
+                    found = (v, first_line, m.start(), data, offset)
     if found is None:
         return grad_max
-    v, first_line, pos, data = found
+    v, first_line, pos, data, offset = found
     start = data.rfind(b"\n", 0, pos) + 1
     stop = data.find(b"\n", pos)
     raw = data[start : len(data) if stop < 0 else stop]
     parsed = metric_parser.parse_line(raw.decode("utf-8", errors="replace"))
     values, step, epoch = parsed if parsed else ({}, None, None)
     values = {**values, "grad_norm": values.get("grad_norm", v)}
-    return MetricPoint(source=name, line_no=first_line + data.count(b"\n", 0, start), step=step, epoch=epoch, values=values,
+    line_no = first_line + data.count(b"\n", 0, start)
+    point_offsets[line_no] = offset + start
+    return MetricPoint(source=name, line_no=line_no, step=step, epoch=epoch, values=values,
                        time=metric_parser.parse_timestamp(raw[:200].decode("utf-8", errors="replace")))
 
 
@@ -422,9 +429,15 @@ def excerpt_around(path: str | os.PathLike[str], source: str, line_no: int, befo
     """The lines around a recorded hit, read by seeking to its byte offset when it is known."""
     p = Path(path)
     offsets = _byte_offsets.get((source, p.stat().st_ino), {})
+    near = max((ln for ln in offsets if line_no - 2000 <= ln <= line_no), default=None)
     if line_no in offsets:
         idx, lines = logfile.window_at(p, offsets[line_no], before, after)
         first = line_no - idx
+    elif near is not None:  # a traceback's last line: seek to the recorded line before it, not from the start
+        idx, lines = logfile.window_at(p, offsets[near], before + line_no - near, after + line_no - near)
+        first = near - idx
+        lo = max(0, line_no - before - first)
+        lines, first = lines[lo : line_no - first + after + 1], first + lo
     else:
         first, lines = logfile.window(p, line_no, before, after)
     return Excerpt(source=source, start_line=first, lines=[redact(x) for x in lines])
