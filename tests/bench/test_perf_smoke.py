@@ -140,3 +140,20 @@ def test_whole_scan_matcher_agrees_in_both_engines_on_real_logs():
         return {(i, text.count(b"\n", 0, max(0, end - 1))) for i, end in found if i not in single}, {i for i, _ in found if i in single}
 
     assert lines(fast.find(text)) == lines(slow.find(text))
+
+
+def test_check_failed_run_reads_the_log_once(log50, tmp_path):
+    """The CLI end to end reads a 50 MiB log once: its bytes read exceed those of a 10 KiB run by about the log's size."""
+    path, _ = log50
+    tiny = tmp_path / "tiny.log"
+    generate(tiny, 10 * 2**10, seed=2)
+    env = {**__import__("os").environ, "PYTHONPATH": f"{ROOT / 'server'}:{ROOT}"}
+
+    def read_bytes(log: Path) -> int:
+        out = subprocess.run([sys.executable, str(ROOT / "bench" / "probe.py"), "cli", str(log), str(tmp_path)],
+                             capture_output=True, text=True, env=env, check=True)
+        return __import__("json").loads(out.stdout.strip().splitlines()[-1])["read_bytes"]
+
+    extra = read_bytes(path) - read_bytes(tiny)
+    size = path.stat().st_size
+    assert size <= extra < 1.25 * size, f"read {extra / size:.2f}x the log"
