@@ -10,7 +10,7 @@ import os
 import re
 from pathlib import Path
 
-from ml_skills.collectors.checkpoints import WEIGHT_SUFFIXES, inspect_dir, inspect_file
+from ml_skills.collectors.checkpoints import WEIGHT_SUFFIXES, inspect_dir, inspect_file, inspect_latest
 from ml_skills.errors import TargetNotFound, UnreadableInput
 from ml_skills.models import ArtifactInventory, CheckpointInfo
 
@@ -31,10 +31,15 @@ def inventory(root: str | os.PathLike[str]) -> ArtifactInventory:
         raise UnreadableInput(f"{base} is not a directory")
     inv = ArtifactInventory(root=str(base))
     ckpt_dirs: list[Path] = []
+    pointers: list[Path] = []
     seen = 0
     base_real = base.resolve()
     for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
         d = Path(dirpath)
+        if d != base and (".metadata" in filenames or any(n.endswith(".distcp") for n in filenames)):
+            ckpt_dirs.append(d)  # a torch.distributed.checkpoint (FSDP) folder, whatever its name
+            dirnames[:] = []
+            continue
         depth = len(d.relative_to(base).parts)
         if depth >= MAX_DEPTH:
             dirnames[:] = []
@@ -63,6 +68,7 @@ def inventory(root: str | os.PathLike[str]) -> ArtifactInventory:
             if name == "latest" or name == "latest_checkpointed_iteration.txt":
                 try:
                     inv.latest_pointer = p.read_text("utf-8", errors="replace").strip()[:200]
+                    pointers.append(p)
                 except OSError:
                     pass
                 continue
@@ -87,13 +93,15 @@ def inventory(root: str | os.PathLike[str]) -> ArtifactInventory:
             break
     for cd in ckpt_dirs:
         inv.checkpoints.append(inspect_dir(cd))
+    for p in pointers:
+        inv.checkpoints.append(inspect_latest(p))
     inv.total_files = seen
     inv.newest_valid_checkpoint = newest_valid(inv.checkpoints)
     return inv
 
 
 def newest_valid(ckpts: list[CheckpointInfo]) -> str | None:
-    valid = [c for c in ckpts if c.valid]
+    valid = [c for c in ckpts if c.valid and c.format != "latest-pointer"]
     if not valid:
         return None
     return max(valid, key=lambda c: (c.step if c.step is not None else -1, c.mtime)).path

@@ -4,6 +4,12 @@ safetensors: the 8-byte header length, the JSON header, and the end of the last 
 match the file size. PyTorch zip archives: the central directory must be present and every
 entry must fit inside the file. Directories (HF checkpoint-N/, DeepSpeed global_stepN/) are
 valid when they hold at least one valid weights file. A truncated save fails these checks.
+
+Layouts are checked from names and headers too: DeepSpeed folders need model states and an
+unbroken run of ZeRO optimizer shards (zero_pp_rank_0..N-1); torch.distributed.checkpoint (FSDP)
+folders need their .metadata and an unbroken run of __R_0.distcp shards; HF sharded checkpoints
+need every shard their index names, holding the tensors the index says. Nothing is unpickled:
+.metadata and data.pkl are only checked for being present and non-empty.
 """
 
 from __future__ import annotations
@@ -20,6 +26,10 @@ from ml_skills.models import CheckpointInfo
 WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth", ".ckpt", ".bin", ".h5", ".keras", ".pkl", ".msgpack", ".npz")
 _STEP = re.compile(r"(?:checkpoint|global_step|step|iter|epoch|ckpt|model)[-_=]?(\d+)", re.IGNORECASE)
 MAX_SAFETENSORS_HEADER = 100 * 1024 * 1024
+MAX_DIR_FILES = 2000
+_DS_MODEL = re.compile(r"(^mp_rank_\d+|^zero_pp_rank_\d+_mp_rank_\d+|^layer_\d+-model(_\d+-model)?)_states\.pt$|_model_states\.pt$")
+_DS_OPTIM = re.compile(r"^(?:bf16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_optim_states\.pt$")
+_DCP_SHARD = re.compile(r"^__(\d+)_(\d+)\.distcp$")
 
 
 def step_of(name: str) -> int | None:
@@ -29,19 +39,32 @@ def step_of(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _safetensors(path: Path, size: int) -> tuple[bool, str]:
+def safetensors_header(path: Path, size: int) -> tuple[dict | None, int, str]:
+    """(JSON header, header length, '') read alone, never the tensors; or (None, 0, why it is unusable)."""
     with open(path, "rb") as f:
         head = f.read(8)
         if len(head) < 8:
-            return False, "shorter than the 8-byte safetensors header length"
+            return None, 0, "shorter than the 8-byte safetensors header length"
         (n,) = struct.unpack("<Q", head)
         if n > MAX_SAFETENSORS_HEADER or 8 + n > size:
-            return False, f"header length {n} does not fit in a {size}-byte file (truncated or not safetensors)"
+            return None, 0, f"header length {n} does not fit in a {size}-byte file (truncated or not safetensors)"
         try:
             header = json.loads(f.read(n))
         except ValueError:
-            return False, "header is not valid JSON (corrupt)"
-    ends = [v["data_offsets"][1] for k, v in header.items() if k != "__metadata__" and isinstance(v, dict) and "data_offsets" in v]
+            return None, 0, "header is not valid JSON (corrupt)"
+    if not isinstance(header, dict):
+        return None, 0, "header is not a JSON object (corrupt)"
+    return header, n, ""
+
+
+def _safetensors(path: Path, size: int) -> tuple[bool, str]:
+    header, n, why = safetensors_header(path, size)
+    if header is None:
+        return False, why
+    try:
+        ends = [int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__" and isinstance(v, dict) and "data_offsets" in v]
+    except (TypeError, ValueError, IndexError):
+        return False, "header has malformed data_offsets (corrupt)"
     expected = 8 + n + (max(ends) if ends else 0)
     if expected > size:
         return False, f"truncated: tensors end at byte {expected} but the file has {size}"
@@ -56,8 +79,11 @@ def _torch_zip(path: Path, size: int) -> tuple[bool, str]:
         return False, f"zip structure broken ({e}): truncated or not a PyTorch zip checkpoint"
     except OSError as e:
         return False, f"cannot read: {e}"
-    if not any(i.filename.endswith("data.pkl") for i in infos):
+    pkl = [i for i in infos if i.filename.endswith("data.pkl")]
+    if not pkl:
         return False, "zip archive without data.pkl: not a torch.save file"
+    if any(i.file_size == 0 for i in pkl):
+        return False, "data.pkl is empty (corrupt save)"
     for i in infos:
         if i.header_offset + i.compress_size > size:
             return False, f"entry {i.filename} extends past the end of the file (truncated)"
@@ -90,27 +116,131 @@ def inspect_file(path: Path) -> CheckpointInfo:
     return CheckpointInfo(path=str(path), format=fmt, size_bytes=size, mtime=mtime, step=step_of(path.name), valid=valid, reason=reason)
 
 
+def _gaps(ranks: set[int]) -> list[int]:
+    return sorted(set(range(max(ranks) + 1)) - ranks) if ranks else []
+
+
+def _deepspeed(files: dict[str, Path]) -> tuple[bool, str] | None:
+    """A DeepSpeed folder (global_stepN/): model states, and ZeRO optimizer shards with no rank missing."""
+    optim = {n: _DS_OPTIM.match(n) for n in files}
+    optim = {n: m for n, m in optim.items() if m}
+    model = [n for n in files if _DS_MODEL.search(n) and n not in optim]
+    if not optim and not model:
+        return None
+    if not model:
+        return False, "DeepSpeed folder without *_model_states.pt: the save did not finish"
+    missing = {mp: _gaps({int(m.group(1)) for m in optim.values() if m.group(2) == mp}) for mp in {m.group(2) for m in optim.values()}}
+    missing = {mp: g for mp, g in missing.items() if g}
+    if missing:
+        mp, gaps = next(iter(sorted(missing.items())))
+        return False, f"ZeRO optimizer shards missing for data-parallel rank(s) {gaps[:5]} (mp_rank_{mp}): a partial save"
+    world = len({m.group(1) for m in optim.values()})
+    return True, f"DeepSpeed: {len(model)} model-states file(s), {len(optim)} ZeRO optimizer shard(s) for {world} rank(s)"
+
+
+def _dcp(files: dict[str, Path]) -> tuple[bool, str] | None:
+    """A torch.distributed.checkpoint folder (FSDP): .metadata plus __R_0.distcp shards, none missing or empty."""
+    shards = {n: m for n in files if (m := _DCP_SHARD.match(n))}
+    if ".metadata" not in files and not shards:
+        return None
+    if ".metadata" not in files:
+        return False, "distributed checkpoint without .metadata: the save did not finish (it is written last)"
+    meta = files[".metadata"]
+    if meta.stat().st_size == 0:
+        return False, ".metadata is empty (corrupt)"
+    with open(meta, "rb") as f:
+        if f.read(1) != b"\x80":
+            return False, ".metadata is not a pickle stream (corrupt); it was not unpickled"
+    if not shards:
+        return False, ".metadata without any __R_0.distcp shard"
+    gaps = _gaps({int(m.group(1)) for m in shards.values()})
+    if gaps:
+        return False, f"distcp shards missing for rank(s) {gaps[:5]}"
+    empty = [n for n in shards if files[n].stat().st_size == 0]
+    if empty:
+        return False, f"empty shard {sorted(empty)[0]} (truncated save)"
+    return True, f"torch.distributed.checkpoint: .metadata and {len(shards)} shard(s) (shard contents are described by .metadata, not unpickled)"
+
+
+def _hf_index(path: Path, files: dict[str, Path]) -> tuple[bool, str] | None:
+    """HF sharded weights: every shard the index names exists and holds the tensors it is said to hold."""
+    index = next((files[n] for n in sorted(files) if n.endswith(".index.json")), None)
+    if index is None:
+        return None
+    try:
+        wm = json.loads(index.read_text("utf-8")).get("weight_map", {})
+    except (ValueError, AttributeError):
+        return False, f"{index.name} is corrupt JSON"
+    if not isinstance(wm, dict) or not wm:
+        return False, f"{index.name} has no weight_map"
+    by_shard: dict[str, list[str]] = {}
+    for tensor, shard in wm.items():
+        by_shard.setdefault(str(shard), []).append(tensor)
+    missing = sorted(s for s in by_shard if not (path / s).is_file())
+    if missing:
+        return False, f"index names missing shards: {', '.join(missing[:3])}"
+    for shard, tensors in sorted(by_shard.items()):
+        p = path / shard
+        if p.suffix != ".safetensors":
+            continue
+        header, _, why = safetensors_header(p, p.stat().st_size)
+        if header is None:
+            return False, f"{shard}: {why}"
+        absent = [t for t in tensors if t not in header]
+        if absent:
+            return False, f"{shard} lacks {len(absent)} tensor(s) the index places there, e.g. {absent[0]}"
+    return True, f"{index.name}: {len(by_shard)} shard(s), {len(wm)} tensors, all present"
+
+
 def inspect_dir(path: Path) -> CheckpointInfo:
-    """A checkpoint folder (checkpoint-500/, global_step500/): valid if its weights are."""
-    files = [p for p in sorted(path.rglob("*")) if p.is_file() and p.suffix in WEIGHT_SUFFIXES][:200]
+    """A checkpoint folder (checkpoint-500/, global_step500/, an FSDP distcp folder): valid if its layout and weights are."""
+    all_files = []
+    for p in sorted(path.rglob("*")):
+        if p.is_file():
+            all_files.append(p)
+            if len(all_files) >= MAX_DIR_FILES:
+                break
+    files = [p for p in all_files if p.suffix in WEIGHT_SUFFIXES or _DCP_SHARD.match(p.name)][:200]
+    top = {p.name: p for p in all_files if p.parent == path}
     st = path.stat()
     size = sum(p.stat().st_size for p in files)
     mtime = max([datetime.fromtimestamp(p.stat().st_mtime, UTC) for p in files] or [datetime.fromtimestamp(st.st_mtime, UTC)])
+
+    def info(fmt: str, valid: bool, reason: str) -> CheckpointInfo:
+        return CheckpointInfo(path=str(path), format=fmt, size_bytes=size, mtime=mtime, step=step_of(path.name), valid=valid, reason=reason)
+
+    for fmt, check in (("fsdp-dcp", lambda: _dcp(top)), ("deepspeed", lambda: _deepspeed(top)), ("sharded", lambda: _hf_index(path, top))):
+        verdict = check()
+        if verdict is not None and not verdict[0]:
+            return info(fmt, False, verdict[1])
+        if verdict is not None:
+            bad = next(((p, i) for p in files if p.suffix in WEIGHT_SUFFIXES and not (i := inspect_file(p)).valid), None)
+            if bad:
+                return info(fmt, False, f"{bad[0].name}: {bad[1].reason}")
+            return info(fmt, True, verdict[1])
     if not files:
-        return CheckpointInfo(path=str(path), format="dir", size_bytes=0, mtime=mtime, step=step_of(path.name), valid=False, reason="no weights files inside")
-    bad = [(p, i) for p in files if not (i := inspect_file(p)).valid]
-    index = next((p for p in path.glob("*.index.json")), None)
-    reason = f"{len(files)} weight files"
-    if index is not None:
-        try:
-            wm = json.loads(index.read_text("utf-8")).get("weight_map", {})
-            missing = sorted({v for v in wm.values() if not (path / v).exists()})
-            if missing:
-                return CheckpointInfo(path=str(path), format="sharded", size_bytes=size, mtime=mtime, step=step_of(path.name), valid=False,
-                                      reason=f"index names missing shards: {', '.join(missing[:3])}")
-        except ValueError:
-            return CheckpointInfo(path=str(path), format="sharded", size_bytes=size, mtime=mtime, step=step_of(path.name), valid=False, reason="index JSON is corrupt")
+        return info("dir", False, "no weights files inside")
+    bad = next(((p, i) for p in files if not (i := inspect_file(p)).valid), None)
     if bad:
-        p, i = bad[0]
-        return CheckpointInfo(path=str(path), format="dir", size_bytes=size, mtime=mtime, step=step_of(path.name), valid=False, reason=f"{p.name}: {i.reason}")
-    return CheckpointInfo(path=str(path), format="dir", size_bytes=size, mtime=mtime, step=step_of(path.name), valid=True, reason=reason + ", all valid")
+        return info("dir", False, f"{bad[0].name}: {bad[1].reason}")
+    return info("dir", True, f"{len(files)} weight files, all valid")
+
+
+def inspect_latest(pointer: Path) -> CheckpointInfo:
+    """A `latest` file (DeepSpeed: a tag; Megatron latest_checkpointed_iteration.txt: an iteration) and what it points at."""
+    st = pointer.stat()
+    text = pointer.read_text("utf-8", errors="replace").strip()[:200]
+    base = pointer.parent
+    if text.isdigit() and pointer.name.startswith("latest_checkpointed"):
+        target = base / f"iter_{int(text):07d}"
+    else:
+        target = base / text
+    mtime = datetime.fromtimestamp(st.st_mtime, UTC)
+    if not text:
+        return CheckpointInfo(path=str(pointer), format="latest-pointer", size_bytes=st.st_size, mtime=mtime, valid=False, reason="empty pointer file")
+    if not target.exists():
+        return CheckpointInfo(path=str(pointer), format="latest-pointer", size_bytes=st.st_size, mtime=mtime, step=step_of(text), valid=False,
+                              reason=f"points to {text}, which does not exist: a resume from 'latest' will fail")
+    target_info = inspect_dir(target) if target.is_dir() else inspect_file(target)
+    return CheckpointInfo(path=str(pointer), format="latest-pointer", size_bytes=st.st_size, mtime=mtime, step=target_info.step,
+                          valid=target_info.valid, reason=f"points to {text}: " + ("valid" if target_info.valid else target_info.reason))

@@ -38,8 +38,9 @@ from ml_skills.models import (
 )
 from ml_skills.safety.redact import redact
 
-FULL_METRICS_BYTES = 64 * 1024 * 1024
-SAMPLED_METRICS_PER_CHUNK = 48
+FULL_METRICS_BYTES = 8 * 1024 * 1024
+SAMPLED_METRICS_PER_CHUNK = 48  # at most; fewer on longer logs so about SAMPLED_METRICS_TOTAL are parsed
+SAMPLED_METRICS_TOTAL = 2048
 HITS_KEPT_PER_SIGNATURE = 3
 TRACEBACKS_KEPT = 40
 MAX_POINTS_KEPT = 50_000
@@ -57,6 +58,32 @@ _MARKERS: list[tuple[str, str, bool]] = [
     ("fw:pytorch", r"(torch/|torch\.|\btorch \d|\bPyTorch\b|torchrun|\[rank\d+\]:)", True),
 ]
 
+# Grad-norm magnitude bands, reported once per chunk: band k*10+d means a value in [d*10^k, (d+1)*10^k)
+# below 100, band k*10+9 a value in [10^k, 10^(k+1)) above (coarser there: fewer patterns, faster scan).
+# On sampled logs they say which chunks can hold the largest grad norm, so only those are re-read
+# and the spike stays exact without parsing every line.
+_GN_KEY = r"(?i)\b(grad(ient)?[_ ]?norm|gnorm|total_norm|global_norm)['\"]?\s*[:=]\s*\[?['\"]?(tensor\()?"
+
+
+def _gn_band(k: int, d: str) -> str:
+    digits = rf"\d{{{k}}}" if k else ""
+    return _GN_KEY + rf"(0*{d}{digits}(\.\d*)?([^\d.eE]|$)|{d}(\.\d*)?[eE]\+?0*{k}\b)"
+
+
+_GN_BANDS: list[tuple[int, str]] = [(k * 10 + d, _gn_band(k, str(d))) for k in range(2) for d in range(1, 10)] + [
+    (k * 10 + 9, _gn_band(k, "[1-9]")) for k in range(2, 7)] + [
+    (99, _GN_KEY + r"(0*[1-9]\d{7}|[1-9](\.\d*)?[eE]\+?0*([7-9]|[1-9]\d))")
+]
+_GN_VALUE = re.compile(rb"(?i)(?:grad(?:ient)?[_ ]?norm|gnorm|total_norm|global_norm)['\"]?[ \t]*[:=][ \t]*\[?['\"]?(?:tensor\()?([0-9][0-9.]*(?:[eE][-+]?[0-9]+)?)")
+RESCAN_CHUNKS_MAX = 16
+
+
+def _band_upper(band: int) -> float:
+    if band == 99:
+        return float("inf")
+    k, d = divmod(band, 10)
+    return (d + 1) * 10.0**k if k < 2 else 10.0 ** (k + 1)
+
 
 @dataclass
 class _SigAgg:
@@ -66,14 +93,16 @@ class _SigAgg:
 
 
 @cache
-def _matcher(engine: str | None = None) -> tuple[Matcher, tuple[Signature, ...]]:
+def _matcher(engine: str | None = None, bands: bool = False) -> tuple[Matcher, tuple[Signature, ...]]:
+    """Signatures, then markers, then (for sampled logs only: they cost a third of the scan) grad-norm bands."""
     sigs = signatures()
-    patterns = [s.pattern for s in sigs] + [p for _, p, _ in _MARKERS]
-    single = [False] * len(sigs) + [s for _, _, s in _MARKERS]
+    gn = _GN_BANDS if bands else []
+    patterns = [s.pattern for s in sigs] + [p for _, p, _ in _MARKERS] + [p for _, p in gn]
+    single = [False] * len(sigs) + [s for _, _, s in _MARKERS] + [True] * len(gn)
     return Matcher(patterns, single=single, engine=engine), sigs
 
 
-_LOSS_ANCHORS = (b"loss", b"Loss", b"LOSS")
+_LOSS = re.compile(rb"(?i)loss")
 _PROGRESS = re.compile(
     r"(?i)(\b(step|iter|iteration|epoch|batch|train|test|eval|val)\b\s*[:=#]?\s*\[?\s*\d+|\d+%\|.*\|\s*\d+/\d+|\[\s*\d+/\d+\])"
 )
@@ -93,19 +122,23 @@ def _line_bounds(chunk: bytes, end: int) -> tuple[int, int]:
 
 
 def _metric_lines(chunk: bytes, budget: int | None) -> list[int]:
-    """Start offsets of lines holding a loss value; every one, or an even sample of `budget`."""
-    starts: set[int] = set()
+    """Start offsets of lines holding a loss value; every one, or an even sample of `budget`.
+
+    Sampling jumps `stride` bytes and takes the next loss line from there, so its cost does not
+    grow with the number of lines in the chunk.
+    """
+    starts: list[int] = []
     stride = 0 if budget is None else max(1, len(chunk) // max(1, budget))
-    for anchor in _LOSS_ANCHORS:
-        pos = chunk.find(anchor)
-        while pos >= 0:
-            s = chunk.rfind(b"\n", 0, pos) + 1
-            starts.add(s)
-            nxt = chunk.find(b"\n", pos)
-            if nxt < 0:
-                break
-            pos = chunk.find(anchor, nxt + 1 if not stride else max(nxt + 1, pos + stride))
-    return sorted(starts)
+    pos = 0
+    while (m := _LOSS.search(chunk, pos)) is not None:
+        s = chunk.rfind(b"\n", 0, m.start()) + 1
+        if not starts or s != starts[-1]:
+            starts.append(s)
+        nxt = chunk.find(b"\n", m.end())
+        if nxt < 0:
+            break
+        pos = nxt + 1 if not stride else max(nxt + 1, s + stride)
+    return starts
 
 
 class _Reader:
@@ -118,6 +151,13 @@ class _Reader:
         if self.path is not None:
             return logfile.window_at(self.path, offset, before, after)
         return logfile.window_in(self.data or b"", offset, before, after)
+
+    def read(self, offset: int, size: int) -> bytes:
+        if self.path is not None:
+            with open(self.path, "rb") as f:
+                f.seek(offset)
+                return f.read(size)
+        return (self.data or b"")[offset : offset + size]
 
     def tail(self, n: int) -> tuple[list[str], bool]:
         if self.path is not None:
@@ -172,6 +212,17 @@ def scan_text(text: str, *, source: str, last: int = 500, task: Task | None = No
     return ev
 
 
+@cache
+def _signature_matcher(engine: str | None) -> Matcher:
+    return Matcher([s.pattern for s in signatures()], engine=engine)
+
+
+def signature_scan(path: str | os.PathLike[str], engine: str | None = None) -> int:
+    """Only the catalog's signatures over the file (matching lines, no evidence): the benchmark's baseline."""
+    matcher = _signature_matcher(engine)
+    return sum(len(matcher.find(chunk)) for _, chunk in logfile.iter_chunks(logfile.check_readable(path)))
+
+
 def from_metrics(points: list[MetricPoint], *, source: str, task: Task | None = None) -> LogEvidence:
     """Evidence from a metric history (a tracker's), run through the same trajectory detectors."""
     ev = LogEvidence(source=source)
@@ -185,8 +236,12 @@ def from_metrics(points: list[MetricPoint], *, source: str, task: Task | None = 
 
 def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: Task | None, engine: str | None) -> dict[int, int]:
     name = ev.source
-    matcher, sigs = _matcher(engine)
+    budget = None if size <= FULL_METRICS_BYTES else max(8, min(SAMPLED_METRICS_PER_CHUNK, SAMPLED_METRICS_TOTAL * logfile.CHUNK // size))
+    matcher, sigs = _matcher(engine, budget is not None)
     n_sigs = len(sigs)
+    n_marks = n_sigs + len(_MARKERS)
+    gn_chunks: list[tuple[int, int, int, int]] = []  # (top grad-norm band, offset, length, first line)
+    point_offsets: dict[int, int] = {}  # line -> byte offset of the exact events, for excerpts
     aggs: dict[int, _SigAgg] = {}
     tb_offsets: list[tuple[int, int]] = []  # (line_no, byte offset)
     tb_total = 0
@@ -196,7 +251,6 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
     metric_offsets: dict[int, int] = {}  # line_no -> byte offset, to quote an anomaly's own line
     nan_point: MetricPoint | None = None
     grad_max: MetricPoint | None = None
-    budget = None if size <= FULL_METRICS_BYTES else SAMPLED_METRICS_PER_CHUNK
     line_base = 1  # line number of the chunk's first line
     nan_sigs = {i for i, s in enumerate(sigs) if s.id in ("loss-value-nan", "grad-norm-nonfinite")}
     huge_gn = {i for i, s in enumerate(sigs) if s.id == "grad-norm-huge"}
@@ -205,7 +259,11 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
     for offset, chunk in chunks:
         cursor, cursor_line = 0, line_base
         exact_lines: set[int] = set()
+        top_band = -1
         for idx, end in matcher.find(chunk):
+            if idx >= n_marks:
+                top_band = max(top_band, _GN_BANDS[idx - n_marks][0])
+                continue
             start, stop = _line_bounds(chunk, end)
             if start < cursor:  # matches come in order of end offset; rewind the count if needed
                 cursor, cursor_line = 0, line_base
@@ -255,21 +313,28 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
                              time=metric_parser.parse_timestamp(raw[:200].decode("utf-8", errors="replace")))
             if nan_point is None and any(v != v or v in (float("inf"), float("-inf")) for v in values.values()):
                 nan_point = mp
+                point_offsets[mline] = offset + s
             gn = values.get("grad_norm")
             if gn is not None and gn == gn and (grad_max is None or gn > grad_max.values["grad_norm"]):
                 grad_max = mp
+                point_offsets[mline] = offset + s
             if len(points) >= MAX_POINTS_KEPT:
                 points = points[::2]  # thin evenly; the extremes are kept separately above
                 keep = {p.line_no for p in points} | {p.line_no for p in (nan_point, grad_max) if p is not None}
                 metric_offsets = {k: v for k, v in metric_offsets.items() if k in keep}
             points.append(mp)
             metric_offsets[mline] = offset + s
-        line_base += chunk.count(b"\n")
+        if top_band >= 0 and budget is not None:
+            gn_chunks.append((top_band, offset, len(chunk), line_base))
+        line_base = mline + chunk.count(b"\n", mcursor)  # the metric loop already counted up to mcursor
         ends_with_newline = chunk.endswith(b"\n")
 
     ev.total_lines = line_base - 1 + (0 if ends_with_newline else 1)
+    if gn_chunks:
+        grad_max = _exact_grad_max(reader, name, gn_chunks, points, grad_max, ev.problems, engine, point_offsets)
     ev.frameworks = frameworks
-    offsets: dict[int, int] = {}
+    offsets: dict[int, int] = dict(point_offsets)
+    offsets.update(tb_offsets)
     for idx, agg in sorted(aggs.items(), key=lambda t: t[1].first[0][0]):
         sig = sigs[idx]
         kept = list(agg.first)
@@ -289,7 +354,7 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
     ev.tail = Excerpt(source=name, start_line=tail_start, lines=[redact(x) for x in tail_lines], truncated=tail_cut)
     progress = _last_progress(name, points, tail_lines, tail_start)
     ev.trajectory = analyse(points, exact_nan=nan_point, exact_grad_max=grad_max, last_progress=progress, task=task)
-    _quote_anomaly_lines(ev, reader, metric_offsets)
+    _quote_anomaly_lines(ev, reader, {**metric_offsets, **point_offsets})
     if completed_line is not None:
         ev.frameworks["completed-marker"] = completed_line
     elif ev.mtime is not None:
@@ -298,10 +363,55 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
         ev.problems.append(f"{tb_total} tracebacks in the log; the first {TRACEBACKS_KEPT // 2} and the last {len(tb_offsets) - TRACEBACKS_KEPT // 2} were parsed")
     if budget is not None:
         ev.problems.append(
-            f"metrics sampled: the log is {size / 2**20:.0f} MiB, so {SAMPLED_METRICS_PER_CHUNK} metric lines per "
+            f"metrics sampled: the log is {size / 2**20:.0f} MiB, so {budget} metric lines per "
             "4 MiB chunk were parsed (the first NaN line and the largest grad-norm line are always exact)"
         )
     return offsets
+
+
+def _exact_grad_max(reader: _Reader, name: str, chunks: list[tuple[int, int, int, int]], points: list[MetricPoint],
+                    grad_max: MetricPoint | None, problems: list[str], engine: str | None,
+                    point_offsets: dict[int, int]) -> MetricPoint | None:
+    """The largest grad norm of a sampled log, exactly, when it could be a spike (>= 10x the median).
+
+    The largest value lies in a chunk whose top band is the highest band seen; only those chunks
+    are read again, and only when that band reaches ten times the sampled median.
+    """
+    gns = sorted(p.values["grad_norm"] for p in points if "grad_norm" in p.values and p.values["grad_norm"] == p.values["grad_norm"])
+    top = max(b for b, *_ in chunks)
+    best = grad_max.values["grad_norm"] if grad_max is not None else float("-inf")
+    if not gns or _band_upper(top) < 10 * gns[len(gns) // 2] or _band_upper(top) <= best:
+        return grad_max
+    todo = [c for c in chunks if c[0] == top]
+    if len(todo) > RESCAN_CHUNKS_MAX:
+        problems.append(f"grad norms of {len(todo)} chunks reach the top band; the largest is taken from the first {RESCAN_CHUNKS_MAX}")
+        todo = todo[:RESCAN_CHUNKS_MAX]
+    found: tuple[float, int, int, bytes, int] | None = None
+    band = Matcher([dict(_GN_BANDS)[top]], engine=engine)  # every line of the top band, not just the first
+    for _, offset, length, first_line in todo:
+        data = reader.read(offset, length)
+        for _, end in band.find(data):
+            start = data.rfind(b"\n", 0, end - 1) + 1
+            for m in _GN_VALUE.finditer(data, start, end):
+                try:
+                    v = float(m.group(1))
+                except ValueError:
+                    continue
+                if v > best and (found is None or v > found[0]):
+                    found = (v, first_line, m.start(), data, offset)
+    if found is None:
+        return grad_max
+    v, first_line, pos, data, offset = found
+    start = data.rfind(b"\n", 0, pos) + 1
+    stop = data.find(b"\n", pos)
+    raw = data[start : len(data) if stop < 0 else stop]
+    parsed = metric_parser.parse_line(raw.decode("utf-8", errors="replace"))
+    values, step, epoch = parsed if parsed else ({}, None, None)
+    values = {**values, "grad_norm": values.get("grad_norm", v)}
+    line_no = first_line + data.count(b"\n", 0, start)
+    point_offsets[line_no] = offset + start
+    return MetricPoint(source=name, line_no=line_no, step=step, epoch=epoch, values=values,
+                       time=metric_parser.parse_timestamp(raw[:200].decode("utf-8", errors="replace")))
 
 
 # byte offsets of recorded hit lines, so excerpts can seek instead of re-reading the log
@@ -327,9 +437,15 @@ def excerpt_around(path: str | os.PathLike[str], source: str, line_no: int, befo
     """The lines around a recorded hit, read by seeking to its byte offset when it is known."""
     p = Path(path)
     offsets = _byte_offsets.get((source, p.stat().st_ino), {})
+    near = max((ln for ln in offsets if line_no - 2000 <= ln <= line_no), default=None)
     if line_no in offsets:
         idx, lines = logfile.window_at(p, offsets[line_no], before, after)
         first = line_no - idx
+    elif near is not None:  # a traceback's last line: seek to the recorded line before it, not from the start
+        idx, lines = logfile.window_at(p, offsets[near], before + line_no - near, after + line_no - near)
+        first = near - idx
+        lo = max(0, line_no - before - first)
+        lines, first = lines[lo : line_no - first + after + 1], first + lo
     else:
         first, lines = logfile.window(p, line_no, before, after)
     return Excerpt(source=source, start_line=first, lines=[redact(x) for x in lines])
