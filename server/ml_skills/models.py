@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+
+
+LogTime = Annotated[datetime, WithJsonSchema({"type": "string", "description": "ISO 8601 time as the log wrote it; without an offset it is the run's local time."})]
+"""A time read from a log line: often naive, so its schema is not 'date-time' (which requires an offset)."""
 
 
 class Model(BaseModel):
@@ -228,7 +232,7 @@ class MetricPoint(Model):
     epoch: float | None = None
     split: str = "train"
     values: dict[str, float]
-    time: datetime | None = None
+    time: LogTime | None = None
 
 
 class AnomalyKind(StrEnum):
@@ -257,7 +261,7 @@ class ProgressPoint(Model):
     line_no: int
     step: float | None = None
     epoch: float | None = None
-    time: datetime | None = None
+    time: LogTime | None = None
     text: str
 
 

@@ -1,0 +1,1 @@
+"""The MCP face: `app` builds the server; one thin module per tool family; `registry` lists them."""

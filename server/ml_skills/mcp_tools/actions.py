@@ -1,0 +1,237 @@
+"""classify_action and request_action: the only tools that can change anything, gated by the policy.
+
+request_action: safe actions run; needs-approval actions run only after the person accepts an
+elicitation showing the exact action, risk, impact and undo; dangerous ones are refused unless
+the policy file allows them, then still asked. Whatever goes wrong (no elicitation support,
+decline, cancel, error, a replayed or mismatched approval) nothing runs, and the answer says
+what the person can run themselves. Every request and decision goes to the audit log.
+
+Clients on the 2026-07-28 protocol get the question as an `input_required` result whose
+request state (sealed by the SDK) carries the action's fingerprint and a one-time nonce; older
+clients get a standalone elicitation request during the call.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Annotated, Any
+
+import anyio
+from mcp import MCPError
+from mcp.server.elicitation import render_elicitation_schema
+from mcp.server.mcpserver import Context
+from mcp_types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult, ToolAnnotations
+from mcp_types.version import is_version_at_least
+from pydantic import Field, TypeAdapter, ValidationError
+
+from ml_skills.errors import MLSkillsError
+from ml_skills.mcp_tools.common import config, log, roots, tool
+from ml_skills.models import Model, Risk
+from ml_skills.policy.actions import Action, Prepared, prepare
+from ml_skills.policy.approval import Approve, Ledger, question
+from ml_skills.policy.audit import AuditEntry
+from ml_skills.policy.rules import Verdict
+
+ACTION_TOOL = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
+"""request_action: it can end processes and cancel cloud jobs, so clients must treat it as destructive."""
+APPROVAL_TIMEOUT = 600.0
+_KEY = "approval"
+_ledger = Ledger()
+
+
+class ClassifyResult(Model):
+    action: str
+    target: str
+    risk: Risk
+    rule: str = Field(description="The rule that decided the level.")
+    allowed: bool = Field(description="False: the policy refuses it outright.")
+    needs_approval: bool = Field(description="True: it runs only after the person accepts it in the client.")
+
+
+class ActionResult(Model):
+    outcome: str = Field(description="ran, failed, refused, declined, cancelled, no-elicitation, elicitation-error, replayed")
+    ran: bool = Field(description="True only when the action was carried out.")
+    action: str
+    target: str
+    risk: Risk
+    rule: str
+    approval_id: str = Field(description="Fingerprint of the exact action an approval is bound to.")
+    approved_by: str | None = None
+    detail: str
+    manual: str = Field("", description="What the person can run themselves, when nothing ran.")
+    undo: str = ""
+
+
+@tool(title="Classify a proposed action")
+def classify_action(
+    action: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z][a-z0-9-]*$",
+                                 description="Action kind, e.g. kill-worker, restart-unchanged, repoint-checkpoint, "
+                                             "change-hyperparameter, cancel-cloud-job, delete-checkpoint.")],
+    target: Annotated[str, Field(max_length=4096, description="What it acts on: 'pid:1234', a path, a job name.")] = "",
+) -> ClassifyResult:
+    """Return the risk level of a proposed action (safe, needs-approval, dangerous) with the rule
+    that decided it, under this server's policy. Unknown actions are dangerous. Changes nothing."""
+    v = config().policy.decide(action, target)
+    return ClassifyResult(**v.model_dump())
+
+
+def _audit(p: Prepared | None, v: Verdict | None, outcome: str, detail: str, approved_by: str | None = None,
+           action: str = "", arguments: dict[str, Any] | None = None) -> None:
+    config().audit.append(AuditEntry(
+        action=p.kind.value if p else action, target=p.target if p else "", arguments=p.arguments() if p else (arguments or {}),
+        risk=v.risk.value if v else None, rule=v.rule if v else None, fingerprint=p.fingerprint if p else None,
+        approved_by=approved_by, outcome=outcome, detail=detail[:2000]))
+
+
+def _client_name(ctx: Context) -> str:
+    try:
+        info = ctx.session.client_params.client_info  # type: ignore[union-attr]
+        return f"{info.name} {info.version}".strip()
+    except Exception:
+        return "an MCP client"
+
+
+def _modern(ctx: Context) -> bool:
+    v = ctx.protocol_version
+    return v is not None and is_version_at_least(v, "2026-07-28")
+
+
+async def _ask(ctx: Context, p: Prepared, v: Verdict) -> tuple[str, str] | InputRequiredResult:
+    """('accept' | 'decline' | 'cancel' | 'no-elicitation' | 'elicitation-error' | 'replayed', detail) or a question to send."""
+    caps = ctx.client_capabilities
+    if caps is None or caps.elicitation is None:
+        return "no-elicitation", "the client does not support elicitation, so the person cannot be asked"
+    text = question(p, v)
+    if _modern(ctx):
+        state, answer = ctx.request_state, (ctx.input_responses or {}).get(_KEY)
+        bound: dict[str, Any] = {}
+        if state:
+            try:
+                bound = json.loads(state)
+            except ValueError:
+                bound = {}
+        if bound and bound.get("fp") != p.fingerprint:
+            _audit(p, v, "approval-mismatch", f"an approval given for another action ({str(bound.get('fp'))[:32]}) was "
+                                              "sent with this one; it does not count, the person is asked again")
+        if bound.get("fp") == p.fingerprint and isinstance(answer, ElicitResult):
+            nonce = str(bound.get("nonce", ""))
+            if _ledger.spent(nonce):
+                return "replayed", "this approval was already used once; a new request asks the person again"
+            return _decision(answer.action, answer.content, nonce)
+        nonce = secrets.token_hex(16)
+        req = ElicitRequest(params=ElicitRequestFormParams(message=text, requested_schema=render_elicitation_schema(Approve)))
+        return InputRequiredResult(input_requests={_KEY: req}, request_state=json.dumps({"fp": p.fingerprint, "nonce": nonce}))
+    try:
+        with anyio.fail_after(APPROVAL_TIMEOUT):
+            res = await ctx.session.elicit_form(message=text, requested_schema=render_elicitation_schema(Approve),
+                                                related_request_id=ctx.request_id)
+    except TimeoutError:
+        return "elicitation-error", f"no answer from the person within {APPROVAL_TIMEOUT:g} s"
+    except Exception as e:
+        return "elicitation-error", f"the elicitation failed ({type(e).__name__}: {str(e)[:200]})"
+    return _decision(res.action, res.content, secrets.token_hex(16))
+
+
+def _decision(action: str, content: dict[str, Any] | None, nonce: str) -> tuple[str, str]:
+    if action == "accept":
+        try:
+            ok = Approve.model_validate(content or {}).approve
+        except ValidationError:
+            return "elicitation-error", "the client accepted without a valid answer"
+        if not ok:
+            return "decline", "the person answered no"
+        if not _ledger.spend(nonce):
+            return "replayed", "this approval was already used once"
+        return "accept", "the person accepted this exact action"
+    if action == "decline":
+        return "decline", "the person declined"
+    return "cancel", "the person cancelled"
+
+
+@tool(title="Request an action (gated by policy and the person)", annotations=ACTION_TOOL, deadline=APPROVAL_TIMEOUT + 120)
+async def request_action(
+    action: Annotated[Action, Field(description="The typed action; its 'kind' picks the fields.")], ctx: Context
+) -> ActionResult | InputRequiredResult:
+    """Ask to carry out one typed recovery action: kill-worker (signal a PID), restart-unchanged (run a
+    recorded launch command again, exactly), repoint-checkpoint (point a resume file at a valid
+    checkpoint), cancel-cloud-job (a Vertex AI pipeline). The policy decides; anything that is not
+    safe runs only if the person accepts it in the client. Call classify_action first to know."""
+    cfg = config()
+    try:
+        p = await anyio.to_thread.run_sync(lambda: prepare(action, roots(), cfg.out_dir))
+    except MLSkillsError as e:
+        _audit(None, None, "invalid", str(e), action=getattr(action, "kind", "?"), arguments=action.model_dump(mode="json"))
+        raise
+    v = cfg.policy.decide(p.kind.value, p.target)
+
+    def result(outcome: str, detail: str, ran: bool = False, by: str | None = None) -> ActionResult:
+        _audit(p, v, outcome, detail, by)
+        return ActionResult(outcome=outcome, ran=ran, action=p.kind.value, target=p.target, risk=v.risk, rule=v.rule,
+                            approval_id=p.fingerprint, approved_by=by, detail=detail, manual="" if ran else p.manual, undo=p.undo)
+
+    if not v.allowed:
+        return result("refused", f"refused by policy: {v.rule}. Nothing ran; the person can run it themselves if they mean to.")
+    by = "policy: safe action, no approval needed"
+    if v.needs_approval:
+        asked = await _ask(ctx, p, v)
+        if isinstance(asked, InputRequiredResult):
+            return asked
+        outcome, why = asked
+        if outcome != "accept":
+            return result(outcome, f"{why}: nothing ran")
+        by = f"the person, through {_client_name(ctx)}"
+    try:
+        done = await anyio.to_thread.run_sync(p.run)
+    except Exception as e:
+        log.info("action failed: %r", e)
+        return result("failed", f"the action failed: {str(e)[:300]}", by=by)
+    return result("ran", done, ran=True, by=by)
+
+
+TOOLS = [classify_action, request_action]
+
+_action_args = TypeAdapter(dict[str, Action])
+
+
+def _kind(args: Any) -> str:
+    action = args.get("action") if isinstance(args, dict) else None
+    return str(action.get("kind", "?"))[:64] if isinstance(action, dict) else "?"
+
+
+class AuditRejected:
+    """Server middleware: a tools/call the tools never see (unknown tool, bad or forged arguments to
+    request_action) still leaves an audit entry saying why nothing ran."""
+
+    def __init__(self, known: set[str]) -> None:
+        self.known = known
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        if ctx.method == "tools/call" and isinstance(ctx.params, dict):
+            name, args = ctx.params.get("name"), ctx.params.get("arguments") or {}
+            try:
+                if name not in self.known:
+                    _audit(None, None, "unknown-tool", f"no tool named {str(name)[:100]!r}", action=str(name)[:100],
+                           arguments=args if isinstance(args, dict) else {})
+                elif name == "request_action":
+                    why = None
+                    if not isinstance(args, dict) or set(args) - {"action"}:
+                        why = f"unknown arguments {sorted(set(args) - {'action'}) if isinstance(args, dict) else args!r}: refused"
+                    else:
+                        try:
+                            _action_args.validate_python(args)
+                        except ValidationError as e:
+                            why = "invalid arguments: " + "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors()[:5])
+                    if why:
+                        _audit(None, None, "invalid", why, action=_kind(args), arguments=args if isinstance(args, dict) else {})
+            except Exception as e:  # auditing a bad call must not break the server
+                log.warning("audit of a rejected call failed: %r", e)
+            try:
+                return await call_next(ctx)
+            except MCPError as e:
+                if ctx.params.get("name") == "request_action":
+                    args = ctx.params.get("arguments")
+                    _audit(None, None, "invalid", f"refused by the MCP layer before any decision: {e}", action=_kind(args),
+                           arguments=args if isinstance(args, dict) else {})
+                raise
+        return await call_next(ctx)

@@ -1,0 +1,72 @@
+"""Artifact tools: inventory a run directory, inspect one checkpoint. Thin over collectors/.
+
+Checkpoints are judged from their structure (headers, zip directory), never loaded or unpickled.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from ml_skills.collectors import artifacts as artifact_collector
+from ml_skills.collectors import checkpoints
+from ml_skills.mcp_tools.common import ToolResult, roots, tool
+from ml_skills.models import ArtifactInventory, CheckpointInfo, EvidenceStatus
+from ml_skills.safety.paths import confine
+from ml_skills.safety.quoting import clean
+
+DirArg = Annotated[str, Field(min_length=1, max_length=4096, description="Run or output directory, inside the allowed roots.")]
+
+
+class ArtifactsResult(ToolResult):
+    inventory: ArtifactInventory
+
+
+class CheckpointResult(ToolResult):
+    checkpoint: CheckpointInfo
+
+
+def _clean_names(names: list[str]) -> tuple[list[str], int, int]:
+    out, stripped, red = [], 0, 0
+    for n in names:
+        c = clean(n, 500)
+        out.append(c.text)
+        stripped += c.stripped
+        red += c.redactions
+    return out, stripped, red
+
+
+@tool(title="List a run's artifacts", deadline=60.0)
+def list_artifacts(path: DirArg) -> ArtifactsResult:
+    """Inventory a run directory: configs, logs, checkpoints (step, size, mtime, valid or why not),
+    failure artifacts, the latest pointer, the newest valid checkpoint and the launch command.
+    Use it to find the logs to read and a checkpoint to resume from."""
+    d = confine(path, roots(), want="dir")
+    inv = artifact_collector.inventory(d)
+    stripped = red = 0
+    for name in ("configs", "logs", "failure_artifacts"):
+        vals, s, r = _clean_names(getattr(inv, name))
+        setattr(inv, name, vals)
+        stripped, red = stripped + s, red + r
+    if inv.launch_command:
+        c = clean(inv.launch_command, 1000)
+        inv.launch_command, stripped, red = c.text, stripped + c.stripped, red + c.redactions
+    if inv.latest_pointer:
+        c = clean(inv.latest_pointer, 200)
+        inv.latest_pointer, stripped, red = c.text, stripped + c.stripped, red + c.redactions
+    empty = not (inv.configs or inv.logs or inv.checkpoints or inv.failure_artifacts)
+    return ArtifactsResult(status=EvidenceStatus.NO_DATA if empty else EvidenceStatus.PARTIAL if inv.truncated else EvidenceStatus.OK,
+                           truncated=inv.truncated, redactions=red, stripped_chars=stripped, inventory=inv)
+
+
+@tool(title="Check one checkpoint")
+def inspect_checkpoint(path: Annotated[str, Field(min_length=1, max_length=4096, description="Checkpoint file or checkpoint directory.")]) -> CheckpointResult:
+    """Say whether a checkpoint file or folder is complete (format, size, step, valid and why),
+    from its structure only: it is never loaded or unpickled."""
+    p = confine(path, roots(), want="any")
+    info = checkpoints.inspect_dir(p) if p.is_dir() else checkpoints.inspect_file(p)
+    return CheckpointResult(status=EvidenceStatus.OK, checkpoint=info)
+
+
+TOOLS = [list_artifacts, inspect_checkpoint]

@@ -1,0 +1,82 @@
+"""The team's policy file (TOML) on top of the built-in risk table: per action, then per target.
+
+Precedence: built-in level (risk.py) < the file's [risk] table < the last matching
+[[overrides]] entry. Dangerous actions are refused unless the file allows them, and even then
+they still need the person's acceptance.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from pathlib import Path
+
+from pydantic import Field, ValidationError
+
+from ml_skills.errors import InputError
+from ml_skills.models import Model, Risk
+from ml_skills.policy.risk import risk_of
+
+DEFAULT_POLICY = Path(__file__).with_name("default-policy.toml")
+
+
+class Override(Model):
+    action: str
+    target: str = Field("*", description="Shell-style pattern matched against the action's target.")
+    risk: Risk | None = None
+    allow: bool | None = Field(None, description="For a dangerous action: may it run at all (after approval).")
+
+
+class PolicyFile(Model):
+    version: int = 1
+    allow_dangerous: list[str] = Field(default_factory=list)
+    risk: dict[str, Risk] = Field(default_factory=dict)
+    overrides: list[Override] = Field(default_factory=list)
+
+
+class Verdict(Model):
+    action: str
+    target: str
+    risk: Risk
+    rule: str = Field(description="The rule that decided the risk level.")
+    allowed: bool = Field(description="False when the policy refuses the action outright.")
+    needs_approval: bool
+
+
+class Policy:
+    def __init__(self, data: PolicyFile, source: str) -> None:
+        self.data = data
+        self.source = source
+
+    def decide(self, action: str, target: str = "") -> Verdict:
+        risk, rule = risk_of(action)
+        if action in self.data.risk:
+            risk, rule = self.data.risk[action], f"{self.source} [risk] {action} = {self.data.risk[action].value} (built-in: {rule})"
+        allowed = risk is not Risk.DANGEROUS or action in self.data.allow_dangerous
+        for i, o in enumerate(self.data.overrides):
+            if o.action == action and fnmatch.fnmatchcase(target, o.target):
+                if o.risk is not None:
+                    risk, rule = o.risk, f"{self.source} overrides[{i}] ({action} on {o.target}) = {o.risk.value}"
+                    allowed = risk is not Risk.DANGEROUS or action in self.data.allow_dangerous
+                if o.allow is not None:
+                    allowed = o.allow
+        if risk is Risk.DANGEROUS and not allowed:
+            rule += "; dangerous actions are refused unless the policy file allows them"
+        return Verdict(action=action, target=target, risk=risk, rule=rule, allowed=allowed, needs_approval=risk is not Risk.SAFE)
+
+
+def load(path: str | Path | None = None) -> Policy:
+    """Load a policy file (the shipped default when None); a bad file is a clear one-line error."""
+    p = Path(path) if path is not None else DEFAULT_POLICY
+    try:
+        raw = tomllib.loads(p.read_text("utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"no policy file at {p}: give an existing TOML file to --policy") from None
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"policy file {p} cannot be read: {e}") from None
+    try:
+        data = PolicyFile.model_validate(raw)
+    except ValidationError as e:
+        first = e.errors()[0]
+        raise InputError(f"policy file {p}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    return Policy(data, "default policy" if path is None else str(p))

@@ -1,0 +1,84 @@
+"""The same server over streamable HTTP on 127.0.0.1, through the SDK's client."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from tests.mcp.conftest import NAN_LOG, Server, answer, server_cmd
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def http_server(tmp_path: Path):
+    srv = Server(tmp_path)
+    port = _free_port()
+    proc = subprocess.Popen(server_cmd(*srv.args(), "--transport", "http", "--port", str(port)), cwd=tmp_path,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if proc.poll() is not None:
+                raise AssertionError(proc.stderr.read().decode())
+            time.sleep(0.2)
+    else:
+        proc.kill()
+        raise AssertionError("the HTTP server did not listen within 60 s")
+    yield srv, f"http://127.0.0.1:{port}/mcp", port
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+def test_http_lists_tools_reads_logs_and_gates_actions(http_server, sleeper) -> None:
+    srv, url, port = http_server
+    victim, spared = sleeper(), sleeper()
+
+    async def go() -> tuple:
+        async with Client(url, elicitation_callback=answer("accept")) as c:
+            names = {t.name for t in (await c.list_tools()).tools}
+            tail = await c.call_tool("read_log_tail", {"path": str(NAN_LOG), "lines": 3})
+            killed = await c.call_tool("request_action", {"action": {"kind": "kill-worker", "pid": victim.pid}})
+        async with Client(url) as c:  # no elicitation support: nothing runs
+            refused = await c.call_tool("request_action", {"action": {"kind": "kill-worker", "pid": spared.pid}})
+        return names, tail, killed, refused
+
+    names, tail, killed, refused = anyio.run(go)
+    assert {"read_log_tail", "scan_log", "diagnose", "request_action"} <= names
+    assert "FloatingPointError" in tail.structured_content["text"]
+    assert killed.structured_content["outcome"] == "ran"
+    victim.wait(timeout=10)
+    assert refused.structured_content["outcome"] == "no-elicitation" and spared.poll() is None
+    assert [e["outcome"] for e in srv.audit_entries()] == ["ran", "no-elicitation"]
+
+
+def test_http_listens_on_loopback_only(http_server) -> None:
+    _, _, port = http_server
+    addrs = {ip for ip in _local_addresses() if not ip.startswith("127.")}
+    for ip in addrs:
+        with pytest.raises(OSError):
+            socket.create_connection((ip, port), timeout=1).close()
+
+
+def _local_addresses() -> set[str]:
+    out = set()
+    try:
+        for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET):
+            out.add(info[4][0])
+    except OSError:
+        pass
+    return out
