@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 from contextvars import ContextVar
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, BaseModel
 
 MASK = "[REDACTED]"
 
@@ -22,7 +22,7 @@ _count: ContextVar[int] = ContextVar("redactions", default=0)
 # and hosts around it stay readable.
 # A flag or key name may only start after a separator (start, space, quote, '=', ',', '[', '('), so a
 # run of dashes or letters cannot make every position a candidate (no quadratic scans).
-_START = r"(?<![^\s'\"=,\[(:;{])"
+_START = r"(?<![^\s'\"=,\[(:;{/])"
 
 # Each rule also names lowercase needles, one of which must be in the text for the rule to run: a cheap
 # `in` test that skips most rules on ordinary log lines.
@@ -32,9 +32,10 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("gcp-private-key-json", ('"private_key"',), re.compile(r'"private_key"\s{0,5}:\s{0,5}"(?P<s>[^"]{1,8000})"?')),
     ("gcp-private-key-id", ("private_key_id", "client_secret"), re.compile(r'"(?:private_key_id|client_secret)"\s{0,5}:\s{0,5}"(?P<s>[^"\s]{8,200})"')),
     # A PEM body line on its own (a key printed line by line is redacted one line at a time): 24-76
-    # base64 characters with upper, lower case and a digit, so a bare git SHA (hex) is not one.
+    # base64 characters with upper, lower case and a digit, so a bare git SHA (hex) is not one; a line
+# number prefix ('12: ', '  12 | ') as grep and the report print it is allowed.
     ("pem-body-line", (), re.compile(
-        r"(?m)^[\s'\"]{0,8}(?P<s>(?=[A-Za-z0-9+/]{0,76}[A-Z])(?=[A-Za-z0-9+/]{0,76}[a-z])(?=[A-Za-z0-9+/]{0,76}[0-9])"
+        r"(?m)^[\s'\">]{0,8}(?:\d{1,12}\s{0,4}[:|]\s{0,4})?(?P<s>(?=[A-Za-z0-9+/]{0,76}[A-Z])(?=[A-Za-z0-9+/]{0,76}[a-z])(?=[A-Za-z0-9+/]{0,76}[0-9])"
         r"[A-Za-z0-9+/]{24,76}={0,2})[\s'\",\\n]{0,8}$")),
     ("aws-access-key-id", ("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"), re.compile(r"\b(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})\b")),
     ("aws-secret", ("secret",), re.compile(
@@ -105,3 +106,31 @@ def reset_redaction_count() -> None:
 
 Redacted = Annotated[str, AfterValidator(redact)]
 """A string field that is redacted whenever a model holding it is built."""
+
+
+def redact_value(value: Any) -> Any:
+    """Redact every string inside a pydantic model, list, tuple or dict (keys too), counting in this context.
+
+    The last guard before a result leaves: paths, sources and targets are redacted as well as log
+    text, since a token can sit in a directory name. Unchanged parts keep their identity and type
+    (an enum stays an enum); models are copied, never mutated.
+    """
+    if isinstance(value, str):
+        new = redact(value)
+        return value if new == value else new
+    if isinstance(value, BaseModel):
+        update = {}
+        for name in type(value).model_fields:
+            old = getattr(value, name)
+            new = redact_value(old)
+            if new is not old:
+                update[name] = new
+        return value.model_copy(update=update) if update else value
+    if isinstance(value, (list, tuple)):
+        items = [redact_value(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else type(value)(items)
+    if isinstance(value, dict):
+        pairs = [(redact_value(k), redact_value(v)) for k, v in value.items()]
+        same = all(k2 is k and v2 is v for (k2, v2), (k, v) in zip(pairs, value.items(), strict=True))
+        return value if same else dict(pairs)
+    return value
