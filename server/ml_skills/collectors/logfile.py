@@ -64,7 +64,11 @@ def decode(raw: bytes) -> str:
         frames = [f for f in text.split("\r") if f.strip()]
         text = frames[-1] if frames else ""
     if len(text) > MAX_LINE_CHARS:
-        text = text[: MAX_LINE_CHARS - 40] + f" …[{len(text) - MAX_LINE_CHARS + 40} more chars]"
+        head = text[: MAX_LINE_CHARS - 40]
+        if not text[len(head)].isspace():  # never show the first half of a token the cut went through
+            word = re.search(r"\S{1,400}$", head)
+            head = head[: word.start()] if word else head
+        text = head + f" …[{len(text) - len(head)} more chars]"
     return text
 
 
