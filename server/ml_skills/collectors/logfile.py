@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ml_skills.errors import TargetNotFound, UnreadableInput
+from ml_skills.safety.paths import refuse_kernel_tree
 
 CHUNK = 4 * 1024 * 1024
 MAX_LINE_CHARS = 2000
@@ -32,6 +33,7 @@ def check_readable(path: str | os.PathLike[str]) -> Path:
         raise UnreadableInput(f"{p} cannot be read: permission denied") from None
     except OSError as e:
         raise UnreadableInput(f"{p} cannot be read: {e.strerror or e}") from None
+    refuse_kernel_tree(p.resolve())
     if stat.S_ISDIR(st.st_mode):
         raise UnreadableInput(f"{p} is a directory; pass it as an artifact directory, not a log")
     if not stat.S_ISREG(st.st_mode):
@@ -72,16 +74,20 @@ def decode(raw: bytes) -> str:
     return text
 
 
-def iter_chunks(path: Path, size: int = CHUNK) -> Iterator[tuple[int, bytes]]:
+def iter_chunks(path: Path, size: int = CHUNK, limit: int | None = None) -> Iterator[tuple[int, bytes]]:
     """Yield (byte offset, chunk) where each chunk ends at a newline (or at EOF).
 
-    A line longer than 2 chunks is cut at the chunk boundary so memory stays bounded.
+    A line longer than 2 chunks is cut at the chunk boundary so memory stays bounded. With
+    `limit`, at most that many bytes are read: a log that grows faster than it is read still ends.
     """
     with open(path, "rb", buffering=0) as f:
         offset = 0
         carry = b""
+        left = limit
         while True:
-            block = f.read(size)
+            block = f.read(size if left is None else min(size, left))
+            if left is not None:
+                left -= len(block)
             if not block:
                 if carry:
                     yield offset, carry
