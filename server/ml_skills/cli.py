@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from ml_skills import __version__
 from ml_skills.errors import InputError, MLSkillsError
+from ml_skills.safety.redact import redact, redact_value
 
 MAX_PASTE_BYTES = 64 * 1024 * 1024
 FRAMEWORKS = ["pytorch", "lightning", "deepspeed", "fsdp", "hf-trainer", "tensorflow", "jax"]
@@ -135,6 +136,7 @@ def preflight_run(args: argparse.Namespace) -> int:
         quiet_seconds=args.quiet_seconds, memory_limit=args.memory_limit, decode_bytes=args.decode_bytes,
         launch=args.launch, results_archive=args.results_archive, timeout=args.timeout, out_dir=args.out_dir,
     )
+    report = redact_value(report)
     path = _write_json(report, args.out_dir, "preflight-run.json")
     sys.stdout.write(report.model_dump_json(indent=2) + "\n" if args.format == "json" else report.render() + f"Report: {path}\n")
     return 0 if report.decision.value == "GO" else 1
@@ -173,6 +175,7 @@ def verify_artifacts(args: argparse.Namespace) -> int:
     from ml_skills.checks.provenance import verify
 
     report = verify(args.run_dir, args.previous, first_version=args.first_version)
+    report = redact_value(report)
     path = _write_json(report, args.out_dir, "verify-artifacts.json")
     sys.stdout.write(report.model_dump_json(indent=2) + "\n" if args.format == "json" else report.render() + f"Report: {path}\n")
     return 0 if report.decision.value == "GO" else 1
@@ -239,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return globals()[COMMANDS[args.command]](args)
     except MLSkillsError as e:
-        print(f"ml-skills: error: {e}", file=sys.stderr)
+        print(f"ml-skills: error: {redact(str(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("ml-skills: interrupted", file=sys.stderr)
@@ -250,7 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 - the one place that turns surprises into one line
         if getattr(args, "debug", False):
             raise
-        print(f"ml-skills: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback, and report it)", file=sys.stderr)
+        print(f"ml-skills: internal error: {type(e).__name__}: {redact(str(e))} (rerun with --debug for the traceback, and report it)", file=sys.stderr)
         return 3
 
 

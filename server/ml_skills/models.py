@@ -306,6 +306,7 @@ class LogEvidence(Model):
     frameworks: dict[str, int] = Field(default_factory=dict, description="Framework -> marker lines.")
     redactions: int = 0
     problems: list[str] = Field(default_factory=list, description="What could not be read, and why.")
+    changed: bool = Field(False, description="The file grew, was truncated or rotated while it was read.")
 
 
 class CheckpointInfo(Model):

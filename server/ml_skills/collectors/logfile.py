@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ml_skills.errors import TargetNotFound, UnreadableInput
+from ml_skills.safety.paths import refuse_kernel_tree
 
 CHUNK = 4 * 1024 * 1024
 
@@ -39,6 +40,7 @@ def check_readable(path: str | os.PathLike[str]) -> Path:
         raise UnreadableInput(f"{p} cannot be read: permission denied") from None
     except OSError as e:
         raise UnreadableInput(f"{p} cannot be read: {e.strerror or e}") from None
+    refuse_kernel_tree(p.resolve())
     if stat.S_ISDIR(st.st_mode):
         raise UnreadableInput(f"{p} is a directory; pass it as an artifact directory, not a log")
     if not stat.S_ISREG(st.st_mode):
@@ -71,32 +73,42 @@ def decode(raw: bytes) -> str:
         frames = [f for f in text.split("\r") if f.strip()]
         text = frames[-1] if frames else ""
     if len(text) > MAX_LINE_CHARS:
-        text = text[: MAX_LINE_CHARS - 40] + f" …[{len(text) - MAX_LINE_CHARS + 40} more chars]"
+        head = text[: MAX_LINE_CHARS - 40]
+        if not text[len(head)].isspace():  # never show the first half of a token the cut went through
+            word = re.search(r"\S{1,400}$", head)
+            head = head[: word.start()] if word else head
+        text = head + f" …[{len(text) - len(head)} more chars]"
     return text
 
 
-def iter_chunks(path: Path, size: int = CHUNK) -> Iterator[tuple[int, bytearray]]:
-    """Yield (byte offset, chunk) where each chunk ends at a newline (or at EOF).
+def iter_chunks(path: Path, size: int = CHUNK, limit: int | None = None) -> Iterator[tuple[int, bytearray]]:
+    """Yield (byte offset, chunk) where each chunk ends at a newline (or at EOF, or at `limit`).
 
     The chunk is one reused buffer, valid until the next is read: reading into it avoids
     allocating (and page-faulting) a fresh 4 MiB object per chunk. The partial last line is
     dropped and read again with the next chunk. A line longer than a chunk is cut at the chunk
-    boundary so memory stays bounded.
+    boundary so memory stays bounded. With `limit`, at most that many bytes are read: a log that
+    grows faster than it is read still ends.
     """
     buf = bytearray(size)
     with open(path, "rb", buffering=0) as f:
         offset = 0
         while True:
-            if len(buf) < size:
-                buf.extend(bytes(size - len(buf)))  # back to full size (only a partial line was cut)
+            want = size if limit is None else min(size, limit - offset)
+            if want <= 0:
+                return
+            if len(buf) < want:
+                buf.extend(bytes(want - len(buf)))  # back to full size (only a partial line was cut)
+            elif len(buf) > want:
+                del buf[want:]
             n = f.readinto(buf)
-            if n < size:
+            if n < want or (limit is not None and offset + n >= limit):
                 if n:
                     del buf[n:]
                     yield offset, buf
                 return
             cut = buf.rfind(b"\n")
-            if 0 <= cut < size - 1:
+            if 0 <= cut < want - 1:
                 del buf[cut + 1 :]
                 f.seek(offset + cut + 1)
             yield offset, buf

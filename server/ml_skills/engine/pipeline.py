@@ -46,7 +46,7 @@ from ml_skills.models import (
     Task,
     ToolInfo,
 )
-from ml_skills.safety.redact import redact, redaction_count, reset_redaction_count
+from ml_skills.safety.redact import redact, redact_value, redaction_count, reset_redaction_count
 
 MAX_LOGS = 16
 
@@ -471,6 +471,7 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
         report_lines=report_lines,
         sources=sources + ev.notes,
     )
+    d = redact_value(d)  # last guard: paths and sources too (a token can sit in a directory name)
     d.redactions = redaction_count()
     return d
 

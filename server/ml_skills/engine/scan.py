@@ -190,9 +190,26 @@ def scan_log(
         ev.status = EvidenceStatus.NO_DATA
         ev.problems.append(f"{name} is empty")
         return ev
-    offsets = _run(ev, logfile.iter_chunks(p), _Reader(path=p), st.st_size, last, task, engine)
+    offsets = _run(ev, logfile.iter_chunks(p, limit=st.st_size), _Reader(path=p), st.st_size, last, task, engine)
     _byte_offsets[(name, st.st_ino)] = offsets
+    _flag_if_changed(ev, p, st)
     return ev
+
+
+def _flag_if_changed(ev: LogEvidence, p: Path, before: os.stat_result) -> None:
+    """A log that grew, was truncated or was replaced (rotated) during the pass is flagged, not trusted whole."""
+    try:
+        after = p.stat()
+        same = (after.st_ino, after.st_dev, after.st_size, after.st_mtime_ns) == (
+            before.st_ino, before.st_dev, before.st_size, before.st_mtime_ns)
+    except OSError:
+        same = False
+    if not same:
+        ev.changed = True
+        if ev.status is EvidenceStatus.OK:
+            ev.status = EvidenceStatus.PARTIAL
+        ev.problems.append(f"{ev.source} changed while it was read (grew, was truncated or rotated): this answer covers "
+                           "what was read; read it again once the run stops writing")
 
 
 def scan_text(text: str, *, source: str, last: int = 500, task: Task | None = None, engine: str | None = None) -> LogEvidence:

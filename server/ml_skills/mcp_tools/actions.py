@@ -32,6 +32,7 @@ from ml_skills.policy.actions import Action, Prepared, prepare
 from ml_skills.policy.approval import Approve, Ledger, question
 from ml_skills.policy.audit import AuditEntry
 from ml_skills.policy.rules import Verdict
+from ml_skills.safety.redact import redact_value
 
 ACTION_TOOL = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
 """request_action: it can end processes and cancel cloud jobs, so clients must treat it as destructive."""
@@ -222,7 +223,7 @@ class AuditRejected:
             except Exception as e:  # noqa: BLE001 - auditing a bad call must not break the server
                 log.warning("audit of a rejected call failed: %r", e)
             try:
-                return await call_next(ctx)
+                return redact_value(await call_next(ctx))  # the SDK's own errors echo argument values
             except MCPError as e:
                 if ctx.params.get("name") == "request_action":
                     args = ctx.params.get("arguments")

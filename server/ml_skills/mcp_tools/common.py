@@ -30,7 +30,7 @@ from ml_skills.models import EvidenceStatus, Model
 from ml_skills.policy.audit import AuditLog
 from ml_skills.policy.rules import Policy
 from ml_skills.safety.paths import normalise_roots
-from ml_skills.safety.redact import redact_counted
+from ml_skills.safety.redact import redact_counted, redact_value, redaction_count
 
 log = logging.getLogger("ml_skills.mcp")
 
@@ -124,6 +124,16 @@ def _error_text(name: str, e: BaseException) -> str:
     return redact_counted(str(e))[0]
 
 
+def _redacted(result: Any) -> Any:
+    """Last guard on every result: each string redacted (paths too), the count added to `redactions`."""
+    before = redaction_count()
+    result = redact_value(result)
+    n = redaction_count() - before
+    if n and isinstance(result, ToolResult):
+        result = result.model_copy(update={"redactions": result.redactions + n})
+    return result
+
+
 def build(fn: Callable[..., Any]) -> Tool:
     """An SDK Tool from a marked function: strict arguments, deadline, roots, clear errors."""
     spec: Spec = fn._ml_spec  # type: ignore[attr-defined]
@@ -143,8 +153,8 @@ def build(fn: Callable[..., Any]) -> Tool:
                 if inner_async:
                     if ctx_kw:
                         kwargs[ctx_kw] = ctx
-                    return await fn(**kwargs)
-                return await anyio.to_thread.run_sync(functools.partial(fn, **kwargs), abandon_on_cancel=True)
+                    return _redacted(await fn(**kwargs))
+                return _redacted(await anyio.to_thread.run_sync(functools.partial(fn, **kwargs), abandon_on_cancel=True))
         except TimeoutError:
             raise ToolError(f"{name} did not finish within {deadline:g} s: ask for less (fewer lines, a narrower "
                             "pattern, a smaller file) and call it again") from None

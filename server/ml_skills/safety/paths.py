@@ -41,6 +41,13 @@ def _describe(roots: Sequence[Path]) -> str:
     return ", ".join(str(r) for r in roots) or "(none)"
 
 
+def refuse_kernel_tree(real: Path) -> None:
+    """/proc, /sys and /dev hold process environments, endless and blocking files: never read, whoever asks."""
+    for tree in _KERNEL_TREES:
+        if real == tree or real.is_relative_to(tree):
+            raise PathNotAllowed(f"{real} is under {tree}: kernel and device files are never read")
+
+
 def confine(path: str, roots: Sequence[Path], want: Want = "file") -> Path:
     """Return the resolved path if it lies inside one of `roots` and is the wanted kind.
 
@@ -67,9 +74,7 @@ def confine(path: str, roots: Sequence[Path], want: Want = "file") -> Path:
         raise TargetNotFound(f"nothing at {candidate}: check the path (relative paths start from {roots[0]})") from None
     except (OSError, RuntimeError) as e:  # symlink loop, permission
         raise PathNotAllowed(f"cannot resolve {candidate}: {getattr(e, 'strerror', None) or e}") from None
-    for tree in _KERNEL_TREES:
-        if real == tree or real.is_relative_to(tree):
-            raise PathNotAllowed(f"{real} is under {tree}: kernel and device files are never read")
+    refuse_kernel_tree(real)
     if not any(real == r or real.is_relative_to(r) for r in roots):
         raise PathNotAllowed(f"{path} resolves to {real}, outside the allowed roots {_describe(roots)}; "
                              "start the server with --allow-root for that directory")

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 from contextvars import ContextVar
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, BaseModel
 
 MASK = "[REDACTED]"
 
@@ -20,30 +20,44 @@ _count: ContextVar[int] = ContextVar("redactions", default=0)
 
 # Each rule's secret is the named group `s`; only that span is replaced, so keys, flags, users
 # and hosts around it stay readable.
-_RULES: list[tuple[str, re.Pattern[str]]] = [
-    ("pem-private-key", re.compile(
+# A flag or key name may only start after a separator (start, space, quote, '=', ',', '[', '('), so a
+# run of dashes or letters cannot make every position a candidate (no quadratic scans).
+_START = r"(?<![^\s'\"=,\[(:;{/])"
+
+# Each rule also names lowercase needles, one of which must be in the text for the rule to run: a cheap
+# `in` test that skips most rules on ordinary log lines.
+_RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
+    ("pem-private-key", ("private key",), re.compile(
         r"(?P<s>-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----(?:(?!-----END)[\s\S]){0,8000}(?:-----END [A-Z ]{0,40}PRIVATE KEY-----)?)")),
-    ("gcp-private-key-json", re.compile(r'"private_key"\s{0,5}:\s{0,5}"(?P<s>[^"]{1,8000})"')),
-    ("aws-access-key-id", re.compile(r"\b(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})\b")),
-    ("aws-secret", re.compile(
+    ("gcp-private-key-json", ('"private_key"',), re.compile(r'"private_key"\s{0,5}:\s{0,5}"(?P<s>[^"]{1,8000})"?')),
+    ("gcp-private-key-id", ("private_key_id", "client_secret"), re.compile(r'"(?:private_key_id|client_secret)"\s{0,5}:\s{0,5}"(?P<s>[^"\s]{8,200})"')),
+    # A PEM body line on its own (a key printed line by line is redacted one line at a time): 24-76
+    # base64 characters with upper, lower case and a digit, so a bare git SHA (hex) is not one; a line
+# number prefix ('12: ', '  12 | ') as grep and the report print it is allowed.
+    ("pem-body-line", (), re.compile(
+        r"(?m)^[\s'\">]{0,8}(?:\d{1,12}\s{0,4}[:|]\s{0,4})?(?P<s>(?=[A-Za-z0-9+/]{0,76}[A-Z])(?=[A-Za-z0-9+/]{0,76}[a-z])(?=[A-Za-z0-9+/]{0,76}[0-9])"
+        r"[A-Za-z0-9+/]{24,76}={0,2})[\s'\",\\n]{0,8}$")),
+    ("aws-access-key-id", ("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"), re.compile(r"\b(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})\b")),
+    ("aws-secret", ("secret",), re.compile(
         r"(?i)(?:aws_secret_access_key|secret_access_key|aws_secret|secretaccesskey)['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?P<s>[A-Za-z0-9/+=]{40})")),
-    ("github-token", re.compile(r"\b(?P<s>gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")),
-    ("hf-token", re.compile(r"\b(?P<s>hf_[A-Za-z0-9]{30,64})\b")),
-    ("openai-key", re.compile(r"\b(?P<s>sk-(?:proj-|ant-(?:api\d{2}-)?|svcacct-)?[A-Za-z0-9_\-]{20,200})")),
-    ("wandb-v1-key", re.compile(r"\b(?P<s>wandb_v1_[A-Za-z0-9_]{20,200})")),
-    ("wandb-keyword-key", re.compile(
+    ("github-token", ("gh", "github_pat_"), re.compile(r"\b(?P<s>gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")),
+    ("hf-token", ("hf_",), re.compile(r"\b(?P<s>hf_[A-Za-z0-9]{30,64})\b")),
+    ("openai-key", ("sk-",), re.compile(r"\b(?P<s>sk-(?:proj-|ant-(?:api\d{2}-)?|svcacct-)?[A-Za-z0-9_\-]{20,200})")),
+    ("wandb-v1-key", ("wandb_v1_",), re.compile(r"\b(?P<s>wandb_v1_[A-Za-z0-9_]{20,200})")),
+    ("wandb-keyword-key", ("key", "login"), re.compile(
         r"(?i)(?:wandb[_-]?api[_-]?key|wandb\s{1,3}login|api_key|\bkey)['\"]?\s{0,3}[:= ]\s{0,3}['\"]?(?P<s>[0-9a-f]{40})\b")),
-    ("slack-token", re.compile(r"\b(?P<s>xox[abposr]-[A-Za-z0-9-]{10,200})")),
-    ("google-api-key", re.compile(r"\b(?P<s>AIza[0-9A-Za-z_\-]{35})")),
-    ("jwt", re.compile(r"\b(?P<s>eyJ[A-Za-z0-9_\-]{8,4000}\.eyJ[A-Za-z0-9_\-]{8,8000}\.[A-Za-z0-9_\-]{8,4000})")),
-    ("auth-header", re.compile(
-        r"(?i)\b(?:authorization|proxy-authorization)\s{0,3}[:=]\s{0,3}['\"]?(?:bearer|basic|token|digest)\s{1,3}(?P<s>[A-Za-z0-9._~+/=\-]{6,4000})")),
-    ("bearer", re.compile(r"(?i)\bbearer\s{1,3}(?P<s>[A-Za-z0-9._~+/=\-]{16,4000})")),
-    ("url-password", re.compile(r"\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@]{1,200}:(?P<s>[^\s@/]{1,200})@")),
-    ("cli-secret-flag", re.compile(
-        r"(?i)--?[a-z0-9_\-]{0,40}(?:api[_-]?key|token|password|passwd|secret)(?:\s{1,3}|=)['\"]?(?P<s>[^\s'\"]{1,1000})")),
-    ("env-secret-assign", re.compile(
-        r"(?i)\b[A-Z0-9_]{0,40}(?:API_KEY|TOKEN|PASSWORD|PASSWD|SECRET|ACCESS_KEY)['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?P<s>[^\s'\",}]{6,1000})")),
+    ("slack-token", ("xox",), re.compile(r"\b(?P<s>xox[abposr]-[A-Za-z0-9-]{10,200})")),
+    ("google-api-key", ("aiza",), re.compile(r"\b(?P<s>AIza[0-9A-Za-z_\-]{35})")),
+    ("jwt", ("eyj",), re.compile(r"\b(?P<s>eyJ[A-Za-z0-9_\-]{8,4000}\.eyJ[A-Za-z0-9_\-]{8,8000}\.[A-Za-z0-9_\-]{8,4000})")),
+    ("auth-header", ("authorization",), re.compile(
+        r"(?i)\b(?:authorization|proxy-authorization)['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?:bearer|basic|token|digest)\s{1,3}(?P<s>[A-Za-z0-9._~+/=\-]{6,4000})")),
+    ("bearer", ("bearer",), re.compile(r"(?i)\bbearer\s{1,3}(?P<s>[A-Za-z0-9._~+/=\-]{16,4000})")),
+    ("url-password", ("://",), re.compile(r"\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@]{1,200}:(?P<s>[^\s@/]{1,200})@")),
+    # --api-key X, --hf_token=X, --password 'X', and argv printed as a list: '--token', 'X'.
+    ("cli-secret-flag", ("key", "token", "passw", "secret"), re.compile(
+        r"(?i)" + _START + r"--?[a-z0-9_\-]{0,40}(?:api[_-]?key|token|password|passwd|secret)['\"]?(?:\s{1,3}|=|,\s{0,2})['\"]?(?P<s>[^\s'\",\]]{1,1000})")),
+    ("env-secret-assign", ("key", "token", "passw", "secret"), re.compile(
+        r"(?i)" + _START + r"[A-Z0-9_]{0,40}(?:API_KEY|TOKEN|PASSWORD|PASSWD|SECRET|ACCESS_KEY)['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?P<s>[^\s'\",}]{6,1000})")),
 ]
 
 
@@ -56,10 +70,13 @@ def _mask(match: re.Match[str]) -> str:
 def redact_counted(text: str) -> tuple[str, int]:
     """Return the text with every secret replaced by [REDACTED], and how many were replaced."""
     total = 0
-    for _name, rx in _RULES:
+    lower = text.lower()  # redaction only removes needles ("[redacted]" holds none), so this stays a superset
+    for _name, needles, rx in _RULES:
+        if needles and not any(n in lower for n in needles):
+            continue
         def sub(m: re.Match[str]) -> str:
             nonlocal total
-            if m.group("s") == MASK or MASK in m.group("s"):
+            if MASK in m.group("s") or m.string.startswith(MASK, m.start("s")):  # already redacted
                 return m.group(0)
             total += 1
             return _mask(m)
@@ -89,3 +106,31 @@ def reset_redaction_count() -> None:
 
 Redacted = Annotated[str, AfterValidator(redact)]
 """A string field that is redacted whenever a model holding it is built."""
+
+
+def redact_value(value: Any) -> Any:
+    """Redact every string inside a pydantic model, list, tuple or dict (keys too), counting in this context.
+
+    The last guard before a result leaves: paths, sources and targets are redacted as well as log
+    text, since a token can sit in a directory name. Unchanged parts keep their identity and type
+    (an enum stays an enum); models are copied, never mutated.
+    """
+    if isinstance(value, str):
+        new = redact(value)
+        return value if new == value else new
+    if isinstance(value, BaseModel):
+        update = {}
+        for name in type(value).model_fields:
+            old = getattr(value, name)
+            new = redact_value(old)
+            if new is not old:
+                update[name] = new
+        return value.model_copy(update=update) if update else value
+    if isinstance(value, (list, tuple)):
+        items = [redact_value(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else type(value)(items)
+    if isinstance(value, dict):
+        pairs = [(redact_value(k), redact_value(v)) for k, v in value.items()]
+        same = all(k2 is k and v2 is v for (k2, v2), (k, v) in zip(pairs, value.items(), strict=True))
+        return value if same else dict(pairs)
+    return value

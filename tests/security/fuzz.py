@@ -1,0 +1,34 @@
+"""Coverage-guided fuzzing with atheris: `python -m tests.security.fuzz TARGET [libFuzzer flags]`.
+
+    python -m tests.security.fuzz redact -runs=200000          # a longer run
+    python -m tests.security.fuzz scan_text -max_total_time=600
+
+Targets are in tests/security/fuzz_targets.py. A crash (an unexpected exception, a broken
+property) makes libFuzzer print the input and exit non-zero; slow inputs (-timeout, seconds)
+count as hangs. libFuzzer's last line, 'Done N runs in S second(s)', gives the iterations run.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import atheris
+
+with atheris.instrument_imports(include=["ml_skills"]):  # coverage feedback from our code only
+    from tests.security import fuzz_targets
+
+
+def main() -> None:
+    name = sys.argv[1]
+    if name not in fuzz_targets.TARGETS:
+        sys.exit(f"unknown target {name!r}: choose from {', '.join(fuzz_targets.TARGETS)}")
+
+    def one(data: bytes) -> None:
+        fuzz_targets.run(name, data)
+
+    atheris.Setup([sys.argv[0], "-timeout=10", *sys.argv[2:]], one)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()

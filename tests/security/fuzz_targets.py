@@ -1,0 +1,126 @@
+"""Fuzz targets: each takes arbitrary bytes, feeds one parser, and raises only on a real bug.
+
+Shared by the hypothesis tests (tests/security/test_properties.py) and the coverage-guided
+atheris run (`python -m tests.security.fuzz TARGET -runs=N`, see docs/security.md). A target
+checks what must hold for any input: no exception but our own clear errors, a result of the
+declared type, and for the redactor idempotence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from ml_skills.cli import build_parser
+from ml_skills.collectors import checkpoints, logfile
+from ml_skills.engine import metrics, scan, tracebacks
+from ml_skills.errors import MLSkillsError
+from ml_skills.models import CheckpointInfo, LogEvidence
+from ml_skills.safety.quoting import fence, strip_invisible
+from ml_skills.safety.redact import MASK, redact_counted
+
+_TMP = Path(tempfile.mkdtemp(prefix="ml-skills-fuzz-"))
+
+
+def text_of(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def scan_text(data: bytes) -> None:
+    ev = scan.scan_text(text_of(data), source="fuzz.log", last=50)
+    assert isinstance(ev, LogEvidence)
+
+
+def parse_line(data: bytes) -> None:
+    for line in text_of(data).splitlines()[:50] or [""]:
+        got = metrics.parse_line(line)
+        if got is not None:
+            values, step, epoch = got
+            assert all(isinstance(v, float) for v in values.values())
+            assert step is None or isinstance(step, (int, float))
+
+
+def parse_traceback(data: bytes) -> None:
+    lines = text_of(data).splitlines() or [""]
+    for i in range(min(len(lines), 20)):
+        tracebacks.parse_at(lines[i:], i + 1, "fuzz.log")
+
+
+def inspect_checkpoint(data: bytes) -> None:
+    """Arbitrary bytes under every weights suffix: inspected, never loaded, never an exception."""
+    for suffix in (".pt", ".bin", ".safetensors", ".ckpt", ".pkl", ".h5"):
+        p = _TMP / f"model{suffix}"
+        p.write_bytes(data)
+        info = checkpoints.inspect_file(p)
+        assert isinstance(info, CheckpointInfo) and info.size_bytes == len(data)
+
+
+def redact_idempotent(data: bytes) -> None:
+    text = text_of(data)
+    once, n = redact_counted(text)
+    twice, m = redact_counted(once)
+    assert twice == once and m == 0, (text, once, twice)
+    assert n == 0 or MASK in once
+
+
+def read_log(data: bytes) -> None:
+    """The tail and the chunk reader on arbitrary bytes: whole lines only, so a line is redacted whole."""
+    p = _TMP / "fuzz.log"
+    p.write_bytes(data)
+    chunks = list(logfile.iter_chunks(p, size=64))
+    assert b"".join(c for _, c in chunks) == data
+    for _, c in chunks[:-1]:
+        assert c.endswith(b"\n") or len(c) >= 128
+    n = data.count(b"\n") + 1
+    lines, _ = logfile.tail(p, n)
+    want = data.split(b"\n")
+    if want and want[-1] == b"":
+        want.pop()
+    assert lines == [logfile.decode(x) for x in want]
+
+
+def fence_text(data: bytes) -> None:
+    marker = "0123456789abcdef"
+    f = fence(text_of(data).splitlines(), marker=marker, max_chars=2000)
+    assert f.text.count(f"[/data {marker}]") == 1 and f.text.endswith(f"[/data {marker}]")
+    assert f.text.count(f"[data {marker}]") == 1 and f.text.startswith(f"[data {marker}]")
+    assert strip_invisible(f.text)[1] == 0
+
+
+def cli_args(data: bytes) -> None:
+    """The argument parser on arbitrary argv: a Namespace or argparse's own exit, nothing else."""
+    argv = [a for a in text_of(data).replace("\x00", "").split("\n")][:12]
+    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            ns = build_parser().parse_args(argv)
+        except SystemExit:
+            return
+    assert isinstance(ns, argparse.Namespace)
+
+
+TARGETS: dict[str, Callable[[bytes], None]] = {
+    "scan_text": scan_text, "parse_line": parse_line, "parse_traceback": parse_traceback,
+    "inspect_checkpoint": inspect_checkpoint, "redact": redact_idempotent, "read_log": read_log,
+    "fence": fence_text, "cli_args": cli_args,
+}
+
+ALLOWED = (MLSkillsError,)
+"""Our own clear errors are an answer, not a crash."""
+
+
+def run(name: str, data: bytes) -> None:
+    try:
+        TARGETS[name](data)
+    except ALLOWED:
+        pass
+
+
+def cleanup() -> None:
+    for p in _TMP.iterdir():
+        with contextlib.suppress(OSError):
+            os.unlink(p)

@@ -1,0 +1,112 @@
+"""The redactor on fake secrets made at run time: every kind caught, look-alikes kept, fast on hostile lines."""
+
+from __future__ import annotations
+
+import random
+import string
+import time
+
+import pytest
+
+from ml_skills.safety.redact import MASK, redact, redact_counted, redaction_count, reset_redaction_count
+from tests.security import fakes
+from tests.security.fakes import Planted
+
+
+@pytest.mark.parametrize("attempt", range(5))
+def test_every_secret_kind_is_caught_line_by_line_and_shas_and_uuids_survive(attempt: int) -> None:
+    p = Planted()
+    out = "\n".join(redact(line) for line in p.log_lines())
+    assert p.leaks(out) == []
+    assert p.git_sha in out and p.uuid in out
+    assert "alice:" + MASK + "@mlflow.example.com:5000" in out  # user and host kept
+    assert "--hf-api-key " + MASK in out and "demo-project" in out
+
+
+def test_the_count_says_how_many_were_replaced() -> None:
+    v = Planted().values
+    text = f"a {v['github']} b {v['hf']} c --password {v['cli-password']}"
+    new, n = redact_counted(text)
+    assert n == 3 and new.count(MASK) == 3
+    reset_redaction_count()
+    redact(text)
+    redact("nothing secret here")
+    assert redaction_count() == 3
+
+
+@pytest.mark.parametrize("text", [
+    "step 100 loss 2.31 commit 3f2a9c1d4e5b6a7980c1d2e3f4a5b6c7d8e9f0a1",  # a bare 40-hex git SHA
+    "run 5f9be171-f022-4232-8c29-61b5289e2b62 resumed",
+    "ModuleNotFoundError: No module named 'tokenizers'",
+    "--max_tokens 512 --token_budget=4",  # flags about tokens, with values too short to be secrets? kept readable
+    "sha256:" + "a" * 64,
+    "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
+    "checkpoint-500/pytorch_model.bin",
+])
+def test_ordinary_log_text_is_left_alone(text: str) -> None:
+    new, n = redact_counted(text)
+    if "--max_tokens" in text:
+        assert "--max_tokens 512" in new  # 'tokens' is not 'token': the value stays
+    else:
+        assert (new, n) == (text, 0)
+
+
+@pytest.mark.parametrize("line", [
+    "['python', 'train.py', '--api-key', '{s}']",  # argv as Python prints a list
+    '["torchrun", "--wandb-api-key", "{s}"]',  # argv as JSON (psutil cmdline, tracker params)
+    "WANDB_API_KEY={s}",
+    "wandb login {s}",
+    '{{"api_key": "{s}"}}',
+])
+def test_forty_hex_and_flag_values_next_to_their_keyword_are_caught(line: str) -> None:
+    s = fakes.hex40()
+    assert s not in redact(line.format(s=s))
+
+
+def test_escaped_private_key_inside_one_json_line_is_caught() -> None:
+    sa, parts = fakes.gcp_service_account()
+    one_line = sa.replace("\n", " ")  # a config dumped on one log line
+    out = redact(one_line)
+    assert not any(x in out for x in parts)
+    assert "trainer@demo-project.iam.gserviceaccount.com" in out
+
+
+def test_redaction_is_idempotent_on_planted_text() -> None:
+    text = "\n".join(Planted().log_lines())
+    once = redact(text)
+    assert redact(once) == once
+    lines = [redact(x) for x in Planted().log_lines()]
+    assert [redact(x) for x in lines] == lines
+
+
+def _timed(text: str) -> float:
+    t0 = time.perf_counter()
+    redact_counted(text)
+    return time.perf_counter() - t0
+
+
+HOSTILE = {  # prefixes of every pattern, repeated to fill a 1 MB line
+    "dashes": "-", "flag": " --token", "begin-key": "-----BEGIN RSA PRIVATE KEY-----", "jwt-head": "eyJaaaaaaaaa.",
+    "url": "a://b:", "bearer": "Authorization: Bearer ", "json-key": '"private_key": "', "env": " API_KEY=",
+    "base64": "aA1+", "hex": "0123456789abcdef", "akia": "AKIA", "underscore-key": "A_",
+}
+
+
+MB = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def reference() -> float:
+    """What 1 MB of random letters and spaces costs to redact on this machine, now."""
+    rng = random.Random(7)
+    return _timed("".join(rng.choice(string.ascii_letters + " ") for _ in range(MB)))
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_a_hostile_one_megabyte_line_costs_no_more_than_ordinary_text(name: str, reference: float) -> None:
+    """No catastrophic backtracking: a 1 MB line built from a pattern's prefix redacts within a few
+    times the cost of 1 MB of random letters (measured against that reference, not a wall-clock figure)."""
+    n = MB
+    unit = HOSTILE[name]
+    hostile = (unit * (n // len(unit) + 1))[:n]
+    assert _timed(hostile) < 5 * reference + 0.05
