@@ -68,6 +68,7 @@ def test_eager_decoding_runs_out_of_memory_and_lazy_loading_passes_under_the_sam
     assert len(rss) >= EAGER_IMAGES // 16 and max(rss) <= 1.1 * min(rss)  # the fix's own validation: RSS flat within 10%
     ok = check(lazy.log, tmp_path / "out-lazy")
     assert ok.data["primary_cause"] is None and ok.data["run_status"] == "completed"
+    assert ok.data["decision"] == "GO" and ok.data["insufficient_evidence"] is None  # nothing to recover
 
 
 def test_segfault_in_a_dataloader_worker_is_a_process_crash(tmp_path):

@@ -212,6 +212,15 @@ _DIST_INIT = re.compile(
 )
 
 
+def _completed_clean(cls: Classification, status: RunStatus, logs: list[LogEvidence], sources: list[SourceEvidence]) -> bool:
+    """A run that says it completed, with no failure, no anomaly and no unread source: nothing to recover."""
+    if status is not RunStatus.COMPLETED or cls.primary is not None or cls.contributing:
+        return False
+    if any(l.trajectory.anomalies or l.status is not EvidenceStatus.OK for l in logs):
+        return False
+    return not any(s.missing or s.signals or s.status is not EvidenceStatus.OK for s in sources)
+
+
 def _insufficient(cls: Classification, logs: list[LogEvidence], sources: list[SourceEvidence], signals: list[Signal]) -> str | None:
     if not logs and not sources:
         return "no log was read: give the training log (stdout/stderr of the job) or the run directory"
@@ -413,12 +422,13 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
     cls, signals = classify(all_logs, ev.sources)
     ranks.keep_silent_rank_open(cls, all_logs, signals)
     framework, fw_source = _framework(req, all_logs)
-    insufficient = _insufficient(cls, logs, ev.sources, signals)
+    status = _run_status(cls, signals, all_logs, ev.sources)
+    clean = _completed_clean(cls, status, all_logs, ev.sources)
+    insufficient = None if clean else _insufficient(cls, logs, ev.sources, signals)
     inv = ev.artifacts
     launch = inv.launch_command if inv else None
     fixes, commands = plan(cls, signals, all_logs, inv, launch)
-    decision, why = decide(cls, fixes, insufficient)
-    status = _run_status(cls, signals, all_logs, ev.sources)
+    decision, why = decide(cls, fixes, insufficient, completed_clean=clean)
     root = _root_cause(cls, signals, all_logs)
     findings = _findings(fixes, cls, root)
     if (mf := _missing_artifacts(inv, status, cls, all_logs)) is not None:

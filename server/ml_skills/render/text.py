@@ -22,7 +22,9 @@ def render(d: Diagnosis, json_path: str | None = None) -> str:
     add(f"Status: {d.run_status.value}")
     fw = d.framework.value if d.framework_source != "unknown" else "unknown"
     add(f"Framework: {fw}" + (f" ({d.framework_source})" if d.framework_source != "unknown" else ""))
-    if d.primary_cause is None:
+    if d.primary_cause is None and d.run_status.value == "completed" and d.decision.value == "GO":
+        add("Primary cause: none: the run completed and no failure was found")
+    elif d.primary_cause is None:
         add("Primary cause: undetermined (confidence: 0.00)")
     else:
         add(f"Primary cause: {d.primary_cause.value} (confidence: {d.primary_cause_confidence:.2f})")
