@@ -62,6 +62,13 @@ def test_deadlocked_loader_is_found_from_the_last_progress_time(tmp_path, cli):
         assert "blocking call" in top["validation"]
         assert any(c.startswith("py-spy dump --pid") for c in rep["next_commands"])
         assert rep["decision"] == "NO-GO"
+
+        # the same hang found from the process: alive, idle, its open log not written for a long time
+        proc, by_pid = cli("--pid", str(live.proc.pid))
+        assert proc.returncode == 0, proc.stderr
+        assert by_pid["target_kind"] == "pid"
+        assert by_pid["primary_cause"] == "stalled" and by_pid["run_status"] == "hung", proc.stdout
+        assert by_pid["root_cause"]["proximate_line"]["line_no"] == last_line
     finally:
         live.stop()
     assert live.proc.returncode is not None
