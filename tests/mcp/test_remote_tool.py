@@ -44,7 +44,7 @@ def _run_dir(tmp_path: Path) -> Path:
     shutil.copy(NAN_LOG, run / "train.log")
     with open(run / "stderr.txt", "wb") as err:
         subprocess.run([sys.executable, "-c", "import json; json.load(open('dataset_config.json'))"], cwd=run, stderr=err, check=False)
-    (run / "train_args.json").write_text('{"lr": 0.15, "hub_token": "%s"}\n' % HF_TOKEN)
+    (run / "train_args.json").write_text(f'{{"lr": 0.15, "hub_token": "{HF_TOKEN}"}}\n')
     (run / "model.safetensors").write_bytes(b"\0" * 100)
     return run
 

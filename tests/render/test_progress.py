@@ -58,7 +58,7 @@ def _on_pty(argv: list[str], timeout: float = 120) -> tuple[int, str, str]:
 
 
 def _piped(argv: list[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False)
 
 
 def test_scan_shows_progress_on_a_terminal_and_clears_it(big_log, tmp_path):

@@ -52,7 +52,7 @@ def _listing() -> tuple[list[Any], list[Any], list[Any], Any]:
 def _deadlines() -> dict[str, float]:
     from ml_skills.mcp_tools.registry import tool_functions
 
-    return {fn.__name__: fn._ml_spec.deadline for fn in tool_functions()}
+    return {fn.__name__: fn._ml_spec.deadline for fn in tool_functions()}  # type: ignore[attr-defined]
 
 
 def _cell(text: object) -> str:
