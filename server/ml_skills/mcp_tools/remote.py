@@ -30,8 +30,8 @@ class CompanionFile(Model):
 
 class RemoteLog(ToolResult):
     source: str = Field(description="user@host:/path that was read.")
-    host: str
-    path: str
+    host: str = Field(description="The host that answered.")
+    path: str = Field(description="The log's absolute path on that host.")
     log_state: str = Field(description="ok, missing, not-regular, unreadable or unknown (the answer was cut off).")
     size_bytes: int | None = Field(None, description="The remote log's whole size; only its tail is fetched.")
     line_count: int = Field(0, description="Lines of the log returned.")
