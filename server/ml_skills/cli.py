@@ -145,6 +145,7 @@ def preflight_run(args: argparse.Namespace) -> int:
 def watch_run(args: argparse.Namespace) -> int:
     from ml_skills.checks.watch import watch
     from ml_skills.engine.pipeline import DiagnoseRequest
+    from ml_skills.render import progress
 
     if not any((args.target, args.pid, args.wandb, args.mlflow, args.vertex_pipeline)):
         raise InputError("nothing to watch: give a log path or run directory, --pid, --wandb, --mlflow or --vertex-pipeline")
@@ -153,13 +154,19 @@ def watch_run(args: argparse.Namespace) -> int:
     req = DiagnoseRequest(target=args.target, pid=args.pid, wandb=args.wandb, mlflow=args.mlflow,
                           vertex_pipeline=args.vertex_pipeline, project=args.project, region=args.region, once=True)
 
-    def emit(e) -> None:
+    def emit_line(e) -> None:
         if args.format == "text":
             sys.stdout.write(f"[{e.at:%H:%M:%S}] {e.kind}: {e.message}\n")
             sys.stdout.flush()
 
-    result = watch(req, interval=args.interval, max_polls=args.max_polls, until_step=args.until_step,
-                   stall_after=args.stall_after, emit=emit)
+    with progress.terminal() as show:
+        def emit(e) -> None:  # an event line on stdout; the progress line on stderr is cleared first
+            if show is not None:
+                show.clear()
+            emit_line(e)
+
+        result = watch(req, interval=args.interval, max_polls=args.max_polls, until_step=args.until_step,
+                       stall_after=args.stall_after, emit=emit, progress=show)
     if args.format == "json":
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
     return 0 if result.healthy else 1
@@ -202,7 +209,7 @@ def _read_paste(spec: str) -> str:
 
 def check_failed_run(args: argparse.Namespace) -> int:
     from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
-    from ml_skills.render import json_report, text
+    from ml_skills.render import json_report, progress, text
 
     given = [x for x in (args.target, args.traceback, args.pid, args.proc, args.wandb, args.mlflow, args.vertex_pipeline) if x is not None]
     if not given:
@@ -220,7 +227,8 @@ def check_failed_run(args: argparse.Namespace) -> int:
         target_column=args.target_column, last=args.last, artifacts=args.artifacts,
         interval=args.interval, once=args.once,
     )
-    d = diagnose(req)
+    with progress.terminal() as show:  # a status line on stderr, in a terminal only
+        d = diagnose(req, show)
     if args.plot:
         from ml_skills.render import plot
 

@@ -1,4 +1,4 @@
-"""Regenerate the files that come from the code: the failure taxonomy and the JSON schema.
+"""Regenerate the files that come from the code: the failure taxonomy, the JSON schema, and the MCP tool reference.
 
     python -m ml_skills.gen            # write them
     python -m ml_skills.gen --check    # exit 1 if a committed copy differs (run by the tests)
@@ -141,8 +141,11 @@ def vocabulary_markdown() -> str:
 
 
 def outputs() -> dict[str, str]:
+    from ml_skills.mcp_tools import reference  # builds the real server to list its tools
+
     tax = taxonomy_markdown()
     return {
+        "docs/tools.md": reference.markdown(),
         "references/schemas.md": schemas_markdown(),
         "references/vocabulary.md": vocabulary_markdown(),
         "references/failure-taxonomy.md": tax,

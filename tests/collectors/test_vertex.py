@@ -164,8 +164,9 @@ def test_cli_polling_progress_goes_to_a_terminal_stderr(fake: VertexFake, tmp_pa
         os.close(slave)
         os.close(master)
     assert proc.returncode == 0
-    assert progress.count(f"pipelineJobs/{jid}: RUNNING; checking again in 1s") == 2
-    assert "checking again" not in proc.stdout
+    assert progress.count(f"{jid}: RUNNING; next check (Ctrl-C to stop): 1 s of 1 s (100%)") == 2  # a countdown per wait
+    assert progress.endswith("\r\x1b[K")  # erased before the report
+    assert "next check" not in proc.stdout
 
 
 def test_cli_once_on_a_running_pipeline_reports_running(fake: VertexFake, cli):

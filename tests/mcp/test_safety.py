@@ -118,7 +118,14 @@ def test_policy_file_tightens_and_loosens_per_action_and_target(tmp_path: Path) 
     assert p.decide("restart-unchanged", "/prod/run/command.txt").needs_approval
     assert not p.decide("restart-unchanged", "/dev-box/command.txt").needs_approval
     d = p.decide("delete-checkpoint")
-    assert d.allowed and d.needs_approval
+    assert d.allowed and d.needs_approval and "allow_dangerous lists it" in d.rule
+    f.write_text('[[overrides]]\naction = "delete-checkpoint"\ntarget = "/scratch/*"\nallow = true\n'
+                 '[[overrides]]\naction = "kill-worker"\ntarget = "pid:*"\nallow = false\n')
+    p = rules.load(f)
+    scratch, data, kill = p.decide("delete-checkpoint", "/scratch/a.pt"), p.decide("delete-checkpoint", "/data/a.pt"), p.decide("kill-worker", "pid:9")
+    assert scratch.allowed and scratch.risk is Risk.DANGEROUS and "overrides[0] (delete-checkpoint on /scratch/*) allow = true" in scratch.rule
+    assert not data.allowed and "overrides" not in data.rule
+    assert not kill.allowed and "overrides[1] (kill-worker on pid:*) allow = false" in kill.rule and "refused by the policy file" in kill.rule
     f.write_text('[risk]\nkill-worker = "maybe"\n')
     with pytest.raises(InputError, match="risk.kill-worker"):
         rules.load(f)

@@ -18,7 +18,7 @@ from tests.mcp.conftest import NAN_LOG, REAL_LOGS, ROOT, Server, server_cmd, tex
 EVIDENCE = {"verify_artifacts", "preflight_checks",
             "read_log_tail", "read_log_window", "grep_log", "scan_log", "list_artifacts", "inspect_checkpoint", "classify_action",
             "check_process"}
-REMOTE = {"describe_vertex_job"}
+REMOTE = {"describe_vertex_job", "read_remote_log"}
 
 
 def test_every_tool_is_listed_with_annotations_and_output_schema(server: Server) -> None:

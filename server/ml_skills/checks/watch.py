@@ -18,6 +18,7 @@ from pydantic import Field
 
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 from ml_skills.models import Model, RunStatus
+from ml_skills.render.progress import Progress, wait
 
 TERMINAL_BAD = {RunStatus.CRASHED, RunStatus.DIVERGED, RunStatus.HUNG}
 
@@ -47,7 +48,10 @@ def watch(
     stall_after: float | None = None,
     emit: Callable[[WatchEvent], None] = lambda e: None,
     sleep: Callable[[float], None] = time.sleep,
+    progress: Progress | None = None,
 ) -> WatchResult:
+    """Poll until the run ends, alerts, stalls or passes until_step. Events go to `emit`; `progress`
+    (a terminal's status line, when the CLI has one) hears about each scan and counts down between polls."""
     stall_after = stall_after if stall_after is not None else max(5 * interval, 300.0)
     events: list[WatchEvent] = []
     seen: set[str] = set()
@@ -67,7 +71,7 @@ def watch(
 
     while True:
         polls += 1
-        d = diagnose(req)
+        d = diagnose(req, progress)
         lp = d.last_progress
         step = lp.step if lp else None
         line = lp.line_no if lp else None
@@ -95,4 +99,4 @@ def watch(
             return done(False, f"stalled: no progress for more than {stall_after:g}s")
         if max_polls is not None and polls >= max_polls:
             return done(True, f"stopped after {polls} polls with no alert")
-        sleep(interval)
+        wait(interval, f"poll {polls} done, next poll", progress, sleep)

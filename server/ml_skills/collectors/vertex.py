@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import sys
 import time
 from datetime import datetime
 from typing import Any
@@ -29,6 +28,7 @@ from ml_skills.models import (
     Severity,
     SourceEvidence,
 )
+from ml_skills.render.progress import Progress, wait
 from ml_skills.safety.redact import redact
 
 ACCESS = "roles/aiplatform.viewer on the project"
@@ -97,8 +97,11 @@ def resolve(job: str, project: str | None, region: str | None) -> Target:
     return Target(kind=kind, project=project, region=region, job_id=job_id)
 
 
-def collect(req: Any) -> tuple[SourceEvidence, list[LogEvidence]]:
-    """The COLLECTORS entry: one pass with --once, else poll every --interval s until a terminal state."""
+def collect(req: Any, progress: Progress | None = None) -> tuple[SourceEvidence, list[LogEvidence]]:
+    """The COLLECTORS entry: one pass with --once, else poll every --interval s until a terminal state.
+
+    Between polls `progress` (when the CLI runs in a terminal) counts down to the next check.
+    """
     target = resolve(req.vertex_pipeline or "", req.project, req.region)
     terminal = PIPELINE_TERMINAL if target.kind == "pipeline" else JOB_TERMINAL
     while True:
@@ -106,9 +109,7 @@ def collect(req: Any) -> tuple[SourceEvidence, list[LogEvidence]]:
         state = _state(job)
         if req.once or job is None or state in terminal:
             break
-        if sys.stderr.isatty():
-            print(f"ml-skills: {target.name}: {state}; checking again in {req.interval}s (Ctrl-C to stop)", file=sys.stderr)
-        time.sleep(req.interval)
+        wait(req.interval, f"{target.job_id}: {state}; next check (Ctrl-C to stop)", progress, time.sleep)
     events, log_problem = read_events(target, job)
     return build(target, job, job_problem, events, log_problem), []
 

@@ -46,6 +46,7 @@ from ml_skills.models import (
     Task,
     ToolInfo,
 )
+from ml_skills.render.progress import Progress
 from ml_skills.safety.redact import redact, redact_value, redaction_count, reset_redaction_count
 
 MAX_LOGS = 16
@@ -59,6 +60,8 @@ COLLECTORS: dict[str, str] = {
     "mlflow": "ml_skills.collectors.mlflow:collect",
     "wandb": "ml_skills.collectors.wandb:collect",
 }
+POLLING = {"vertex-pipeline"}
+"""Collectors that wait (poll until a terminal state) and so take a `progress` callback."""
 
 
 class DiagnoseRequest(Model):
@@ -103,7 +106,8 @@ class DiagnoseRequest(Model):
         }.get(k, self.target or "")
 
 
-def collect(req: DiagnoseRequest) -> Evidence:
+def collect(req: DiagnoseRequest, progress: Progress | None = None) -> Evidence:
+    """Gather the evidence; `progress` hears about long scans and polls (the engine never prints)."""
     kind = req.kind()
     ev = Evidence(target=req.label(), target_kind=kind, collected_at=datetime.now(UTC))
     if kind == "traceback":
@@ -111,9 +115,9 @@ def collect(req: DiagnoseRequest) -> Evidence:
     elif kind == "log":
         if not req.target:
             raise InputError("no target: give a log path, an artifact directory, --traceback, or one of --pid/--proc/--wandb/--mlflow/--vertex-pipeline")
-        ev.logs.append(scan.scan_log(req.target, last=req.last, task=req.task, engine=req.engine))
+        ev.logs.append(scan.scan_log(req.target, last=req.last, task=req.task, engine=req.engine, progress=progress))
     elif kind == "directory":
-        ev.artifacts, logs, notes = _scan_directory(Path(req.target or "."), req)
+        ev.artifacts, logs, notes = _scan_directory(Path(req.target or "."), req, progress=progress)
         ev.logs.extend(logs)
         ev.notes.extend(notes)
     else:
@@ -121,17 +125,19 @@ def collect(req: DiagnoseRequest) -> Evidence:
         if spec is None:
             raise InputError(f"target kind '{kind}' is not supported in this version")
         mod, fn = spec.split(":")
-        source, logs = getattr(importlib.import_module(mod), fn)(req)
+        extra = {"progress": progress} if kind in POLLING else {}
+        source, logs = getattr(importlib.import_module(mod), fn)(req, **extra)
         ev.sources.append(source)
         ev.logs.extend(logs)
     if req.artifacts and kind != "directory":
-        ev.artifacts, logs, notes = _scan_directory(Path(req.artifacts), req, exclude={l.source for l in ev.logs})
+        ev.artifacts, logs, notes = _scan_directory(Path(req.artifacts), req, exclude={l.source for l in ev.logs}, progress=progress)
         ev.logs.extend(logs)
         ev.notes.extend(notes)
     return ev
 
 
-def _scan_directory(root: Path, req: DiagnoseRequest, exclude: set[str] = frozenset()) -> tuple[ArtifactInventory, list[LogEvidence], list[str]]:
+def _scan_directory(root: Path, req: DiagnoseRequest, exclude: set[str] = frozenset(),
+                    progress: Progress | None = None) -> tuple[ArtifactInventory, list[LogEvidence], list[str]]:
     if not root.exists():
         raise TargetNotFound(f"no file or directory at {root}")
     inv = artifact_collector.inventory(root)
@@ -145,7 +151,7 @@ def _scan_directory(root: Path, req: DiagnoseRequest, exclude: set[str] = frozen
     logs = []
     for c in candidates:
         try:
-            logs.append(scan.scan_log(c, source=str(c), last=req.last, task=req.task, engine=req.engine))
+            logs.append(scan.scan_log(c, source=str(c), last=req.last, task=req.task, engine=req.engine, progress=progress))
         except InputError as e:
             notes.append(str(e))
     if not candidates:
@@ -407,9 +413,9 @@ def _missing_artifacts(inv: ArtifactInventory | None, status: RunStatus, cls: Cl
     )
 
 
-def diagnose(req: DiagnoseRequest) -> Diagnosis:
+def diagnose(req: DiagnoseRequest, progress: Progress | None = None) -> Diagnosis:
     reset_redaction_count()
-    ev = collect(req)
+    ev = collect(req, progress)
     return analyse(req, ev)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
@@ -36,6 +37,7 @@ from ml_skills.models import (
     Task,
     TracebackEvent,
 )
+from ml_skills.render.progress import Progress
 from ml_skills.safety.redact import redact
 
 FULL_METRICS_BYTES = 8 * 1024 * 1024
@@ -175,8 +177,12 @@ def scan_log(
     last: int = 500,
     task: Task | None = None,
     engine: str | None = None,
+    progress: Progress | None = None,
 ) -> LogEvidence:
-    """Scan a whole log once and return what it holds. Raises InputError for unusable files."""
+    """Scan a whole log once and return what it holds. Raises InputError for unusable files.
+
+    `progress` (render/progress.py) is told the bytes read after each chunk; the scan never prints.
+    """
     p = logfile.check_readable(path)
     name = source or str(path)
     st = p.stat()
@@ -190,10 +196,20 @@ def scan_log(
         ev.status = EvidenceStatus.NO_DATA
         ev.problems.append(f"{name} is empty")
         return ev
-    offsets = _run(ev, logfile.iter_chunks(p, limit=st.st_size), _Reader(path=p), st.st_size, last, task, engine)
+    chunks = logfile.iter_chunks(p, limit=st.st_size)
+    if progress is not None:
+        chunks = _reporting(chunks, f"scanning {p.name}", st.st_size, progress)
+    offsets = _run(ev, chunks, _Reader(path=p), st.st_size, last, task, engine)
     _byte_offsets[(name, st.st_ino)] = offsets
     _flag_if_changed(ev, p, st)
     return ev
+
+
+def _reporting(chunks: Iterator[tuple[int, bytearray]], what: str, size: int, progress: Progress) -> Iterator[tuple[int, bytearray]]:
+    """Pass the chunks through, telling `progress` how far the pass has got."""
+    for offset, chunk in chunks:
+        yield offset, chunk
+        progress(what, offset + len(chunk), size, "B")
 
 
 def _flag_if_changed(ev: LogEvidence, p: Path, before: os.stat_result) -> None:

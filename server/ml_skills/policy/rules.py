@@ -60,8 +60,13 @@ class Policy:
                     allowed = risk is not Risk.DANGEROUS or action in self.data.allow_dangerous
                 if o.allow is not None:
                     allowed = o.allow
-        if risk is Risk.DANGEROUS and not allowed:
+                    rule += f"; {self.source} overrides[{i}] ({action} on {o.target}) allow = {str(o.allow).lower()}"
+        if risk is Risk.DANGEROUS and allowed and action in self.data.allow_dangerous:
+            rule += f"; {self.source} allow_dangerous lists it (the person is still asked)"
+        elif risk is Risk.DANGEROUS and not allowed:
             rule += "; dangerous actions are refused unless the policy file allows them"
+        elif not allowed:
+            rule += "; refused by the policy file"
         return Verdict(action=action, target=target, risk=risk, rule=rule, allowed=allowed, needs_approval=risk is not Risk.SAFE)
 
 
