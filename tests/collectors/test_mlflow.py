@@ -217,16 +217,22 @@ def test_503_and_429_are_retried_honouring_retry_after(runs, mlflow_server, monk
         assert src.status == "ok" and src.metrics
 
 
-def test_persistent_5xx_on_history_gives_partial_evidence_naming_what_is_missing(runs, mlflow_server, tmp_path):
+def test_persistent_5xx_on_history_gives_partial_evidence_naming_what_is_missing(runs, mlflow_server, tmp_path, monkeypatch):
+    rule = "/api/2.0/mlflow/metrics/get-history?run_id=" + runs["diverging"] + "&metric_key=grad_norm"
     with FaultProxy(mlflow_server) as proxy:
-        proxy.rules["/api/2.0/mlflow/metrics/get-history?run_id=" + runs["diverging"] + "&metric_key=grad_norm"] = [
-            ("status", 500, {"Retry-After": "0"})
-        ] * 4
+        proxy.rules[rule] = [("status", 500, {"Retry-After": "0"})] * 4
         proc, report = _cli(runs["diverging"], proxy.url, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert report["primary_cause"] == "optimization-divergence"
     assert "Missing: history of grad_norm: the MLflow server failed on history of grad_norm: HTTP 500" in proc.stdout
-    assert "grad_norm" not in {s["name"] for s in report["trajectory"]}
+    # the tracker's own series lacks grad_norm (the run's output.log still has it, and is read)
+    with FaultProxy(mlflow_server) as proxy:
+        proxy.rules[rule] = [("status", 500, {"Retry-After": "0"})] * 4
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", proxy.url)
+        src, _ = mlflow_collector.collect(DiagnoseRequest(mlflow=runs["diverging"]))
+    assert src.status == "partial" and src.metrics
+    assert not any("grad_norm" in m.values for m in src.metrics)
+    assert any("loss" in m.values for m in src.metrics)
 
 
 def test_malformed_answer_and_hang_are_one_line_errors(runs, mlflow_server, monkeypatch):

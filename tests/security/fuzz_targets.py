@@ -72,10 +72,13 @@ def read_log(data: bytes) -> None:
     """The tail and the chunk reader on arbitrary bytes: whole lines only, so a line is redacted whole."""
     p = _TMP / "fuzz.log"
     p.write_bytes(data)
-    chunks = list(logfile.iter_chunks(p, size=64))
+    chunks = [(off, bytes(c)) for off, c in logfile.iter_chunks(p, size=64)]  # the reader reuses one buffer
     assert b"".join(c for _, c in chunks) == data
+    assert [off for off, _ in chunks] == [sum(len(c) for _, c in chunks[:i]) for i in range(len(chunks))]
     for _, c in chunks[:-1]:
-        assert c.endswith(b"\n") or len(c) >= 128
+        assert c.endswith(b"\n") or len(c) == 64  # a line longer than a chunk is cut at the chunk size
+    limited = b"".join(bytes(c) for _, c in logfile.iter_chunks(p, size=64, limit=len(data) // 2))
+    assert limited == data[: len(data) // 2]
     n = data.count(b"\n") + 1
     lines, _ = logfile.tail(p, n)
     want = data.split(b"\n")
