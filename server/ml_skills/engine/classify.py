@@ -147,8 +147,6 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
             cls, rw, rule = traceback_class(tb, hits_by_line)
             if cls is None:
                 continue
-            if any(h.failure_class != cls and h.severity is not Severity.CRITICAL for h in hits_by_line.get((tb.source, tb.line_no), [])):
-                superseded.add((tb.source, tb.line_no))
             w = TRACEBACK_W * rw * (0.6 if tb.chained and not tb.exc_type.endswith(")") else 1.0)
             role = Role.CAUSE
             # an exception whose message is itself a symptom ("Connection closed by peer", a collective
@@ -158,6 +156,10 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
             if symptom is not None and not any(h.role is Role.CAUSE for h in line_hits):
                 cls, role, rule = symptom.failure_class, Role.SYMPTOM, symptom.signature_id
                 w *= ROLE_W[Role.SYMPTOM] / ROLE_W[Role.CAUSE]
+            # the traceback's class (decided above, after any symptom override) replaces weaker
+            # signatures of other classes on its line; a signature of the same class stays
+            if any(h.failure_class != cls and h.severity is not Severity.CRITICAL for h in line_hits):
+                superseded.add((tb.source, tb.line_no))
             survived = _survived(log, tb.line_no, last_prog)
             if survived:
                 w *= SURVIVED
