@@ -83,6 +83,12 @@ def _logged_as_warning() -> frozenset[str]:
     return frozenset(s.id for s in signatures() if s.logged_as_warning)
 
 
+@cache
+def _generic() -> frozenset[str]:
+    """Signatures that say how a failure surfaced (an exit code, a signal), not what failed."""
+    return frozenset(s.id for s in signatures() if s.generic)
+
+
 def _last_progress_line(log: LogEvidence) -> int | None:
     lp = log.trajectory.last_progress
     return lp.line_no if lp else None
@@ -194,6 +200,29 @@ def _anomaly_signal(a: Anomaly, kind: str = "anomaly") -> Signal:
                   Role.CAUSE if a.severity is Severity.CRITICAL else Role.SYMPTOM)
 
 
+def _generic_after_specific(signals: list[Signal]) -> None:
+    """A launcher's exit code or a native abort that follows a specific failure is how that failure surfaced.
+
+    torchrun reports a rank that the NCCL watchdog aborted as 'exitcode: -6', a DataLoader worker that hit
+    a full /dev/shm dies of a bus error, and the C++ runtime prints 'terminate called' for an exception
+    that was already logged: such lines name a signal, not a cause. When a specific signal of another
+    class (weight >= MIN_PRIMARY, not survived, not a warning) comes earlier in the same log or on the
+    same line, the generic one becomes a symptom, so it neither wins nor takes the root-cause lead.
+    """
+    generic = _generic()
+    specific = [s for s in signals if s.label not in generic and s.role is not Role.HINT and not s.survived
+                and not s.warning and s.weight >= MIN_PRIMARY and s.line_no is not None]
+    for g in signals:
+        if g.kind != "signature" or g.label not in generic or g.line_no is None:
+            continue
+        if any(s.source == g.source and s.failure_class != g.failure_class and (s.line_no or 0) <= g.line_no for s in specific):
+            if g.role is Role.CAUSE:
+                g.weight *= ROLE_W[Role.SYMPTOM] / ROLE_W[Role.CAUSE]
+                g.role = Role.SYMPTOM
+            else:
+                g.weight *= 0.5
+
+
 def _numeric_before_crash(signals: list[Signal]) -> None:
     """A NaN or an exploding loss followed by a CUDA fault: the numbers went first, the crash followed.
 
@@ -224,6 +253,7 @@ def _memory_flat(logs: list[LogEvidence]) -> tuple[bool, str]:
 
 def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = None) -> tuple[Classification, list[Signal]]:
     signals = collect_signals(logs, sources)
+    _generic_after_specific(signals)
     # the first cause after the last progress is the likely root of a cascade: give it a lead
     terminal = [s for s in signals if s.role is Role.CAUSE and not s.survived and not s.warning and s.line_no is not None]
     if terminal:
