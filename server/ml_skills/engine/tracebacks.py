@@ -26,6 +26,7 @@ _EXC_NAME = re.compile(
     r"\w\.error|\w\.timeout)(\([\w.]+\))?$"
 )
 _CHAIN = ("During handling of the above exception", "The above exception was the direct cause")
+IGNORED = "Exception ignored in"
 _MAX_LINES = 400
 
 
