@@ -43,6 +43,7 @@ MIN_PRIMARY = 1.0
 # one worker dies, and loggers flush late, so one or two step lines do not mean recovery.
 SURVIVED_MIN_PROGRESS = 3
 EXTERNAL_KILL = "sigkill-external"
+QUOTE_WIDTH = 400  # a longer line is quoted around its match, so the cited text holds the decisive words
 _WARNING = re.compile(r"(Warning:|WARNING|\bwarn(ing)?s?\.|\[W \w|^W\d{4} |\bW\d{4} \d\d:|UserWarning|FutureWarning|DeprecationWarning|\bwarnings\.warn)")
 _WRAPPERS = re.compile(r"(RayTaskError|ChildFailedError|CalledProcessError|ProcessRaisedException|HydraException|SystemExit|TrainingFailedError|TuneError)")
 
@@ -87,6 +88,23 @@ def _logged_as_warning() -> frozenset[str]:
 def _generic() -> frozenset[str]:
     """Signatures that say how a failure surfaced (an exit code, a signal), not what failed."""
     return frozenset(s.id for s in signatures() if s.generic)
+
+
+@cache
+def _signature_regexes() -> dict[str, re.Pattern[str]]:
+    return {s.id: re.compile(s.pattern) for s in signatures()}
+
+
+def _around_match(text: str, signature_id: str, width: int = QUOTE_WIDTH) -> str:
+    """A long line quoted around what matched: a launcher's 900-character command line ends in its exit code."""
+    if len(text) <= width:
+        return text
+    rx = _signature_regexes().get(signature_id)
+    m = rx.search(text) if rx else None
+    if m is None or m.end() <= width - 20:
+        return text
+    start = max(0, m.start() - (width - (m.end() - m.start())) // 2)
+    return "..." + text[start : start + width]
 
 
 def _last_progress_line(log: LogEvidence) -> int | None:
@@ -186,7 +204,8 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
             survived = _survived(log, h.line_no, last_prog)
             if survived:
                 w *= SURVIVED
-            signals.append(Signal(h.failure_class, w, "signature", h.signature_id, h.source, h.line_no, h.text, h.role, survived, warning))
+            signals.append(Signal(h.failure_class, w, "signature", h.signature_id, h.source, h.line_no, _around_match(h.text, h.signature_id),
+                                  h.role, survived, warning))
         for a in log.trajectory.anomalies:
             signals.append(_anomaly_signal(a))
     for src in sources or []:
