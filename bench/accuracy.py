@@ -154,6 +154,8 @@ HISTORY = [
     ("0d736ab on cases 138-141 only", "4/4", "2/2", "2/2", "scored with the engine as it then was and not tuned on"),
     ("e51bd75 on cases 142-143 only", "0/2", "0/1", "0/1",
      "Windows' WinError 1455 (paging file too small): both abstained; the rule for it was written from the Windows wording before these two logs were collected, and names both"),
+    ("c88f610 on cases 144-145 only", "0/2", "0/0", "0/2",
+     "Hugging Face Hub load failures (OSError, LocalEntryNotFoundError): both abstained; the model-hub-load-failed rule was written from the library wording before these logs were collected, and names both"),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
