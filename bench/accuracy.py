@@ -156,6 +156,8 @@ HISTORY = [
      "Windows' WinError 1455 (paging file too small): both abstained; the rule for it was written from the Windows wording before these two logs were collected, and names both"),
     ("c88f610 on cases 144-145 only", "0/2", "0/0", "0/2",
      "Hugging Face Hub load failures (OSError, LocalEntryNotFoundError): both abstained; the model-hub-load-failed rule was written from the library wording before these logs were collected, and names both"),
+    ("4efbb42 on cases 146-150 only", "5/5", "3/3", "2/2",
+     "TF/Keras OOM and NaN, BERT on TPU: all right, 149 only through its acceptable class (TF's 'Model diverged with loss = NaN.' named optimization-divergence; nan-inf after the first-cause-line fix)"),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "

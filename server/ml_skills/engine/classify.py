@@ -276,11 +276,14 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
     # the first cause after the last progress is the likely root of a cascade: give it a lead
     terminal = [s for s in signals if s.role is Role.CAUSE and not s.survived and not s.warning and s.line_no is not None]
     if terminal:
-        first_by_source: dict[str, Signal] = {}
-        for s in sorted(terminal, key=lambda s: s.line_no or 0):
-            first_by_source.setdefault(s.source, s)
-        for s in first_by_source.values():
-            s.weight *= 1.3
+        # every cause on the first cause line gets the lead (one line can name two classes, e.g. TF's
+        # 'Model diverged with loss = NaN.'): which one the matcher listed first must not decide
+        first_line: dict[str, int] = {}
+        for s in terminal:
+            first_line[s.source] = min(first_line.get(s.source, s.line_no or 0), s.line_no or 0)
+        for s in terminal:
+            if s.line_no == first_line[s.source]:
+                s.weight *= 1.3
     else:
         # no cause anywhere: the strongest symptom after the last progress is what ended the run
         # (a bare 'Killed' or exit status 137 from the OOM killer, a launcher's exit code)
