@@ -500,8 +500,9 @@ def _parse_tracebacks(reader: _Reader, name: str, starts: list[tuple[int, int]])
         ignored = any(tracebacks.IGNORED in b for b in before[-2:-1])
         chained = any(tracebacks.is_chain_marker(b) for b in before[:-1])
         ev = tracebacks.parse_at(lines, line_no, name, chained=chained)
+        # Python ignored it (a __del__ at shutdown), so it ended nothing; a Ctrl-C caught there still says who stopped the run
         if ev is not None and ignored and ev.exc_type != "KeyboardInterrupt":
-            continue  # Python ignored it (a __del__ at shutdown): it ended nothing. A Ctrl-C caught there still tells who stopped the run
+            continue
         if ev is not None and ev.line_no not in seen_end:
             seen_end.add(ev.line_no)
             out.append(ev.model_copy(update={"message": redact(ev.message)}))
