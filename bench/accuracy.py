@@ -158,6 +158,7 @@ HISTORY = [
      "Hugging Face Hub load failures (OSError, LocalEntryNotFoundError): both abstained; the model-hub-load-failed rule was written from the library wording before these logs were collected, and names both"),
     ("4efbb42 on cases 146-150 only", "5/5", "3/3", "2/2",
      "TF/Keras OOM and NaN, BERT on TPU: all right, 149 only through its acceptable class (TF's 'Model diverged with loss = NaN.' named optimization-divergence; nan-inf after the first-cause-line fix)"),
+    ("2fcc511 on cases 151-154 only", "4/4", "2/2", "2/2", "shared-memory bus errors and a SLURM OOM kill: scored with the final engine, not tuned on"),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
