@@ -169,6 +169,9 @@ class Signature(Model):
     logged_as_warning: bool = Field(False, description=(
         "The framework reports this failure at WARNING level (Ray's worker-died line), so a warning prefix "
         "does not make it harmless."))
+    generic: bool = Field(False, description=(
+        "Says how a failure surfaced (a launcher's exit code, a signal, a subsystem's error wrapper), not what "
+        "failed: when a specific signal of another class comes before it or on its line, it is read as a symptom."))
 
 
 class FixTemplate(Model):

@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).parents[2] / "bench" / "accuracy.py"
-TOP1_FLOOR = 0.81  # reached: 64/74 = 0.86
-PRECISION_FLOOR = 0.95  # reached: 64/64 = 1.00 (right when it names a class)
-DEV_TOP1_FLOOR = 0.90  # reached: 33/35 = 0.94 on the odd-numbered (dev) corpus cases
+TOP1_FLOOR = 0.93  # reached: 151/158 = 0.96
+PRECISION_FLOOR = 0.97  # reached: 151/151 = 1.00 (right when it names a class)
+CITED_MISS_CEILING = 0.05  # reached: 4/151 right answers cite a sibling line instead of the labelled one
+DEV_TOP1_FLOOR = 0.95  # reached: 75/77 = 0.97 on the odd-numbered (dev) corpus cases
+HELD_OUT_TOP1_FLOOR = 0.91  # reached: 72/77 = 0.94 on the even-numbered (held-out) corpus cases
 
 
 def _bench():
@@ -35,7 +37,7 @@ def results():
 
 
 def test_corpus_is_all_there(results):
-    assert sum(r.suite == "corpus" for r in results) >= 70
+    assert sum(r.suite == "corpus" for r in results) >= 154
     assert sum(r.suite == "real-logs" for r in results) >= 4
 
 
@@ -47,6 +49,11 @@ def test_top1_accuracy_floor(results):
 def test_dev_half_accuracy_floor(results):
     dev = [r for r in results if r.half == "dev"]
     assert sum(r.correct for r in dev) / len(dev) >= DEV_TOP1_FLOOR, [r.name for r in dev if not r.correct]
+
+
+def test_held_out_half_accuracy_floor(results):
+    held = [r for r in results if r.half == "held-out"]
+    assert sum(r.correct for r in held) / len(held) >= HELD_OUT_TOP1_FLOOR, [r.name for r in held if not r.correct]
 
 
 def test_when_it_names_a_class_it_is_nearly_always_right(results):
@@ -61,9 +68,10 @@ def test_every_abstention_says_what_evidence_is_missing(results):
 
 
 def test_decisive_line_is_cited_for_right_answers(results):
-    uncited = [r.name for r in results if r.correct and not r.cited]
-    # known: three held-out cases cite a sibling line of the same error (docs/accuracy.md lists them)
-    assert len(uncited) <= 3, uncited
+    right = [r for r in results if r.correct]
+    uncited = [r.name for r in right if not r.cited]
+    # known: a few cases cite a sibling line of the same error (docs/accuracy.md lists them)
+    assert len(uncited) / len(right) <= CITED_MISS_CEILING, uncited
 
 
 def test_report_is_written(tmp_path):

@@ -57,3 +57,25 @@ def test_log_that_stops_with_no_error_abstains_and_says_what_to_collect(tmp_path
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.primary_cause is None
     assert "py-spy dump" in (d.insufficient_evidence or "") and "distributed start-up" in (d.insufficient_evidence or "")
+
+
+def test_exception_ignored_at_shutdown_does_not_outrank_how_the_run_ended(tmp_path):
+    # A real child killed by SIGKILL under subprocess.run(check=True), then an object whose __del__ fails at
+    # interpreter exit: Python prints 'Exception ignored in:' and a traceback that ended nothing.
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(f"""
+        import subprocess
+        class Writer:
+            def __del__(self):
+                self.handle.close()  # never opened: AttributeError, ignored by Python at exit
+        writer = Writer()
+        for epoch in range(3):
+            print(f"epoch {{epoch}} loss {{1 / (epoch + 1):.3f}}", flush=True)
+        subprocess.run([{sys.executable!r}, "-c", "import os; os.kill(os.getpid(), 9)"], check=True)
+    """))
+    log = _run_into(tmp_path, f"{sys.executable} {script}")
+    text = log.read_text()
+    assert "Exception ignored in" in text and "AttributeError" in text and "SIGKILL" in text
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "oom", d.root_cause.proximate
+    assert "AttributeError" not in d.root_cause.proximate

@@ -43,8 +43,9 @@ MIN_PRIMARY = 1.0
 # one worker dies, and loggers flush late, so one or two step lines do not mean recovery.
 SURVIVED_MIN_PROGRESS = 3
 EXTERNAL_KILL = "sigkill-external"
+QUOTE_WIDTH = 400  # a longer line is quoted around its match, so the cited text holds the decisive words
 _WARNING = re.compile(r"(Warning:|WARNING|\bwarn(ing)?s?\.|\[W \w|^W\d{4} |\bW\d{4} \d\d:|UserWarning|FutureWarning|DeprecationWarning|\bwarnings\.warn)")
-_WRAPPERS = re.compile(r"(RayTaskError|ChildFailedError|CalledProcessError|ProcessRaisedException|HydraException|SystemExit)")
+_WRAPPERS = re.compile(r"(RayTaskError|ChildFailedError|CalledProcessError|ProcessRaisedException|HydraException|SystemExit|TrainingFailedError|TuneError)")
 
 CONFUSABLE: dict[FailureClass, list[FailureClass]] = {
     FailureClass.NCCL_DISTRIBUTED: [FailureClass.OOM, FailureClass.PROCESS_CRASH, FailureClass.STALLED, FailureClass.CUDA_RUNTIME],
@@ -81,6 +82,29 @@ class Signal:
 def _logged_as_warning() -> frozenset[str]:
     """Signatures of failures that their framework reports at WARNING level (not damped)."""
     return frozenset(s.id for s in signatures() if s.logged_as_warning)
+
+
+@cache
+def _generic() -> frozenset[str]:
+    """Signatures that say how a failure surfaced (an exit code, a signal), not what failed."""
+    return frozenset(s.id for s in signatures() if s.generic)
+
+
+@cache
+def _signature_regexes() -> dict[str, re.Pattern[str]]:
+    return {s.id: re.compile(s.pattern) for s in signatures()}
+
+
+def _around_match(text: str, signature_id: str, width: int = QUOTE_WIDTH) -> str:
+    """A long line quoted around what matched: a launcher's 900-character command line ends in its exit code."""
+    if len(text) <= width:
+        return text
+    rx = _signature_regexes().get(signature_id)
+    m = rx.search(text) if rx else None
+    if m is None or m.end() <= width - 20:
+        return text
+    start = max(0, m.start() - (width - (m.end() - m.start())) // 2)
+    return "..." + text[start : start + width]
 
 
 def _last_progress_line(log: LogEvidence) -> int | None:
@@ -147,8 +171,6 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
             cls, rw, rule = traceback_class(tb, hits_by_line)
             if cls is None:
                 continue
-            if any(h.failure_class != cls and h.severity is not Severity.CRITICAL for h in hits_by_line.get((tb.source, tb.line_no), [])):
-                superseded.add((tb.source, tb.line_no))
             w = TRACEBACK_W * rw * (0.6 if tb.chained and not tb.exc_type.endswith(")") else 1.0)
             role = Role.CAUSE
             # an exception whose message is itself a symptom ("Connection closed by peer", a collective
@@ -158,6 +180,10 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
             if symptom is not None and not any(h.role is Role.CAUSE for h in line_hits):
                 cls, role, rule = symptom.failure_class, Role.SYMPTOM, symptom.signature_id
                 w *= ROLE_W[Role.SYMPTOM] / ROLE_W[Role.CAUSE]
+            # the traceback's class (decided above, after any symptom override) replaces weaker
+            # signatures of other classes on its line; a signature of the same class stays
+            if any(h.failure_class != cls and h.severity is not Severity.CRITICAL for h in line_hits):
+                superseded.add((tb.source, tb.line_no))
             survived = _survived(log, tb.line_no, last_prog)
             if survived:
                 w *= SURVIVED
@@ -178,7 +204,8 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
             survived = _survived(log, h.line_no, last_prog)
             if survived:
                 w *= SURVIVED
-            signals.append(Signal(h.failure_class, w, "signature", h.signature_id, h.source, h.line_no, h.text, h.role, survived, warning))
+            signals.append(Signal(h.failure_class, w, "signature", h.signature_id, h.source, h.line_no, _around_match(h.text, h.signature_id),
+                                  h.role, survived, warning))
         for a in log.trajectory.anomalies:
             signals.append(_anomaly_signal(a))
     for src in sources or []:
@@ -190,6 +217,29 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
 def _anomaly_signal(a: Anomaly, kind: str = "anomaly") -> Signal:
     return Signal(a.failure_class, ANOMALY_W[a.severity], kind, a.kind.value, a.source, a.line_no, a.detail,
                   Role.CAUSE if a.severity is Severity.CRITICAL else Role.SYMPTOM)
+
+
+def _generic_after_specific(signals: list[Signal]) -> None:
+    """A launcher's exit code or a native abort that follows a specific failure is how that failure surfaced.
+
+    torchrun reports a rank that the NCCL watchdog aborted as 'exitcode: -6', a DataLoader worker that hit
+    a full /dev/shm dies of a bus error, and the C++ runtime prints 'terminate called' for an exception
+    that was already logged: such lines name a signal, not a cause. When a specific signal of another
+    class (weight >= MIN_PRIMARY, not survived, not a warning) comes earlier in the same log or on the
+    same line, the generic one becomes a symptom, so it neither wins nor takes the root-cause lead.
+    """
+    generic = _generic()
+    specific = [s for s in signals if s.label not in generic and s.role is not Role.HINT and not s.survived
+                and not s.warning and s.weight >= MIN_PRIMARY and s.line_no is not None]
+    for g in signals:
+        if g.kind != "signature" or g.label not in generic or g.line_no is None:
+            continue
+        if any(s.source == g.source and s.failure_class != g.failure_class and (s.line_no or 0) <= g.line_no for s in specific):
+            if g.role is Role.CAUSE:
+                g.weight *= ROLE_W[Role.SYMPTOM] / ROLE_W[Role.CAUSE]
+                g.role = Role.SYMPTOM
+            else:
+                g.weight *= 0.5
 
 
 def _numeric_before_crash(signals: list[Signal]) -> None:
@@ -222,14 +272,18 @@ def _memory_flat(logs: list[LogEvidence]) -> tuple[bool, str]:
 
 def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = None) -> tuple[Classification, list[Signal]]:
     signals = collect_signals(logs, sources)
+    _generic_after_specific(signals)
     # the first cause after the last progress is the likely root of a cascade: give it a lead
     terminal = [s for s in signals if s.role is Role.CAUSE and not s.survived and not s.warning and s.line_no is not None]
     if terminal:
-        first_by_source: dict[str, Signal] = {}
-        for s in sorted(terminal, key=lambda s: s.line_no or 0):
-            first_by_source.setdefault(s.source, s)
-        for s in first_by_source.values():
-            s.weight *= 1.3
+        # every cause on the first cause line gets the lead (one line can name two classes, e.g. TF's
+        # 'Model diverged with loss = NaN.'): which one the matcher listed first must not decide
+        first_line: dict[str, int] = {}
+        for s in terminal:
+            first_line[s.source] = min(first_line.get(s.source, s.line_no or 0), s.line_no or 0)
+        for s in terminal:
+            if s.line_no == first_line[s.source]:
+                s.weight *= 1.3
     else:
         # no cause anywhere: the strongest symptom after the last progress is what ended the run
         # (a bare 'Killed' or exit status 137 from the OOM killer, a launcher's exit code)

@@ -513,8 +513,12 @@ def _parse_tracebacks(reader: _Reader, name: str, starts: list[tuple[int, int]])
         _, lines = reader.window_at(off, 0, 400)
         # chained if the lines just before carry a chain marker
         _, before = reader.window_at(off, 3, 0)
+        ignored = any(tracebacks.IGNORED in b for b in before[-2:-1])
         chained = any(tracebacks.is_chain_marker(b) for b in before[:-1])
         ev = tracebacks.parse_at(lines, line_no, name, chained=chained)
+        # Python ignored it (a __del__ at shutdown), so it ended nothing; a Ctrl-C caught there still says who stopped the run
+        if ev is not None and ignored and ev.exc_type != "KeyboardInterrupt":
+            continue
         if ev is not None and ev.line_no not in seen_end:
             seen_end.add(ev.line_no)
             out.append(ev.model_copy(update={"message": redact(ev.message)}))

@@ -21,9 +21,12 @@ _EXC = re.compile(
 )
 _EXC_NAME = re.compile(
     r"(Error|Exception|Interrupt|Exit|Failure|Fault|Timeout|Denied|Forbidden|Exhausted|NotFound|"
-    r"Precondition|Iteration|Unauthorized|Unauthenticated|Aborted|Unavailable|Cancelled)(\([\w.]+\))?$"
+    r"Precondition|Iteration|Unauthorized|Unauthenticated|Aborted|Unavailable|Cancelled|"
+    # C extension modules name their exceptions in lower case: struct.error, zlib.error, cv2.error, socket.timeout
+    r"\w\.error|\w\.timeout)(\([\w.]+\))?$"
 )
 _CHAIN = ("During handling of the above exception", "The above exception was the direct cause")
+IGNORED = "Exception ignored in"
 _MAX_LINES = 400
 
 
