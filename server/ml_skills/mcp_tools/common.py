@@ -38,8 +38,9 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempot
 """Every local evidence tool: reads only, changes nothing, same answer twice."""
 READ_ONLY_REMOTE = READ_ONLY.model_copy(update={"open_world_hint": True})
 """Evidence tools that reach a remote host, tracker or cloud API."""
-WRITES_REPORT = READ_ONLY.model_copy(update={"read_only_hint": False})
-"""diagnose: reads like an evidence tool, and writes only its own report (check-failed-run.json) into the out dir."""
+WRITES_REPORT = READ_ONLY.model_copy(update={"read_only_hint": False, "open_world_hint": True})
+"""diagnose: reads like an evidence tool (local files, or a remote host, tracker or cloud API when
+asked), and writes only its own report (check-failed-run.json) into the out dir."""
 
 
 class ToolResult(Model):

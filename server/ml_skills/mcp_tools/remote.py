@@ -53,8 +53,7 @@ def read_remote_log(
     """Fetch the last lines of a training log on another machine over ssh, plus the configs and
     error streams next to it (train_args.*, config.*, deepspeed_config.*, stderr, torchelastic
     error files), in one read-only ssh call that never prompts. Call it when the run's log is on a
-    remote host. (`diagnose` reads local targets only; in a terminal, `ml-skills check-failed-run
-    user@host:/path` runs the whole engine on a remote log.)"""
+    remote host; then `diagnose` with the same target runs the whole engine on it."""
     deadline = min(env_seconds("ML_SKILLS_SSH_DEADLINE", ssh.DEADLINE), ssh.DEADLINE)  # inside the tool's own deadline
     remote, got, problems = ssh.fetch(target, lines=lines, deadline=deadline, config=os.environ.get("ML_SKILLS_SSH_CONFIG") or None)
     marker = new_marker()
