@@ -320,3 +320,14 @@ def test_diagnose_takes_a_pasted_traceback(server: Server) -> None:
     assert ok.structured_content["diagnosis"]["target_kind"] == "traceback"
     assert ok.structured_content["diagnosis"]["primary_cause"] == "nan-inf"
     assert both.is_error and "exactly one of" in text(both)
+
+
+def test_server_instructions_name_only_tools_that_exist() -> None:
+    import re
+
+    from ml_skills.mcp_tools.app import INSTRUCTIONS
+    from ml_skills.mcp_tools.registry import tool_functions
+
+    named = set(re.findall(r"\b[a-z]+(?:_[a-z]+)+\b|\bdiagnose\b", INSTRUCTIONS))
+    real = {f.__name__ for f in tool_functions()}
+    assert named and named <= real, named - real
