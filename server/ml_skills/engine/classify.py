@@ -78,6 +78,13 @@ class Signal:
     warning: bool = False
 
 
+# classes that name one event seen two ways (a loss blow-up on the way to NaN)
+_SAME_EVENT: dict[FailureClass, tuple[FailureClass, ...]] = {
+    FailureClass.NAN_INF: (FailureClass.OPTIMIZATION_DIVERGENCE,),
+    FailureClass.OPTIMIZATION_DIVERGENCE: (FailureClass.NAN_INF,),
+}
+
+
 @cache
 def _logged_as_warning() -> frozenset[str]:
     """Signatures of failures that their framework reports at WARNING level (not damped)."""
@@ -324,7 +331,9 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
             reasons=["no signal strong enough to name a failure class"] + notes,
         ), signals
     primary, top = ranked[0]
-    second = ranked[1][1] if len(ranked) > 1 else 0.0
+    # a class that describes the same event (a loss blow-up on the way to NaN) supports the primary
+    # more than it competes with it: it counts a quarter against the confidence
+    second = max((v * (0.25 if c in _SAME_EVENT.get(primary, ()) else 1.0) for c, v in ranked[1:]), default=0.0)
     share = top / (top + second)
     strength = min(1.0, top / 4.0)
     confidence = round(max(0.05, min(0.97, share * (0.5 + 0.5 * strength))), 2)

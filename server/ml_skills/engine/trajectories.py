@@ -153,7 +153,8 @@ def _at(p: MetricPoint) -> str:
 
 def _grad_spike(points: Sequence[MetricPoint], exact_max: MetricPoint | None) -> Anomaly | None:
     s = [(p, p.values["grad_norm"]) for p in points if "grad_norm" in p.values and _finite(p.values["grad_norm"])]
-    if exact_max is not None and "grad_norm" in exact_max.values and all(p.line_no != exact_max.line_no for p, _ in s):
+    if (exact_max is not None and "grad_norm" in exact_max.values and _finite(exact_max.values["grad_norm"])
+            and all(p.line_no != exact_max.line_no for p, _ in s)):  # a non-finite norm is the NaN onset's, not a spike
         s.append((exact_max, exact_max.values["grad_norm"]))
         s.sort(key=lambda t: t[0].line_no)
     if len(s) < 8:
