@@ -128,3 +128,20 @@ def test_a_hostile_pickle_is_never_unpickled(tmp_path):
     assert not marker.exists()
     pickle.loads(payload)  # the trap is live: the same bytes, unpickled, do create the marker
     assert marker.exists()
+
+
+def test_a_pth_that_torch_cannot_load_is_not_a_valid_checkpoint(tmp_path):
+    """A Python path file (site-packages' *.pth) or a text file named .pt is not a resume target."""
+    import torch
+
+    from ml_skills.collectors import checkpoints
+
+    good = tmp_path / "model.pth"
+    torch.save({"w": torch.zeros(3)}, good)
+    text = tmp_path / "site.pth"
+    text.write_text("import sys; sys.path.insert(0, '/opt/x')\n")
+    with pytest.raises(Exception):
+        torch.load(text, weights_only=True)  # the control: torch really cannot load it
+    assert checkpoints.inspect_file(good).valid
+    bad = checkpoints.inspect_file(text)
+    assert not bad.valid and "neither a zip archive nor a pickle" in bad.reason

@@ -110,6 +110,10 @@ def inspect_file(path: Path) -> CheckpointInfo:
     elif magic == b"\x89HDF":
         fmt = "hdf5"
         valid, reason = True, "HDF5 signature present"
+    elif path.suffix in (".pt", ".pth", ".ckpt"):
+        # torch.save writes a zip archive (or, before 1.6, a pickle stream): anything else cannot load
+        fmt = "unknown"
+        valid, reason = False, f"starts with {magic!r}: neither a zip archive nor a pickle, so torch.load cannot read it"
     else:
         fmt = "unknown"
         valid, reason = size > 0, "unrecognised format; only the size was checked"
