@@ -15,6 +15,7 @@ one small pattern, and no band can make the answer depend on which chunks were r
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -108,12 +109,12 @@ def _value_in(line: bytes) -> float | None:
             v = float(m.group(1))
         except ValueError:
             continue
-        if v == v and (best is None or v > best):
+        if not math.isnan(v) and (best is None or v > best):
             best = v
     return best
 
 
-def _largest(chunk: bytes | bytearray, ends: list[tuple[int, int]]) -> tuple[float, int, int] | None:
+def _largest(chunk: bytes, ends: list[tuple[int, int]]) -> tuple[float, int, int] | None:
     """(value, line start, line end) of the largest reported grad norm; the first line holding it."""
     best: tuple[float, int, int] | None = None
     last_start = -1
@@ -130,7 +131,7 @@ def _largest(chunk: bytes | bytearray, ends: list[tuple[int, int]]) -> tuple[flo
     return best
 
 
-def scan_chunk(chunk: bytes | bytearray, offset: int, record: Record | None, engine: str | None) -> Record | None:
+def scan_chunk(chunk: bytes, offset: int, record: Record | None, engine: str | None) -> Record | None:
     """The record, raised to this chunk's largest grad norm if that is larger (on a tie the earlier line wins)."""
     level = level_at_most(record.value if record is not None else FLOOR)
     limit: int | None = REPORTS_PER_SCAN

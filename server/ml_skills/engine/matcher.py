@@ -83,7 +83,7 @@ class Matcher:
         else:
             self._res = [re.compile(p.encode(), re.MULTILINE) for p in self.patterns]
 
-    def find(self, chunk: bytes | bytearray, limit: int | None = None) -> list[tuple[int, int]]:
+    def find(self, chunk: bytes, limit: int | None = None) -> list[tuple[int, int]]:
         """All (pattern index, end offset) matches in the chunk, sorted by offset.
 
         Patterns marked `single` report at most one match per call. With `limit`, the scan stops

@@ -22,10 +22,10 @@ def _numpy() -> Any:
     if not _tried:
         _tried = True
         try:
-            import numpy
+            import numpy as np
         except ImportError:  # pragma: no cover - numpy is a dependency; the fallback stays exact
-            numpy = None
-        _np = numpy
+            return None
+        _np = np
     return _np
 
 
