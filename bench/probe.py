@@ -43,7 +43,10 @@ def main(argv: list[str]) -> None:
     elif what == "scan":
         from ml_skills.engine import scan
 
-        scan._matcher(None, os.path.getsize(path) > scan.FULL_METRICS_BYTES)
+        scan._matcher(None)
+        if os.path.getsize(path) > scan.FULL_METRICS_BYTES:  # the grad-norm threshold scan of sampled logs
+            scan.gradmax._matcher(scan.gradmax.level_at_most(scan.gradmax.FLOOR), None)
+        scan.newlines._numpy()  # imported once by the first large scan of a running server
         c0 = time.process_time()
         ev = scan.scan_log(path)
         out["hits"] = len(ev.hits)

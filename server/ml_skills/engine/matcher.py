@@ -16,6 +16,14 @@ except ImportError:  # pragma: no cover - exercised by forcing the fallback in t
     _hs = None
 
 
+class ScanLimit(Exception):
+    """More matches than the caller's limit: `found` holds the first ones (in the engine's order)."""
+
+    def __init__(self, found: list[tuple[int, int]]):
+        super().__init__(f"more than {len(found)} matches")
+        self.found = found
+
+
 def line_safe(pattern: str) -> str:
     """Rewrite a per-line regex so it cannot match across a newline."""
     out: list[str] = []
@@ -75,17 +83,23 @@ class Matcher:
         else:
             self._res = [re.compile(p.encode(), re.MULTILINE) for p in self.patterns]
 
-    def find(self, chunk: bytes) -> list[tuple[int, int]]:
+    def find(self, chunk: bytes, limit: int | None = None) -> list[tuple[int, int]]:
         """All (pattern index, end offset) matches in the chunk, sorted by offset.
 
-        Patterns marked `single` report at most one match per call.
+        Patterns marked `single` report at most one match per call. With `limit`, the scan stops
+        at that many matches and raises ScanLimit holding them.
         """
         found: list[tuple[int, int]] = []
         if self.engine == "hyperscan":
-            def on_match(idx: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+            def on_match(idx: int, _from: int, to: int, _flags: int, _ctx: object) -> bool:
                 found.append((idx, to))
+                return limit is not None and len(found) >= limit
 
-            self._db.scan(chunk, match_event_handler=on_match, scratch=self._scratch)
+            try:
+                self._db.scan(chunk, match_event_handler=on_match, scratch=self._scratch)
+            except _hs.ScanTerminated:
+                found.sort(key=lambda t: (t[1], t[0]))
+                raise ScanLimit(found) from None
         else:
             for idx, rx in enumerate(self._res):
                 if self.single[idx]:
@@ -93,6 +107,10 @@ class Matcher:
                     if m:
                         found.append((idx, m.end()))
                 else:
-                    found.extend((idx, m.end()) for m in rx.finditer(chunk))
+                    for m in rx.finditer(chunk):
+                        found.append((idx, m.end()))
+                        if limit is not None and len(found) >= limit:
+                            found.sort(key=lambda t: (t[1], t[0]))
+                            raise ScanLimit(found)
         found.sort(key=lambda t: (t[1], t[0]))
         return found

@@ -114,7 +114,7 @@ def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None]
                 elif (c := canonical(kl)) is not None:
                     values.setdefault(c, fv)
             return (values, step, epoch) if values else None
-    bar = _TQDM.search(line)
+    bar = _TQDM.search(line) if "%|" in line else None  # the bar's own literal: skip the slow search on other lines
     if bar:
         step = float(bar["n"])
         unit = bar["unit"]

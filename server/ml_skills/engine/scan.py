@@ -20,8 +20,8 @@ from pathlib import Path
 
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import logfile
+from ml_skills.engine import gradmax, newlines, tracebacks
 from ml_skills.engine import metrics as metric_parser
-from ml_skills.engine import tracebacks
 from ml_skills.engine.matcher import Matcher
 from ml_skills.engine.trajectories import analyse, no_progress
 from ml_skills.models import (
@@ -60,33 +60,6 @@ _MARKERS: list[tuple[str, str, bool]] = [
     ("fw:pytorch", r"(torch/|torch\.|\btorch \d|\bPyTorch\b|torchrun|\[rank\d+\]:)", True),
 ]
 
-# Grad-norm magnitude bands, reported once per chunk: band k*10+d means a value in [d*10^k, (d+1)*10^k)
-# below 100, band k*10+9 a value in [10^k, 10^(k+1)) above (coarser there: fewer patterns, faster scan).
-# On sampled logs they say which chunks can hold the largest grad norm, so only those are re-read
-# and the spike stays exact without parsing every line.
-_GN_KEY = r"(?i)\b(grad(ient)?[_ ]?norm|gnorm|total_norm|global_norm)['\"]?\s*[:=]\s*\[?['\"]?(tensor\()?"
-
-
-def _gn_band(k: int, d: str) -> str:
-    digits = rf"\d{{{k}}}" if k else ""
-    return _GN_KEY + rf"(0*{d}{digits}(\.\d*)?([^\d.eE]|$)|{d}(\.\d*)?[eE]\+?0*{k}\b)"
-
-
-_GN_BANDS: list[tuple[int, str]] = [(k * 10 + d, _gn_band(k, str(d))) for k in range(2) for d in range(1, 10)] + [
-    (k * 10 + 9, _gn_band(k, "[1-9]")) for k in range(2, 7)] + [
-    (99, _GN_KEY + r"(0*[1-9]\d{7}|[1-9](\.\d*)?[eE]\+?0*([7-9]|[1-9]\d))")
-]
-_GN_VALUE = re.compile(rb"(?i)(?:grad(?:ient)?[_ ]?norm|gnorm|total_norm|global_norm)['\"]?[ \t]*[:=][ \t]*\[?['\"]?(?:tensor\()?([0-9][0-9.]*(?:[eE][-+]?[0-9]+)?)")
-RESCAN_CHUNKS_MAX = 16
-
-
-def _band_upper(band: int) -> float:
-    if band == 99:
-        return float("inf")
-    k, d = divmod(band, 10)
-    return (d + 1) * 10.0**k if k < 2 else 10.0 ** (k + 1)
-
-
 @dataclass
 class _SigAgg:
     first: list[tuple[int, int, str]] = field(default_factory=list)  # (line_no, byte offset, text)
@@ -95,12 +68,11 @@ class _SigAgg:
 
 
 @cache
-def _matcher(engine: str | None = None, bands: bool = False) -> tuple[Matcher, tuple[Signature, ...]]:
-    """Signatures, then markers, then (for sampled logs only: they cost a third of the scan) grad-norm bands."""
+def _matcher(engine: str | None = None) -> tuple[Matcher, tuple[Signature, ...]]:
+    """The catalog's signatures, then the markers."""
     sigs = signatures()
-    gn = _GN_BANDS if bands else []
-    patterns = [s.pattern for s in sigs] + [p for _, p, _ in _MARKERS] + [p for _, p in gn]
-    single = [False] * len(sigs) + [s for _, _, s in _MARKERS] + [True] * len(gn)
+    patterns = [s.pattern for s in sigs] + [p for _, p, _ in _MARKERS]
+    single = [False] * len(sigs) + [s for _, _, s in _MARKERS]
     return Matcher(patterns, single=single, engine=engine), sigs
 
 
@@ -270,10 +242,9 @@ def from_metrics(points: list[MetricPoint], *, source: str, task: Task | None = 
 def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: Task | None, engine: str | None) -> dict[int, int]:
     name = ev.source
     budget = None if size <= FULL_METRICS_BYTES else max(8, min(SAMPLED_METRICS_PER_CHUNK, SAMPLED_METRICS_TOTAL * logfile.CHUNK // size))
-    matcher, sigs = _matcher(engine, budget is not None)
+    matcher, sigs = _matcher(engine)
     n_sigs = len(sigs)
-    n_marks = n_sigs + len(_MARKERS)
-    gn_chunks: list[tuple[int, int, int, int]] = []  # (top grad-norm band, offset, length, first line)
+    grad_record: gradmax.Record | None = None  # sampled logs: the exact largest grad norm so far
     point_offsets: dict[int, int] = {}  # line -> byte offset of the exact events, for excerpts
     aggs: dict[int, _SigAgg] = {}
     tb_offsets: list[tuple[int, int]] = []  # (line_no, byte offset)
@@ -292,15 +263,11 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
     for offset, chunk in chunks:
         cursor, cursor_line = 0, line_base
         exact_lines: set[int] = set()
-        top_band = -1
         for idx, end in matcher.find(chunk):
-            if idx >= n_marks:
-                top_band = max(top_band, _GN_BANDS[idx - n_marks][0])
-                continue
             start, stop = _line_bounds(chunk, end)
             if start < cursor:  # matches come in order of end offset; rewind the count if needed
                 cursor, cursor_line = 0, line_base
-            cursor_line += chunk.count(b"\n", cursor, start)
+            cursor_line += newlines.count(chunk, cursor, start)
             cursor = start
             line_no = cursor_line
             if idx < n_sigs:
@@ -333,7 +300,7 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
             starts = sorted(set(starts) | exact_lines)
         mcursor, mline = 0, line_base
         for s in starts:
-            mline += chunk.count(b"\n", mcursor, s)
+            mline += newlines.count(chunk, mcursor, s)
             mcursor = s
             e = chunk.find(b"\n", s)
             raw = chunk[s : (len(chunk) if e < 0 else e)]
@@ -348,8 +315,9 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
                 nan_point = mp
                 point_offsets[mline] = offset + s
             gn = values.get("grad_norm")
-            if gn is not None and gn == gn and (grad_max is None or gn > grad_max.values["grad_norm"]):
+            if gn is not None and gn == gn and (grad_record is None or gn > grad_record.value):
                 grad_max = mp
+                grad_record = gradmax.Record(value=gn, offset=offset + s)
                 point_offsets[mline] = offset + s
             if len(points) >= MAX_POINTS_KEPT:
                 points = points[::2]  # thin evenly; the extremes are kept separately above
@@ -357,14 +325,17 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
                 metric_offsets = {k: v for k, v in metric_offsets.items() if k in keep}
             points.append(mp)
             metric_offsets[mline] = offset + s
-        if top_band >= 0 and budget is not None:
-            gn_chunks.append((top_band, offset, len(chunk), line_base))
-        line_base = mline + chunk.count(b"\n", mcursor)  # the metric loop already counted up to mcursor
+        if budget is not None:  # sampling can step over a grad-norm spike: find the largest exactly
+            record = gradmax.scan_chunk(chunk, offset, grad_record, engine)
+            if record is not grad_record and record is not None and record.raw is not None:
+                grad_record = record
+                line_no = line_base + newlines.count(chunk, 0, record.offset - offset)
+                grad_max = _grad_point(name, record, line_no)
+                point_offsets[line_no] = record.offset
+        line_base = mline + newlines.count(chunk, mcursor)  # the metric loop already counted up to mcursor
         ends_with_newline = chunk.endswith(b"\n")
 
     ev.total_lines = line_base - 1 + (0 if ends_with_newline else 1)
-    if gn_chunks:
-        grad_max = _exact_grad_max(reader, name, gn_chunks, points, grad_max, ev.problems, engine, point_offsets)
     ev.frameworks = frameworks
     offsets: dict[int, int] = dict(point_offsets)
     offsets.update(tb_offsets)
@@ -402,47 +373,12 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
     return offsets
 
 
-def _exact_grad_max(reader: _Reader, name: str, chunks: list[tuple[int, int, int, int]], points: list[MetricPoint],
-                    grad_max: MetricPoint | None, problems: list[str], engine: str | None,
-                    point_offsets: dict[int, int]) -> MetricPoint | None:
-    """The largest grad norm of a sampled log, exactly, when it could be a spike (>= 10x the median).
-
-    The largest value lies in a chunk whose top band is the highest band seen; only those chunks
-    are read again, and only when that band reaches ten times the sampled median.
-    """
-    gns = sorted(p.values["grad_norm"] for p in points if "grad_norm" in p.values and p.values["grad_norm"] == p.values["grad_norm"])
-    top = max(b for b, *_ in chunks)
-    best = grad_max.values["grad_norm"] if grad_max is not None else float("-inf")
-    if not gns or _band_upper(top) < 10 * gns[len(gns) // 2] or _band_upper(top) <= best:
-        return grad_max
-    todo = [c for c in chunks if c[0] == top]
-    if len(todo) > RESCAN_CHUNKS_MAX:
-        problems.append(f"grad norms of {len(todo)} chunks reach the top band; the largest is taken from the first {RESCAN_CHUNKS_MAX}")
-        todo = todo[:RESCAN_CHUNKS_MAX]
-    found: tuple[float, int, int, bytes, int] | None = None
-    band = Matcher([dict(_GN_BANDS)[top]], engine=engine)  # every line of the top band, not just the first
-    for _, offset, length, first_line in todo:
-        data = reader.read(offset, length)
-        for _, end in band.find(data):
-            start = data.rfind(b"\n", 0, end - 1) + 1
-            for m in _GN_VALUE.finditer(data, start, end):
-                try:
-                    v = float(m.group(1))
-                except ValueError:
-                    continue
-                if v > best and (found is None or v > found[0]):
-                    found = (v, first_line, m.start(), data, offset)
-    if found is None:
-        return grad_max
-    v, first_line, pos, data, offset = found
-    start = data.rfind(b"\n", 0, pos) + 1
-    stop = data.find(b"\n", pos)
-    raw = data[start : len(data) if stop < 0 else stop]
+def _grad_point(name: str, record: gradmax.Record, line_no: int) -> MetricPoint:
+    """The metric point of a grad-norm record found by the scan (its line was not among the samples)."""
+    raw = record.raw or b""
     parsed = metric_parser.parse_line(raw.decode("utf-8", errors="replace"))
     values, step, epoch = parsed if parsed else ({}, None, None)
-    values = {**values, "grad_norm": values.get("grad_norm", v)}
-    line_no = first_line + data.count(b"\n", 0, start)
-    point_offsets[line_no] = offset + start
+    values = {**values, "grad_norm": values.get("grad_norm", record.value)}
     return MetricPoint(source=name, line_no=line_no, step=step, epoch=epoch, values=values,
                        time=metric_parser.parse_timestamp(raw[:200].decode("utf-8", errors="replace")))
 
