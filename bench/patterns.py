@@ -35,7 +35,7 @@ def to_ere(pattern: str) -> str:
                 in_class = False
                 out.append("]")
             else:
-                out.append(c + c.swapcase() if fold and c.isalpha() else c)
+                out.append(c + c.swapcase() if fold and c.isascii() and c.isalpha() else c)
         elif c == "[":
             in_class = True
             out.append("[^" if p[i + 1 : i + 2] == "^" else "[")
@@ -49,7 +49,7 @@ def to_ere(pattern: str) -> str:
             out.append(c)
             i += 2
             continue
-        elif fold and c.isalpha():
+        elif fold and c.isascii() and c.isalpha():
             out.append(f"[{c.lower()}{c.upper()}]")
         else:
             out.append(c)
@@ -57,10 +57,15 @@ def to_ere(pattern: str) -> str:
     return "".join(out)
 
 
+def to_bytes_regex(pattern: str) -> str:
+    """ripgrep's --no-unicode mode refuses non-ASCII literals: spell them as their UTF-8 bytes."""
+    return "".join(c if c.isascii() else "".join(f"\\x{b:02X}" for b in c.encode()) for c in pattern)
+
+
 def export(folder: Path) -> tuple[Path, Path]:
     """Write patterns.rg and patterns.ere (one pattern a line) into folder."""
     pats = [s.pattern for s in signatures()]
     rg, ere = folder / "patterns.rg", folder / "patterns.ere"
-    rg.write_text("\n".join(pats) + "\n")
+    rg.write_text("\n".join(to_bytes_regex(p) for p in pats) + "\n")
     ere.write_text("\n".join(to_ere(p) for p in pats) + "\n")
     return rg, ere
