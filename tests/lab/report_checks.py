@@ -55,6 +55,7 @@ def expect(r: Report, *, cls: str, status: str, log: Path, line_text: str, fix_i
     """The checks every lab scenario makes: class, status, decisive line (text and number),
     proximate cause, a fix with its risk and a measurable validation, and GO/NO-GO."""
     d = r.data
+    _keep_case(log, cls=cls, status=status, line_text=line_text)
     assert d["primary_cause"] == cls, r.text
     assert d["run_status"] == status, r.text
     want = line_of(log, line_text)
@@ -67,3 +68,17 @@ def expect(r: Report, *, cls: str, status: str, log: Path, line_text: str, fix_i
     assert validation in f["validation"], f  # a criterion someone can check, chosen per scenario
     assert d["decision"] == decision, f"{d['decision']}: {d['decision_reason']}\n{r.text}"
     assert f"Decision: {decision}" in r.text
+
+
+def _keep_case(log: Path, *, cls: str, status: str, line_text: str) -> None:
+    """With LAB_CASES=DIR, keep the real log and its expected answer as a case for bench/accuracy.py --lab DIR."""
+    root = os.environ.get("LAB_CASES")
+    if not root:
+        return
+    test = os.environ.get("PYTEST_CURRENT_TEST", "lab").split(" ")[0].split("::")[-1]
+    name = "".join(c if c.isalnum() or c in "-_" else "-" for c in test)[:100]
+    case = Path(root) / f"{name}-{log.parent.name}"
+    case.mkdir(parents=True, exist_ok=True)
+    (case / "train.log").write_bytes(log.read_bytes())
+    (case / "case.json").write_text(json.dumps({"primary_cause": cls, "run_status": status, "decisive_lines": [line_text],
+                                                "source": f"tests/lab ({test}), run for real"}, indent=1) + "\n")
