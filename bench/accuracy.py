@@ -159,6 +159,8 @@ HISTORY = [
     ("4efbb42 on cases 146-150 only", "5/5", "3/3", "2/2",
      "TF/Keras OOM and NaN, BERT on TPU: all right, 149 only through its acceptable class (TF's 'Model diverged with loss = NaN.' named optimization-divergence; nan-inf after the first-cause-line fix)"),
     ("2fcc511 on cases 151-154 only", "4/4", "2/2", "2/2", "shared-memory bus errors and a SLURM OOM kill: scored with the final engine, not tuned on"),
+    ("6696ea6 on cases 155-160 only", "1/6", "0/3", "1/3",
+     "two committed whole logs (a Hydra error after a finished Lightning fit; 600 epochs at loss 3e31 ended by an LSF owner kill), shell 'Killed' glued to progress bars, a line-numbered NCCL watchdog: scored before any change (156 named stalled, four abstained)"),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
