@@ -79,3 +79,47 @@ def test_exception_ignored_at_shutdown_does_not_outrank_how_the_run_ended(tmp_pa
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.primary_cause is not None and d.primary_cause.value == "oom", d.root_cause.proximate
     assert "AttributeError" not in d.root_cause.proximate
+
+
+def test_sigkill_reported_by_a_wrapper_script_names_oom(tmp_path):
+    # bash reports a killed child of a script as '<script>: line N: PID Killed  command', whatever the script is called
+    wrapper = tmp_path / "jac-crun"
+    code = "import os; [print(f'epoch {i} loss {1/(i+1):.3f}', flush=True) for i in range(3)]; os.kill(os.getpid(), 9)"
+    wrapper.write_text(f'#!/bin/bash\n{sys.executable} -c "{code}"\necho done\n')
+    log = _run_into(tmp_path, f"bash {wrapper}")
+    assert "jac-crun: line 2:" in log.read_text() and "Killed" in log.read_text()
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "oom", log.read_text()
+    assert "Killed" in d.root_cause.proximate
+
+
+def test_loss_at_an_astronomical_scale_from_the_start_is_divergence_not_the_interrupt_that_ended_it(tmp_path):
+    # A real loop whose loss is 1e31 from its first epoch (targets on the wrong scale) and never comes down;
+    # its owner then interrupts it (SIGINT, KeyboardInterrupt). The interrupt is the reaction, not the failure.
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""
+        import os, signal, torch
+        torch.manual_seed(0)
+        x = torch.randn(64, 4); y = torch.randn(64, 1) * 3e15
+        model = torch.nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=1e-40)
+        for epoch in range(1, 31):
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            opt.zero_grad(); loss.backward(); opt.step()
+            print(f"Epoch [{epoch}/1000], Train Loss: {loss.item():.4f}, Train L1 Loss: {loss.item() ** 0.5:.4f}", flush=True)
+            print(f"Epoch [{epoch}/1000], Validation Loss: {loss.item() * 0.9:.4f}, Validation L1: 1.0", flush=True)
+        os.kill(os.getpid(), signal.SIGINT)
+    """))
+    log = _run_into(tmp_path, f"{sys.executable} {script}")
+    assert "KeyboardInterrupt" in log.read_text()
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "optimization-divergence", d.root_cause.proximate
+    assert "Train Loss" in d.root_cause.proximate  # the training series, quoted from its first line
+
+
+def test_capitalised_phrases_split_training_and_validation_loss():
+    from ml_skills.engine.metrics import parse_line
+
+    assert parse_line("Epoch [3/100], Train Loss: 0.4100, Validation Loss: 0.5200")[0] == {"loss": 0.41, "val_loss": 0.52}
+    assert parse_line("Epoch [9/100], Validation Loss: 0.5, Validation L1: 0.2, Smoothed Validation Loss: 0.6")[0] == {"val_loss": 0.5}
+    assert parse_line("iteration 182/ 250000 | lm loss: 2.382640E+00 | grad norm: 0.227 |")[0] == {"loss": 2.38264, "grad_norm": 0.227}
