@@ -161,6 +161,8 @@ HISTORY = [
     ("2fcc511 on cases 151-154 only", "4/4", "2/2", "2/2", "shared-memory bus errors and a SLURM OOM kill: scored with the final engine, not tuned on"),
     ("6696ea6 on cases 155-160 only", "1/6", "0/3", "1/3",
      "two committed whole logs (a Hydra error after a finished Lightning fit; 600 epochs at loss 3e31 ended by an LSF owner kill), shell 'Killed' glued to progress bars, a line-numbered NCCL watchdog: scored before any change (156 named stalled, four abstained)"),
+    ("71dfe0a on cases 161-164 only", "3/4", "2/2", "1/2",
+     "committed LSF job reports (JAX/PaliGemma: a jit TypeError, a flat checkpoint the loader cannot read, an XLA OOM; an LSF run-time-limit kill): scored before any change (164 abstained; 162 right only through its acceptable class)"),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
