@@ -123,3 +123,28 @@ def test_capitalised_phrases_split_training_and_validation_loss():
     assert parse_line("Epoch [3/100], Train Loss: 0.4100, Validation Loss: 0.5200")[0] == {"loss": 0.41, "val_loss": 0.52}
     assert parse_line("Epoch [9/100], Validation Loss: 0.5, Validation L1: 0.2, Smoothed Validation Loss: 0.6")[0] == {"val_loss": 0.5}
     assert parse_line("iteration 182/ 250000 | lm loss: 2.382640E+00 | grad norm: 0.227 |")[0] == {"loss": 2.38264, "grad_norm": 0.227}
+
+
+def test_a_wrapped_exception_is_read_with_its_wrappers_frames(tmp_path):
+    # Python prints `raise ... from e` as two tracebacks; the first shows only the innermost frame (tree_get),
+    # the second the calls that led there (load_params). The first is still a checkpoint-load failure.
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""
+        def tree_get(params, key):
+            try:
+                return params[key]
+            except KeyError as e:
+                raise KeyError(f"{key}; available: {sorted(params)}") from e
+
+        def load_params(path):
+            flat = {f"param_{i}": i for i in range(4)}  # written flat, read as a tree
+            return tree_get(flat, "img")
+
+        for step in range(3):
+            print(f"step {step} loss {1 / (step + 1):.3f}", flush=True)
+        load_params("params.npz")
+    """))
+    log = _run_into(tmp_path, f"{sys.executable} {script}")
+    assert "direct cause" in log.read_text()
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "io-checkpoint", d.root_cause.proximate
