@@ -163,6 +163,8 @@ HISTORY = [
      "two committed whole logs (a Hydra error after a finished Lightning fit; 600 epochs at loss 3e31 ended by an LSF owner kill), shell 'Killed' glued to progress bars, a line-numbered NCCL watchdog: scored before any change (156 named stalled, four abstained)"),
     ("71dfe0a on cases 161-164 only", "3/4", "2/2", "1/2",
      "committed LSF job reports (JAX/PaliGemma: a jit TypeError, a flat checkpoint the loader cannot read, an XLA OOM; an LSF run-time-limit kill): scored before any change (164 abstained; 162 right only through its acceptable class)"),
+    ("eb0b92d on cases 165-167 only", "2/3", "1/2", "1/1",
+     "Cloud ML Engine workers' gRPC 'Stream removed', an ENOSPC under a workflow-runner prefix, a Lightning 'Killed' while saving: scored before any change (165 named pipeline-orchestration from the replica's exit status)"),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
