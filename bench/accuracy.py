@@ -159,12 +159,12 @@ HISTORY = [
     ("4efbb42 on cases 146-150 only", "5/5", "3/3", "2/2",
      "TF/Keras OOM and NaN, BERT on TPU: all right, 149 only through its acceptable class (TF's 'Model diverged with loss = NaN.' named optimization-divergence; nan-inf after the first-cause-line fix)"),
     ("2fcc511 on cases 151-154 only", "4/4", "2/2", "2/2", "shared-memory bus errors and a SLURM OOM kill: scored with the final engine, not tuned on"),
-    ("6696ea6 on cases 155-160 only", "1/6", "0/3", "1/3",
-     "two committed whole logs (a Hydra error after a finished Lightning fit; 600 epochs at loss 3e31 ended by an LSF owner kill), shell 'Killed' glued to progress bars, a line-numbered NCCL watchdog: scored before any change (156 named stalled, four abstained)"),
+    ("6696ea6 on cases 155-159 only", "0/5", "0/3", "0/2",
+     "two committed whole logs (a Hydra error after a finished Lightning fit; 600 epochs at loss 3e31 ended by an LSF owner kill), shell 'Killed' glued to progress bars, a line-numbered NCCL watchdog: scored before any change (156 named stalled, four abstained; a sixth case, right, was dropped later as a duplicate of 019)"),
     ("71dfe0a on cases 161-164 only", "3/4", "2/2", "1/2",
      "committed LSF job reports (JAX/PaliGemma: a jit TypeError, a flat checkpoint the loader cannot read, an XLA OOM; an LSF run-time-limit kill): scored before any change (164 abstained; 162 right only through its acceptable class)"),
-    ("eb0b92d on cases 165-167 only", "2/3", "1/2", "1/1",
-     "Cloud ML Engine workers' gRPC 'Stream removed', an ENOSPC under a workflow-runner prefix, a Lightning 'Killed' while saving: scored before any change (165 named pipeline-orchestration from the replica's exit status)"),
+    ("eb0b92d on cases 165 and 167 only", "1/2", "1/2", "0/0",
+     "Cloud ML Engine workers' gRPC 'Stream removed', a Lightning 'Killed' while saving: scored before any change (165 named pipeline-orchestration from the replica's exit status; a third case, right, was dropped later as a duplicate of 078)"),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
