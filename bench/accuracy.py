@@ -165,6 +165,8 @@ HISTORY = [
      "committed LSF job reports (JAX/PaliGemma: a jit TypeError, a flat checkpoint the loader cannot read, an XLA OOM; an LSF run-time-limit kill): scored before any change (164 abstained; 162 right only through its acceptable class)"),
     ("eb0b92d on cases 165 and 167 only", "1/2", "1/2", "0/0",
      "Cloud ML Engine workers' gRPC 'Stream removed', a Lightning 'Killed' while saving: scored before any change (165 named pipeline-orchestration from the replica's exit status; a third case, right, was dropped later as a duplicate of 078)"),
+    ("d777992 on cases 160, 166 and 168 only", "2/3", "0/0", "2/3",
+     "two more committed LSF job reports (a missing accelerate package, a ragged token list in a JAX data iterator) and an FSDP optimizer-state save failure pasted without its traceback header: scored before any change (168 abstained)"),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
