@@ -148,3 +148,30 @@ def test_a_wrapped_exception_is_read_with_its_wrappers_frames(tmp_path):
     assert "direct cause" in log.read_text()
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.primary_cause is not None and d.primary_cause.value == "io-checkpoint", d.root_cause.proximate
+
+
+def test_a_traceback_whose_header_was_cut_off_is_still_parsed(tmp_path):
+    # `tail -n` (or a pasted excerpt) often starts among the frames; the failure is still the exception line after them
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""
+        def load_state_dict(path):
+            state = {"model": {}, "optimizer": {}}
+            return state["scheduler"]  # a checkpoint written without the key the loader expects
+
+        def resume(path):
+            return load_state_dict(path)
+
+        for step in range(200):
+            print(f"step {step} loss {1 / (step + 1):.4f}", flush=True)
+        resume("last.ckpt")
+    """))
+    full = _run_into(tmp_path, f"{sys.executable} {script}")
+    assert "Traceback (most recent call last)" in full.read_text()
+    log = tmp_path / "tail.log"
+    with open(log, "wb") as out:
+        subprocess.run(["tail", "-n", "5", str(full)], stdout=out, check=True)
+    text = log.read_text()
+    assert "Traceback" not in text and "KeyError" in text
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "io-checkpoint", text
+    assert "KeyError" in d.root_cause.proximate
