@@ -175,3 +175,38 @@ def test_a_traceback_whose_header_was_cut_off_is_still_parsed(tmp_path):
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.primary_cause is not None and d.primary_cause.value == "io-checkpoint", text
     assert "KeyError" in d.root_cause.proximate
+
+
+def test_a_long_healthy_run_with_warnings_that_read_like_errors_is_no_failure(tmp_path):
+    # 1,500 progress lines, real torch UserWarnings ("Failure to do this...", "deprecated"), metric names with
+    # "error" in them and a "no errors" status line: nothing here is a failure, and the run says it completed.
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""
+        import warnings, torch
+        warnings.simplefilter("always")
+        torch.manual_seed(0)
+        x = torch.randn(512, 8); y = (x @ torch.randn(8, 1)).squeeze(1)
+        model = torch.nn.Linear(8, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1000, gamma=0.5)
+        sched.step()  # before optimizer.step(): torch warns about the order
+        for step in range(1, 3001):
+            idx = torch.randint(0, 512, (32,))
+            pred = model(x[idx]).squeeze(1)
+            loss = torch.nn.functional.mse_loss(pred, y[idx])
+            opt.zero_grad(); loss.backward(); opt.step(); sched.step()
+            if step % 2 == 0:
+                err = (pred - y[idx]).abs().mean().item()
+                print(f"{{'loss': {loss.item():.4f}, 'mean_absolute_error': {err:.4f}, "
+                      f"'learning_rate': {sched.get_last_lr()[0]:.5f}, 'epoch': {step / 300:.2f}}}", flush=True)
+            if step % 1000 == 0:
+                torch.nn.functional.softmax(torch.randn(2, 3))  # implicit dim: a real deprecation UserWarning
+                print(f"step {step}: val_error_rate 0.{step // 1000}1, no errors in batch checks", flush=True)
+        print("Training completed.", flush=True)
+    """))
+    log = _run_into(tmp_path, f"{sys.executable} {script}")
+    text = log.read_text()
+    assert text.count("UserWarning") >= 4 and len(text.splitlines()) > 1400
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is None and d.anomalies == [], (d.primary_cause, d.anomalies)
+    assert d.run_status.value == "completed" and d.decision.value == "GO"
