@@ -167,6 +167,8 @@ HISTORY = [
      "Cloud ML Engine workers' gRPC 'Stream removed', a Lightning 'Killed' while saving: scored before any change (165 named pipeline-orchestration from the replica's exit status; a third case, right, was dropped later as a duplicate of 078)"),
     ("d777992 on cases 160, 166 and 168 only", "2/3", "0/0", "2/3",
      "two more committed LSF job reports (a missing accelerate package, a ragged token list in a JAX data iterator) and an FSDP optimizer-state save failure pasted without its traceback header: scored before any change (168 abstained)"),
+    ("86548e7 on cases 169-172 only", "3/4", "1/2", "2/2",
+     "a tcmalloc abort in a DataLoader worker after 13 epochs, a Megatron rank-0 worker SIGKILL, GPT-J's GCS checkpoint save failing three times, a TPU service account's 403: scored before any change (171 abstained; 169 right only through its acceptable class)"),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
