@@ -169,6 +169,7 @@ HISTORY = [
      "two more committed LSF job reports (a missing accelerate package, a ragged token list in a JAX data iterator) and an FSDP optimizer-state save failure pasted without its traceback header: scored before any change (168 abstained)"),
     ("86548e7 on cases 169-172 only", "3/4", "1/2", "2/2",
      "a tcmalloc abort in a DataLoader worker after 13 epochs, a Megatron rank-0 worker SIGKILL, GPT-J's GCS checkpoint save failing three times, a TPU service account's 403: scored before any change (171 abstained; 169 right only through its acceptable class)"),
+    ("b2cee36 on case 173 only", "1/1", "1/1", "0/0", "a Keras loss turning NaN at epoch 309 with the validation header glued to the bar: scored with the engine as it then was, not tuned on"),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
@@ -177,9 +178,9 @@ HISTORY_NOTE = (
     "thread header read as a hang). Cases 071-137 were then added from public issues (cascades, JAX/TF, "
     "DeepSpeed/FSDP, OOM-killer variants, storage, GCP); the engine was changed after reading all of them, so "
     "this run's figures on them are not clean estimates: the per-batch rows above are (each batch was scored "
-    "before the changes it prompted). Cases 155-172 add committed whole job logs (SLURM/LSF outputs with their scheduler "
+    "before the changes it prompted). Cases 155-173 add committed whole job logs (SLURM/LSF outputs with their scheduler "
     "summaries: W&B noise, a parameter dump, a markdown template around the output) and excerpts in formats the corpus "
-    "lacked; together they scored 9/18 before the changes they prompted and 18/18 after."
+    "lacked; together they scored 10/19 before the changes they prompted and 19/19 after."
 )
 
 
