@@ -159,6 +159,17 @@ HISTORY = [
     ("4efbb42 on cases 146-150 only", "5/5", "3/3", "2/2",
      "TF/Keras OOM and NaN, BERT on TPU: all right, 149 only through its acceptable class (TF's 'Model diverged with loss = NaN.' named optimization-divergence; nan-inf after the first-cause-line fix)"),
     ("2fcc511 on cases 151-154 only", "4/4", "2/2", "2/2", "shared-memory bus errors and a SLURM OOM kill: scored with the final engine, not tuned on"),
+    ("6696ea6 on cases 155-159 only", "0/5", "0/3", "0/2",
+     "two committed whole logs (a Hydra error after a finished Lightning fit; 600 epochs at loss 3e31 ended by an LSF owner kill), shell 'Killed' glued to progress bars, a line-numbered NCCL watchdog: scored before any change (156 named stalled, four abstained; a sixth case, right, was dropped later as a duplicate of 019)"),
+    ("71dfe0a on cases 161-164 only", "3/4", "2/2", "1/2",
+     "committed LSF job reports (JAX/PaliGemma: a jit TypeError, a flat checkpoint the loader cannot read, an XLA OOM; an LSF run-time-limit kill): scored before any change (164 abstained; 162 right only through its acceptable class)"),
+    ("eb0b92d on cases 165 and 167 only", "1/2", "1/2", "0/0",
+     "Cloud ML Engine workers' gRPC 'Stream removed', a Lightning 'Killed' while saving: scored before any change (165 named pipeline-orchestration from the replica's exit status; a third case, right, was dropped later as a duplicate of 078)"),
+    ("d777992 on cases 160, 166 and 168 only", "2/3", "0/0", "2/3",
+     "two more committed LSF job reports (a missing accelerate package, a ragged token list in a JAX data iterator) and an FSDP optimizer-state save failure pasted without its traceback header: scored before any change (168 abstained)"),
+    ("86548e7 on cases 169-172 only", "3/4", "1/2", "2/2",
+     "a tcmalloc abort in a DataLoader worker after 13 epochs, a Megatron rank-0 worker SIGKILL, GPT-J's GCS checkpoint save failing three times, a TPU service account's 403: scored before any change (171 abstained; 169 right only through its acceptable class)"),
+    ("b2cee36 on case 173 only", "1/1", "1/1", "0/0", "a Keras loss turning NaN at epoch 309 with the validation header glued to the bar: scored with the engine as it then was, not tuned on"),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
@@ -167,7 +178,9 @@ HISTORY_NOTE = (
     "thread header read as a hang). Cases 071-137 were then added from public issues (cascades, JAX/TF, "
     "DeepSpeed/FSDP, OOM-killer variants, storage, GCP); the engine was changed after reading all of them, so "
     "this run's figures on them are not clean estimates: the per-batch rows above are (each batch was scored "
-    "before the changes it prompted)."
+    "before the changes it prompted). Cases 155-173 add committed whole job logs (SLURM/LSF outputs with their scheduler "
+    "summaries: W&B noise, a parameter dump, a markdown template around the output) and excerpts in formats the corpus "
+    "lacked; together they scored 10/19 before the changes they prompted and 19/19 after."
 )
 
 

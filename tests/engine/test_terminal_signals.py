@@ -79,3 +79,134 @@ def test_exception_ignored_at_shutdown_does_not_outrank_how_the_run_ended(tmp_pa
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.primary_cause is not None and d.primary_cause.value == "oom", d.root_cause.proximate
     assert "AttributeError" not in d.root_cause.proximate
+
+
+def test_sigkill_reported_by_a_wrapper_script_names_oom(tmp_path):
+    # bash reports a killed child of a script as '<script>: line N: PID Killed  command', whatever the script is called
+    wrapper = tmp_path / "jac-crun"
+    code = "import os; [print(f'epoch {i} loss {1/(i+1):.3f}', flush=True) for i in range(3)]; os.kill(os.getpid(), 9)"
+    wrapper.write_text(f'#!/bin/bash\n{sys.executable} -c "{code}"\necho done\n')
+    log = _run_into(tmp_path, f"bash {wrapper}")
+    assert "jac-crun: line 2:" in log.read_text() and "Killed" in log.read_text()
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "oom", log.read_text()
+    assert "Killed" in d.root_cause.proximate
+
+
+def test_loss_at_an_astronomical_scale_from_the_start_is_divergence_not_the_interrupt_that_ended_it(tmp_path):
+    # A real loop whose loss is 1e31 from its first epoch (targets on the wrong scale) and never comes down;
+    # its owner then interrupts it (SIGINT, KeyboardInterrupt). The interrupt is the reaction, not the failure.
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""
+        import os, signal, torch
+        torch.manual_seed(0)
+        x = torch.randn(64, 4); y = torch.randn(64, 1) * 3e15
+        model = torch.nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=1e-40)
+        for epoch in range(1, 31):
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            opt.zero_grad(); loss.backward(); opt.step()
+            print(f"Epoch [{epoch}/1000], Train Loss: {loss.item():.4f}, Train L1 Loss: {loss.item() ** 0.5:.4f}", flush=True)
+            print(f"Epoch [{epoch}/1000], Validation Loss: {loss.item() * 0.9:.4f}, Validation L1: 1.0", flush=True)
+        os.kill(os.getpid(), signal.SIGINT)
+    """))
+    log = _run_into(tmp_path, f"{sys.executable} {script}")
+    assert "KeyboardInterrupt" in log.read_text()
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "optimization-divergence", d.root_cause.proximate
+    assert "Train Loss" in d.root_cause.proximate  # the training series, quoted from its first line
+
+
+def test_capitalised_phrases_split_training_and_validation_loss():
+    from ml_skills.engine.metrics import parse_line
+
+    assert parse_line("Epoch [3/100], Train Loss: 0.4100, Validation Loss: 0.5200")[0] == {"loss": 0.41, "val_loss": 0.52}
+    assert parse_line("Epoch [9/100], Validation Loss: 0.5, Validation L1: 0.2, Smoothed Validation Loss: 0.6")[0] == {"val_loss": 0.5}
+    assert parse_line("iteration 182/ 250000 | lm loss: 2.382640E+00 | grad norm: 0.227 |")[0] == {"loss": 2.38264, "grad_norm": 0.227}
+
+
+def test_a_wrapped_exception_is_read_with_its_wrappers_frames(tmp_path):
+    # Python prints `raise ... from e` as two tracebacks; the first shows only the innermost frame (tree_get),
+    # the second the calls that led there (load_params). The first is still a checkpoint-load failure.
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""
+        def tree_get(params, key):
+            try:
+                return params[key]
+            except KeyError as e:
+                raise KeyError(f"{key}; available: {sorted(params)}") from e
+
+        def load_params(path):
+            flat = {f"param_{i}": i for i in range(4)}  # written flat, read as a tree
+            return tree_get(flat, "img")
+
+        for step in range(3):
+            print(f"step {step} loss {1 / (step + 1):.3f}", flush=True)
+        load_params("params.npz")
+    """))
+    log = _run_into(tmp_path, f"{sys.executable} {script}")
+    assert "direct cause" in log.read_text()
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "io-checkpoint", d.root_cause.proximate
+
+
+def test_a_traceback_whose_header_was_cut_off_is_still_parsed(tmp_path):
+    # `tail -n` (or a pasted excerpt) often starts among the frames; the failure is still the exception line after them
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""
+        def load_state_dict(path):
+            state = {"model": {}, "optimizer": {}}
+            return state["scheduler"]  # a checkpoint written without the key the loader expects
+
+        def resume(path):
+            return load_state_dict(path)
+
+        for step in range(200):
+            print(f"step {step} loss {1 / (step + 1):.4f}", flush=True)
+        resume("last.ckpt")
+    """))
+    full = _run_into(tmp_path, f"{sys.executable} {script}")
+    assert "Traceback (most recent call last)" in full.read_text()
+    log = tmp_path / "tail.log"
+    with open(log, "wb") as out:
+        subprocess.run(["tail", "-n", "5", str(full)], stdout=out, check=True)
+    text = log.read_text()
+    assert "Traceback" not in text and "KeyError" in text
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "io-checkpoint", text
+    assert "KeyError" in d.root_cause.proximate
+
+
+def test_a_long_healthy_run_with_warnings_that_read_like_errors_is_no_failure(tmp_path):
+    # 1,500 progress lines, real torch UserWarnings ("Failure to do this...", "deprecated"), metric names with
+    # "error" in them and a "no errors" status line: nothing here is a failure, and the run says it completed.
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""
+        import warnings, torch
+        warnings.simplefilter("always")
+        torch.manual_seed(0)
+        x = torch.randn(512, 8); y = (x @ torch.randn(8, 1)).squeeze(1)
+        model = torch.nn.Linear(8, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1000, gamma=0.5)
+        sched.step()  # before optimizer.step(): torch warns about the order
+        for step in range(1, 3001):
+            idx = torch.randint(0, 512, (32,))
+            pred = model(x[idx]).squeeze(1)
+            loss = torch.nn.functional.mse_loss(pred, y[idx])
+            opt.zero_grad(); loss.backward(); opt.step(); sched.step()
+            if step % 2 == 0:
+                err = (pred - y[idx]).abs().mean().item()
+                print(f"{{'loss': {loss.item():.4f}, 'mean_absolute_error': {err:.4f}, "
+                      f"'learning_rate': {sched.get_last_lr()[0]:.5f}, 'epoch': {step / 300:.2f}}}", flush=True)
+            if step % 1000 == 0:
+                torch.nn.functional.softmax(torch.randn(2, 3))  # implicit dim: a real deprecation UserWarning
+                print(f"step {step}: val_error_rate 0.{step // 1000}1, no errors in batch checks", flush=True)
+        print("Training completed.", flush=True)
+    """))
+    log = _run_into(tmp_path, f"{sys.executable} {script}")
+    text = log.read_text()
+    assert text.count("UserWarning") >= 4 and len(text.splitlines()) > 1400
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is None and d.anomalies == [], (d.primary_cause, d.anomalies)
+    assert d.run_status.value == "completed" and d.decision.value == "GO"

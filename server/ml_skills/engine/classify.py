@@ -162,6 +162,25 @@ def traceback_class(tb: TracebackEvent, hits_by_line: dict[tuple[str, int], list
     return None, 0.0, ""
 
 
+CHAIN_GAP = 4  # lines between an exception and the chain marker plus the next 'Traceback' header
+
+
+def _callers_of_chained(tbs: list[TracebackEvent]) -> dict[int, TracebackEvent]:
+    """An exception that another one wraps, seen with the wrapper's frames as its callers.
+
+    Python prints a chained pair as two tracebacks: the first (the trigger) often shows only the
+    innermost frame, e.g. `tree_get`; the second, raised `from` it or while handling it, shows the
+    calls that led there (`paligemma.load` -> `load_params`). Those frames are the first one's
+    callers too, so where-it-was-raised rules (a checkpoint load, a data loader) read both.
+    """
+    out: dict[int, TracebackEvent] = {}
+    for i in range(len(tbs) - 1):
+        inner, outer = tbs[i], tbs[i + 1]
+        if outer.chained and outer.source == inner.source and 0 < outer.start_line - inner.line_no <= CHAIN_GAP:
+            out[i] = inner.model_copy(update={"frames": [*outer.frames, *inner.frames]})
+    return out
+
+
 def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | None = None) -> list[Signal]:
     signals: list[Signal] = []
     for log in logs:
@@ -172,10 +191,11 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
         # Tracebacks first: where an exception was raised (its frames) outranks a generic
         # signature on its last line, e.g. a TypeError inside save_model is a checkpoint failure.
         superseded: set[tuple[str, int]] = set()
-        for tb in log.tracebacks:
+        callers = _callers_of_chained(log.tracebacks)
+        for i, tb in enumerate(log.tracebacks):
             if _WRAPPERS.search(tb.exc_type) or tb.message.startswith("Traceback (most recent call last)"):
                 continue
-            cls, rw, rule = traceback_class(tb, hits_by_line)
+            cls, rw, rule = traceback_class(callers.get(i, tb), hits_by_line)
             if cls is None:
                 continue
             w = TRACEBACK_W * rw * (0.6 if tb.chained and not tb.exc_type.endswith(")") else 1.0)

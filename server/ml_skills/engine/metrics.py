@@ -41,7 +41,7 @@ EPOCH_KEYS = {"epoch", "epochs", "train/epoch"}
 
 _NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|-?Infinity|inf|Inf|INF|-inf|-Inf)"
 _PAIR = re.compile(
-    r"(?:^|[\s|,;{(\[-])['\"]?(?P<key>[A-Za-z_][\w/.\-]*(?: [a-z_][\w/]*){0,2}(?: \([a-z]+\))?)['\"]?\s*(?:[:=]\s*)\[?(?:tensor\()?(?P<val>" + _NUM + r")(?=[\s,|;}\])%a-zA-Z]|$)"
+    r"(?:^|[\s|,;{(\[-])['\"]?(?P<key>[A-Za-z_][\w/.\-]*(?: [A-Za-z_][\w/]*){0,2}(?: \([a-z]+\))?)['\"]?\s*(?:[:=]\s*)\[?(?:tensor\()?(?P<val>" + _NUM + r")(?=[\s,|;}\])%a-zA-Z]|$)"
 )
 _SEGMENT = re.compile(r"^\s*(?P<key>[A-Za-z_][\w/.\-]*(?: [a-z_][\w/]*){0,2})\s+(?P<val>" + _NUM + r")\s*[a-zA-Z%]{0,3}\s*$")
 _SPACE_PAIR = re.compile(r"\b(?P<key>step|iter|iteration|epoch|Epoch|Step|Iter|Iteration)\s+(?P<val>\d+(?:\.\d+)?)(?:\s*/\s*(?P<total>\d+))?\b")
@@ -77,6 +77,27 @@ def canonical(key: str) -> str | None:
         if k.startswith(prefix) and k[len(prefix):] in ALIASES and ALIASES[k[len(prefix):]] in ("loss", "grad_norm", "lr"):
             return ALIASES[k[len(prefix):]]
     return None
+
+
+_VAL_WORDS = {"val", "valid", "validation", "eval", "evaluation", "test", "dev"}
+
+
+def _phrase(key: str) -> str | None:
+    """A key of several words: 'Train Loss', 'Smoothed Validation Loss', 'lm loss', 'val acc'.
+
+    Hand-written loops print capitalised phrases ('Epoch [3/100], Train Loss: 0.41, Validation
+    Loss: 0.52'); a phrase ending in loss or accuracy counts as the validation series when any of
+    its words says so, otherwise as the training one.
+    """
+    words = key.lower().split(" ")
+    last = canonical(words[-1])
+    if words[0] in ("lm", "total", "train", "training") and last is not None:
+        return last
+    if last not in ("loss", "acc"):
+        return None
+    if any(w in _VAL_WORDS for w in words[:-1]):
+        return {"loss": "val_loss", "acc": "val_acc"}[last]
+    return last
 
 
 def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None] | None:
@@ -139,10 +160,7 @@ def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None]
             continue
         c = canonical(key)
         if c is None and " " in key:
-            c = canonical(key.split(" ")[-1]) if key.split(" ")[0] in ("lm", "total", "train", "training") else None
-            if c is None and key.split(" ")[0] in ("val", "valid", "eval", "validation", "test"):
-                rest = canonical(key.split(" ", 1)[1])
-                c = {"loss": "val_loss", "acc": "val_acc"}.get(rest or "", None)
+            c = _phrase(key)
         if c is not None:
             if c == "step_time" and "(ms)" in key:
                 val /= 1000.0

@@ -353,6 +353,9 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
             ))
     ev.hits.sort(key=lambda h: h.line_no)
     ev.tracebacks = _parse_tracebacks(reader, name, tb_offsets)
+    headless = _headless_traceback(reader, name)
+    if headless is not None and all(t.line_no != headless.line_no for t in ev.tracebacks):
+        ev.tracebacks.insert(0, headless)
     tail_lines, tail_cut = reader.tail(last)
     tail_start = ev.total_lines - len(tail_lines) + 1
     ev.tail = Excerpt(source=name, start_line=tail_start, lines=[redact(x) for x in tail_lines], truncated=tail_cut)
@@ -440,6 +443,19 @@ def _quote_anomaly_lines(ev: LogEvidence, reader: _Reader, metric_offsets: dict[
             end = min(len(line), m.end() + 40) if m else len(line)
             line = "..." + line[max(0, end - QUOTE_CHARS) : end]
         a.detail += f"{LINE_QUOTE}{redact(line)}"
+
+
+def _headless_traceback(reader: _Reader, name: str) -> TracebackEvent | None:
+    """The log starts inside a traceback (an excerpt, `tail -n`): parse it from its first frame."""
+    _, head = reader.window_at(0, 0, tracebacks.HEADLESS_LINES)
+    for i, line in enumerate(head):
+        if "Traceback (most recent call last)" in line:
+            return None  # a header comes first: the usual pass parses it
+        if tracebacks.is_frame(line):
+            _, lines = reader.window_at(0, 0, i + 400)
+            ev = tracebacks.parse_headless(lines[i:], i + 1, name)
+            return None if ev is None else ev.model_copy(update={"message": redact(ev.message)})
+    return None
 
 
 def _parse_tracebacks(reader: _Reader, name: str, starts: list[tuple[int, int]]) -> list[TracebackEvent]:

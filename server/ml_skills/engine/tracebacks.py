@@ -95,5 +95,27 @@ def parse_at(lines: list[str], first_line_no: int, source: str, chained: bool = 
     return None
 
 
+_INDENTED_FRAME = re.compile(r'  File "[^"]+", line \d+, in \S+')
+HEADLESS_LINES = 60  # how far into a log a cut-off traceback's first frame may sit
+
+
+def is_frame(line: str) -> bool:
+    return bool(_INDENTED_FRAME.search(ANSI.sub("", line)))
+
+
+def parse_headless(lines: list[str], first_line_no: int, source: str) -> TracebackEvent | None:
+    """A traceback whose header was cut off: a pasted excerpt or `tail -n` that starts among its frames.
+
+    lines[0] is the first frame line; its text before the two-space frame indent is the prefix
+    the missing `Traceback (most recent call last):` line would have carried.
+    """
+    head = ANSI.sub("", lines[0]) if lines else ""
+    m = _INDENTED_FRAME.search(head)
+    if not m:
+        return None
+    ev = parse_at([head[: m.start()] + "Traceback (most recent call last):", *lines], first_line_no - 1, source)
+    return ev.model_copy(update={"start_line": first_line_no}) if ev is not None else None
+
+
 def is_chain_marker(line: str) -> bool:
     return any(marker in line for marker in _CHAIN)

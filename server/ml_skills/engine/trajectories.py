@@ -223,6 +223,35 @@ def _loss_jump(points: Sequence[MetricPoint]) -> Anomaly | None:
     return None
 
 
+ABSURD_LOSS = 1e20  # above any healthy objective: even an MSE on raw prices in the billions stays near 1e18
+
+
+def _loss_absurd(points: Sequence[MetricPoint]) -> Anomaly | None:
+    """A finite loss of astronomical size that never comes down: divergence even with no rise to see.
+
+    A run whose loss exploded inside its first logging interval (or before the log's excerpt begins)
+    shows no jump and no fall-then-rise, only a flat 3e31. No objective of a working run reaches
+    1e20; when every recent value is above it, the optimisation diverged and never recovered.
+    """
+    for key in ("loss", "val_loss"):  # the training loss first: it is what the optimiser sees
+        s = [(p, p.values[key]) for p in points if key in p.values and _finite(p.values[key])]
+        if len(s) < 3:
+            continue
+        tail = s[-max(3, len(s) // 10):]
+        if all(abs(v) >= ABSURD_LOSS for _, v in tail):
+            break
+    else:
+        return None
+    p, v = next((p, v) for p, v in s if abs(v) >= ABSURD_LOSS)
+    return Anomaly(
+        kind=AnomalyKind.LOSS_BLOWUP, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE,
+        severity=Severity.CRITICAL, source=p.source, line_no=p.line_no, step=p.step,
+        detail=(f"loss is {v:.4g} at {_at(p)} (line {p.line_no}) and stays above {ABSURD_LOSS:.0e} to the end "
+                f"(last {tail[-1][1]:.4g}): the optimisation diverged and never recovered (learning rate, "
+                "unnormalised targets or a loss on the wrong scale)"),
+    )
+
+
 def _throughput_collapse(points: Sequence[MetricPoint]) -> Anomaly | None:
     s = [(p, p.values["throughput"]) for p in points if "throughput" in p.values and _finite(p.values["throughput"])]
     if len(s) < 12:
@@ -336,7 +365,7 @@ def analyse(
     nan = _nan_onset(points, exact_nan)
     if nan:
         anomalies.append(nan)
-    blowup = None if nan else (_loss_blowup(points) or _loss_jump(points))
+    blowup = None if nan else (_loss_blowup(points) or _loss_jump(points) or _loss_absurd(points))
     for det in (_grad_spike(points, exact_grad_max), blowup, _throughput_collapse(points)):
         if det:
             anomalies.append(det)
