@@ -40,7 +40,7 @@ def test_threshold_reports_every_value_at_or_above_its_level(engine, level):
     assert spurious < 30  # reports below the level cost time only; they must stay rare
 
 
-@pytest.mark.parametrize("v", [1.0, 1.04, 1.1, 4.7, 9.99, 10.0, 47.25, 99.9, 100.0, 123456.0, 2.5e9, 0.3, float("nan")])
+@pytest.mark.parametrize("v", [1.0, 1.04, 1.1, 4.7, 9.99, 10.0, 47.25, 99.9, 100.0, 123456.0, 2.5e9, 0.3, float("nan"), float("inf")])
 def test_level_never_exceeds_the_value(v):
     level = gradmax.level_at_most(v)
     assert level == (0, 1, 0) if math.isnan(v) else gradmax.level_value(level) <= max(v, gradmax.FLOOR)
@@ -81,3 +81,27 @@ def test_spike_in_exponent_form_after_an_early_high_value(tmp_path):
     spike = next(a for a in ev.trajectory.anomalies if a.kind is AnomalyKind.GRAD_SPIKE)
     assert spike.line_no == 300_002 and spike.step == 300_002
     assert "625" in spike.detail
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_grad_norm_too_long_for_a_float_is_the_top_level(engine):
+    """'grad_norm=1e999' reads as inf: the record takes it without overflowing, and the next chunk scans above it."""
+    chunk = b"step=1 loss=2.0 grad_norm=0.9\nstep=2 loss=2.0 grad_norm=1e999\n"
+    rec = gradmax.scan_chunk(chunk, 0, None, engine)
+    assert rec is not None and rec.value == float("inf")
+    assert gradmax.scan_chunk(b"step=3 loss=2.0 grad_norm=5.0e8\n", len(chunk), rec, engine) is rec
+
+
+def test_sampled_log_that_goes_to_inf_keeps_the_largest_finite_norm(tmp_path):
+    """A long run whose grad norm becomes inf at its end (the NaN onset): the spike compared is the
+    largest finite norm, and the diagnosis does not fail on the inf."""
+    path = tmp_path / "inf.log"
+    lines = [f"step={i} loss={2.0 - i * 1e-6:.6f} grad_norm={0.8 + (i % 7) * 0.01:.3f} lr=1.0e-04" for i in range(1, 400_001)]
+    lines[350_000] = "step=350001 loss=1.65 grad_norm=4.5e+04 lr=1.0e-04"
+    lines[-1] = "step=400000 loss=inf grad_norm=inf lr=1.0e-04"
+    path.write_text("\n".join(lines) + "\n")
+    ev = scan.scan_log(path)
+    assert any("metrics sampled" in p for p in ev.problems)
+    assert ev.trajectory.first_nan_line == 400_000
+    spike = next(a for a in ev.trajectory.anomalies if a.kind is AnomalyKind.GRAD_SPIKE)
+    assert spike.line_no == 350_001 and "4.5e+04" in spike.detail

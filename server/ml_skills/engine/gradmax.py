@@ -36,6 +36,8 @@ def level_at_most(v: float) -> Level:
     """The largest two-significant-digit level <= v, at least FLOOR (exact in decimal, as the regex reads it)."""
     if not v >= FLOOR:  # also NaN
         return 0, 1, 0
+    if v == float("inf"):  # a value too long for a float ('1e999'): every level is below it
+        return MAX_K, 9, 9
     k = 0
     while k < MAX_K and v >= 10.0 ** (k + 1):
         k += 1

@@ -10,6 +10,7 @@ never by the log's length.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Iterator
@@ -315,7 +316,8 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
                 nan_point = mp
                 point_offsets[mline] = offset + s
             gn = values.get("grad_norm")
-            if gn is not None and gn == gn and (grad_record is None or gn > grad_record.value):
+            # the largest finite norm: an inf norm is the NaN onset's (kept above), not a spike to compare
+            if gn is not None and math.isfinite(gn) and (grad_record is None or gn > grad_record.value):
                 grad_max = mp
                 grad_record = gradmax.Record(value=gn, offset=offset + s)
                 point_offsets[mline] = offset + s
