@@ -358,3 +358,19 @@ def test_any_payload_shape_gives_a_report_never_a_traceback(fake: VertexFake, jo
     d = run(jid)
     assert any(l.startswith("Pipeline state:") for l in d.report_lines)
     assert all("Traceback" not in l for l in d.report_lines)
+
+
+@pytest.mark.parametrize("route, what", [("pipeline", "Missing: the job itself"), ("logs", "Missing: Cloud Logging error events")])
+def test_a_slow_drip_is_cut_at_the_deadline(fake: VertexFake, monkeypatch: pytest.MonkeyPatch, route, what):
+    """Each byte comes well inside the per-read timeout, so only a total deadline ends the call: the whole
+    answer would take minutes (one byte per 0.1 s), the deadline is 4 x 0.5 s."""
+    monkeypatch.setenv(gcp.TIMEOUT_ENV, "0.5")
+    jid = load(fake, "quota")
+    fake.fail(route, *[Fault(drip=0.1)] * 5)
+    t0 = time.monotonic()
+    d = run(jid)
+    assert time.monotonic() - t0 < 30  # far below the drip's own length (minutes): the deadline, not the server, ended it
+    missing = next(l for l in d.report_lines if l.startswith(what))
+    assert "0.5s" in missing, missing
+    assert d.sources[-1].endswith("(partial)")
+    assert d.primary_cause is not None and d.primary_cause.value == "cloud-permissions-quota"

@@ -11,7 +11,8 @@ clients really call:
 
 and records every call (method, path, query, JSON body, headers). Faults are queued per route
 ("pipeline", "custom", "cancel", "logs") and consumed one per request: a status with headers and
-body, a delay (a hang past the client's timeout), or a malformed body.
+body, a delay (a hang past the client's timeout), a malformed body, or a slow drip (the real answer
+sent one byte at a time, each byte well inside the client's per-read timeout).
 
 Payloads use the real field names of PipelineJob, PipelineTaskDetail, CustomJob, google.rpc.Status
 and LogEntry (REST JSON, camelCase). The error messages are worded as Vertex AI words them in public
@@ -37,12 +38,13 @@ SA = f"{PROJECT_NUMBER}-compute@developer.gserviceaccount.com"
 
 @dataclass
 class Fault:
-    """One faulty answer: a status (with headers and body), a delay first, or a raw body."""
+    """One faulty answer: a status (with headers and body), a delay first, a raw body, or a drip interval."""
 
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes | None = None
     delay: float = 0.0
+    drip: float = 0.0
 
 
 @dataclass
@@ -162,6 +164,7 @@ class VertexFake:
         with self._lock:
             self.calls.append(Call(method, url.path, parse_qs(url.query), body, dict(h.headers.items())))
             fault = self.faults[route].pop(0) if self.faults.get(route) else None
+        h.drip = fault.drip if fault is not None else 0.0  # type: ignore[attr-defined]  # this request's drip, read by _send
         if fault is not None:
             if fault.delay:
                 time.sleep(fault.delay)
@@ -225,7 +228,14 @@ class VertexFake:
             for k, v in (headers or {}).items():
                 h.send_header(k, v)
             h.end_headers()
-            h.wfile.write(body)
+            drip = getattr(h, "drip", 0.0)
+            if not drip:
+                h.wfile.write(body)
+                return
+            for i in range(len(body)):  # the whole answer, one byte per interval, until the client hangs up
+                h.wfile.write(body[i : i + 1])
+                h.wfile.flush()
+                time.sleep(drip)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (its timeout), as a real client does
 
