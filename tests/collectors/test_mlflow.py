@@ -243,6 +243,19 @@ def test_malformed_answer_and_hang_are_one_line_errors(runs, mlflow_server, monk
         assert time.monotonic() - t0 < 3.5
 
 
+def test_a_slow_drip_is_cut_at_the_deadline(runs, mlflow_server, monkeypatch):
+    """Each byte comes well inside the per-read timeout, so only the collector's total deadline ends the call
+    (the whole answer, one byte per 0.1 s, would take minutes)."""
+    with FaultProxy(mlflow_server) as proxy:
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", proxy.url)
+        monkeypatch.setenv("ML_SKILLS_TRACKER_TIMEOUT", "2")
+        proxy.rules["/api/2.0/mlflow/runs/get"] = [("drip", 0.1)]
+        t0 = time.monotonic()
+        with pytest.raises(SourceTimeout, match="2s deadline"):
+            mlflow_collector.collect(DiagnoseRequest(mlflow=runs["healthy"]))
+        assert time.monotonic() - t0 < 30  # far below the drip's own length: the deadline ended it
+
+
 def test_credentials_in_the_uri_never_reach_the_output(runs, mlflow_server, tmp_path):
     secret_uri = mlflow_server.replace("http://", "http://alice:hunter2secret@")
     proc, report = _cli(runs["healthy"], secret_uri, tmp_path, env={"MLFLOW_TRACKING_TOKEN": "tok_abcdefghijklmnop1234"})

@@ -12,7 +12,7 @@ import time
 import pytest
 from ml_skills.collectors import wandb as wandb_collector
 from ml_skills.engine.pipeline import DiagnoseRequest
-from ml_skills.errors import InputError, TargetNotFound
+from ml_skills.errors import InputError, SourceTimeout, TargetNotFound
 
 from .conftest import check_failed_run
 from .training import train
@@ -163,6 +163,18 @@ def test_persistent_500_on_history_is_partial_evidence(online, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "Missing: history after 0 rows: W&B failed on history" in proc.stdout and "HTTP 500" in proc.stdout
     assert report["primary_cause"] == "nan-inf"  # still found, in the console log that did arrive
+
+
+def test_a_slow_drip_is_cut_at_the_deadline(online, monkeypatch):
+    """Each byte comes well inside the per-read timeout; wandb-core's own bound on a whole request (the
+    collector passes it a per-call timeout from its deadline) ends the call, with its bounded retries:
+    the whole answer, one byte per 0.1 s, would take minutes."""
+    monkeypatch.setenv("ML_SKILLS_TRACKER_TIMEOUT", "3")
+    online.faults["Run"] = [("drip", 0.1)] * 10
+    t0 = time.monotonic()
+    with pytest.raises(SourceTimeout, match="W&B did not answer run team/proj/healthy01 in time"):
+        wandb_collector.collect(DiagnoseRequest(wandb="team/proj/healthy01"))
+    assert time.monotonic() - t0 < 60  # far below the drip's own length: the call was cut
 
 
 @pytest.mark.parametrize(
