@@ -6,6 +6,8 @@ text built from secret and marker fragments so the redactor's edge cases are rea
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -28,6 +30,23 @@ def test_arbitrary_bytes_never_raise_an_unexpected_exception(target: str, data: 
     if target == "inspect_checkpoint" and len(data) % 4:  # six file writes per example: sample a quarter
         return
     fuzz_targets.run(target, data)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm() -> None:
+    """First calls load the catalog and compile patterns: done once here, not inside a timed example."""
+    for name in fuzz_targets.TARGETS:
+        fuzz_targets.run(name, b"step 1 | loss 0.5\nTraceback (most recent call last):\n")
+
+
+CRASHES = sorted((Path(__file__).parent / "fuzz_crashes").iterdir())
+
+
+@pytest.mark.parametrize("path", CRASHES, ids=[p.name for p in CRASHES])
+def test_inputs_that_once_broke_a_target_stay_fixed(path: Path) -> None:
+    """Inputs the fuzzer found (file name: TARGET-what-it-was), kept as regressions."""
+    target = next(t for t in fuzz_targets.TARGETS if path.name.startswith(t + "-"))
+    fuzz_targets.run(target, path.read_bytes())
 
 
 @common
