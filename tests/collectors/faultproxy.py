@@ -1,13 +1,15 @@
 """A loopback HTTP proxy in front of a real server that injects faults on chosen paths.
 
 `rules` maps a path prefix to a list of faults consumed one per matching request
-(("status", 503, {"Retry-After": "0"}), ("body", 200, b"not json"), ("hang", seconds), ("drip", seconds):
+(("status", 503, {"Retry-After": "0"}), ("body", 200, b"not json"), ("hang", seconds), ("reset",): a TCP reset, ("drip", seconds):
 the real answer sent one byte per interval, each byte well inside a client's per-read timeout);
 when a path's list is empty, requests pass through to the real server unchanged.
 """
 
 from __future__ import annotations
 
+import socket
+import struct
 import threading
 import time
 import urllib.error
@@ -36,6 +38,11 @@ class FaultProxy:
                         if fault[0] == "drip":
                             drip = fault[1]
                             break
+                        if fault[0] == "reset":  # a TCP reset instead of an answer
+                            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                            self.close_connection = True
+                            self.connection.close()
+                            return
                         if fault[0] == "hang":
                             time.sleep(fault[1])
                             return

@@ -16,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from ml_skills.collectors import http_api
 from ml_skills.collectors import mlflow as mlflow_collector
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 from ml_skills.errors import SourceTimeout, SourceUnavailable
@@ -241,6 +242,18 @@ def test_malformed_answer_and_hang_are_one_line_errors(runs, mlflow_server, monk
         with pytest.raises(SourceTimeout, match="did not answer"):
             mlflow_collector.collect(DiagnoseRequest(mlflow=runs["healthy"]))
         assert time.monotonic() - t0 < 3.5
+
+
+def test_a_connection_reset_is_retried_a_bounded_number_of_times(runs, mlflow_server, monkeypatch):
+    with FaultProxy(mlflow_server) as proxy:
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", proxy.url)
+        proxy.rules["/api/2.0/mlflow/runs/get"] = [("reset",)]
+        src, _ = mlflow_collector.collect(DiagnoseRequest(mlflow=runs["healthy"]))
+        assert sum(p.startswith("/api/2.0/mlflow/runs/get") for p in proxy.seen) == 2 and src.metrics
+        proxy.rules["/api/2.0/mlflow/runs/get"] = [("reset",)] * 10
+        with pytest.raises(SourceUnavailable, match="the MLflow server"):
+            mlflow_collector.collect(DiagnoseRequest(mlflow=runs["healthy"]))
+        assert sum(p.startswith("/api/2.0/mlflow/runs/get") for p in proxy.seen) == 2 + 1 + http_api.RETRIES
 
 
 def test_a_slow_drip_is_cut_at_the_deadline(runs, mlflow_server, monkeypatch):

@@ -374,3 +374,16 @@ def test_a_slow_drip_is_cut_at_the_deadline(fake: VertexFake, monkeypatch: pytes
     assert "0.5s" in missing, missing
     assert d.sources[-1].endswith("(partial)")
     assert d.primary_cause is not None and d.primary_cause.value == "cloud-permissions-quota"
+
+
+def test_a_connection_reset_is_retried_then_succeeds_and_a_persistent_one_is_partial(fake: VertexFake):
+    jid = load(fake, "quota")
+    fake.fail("pipeline", Fault(reset=True))
+    d = run(jid)
+    assert len(fake.calls_to("pipeline")) == 2 and "Pipeline state: FAILED" in d.report_lines
+    fake.fail("pipeline", *[Fault(reset=True)] * 10)
+    d = run(jid)
+    assert len(fake.calls_to("pipeline")) == 2 + gcp.MAX_ATTEMPTS  # bounded retries
+    missing = next(l for l in d.report_lines if l.startswith("Missing: the job itself"))
+    assert "after retrying" in missing, missing
+    assert d.primary_cause is not None and d.primary_cause.value == "cloud-permissions-quota"  # from the logs that did arrive

@@ -11,7 +11,7 @@ clients really call:
 
 and records every call (method, path, query, JSON body, headers). Faults are queued per route
 ("pipeline", "custom", "cancel", "logs") and consumed one per request: a status with headers and
-body, a delay (a hang past the client's timeout), a malformed body, or a slow drip (the real answer
+body, a delay (a hang past the client's timeout), a malformed body, a TCP reset, or a slow drip (the real answer
 sent one byte at a time, each byte well inside the client's per-read timeout).
 
 Payloads use the real field names of PipelineJob, PipelineTaskDetail, CustomJob, google.rpc.Status
@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import struct
 import threading
 import time
 from dataclasses import dataclass, field
@@ -45,6 +47,7 @@ class Fault:
     body: bytes | None = None
     delay: float = 0.0
     drip: float = 0.0
+    reset: bool = False  # close the connection with a TCP reset instead of answering
 
 
 @dataclass
@@ -168,6 +171,11 @@ class VertexFake:
         if fault is not None:
             if fault.delay:
                 time.sleep(fault.delay)
+            if fault.reset:
+                h.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                h.close_connection = True
+                h.connection.close()
+                return None
             if fault.status != 200 or fault.body is not None:
                 return self._send(h, fault.status, fault.body or _status(fault.status, "fault", "UNKNOWN"), fault.headers)
         if route is None or m is None:
