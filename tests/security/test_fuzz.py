@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.security.figures import record
 
 pytest.importorskip("atheris", reason="atheris is not installed (pip install atheris: Linux wheels for CPython 3.11+); "
                                       "the hypothesis tests in test_properties.py still cover every target")
@@ -35,6 +38,7 @@ def fuzz_command(target: str, runs: int, crashes: Path) -> list[str]:
 @pytest.mark.parametrize("target", TARGETS)
 def test_atheris_short_run_finds_no_crash(target: str, tmp_path: Path) -> None:
     runs = RUNS.get(target, DEFAULT_RUNS)
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(fuzz_command(target, runs, tmp_path), cwd=ROOT, capture_output=True, text=True, timeout=600,
                           env={**os.environ, "PYTHONHASHSEED": "0"})
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -42,3 +46,8 @@ def test_atheris_short_run_finds_no_crash(target: str, tmp_path: Path) -> None:
     assert done and int(done.group(1)) == runs
     seeded = re.search(r"INFO:\s+(\d+) files found", proc.stderr)
     assert seeded and int(seeded.group(1)) > 0  # it started from real inputs, not from nothing
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    edges = re.search(r"DONE\s+cov: (\d+)", proc.stderr)
+    record("fuzz runs (atheris, short)", target, runs)
+    record("fuzz coverage edges (atheris, short)", target, int(edges.group(1)) if edges else 0)
+    record("fuzz CPU seconds (atheris, short)", target, round(cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime, 1))
