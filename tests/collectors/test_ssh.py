@@ -14,6 +14,7 @@ import pytest
 from ml_skills.collectors import ssh
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 from ml_skills.errors import InputError, SourceTimeout, SourceUnavailable, TargetNotFound
+
 from tests.security.figures import record
 
 from ..conftest import ROOT, run_cli

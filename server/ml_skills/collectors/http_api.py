@@ -77,7 +77,7 @@ def request_json(
     """One JSON call; retries 429/5xx/connection resets within the deadline, raises SourceError."""
     attempt = 0
     while True:
-        left = deadline.check(f"{name} {what}")
+        deadline.check(f"{name} {what}")
         try:
             resp = _bounded_request(client, method, url, params=params, json=json, deadline=deadline, name=name, what=what)
         except httpx.TimeoutException:
