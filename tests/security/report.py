@@ -49,7 +49,7 @@ def run_pytest(args: list[str], figures: Path, junit: Path) -> int:
     env = {**os.environ, ENV: str(figures)}
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}", *args]
     print("$", " ".join(cmd[1:]), file=sys.stderr)
-    return subprocess.run(cmd, cwd=ROOT, env=env).returncode
+    return subprocess.run(cmd, cwd=ROOT, env=env, check=False).returncode
 
 
 def test_counts(junit: Path) -> dict[str, list[int]]:
@@ -65,22 +65,24 @@ def test_counts(junit: Path) -> dict[str, list[int]]:
 
 
 def long_fuzz(seconds: int) -> list[dict]:
+    """Each target for `seconds`; a crashing input is kept in a directory named in the output."""
     rows = []
+    crashes = Path(tempfile.mkdtemp(prefix="ml-skills-fuzz-crashes-"))
     for target in FUZZ_TARGETS:
-        with tempfile.TemporaryDirectory() as crashes:
-            cmd = [sys.executable, "-m", "tests.security.fuzz", target, f"-max_total_time={seconds}", "-max_len=4096",
-                   f"-dict={ROOT / 'tests/security/fuzz.dict'}", f"-artifact_prefix={crashes}/"]
-            print("$", " ".join(cmd[1:]), file=sys.stderr)
-            cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            t0 = time.monotonic()
-            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-            cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            done = re.search(r"Done (\d+) runs in (\d+) second", proc.stderr)
-            cov = re.search(r"DONE\s+cov: (\d+)", proc.stderr) or list(re.finditer(r"cov: (\d+)", proc.stderr) or [None])[-1]
-            rows.append({"target": target, "ok": proc.returncode == 0, "runs": int(done.group(1)) if done else None,
-                         "edges": int(cov.group(1)) if cov else None, "wall": round(time.monotonic() - t0),
-                         "cpu": round(cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime),
-                         "crash": "" if proc.returncode == 0 else proc.stderr[-1500:]})
+        cmd = [sys.executable, "-m", "tests.security.fuzz", target, f"-max_total_time={seconds}", "-max_len=4096",
+               f"-dict={ROOT / 'tests/security/fuzz.dict'}", f"-artifact_prefix={crashes}/{target}-"]
+        print("$", " ".join(cmd[1:]), file=sys.stderr)
+        cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.monotonic()
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+        cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        done = re.search(r"Done (\d+) runs in (\d+) second", proc.stderr)
+        covs = re.findall(r"cov: (\d+)", proc.stderr)
+        error = proc.stderr[proc.stderr.find("=== Uncaught"):][:2500] if "=== Uncaught" in proc.stderr else proc.stderr[-1500:]
+        rows.append({"target": target, "ok": proc.returncode == 0, "runs": int(done.group(1)) if done else None,
+                     "edges": int(covs[-1]) if covs else None, "wall": round(time.monotonic() - t0),
+                     "cpu": round(cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime),
+                     "crash": "" if proc.returncode == 0 else f"input kept under {crashes}/{target}-*\n{error}"})
     return rows
 
 
