@@ -141,6 +141,31 @@ def test_every_history_page_and_file_page_is_read(online):
     assert not src.missing
 
 
+def test_secrets_in_tracker_config_and_files_never_reach_the_output(online, tmp_path):
+    """Fresh fake secrets of every kind in the run's config (tracker params) and in its console log."""
+    from tests.security.fakes import Planted
+    from tests.security.figures import record
+
+    p = Planted()
+    rows, log = _rows("nan")
+    config = {"optimizer": "sgd", "lr": 0.05, **{k.replace("-", "_"): v for k, v in p.values.items()},
+              "hf_token": p.values["hf"], "wandb_api_key": p.values["wandb-hex"], "service_account": p.sa_json}
+    online.runs["leaky01"] = FakeRun("crashed", config, rows, {"output.log": "\n".join(p.log_lines()).encode() + b"\n" + log})
+    try:
+        proc, report = check_failed_run("--wandb", "team/proj/leaky01", "--format", "json", out=tmp_path,
+                                        env={"WANDB_API_KEY": KEY, "WANDB_BASE_URL": online.url})
+    finally:
+        del online.runs["leaky01"]
+    assert proc.returncode == 0, proc.stderr
+    assert report is not None and report["primary_cause"] == "nan-inf"
+    blob = proc.stdout + proc.stderr + json.dumps(report)
+    assert p.leaks(blob) == [] and KEY not in blob
+    assert report["redactions"] > 0
+    planted = sum(t.count(x) for x in p.all_secrets() for t in (json.dumps(config), "\n".join(p.log_lines())))
+    record("secret instances planted", "W&B run config (tracker params) and console log", planted)
+    record("channels checked, no secret found", "CLI on a W&B run: stdout, stderr, report", 3)
+
+
 def test_online_console_log_is_fetched_and_scanned(online):
     src, logs = wandb_collector.collect(DiagnoseRequest(wandb="team/proj/nan01"))
     assert logs and any("RuntimeError: loss is nan" in line for line in logs[0].tail.lines)
