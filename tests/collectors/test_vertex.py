@@ -23,6 +23,7 @@ from ml_skills.errors import InputError, TargetNotFound
 from ml_skills.models import EvidenceStatus, RunStatus
 
 from tests.fakes.vertex_api import PROJECT, PROJECT_NUMBER, REGION, Fault, VertexFake, load, log_entry, pipeline_name
+from tests.security.figures import record
 
 SECRET_TOKEN = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
 
@@ -306,6 +307,7 @@ def test_secrets_in_cloud_answers_never_reach_the_output(fake: VertexFake, cli):
     assert proc.returncode == 0, proc.stderr
     assert SECRET_TOKEN not in proc.stdout and "ya29.a0AfB_byC1secret" not in proc.stdout
     assert report["redactions"] >= 1
+    record("secret instances planted", "Cloud Logging entry of a Vertex pipeline (cloud payload)", 2)
 
 
 def test_cancel_endpoint_is_served_and_recorded_for_the_real_client(fake: VertexFake):

@@ -1,7 +1,7 @@
 """Measure the figures of docs/security.md by running the tests that prove each promise.
 
     python -m tests.security.report                      # the security tests, as CI runs them (~5 min on 2 cores)
-    python -m tests.security.report --faults             # plus the remote-source fault tests (real MLflow, W&B, Vertex fakes)
+    python -m tests.security.report --faults             # plus remote sources: faults and planted secrets (real MLflow, W&B, Vertex fakes, processes)
     python -m tests.security.report --long-fuzz 300      # plus a 300 s atheris run per target
     python -m tests.security.report --long-fuzz 300 --no-tests   # only the long atheris run
 
@@ -38,9 +38,10 @@ CORE = [
     "tests/collectors/test_ssh.py",
 ]
 FAULTS = [
-    ("tests/collectors/test_vertex.py", "drip or hang or 429 or 5xx or refused"),
-    ("tests/collectors/test_mlflow.py", "drip or 503 or malformed or persistent or down"),
-    ("tests/collectors/test_wandb.py", "drip or 429 or 500 or faults or down"),
+    ("tests/collectors/test_vertex.py", "drip or hang or reset or 429 or 5xx or refused or malformed or secrets"),
+    ("tests/collectors/test_mlflow.py", "drip or reset or 503 or malformed or persistent or down or secrets"),
+    ("tests/collectors/test_wandb.py", "drip or 429 or 500 or faults or down or secrets"),
+    ("tests/collectors/test_process.py", "environment_never_leaves or secrets_on_the_command_line"),
 ]
 FUZZ_TARGETS = ["scan_text", "parse_line", "parse_traceback", "inspect_checkpoint", "redact", "read_log", "fence", "cli_args"]
 
