@@ -1,12 +1,15 @@
 """A loopback HTTP proxy in front of a real server that injects faults on chosen paths.
 
 `rules` maps a path prefix to a list of faults consumed one per matching request
-(("status", 503, {"Retry-After": "0"}), ("body", 200, b"not json"), ("hang", seconds));
+(("status", 503, {"Retry-After": "0"}), ("body", 200, b"not json"), ("hang", seconds), ("reset",): a TCP reset, ("drip", seconds):
+the real answer sent one byte per interval, each byte well inside a client's per-read timeout);
 when a path's list is empty, requests pass through to the real server unchanged.
 """
 
 from __future__ import annotations
 
+import socket
+import struct
 import threading
 import time
 import urllib.error
@@ -28,9 +31,18 @@ class FaultProxy:
 
             def _handle(self) -> None:
                 proxy.seen.append(self.path)
+                drip = 0.0
                 for prefix, faults in proxy.rules.items():
                     if self.path.startswith(prefix) and faults:
                         fault = faults.pop(0)
+                        if fault[0] == "drip":
+                            drip = fault[1]
+                            break
+                        if fault[0] == "reset":  # a TCP reset instead of an answer
+                            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                            self.close_connection = True
+                            self.connection.close()
+                            return
                         if fault[0] == "hang":
                             time.sleep(fault[1])
                             return
@@ -62,7 +74,16 @@ class FaultProxy:
                         self.send_header(k, v)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                if not drip:
+                    self.wfile.write(body)
+                    return
+                try:
+                    for i in range(len(body)):  # until the whole answer is sent or the client hangs up
+                        self.wfile.write(body[i : i + 1])
+                        self.wfile.flush()
+                        time.sleep(drip)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
 
             do_GET = do_POST = _handle
 

@@ -16,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from ml_skills.collectors import http_api
 from ml_skills.collectors import mlflow as mlflow_collector
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 from ml_skills.errors import SourceTimeout, SourceUnavailable
@@ -247,6 +248,59 @@ def test_malformed_answer_and_hang_are_one_line_errors(runs, mlflow_server, monk
         with pytest.raises(SourceTimeout, match="did not answer"):
             mlflow_collector.collect(DiagnoseRequest(mlflow=runs["healthy"]))
         assert time.monotonic() - t0 < 3.5
+
+
+def test_a_connection_reset_is_retried_a_bounded_number_of_times(runs, mlflow_server, monkeypatch):
+    with FaultProxy(mlflow_server) as proxy:
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", proxy.url)
+        proxy.rules["/api/2.0/mlflow/runs/get"] = [("reset",)]
+        src, _ = mlflow_collector.collect(DiagnoseRequest(mlflow=runs["healthy"]))
+        assert sum(p.startswith("/api/2.0/mlflow/runs/get") for p in proxy.seen) == 2 and src.metrics
+        proxy.rules["/api/2.0/mlflow/runs/get"] = [("reset",)] * 10
+        with pytest.raises(SourceUnavailable, match="the MLflow server"):
+            mlflow_collector.collect(DiagnoseRequest(mlflow=runs["healthy"]))
+        assert sum(p.startswith("/api/2.0/mlflow/runs/get") for p in proxy.seen) == 2 + 1 + http_api.RETRIES
+
+
+def test_a_slow_drip_is_cut_at_the_deadline(runs, mlflow_server, monkeypatch):
+    """Each byte comes well inside the per-read timeout, so only the collector's total deadline ends the call
+    (the whole answer, one byte per 0.1 s, would take minutes)."""
+    with FaultProxy(mlflow_server) as proxy:
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", proxy.url)
+        monkeypatch.setenv("ML_SKILLS_TRACKER_TIMEOUT", "2")
+        proxy.rules["/api/2.0/mlflow/runs/get"] = [("drip", 0.1)]
+        t0 = time.monotonic()
+        with pytest.raises(SourceTimeout, match="2s deadline"):
+            mlflow_collector.collect(DiagnoseRequest(mlflow=runs["healthy"]))
+        assert time.monotonic() - t0 < 30  # far below the drip's own length: the deadline ended it
+
+
+def test_secrets_in_params_tags_and_logs_never_reach_the_output(mlflow_server, tmp_path):
+    """Fresh fake secrets of every kind logged as params, a tag and a log artifact, by the real client."""
+    from mlflow.tracking import MlflowClient
+
+    from tests.security.fakes import Planted
+    from tests.security.figures import record
+
+    p = Planted()
+    client = MlflowClient(tracking_uri=mlflow_server)
+    exp = client.get_experiment_by_name("ml-skills-leaky") or client.get_experiment(client.create_experiment("ml-skills-leaky"))
+    rid = client.create_run(exp.experiment_id, run_name="leaky").info.run_id
+    params = {k.replace("-", "_"): v for k, v in p.values.items()} | {"hf_token": p.values["hf"], "wandb_api_key": p.values["wandb-hex"]}
+    for k, v in params.items():
+        client.log_param(rid, k, v)
+    client.set_tag(rid, "launch_command", f"torchrun train.py --api-key {p.values['cli-api-key']} --password {p.values['cli-password']}")
+    client.set_terminated(rid, "FAILED" if _log_training(client, rid, "nan") != "finished" else "FINISHED")
+    logged = "\n".join(p.log_lines()) + "\n"
+    client.log_text(rid, logged, "launcher.log")  # a second log artifact, as a launcher's own log
+    proc, report = _cli(rid, mlflow_server, tmp_path, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert report is not None and report["primary_cause"] == "nan-inf"
+    assert p.leaks(proc.stdout + proc.stderr + json.dumps(report)) == []
+    assert report["redactions"] > 0
+    planted = sum(t.count(x) for x in p.all_secrets() for t in (json.dumps(params), logged)) + 2
+    record("secret instances planted", "MLflow params, a tag and a log artifact (real client)", planted)
+    record("channels checked, no secret found", "CLI on an MLflow run: stdout, stderr, report", 3)
 
 
 def test_credentials_in_the_uri_never_reach_the_output(runs, mlflow_server, tmp_path):

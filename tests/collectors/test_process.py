@@ -21,6 +21,8 @@ from ml_skills.engine.pipeline import DiagnoseRequest, analyse, diagnose
 from ml_skills.errors import InputError, TargetNotFound
 from ml_skills.models import Evidence, RunStatus
 
+from tests.security.figures import record
+
 TRAIN = Path(__file__).parent / "procs" / "train.py"
 NOBODY = 65534
 FAST = {"sample_seconds": 0.6, "samples": 3}
@@ -241,6 +243,7 @@ def test_environment_never_leaves(tmp_path, kids, monkeypatch):
     p = kids.start("sleep", tmp_path / "train.log", wait_for="starting")
     ev = process.evidence(process.inspect(p.pid, **FAST), [], 300)
     assert "0123456789abcdef" not in ev.model_dump_json()
+    record("secret instances planted", "a live process's environment (never read)", 1)
 
 
 def test_secrets_on_the_command_line_are_redacted(tmp_path, kids):
@@ -251,6 +254,7 @@ def test_secrets_on_the_command_line_are_redacted(tmp_path, kids):
     ev = process.evidence(process.inspect(p.pid, **FAST), [], 300)
     dumped = ev.model_dump_json()
     assert token not in dumped and key not in dumped and "--hf-token [REDACTED]" in ev.facts["command"]
+    record("secret instances planted", "a live process's command line", 2)
 
 
 def test_cli_end_to_end_on_a_stalled_pid(tmp_path, kids):

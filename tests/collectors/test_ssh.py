@@ -15,6 +15,8 @@ from ml_skills.collectors import ssh
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 from ml_skills.errors import InputError, SourceTimeout, SourceUnavailable, TargetNotFound
 
+from tests.security.figures import record
+
 from ..conftest import ROOT, run_cli
 from . import sshd as sshd_server
 
@@ -112,6 +114,7 @@ def test_an_injected_command_never_runs(tmp_path, cfg, path):
     with pytest.raises(TargetNotFound, match="no such file"):
         ssh.fetch(f"{USER}@127.0.0.1:{path.format(marker=marker)}", config=cfg)
     assert not marker.exists()
+    record("hostile inputs", "ssh remote paths with shell injection (marker file never written)", 1)
 
 
 def test_a_file_with_shell_characters_in_its_name_is_fetched(tmp_path, cfg):
@@ -134,6 +137,7 @@ def test_a_file_with_shell_characters_in_its_name_is_fetched(tmp_path, cfg):
 def test_bad_targets_are_refused_before_ssh_runs(target, message):
     with pytest.raises(InputError, match=message):
         ssh.parse_target(target)
+    record("hostile inputs", "ssh destinations: option injection, bad user/host/path", 1)
 
 
 def test_connection_refused(server):
@@ -222,6 +226,7 @@ def test_fetch_script_quotes_the_path_for_the_remote_shell(tmp_path, cfg):
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "o" / "train.log").read_text() == NAN_LOG.read_text()
     assert not (tmp_path / "INJECTED").exists()
+    record("hostile inputs", "ssh remote paths with shell injection (marker file never written)", 1)
 
 
 def test_fetch_script_hang_is_killed_at_its_deadline(server, tmp_path):

@@ -23,6 +23,7 @@ from ml_skills.errors import InputError, TargetNotFound
 from ml_skills.models import EvidenceStatus, RunStatus
 
 from tests.fakes.vertex_api import PROJECT, PROJECT_NUMBER, REGION, Fault, VertexFake, load, log_entry, pipeline_name
+from tests.security.figures import record
 
 SECRET_TOKEN = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
 
@@ -307,6 +308,7 @@ def test_secrets_in_cloud_answers_never_reach_the_output(fake: VertexFake, cli):
     assert proc.returncode == 0, proc.stderr
     assert SECRET_TOKEN not in proc.stdout and "ya29.a0AfB_byC1secret" not in proc.stdout
     assert report["redactions"] >= 1
+    record("secret instances planted", "Cloud Logging entry of a Vertex pipeline (cloud payload)", 2)
 
 
 def test_cancel_endpoint_is_served_and_recorded_for_the_real_client(fake: VertexFake):
@@ -359,3 +361,32 @@ def test_any_payload_shape_gives_a_report_never_a_traceback(fake: VertexFake, jo
     d = run(jid)
     assert any(l.startswith("Pipeline state:") for l in d.report_lines)
     assert all("Traceback" not in l for l in d.report_lines)
+
+
+@pytest.mark.parametrize("route, what", [("pipeline", "Missing: the job itself"), ("logs", "Missing: Cloud Logging error events")])
+def test_a_slow_drip_is_cut_at_the_deadline(fake: VertexFake, monkeypatch: pytest.MonkeyPatch, route, what):
+    """Each byte comes well inside the per-read timeout, so only a total deadline ends the call: the whole
+    answer would take minutes (one byte per 0.1 s), the deadline is 4 x 0.5 s."""
+    monkeypatch.setenv(gcp.TIMEOUT_ENV, "0.5")
+    jid = load(fake, "quota")
+    fake.fail(route, *[Fault(drip=0.1)] * 5)
+    t0 = time.monotonic()
+    d = run(jid)
+    assert time.monotonic() - t0 < 30  # far below the drip's own length (minutes): the deadline, not the server, ended it
+    missing = next(l for l in d.report_lines if l.startswith(what))
+    assert "0.5s" in missing, missing
+    assert d.sources[-1].endswith("(partial)")
+    assert d.primary_cause is not None and d.primary_cause.value == "cloud-permissions-quota"
+
+
+def test_a_connection_reset_is_retried_then_succeeds_and_a_persistent_one_is_partial(fake: VertexFake):
+    jid = load(fake, "quota")
+    fake.fail("pipeline", Fault(reset=True))
+    d = run(jid)
+    assert len(fake.calls_to("pipeline")) == 2 and "Pipeline state: FAILED" in d.report_lines
+    fake.fail("pipeline", *[Fault(reset=True)] * 10)
+    d = run(jid)
+    assert len(fake.calls_to("pipeline")) == 2 + gcp.MAX_ATTEMPTS  # bounded retries
+    missing = next(l for l in d.report_lines if l.startswith("Missing: the job itself"))
+    assert "after retrying" in missing, missing
+    assert d.primary_cause is not None and d.primary_cause.value == "cloud-permissions-quota"  # from the logs that did arrive

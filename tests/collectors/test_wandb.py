@@ -12,7 +12,7 @@ import time
 import pytest
 from ml_skills.collectors import wandb as wandb_collector
 from ml_skills.engine.pipeline import DiagnoseRequest
-from ml_skills.errors import InputError, TargetNotFound
+from ml_skills.errors import InputError, SourceTimeout, TargetNotFound
 
 from .conftest import check_failed_run
 from .training import train
@@ -141,6 +141,31 @@ def test_every_history_page_and_file_page_is_read(online):
     assert not src.missing
 
 
+def test_secrets_in_tracker_config_and_files_never_reach_the_output(online, tmp_path):
+    """Fresh fake secrets of every kind in the run's config (tracker params) and in its console log."""
+    from tests.security.fakes import Planted
+    from tests.security.figures import record
+
+    p = Planted()
+    rows, log = _rows("nan")
+    config = {"optimizer": "sgd", "lr": 0.05, **{k.replace("-", "_"): v for k, v in p.values.items()},
+              "hf_token": p.values["hf"], "wandb_api_key": p.values["wandb-hex"], "service_account": p.sa_json}
+    online.runs["leaky01"] = FakeRun("crashed", config, rows, {"output.log": "\n".join(p.log_lines()).encode() + b"\n" + log})
+    try:
+        proc, report = check_failed_run("--wandb", "team/proj/leaky01", "--format", "json", out=tmp_path,
+                                        env={"WANDB_API_KEY": KEY, "WANDB_BASE_URL": online.url})
+    finally:
+        del online.runs["leaky01"]
+    assert proc.returncode == 0, proc.stderr
+    assert report is not None and report["primary_cause"] == "nan-inf"
+    blob = proc.stdout + proc.stderr + json.dumps(report)
+    assert p.leaks(blob) == [] and KEY not in blob
+    assert report["redactions"] > 0
+    planted = sum(t.count(x) for x in p.all_secrets() for t in (json.dumps(config), "\n".join(p.log_lines())))
+    record("secret instances planted", "W&B run config (tracker params) and console log", planted)
+    record("channels checked, no secret found", "CLI on a W&B run: stdout, stderr, report", 3)
+
+
 def test_online_console_log_is_fetched_and_scanned(online):
     src, logs = wandb_collector.collect(DiagnoseRequest(wandb="team/proj/nan01"))
     assert logs and any("RuntimeError: loss is nan" in line for line in logs[0].tail.lines)
@@ -163,6 +188,18 @@ def test_persistent_500_on_history_is_partial_evidence(online, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "Missing: history after 0 rows: W&B failed on history" in proc.stdout and "HTTP 500" in proc.stdout
     assert report["primary_cause"] == "nan-inf"  # still found, in the console log that did arrive
+
+
+def test_a_slow_drip_is_cut_at_the_deadline(online, monkeypatch):
+    """Each byte comes well inside the per-read timeout; wandb-core's own bound on a whole request (the
+    collector passes it a per-call timeout from its deadline) ends the call, with its bounded retries:
+    the whole answer, one byte per 0.1 s, would take minutes."""
+    monkeypatch.setenv("ML_SKILLS_TRACKER_TIMEOUT", "3")
+    online.faults["Run"] = [("drip", 0.1)] * 10
+    t0 = time.monotonic()
+    with pytest.raises(SourceTimeout, match="W&B did not answer run team/proj/healthy01 in time"):
+        wandb_collector.collect(DiagnoseRequest(wandb="team/proj/healthy01"))
+    assert time.monotonic() - t0 < 60  # far below the drip's own length: the call was cut
 
 
 @pytest.mark.parametrize(

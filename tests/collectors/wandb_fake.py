@@ -5,7 +5,8 @@ GetDefaultEntity, Run (RunFragment), RunHistoryKeys, RunParquetHistory (answered
 parquet files, so the client falls back to HistoryPage), HistoryPage (rows as JSON strings,
 paged by step range) and RunFiles (cursor-paged); file contents are served at the URL given
 in RunFiles. `faults[op]` holds faults consumed one per request of that operation:
-("status", code, headers) or ("body", bytes).
+("status", code, headers), ("body", bytes) or ("drip", seconds): the real answer sent one byte per
+interval, each byte well inside the client's per-read timeout.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ class FakeWandb:
                 pass
 
             def _send(
-                self, status: int, body: bytes, headers: dict[str, str] | None = None, ctype: str = "application/json"
+                self, status: int, body: bytes, headers: dict[str, str] | None = None, ctype: str = "application/json",
+                drip: float = 0.0,
             ) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
@@ -53,7 +55,16 @@ class FakeWandb:
                     self.send_header(k, v)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                if not drip:
+                    self.wfile.write(body)
+                    return
+                try:
+                    for i in range(len(body)):  # until the whole answer is sent or the client hangs up
+                        self.wfile.write(body[i : i + 1])
+                        self.wfile.flush()
+                        time.sleep(drip)
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True
 
             def _authorised(self) -> bool:
                 want = "Basic " + base64.b64encode(f"api:{fake.api_key}".encode()).decode()
@@ -81,7 +92,10 @@ class FakeWandb:
                 fake.ops.append((op, req.get("variables") or {}))
                 fake.times.append((op, time.monotonic()))
                 faults = fake.faults.get(op) or fake.faults.get("*")
-                if faults:
+                drip = 0.0
+                if faults and faults[0][0] == "drip":
+                    drip = faults.pop(0)[1]
+                elif faults:
                     f = faults.pop(0)
                     if f[0] == "body":
                         return self._send(200, f[1])
@@ -90,7 +104,8 @@ class FakeWandb:
                 if not self._authorised():
                     return self._send(401, json.dumps({"errors": [{"message": "user is not logged in"}]}).encode())
                 self._send(
-                    200, json.dumps({"data": fake.answer(op, req.get("variables") or {}, self.headers.get("Host", ""))}).encode()
+                    200, json.dumps({"data": fake.answer(op, req.get("variables") or {}, self.headers.get("Host", ""))}).encode(),
+                    drip=drip,
                 )
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -11,7 +11,8 @@ clients really call:
 
 and records every call (method, path, query, JSON body, headers). Faults are queued per route
 ("pipeline", "custom", "cancel", "logs") and consumed one per request: a status with headers and
-body, a delay (a hang past the client's timeout), or a malformed body.
+body, a delay (a hang past the client's timeout), a malformed body, a TCP reset, or a slow drip (the real answer
+sent one byte at a time, each byte well inside the client's per-read timeout).
 
 Payloads use the real field names of PipelineJob, PipelineTaskDetail, CustomJob, google.rpc.Status
 and LogEntry (REST JSON, camelCase). The error messages are worded as Vertex AI words them in public
@@ -22,6 +23,8 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import struct
 import threading
 import time
 from dataclasses import dataclass, field
@@ -37,12 +40,14 @@ SA = f"{PROJECT_NUMBER}-compute@developer.gserviceaccount.com"
 
 @dataclass
 class Fault:
-    """One faulty answer: a status (with headers and body), a delay first, or a raw body."""
+    """One faulty answer: a status (with headers and body), a delay first, a raw body, or a drip interval."""
 
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes | None = None
     delay: float = 0.0
+    drip: float = 0.0
+    reset: bool = False  # close the connection with a TCP reset instead of answering
 
 
 @dataclass
@@ -162,9 +167,15 @@ class VertexFake:
         with self._lock:
             self.calls.append(Call(method, url.path, parse_qs(url.query), body, dict(h.headers.items())))
             fault = self.faults[route].pop(0) if self.faults.get(route) else None
+        h.drip = fault.drip if fault is not None else 0.0  # type: ignore[attr-defined]  # this request's drip, read by _send
         if fault is not None:
             if fault.delay:
                 time.sleep(fault.delay)
+            if fault.reset:
+                h.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                h.close_connection = True
+                h.connection.close()
+                return None
             if fault.status != 200 or fault.body is not None:
                 return self._send(h, fault.status, fault.body or _status(fault.status, "fault", "UNKNOWN"), fault.headers)
         if route is None or m is None:
@@ -225,7 +236,14 @@ class VertexFake:
             for k, v in (headers or {}).items():
                 h.send_header(k, v)
             h.end_headers()
-            h.wfile.write(body)
+            drip = getattr(h, "drip", 0.0)
+            if not drip:
+                h.wfile.write(body)
+                return
+            for i in range(len(body)):  # the whole answer, one byte per interval, until the client hangs up
+                h.wfile.write(body[i : i + 1])
+                h.wfile.flush()
+                time.sleep(drip)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (its timeout), as a real client does
 

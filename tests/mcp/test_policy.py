@@ -13,6 +13,7 @@ import torch
 from mcp import MCPError, types
 
 from tests.mcp.conftest import Server, answer, text
+from tests.security.figures import record
 
 
 def kill(pid: int, signal: str = "TERM") -> dict:
@@ -84,6 +85,7 @@ def test_forged_approvals_are_refused_and_audited(server: Server, sleeper) -> No
     entries = server.audit_entries()
     assert [e["outcome"] for e in entries] == ["invalid"] * 4
     assert "approved" in entries[0]["detail"] and "approved" in entries[1]["detail"] and "approval" in entries[2]["detail"]
+    record("hostile inputs", "forged approval fields on request_action", len(forged))
 
 
 def test_an_approval_is_bound_to_the_action_and_used_once(server: Server, tmp_path: Path) -> None:

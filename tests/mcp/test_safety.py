@@ -14,6 +14,8 @@ from ml_skills.safety.paths import confine, confine_new, normalise_roots
 from ml_skills.safety.quoting import fence, new_marker, strip_invisible
 from ml_skills.safety.regex import LinePattern
 
+from tests.security.figures import record
+
 
 @pytest.fixture
 def tree(tmp_path: Path) -> tuple[Path, Path]:
@@ -33,6 +35,7 @@ def test_containment_is_on_the_resolved_path_not_the_string_prefix(tree: tuple[P
     assert confine("train.log", roots) == (data / "train.log").resolve()
     with pytest.raises(PathNotAllowed, match="outside the allowed roots"):
         confine(str(evil / "train.log"), roots)  # '/…/data_evil' starts with '/…/data'
+    record("hostile inputs", "path confinement: a sibling sharing the root's prefix", 1)
 
 
 @pytest.mark.parametrize("bad, err", [
@@ -47,6 +50,7 @@ def test_containment_is_on_the_resolved_path_not_the_string_prefix(tree: tuple[P
 def test_hostile_spellings_are_refused_before_any_read(tree: tuple[Path, Path], bad: str, err: str) -> None:
     with pytest.raises(PathNotAllowed, match=err):
         confine(bad, normalise_roots([tree[0]]))
+    record("hostile inputs", "path confinement: '..', '~', NUL, empty, 5000-char spellings", 1)
 
 
 def test_symlink_escape_and_special_files_are_refused(tree: tuple[Path, Path]) -> None:
@@ -79,6 +83,7 @@ def test_symlink_escape_and_special_files_are_refused(tree: tuple[Path, Path]) -
         confine("missing.log", roots)
     with pytest.raises(UnreadableInput, match="is a directory"):
         confine(str(data), roots)
+    record("hostile inputs", "path confinement: symlink escapes, FIFO, socket, /proc, /dev, directory", 7)
 
 
 def test_a_new_output_directory_is_confined_by_its_existing_parent(tree: tuple[Path, Path]) -> None:

@@ -14,6 +14,7 @@ import torch
 from ml_skills.safety.quoting import strip_invisible
 
 from tests.mcp.conftest import NAN_LOG, REAL_LOGS, ROOT, Server, server_cmd, text
+from tests.security.figures import record
 
 EVIDENCE = {"verify_artifacts", "preflight_checks",
             "read_log_tail", "read_log_window", "grep_log", "scan_log", "list_artifacts", "inspect_checkpoint", "classify_action",
@@ -247,6 +248,7 @@ def test_bad_calls_are_tool_errors_and_the_server_keeps_answering(server: Server
     anyio.run(go)
     assert not list(outside.glob("check-failed-run.json"))
     assert any(e["outcome"] == "unknown-tool" for e in server.audit_entries())
+    record("hostile inputs", "MCP tool calls: escapes, special files, bad fields and patterns, ReDoS", len(cases) + 1)
 
 
 def test_client_roots_widen_the_allowed_roots(tmp_path: Path) -> None:

@@ -72,11 +72,11 @@ def read_log(data: bytes) -> None:
     """The tail and the chunk reader on arbitrary bytes: whole lines only, so a line is redacted whole."""
     p = _TMP / "fuzz.log"
     p.write_bytes(data)
-    chunks = [(off, bytes(c)) for off, c in logfile.iter_chunks(p, size=64)]  # the reader reuses one buffer
+    chunks = [(off, bytes(c)) for off, c in logfile.iter_chunks(p, size=64)]  # copied: the reader reuses one buffer
     assert b"".join(c for _, c in chunks) == data
     assert [off for off, _ in chunks] == [sum(len(c) for _, c in chunks[:i]) for i in range(len(chunks))]
     for _, c in chunks[:-1]:
-        assert c.endswith(b"\n") or len(c) == 64  # a line longer than a chunk is cut at the chunk size
+        assert c.endswith(b"\n") or (len(c) == 64 and b"\n" not in c)  # whole lines, or one line longer than a chunk
     limited = b"".join(bytes(c) for _, c in logfile.iter_chunks(p, size=64, limit=len(data) // 2))
     assert limited == data[: len(data) // 2]
     n = data.count(b"\n") + 1
@@ -111,6 +111,53 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "inspect_checkpoint": inspect_checkpoint, "redact": redact_idempotent, "read_log": read_log,
     "fence": fence_text, "cli_args": cli_args,
 }
+
+_ROOT = Path(__file__).resolve().parents[2]
+SEED_BYTES = 4096
+
+
+def _log_seeds() -> list[bytes]:
+    """The tails of the real logs in the repo (examples/, tests/corpus/, tests/real-logs/): where errors are."""
+    logs = sorted([*_ROOT.glob("examples/*/*.log"), *_ROOT.glob("tests/corpus/*/*.log"), *_ROOT.glob("tests/real-logs/*/*.log")])
+    return [p.read_bytes()[-SEED_BYTES:] for p in logs]
+
+
+def _checkpoint_seeds() -> list[bytes]:
+    """Real checkpoint bytes: a torch zip, a legacy torch pickle, a safetensors file (made now, small)."""
+    import pickle
+
+    import safetensors.torch
+    import torch
+
+    d = Path(tempfile.mkdtemp(prefix="ml-skills-seeds-"))
+    torch.save({"step": 1, "w": torch.zeros(2)}, d / "a.pt")
+    torch.save({"w": torch.zeros(2)}, d / "b.bin", _use_new_zipfile_serialization=False)
+    safetensors.torch.save_file({"w": torch.zeros(2)}, str(d / "c.safetensors"))
+    (d / "d.pkl").write_bytes(pickle.dumps({"step": 1, "lr": 0.1}, protocol=2))
+    out = [p.read_bytes() for p in sorted(d.iterdir())]
+    for p in d.iterdir():
+        p.unlink()
+    d.rmdir()
+    return out
+
+
+def _argv_seeds() -> list[bytes]:
+    return [b"check-failed-run\ntrain.log\n--framework\npytorch\n--last\n500",
+            b"check-failed-run\n--wandb\nteam/proj/abc12345\n--format\njson",
+            b"check-failed-run\nroot@host:/runs/train.log\n--out-dir\nout"]
+
+
+def seeds(name: str) -> list[bytes]:
+    """A starting corpus for a target, so the fuzzer mutates real inputs instead of growing them from nothing."""
+    from tests.security.fakes import Planted
+
+    if name == "inspect_checkpoint":
+        return _checkpoint_seeds()
+    if name == "cli_args":
+        return _argv_seeds()
+    secrets = "\n".join(Planted().log_lines()).encode()  # fresh fake secrets of every kind
+    return [*_log_seeds(), secrets[:SEED_BYTES], secrets[-SEED_BYTES:]]
+
 
 ALLOWED = (MLSkillsError,)
 """Our own clear errors are an answer, not a crash."""

@@ -20,6 +20,16 @@ class LeakyRun:
     log: Path
     returncode: int
 
+    def kinds(self) -> int:
+        """Secret kinds planted: the value kinds, the service-account key id, the PEM key (escaped in JSON and plain)."""
+        return len(self.planted.values) + 2
+
+    def instances(self) -> int:
+        """Occurrences of planted secrets in what the tools read: the log, the key files, the command, file names."""
+        texts = [self.log.read_text(errors="replace"), *(p.read_text() for p in sorted(self.run_dir.glob("*.*")) if p != self.log),
+                 "\n".join(str(p) for p in self.run_dir.iterdir())]
+        return sum(t.count(s) for s in self.planted.all_secrets() for t in texts)
+
 
 def run_leaky(base: Path, pad_bytes: int = 0) -> LeakyRun:
     """A real diverging run whose log, file names and config hold every kind of secret."""

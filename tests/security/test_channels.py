@@ -15,6 +15,7 @@ import pytest
 from ml_skills.collectors import logfile
 from tests.conftest import run_cli
 from tests.mcp.conftest import Server, text
+from tests.security.figures import record
 from tests.security.leaky import LeakyRun, run_leaky
 
 
@@ -24,6 +25,8 @@ def leaky(tmp_path_factory: pytest.TempPathFactory) -> LeakyRun:
     assert run.returncode == 1 and "FloatingPointError" in run.log.read_text()
     for s in (run.planted.values["hf"], run.planted.values["cli-password"], run.planted.sa_secrets[0]):
         assert s in run.log.read_text()  # the secrets really are in the log
+    record("secret kinds planted", "leaky run (flags, env, key files, dir name)", run.kinds())
+    record("secret instances planted", "leaky run (flags, env, key files, dir name)", run.instances())
     return run
 
 
@@ -42,6 +45,8 @@ def test_cli_stdout_stderr_and_report_hold_no_secret(leaky: LeakyRun, tmp_path: 
     d = json.loads(report)
     assert d["primary_cause"] == "nan-inf"
     assert d["redactions"] > 0 and "[REDACTED]" in report
+    record("channels checked, no secret found", f"CLI --format {fmt}: stdout, stderr, check-failed-run.json", 3)
+    record("redactions reported", f"CLI --format {fmt} report", d["redactions"])
 
 
 def test_cli_pasted_traceback_and_bad_paths_hold_no_secret(leaky: LeakyRun, tmp_path: Path) -> None:
@@ -51,6 +56,7 @@ def test_cli_pasted_traceback_and_bad_paths_hold_no_secret(leaky: LeakyRun, tmp_
     proc = run_cli("check-failed-run", str(missing), "--out-dir", str(tmp_path))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     _clean(leaky, proc.stdout, proc.stderr)
+    record("channels checked, no secret found", "CLI pasted traceback (stdout, stderr, report) and an error naming a path", 5)
 
 
 def test_a_secret_on_the_line_that_straddles_the_4_mib_chunk_boundary_is_caught(tmp_path: Path) -> None:
@@ -69,6 +75,7 @@ def test_a_secret_on_the_line_that_straddles_the_4_mib_chunk_boundary_is_caught(
     report = (out / "check-failed-run.json").read_text()
     _clean(run, proc.stdout, proc.stderr, report)
     assert "Loss became infinite or NaN at iteration" in report
+    record("secret instances planted", "a line straddling the 4 MiB read boundary", 1)
 
 
 def test_mcp_results_structured_content_errors_and_audit_hold_no_secret(leaky: LeakyRun, tmp_path: Path) -> None:
@@ -110,3 +117,6 @@ def test_mcp_results_structured_content_errors_and_audit_hold_no_secret(leaky: L
     _clean(leaky, audit)
     report = (srv.out / "check-failed-run.json").read_text()
     _clean(leaky, report)
+    record("channels checked, no secret found", "MCP tool results: text + structured content (incl. 3 errors)", 2 * len(results))
+    record("channels checked, no secret found", "MCP audit log and diagnose's report", 2)
+    record("redactions reported", "MCP read_log_tail of the leaky log", json.loads(tail_structured)["redactions"])

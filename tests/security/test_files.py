@@ -15,6 +15,7 @@ from ml_skills.errors import MLSkillsError, PathNotAllowed
 from ml_skills.models import EvidenceStatus
 from ml_skills.safety.paths import confine, normalise_roots
 from tests.conftest import run_cli
+from tests.security.figures import record
 
 WRITER = """
 import os, sys, time
@@ -58,6 +59,7 @@ def test_a_log_changing_during_the_pass_is_flagged_changed(writer, mode: str) ->
     assert ev.changed and ev.status is EvidenceStatus.PARTIAL
     assert any("changed while it was read" in p for p in ev.problems)
     assert ev.total_lines >= 7000 and ev.trajectory.last_step is not None  # still a consistent answer
+    record("hostile inputs", "a log growing or rotated during the read", 1)
 
 
 def test_a_log_at_rest_is_not_flagged(tmp_path: Path) -> None:
@@ -77,12 +79,14 @@ def test_special_and_kernel_files_are_refused_at_once_by_the_cli(tmp_path: Path,
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert "never read" in proc.stderr or "not a regular file" in proc.stderr or "directory" in proc.stderr
     assert time.monotonic() - t0 < 30
+    record("hostile inputs", "FIFO, devices, /proc and /sys given to the CLI", 1)
 
 
 @pytest.mark.parametrize("spelling", ["/proc/self/environ", "/proc/1/cmdline", "/dev/stdin", "/sys/kernel/notes"])
 def test_kernel_trees_are_refused_even_when_a_root_contains_them(spelling: str) -> None:
     with pytest.raises(MLSkillsError):
         confine(spelling, normalise_roots(["/"]))
+    record("hostile inputs", "kernel-tree paths under an allowed root", 1)
 
 
 def test_a_symlink_to_proc_inside_a_root_is_refused(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import torch
 from ml_skills.collectors import artifacts, checkpoints
 from tests.conftest import run_cli
 from tests.mcp.conftest import Server, text
+from tests.security.figures import record
 
 
 class Payload:
@@ -62,6 +63,7 @@ def test_inspection_reports_structure_and_never_runs_the_payload(evil: tuple[Pat
     inv = artifacts.inventory(run)
     assert len(inv.checkpoints) >= 2
     assert not marker.exists()
+    record("hostile inputs", "live malicious pickles (.pt zip, .bin legacy, .pkl) inspected", len(files))
 
 
 def test_cli_and_mcp_never_run_the_payload(evil: tuple[Path, Path, list[Path]], tmp_path: Path) -> None:
@@ -79,3 +81,4 @@ def test_cli_and_mcp_never_run_the_payload(evil: tuple[Path, Path, list[Path]], 
     out = anyio.run(go)
     assert "torch-zip" in out[0]
     assert not marker.exists()
+    record("hostile inputs", "live malicious pickles through the CLI and MCP", 2 * len(files))

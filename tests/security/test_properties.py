@@ -6,12 +6,20 @@ text built from secret and marker fragments so the redactor's edge cases are rea
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ml_skills.safety.redact import redact
 from tests.security import fuzz_targets
+from tests.security.figures import record
+
+EXAMPLES: Counter[str] = Counter()
+"""Examples hypothesis really ran, per test (recorded once the module is done)."""
 
 FRAGMENTS = [line.strip().strip('"') for line in open(fuzz_targets.__file__.replace("fuzz_targets.py", "fuzz.dict"))
              if line.startswith('"')]
@@ -28,6 +36,27 @@ def test_arbitrary_bytes_never_raise_an_unexpected_exception(target: str, data: 
     if target == "inspect_checkpoint" and len(data) % 4:  # six file writes per example: sample a quarter
         return
     fuzz_targets.run(target, data)
+    EXAMPLES[f"arbitrary bytes: {target}"] += 1
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm() -> Iterator[None]:
+    """First calls load the catalog and compile patterns: done once here, not inside a timed example."""
+    for name in fuzz_targets.TARGETS:
+        fuzz_targets.run(name, b"step 1 | loss 0.5\nTraceback (most recent call last):\n")
+    yield
+    for what, n in sorted(EXAMPLES.items()):
+        record("hypothesis examples", what, n)
+
+
+CRASHES = sorted((Path(__file__).parent / "fuzz_crashes").iterdir())
+
+
+@pytest.mark.parametrize("path", CRASHES, ids=[p.name for p in CRASHES])
+def test_inputs_that_once_broke_a_target_stay_fixed(path: Path) -> None:
+    """Inputs the fuzzer found (file name: TARGET-what-it-was), kept as regressions."""
+    target = next(t for t in fuzz_targets.TARGETS if path.name.startswith(t + "-"))
+    fuzz_targets.run(target, path.read_bytes())
 
 
 @common
@@ -35,6 +64,7 @@ def test_arbitrary_bytes_never_raise_an_unexpected_exception(target: str, data: 
 def test_redaction_is_idempotent_on_secret_shaped_text(text: str) -> None:
     once = redact(text)
     assert redact(once) == once
+    EXAMPLES["redactor idempotent on secret-shaped text"] += 1
 
 
 @common
@@ -43,6 +73,7 @@ def test_every_parser_accepts_secret_and_marker_shaped_text(text: str) -> None:
     data = text.encode()
     for name in ("scan_text", "parse_line", "parse_traceback", "fence", "read_log"):
         fuzz_targets.run(name, data)
+    EXAMPLES["5 parsers on secret- and marker-shaped text"] += 1
 
 
 @settings(max_examples=30, deadline=5000, derandomize=True)
@@ -61,6 +92,7 @@ def test_a_secret_on_any_line_is_caught_wherever_the_tail_blocks_fall(tmp_path_f
     got, _ = logfile.tail(path, len(lines))
     assert len(got) == len(lines)
     assert not any(secret[:12] in redact(g) for g in got)
+    EXAMPLES["a secret on any line, wherever the 64 KiB tail blocks fall"] += 1
 
 
 @settings(max_examples=60, deadline=2000, derandomize=True)
@@ -73,3 +105,4 @@ def test_a_line_cut_for_length_never_shows_half_a_token(before: int) -> None:
     shown = logfile.decode(("a " * (before // 2) + secret + " tail " * 100).encode())
     assert secret[:8] not in shown or secret in shown
     assert secret not in redact(shown)
+    EXAMPLES["a line cut for length never shows half a token"] += 1

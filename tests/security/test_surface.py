@@ -21,6 +21,7 @@ import torch
 
 from tests.conftest import run_cli
 from tests.mcp.conftest import NAN_LOG, Server, sleeper, text  # noqa: F401 (sleeper is a fixture)
+from tests.security.figures import record
 
 UNKNOWN = ["delete_checkpoint", "rm", "shell", "exec", "write_file", "kill", "run_command", "delete-checkpoint",
            "request_action ", "REQUEST_ACTION", "diagnose\x00", "../request_action", "tools/call", "approve_action"]
@@ -92,6 +93,8 @@ def test_hostile_calls_get_a_clear_error_an_audit_entry_and_no_side_effect(run_t
     action_calls = [n for n, _ in hostile if n == "request_action" or n in UNKNOWN]
     assert len(audit) >= len(action_calls)
     assert {e["outcome"] for e in audit} <= {"unknown-tool", "invalid"}
+    record("hostile inputs", "MCP calls: unknown/mutating names, extra fields, forged approvals", len(hostile))
+    record("files checked unchanged", "run tree around hostile MCP calls", len(before))
 
 
 def test_evidence_tools_and_cli_change_nothing_outside_the_out_dir(run_tree: Path, tmp_path: Path) -> None:
@@ -116,3 +119,4 @@ def test_evidence_tools_and_cli_change_nothing_outside_the_out_dir(run_tree: Pat
     assert proc.returncode in (0, 1), proc.stderr
     assert snapshot(tmp_path, (out, srv.audit)) == before
     assert (out / "check-failed-run.json").exists()
+    record("files checked unchanged", f"tree under every evidence tool ({len(calls)} MCP calls) and the CLI with --plot", len(before))

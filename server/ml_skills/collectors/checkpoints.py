@@ -75,8 +75,8 @@ def _torch_zip(path: Path, size: int) -> tuple[bool, str]:
     try:
         with zipfile.ZipFile(path) as z:
             infos = z.infolist()
-    except zipfile.BadZipFile as e:
-        return False, f"zip structure broken ({e}): truncated or not a PyTorch zip checkpoint"
+    except (zipfile.BadZipFile, ValueError, EOFError, NotImplementedError) as e:  # ValueError: a member name that is not UTF-8
+        return False, f"zip structure broken ({type(e).__name__}: {str(e)[:120]}): truncated or not a PyTorch zip checkpoint"
     except OSError as e:
         return False, f"cannot read: {e}"
     pkl = [i for i in infos if i.filename.endswith("data.pkl")]

@@ -53,9 +53,9 @@ def error_events(project: str, flt: str, deadline: gcp.Deadline, limit: int = MA
     """The newest `limit` entries matching the filter, returned oldest first."""
     api_endpoint = gcp.endpoint(gcp.LOGGING_ENV, "https://logging.googleapis.com")
 
-    def fetch(timeout: float) -> list[Any]:
-        from google.cloud import logging as gl
+    from google.cloud import logging as gl  # imported before the timed call: a cold import is not the server's slowness
 
+    def fetch(timeout: float) -> list[Any]:
         client = gl.Client(project=project, credentials=_credentials(api_endpoint), _http=_session(api_endpoint, timeout),
                            _use_grpc=False, client_options={"api_endpoint": api_endpoint})
         it = client.list_entries(resource_names=[f"projects/{project}"], filter_=flt, order_by=gl.DESCENDING,

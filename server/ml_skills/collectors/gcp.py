@@ -12,8 +12,10 @@ token is never sent over plaintext. ML_SKILLS_GCP_TIMEOUT sets the per-call time
 
 from __future__ import annotations
 
+import contextvars
 import os
 import re
+import threading
 import time
 from collections.abc import Callable
 from email.utils import parsedate_to_datetime
@@ -28,6 +30,7 @@ LOGGING_ENV = "ML_SKILLS_LOGGING_ENDPOINT"
 TIMEOUT_ENV = "ML_SKILLS_GCP_TIMEOUT"
 DEFAULT_CALL_TIMEOUT = 15.0
 MAX_ATTEMPTS = 4
+GRACE = 0.25  # beyond a call's timeout before its answer counts as too slow
 _ENDPOINT = re.compile(r"^(https?://)?[A-Za-z0-9.\-]+(:\d{1,5})?$")
 
 
@@ -92,6 +95,37 @@ def _retry_after(exc: BaseException) -> float | None:
             return None
 
 
+class _TooSlow(Exception):
+    """The whole answer did not arrive within the call's timeout (a server dripping bytes)."""
+
+
+def _within(fn: Callable[[float], T], timeout: float) -> T:
+    """Run fn(timeout), but wait for it no longer than `timeout` in total.
+
+    The clients' timeout bounds each socket read, not the whole answer: a server that sends one
+    byte every few tenths of a second never trips it, and the call would last as long as the server
+    likes. So the call runs in a daemon thread that is abandoned at the bound (it ends when the
+    server hangs up; being a daemon, it never holds the process open).
+    """
+    box: dict[str, Any] = {}
+    ctx = contextvars.copy_context()
+
+    def run() -> None:
+        try:
+            box["value"] = ctx.run(fn, timeout)
+        except BaseException as e:  # noqa: BLE001 - handed back to the caller's thread as is
+            box["error"] = e
+
+    worker = threading.Thread(target=run, name="gcp-call", daemon=True)
+    worker.start()
+    worker.join(timeout + GRACE)
+    if worker.is_alive():
+        raise _TooSlow
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 _METHOD_URL = re.compile(r"^(GET|POST|PUT|PATCH|DELETE) \S+: ")
 
 
@@ -117,7 +151,9 @@ def call(fn: Callable[[float], T], what: str, deadline: Deadline, *, access: str
             break
         wait = min(2.0, 0.25 * 2 ** (attempt - 1))
         try:
-            return fn(deadline.timeout())
+            return _within(fn, deadline.timeout())
+        except _TooSlow:
+            last = f"no complete answer within {deadline.call_timeout:g}s (timeout: the server sends too slowly)"
         except gexc.NotFound as e:
             raise TargetNotFound(not_found) from e
         except (gexc.Unauthorized, auth_exc.RefreshError) as e:

@@ -77,9 +77,9 @@ def request_json(
     """One JSON call; retries 429/5xx/connection resets within the deadline, raises SourceError."""
     attempt = 0
     while True:
-        left = deadline.check(f"{name} {what}")
+        deadline.check(f"{name} {what}")
         try:
-            resp = client.request(method, url, params=params, json=json, timeout=min(left, 30.0))
+            resp = _bounded_request(client, method, url, params=params, json=json, deadline=deadline, name=name, what=what)
         except httpx.TimeoutException:
             raise SourceTimeout(
                 f"{name} did not answer {what} in time ({deadline.seconds:g}s deadline); is the server up and reachable?"
@@ -106,13 +106,32 @@ def request_json(
             raise _status_error(name, what, resp)
         if resp.status_code >= 400:
             raise _status_error(name, what, resp)
-        if len(resp.content) > MAX_BODY:
-            raise SourceUnavailable(f"{name} sent {len(resp.content)} bytes for {what}, over the {MAX_BODY}-byte cap")
         try:
             return resp.json()
         except ValueError:
             snippet = redact(resp.text[:80].replace("\n", " "))
             raise SourceUnavailable(f"{name} sent a malformed answer for {what} (not JSON: {snippet!r})") from None
+
+
+def _bounded_request(
+    client: httpx.Client, method: str, url: str, *, params: Any, json: Any, deadline: Deadline, name: str, what: str
+) -> httpx.Response:
+    """The whole answer within the deadline and the size cap.
+
+    httpx's timeout bounds each read, not the answer: a server dripping a byte per read would
+    hold the call as long as it liked, so the body is streamed and the deadline checked per chunk.
+    """
+    with client.stream(method, url, params=params, json=json, timeout=min(deadline.left(), 30.0)) as resp:
+        body = bytearray()
+        for chunk in resp.iter_bytes():  # decoded: the cap also holds for a compressed answer
+            body += chunk
+            if len(body) > MAX_BODY:
+                raise SourceUnavailable(f"{name} sent more than {MAX_BODY} bytes for {what}, over the cap")
+            if deadline.left() <= 0:
+                raise SourceTimeout(f"{name} {what}: the answer did not finish within the {deadline.seconds:g}s deadline "
+                                    "(the server sends too slowly)")
+    headers = [(k, v) for k, v in resp.headers.multi_items() if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+    return httpx.Response(resp.status_code, headers=headers, content=bytes(body), request=resp.request)
 
 
 def fetch_tail(client: httpx.Client, url: str, *, name: str, what: str, deadline: Deadline, max_bytes: int) -> tuple[bytes, bool]:

@@ -127,9 +127,9 @@ def read_job(target: Target) -> tuple[Any, str | None]:
     api_endpoint = gcp.endpoint(gcp.VERTEX_ENV, f"{target.region}-aiplatform.googleapis.com")
     what = f"Vertex AI {'GetPipelineJob' if target.kind == 'pipeline' else 'GetCustomJob'} for {target.name}"
 
-    def get(timeout: float) -> Any:
-        from google.cloud import aiplatform_v1
+    from google.cloud import aiplatform_v1  # imported before the timed call: a cold import is not the server's slowness
 
+    def get(timeout: float) -> Any:
         opts = {"api_endpoint": api_endpoint}
         creds = gcp.credentials(api_endpoint)
         if target.kind == "pipeline":

@@ -315,7 +315,7 @@ def _error(e: BaseException, what: str) -> MLSkillsError:
         or "unexpected end of json" in low
     ):
         return SourceUnavailable(f"W&B sent a malformed answer for {what} (not the JSON the API returns): {text[:120]}")
-    if "timed out" in low or "timeout" in low or "deadline" in low:
+    if "timed out" in low or "timeout" in low or "deadline" in low or "in time" in low:  # wandb-core: "did not respond in time"
         return SourceTimeout(f"W&B did not answer {what} in time: {text}")
     if status == 429:
         return SourceUnavailable(f"W&B kept rate-limiting {what} (HTTP 429): try again later")

@@ -47,7 +47,7 @@ _SEGMENT = re.compile(r"^\s*(?P<key>[A-Za-z_][\w/.\-]*(?: [a-z_][\w/]*){0,2})\s+
 _SPACE_PAIR = re.compile(r"\b(?P<key>step|iter|iteration|epoch|Epoch|Step|Iter|Iteration)\s+(?P<val>\d+(?:\.\d+)?)(?:\s*/\s*(?P<total>\d+))?\b")
 _WORD_NUM = re.compile(r"(?i)\b(?P<key>(?:train |val |valid |eval |test )?loss)\s+(?:is\s+)?(?P<val>" + _NUM + r")(?!\w|\.\d)")
 _NAMED_NUM = re.compile(r"(?:^|[\s|,;(\[])(?P<key>[A-Za-z][\w/.]*)\s+(?P<val>" + _NUM + r")(?=[\s,|;)\]]|$)")
-_TQDM = re.compile(r"(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[(?P<elapsed>[\d:]+)<(?P<eta>[\d:?]+),\s*(?P<rate>[\d.]+)\s*(?P<unit>[a-zA-Z/]+)(?P<rest>[^\]]*)\]")
+_TQDM = re.compile(r"(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[(?P<elapsed>[\d:]+)<(?P<eta>[\d:?]+),\s*(?P<rate>\d+(?:\.\d+)?)\s*(?P<unit>[a-zA-Z/]+)(?P<rest>[^\]]*)\]")
 _TIMESTAMP = re.compile(
     r"(?P<y>20\d\d)[-/](?P<mo>\d\d)[-/](?P<d>\d\d)[ T_](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d{1,6}))?"
 )

@@ -207,9 +207,9 @@ def _prepare_cancel(a: CancelPipeline) -> Prepared:
 
         api_endpoint = gcp.endpoint(gcp.VERTEX_ENV, f"{region}-aiplatform.googleapis.com")
 
-        def cancel(timeout: float) -> None:
-            from google.cloud import aiplatform_v1
+        from google.cloud import aiplatform_v1
 
+        def cancel(timeout: float) -> None:
             client = aiplatform_v1.PipelineServiceClient(credentials=gcp.credentials(api_endpoint), transport="rest",
                                                          client_options={"api_endpoint": api_endpoint})
             client.cancel_pipeline_job(name=a.job, timeout=timeout, retry=None)

@@ -67,8 +67,26 @@ def _mask(match: re.Match[str]) -> str:
     return whole[: a - start] + MASK + whole[b - start :]
 
 
+MAX_PASSES = 4
+
+
 def redact_counted(text: str) -> tuple[str, int]:
-    """Return the text with every secret replaced by [REDACTED], and how many were replaced."""
+    """Return the text with every secret replaced by [REDACTED], and how many were replaced.
+
+    A mask can expose a match another rule's earlier match had consumed (`"private_key":"7"private_key":"x`
+    once a flag rule has masked the first key), so passes repeat until one replaces nothing: the
+    result is a fixed point, and redacting it again changes nothing. Text without secrets costs one pass.
+    """
+    total = 0
+    for _ in range(MAX_PASSES):
+        text, n = _one_pass(text)
+        total += n
+        if n == 0:
+            break
+    return text, total
+
+
+def _one_pass(text: str) -> tuple[str, int]:
     total = 0
     lower = text.lower()  # redaction only removes needles ("[redacted]" holds none), so this stays a superset
     for _name, needles, rx in _RULES:
