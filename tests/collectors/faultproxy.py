@@ -8,14 +8,14 @@ when a path's list is empty, requests pass through to the real server unchanged.
 
 from __future__ import annotations
 
-import socket
-import struct
 import threading
 import time
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.fakes.wire import reset, send_body
 
 
 class FaultProxy:
@@ -39,9 +39,7 @@ class FaultProxy:
                             drip = fault[1]
                             break
                         if fault[0] == "reset":  # a TCP reset instead of an answer
-                            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                            self.close_connection = True
-                            self.connection.close()
+                            reset(self)
                             return
                         if fault[0] == "hang":
                             time.sleep(fault[1])
@@ -74,16 +72,7 @@ class FaultProxy:
                         self.send_header(k, v)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                if not drip:
-                    self.wfile.write(body)
-                    return
-                try:
-                    for i in range(len(body)):  # until the whole answer is sent or the client hangs up
-                        self.wfile.write(body[i : i + 1])
-                        self.wfile.flush()
-                        time.sleep(drip)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
+                send_body(self, body, drip)
 
             do_GET = do_POST = _handle
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.fakes.wire import send_body
+
 
 @dataclass
 class FakeRun:
@@ -55,16 +57,7 @@ class FakeWandb:
                     self.send_header(k, v)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                if not drip:
-                    self.wfile.write(body)
-                    return
-                try:
-                    for i in range(len(body)):  # until the whole answer is sent or the client hangs up
-                        self.wfile.write(body[i : i + 1])
-                        self.wfile.flush()
-                        time.sleep(drip)
-                except (BrokenPipeError, ConnectionResetError):
-                    self.close_connection = True
+                send_body(self, body, drip)
 
             def _authorised(self) -> bool:
                 want = "Basic " + base64.b64encode(f"api:{fake.api_key}".encode()).decode()

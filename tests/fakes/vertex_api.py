@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import json
 import re
-import socket
-import struct
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
+
+from tests.fakes.wire import reset, send_body
 
 PROJECT = "ml-proj"
 PROJECT_NUMBER = "418029537311"
@@ -172,9 +172,7 @@ class VertexFake:
             if fault.delay:
                 time.sleep(fault.delay)
             if fault.reset:
-                h.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                h.close_connection = True
-                h.connection.close()
+                reset(h)
                 return None
             if fault.status != 200 or fault.body is not None:
                 return self._send(h, fault.status, fault.body or _status(fault.status, "fault", "UNKNOWN"), fault.headers)
@@ -236,14 +234,7 @@ class VertexFake:
             for k, v in (headers or {}).items():
                 h.send_header(k, v)
             h.end_headers()
-            drip = getattr(h, "drip", 0.0)
-            if not drip:
-                h.wfile.write(body)
-                return
-            for i in range(len(body)):  # the whole answer, one byte per interval, until the client hangs up
-                h.wfile.write(body[i : i + 1])
-                h.wfile.flush()
-                time.sleep(drip)
+            send_body(h, body, getattr(h, "drip", 0.0))
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (its timeout), as a real client does
 
