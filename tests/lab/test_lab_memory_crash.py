@@ -118,7 +118,7 @@ def _killed_run(tmp_path, *train_args: str):
 
 
 def test_external_sigkill_with_flat_memory_is_a_crash_and_resumes(tmp_path):
-    """SIGKILL from outside at step ~250 with flat logged RSS; the launcher reports exit status 137; checkpoints at 100, 200."""
+    """SIGKILL from outside at step ~250 with flat logged RSS; the launcher reports exit status 137; checkpoints every 100 steps."""
     run_dir, log = _killed_run(tmp_path, "--out", "ckpt", "--save-every", "100")
     r = check(run_dir, tmp_path / "out")
     expect(r, cls="process-crash", status="crashed", log=log, line_text="exited with status 137",
@@ -127,7 +127,24 @@ def test_external_sigkill_with_flat_memory_is_a_crash_and_resumes(tmp_path):
     assert "not the kernel OOM killer" in r.data["root_cause"]["root"]
     assert r.data["fixes"][0]["fix_id"] == "resume-valid-checkpoint"
     assert r.fix("check-kernel-oom")["risk"] == "safe"
-    assert str(run_dir / "ckpt" / "step_200.pt") in r.fix("resume-valid-checkpoint")["command"]
+    # the kill lands at step 250 or, on a loaded machine, a little later: resume from whatever the
+    # run really saved last (step_200.pt, or step_300.pt when the trainer got that far)
+    # (a save the kill cut short is skipped: torch.load itself says which files are whole)
+    saved = sorted((run_dir / "ckpt").glob("step_*.pt"), key=lambda p: int(p.stem.split("_")[1]))
+    assert len(saved) >= 2 and saved[0].name == "step_100.pt"
+    newest = next(p for p in reversed(saved) if _loads(p))
+    assert r.data["artifacts"]["newest_valid_checkpoint"] == str(newest)
+    assert str(newest) in r.fix("resume-valid-checkpoint")["command"]
+
+
+def _loads(path) -> bool:
+    import torch
+
+    try:
+        torch.load(path, weights_only=True)  # our own run's file: safe to load as the ground truth
+    except Exception:
+        return False
+    return True
 
 
 def test_killed_before_any_save_says_writing_came_too_late(tmp_path):
