@@ -21,6 +21,7 @@ from collections.abc import Callable
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
+from ml_skills.collectors import env_seconds
 from ml_skills.errors import InputError, SourceTimeout, SourceUnavailable, TargetNotFound
 from ml_skills.safety.redact import redact
 
@@ -49,16 +50,7 @@ class Deadline:
 
 
 def call_timeout() -> float:
-    raw = os.environ.get(TIMEOUT_ENV)
-    if not raw:
-        return DEFAULT_CALL_TIMEOUT
-    try:
-        v = float(raw)
-    except ValueError:
-        raise InputError(f"{TIMEOUT_ENV}={raw!r} is not a number of seconds") from None
-    if not 0 < v <= 600:
-        raise InputError(f"{TIMEOUT_ENV} must be between 0 and 600 seconds, got {raw}")
-    return v
+    return env_seconds(TIMEOUT_ENV, DEFAULT_CALL_TIMEOUT, high=600)
 
 
 def endpoint(env: str, default: str) -> str:

@@ -21,15 +21,14 @@ from ml_skills.engine import ranks, scan
 from ml_skills.engine.classify import EXTERNAL_KILL, Signal, classify
 from ml_skills.engine.decide import decide
 from ml_skills.engine.plan import plan
+from ml_skills.engine.status import completed_clean, fmt_number, insufficient_evidence, run_status
 from ml_skills.errors import InputError, TargetNotFound
 from ml_skills.models import (
-    AnomalyKind,
     ArtifactInventory,
     Classification,
     Diagnosis,
     Evidence,
     EvidenceItem,
-    EvidenceStatus,
     Excerpt,
     FailureClass,
     Finding,
@@ -172,119 +171,6 @@ def _framework(req: DiagnoseRequest, logs: list[LogEvidence]) -> tuple[Framework
     return Framework.UNKNOWN, "unknown"
 
 
-def _run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidence], sources: list[SourceEvidence]) -> RunStatus:
-    for src in sources:
-        state = (src.state or "").lower()
-        if state in ("running", "pipeline_state_running", "sleeping") and cls.primary is None:
-            return RunStatus.RUNNING
-        if state in ("stalled", "hung"):
-            return RunStatus.HUNG
-        if state in ("zombie", "gone") and (src.details.get("exit_code") or src.details.get("exit_signal")):
-            return RunStatus.CRASHED
-        if state in ("succeeded", "finished", "completed") and cls.primary is None:
-            return RunStatus.COMPLETED
-    # a hang or a bad evaluation is a live or finished run, not a dead one: their own lines are not a crash
-    alive = (FailureClass.STALLED, FailureClass.EVALUATION_MISMATCH)
-    terminal = [s for s in signals if not s.survived and s.role.value in ("cause", "symptom")
-                and s.kind in ("signature", "traceback") and not (s.kind == "signature" and s.failure_class in alive)]
-    survived = [s for s in signals if s.survived and s.role.value == "cause"]
-    completed = any("completed-marker" in log.frameworks for log in logs)
-    kinds = {a.kind for log in logs for a in log.trajectory.anomalies} | {a.kind for s in sources for a in s.signals}
-    if cls.primary in (FailureClass.NAN_INF, FailureClass.OPTIMIZATION_DIVERGENCE) and (
-        kinds & {AnomalyKind.NAN_ONSET, AnomalyKind.LOSS_BLOWUP} or cls.primary is FailureClass.NAN_INF
-    ):
-        return RunStatus.DIVERGED
-    if cls.primary is FailureClass.STALLED and not terminal:
-        return RunStatus.HUNG
-    if AnomalyKind.NO_PROGRESS in kinds:
-        return RunStatus.HUNG
-    if terminal:
-        return RunStatus.CRASHED
-    if completed:
-        return RunStatus.COMPLETED
-    degraded = {AnomalyKind.TRAIN_VAL_DIVERGENCE, AnomalyKind.THROUGHPUT_COLLAPSE, AnomalyKind.EARLY_PERFECT_VALIDATION}
-    if kinds & degraded or cls.primary is FailureClass.EVALUATION_MISMATCH:
-        return RunStatus.DEGRADED
-    if survived:
-        return RunStatus.RECOVERED
-    return RunStatus.UNKNOWN
-
-
-# what distributed initialisation prints (torch.distributed, DeepSpeed, Lightning, NCCL, accelerate)
-_DIST_INIT = re.compile(
-    r"(?i)(init_process_group|init_distributed|Initializing TorchBackend|Initializing distributed: GLOBAL_RANK|"
-    r"store_based_barrier|Waiting in store based barrier|Rendezvous|NCCL INFO (Bootstrap|NET/|Using network|comm 0x)|"
-    r"MASTER_ADDR|Distributed environment: (MULTI_GPU|DEEPSPEED)|world_size)"
-)
-
-
-def _completed_clean(cls: Classification, status: RunStatus, logs: list[LogEvidence], sources: list[SourceEvidence]) -> bool:
-    """A run that says it completed, with no failure, no anomaly and no unread source: nothing to recover."""
-    if status is not RunStatus.COMPLETED or cls.primary is not None or cls.contributing:
-        return False
-    if any(l.trajectory.anomalies or l.status is not EvidenceStatus.OK for l in logs):
-        return False
-    return not any(s.missing or s.signals or s.status is not EvidenceStatus.OK for s in sources)
-
-
-def _insufficient(cls: Classification, logs: list[LogEvidence], sources: list[SourceEvidence], signals: list[Signal]) -> str | None:
-    if not logs and not sources:
-        return "no log was read: give the training log (stdout/stderr of the job) or the run directory"
-    if all(l.status is not EvidenceStatus.OK for l in logs) and not sources:
-        return "; ".join(p for l in logs for p in l.problems) or "the logs could not be read"
-    live = next((s for s in sources if s.kind == "process" and s.state in ("running", "sleeping") and s.status is EvidenceStatus.OK), None)
-    if cls.primary is None and live is not None:
-        return (f"the process is alive ({live.state}) and its logs show no error: nothing has failed yet; check again if it "
-                "stops logging or ends, or give the job's stderr")
-    if cls.primary is None:
-        missing = [m for s in sources for m in s.missing]
-        if missing:  # say what could not be read before asking for more
-            return "could not read " + "; ".join(missing)
-        cut = _cut_in_traceback(logs)
-        if cut:
-            return cut
-        lp = next((l.trajectory.last_progress for l in logs if l.trajectory.last_progress), None)
-        if lp:
-            when = f" around {lp.time:%H:%M}" if lp.time else ""
-            at = f"step {_fmt(lp.step)} (line {lp.line_no})" if lp.step is not None else f"line {lp.line_no}"
-            return (f"the log ends at {at} with no error: need the process state "
-                    f"(ml-skills check-failed-run --pid PID), the job's stderr, or the kernel log{when} (dmesg -T)")
-        last = next((l.tail.lines[-1].strip() for l in logs if l.tail and l.tail.lines and l.tail.lines[-1].strip()), "")
-        if last and not any("completed-marker" in l.frameworks for l in logs):
-            stage = (", during distributed start-up (process-group init), where a hang usually means a rank that never "
-                     "joined or an unreachable MASTER_ADDR:PORT") if _DIST_INIT.search(last) else ""
-            return (f"the log stops with no error and no sign of completion (last line: {last[:160]}){stage}: if the process "
-                    "is still alive it is hung there, so dump its stacks (py-spy dump --pid PID, or ml-skills check-failed-run "
-                    "--pid PID); if it ended, need the job's stderr or the scheduler's record of how it ended")
-        return ("no failure signature, traceback or metric anomaly in the log: need the job's stderr (errors often go "
-                "there, not to the training log) or the scheduler's record of how the job ended")
-    if cls.primary is FailureClass.NCCL_DISTRIBUTED and all(s.role.value != "cause" for s in signals if s.failure_class is cls.primary):
-        if len(logs) < 2:
-            return ("only a collective timeout, with no error of its own: need the other ranks' logs (each rank's "
-                    "stderr) to find the rank that crashed or hung first")
-    if cls.primary is FailureClass.OOM and all(s.label == "sigkill-exit-137" for s in signals if s.failure_class is FailureClass.OOM):
-        return "a SIGKILL (exit 137) with no memory error in the log: need the kernel log (dmesg -T | grep -i oom) or the container's OOMKilled reason to confirm OOM"
-    return None
-
-
-def _cut_in_traceback(logs: list[LogEvidence]) -> str | None:
-    """A log whose last lines are traceback frames with no exception line was cut mid-traceback."""
-    for l in logs:
-        tail = [x for x in (l.tail.lines if l.tail else []) if x.strip()][-6:]
-        if tail and any("Traceback (most recent call last)" in x for x in (l.tail.lines if l.tail else [])[-400:]) and (
-            tail[-1].lstrip().startswith('File "') or (len(tail) > 1 and tail[-2].lstrip().startswith('File "'))
-        ):
-            return (f"{Path(l.source).name} ends inside a traceback, before its exception line: need the rest of the log "
-                    "(the last lines of the job's stderr name the exception)")
-    return None
-
-
-def _fmt(x: float | None) -> str:
-    if x is None:
-        return "?"
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
-
-
 def _root_cause(cls: Classification, signals: list[Signal], logs: list[LogEvidence]) -> RootCause:
     if cls.primary is None or cls.decisive is None:
         return RootCause(proximate="no failing line identified", root="unknown: the evidence names no failure", contributing=[])
@@ -360,7 +246,7 @@ def _evidence(cls: Classification, signals: list[Signal], logs: list[LogEvidence
         lp = log.trajectory.last_progress
         if lp:
             when = f" at {lp.time:%Y-%m-%d %H:%M:%S}" if lp.time else ""
-            at = f"step {_fmt(lp.step)}" if lp.step is not None else f"line {lp.line_no}"
+            at = f"step {fmt_number(lp.step)}" if lp.step is not None else f"line {lp.line_no}"
             items.append(EvidenceItem(kind="progress", text=f"last progress: {at}{when}: {lp.text[:160]}", source=log.source, line_no=lp.line_no))
         for p in log.problems:
             items.append(EvidenceItem(kind="note", text=p, source=log.source))
@@ -407,7 +293,7 @@ def _missing_artifacts(inv: ArtifactInventory | None, status: RunStatus, cls: Cl
     return Finding(
         severity=FindingSeverity.HIGH,
         title="no checkpoint was written before the run ended",
-        detail=(f"the run trained to step {_fmt(lp.step)} ({Path(lp.source).name}:{lp.line_no}) and left no checkpoint in "
+        detail=(f"the run trained to step {fmt_number(lp.step)} ({Path(lp.source).name}:{lp.line_no}) and left no checkpoint in "
                 f"{inv.root}: writing happened too late (only at the end), not that writing is broken. Save periodically "
                 "(every N steps) and on failure (an exception or SIGTERM handler), so a killed run loses minutes, not the run."),
     )
@@ -428,9 +314,9 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
     cls, signals = classify(all_logs, ev.sources)
     ranks.keep_silent_rank_open(cls, all_logs, signals)
     framework, fw_source = _framework(req, all_logs)
-    status = _run_status(cls, signals, all_logs, ev.sources)
-    clean = _completed_clean(cls, status, all_logs, ev.sources)
-    insufficient = None if clean else _insufficient(cls, logs, ev.sources, signals)
+    status = run_status(cls, signals, all_logs, ev.sources)
+    clean = completed_clean(cls, status, all_logs, ev.sources)
+    insufficient = None if clean else insufficient_evidence(cls, logs, ev.sources, signals)
     inv = ev.artifacts
     launch = inv.launch_command if inv else None
     fixes, commands = plan(cls, signals, all_logs, inv, launch)

@@ -7,12 +7,6 @@ from pathlib import Path
 from ml_skills.models import Diagnosis
 
 
-def _fmt(x: float | None) -> str:
-    if x is None:
-        return "?"
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
-
-
 def render(d: Diagnosis, json_path: str | None = None) -> str:
     out: list[str] = []
     add = out.append
