@@ -166,7 +166,7 @@ def inspect(pid: int, *, sample_seconds: float = SAMPLE_SECONDS, samples: int = 
             ins.name, ins.os_status, ins.started = proc.name(), proc.status(), proc.create_time()
             ins.user = _try(proc.username, "user", ins.missing) or "?"
             if ins.os_status != psutil.STATUS_ZOMBIE:
-                ins.cmdline = redact(" ".join(" ".join(_try(proc.cmdline, "command line", ins.missing) or []).split()))[:1000]
+                ins.cmdline = _command(proc, ins.missing)
                 ins.threads = _try(proc.num_threads, "threads", ins.missing)
                 kids = (_try(lambda: proc.children(recursive=True), "children", ins.missing) or [])[:MAX_CHILDREN]
     except psutil.NoSuchProcess:
@@ -194,6 +194,8 @@ def inspect(pid: int, *, sample_seconds: float = SAMPLE_SECONDS, samples: int = 
             ins.missing.append(f"it exited during the {sample_seconds:g} s sample (after {len(ins.readings)} reading(s)); "
                                "its exit code went to its parent")
             return ins
+    if not ins.cmdline:  # read mid-exec (the kernel sets argv just after vfork returns): it is there by now
+        ins.cmdline = _command(proc, [])
     for path in ins.logs:  # the write times as of the end of the sample
         try:
             ins.logs[path] = os.stat(path).st_mtime
@@ -202,6 +204,14 @@ def inspect(pid: int, *, sample_seconds: float = SAMPLE_SECONDS, samples: int = 
     ins.checked_at = time.time()
     ins.state = _verdict(ins, ins.checked_at, stall_after)
     return ins
+
+
+def _command(proc: psutil.Process, missing: list[str]) -> str:
+    """The command line, redacted, one space between words; empty for a moment while the process execs."""
+    try:
+        return redact(" ".join(" ".join(_try(proc.cmdline, "command line", missing) or []).split()))[:1000]
+    except psutil.NoSuchProcess:
+        return ""
 
 
 def _try(fn, what: str, missing: list[str]):
