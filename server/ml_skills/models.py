@@ -172,6 +172,10 @@ class Signature(Model):
     generic: bool = Field(False, description=(
         "Says how a failure surfaced (a launcher's exit code, a signal, a subsystem's error wrapper), not what "
         "failed: when a specific signal of another class comes before it or on its line, it is read as a symptom."))
+    gate: str | None = Field(None, description=(
+        "A cheaper regex that every line the pattern matches also matches (a test checks it on the examples and "
+        "the corpus). For patterns keyed on text found on every training line (loss, grad_norm) that match rare "
+        "values: the full pattern runs only on the chunks of a log where the gate matched."))
 
 
 class FixTemplate(Model):

@@ -4,12 +4,13 @@ is covered, every fix exists and has a risk level, and both matching engines agr
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from ml_skills.catalog.loader import exception_rules, fixes, signatures
 from ml_skills.engine import matcher as matcher_mod
-from ml_skills.engine.matcher import Matcher
+from ml_skills.engine.matcher import Matcher, ScanLimit
 from ml_skills.models import FailureClass, Risk
 from ml_skills.policy.risk import risk_of
 
@@ -76,3 +77,45 @@ def test_fast_path_and_fallback_find_the_same_matches_on_all_examples():
 def test_patterns_never_cross_a_line():
     m = Matcher([r"loss[^|]*nan"], engine="re")
     assert not m.find(b"loss 1.0\nnan here\n")
+
+
+GATED = [s for s in SIGS if s.gate]
+REAL_TEXT = [p for d in ("corpus", "real-logs") for p in sorted((Path(__file__).parents[1] / d).rglob("*"))
+             if p.is_file() and p.suffix in (".log", ".txt", ".out")]
+
+
+def test_some_signatures_are_gated():
+    assert {"loss-value-nan", "grad-norm-nonfinite", "grad-norm-huge"} <= {s.id for s in GATED}
+
+
+@pytest.mark.parametrize("sig", GATED, ids=[s.id for s in GATED])
+def test_a_gate_matches_every_line_its_pattern_matches(sig):
+    """A gate is only sound if it is implied by the pattern: checked on the examples and every real log line."""
+    full, gate = re.compile(sig.pattern), re.compile(sig.gate)
+    lines = list(sig.examples.match) + [ln for p in REAL_TEXT for ln in p.read_text(errors="replace").splitlines()]
+    matched = [ln for ln in lines if full.search(ln)]
+    assert len(matched) >= len(sig.examples.match)
+    missed = [ln for ln in matched if not gate.search(ln)]
+    assert not missed, f"{sig.id}'s gate misses lines its pattern matches: {missed[:3]}"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_gated_and_ungated_scans_find_the_same_matches_on_real_logs(engine):
+    patterns, gates = [s.pattern for s in SIGS], [s.gate for s in SIGS]
+    gated, plain = Matcher(patterns, engine=engine, gates=gates), Matcher(patterns, engine=engine)
+    fired = 0
+    for p in REAL_TEXT:
+        data = p.read_bytes()
+        a, b = gated.find(data), plain.find(data)
+        assert a == b, p
+        fired += any(SIGS[i].gate for i, _ in a)
+    assert fired >= 5  # the gated signatures really occur in these logs
+
+
+def test_a_chunk_where_no_gate_fires_skips_the_gated_patterns():
+    gated = Matcher([r"loss=(nan|inf)", r"ERROR"], gates=[r"=(nan|inf)", None])
+    assert gated.find(b"step 1 loss=2.5\nERROR x\n") == [(1, 21)]
+    assert gated.find(b"step 1 loss=nan\nstep 2 x=nan\n") == [(0, 15)]
+    with pytest.raises(ScanLimit) as capped:  # the limit counts matches, never the gate's own report
+        gated.find(b"loss=nan\nERROR\nloss=inf\n", limit=2)
+    assert capped.value.found == [(0, 8), (1, 14)]

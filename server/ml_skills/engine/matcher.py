@@ -3,6 +3,13 @@
 Patterns are written per line. Before compiling, `line_safe` keeps every pattern inside one
 line (negated classes and \\s never cross a newline) so that matching a whole chunk at once
 finds exactly what matching line by line would, in both engines.
+
+A pattern may have a gate: a cheaper pattern that every line it matches also matches. The gate
+takes the pattern's place in the main database, reported once per chunk; only a chunk where a
+gate fired is scanned again for the gated patterns. This is for patterns keyed on text found on
+every training line (`loss`, `grad_norm`) that match only rare values (nan, 1e+05): Hyperscan
+confirms a pattern after each occurrence of its key, so such a key costs as much per byte as a
+dozen ordinary signatures.
 """
 
 from __future__ import annotations
@@ -61,10 +68,18 @@ def line_safe(pattern: str) -> str:
 class Matcher:
     """Find which of many patterns match in a chunk of bytes, with the end offset of each match."""
 
-    def __init__(self, patterns: Sequence[str], *, single: Sequence[bool] | None = None, engine: str | None = None):
-        self.patterns = [line_safe(p) for p in patterns]
-        self.single = list(single) if single is not None else [False] * len(patterns)
+    def __init__(self, patterns: Sequence[str], *, single: Sequence[bool] | None = None, engine: str | None = None,
+                 gates: Sequence[str | None] | None = None):
+        single = list(single) if single is not None else [False] * len(patterns)
         self.engine = engine or ("hyperscan" if _hs is not None else "re")
+        self._gated_ids = [i for i, g in enumerate(gates or []) if g]
+        self._gated = Matcher([patterns[i] for i in self._gated_ids], single=[single[i] for i in self._gated_ids],
+                              engine=self.engine) if self._gated_ids else None
+        self._gate_id = len(patterns)  # every gate reports this id, once per chunk
+        kept = [i for i in range(len(patterns)) if i not in set(self._gated_ids)]
+        self._ids = kept + [self._gate_id] * len(self._gated_ids)
+        self.patterns = [line_safe(p) for p in [patterns[i] for i in kept] + [gates[i] for i in self._gated_ids]]  # type: ignore[index,misc]
+        self.single = [single[i] for i in kept] + [True] * len(self._gated_ids)
         if self.engine == "hyperscan":
             if _hs is None:
                 raise RuntimeError("hyperscan is not installed")
@@ -75,7 +90,7 @@ class Matcher:
             ]
             self._db.compile(
                 expressions=[p.encode() for p in self.patterns],
-                ids=list(range(len(self.patterns))),
+                ids=self._ids,
                 elements=len(self.patterns),
                 flags=flags,
             )
@@ -89,6 +104,23 @@ class Matcher:
         Patterns marked `single` report at most one match per call. With `limit`, the scan stops
         at that many matches and raises ScanLimit holding them.
         """
+        gated = self._gated is not None and limit is not None
+        try:
+            found = self._scan(chunk, limit + len(self._gated_ids) if gated else limit)  # type: ignore[operator]  # a gate reports once
+        except ScanLimit as e:
+            raise ScanLimit([f for f in e.found if f[0] != self._gate_id]) from None
+        if self._gated is None or all(idx != self._gate_id for idx, _ in found):
+            return found
+        found = [f for f in found if f[0] != self._gate_id]
+        try:
+            more = self._gated.find(chunk, None if limit is None else limit - len(found))
+        except ScanLimit as e:
+            raise ScanLimit(sorted(found + [(self._gated_ids[i], end) for i, end in e.found], key=lambda t: (t[1], t[0]))) from None
+        found += [(self._gated_ids[i], end) for i, end in more]
+        found.sort(key=lambda t: (t[1], t[0]))
+        return found
+
+    def _scan(self, chunk: bytes, limit: int | None) -> list[tuple[int, int]]:
         found: list[tuple[int, int]] = []
         if self.engine == "hyperscan":
             def on_match(idx: int, _from: int, to: int, _flags: int, _ctx: object) -> bool:
@@ -101,8 +133,9 @@ class Matcher:
                 found.sort(key=lambda t: (t[1], t[0]))
                 raise ScanLimit(found) from None
         else:
-            for idx, rx in enumerate(self._res):
-                if self.single[idx]:
+            for k, rx in enumerate(self._res):
+                idx = self._ids[k]
+                if self.single[k]:
                     m = rx.search(chunk)
                     if m:
                         found.append((idx, m.end()))

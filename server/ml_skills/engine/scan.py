@@ -74,7 +74,7 @@ def _matcher(engine: str | None = None) -> tuple[Matcher, tuple[Signature, ...]]
     sigs = signatures()
     patterns = [s.pattern for s in sigs] + [p for _, p, _ in _MARKERS]
     single = [False] * len(sigs) + [s for _, _, s in _MARKERS]
-    return Matcher(patterns, single=single, engine=engine), sigs
+    return Matcher(patterns, single=single, engine=engine, gates=[s.gate for s in sigs]), sigs
 
 
 _LOSS = re.compile(rb"(?i)loss")
@@ -220,7 +220,8 @@ def scan_text(text: str, *, source: str, last: int = 500, task: Task | None = No
 
 @cache
 def _signature_matcher(engine: str | None) -> Matcher:
-    return Matcher([s.pattern for s in signatures()], engine=engine)
+    sigs = signatures()
+    return Matcher([s.pattern for s in sigs], engine=engine, gates=[s.gate for s in sigs])
 
 
 def signature_scan(path: str | os.PathLike[str], engine: str | None = None) -> int:
