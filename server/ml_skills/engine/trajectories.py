@@ -7,6 +7,8 @@ and passed in. Thresholds are the field's rules of thumb, stated next to each de
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 import statistics
 from collections.abc import Sequence
@@ -208,10 +210,14 @@ def _loss_jump(points: Sequence[MetricPoint]) -> Anomaly | None:
     s = [(p, p.values["loss"]) for p in points if "loss" in p.values and _finite(p.values["loss"])]
     if len(s) < 3:
         return None
+    low_after = list(itertools.accumulate((v for _, v in reversed(s)), min))[::-1]  # min of s[i:]
+    seen = sorted(abs(v) for _, v in s[:2])  # |loss| before i, kept sorted: the median in O(1), insertion by bisect
     for i in range(2, len(s)):
-        base = statistics.median(abs(v) for _, v in s[:i])
+        n = len(seen)
+        base = seen[n // 2] if n % 2 else (seen[n // 2 - 1] + seen[n // 2]) / 2
         p, v = s[i]
-        if base > 0 and v > 100 * base and v > 10 and all(w > 10 * base for _, w in s[i:]):
+        bisect.insort(seen, abs(v))
+        if base > 0 and v > 100 * base and v > 10 and low_after[i] > 10 * base:
             peak = max(w for _, w in s[i:])
             return Anomaly(
                 kind=AnomalyKind.LOSS_BLOWUP, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE,
