@@ -56,6 +56,23 @@ def test_trainer_that_saw_only_shard_zero_is_diagnosed_as_memorisation(tmp_path,
     assert rep["decision"] == "NO-GO"
 
 
+def test_a_day_on_shard_zero_in_a_long_log_is_still_found(tmp_path, cli):
+    """The same story logged every step: the log is big enough to be sampled, and its 25 validation
+    lines among 24,000 step lines are what show the memorisation."""
+    r = run("shard_zero", tmp_path, "--delay", "0.4", "--passes", "320", "--log-steps", timeout=900)
+    assert r.returncode == 0, r.log.read_text()[-3000:]
+    epochs = _epochs(r.log)
+    assert len(epochs) == 25 and epochs[-1][3] > min(e[3] for e in epochs)
+
+    proc, rep = cli(str(r.log))
+    assert proc.returncode == 0, proc.stderr
+    assert any("metrics sampled" in e["text"] for e in rep["evidence"]), rep["evidence"]  # the sampled path ran
+    assert rep["primary_cause"] == "evaluation-mismatch"
+    anomaly = next(a for a in rep["anomalies"] if a["kind"] == "train-val-divergence")
+    assert anomaly["line_no"] == epochs[-1][0]
+    assert f"validation loss climbed from its best {min(e[3] for e in epochs):.4g}" in anomaly["detail"]
+
+
 def test_validation_copied_from_training_is_perfect_too_early(tmp_path, cli):
     r = run("leaky_split", tmp_path, timeout=120)
     assert r.returncode == 0, r.log.read_text()

@@ -4,7 +4,7 @@ The file is read in chunks that end at a newline; one multi-pattern matcher find
 catalog signature and a few internal markers in each chunk at once; line numbers come from
 counting newlines. Metric lines are found by their `loss` anchor and parsed in Python: all of
 them on logs up to FULL_METRICS_BYTES, an even sample per chunk above that (the exact first NaN
-line and the tail are always kept). Memory is bounded by the chunk size and the caps below,
+line, the tail and sparse validation lines are always kept). Memory is bounded by the chunk size and the caps below,
 never by the log's length.
 """
 
@@ -23,7 +23,7 @@ from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import logfile
 from ml_skills.engine import gradmax, newlines, tracebacks
 from ml_skills.engine import metrics as metric_parser
-from ml_skills.engine.matcher import Matcher
+from ml_skills.engine.matcher import Matcher, ScanLimit
 from ml_skills.engine.trajectories import analyse, no_progress
 from ml_skills.models import (
     AnomalyKind,
@@ -41,12 +41,15 @@ from ml_skills.models import (
 from ml_skills.render.progress import Progress
 from ml_skills.safety.redact import redact
 
-FULL_METRICS_BYTES = 8 * 1024 * 1024
+FULL_METRICS_BYTES = 2 * 1024 * 1024  # above this, sampled: parsing every line costs about 1 s per 10k lines
 SAMPLED_METRICS_PER_CHUNK = 48  # at most; fewer on longer logs so about SAMPLED_METRICS_TOTAL are parsed
 SAMPLED_METRICS_TOTAL = 2048
 HITS_KEPT_PER_SIGNATURE = 3
 TRACEBACKS_KEPT = 40
 MAX_POINTS_KEPT = 50_000
+
+_EVAL = r"(?i)\b(val|eval|valid|validation|test|dev)[_ /-]?(lm[_ ])?(loss|acc|accuracy|top1|f1|ppl|perplexity)\b"
+EVAL_LINES_PER_CHUNK = 256
 
 # Internal markers: (name, pattern, report once per chunk)
 _MARKERS: list[tuple[str, str, bool]] = [
@@ -59,6 +62,8 @@ _MARKERS: list[tuple[str, str, bool]] = [
     ("fw:tensorflow", r"(tensorflow|keras\b|Keras|tf\.keras|I tensorflow/)", True),
     ("fw:jax", r"(\bjax\b|jaxlib|\bflax\b|XlaRuntimeError|optax)", True),
     ("fw:pytorch", r"(torch/|torch\.|\btorch \d|\bPyTorch\b|torchrun|\[rank\d+\]:)", True),
+    # a validation metric in the chunk: on sampled logs its lines are all parsed (see _eval_lines)
+    ("eval", _EVAL, True),
 ]
 
 @dataclass
@@ -114,6 +119,26 @@ def _metric_lines(chunk: bytes, budget: int | None) -> list[int]:
             break
         pos = nxt + 1 if not stride else max(nxt + 1, s + stride)
     return starts
+
+
+@cache
+def _eval_matcher(engine: str | None) -> Matcher:
+    return Matcher([_EVAL], engine=engine)
+
+
+def _eval_lines(chunk: bytes, engine: str | None) -> set[int]:
+    """Start offsets of the chunk's validation-metric lines, when they are few.
+
+    An even sample of a sampled log's metric lines holds few of its rare evaluation lines (one per
+    epoch among thousands of step lines), and the validation curve is what shows memorisation or
+    a broken evaluation. When there are more than EVAL_LINES_PER_CHUNK (a bar that shows val_loss
+    on every frame), the even sample already holds plenty.
+    """
+    try:
+        ends = _eval_matcher(engine).find(chunk, limit=EVAL_LINES_PER_CHUNK + 1)
+    except ScanLimit:
+        return set()
+    return {_line_bounds(chunk, end)[0] for _, end in ends}
 
 
 class _Reader:
@@ -265,6 +290,7 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
     for offset, chunk in chunks:
         cursor, cursor_line = 0, line_base
         exact_lines: set[int] = set()
+        eval_in_chunk = False
         for idx, end in matcher.find(chunk):
             start, stop = _line_bounds(chunk, end)
             if start < cursor:  # matches come in order of end offset; rewind the count if needed
@@ -292,12 +318,16 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
                     del tb_offsets[TRACEBACKS_KEPT // 2]  # keep the first half and the newest
             elif marker == "completed":
                 completed_line = line_no
+            elif marker == "eval":
+                eval_in_chunk = True
             else:
                 fw = marker.split(":", 1)[1]
                 frameworks[fw] = frameworks.get(fw, 0) + 1
 
         # metrics: every loss line on small logs, an even sample on huge ones, plus exact events
         starts = _metric_lines(chunk, budget)
+        if budget is not None and eval_in_chunk:
+            exact_lines |= _eval_lines(chunk, engine)
         if exact_lines:
             starts = sorted(set(starts) | exact_lines)
         mcursor, mline = 0, line_base
@@ -374,7 +404,8 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
     if budget is not None:
         ev.problems.append(
             f"metrics sampled: the log is {size / 2**20:.0f} MiB, so {budget} metric lines per "
-            "4 MiB chunk were parsed (the first NaN line and the largest grad-norm line are always exact)"
+            "4 MiB chunk were parsed (the first NaN line and the largest grad-norm line are always exact, and sparse "
+            "validation-metric lines are all parsed)"
         )
     return offsets
 

@@ -50,7 +50,7 @@ def prepare(out: str, delay: float) -> None:
     print("data preparation done", flush=True)
 
 
-def train(data: str) -> None:
+def train(data: str, passes: int, log_steps: bool) -> None:
     import torch
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stdout)
@@ -66,13 +66,19 @@ def train(data: str) -> None:
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(FEATURES, 256), torch.nn.ReLU(), torch.nn.Linear(256, 2))
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    step, started = 0, time.monotonic()
     for epoch in range(1, EPOCHS + 1):
         model.train()
-        for i in range(0, len(x), 16):
-            loss = torch.nn.functional.cross_entropy(model(x[i : i + 16]), y[i : i + 16])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+        for _ in range(passes):  # a long run: the same shard again and again, as a day on one shard is
+            for i in range(0, len(x), 16):
+                loss = torch.nn.functional.cross_entropy(model(x[i : i + 16]), y[i : i + 16])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                step += 1
+                if log_steps:
+                    log.info("epoch %d step %d train_loss %.4f lr %.1e samples/s %.1f", epoch, step, loss.item(), 3e-3,
+                             step * 16 / max(time.monotonic() - started, 1e-6))
         model.eval()
         with torch.no_grad():
             train_loss = torch.nn.functional.cross_entropy(model(x), y).item()
@@ -90,17 +96,20 @@ def main() -> int:
     ap.add_argument("--train", action="store_true")
     ap.add_argument("--data", default="data")
     ap.add_argument("--delay", type=float, default=1.0, help="seconds each shard takes to prepare")
+    ap.add_argument("--passes", type=int, default=1, help="passes over the training data per epoch")
+    ap.add_argument("--log-steps", action="store_true", help="a line per training step (a long log)")
     a = ap.parse_args()
     if a.prepare:
         prepare(a.data, a.delay)
         return 0
     if a.train:
-        train(a.data)
+        train(a.data, a.passes, a.log_steps)
         return 0
     with open("prepare.log", "wb") as plog:
         prep = subprocess.Popen([sys.executable, "-u", __file__, "--prepare", "--data", a.data, "--delay", str(a.delay)],
                                 stdout=plog, stderr=subprocess.STDOUT)
-    rc = subprocess.call([sys.executable, "-u", __file__, "--train", "--data", a.data])
+    rc = subprocess.call([sys.executable, "-u", __file__, "--train", "--data", a.data, "--passes", str(a.passes)]
+                         + (["--log-steps"] if a.log_steps else []))
     prep.wait()
     return rc
 
