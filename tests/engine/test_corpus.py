@@ -37,8 +37,21 @@ def results():
 
 
 def test_corpus_is_all_there(results):
-    assert sum(r.suite == "corpus" for r in results) >= 173
+    assert sum(r.suite == "corpus" for r in results) >= 192
     assert sum(r.suite == "real-logs" for r in results) >= 4
+
+
+def test_a_native_abort_is_read_through_the_error_it_reports(results):
+    """'terminate called ... what(): NCCL error ...' on one line is the NCCL failure ending the process (corpus 187)."""
+    r = next(r for r in results if r.name.startswith("187-"))
+    assert (r.predicted, r.run_status) == ("nccl-distributed", "crashed"), r.reasons
+
+
+def test_a_log_cut_inside_a_traceback_is_a_crash_that_asks_for_the_exception(results):
+    """A paste that ends in a traceback's frames: the run crashed, and the missing exception line is asked for (corpus 191)."""
+    r = next(r for r in results if r.name.startswith("191-"))
+    assert r.run_status == "crashed" and r.abstained, (r.run_status, r.predicted)
+    assert "before its exception line" in (r.insufficient or "")
 
 
 def test_top1_accuracy_floor(results):
