@@ -47,6 +47,12 @@ def test_a_native_abort_is_read_through_the_error_it_reports(results):
     assert (r.predicted, r.run_status) == ("nccl-distributed", "crashed"), r.reasons
 
 
+def test_an_nccl_error_is_read_through_its_last_error_detail(results):
+    """NCCL's 'Last error:' names what failed: two ranks on one GPU is a launch mistake (corpus 199), not NCCL's."""
+    r = next(r for r in results if r.name.startswith("199-"))
+    assert (r.predicted, r.cited) == ("config-error", True), r.reasons
+
+
 def test_a_log_cut_inside_a_traceback_is_a_crash_that_asks_for_the_exception(results):
     """A paste that ends in a traceback's frames: the run crashed, and the missing exception line is asked for (corpus 191)."""
     r = next(r for r in results if r.name.startswith("191-"))
