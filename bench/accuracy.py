@@ -181,6 +181,8 @@ HISTORY = [
      "torch.distributions refusing NaN parameters (RLlib, a VAE, a Lightning policy), Orbax's leftover tmp checkpoint dir, a GCS 401 from TensorFlow's file writer: scored before any change on them (four abstained, one read as config-error from its ValueError); all five right after 60536e1"),
     ("60536e1 on cases 198-201 only", "4/4", "2/2", "2/2",
      "DeepSpeed's batch assertion in a wrapped rich traceback, NCCL 'Duplicate GPU detected' from interleaved Megatron ranks and mpirun-prefixed Horovod ranks, indexSelectLargeIndex asserts: scored before any change on them (199-200 right only through nccl-distributed as an acceptable class; config-error after d4c0535)"),
+    ("d4c0535 on cases 202-203 only", "0/2", "0/1", "0/1",
+     "JAX's debug_nans stop as a Jupyter JSON error (name and message apart) and as an IPython traceback cut before its message: both abstained; right after the NaN-checker wordings of the next commit"),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
@@ -191,8 +193,8 @@ HISTORY_NOTE = (
     "this run's figures on them are not clean estimates: the per-batch rows above are (each batch was scored "
     "before the changes it prompted). Cases 155-173 add committed whole job logs (SLURM/LSF outputs with their scheduler "
     "summaries: W&B noise, a parameter dump, a markdown template around the output) and excerpts in formats the corpus "
-    "lacked; together they scored 10/19 before the changes they prompted and 19/19 after. Cases 174-201 were collected "
-    "in four batches, each scored before the changes it prompted: 21/28 then, 27/28 after (the one left, 191, is a paste "
+    "lacked; together they scored 10/19 before the changes they prompted and 19/19 after. Cases 174-203 were collected "
+    "in five batches, each scored before the changes it prompted: 21/30 then, 29/30 after (the one left, 191, is a paste "
     "cut before its exception line, where the engine asks for the rest of the log instead of guessing)."
 )
 
