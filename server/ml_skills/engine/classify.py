@@ -43,6 +43,10 @@ MIN_PRIMARY = 1.0
 # one worker dies, and loggers flush late, so one or two step lines do not mean recovery.
 SURVIVED_MIN_PROGRESS = 3
 EXTERNAL_KILL = "sigkill-external"
+# Generic errors whose own message goes on to name the failure, and over how many lines: a C++ abort's
+# what() (same line or the next), an NCCL error's 'Last error:' detail (up to three lines below it).
+NATIVE_ABORT = "abort-native"  # names only the mechanism (an uncaught C++ exception), never what failed
+CARRIES = {NATIVE_ABORT: 1, "nccl-error": 3}
 QUOTE_WIDTH = 400  # a longer line is quoted around its match, so the cited text holds the decisive words
 _WARNING = re.compile(r"(Warning:|WARNING|\bwarn(ing)?s?\.|\[W \w|^W\d{4} |\bW\d{4} \d\d:|UserWarning|FutureWarning|DeprecationWarning|\bwarnings\.warn)")
 _WRAPPERS = re.compile(r"(RayTaskError|ChildFailedError|CalledProcessError|ProcessRaisedException|HydraException|SystemExit|TrainingFailedError|TuneError)")
@@ -258,8 +262,20 @@ def _generic_after_specific(signals: list[Signal]) -> None:
     generic = _generic()
     specific = [s for s in signals if s.label not in generic and s.role is not Role.HINT and not s.survived
                 and not s.warning and s.weight >= MIN_PRIMARY and s.line_no is not None]
+    carried = [s for s in signals if s.kind == "signature" and s.label != NATIVE_ABORT and s.role is not Role.HINT
+               and not s.survived and not s.warning and s.line_no is not None]
     for g in signals:
         if g.kind != "signature" or g.label not in generic or g.line_no is None:
+            continue
+        # 'terminate called after throwing ...' is how an uncaught C++ exception ends the process, and NCCL's
+        # error only reports what its 'Last error:' then names: the failure named inside the message (even a
+        # generic one, an NCCL error inside an abort) is the one to follow
+        span = CARRIES.get(g.label)
+        if span is not None and any(s.source == g.source and s.failure_class != g.failure_class
+                                    and g.line_no <= (s.line_no or 0) <= g.line_no + span for s in carried):
+            if g.role is Role.CAUSE:
+                g.weight *= ROLE_W[Role.SYMPTOM] / ROLE_W[Role.CAUSE]
+                g.role = Role.SYMPTOM
             continue
         if any(s.source == g.source and s.failure_class != g.failure_class and (s.line_no or 0) <= g.line_no for s in specific):
             if g.role is Role.CAUSE:

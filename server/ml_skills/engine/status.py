@@ -52,6 +52,8 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
         return RunStatus.HUNG
     if terminal:
         return RunStatus.CRASHED
+    if _cut_in_traceback(logs):  # the log ends in a traceback's frames: an exception ended the run, the paste lost its last line
+        return RunStatus.CRASHED
     if completed:
         return RunStatus.COMPLETED
     degraded = {AnomalyKind.TRAIN_VAL_DIVERGENCE, AnomalyKind.THROUGHPUT_COLLAPSE, AnomalyKind.EARLY_PERFECT_VALIDATION}
