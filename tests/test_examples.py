@@ -17,7 +17,7 @@ def test_nan_example_reruns_and_is_diagnosed(tmp_path):
     assert proc.returncode == 1  # the run really fails
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.primary_cause.value == "nan-inf"
-    assert d.run_status.value == "diverged"
+    assert d.run_status.value == "crashed"  # the NaN guard raised FloatingPointError: exit code 1
     assert d.anomalies and d.anomalies[0].kind.value == "nan-onset" and "first 100 steps" in d.anomalies[0].detail
     assert "FloatingPointError" in d.root_cause.proximate
     assert d.fixes[0].fix_id == "lower-lr-add-warmup" and d.fixes[0].risk.value == "needs-approval"

@@ -119,9 +119,9 @@ def vocabulary_markdown() -> str:
     lines = ["# Vocabulary", "", "Generated from the enums in `server/ml_skills/models.py` by `python -m ml_skills.gen`.", ""]
     lines += ["## Failure classes", ""] + [f"- `{c.value}`: {CLASS_SUMMARY[c]}" for c in FailureClass] + [""]
     status_words = {
-        "crashed": "the process ended with an error", "hung": "alive or silent, but no progress",
+        "crashed": "the process ended with an error (an exception or a signal; also a NaN guard that raised)", "hung": "alive or silent, but no progress",
         "degraded": "still training, but unhealthy (throughput collapse, memorisation)",
-        "diverged": "loss became NaN/Inf or blew up", "recovered": "an error happened and training went on",
+        "diverged": "loss became NaN/Inf or blew up and no exception ended the run", "recovered": "an error happened and training went on",
         "completed": "finished (possibly with bad quality)", "running": "alive and progressing",
         "unknown": "the evidence does not say",
     }

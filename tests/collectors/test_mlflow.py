@@ -141,7 +141,7 @@ def _cli(
 
 @pytest.mark.parametrize(
     "kind, cause, status",
-    [("diverging", "optimization-divergence", "diverged"), ("nan", "nan-inf", "diverged"), ("healthy", None, "completed")],
+    [("diverging", "optimization-divergence", "diverged"), ("nan", "nan-inf", "crashed"), ("healthy", None, "completed")],
 )
 def test_cli_diagnoses_real_runs_on_a_real_server(runs, mlflow_server, tmp_path, kind, cause, status):
     proc, report = _cli(runs[kind], mlflow_server, tmp_path)

@@ -26,7 +26,7 @@ KEY = "0123456789abcdef0123456789abcdef01234567"
 
 @pytest.mark.parametrize(
     "kind, cause, status",
-    [("nan", "nan-inf", "diverged"), ("diverging", "optimization-divergence", "diverged"), ("healthy", None, "completed")],
+    [("nan", "nan-inf", "crashed"), ("diverging", "optimization-divergence", "diverged"), ("healthy", None, "completed")],
 )
 def test_cli_diagnoses_offline_runs_from_their_directory(offline_runs, tmp_path, kind, cause, status):
     proc, report = check_failed_run("--wandb", str(offline_runs[kind]), out=tmp_path)

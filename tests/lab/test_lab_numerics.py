@@ -27,7 +27,7 @@ def test_nan_early_points_to_lr_and_late_to_the_bad_batch(tmp_path, how, args, n
     lab = run("regress", tmp_path / "run", *args)
     assert lab.returncode == 1
     r = check(lab.log, tmp_path / "out", how=how)
-    expect(r, cls="nan-inf", status="diverged", log=lab.log, line_text="FloatingPointError: Loss became infinite or NaN",
+    expect(r, cls="nan-inf", status="crashed", log=lab.log, line_text="FloatingPointError: Loss became infinite or NaN",
            fix_id=fix, risk=risk, validation=validation, decision="NO-GO")
     assert r.data["fixes"][0]["fix_id"] == fix
     nan = next(a for a in r.data["anomalies"] if a["kind"] == "nan-onset")

@@ -43,7 +43,7 @@ def test_remote_log_is_diagnosed_over_ssh(tmp_path, monkeypatch):
         s.stop()
     assert not err, raw
     d = out["diagnosis"]
-    assert d["target_kind"] == "ssh" and d["primary_cause"] == "nan-inf" and d["run_status"] == "diverged"
+    assert d["target_kind"] == "ssh" and d["primary_cause"] == "nan-inf" and d["run_status"] == "crashed"
     assert Path(out["report_path"]).is_file() and Path(out["report_path"]).parent == server.out
 
 

@@ -45,7 +45,8 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
     if cls.primary in (FailureClass.NAN_INF, FailureClass.OPTIMIZATION_DIVERGENCE) and (
         kinds & {AnomalyKind.NAN_ONSET, AnomalyKind.LOSS_BLOWUP} or cls.primary is FailureClass.NAN_INF
     ):
-        return RunStatus.DIVERGED
+        # a NaN guard or a framework check that raised ended the process; a loss that went NaN and ran on did not
+        return RunStatus.CRASHED if _raised(logs) else RunStatus.DIVERGED
     if cls.primary is FailureClass.STALLED and not terminal:
         return RunStatus.HUNG
     if AnomalyKind.NO_PROGRESS in kinds:
@@ -119,6 +120,26 @@ def insufficient_evidence(cls: Classification, logs: list[LogEvidence], sources:
     if cls.primary is FailureClass.OOM and all(s.label == "sigkill-exit-137" for s in signals if s.failure_class is FailureClass.OOM):
         return "a SIGKILL (exit 137) with no memory error in the log: need the kernel log (dmesg -T | grep -i oom) or the container's OOMKilled reason to confirm OOM"
     return None
+
+
+_FRAME = re.compile(r'^\s*(File "[^"]+", line \d+|-+> ?\[?\d+|Traceback \(most recent call last\))')
+_EXCEPTION = re.compile(r"^\s*(E\s+)?([A-Za-z_][\w.]*\.)?[A-Z]\w*(Error|Exception)(:|\s*$)")
+
+
+def _raised(logs: list[LogEvidence]) -> bool:
+    """An exception ended the run: its traceback frames or exception line are in the log's tail.
+
+    A user's Ctrl-C or a scheduler's kill (KeyboardInterrupt) is not the run failing by itself.
+    """
+    for log in logs:
+        tail = (log.tail.lines if log.tail else [])[-400:]
+        if any("KeyboardInterrupt" in x for x in tail):
+            continue
+        since = (log.total_lines or 0) - len(tail)
+        if any(t.exc_type not in ("KeyboardInterrupt", "SystemExit") and t.line_no > since for t in log.tracebacks) or \
+                any(_FRAME.search(x) or _EXCEPTION.search(x) for x in tail):
+            return True
+    return False
 
 
 def _cut_in_traceback(logs: list[LogEvidence]) -> str | None:
