@@ -17,7 +17,7 @@ from pydantic import Field
 from ml_skills import __version__
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import artifacts as artifact_collector
-from ml_skills.engine import ranks, scan
+from ml_skills.engine import excerpts, ranks, scan
 from ml_skills.engine.classify import EXTERNAL_KILL, Signal, classify
 from ml_skills.engine.decide import decide
 from ml_skills.engine.plan import plan
@@ -184,8 +184,8 @@ def _root_cause(cls: Classification, signals: list[Signal], logs: list[LogEviden
         if first.line_no and first.line_no >= d.line_no:
             d = LineRef(source=first.source, line_no=first.line_no, text=first.text[:500])
     proximate = f"{Path(d.source).name}:{d.line_no}: {d.text[:240]}"
-    if scan.LINE_QUOTE in d.text:  # a metric anomaly: the line itself is where it happened, the finding follows
-        finding, line = d.text.split(scan.LINE_QUOTE, 1)
+    if excerpts.LINE_QUOTE in d.text:  # a metric anomaly: the line itself is where it happened, the finding follows
+        finding, line = d.text.split(excerpts.LINE_QUOTE, 1)
         proximate = f"{Path(d.source).name}:{d.line_no}: {line[:240]} ({finding[:200]})"
     sig = {s.id: s for s in signatures()}
     best = sorted((s for s in signals if s.failure_class == cls.primary), key=lambda s: -s.weight)
@@ -329,9 +329,9 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
     if cls.decisive is not None:
         path = next((l.source for l in logs if l.source == cls.decisive.source), None)
         if path is not None and Path(path).is_file():
-            excerpt = scan.excerpt_around(path, path, cls.decisive.line_no, 20, 20)
+            excerpt = excerpts.excerpt_around(path, path, cls.decisive.line_no, 20, 20)
         else:
-            excerpt = next((scan.excerpt_from_tail(l, cls.decisive.line_no) for l in all_logs if l.source == cls.decisive.source), None)
+            excerpt = next((excerpts.excerpt_from_tail(l, cls.decisive.line_no) for l in all_logs if l.source == cls.decisive.source), None)
     conf_level = Level.HIGH if cls.confidence >= 0.75 else Level.MEDIUM if cls.confidence >= 0.5 else Level.LOW
     next_cmds = list(dict.fromkeys(commands))
     # read-only commands a collector knows for its own source (the failed task's log, the service account's roles)
@@ -379,4 +379,4 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
 
 
 def excerpt_from_tail(log: LogEvidence, line_no: int) -> Excerpt | None:  # re-exported for scan
-    return scan.excerpt_from_tail(log, line_no)
+    return excerpts.excerpt_from_tail(log, line_no)

@@ -23,10 +23,11 @@ from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import logfile
 from ml_skills.engine import gradmax, newlines, tracebacks
 from ml_skills.engine import metrics as metric_parser
+from ml_skills.engine.excerpts import Reader, quote_anomaly_lines, remember_offsets, remember_text
+from ml_skills.engine.lastprogress import check_stall, last_progress
 from ml_skills.engine.matcher import Matcher, ScanLimit
-from ml_skills.engine.trajectories import analyse, no_progress
+from ml_skills.engine.trajectories import analyse
 from ml_skills.models import (
-    AnomalyKind,
     EvidenceStatus,
     Excerpt,
     LogEvidence,
@@ -36,7 +37,6 @@ from ml_skills.models import (
     Signature,
     SignatureHit,
     Task,
-    TracebackEvent,
 )
 from ml_skills.render.progress import Progress
 from ml_skills.safety.redact import redact
@@ -83,15 +83,6 @@ def _matcher(engine: str | None = None) -> tuple[Matcher, tuple[Signature, ...]]
 
 
 _LOSS = re.compile(rb"(?i)loss")
-_PROGRESS = re.compile(
-    r"(?i)(\b(step|iter|iteration|epoch|batch|train|test|eval|val)\b\s*[:=#]?\s*\[?\s*\d+|\d+%\|.*\|\s*\d+/\d+|\[\s*\d+/\d+\])"
-)
-_NOT_TRAINING = re.compile(
-    r"(?i)(loading|download|\bmap\b|filter|tokeniz|generating|extracting|fetching|resolving|uploading|"
-    r"saving|shards|error|traceback|warning|exception|usage:)"
-)
-
-
 def _line_bounds(chunk: bytes, end: int) -> tuple[int, int]:
     pos = max(0, end - 1)
     start = chunk.rfind(b"\n", 0, pos) + 1 if pos > 0 else 0
@@ -141,33 +132,6 @@ def _eval_lines(chunk: bytes, engine: str | None) -> set[int]:
     return {_line_bounds(chunk, end)[0] for _, end in ends}
 
 
-class _Reader:
-    """Where a pass reads lines back from: the file by seeking, or the text held in memory."""
-
-    def __init__(self, path: Path | None = None, data: bytes | None = None):
-        self.path, self.data = path, data
-
-    def window_at(self, offset: int, before: int, after: int) -> tuple[int, list[str]]:
-        if self.path is not None:
-            return logfile.window_at(self.path, offset, before, after)
-        return logfile.window_in(self.data or b"", offset, before, after)
-
-    def read(self, offset: int, size: int) -> bytes:
-        if self.path is not None:
-            with open(self.path, "rb") as f:
-                f.seek(offset)
-                return f.read(size)
-        return (self.data or b"")[offset : offset + size]
-
-    def tail(self, n: int) -> tuple[list[str], bool]:
-        if self.path is not None:
-            return logfile.tail(self.path, n)
-        lines = (self.data or b"").split(b"\n")
-        if lines and lines[-1] == b"":
-            lines.pop()
-        return [logfile.decode(x) for x in lines[-n:]], False
-
-
 def scan_log(
     path: str | os.PathLike[str],
     *,
@@ -197,8 +161,8 @@ def scan_log(
     chunks = logfile.iter_chunks(p, limit=st.st_size)
     if progress is not None:
         chunks = _reporting(chunks, f"scanning {p.name}", st.st_size, progress)
-    offsets = _run(ev, chunks, _Reader(path=p), st.st_size, last, task, engine)
-    _byte_offsets[(name, st.st_ino)] = offsets
+    offsets = _run(ev, chunks, Reader(path=p), st.st_size, last, task, engine)
+    remember_offsets(name, st.st_ino, offsets)
     _flag_if_changed(ev, p, st)
     return ev
 
@@ -238,8 +202,8 @@ def scan_text(text: str, *, source: str, last: int = 500, task: Task | None = No
         ev.status = EvidenceStatus.ERROR
         ev.problems.append(f"{source} is binary data, not text")
         return ev
-    _run(ev, iter([(0, data)]), _Reader(data=data), len(data), last, task, engine)
-    _text_cache[source] = data
+    _run(ev, iter([(0, data)]), Reader(data=data), len(data), last, task, engine)
+    remember_text(source, data)
     return ev
 
 
@@ -266,7 +230,7 @@ def from_metrics(points: list[MetricPoint], *, source: str, task: Task | None = 
     return ev
 
 
-def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: Task | None, engine: str | None) -> dict[int, int]:
+def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Task | None, engine: str | None) -> dict[int, int]:
     name = ev.source
     budget = None if size <= FULL_METRICS_BYTES else max(8, min(SAMPLED_METRICS_PER_CHUNK, SAMPLED_METRICS_TOTAL * logfile.CHUNK // size))
     matcher, sigs = _matcher(engine)
@@ -385,20 +349,20 @@ def _run(ev: LogEvidence, chunks, reader: _Reader, size: int, last: int, task: T
                 last_line_no=agg.last[0] if agg.last else None,
             ))
     ev.hits.sort(key=lambda h: h.line_no)
-    ev.tracebacks = _parse_tracebacks(reader, name, tb_offsets)
-    headless = _headless_traceback(reader, name)
+    ev.tracebacks = tracebacks.read_all(reader, name, tb_offsets)
+    headless = tracebacks.read_headless(reader, name)
     if headless is not None and all(t.line_no != headless.line_no for t in ev.tracebacks):
         ev.tracebacks.insert(0, headless)
     tail_lines, tail_cut = reader.tail(last)
     tail_start = ev.total_lines - len(tail_lines) + 1
     ev.tail = Excerpt(source=name, start_line=tail_start, lines=[redact(x) for x in tail_lines], truncated=tail_cut)
-    progress = _last_progress(name, points, tail_lines, tail_start)
+    progress = last_progress(name, points, tail_lines, tail_start)
     ev.trajectory = analyse(points, exact_nan=nan_point, exact_grad_max=grad_max, last_progress=progress, task=task)
-    _quote_anomaly_lines(ev, reader, {**metric_offsets, **point_offsets})
+    quote_anomaly_lines(ev, reader, {**metric_offsets, **point_offsets})
     if completed_line is not None:
         ev.frameworks["completed-marker"] = completed_line
     elif ev.mtime is not None:
-        _check_stall(ev, points, tail_lines)
+        check_stall(ev, points, tail_lines)
     if tb_total > len(tb_offsets):
         ev.problems.append(f"{tb_total} tracebacks in the log; the first {TRACEBACKS_KEPT // 2} and the last {len(tb_offsets) - TRACEBACKS_KEPT // 2} were parsed")
     if budget is not None:
@@ -418,130 +382,6 @@ def _grad_point(name: str, record: gradmax.Record, line_no: int) -> MetricPoint:
     values = {**values, "grad_norm": values.get("grad_norm", record.value)}
     return MetricPoint(source=name, line_no=line_no, step=step, epoch=epoch, values=values,
                        time=metric_parser.parse_timestamp(raw[:200].decode("utf-8", errors="replace")))
-
-
-# byte offsets of recorded hit lines, so excerpts can seek instead of re-reading the log
-_byte_offsets: dict[tuple[str, int], dict[int, int]] = {}
-_text_cache: dict[str, bytes] = {}
-
-
-def excerpt_from_tail(log: LogEvidence, line_no: int, before: int = 20, after: int = 20) -> Excerpt | None:
-    """An excerpt for in-memory sources (pasted text), or from the tail when the line is in it."""
-    data = _text_cache.get(log.source)
-    if data is not None:
-        lines = [logfile.decode(x) for x in data.split(b"\n")]
-        first = max(1, line_no - before)
-        return Excerpt(source=log.source, start_line=first, lines=[redact(x) for x in lines[first - 1 : line_no + after]])
-    if log.tail and log.tail.start_line <= line_no:
-        rel = line_no - log.tail.start_line
-        lo = max(0, rel - before)
-        return Excerpt(source=log.source, start_line=log.tail.start_line + lo, lines=log.tail.lines[lo : rel + after + 1])
-    return None
-
-
-def excerpt_around(path: str | os.PathLike[str], source: str, line_no: int, before: int = 20, after: int = 20) -> Excerpt:
-    """The lines around a recorded hit, read by seeking to its byte offset when it is known."""
-    p = Path(path)
-    offsets = _byte_offsets.get((source, p.stat().st_ino), {})
-    near = max((ln for ln in offsets if line_no - 2000 <= ln <= line_no), default=None)
-    if line_no in offsets:
-        idx, lines = logfile.window_at(p, offsets[line_no], before, after)
-        first = line_no - idx
-    elif near is not None:  # a traceback's last line: seek to the recorded line before it, not from the start
-        idx, lines = logfile.window_at(p, offsets[near], before + line_no - near, after + line_no - near)
-        first = near - idx
-        lo = max(0, line_no - before - first)
-        lines, first = lines[lo : line_no - first + after + 1], first + lo
-    else:
-        first, lines = logfile.window(p, line_no, before, after)
-    return Excerpt(source=source, start_line=first, lines=[redact(x) for x in lines])
-
-
-_NONFINITE = re.compile(r"(?i)\b(nan|-?inf(inity)?)\b")
-QUOTE_CHARS = 220
-LINE_QUOTE = "; the line reads: "  # separates an anomaly's finding from the log line it quotes
-
-
-def _quote_anomaly_lines(ev: LogEvidence, reader: _Reader, metric_offsets: dict[int, int]) -> None:
-    """Append to each metric anomaly the log line it points at, so the report cites the line itself."""
-    for a in ev.trajectory.anomalies:
-        off = metric_offsets.get(a.line_no or -1)
-        if off is None:
-            continue
-        _, lines = reader.window_at(off, 0, 0)
-        line = tracebacks.ANSI.sub("", lines[0] if lines else "").strip()
-        if not line:
-            continue
-        if len(line) > QUOTE_CHARS:  # keep the part that holds the offending value
-            m = _NONFINITE.search(line) if a.kind is AnomalyKind.NAN_ONSET else None
-            end = min(len(line), m.end() + 40) if m else len(line)
-            line = "..." + line[max(0, end - QUOTE_CHARS) : end]
-        a.detail += f"{LINE_QUOTE}{redact(line)}"
-
-
-def _headless_traceback(reader: _Reader, name: str) -> TracebackEvent | None:
-    """The log starts inside a traceback (an excerpt, `tail -n`): parse it from its first frame."""
-    _, head = reader.window_at(0, 0, tracebacks.HEADLESS_LINES)
-    for i, line in enumerate(head):
-        if "Traceback (most recent call last)" in line:
-            return None  # a header comes first: the usual pass parses it
-        if tracebacks.is_frame(line):
-            _, lines = reader.window_at(0, 0, i + 400)
-            ev = tracebacks.parse_headless(lines[i:], i + 1, name)
-            return None if ev is None else ev.model_copy(update={"message": redact(ev.message)})
-    return None
-
-
-def _parse_tracebacks(reader: _Reader, name: str, starts: list[tuple[int, int]]) -> list[TracebackEvent]:
-    out: list[TracebackEvent] = []
-    seen_end: set[int] = set()
-    for line_no, off in starts:
-        _, lines = reader.window_at(off, 0, 400)
-        # chained if the lines just before carry a chain marker
-        _, before = reader.window_at(off, 3, 0)
-        ignored = any(tracebacks.IGNORED in b for b in before[-2:-1])
-        chained = any(tracebacks.is_chain_marker(b) for b in before[:-1])
-        ev = tracebacks.parse_at(lines, line_no, name, chained=chained)
-        # Python ignored it (a __del__ at shutdown), so it ended nothing; a Ctrl-C caught there still says who stopped the run
-        if ev is not None and ignored and ev.exc_type != "KeyboardInterrupt":
-            continue
-        if ev is not None and ev.line_no not in seen_end:
-            seen_end.add(ev.line_no)
-            out.append(ev.model_copy(update={"message": redact(ev.message)}))
-    return out
-
-
-def _last_progress(name: str, points: list[MetricPoint], tail: list[str], tail_start: int) -> ProgressPoint | None:
-    best: ProgressPoint | None = None
-    for i in range(len(tail) - 1, -1, -1):
-        line = tail[i]
-        if _PROGRESS.search(line) and not _NOT_TRAINING.search(line):
-            parsed = metric_parser.parse_line(line)
-            step = parsed[1] if parsed else None
-            epoch = parsed[2] if parsed else None
-            best = ProgressPoint(source=name, line_no=tail_start + i, step=step, epoch=epoch,
-                                 time=metric_parser.parse_timestamp(line), text=redact(line[:300]))
-            break
-    if points:
-        lp = points[-1]
-        if best is None or lp.line_no > best.line_no:
-            best = ProgressPoint(source=name, line_no=lp.line_no, step=lp.step, epoch=lp.epoch, time=lp.time,
-                                 text=", ".join(f"{k}={v:.4g}" for k, v in lp.values.items()))
-    return best
-
-
-def _check_stall(ev: LogEvidence, points: list[MetricPoint], tail: list[str]) -> None:
-    """Add a no-progress anomaly when nothing after the last progress line ends the run."""
-    lp = ev.trajectory.last_progress
-    if lp is None or ev.mtime is None:
-        return
-    if any(h.line_no > lp.line_no and h.role is not Role.HINT for h in ev.hits) or any(t.line_no > lp.line_no for t in ev.tracebacks):
-        return
-    stamp = next((t for line in reversed(tail[-200:]) if (t := metric_parser.parse_timestamp(line[:200])) is not None), None)
-    local = ev.mtime.astimezone().replace(tzinfo=None)
-    a = no_progress(points, lp, stamp, local, datetime.now())
-    if a is not None:
-        ev.trajectory.anomalies.append(a)
 
 
 def is_terminal_role(role: Role) -> bool:

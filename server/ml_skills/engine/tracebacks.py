@@ -10,8 +10,13 @@ event, since it is the one that names the failing sample code.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from ml_skills.models import TracebackEvent
+from ml_skills.safety.redact import redact
+
+if TYPE_CHECKING:
+    from ml_skills.engine.excerpts import Reader
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _START = re.compile(r"(Original )?Traceback \(most recent call last\):")
@@ -119,3 +124,35 @@ def parse_headless(lines: list[str], first_line_no: int, source: str) -> Traceba
 
 def is_chain_marker(line: str) -> bool:
     return any(marker in line for marker in _CHAIN)
+
+
+def read_headless(reader: Reader, name: str) -> TracebackEvent | None:
+    """The log starts inside a traceback (an excerpt, `tail -n`): parse it from its first frame."""
+    _, head = reader.window_at(0, 0, HEADLESS_LINES)
+    for i, line in enumerate(head):
+        if "Traceback (most recent call last)" in line:
+            return None  # a header comes first: the usual pass parses it
+        if is_frame(line):
+            _, lines = reader.window_at(0, 0, i + 400)
+            ev = parse_headless(lines[i:], i + 1, name)
+            return None if ev is None else ev.model_copy(update={"message": redact(ev.message)})
+    return None
+
+
+def read_all(reader: Reader, name: str, starts: list[tuple[int, int]]) -> list[TracebackEvent]:
+    out: list[TracebackEvent] = []
+    seen_end: set[int] = set()
+    for line_no, off in starts:
+        _, lines = reader.window_at(off, 0, 400)
+        # chained if the lines just before carry a chain marker
+        _, before = reader.window_at(off, 3, 0)
+        ignored = any(IGNORED in b for b in before[-2:-1])
+        chained = any(is_chain_marker(b) for b in before[:-1])
+        ev = parse_at(lines, line_no, name, chained=chained)
+        # Python ignored it (a __del__ at shutdown), so it ended nothing; a Ctrl-C caught there still says who stopped the run
+        if ev is not None and ignored and ev.exc_type != "KeyboardInterrupt":
+            continue
+        if ev is not None and ev.line_no not in seen_end:
+            seen_end.add(ev.line_no)
+            out.append(ev.model_copy(update={"message": redact(ev.message)}))
+    return out

@@ -1,0 +1,117 @@
+"""Lines around a point of a log, read back after the pass: by seeking to a recorded byte offset
+(files) or from the text held in memory (pasted tracebacks); and the quoting of an anomaly's own
+line into its finding."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from ml_skills.collectors import logfile
+from ml_skills.engine import tracebacks
+from ml_skills.models import AnomalyKind, Excerpt, LogEvidence
+from ml_skills.safety.redact import redact
+
+
+class Reader:
+    """Where a pass reads lines back from: the file by seeking, or the text held in memory."""
+
+    def __init__(self, path: Path | None = None, data: bytes | None = None):
+        self.path, self.data = path, data
+
+    def window_at(self, offset: int, before: int, after: int) -> tuple[int, list[str]]:
+        if self.path is not None:
+            return logfile.window_at(self.path, offset, before, after)
+        return logfile.window_in(self.data or b"", offset, before, after)
+
+    def read(self, offset: int, size: int) -> bytes:
+        if self.path is not None:
+            with open(self.path, "rb") as f:
+                f.seek(offset)
+                return f.read(size)
+        return (self.data or b"")[offset : offset + size]
+
+    def tail(self, n: int) -> tuple[list[str], bool]:
+        if self.path is not None:
+            return logfile.tail(self.path, n)
+        lines = (self.data or b"").split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        return [logfile.decode(x) for x in lines[-n:]], False
+
+
+# byte offsets of recorded hit lines, so excerpts can seek instead of re-reading the log; the
+# text of in-memory sources. Bounded: a long-running MCP server diagnoses many logs.
+KEPT = 32
+_byte_offsets: dict[tuple[str, int], dict[int, int]] = {}
+_text_cache: dict[str, bytes] = {}
+
+
+def _keep(cache: dict, key, value) -> None:
+    cache.pop(key, None)
+    cache[key] = value
+    while len(cache) > KEPT:
+        del cache[next(iter(cache))]  # the oldest
+
+
+def remember_offsets(source: str, inode: int, offsets: dict[int, int]) -> None:
+    _keep(_byte_offsets, (source, inode), offsets)
+
+
+def remember_text(source: str, data: bytes) -> None:
+    _keep(_text_cache, source, data)
+
+
+def excerpt_from_tail(log: LogEvidence, line_no: int, before: int = 20, after: int = 20) -> Excerpt | None:
+    """An excerpt for in-memory sources (pasted text), or from the tail when the line is in it."""
+    data = _text_cache.get(log.source)
+    if data is not None:
+        lines = [logfile.decode(x) for x in data.split(b"\n")]
+        first = max(1, line_no - before)
+        return Excerpt(source=log.source, start_line=first, lines=[redact(x) for x in lines[first - 1 : line_no + after]])
+    if log.tail and log.tail.start_line <= line_no:
+        rel = line_no - log.tail.start_line
+        lo = max(0, rel - before)
+        return Excerpt(source=log.source, start_line=log.tail.start_line + lo, lines=log.tail.lines[lo : rel + after + 1])
+    return None
+
+
+def excerpt_around(path: str | os.PathLike[str], source: str, line_no: int, before: int = 20, after: int = 20) -> Excerpt:
+    """The lines around a recorded hit, read by seeking to its byte offset when it is known."""
+    p = Path(path)
+    offsets = _byte_offsets.get((source, p.stat().st_ino), {})
+    near = max((ln for ln in offsets if line_no - 2000 <= ln <= line_no), default=None)
+    if line_no in offsets:
+        idx, lines = logfile.window_at(p, offsets[line_no], before, after)
+        first = line_no - idx
+    elif near is not None:  # a traceback's last line: seek to the recorded line before it, not from the start
+        idx, lines = logfile.window_at(p, offsets[near], before + line_no - near, after + line_no - near)
+        first = near - idx
+        lo = max(0, line_no - before - first)
+        lines, first = lines[lo : line_no - first + after + 1], first + lo
+    else:
+        first, lines = logfile.window(p, line_no, before, after)
+    return Excerpt(source=source, start_line=first, lines=[redact(x) for x in lines])
+
+
+_NONFINITE = re.compile(r"(?i)\b(nan|-?inf(inity)?)\b")
+QUOTE_CHARS = 220
+LINE_QUOTE = "; the line reads: "  # separates an anomaly's finding from the log line it quotes
+
+
+def quote_anomaly_lines(ev: LogEvidence, reader: Reader, metric_offsets: dict[int, int]) -> None:
+    """Append to each metric anomaly the log line it points at, so the report cites the line itself."""
+    for a in ev.trajectory.anomalies:
+        off = metric_offsets.get(a.line_no or -1)
+        if off is None:
+            continue
+        _, lines = reader.window_at(off, 0, 0)
+        line = tracebacks.ANSI.sub("", lines[0] if lines else "").strip()
+        if not line:
+            continue
+        if len(line) > QUOTE_CHARS:  # keep the part that holds the offending value
+            m = _NONFINITE.search(line) if a.kind is AnomalyKind.NAN_ONSET else None
+            end = min(len(line), m.end() + 40) if m else len(line)
+            line = "..." + line[max(0, end - QUOTE_CHARS) : end]
+        a.detail += f"{LINE_QUOTE}{redact(line)}"
