@@ -35,7 +35,8 @@ MAX_FIXES = 5
 # code and data intact, so resuming is the recovery; confirming it was not the OOM killer is cheap
 DERIVED_FIXES = {EXTERNAL_KILL: ["resume-valid-checkpoint", "check-kernel-oom", "save-on-signal"]}
 NEEDS_EVIDENCE = {"collect-more-evidence", "resume-valid-checkpoint", "fix-launch-command", "check-train-data-coverage",
-                  "eval-batch-size", "expandable-segments", "dedupe-splits", "check-split-overlap", "raise-collective-timeout", "exclude-node"}
+                  "eval-batch-size", "expandable-segments", "dedupe-splits", "check-split-overlap", "raise-collective-timeout", "exclude-node",
+                  "one-gpu-per-rank"}
 
 
 def _candidates(cls: Classification, signals: list[Signal], logs: list[LogEvidence], inv: ArtifactInventory | None) -> dict[str, float]:
