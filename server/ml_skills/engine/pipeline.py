@@ -319,7 +319,7 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
     insufficient = None if clean else insufficient_evidence(cls, logs, ev.sources, signals)
     inv = ev.artifacts
     launch = inv.launch_command if inv else None
-    fixes, commands = plan(cls, signals, all_logs, inv, launch)
+    fixes, commands = plan(cls, signals, all_logs, inv, launch, completed_clean=clean)
     decision, why = decide(cls, fixes, insufficient, completed_clean=clean)
     root = _root_cause(cls, signals, all_logs)
     findings = _findings(fixes, cls, root)

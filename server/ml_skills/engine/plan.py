@@ -34,7 +34,7 @@ MAX_FIXES = 5
 # fixes for signals the engine derives (not catalog signatures): an external SIGKILL leaves the
 # code and data intact, so resuming is the recovery; confirming it was not the OOM killer is cheap
 DERIVED_FIXES = {EXTERNAL_KILL: ["resume-valid-checkpoint", "check-kernel-oom", "save-on-signal"]}
-NEEDS_EVIDENCE = {"collect-more-evidence", "resume-valid-checkpoint", "fix-launch-command", "check-train-data-coverage",
+NEEDS_EVIDENCE = {"collect-more-evidence", "verify-outputs", "resume-valid-checkpoint", "fix-launch-command", "check-train-data-coverage",
                   "eval-batch-size", "expandable-segments", "dedupe-splits", "check-split-overlap", "raise-collective-timeout", "exclude-node",
                   "one-gpu-per-rank"}
 
@@ -139,12 +139,14 @@ def _oom_at_eval(cls: Classification, logs: list[LogEvidence]) -> bool:
     return False
 
 
-def plan(cls: Classification, signals: list[Signal], logs: list[LogEvidence], inv: ArtifactInventory | None, launch_command: str | None) -> tuple[list[Fix], list[str]]:
-    if cls.primary is None:
-        f = fix_catalog()["collect-more-evidence"]
+def plan(cls: Classification, signals: list[Signal], logs: list[LogEvidence], inv: ArtifactInventory | None, launch_command: str | None,
+         *, completed_clean: bool = False) -> tuple[list[Fix], list[str]]:
+    if cls.primary is None:  # a clean finished run has nothing to fix, only outputs to check; otherwise evidence is missing
+        f = fix_catalog()["verify-outputs" if completed_clean else "collect-more-evidence"]
         risk, rule = risk_of(f.kind)
+        cmd = f"ml-skills verify-artifacts {shlex.quote(inv.root) if inv else 'RUN_DIR'}" if completed_clean else None
         return [Fix(rank=1, fix_id=f.id, action=f.action, kind=f.kind, risk=risk, risk_rule=rule, expected_impact=f.impact,
-                    time_to_try=f.time_to_try, validation=f.validation)], []
+                    time_to_try=f.time_to_try, validation=f.validation, command=cmd)], [cmd] if cmd else []
     cand = _candidates(cls, signals, logs, inv)
     before = _prerequisites(cls, signals)
     scored = []
