@@ -183,6 +183,10 @@ HISTORY = [
      "DeepSpeed's batch assertion in a wrapped rich traceback, NCCL 'Duplicate GPU detected' from interleaved Megatron ranks and mpirun-prefixed Horovod ranks, indexSelectLargeIndex asserts: scored before any change on them (199-200 right only through nccl-distributed as an acceptable class; config-error after d4c0535)"),
     ("d4c0535 on cases 202-203 only", "0/2", "0/1", "0/1",
      "JAX's debug_nans stop as a Jupyter JSON error (name and message apart) and as an IPython traceback cut before its message: both abstained; right after the NaN-checker wordings of the next commit"),
+    ("86dc55d on cases 204-216 only", "10/13", "4/6", "6/7",
+     "two committed whole SLURM outputs (a cgroup OOM kill after lscpu/nvidia-smi/meminfo noise, 4 torchrun ranks' FileNotFoundError under ChildFailedError), TF OD loss blow-ups, NCCL timeouts (node-prefixed wrapped lines, a BROADCAST after C++ frames), a watchdog CUDA illegal instruction glued to a bar, YOLOv3 NaN in warm-up, a Triton cache disk quota, embedding index out of range: scored before any change (211, kubelet's image pull denied by the registry, and 216, TF's 'indices[1,9] = 25459 is not in [0, 15003)', abstained; 213, 'terminate called' with the watchdog timeout in its what() line below, read as process-crash); 13/13 after, and the two blow-ups cite their onset"),
+    ("11234ac on case 217 only", "1/1", "1/1", "0/0",
+     "a whole committed LSF report: torch.compile's Inductor cannot find 'ldconfig' (BackendCompilerFailed wrapping FileNotFoundError at the end of about 80 dynamo frames, then wandb and the LSF summary): scored with the engine as it then was, not tuned on"),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
@@ -195,7 +199,10 @@ HISTORY_NOTE = (
     "summaries: W&B noise, a parameter dump, a markdown template around the output) and excerpts in formats the corpus "
     "lacked; together they scored 10/19 before the changes they prompted and 19/19 after. Cases 174-203 were collected "
     "in five batches, each scored before the changes it prompted: 21/30 then, 29/30 after (the one left, 191, is a paste "
-    "cut before its exception line, where the engine asks for the rest of the log instead of guessing)."
+    "cut before its exception line, where the engine asks for the rest of the log instead of guessing). Cases 204-216 "
+    "scored 10/13 before the changes they prompted (general wordings: kubelet's image-pull and registry/API denials, "
+    "TF's gather index error; a C++ abort stays below the error its what() carries; a blow-up is cited at its onset), "
+    "13/13 after; case 217, collected after those changes, was right before any further change."
 )
 
 

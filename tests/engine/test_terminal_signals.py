@@ -51,6 +51,34 @@ def test_loss_that_jumps_by_orders_of_magnitude_in_a_short_log_is_divergence(tmp
     assert "train.log:5: step 4 loss:" in d.root_cause.proximate  # the first exploded line, quoted
 
 
+def test_a_blowup_that_climbs_for_many_steps_is_quoted_where_it_began(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        torch.manual_seed(0)
+        x = torch.randn(256, 8); y = x @ torch.randn(8, 1)
+        model = torch.nn.Linear(8, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        for step in range(24):
+            if step == 12:  # the learning rate is raised past stability: the loss grows every step after
+                for g in opt.param_groups:
+                    g["lr"] = 1.5
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            opt.zero_grad(); loss.backward(); opt.step()
+            print(f"step {step} loss: {loss.item():.4f}", flush=True)
+    """))
+    log = _run_into(tmp_path, f"{sys.executable} {script}")
+    losses = [float(line.split("loss: ")[1]) for line in log.read_text().splitlines()]
+    low = min(losses)
+    first_up = next(i for i, v in enumerate(losses) if i > losses.index(low) and v > max(3 * low, 1.2 * losses[0]))
+    assert losses[-1] == max(losses) and first_up < len(losses) - 3, losses  # a long climb, the peak at the end
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "optimization-divergence", log.read_text()
+    blowup = next(a for a in d.anomalies if a.kind.value == "loss-blowup")
+    assert blowup.line_no == first_up + 1, (blowup.detail, losses)  # the first exploded step, not the peak
+    assert f"step {first_up} loss:" in d.root_cause.proximate
+
+
 def test_log_that_stops_with_no_error_abstains_and_says_what_to_collect(tmp_path):
     code = "print('Initializing TorchBackend in DeepSpeed with backend gloo', flush=True)"
     log = _run_into(tmp_path, f'{sys.executable} -c "{code}"')

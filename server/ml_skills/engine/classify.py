@@ -273,9 +273,12 @@ def _generic_after_specific(signals: list[Signal]) -> None:
         span = CARRIES.get(g.label)
         if span is not None and any(s.source == g.source and s.failure_class != g.failure_class
                                     and g.line_no <= (s.line_no or 0) <= g.line_no + span for s in carried):
-            if g.role is Role.CAUSE:
-                g.weight *= ROLE_W[Role.SYMPTOM] / ROLE_W[Role.CAUSE]
-                g.role = Role.SYMPTOM
+            # a native abort names only the mechanism, so it stays below what it carries even when that is
+            # itself a symptom (a collective timeout in what()); an NCCL error's own words still count
+            target = Role.HINT if g.label == NATIVE_ABORT else Role.SYMPTOM
+            if ROLE_W[g.role] > ROLE_W[target]:
+                g.weight *= ROLE_W[target] / ROLE_W[g.role]
+                g.role = target
             continue
         if any(s.source == g.source and s.failure_class != g.failure_class and (s.line_no or 0) <= g.line_no for s in specific):
             if g.role is Role.CAUSE:

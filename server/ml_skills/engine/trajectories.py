@@ -190,14 +190,26 @@ def _loss_blowup(points: Sequence[MetricPoint]) -> Anomaly | None:
     tail = statistics.median(vals[-max(2, len(vals) // 10) :])
     floor = max(abs(low), 1e-3)
     if high > 3 * floor and high > first * 1.2 and tail > 2 * floor:
+        o = _blowup_onset(after, max(3 * floor, first * 1.2), 2 * floor) or p
+        rise = "" if o is p else f"from {_at(o)} (line {o.line_no}, {o.values['loss']:.4g}) "
         return Anomaly(
             kind=AnomalyKind.LOSS_BLOWUP, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE,
             severity=Severity.CRITICAL,
-            source=p.source, line_no=p.line_no, step=p.step,
-            detail=(f"loss fell to {low:.4g} then rose to {high:.4g} at {_at(p)} (line {p.line_no}) "
+            source=o.source, line_no=o.line_no, step=o.step,
+            detail=(f"loss fell to {low:.4g} then rose {rise}to {high:.4g} at {_at(p)} (line {p.line_no}) "
                     f"and stays high (recent median {tail:.4g}, above its start {first:.4g}): divergence without NaN"),
         )
     return None
+
+
+def _blowup_onset(after: Sequence[tuple[MetricPoint, float]], high: float, stay: float) -> MetricPoint | None:
+    """The first point of the rise that never came back: where the divergence began, not its peak.
+
+    A blow-up is cited where it started (the first loss above `high` after which the loss never fell
+    back below `stay`), so the quoted line is the step that went wrong first, as for any cascade.
+    """
+    low_after = list(itertools.accumulate((v for _, v in reversed(after)), min))[::-1]  # min of after[i:]
+    return next((q for (q, v), m in zip(after, low_after) if v > high and m > stay), None)
 
 
 def _loss_jump(points: Sequence[MetricPoint]) -> Anomaly | None:
