@@ -187,6 +187,10 @@ HISTORY = [
      "two committed whole SLURM outputs (a cgroup OOM kill after lscpu/nvidia-smi/meminfo noise, 4 torchrun ranks' FileNotFoundError under ChildFailedError), TF OD loss blow-ups, NCCL timeouts (node-prefixed wrapped lines, a BROADCAST after C++ frames), a watchdog CUDA illegal instruction glued to a bar, YOLOv3 NaN in warm-up, a Triton cache disk quota, embedding index out of range: scored before any change (211, kubelet's image pull denied by the registry, and 216, TF's 'indices[1,9] = 25459 is not in [0, 15003)', abstained; 213, 'terminate called' with the watchdog timeout in its what() line below, read as process-crash); 13/13 after, and the two blow-ups cite their onset"),
     ("11234ac on case 217 only", "1/1", "1/1", "0/0",
      "a whole committed LSF report: torch.compile's Inductor cannot find 'ldconfig' (BackendCompilerFailed wrapping FileNotFoundError at the end of about 80 dynamo frames, then wandb and the LSF summary): scored with the engine as it then was, not tuned on"),
+    ("b3ffec7 on cases 218-233 only", "14/16", "7/8", "7/8",
+     "worker segfaults (jetson SSD, timm after a week), a PIL decode error re-raised from a worker, validation-only NaN (UNETR++, a Keras custom metric), NCCL timeouts during a test pass and a blockquoted Megatron ReduceScatter, CUDA unspecified launch failure / unknown error / uncorrectable ECC (rich traceback, NCCL watchdog cascade, THC runtime error 39), SIGILL after a weight load, py-spy and 'ray stack' dumps of hung runs: scored before any change (222, Keras 'val_ckm: nan' beside a finite val_loss, and 231, a 'ray stack' dump, abstained; 221 right only through its acceptable class nan-inf); 16/16 after ac33cfe"),
+    ("ac33cfe on cases 234-240 only", "4/7", "1/3", "3/4",
+     "collected after the previous batch's changes, scored before any further change: kubelet evictions of a TFJob and a FATE pod ('The node was low on resource: memory', both right only through their acceptable class oom), four DataLoader hangs ended by Ctrl-C or a kill (three tracebacks cut inside `_data_queue.get` abstained as cut before their exception line; 238, with its KeyboardInterrupt, named data-pipeline from its frames, its acceptable class), a Keras val_accuracy frozen at 0.5676 while training accuracy rises (right); 6/7 after"),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
@@ -202,7 +206,16 @@ HISTORY_NOTE = (
     "cut before its exception line, where the engine asks for the rest of the log instead of guessing). Cases 204-216 "
     "scored 10/13 before the changes they prompted (general wordings: kubelet's image-pull and registry/API denials, "
     "TF's gather index error; a C++ abort stays below the error its what() carries; a blow-up is cited at its onset), "
-    "13/13 after; case 217, collected after those changes, was right before any further change."
+    "13/13 after; case 217, collected after those changes, was right before any further change. Cases 218-233 (thin "
+    "classes: worker segfaults, CUDA launch/ECC faults, validation-only NaN, stack dumps of hangs) scored 14/16 before "
+    "the changes they prompted (a Keras validation value that is nan beside a finite training loss is an evaluation "
+    "problem; 'ray stack' and older py-spy dumps are live stack dumps), 16/16 after. Cases 234-240 (kubelet evictions, "
+    "DataLoader hangs ended by Ctrl-C, a frozen val_accuracy), collected after those changes, scored 4/7 before the "
+    "changes they prompted (a '^C' glued to a traceback header is a user interrupt; a KeyboardInterrupt is classified by "
+    "its type, not by the DataLoader frames it was raised in, and does not turn a hung run into a crashed one; a "
+    "validation loss that alone is nan while training stays finite is an evaluation problem; Python 3.11 caret lines "
+    "and a paste that starts mid-traceback no longer hide a cut traceback), 6/7 after (239, a headless traceback cut "
+    "inside the validation DataLoader's queue wait, is asked for its exception line)."
 )
 
 

@@ -37,7 +37,7 @@ def results():
 
 
 def test_corpus_is_all_there(results):
-    assert sum(r.suite == "corpus" for r in results) >= 233
+    assert sum(r.suite == "corpus" for r in results) >= 240
     assert sum(r.suite == "real-logs" for r in results) >= 4
 
 
@@ -150,3 +150,16 @@ def test_a_validation_only_nan_metric_is_an_evaluation_problem(results):
     """A Keras validation metric that is nan beside a finite training loss points at evaluation, not divergence (corpus 222)."""
     r = next(r for r in results if r.name.startswith("222-"))
     assert (r.predicted, r.cited) == ("evaluation-mismatch", True), r.reasons
+
+
+def test_a_validation_loss_that_alone_is_nan_is_an_evaluation_problem(results):
+    """val_loss nan every epoch while the training loss stays finite: the evaluation is broken (corpus 069)."""
+    r = next(r for r in results if r.name.startswith("069-"))
+    assert (r.predicted, r.run_status) == ("evaluation-mismatch", "degraded"), r.reasons
+
+
+def test_a_traceback_after_ctrl_c_is_a_hang_the_user_interrupted(results):
+    """'^CTraceback' (cut before KeyboardInterrupt) and a KeyboardInterrupt inside DataLoader frames are hangs (corpus 236-238)."""
+    for prefix in ("236-", "237-", "238-"):
+        r = next(r for r in results if r.name.startswith(prefix))
+        assert (r.predicted, r.cited, r.run_status) == ("stalled", True, "hung"), (prefix, r.predicted, r.run_status)

@@ -149,8 +149,10 @@ def traceback_class(tb: TracebackEvent, hits_by_line: dict[tuple[str, int], list
             return h.failure_class, 1.0, h.signature_id
     frames = "\n".join(tb.frames)
     typed = f"{tb.exc_type}"
+    # a Ctrl-C is raised wherever the process happened to be waiting: its frames say where, not what failed
+    interrupted = typed.rsplit(".", 1)[-1] == "KeyboardInterrupt"
     for rule, rx_type, rx_msg, rx_frames in compiled_exception_rules():
-        if rx_frames is None:
+        if rx_frames is None or interrupted:
             continue
         if rx_type.fullmatch(typed) and rx_msg.search(tb.message) and rx_frames.search(frames):
             return rule.failure_class, rule.weight, rule.id

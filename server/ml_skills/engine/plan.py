@@ -67,7 +67,9 @@ def _candidates(cls: Classification, signals: list[Signal], logs: list[LogEviden
     kinds = {a.kind for a in anomalies}
     if AnomalyKind.NAN_ONSET in kinds:
         nan = next(a for a in anomalies if a.kind is AnomalyKind.NAN_ONSET)
-        if "first 100 steps" in nan.detail:
+        if nan.failure_class is FailureClass.EVALUATION_MISMATCH:  # only the validation side is nan
+            add("fix-eval-config", 1.0)
+        elif "first 100 steps" in nan.detail:
             add("lower-lr-add-warmup", 1.0); add("bf16-or-loss-scaling", 0.95); add("grad-clipping", 0.7)
             cand["find-bad-batch"] = min(cand.get("find-bad-batch", 0.3), 0.3)  # early NaN is rarely one batch
         elif "exploding" in nan.detail:

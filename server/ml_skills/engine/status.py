@@ -38,7 +38,9 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
     # a hang or a bad evaluation is a live or finished run, not a dead one: their own lines are not a crash
     alive = (FailureClass.STALLED, FailureClass.EVALUATION_MISMATCH)
     terminal = [s for s in signals if not s.survived and s.role.value in ("cause", "symptom")
-                and s.kind in ("signature", "traceback") and not (s.kind == "signature" and s.failure_class in alive)]
+                and s.kind in ("signature", "traceback") and not (s.kind == "signature" and s.failure_class in alive)
+                # a Ctrl-C (KeyboardInterrupt, read as stalled) ended a process that had stopped progressing
+                and not (s.kind == "traceback" and s.failure_class is FailureClass.STALLED)]
     survived = [s for s in signals if s.survived and s.role.value == "cause"]
     completed = any("completed-marker" in log.frameworks for log in logs)
     kinds = {a.kind for log in logs for a in log.trajectory.anomalies} | {a.kind for s in sources for a in s.signals}
@@ -123,6 +125,7 @@ def insufficient_evidence(cls: Classification, logs: list[LogEvidence], sources:
 
 
 _FRAME = re.compile(r'^\s*(File "[^"]+", line \d+|-+> ?\[?\d+|Traceback \(most recent call last\))')
+_CARETS = re.compile(r"^\s*[\^~]+\s*$")
 _EXCEPTION = re.compile(r"^\s*(E\s+)?([A-Za-z_][\w.]*\.)?[A-Z]\w*(Error|Exception)(:|\s*$)")
 
 
@@ -145,8 +148,13 @@ def _raised(logs: list[LogEvidence]) -> bool:
 def _cut_in_traceback(logs: list[LogEvidence]) -> str | None:
     """A log whose last lines are traceback frames with no exception line was cut mid-traceback."""
     for l in logs:
-        tail = [x for x in (l.tail.lines if l.tail else []) if x.strip()][-6:]
-        if tail and any("Traceback (most recent call last)" in x for x in (l.tail.lines if l.tail else [])[-400:]) and (
+        # Python 3.11+ underlines the failing expression with a line of carets: not a line of its own
+        tail = [x for x in (l.tail.lines if l.tail else []) if x.strip() and not _CARETS.match(x)][-6:]
+        recent = (l.tail.lines if l.tail else [])[-400:]
+        # a paste may start inside the traceback (no header): several frames in a row say the same
+        framed = any("Traceback (most recent call last)" in x for x in recent) or \
+            sum(1 for x in recent if x.lstrip().startswith('File "')) >= 3
+        if tail and framed and (
             tail[-1].lstrip().startswith('File "') or (len(tail) > 1 and tail[-2].lstrip().startswith('File "'))
         ):
             return (f"{Path(l.source).name} ends inside a traceback, before its exception line: need the rest of the log "

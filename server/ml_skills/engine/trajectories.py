@@ -113,6 +113,18 @@ def _nan_onset(points: Sequence[MetricPoint], exact_nan: MetricPoint | None) -> 
     if first is None:
         return None
     i, p, bad = first
+    if bad == ["val_loss"]:
+        later = [q.values["loss"] for q in points[i:] if "loss" in q.values]
+        if later and all(_finite(v) for v in later):
+            # training stays finite while every evaluation says nan: the evaluation is broken, not the optimisation
+            where = f"epoch {_fmt(p.epoch)}" if p.step is None and p.epoch is not None else f"step {_fmt(p.step)}"
+            return Anomaly(
+                kind=AnomalyKind.NAN_ONSET, failure_class=FailureClass.EVALUATION_MISMATCH, severity=Severity.SIGNIFICANT,
+                source=p.source, line_no=p.line_no, step=p.step,
+                detail=(f"non-finite val_loss from {where} (line {p.line_no}) while the training loss stays finite "
+                        f"({len(later)} values): the evaluation computes nan (an empty or unlabelled validation batch, a "
+                        "division by zero in the metric, a preprocessing step only the validation split goes through)"),
+            )
     stable = sum(1 for q in points[:i] if "loss" in q.values and _finite(q.values["loss"]))
     step = p.step if p.step is not None else float(stable)
     early = step < EARLY_NAN_STEPS and stable < EARLY_NAN_STEPS
