@@ -191,6 +191,8 @@ HISTORY = [
      "worker segfaults (jetson SSD, timm after a week), a PIL decode error re-raised from a worker, validation-only NaN (UNETR++, a Keras custom metric), NCCL timeouts during a test pass and a blockquoted Megatron ReduceScatter, CUDA unspecified launch failure / unknown error / uncorrectable ECC (rich traceback, NCCL watchdog cascade, THC runtime error 39), SIGILL after a weight load, py-spy and 'ray stack' dumps of hung runs: scored before any change (222, Keras 'val_ckm: nan' beside a finite val_loss, and 231, a 'ray stack' dump, abstained; 221 right only through its acceptable class nan-inf); 16/16 after ac33cfe"),
     ("ac33cfe on cases 234-240 only", "4/7", "1/3", "3/4",
      "collected after the previous batch's changes, scored before any further change: kubelet evictions of a TFJob and a FATE pod ('The node was low on resource: memory', both named oom; relabelled after scoring to oom first, pipeline-orchestration acceptable, as case 118), four DataLoader hangs ended by Ctrl-C or a kill (three tracebacks cut inside `_data_queue.get` abstained as cut before their exception line; 238, with its KeyboardInterrupt, named data-pipeline from its frames, its acceptable class), a Keras val_accuracy frozen at 0.5676 while training accuracy rises (right); 6/7 after"),
+    ("0f65b47 on cases 241-244 only", "3/4", "1/2", "2/2",
+     "a third batch, scored before any further change: device-side asserts from out-of-range mask values (one_hot on 0/255 masks, THCudaCheck in nll_loss2d), cuDNN's CUDNN_STATUS_INTERNAL_ERROR in backward (all right), and a BERT multi-label fine-tune whose Estimator eval reports eval_accuracy 0.05 beside a loss equal to training's (241, abstained, and still does: eval-only lines with no loss are not read as metrics on small logs, a scan.py limit left alone); the near-zero-accuracy rule it prompted made the held-out case 038 right"),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
@@ -215,7 +217,9 @@ HISTORY_NOTE = (
     "its type, not by the DataLoader frames it was raised in, and does not turn a hung run into a crashed one; a "
     "validation loss that alone is nan while training stays finite is an evaluation problem; Python 3.11 caret lines "
     "and a paste that starts mid-traceback no longer hide a cut traceback), 6/7 after (239, a headless traceback cut "
-    "inside the validation DataLoader's queue wait, is asked for its exception line)."
+    "inside the validation DataLoader's queue wait, is asked for its exception line). Cases 241-244 scored 3/4 before "
+    "any change; the rule 241 prompted (a validation accuracy near zero while the validation loss is no worse than "
+    "training's means the metric does not fit the task) does not reach 241 itself but made case 038 right."
 )
 
 

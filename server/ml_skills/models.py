@@ -249,6 +249,7 @@ class AnomalyKind(StrEnum):
     THROUGHPUT_COLLAPSE = "throughput-collapse"
     TRAIN_VAL_DIVERGENCE = "train-val-divergence"
     EARLY_PERFECT_VALIDATION = "early-perfect-validation"
+    VALIDATION_METRIC_NEAR_ZERO = "validation-metric-near-zero"
     NO_PROGRESS = "no-progress"
     SOURCE_SIGNAL = "source-signal"  # a collector's own finding (process state, pipeline task state)
 

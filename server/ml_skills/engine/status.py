@@ -59,7 +59,8 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
         return RunStatus.CRASHED
     if completed:
         return RunStatus.COMPLETED
-    degraded = {AnomalyKind.TRAIN_VAL_DIVERGENCE, AnomalyKind.THROUGHPUT_COLLAPSE, AnomalyKind.EARLY_PERFECT_VALIDATION}
+    degraded = {AnomalyKind.TRAIN_VAL_DIVERGENCE, AnomalyKind.THROUGHPUT_COLLAPSE, AnomalyKind.EARLY_PERFECT_VALIDATION,
+                AnomalyKind.VALIDATION_METRIC_NEAR_ZERO}
     if kinds & degraded or cls.primary is FailureClass.EVALUATION_MISMATCH:
         return RunStatus.DEGRADED
     if survived:

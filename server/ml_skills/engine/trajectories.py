@@ -348,6 +348,20 @@ def _train_val(points: Sequence[MetricPoint], task: Task | None) -> list[Anomaly
                 severity=Severity.SIGNIFICANT, source=p.source, line_no=p.line_no, step=p.step,
                 detail=f"validation loss {v:g} at the first evaluation: leakage or a trivial target",
             ))
+    if task in (None, Task.CLASSIFICATION) and vacc and val and train:
+        scale = 100.0 if max(v for _, v in vacc) > 1.0 else 1.0
+        p, v = vacc[-1]
+        if v <= 0.05 * scale and val[-1][1] <= 1.5 * max(train[-1][1], 1e-9):
+            # the loss says the model fits the evaluation data as well as the training data; the accuracy says it is
+            # almost always wrong: the metric or the label mapping it compares against does not match the task
+            out.append(Anomaly(
+                kind=AnomalyKind.VALIDATION_METRIC_NEAR_ZERO, failure_class=FailureClass.EVALUATION_MISMATCH,
+                severity=Severity.SIGNIFICANT, source=p.source, line_no=p.line_no, step=p.step,
+                detail=(f"validation accuracy {v:g} (line {p.line_no}) while the validation loss {val[-1][1]:.4g} is no "
+                        f"worse than the training loss {train[-1][1]:.4g}: the accuracy does not measure what the loss "
+                        "does (a metric that does not fit the task, e.g. exact-match accuracy on multi-label or "
+                        "regression outputs, or predictions compared with misaligned labels)"),
+            ))
     return out
 
 
