@@ -240,3 +240,52 @@ def test_a_long_healthy_run_with_warnings_that_read_like_errors_is_no_failure(tm
     assert d.run_status.value == "completed" and d.decision.value == "GO"
     assert [f.fix_id for f in d.fixes] == ["verify-outputs"] and d.fixes[0].risk.value == "safe"  # nothing to recover, outputs to check
     assert d.fixes[0].command == "ml-skills verify-artifacts RUN_DIR"
+
+
+def _interrupted(tmp_path: Path, body: str, ready: str) -> Path:
+    """Run a training script and Ctrl-C it (SIGINT) once it has printed `ready`, as a person at the terminal would."""
+    import signal
+    import time
+
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(body))
+    log = tmp_path / "train.log"
+    with open(log, "wb") as out:
+        p = subprocess.Popen([sys.executable, "-u", str(script)], stdout=out, stderr=subprocess.STDOUT,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
+        end = time.monotonic() + 60
+        while ready not in log.read_text() and time.monotonic() < end and p.poll() is None:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=60)
+    assert "KeyboardInterrupt" in log.read_text()
+    return log
+
+
+def test_ctrl_c_of_a_run_blocked_on_its_data_queue_is_a_hang(tmp_path):
+    log = _interrupted(tmp_path, """
+        import queue, threading
+        batches = queue.Queue()
+        threading.Thread(target=lambda: [batches.put(i) for i in range(5)], daemon=True).start()  # a loader that stops
+        for step in range(1, 1000):
+            batch = batches.get()  # blocks forever after the fifth batch
+            print(f"step {step} | loss {1.0 / step:.4f}", flush=True)
+    """, "step 5 ")
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "stalled", log.read_text()
+    assert "KeyboardInterrupt" in d.root_cause.proximate
+
+
+def test_ctrl_c_of_a_run_still_making_progress_names_no_failure(tmp_path):
+    log = _interrupted(tmp_path, """
+        import math
+        for step in range(1, 10**9):
+            loss = sum(math.sin(i) ** 2 for i in range(2000)) / 2000  # computing, not waiting
+            if step % 50 == 0:
+                print(f"step {step} | loss {loss:.4f}", flush=True)
+    """, "step 100 ")
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is None, (d.primary_cause, d.root_cause.proximate)
+    assert d.insufficient_evidence and "interrupted (KeyboardInterrupt" in d.insufficient_evidence
+    assert d.decision.value == "NO-GO"

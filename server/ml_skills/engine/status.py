@@ -102,6 +102,12 @@ def insufficient_evidence(cls: Classification, logs: list[LogEvidence], sources:
         if cut:
             return cut
         lp = next((l.trajectory.last_progress for l in logs if l.trajectory.last_progress), None)
+        stop = next((t for l in logs for t in l.tracebacks if t.exc_type.rsplit(".", 1)[-1] == "KeyboardInterrupt"), None)
+        if stop is not None:
+            at = f" at step {fmt_number(lp.step)}" if lp is not None and lp.step is not None else ""
+            return (f"the run was interrupted (KeyboardInterrupt at line {stop.line_no}: a Ctrl-C, or a scheduler's SIGINT){at} "
+                    "while it was not blocked waiting, so nothing in the log says it failed: need why it was stopped "
+                    "(who sent the signal, the scheduler's record) or, if it had slowed down, its timestamps or throughput")
         if lp:
             when = f" around {lp.time:%H:%M}" if lp.time else ""
             at = f"step {fmt_number(lp.step)} (line {lp.line_no})" if lp.step is not None else f"line {lp.line_no}"
