@@ -152,7 +152,7 @@ def traceback_class(tb: TracebackEvent, hits_by_line: dict[tuple[str, int], list
     # a Ctrl-C is raised wherever the process happened to be waiting: its frames say where, not what failed
     interrupted = typed.rsplit(".", 1)[-1] == "KeyboardInterrupt"
     for rule, rx_type, rx_msg, rx_frames in compiled_exception_rules():
-        if rx_frames is None or (interrupted and not rx_type.fullmatch("KeyboardInterrupt")):
+        if rx_frames is None or (interrupted and "KeyboardInterrupt" not in rule.exc_type):
             continue  # a Ctrl-C's frames say only whether it was waiting (a hang), not what failed
         if rx_type.fullmatch(typed) and rx_msg.search(tb.message) and rx_frames.search(frames):
             return rule.failure_class, rule.weight, rule.id
