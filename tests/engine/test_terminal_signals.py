@@ -289,3 +289,32 @@ def test_ctrl_c_of_a_run_still_making_progress_names_no_failure(tmp_path):
     assert d.primary_cause is None, (d.primary_cause, d.root_cause.proximate)
     assert d.insufficient_evidence and "interrupted (KeyboardInterrupt" in d.insufficient_evidence
     assert d.decision.value == "NO-GO"
+
+
+def test_near_zero_accuracy_in_the_first_epochs_of_a_hard_task_is_not_an_evaluation_bug(tmp_path):
+    """1000 classes, three epochs: accuracy is near zero because the model has not learned yet, not because the metric is wrong."""
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        torch.manual_seed(0)
+        x, y = torch.randn(4096, 64), torch.randint(0, 1000, (4096,))
+        vx, vy = torch.randn(1024, 64), torch.randint(0, 1000, (1024,))
+        model = torch.nn.Linear(64, 1000)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        for epoch in range(1, 4):
+            for i in range(0, 4096, 256):
+                loss = torch.nn.functional.cross_entropy(model(x[i:i + 256]), y[i:i + 256])
+                opt.zero_grad(); loss.backward(); opt.step()
+            with torch.no_grad():
+                out = model(vx)
+                val_loss = torch.nn.functional.cross_entropy(out, vy).item()
+                val_acc = (out.argmax(1) == vy).float().mean().item()
+            print(f"epoch {epoch} train_loss {loss.item():.4f} val_loss {val_loss:.4f} val_acc {val_acc:.4f}", flush=True)
+        print("Training completed.", flush=True)
+    """))
+    log = _run_into(tmp_path, f"{sys.executable} {script}")
+    accs = [float(line.rsplit(" ", 1)[1]) for line in log.read_text().splitlines() if "val_acc" in line]
+    assert len(accs) == 3 and max(accs) <= 0.05  # the situation really arose
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert all(a.kind.value != "validation-metric-near-zero" for a in d.anomalies), d.anomalies
+    assert d.primary_cause is None and d.run_status.value == "completed"

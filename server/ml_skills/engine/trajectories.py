@@ -351,7 +351,8 @@ def _train_val(points: Sequence[MetricPoint], task: Task | None) -> list[Anomaly
     if task in (None, Task.CLASSIFICATION) and vacc and val and train:
         scale = 100.0 if max(v for _, v in vacc) > 1.0 else 1.0
         p, v = vacc[-1]
-        if v <= 0.05 * scale and val[-1][1] <= 1.5 * max(train[-1][1], 1e-9):
+        learned = len(vacc) >= 3 and train[0][1] >= 2 * train[-1][1]  # not the first epochs of a hard task (1000 classes)
+        if learned and v <= 0.05 * scale and val[-1][1] <= 1.5 * max(train[-1][1], 1e-9):
             # the loss says the model fits the evaluation data as well as the training data; the accuracy says it is
             # almost always wrong: the metric or the label mapping it compares against does not match the task
             out.append(Anomaly(
