@@ -51,13 +51,15 @@ def prepare(out: str, delay: float) -> None:
 
 
 def train(data: str, passes: int, log_steps: bool) -> None:
-    import torch
-
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stdout)
     log = logging.getLogger("train")
     while not os.path.exists(os.path.join(data, "val.pt")) or not glob.glob(os.path.join(data, "shard-*.pt")):
         time.sleep(0.05)  # waits for the data directory to exist - but not for it to be complete
     shards = sorted(glob.glob(os.path.join(data, "shard-*.pt")))
+    # torch only now: both jobs import it at once, and on a loaded machine the trainer's import could
+    # end seconds after preparation's, by when it would find more shards than the story's one
+    import torch
+
     parts = [torch.load(s) for s in shards]
     x = torch.cat([p[0] for p in parts])
     y = torch.cat([p[1] for p in parts])
