@@ -27,6 +27,7 @@ from datetime import timedelta
 
 FAIL_AT_STEP = 6
 PG_TIMEOUT_S = 4
+RENDEZVOUS_TIMEOUT_S = 120
 
 
 def free_port() -> int:
@@ -100,8 +101,10 @@ def train(rank: int, world: int, port: int, mode: str) -> None:
 
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s rank{rank} %(levelname)s %(message)s", stream=sys.stdout)
     log = logging.getLogger("train")
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                            timeout=timedelta(seconds=PG_TIMEOUT_S))
+    # the rendezvous waits as long as torchrun's would (a peer still importing torch on a loaded machine
+    # is late, not dead); only the collectives get the short timeout the hang mode relies on
+    store = dist.TCPStore("127.0.0.1", port, world, is_master=rank == 0, timeout=timedelta(seconds=RENDEZVOUS_TIMEOUT_S))
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=world, timeout=timedelta(seconds=PG_TIMEOUT_S))
     log.info("process group ready: backend=gloo world_size=%d", world)
     torch.manual_seed(0)
     model = torch.nn.Linear(16, 1)
