@@ -64,27 +64,37 @@ def test_missing_import_fails_compile(tmp_path):
 
 PRODUCER = """
 import os, sys, time
-d = sys.argv[1]
-for i in range(int(sys.argv[2])):
+d, n, pause, more = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+for i in range(n):
+    if i == 3:
+        while not os.path.exists(more):  # the rest of the source data has not arrived yet
+            time.sleep(0.05)
     tmp = os.path.join(d, f"shard-{i:05d}.bin.tmp")
     with open(tmp, "wb") as f:
         f.write(os.urandom(4096))
     os.rename(tmp, os.path.join(d, f"shard-{i:05d}.bin"))
-    time.sleep(float(sys.argv[3]))
+    time.sleep(pause)
 open(os.path.join(d, "_SUCCESS"), "w").close()
 """
 
 
 def test_refuses_to_start_while_a_producer_is_writing(tmp_path):
-    data = tmp_path / "shards"
+    data, more = tmp_path / "shards", tmp_path / "more-source-data"
     data.mkdir()
-    producer = subprocess.Popen([sys.executable, "-c", PRODUCER, str(data), "8", "0.5"])
+    producer = subprocess.Popen([sys.executable, "-c", PRODUCER, str(data), "8", "0.5", str(more)])
     try:
-        time.sleep(1.2)  # the trainer starts while shard 0-2 exist: the shard-zero story
+        # the trainer starts while shards 0-2 exist: the shard-zero story. The producer holds shard 3 until
+        # the check is done; a fixed head start let a loaded machine finish all 8 and the marker first.
+        deadline = time.monotonic() + 120
+        while not (data / "shard-00002.bin").exists():
+            assert producer.poll() is None and time.monotonic() < deadline, "the producer never wrote shard 2"
+            time.sleep(0.05)
         rc, r = preflight(tmp_path, str(SC / "good_train.py"), "--data", str(data), "--expect-shards", "8",
                           "--marker", "_SUCCESS", "--shard-pattern", "shard-*.bin", "--quiet-seconds", "2")
         assert rc == 1 and verdict(r, "input completeness") == "fail"
+        assert "3 shard(s) matching 'shard-*.bin', expected 8" in next(c["detail"] for c in r["checks"] if c["name"] == "input completeness")
     finally:
+        more.touch()
         producer.wait(timeout=60)
     time.sleep(2.2)
     rc, r = preflight(tmp_path, str(SC / "good_train.py"), "--data", str(data), "--expect-shards", "8",
