@@ -18,10 +18,18 @@ SCRIPT = Path(__file__).parent / "scenarios" / "slow_train.py"
 def live_run(tmp_path):
     procs = []
 
-    def start(*args: str) -> Path:
+    def start(*args: str, logged: str = "step 1 ") -> Path:
+        """Start the run and return its log once it holds `logged`: importing torch on a loaded machine can
+        outlast a watch's --stall-after, and a run that has logged no step yet is rightly called stalled."""
         log = tmp_path / "train.log"
         f = open(log, "w")
-        procs.append((subprocess.Popen([sys.executable, "-u", str(SCRIPT), *args], stdout=f, stderr=subprocess.STDOUT), f))
+        p = subprocess.Popen([sys.executable, "-u", str(SCRIPT), *args], stdout=f, stderr=subprocess.STDOUT)
+        procs.append((p, f))
+        deadline = time.monotonic() + 300
+        while logged not in log.read_text():
+            assert p.poll() is None, f"the run ended (exit {p.returncode}) before logging {logged!r}: {log.read_text()[-2000:]}"
+            assert time.monotonic() < deadline, f"the run logged no {logged!r} within 300 s"
+            time.sleep(0.2)
         return log
 
     yield start
@@ -46,10 +54,7 @@ def test_nan_alert_stops_the_watch(live_run):
 
 
 def test_stall_is_detected_on_a_live_hung_process(live_run):
-    log = live_run("--mode", "stall", "--steps", "400", "--at", "5", "--step-seconds", "0.05")
-    deadline = time.monotonic() + 60
-    while "step 5 " not in log.read_text() and time.monotonic() < deadline:  # let it start and reach the hang
-        time.sleep(0.2)
+    log = live_run("--mode", "stall", "--steps", "400", "--at", "5", "--step-seconds", "0.05", logged="step 5 ")  # the hang
     proc = run_cli("watch-run", str(log), "--interval", "0.5", "--stall-after", "3", "--format", "json", timeout=120)
     assert proc.returncode == 1
     import json
