@@ -31,7 +31,7 @@ def _fix(report: dict, fix_id: str) -> dict:
 
 
 def test_trainer_that_saw_only_shard_zero_is_diagnosed_as_memorisation(tmp_path, cli):
-    r = run("shard_zero", tmp_path, "--delay", "0.4", timeout=150)
+    r = run("shard_zero", tmp_path, "--delay", "0.4", timeout=400)
     assert r.returncode == 0, r.log.read_text()
     text = r.log.read_text()
     assert "from 1 file(s)" in text  # the story happened: one shard read...

@@ -42,8 +42,14 @@ def writer(tmp_path: Path):
     def start(mode: str) -> Path:
         log = tmp_path / "train.log"
         log.write_bytes(b"".join(b"step %d | loss 0.5 | grad_norm 1.0 | padding %s\n" % (k, b"x" * 200) for k in range(8000)))
+        before = log.stat()
         procs.append(subprocess.Popen([sys.executable, "-c", WRITER, str(log), mode]))
-        time.sleep(0.3)
+        end = time.monotonic() + 60  # a loaded machine can start the writer late: wait for its first write
+        while time.monotonic() < end:
+            now = log.stat()
+            if (now.st_ino, now.st_size, now.st_mtime_ns) != (before.st_ino, before.st_size, before.st_mtime_ns):
+                break
+            time.sleep(0.02)
         return log
 
     yield start
