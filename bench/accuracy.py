@@ -195,6 +195,8 @@ HISTORY = [
      "a third batch, scored before any further change: device-side asserts from out-of-range mask values (one_hot on 0/255 masks, THCudaCheck in nll_loss2d), cuDNN's CUDNN_STATUS_INTERNAL_ERROR in backward (all right), and a BERT multi-label fine-tune whose Estimator eval reports eval_accuracy 0.05 beside a loss equal to training's (241, abstained, and still does: eval-only lines with no loss are not read as metrics on small logs, a scan.py limit left alone); the near-zero-accuracy rule it prompted made the held-out case 038 right"),
     ("9ed6ea4 on cases 270-281 only", "10/12", "6/6", "4/6",
      "platform failures around the code: SageMaker ResourceLimitExceeded (account instance limits, an instance type not offered in the region), SLURM cgroup OOM kills (a model-scoring srun, a Ray Tune run), a SLURM time-limit cancel, a kubelet eviction of a Kubeflow notebook pod, a KFP step Pending on ImagePullBackOff, Ray's memory monitor killing a task: scored before any change (270 and 278, SageMaker's 'CapacityError: Unable to provision requested ML compute capacity', abstained)"),
+    ("6e42fb7 on cases 282-285 only", "1/4", "0/2", "1/2",
+     "a second platform batch, collected after the capacity fix and scored before any further change: a Vertex pipeline's 'The DAG failed because some tasks failed' (right), a Kubeflow TFJob status 'has failed because 1 Worker replica(s) failed' after a node preemption, and wandb's 'api_key not configured (no-tty)' ending an HF Trainer run and a DeepSpeed launch (all three abstained)"),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
