@@ -197,6 +197,8 @@ HISTORY = [
      "platform failures around the code: SageMaker ResourceLimitExceeded (account instance limits, an instance type not offered in the region), SLURM cgroup OOM kills (a model-scoring srun, a Ray Tune run), a SLURM time-limit cancel, a kubelet eviction of a Kubeflow notebook pod, a KFP step Pending on ImagePullBackOff, Ray's memory monitor killing a task: scored before any change (270 and 278, SageMaker's 'CapacityError: Unable to provision requested ML compute capacity', abstained)"),
     ("6e42fb7 on cases 282-285 only", "1/4", "0/2", "1/2",
      "a second platform batch, collected after the capacity fix and scored before any further change: a Vertex pipeline's 'The DAG failed because some tasks failed' (right), a Kubeflow TFJob status 'has failed because 1 Worker replica(s) failed' after a node preemption, and wandb's 'api_key not configured (no-tty)' ending an HF Trainer run and a DeepSpeed launch (all three abstained)"),
+    ("c1b3a10 on case 286 only", "1/1", "0/0", "1/1",
+     "Ray's memory monitor killing a simulation actor (ray.exceptions.OutOfMemoryError, 'Task was killed due to the node running low on memory'): collected after the changes above, right before any further change"),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
@@ -229,7 +231,7 @@ HISTORY_NOTE = (
     "without an API key) scored 10/12 and 1/4 in two batches before the changes they prompted (SageMaker's CapacityError "
     "and EC2InsufficientCapacityError wordings are capacity stockouts; wandb's 'api_key not configured (no-tty)' is a "
     "config error; a training-operator job status '<Kind>Job ... has failed because N <Type> replica(s) failed' is an "
-    "orchestrator task failure), 16/16 after."
+    "orchestrator task failure), 16/16 after; case 286, collected after those changes, was right before any further change."
 )
 
 
