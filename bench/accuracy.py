@@ -220,7 +220,11 @@ HISTORY_NOTE = (
     "and a paste that starts mid-traceback no longer hide a cut traceback), 6/7 after (239, a headless traceback cut "
     "inside the validation DataLoader's queue wait, is asked for its exception line). Cases 241-244 scored 3/4 before "
     "any change; the rule 241 prompted (a validation accuracy near zero while the validation loss is no worse than "
-    "training's means the metric does not fit the task) does not reach 241 itself but made case 038 right."
+    "training's means the metric does not fit the task) does not reach 241 itself but made case 038 right. Cases "
+    "245-253 (framework cascades: detectron2 NaN stops, launcher exit codes -11/-9 with SIGTERM to siblings, mmcv hook "
+    "errors) scored 7/9 before the changes they prompted (a traceback pasted with its frames at column 0 and "
+    "`<module>` eaten is still a traceback; a plural `data_loaders`/`datasets` that an outer caller hands down does not "
+    "make an error a data error), 9/9 after."
 )
 
 
