@@ -225,7 +225,9 @@ HISTORY_NOTE = (
     "245-253 (framework cascades: detectron2 NaN stops, launcher exit codes -11/-9 with SIGTERM to siblings, mmcv hook "
     "errors) scored 7/9 before the changes they prompted (a traceback pasted with its frames at column 0 and "
     "`<module>` eaten is still a traceback; a plural `data_loaders`/`datasets` that an outer caller hands down does not "
-    "make an error a data error), 9/9 after."
+    "make an error a data error), 9/9 after. Cases 254-258, collected after those changes, scored 4/5 before the change "
+    "they prompted (a `resume_from_checkpoint=` keyword in the caller's line does not make an error a checkpoint "
+    "error), 5/5 after."
 )
 
 
