@@ -199,6 +199,12 @@ HISTORY = [
      "a second platform batch, collected after the capacity fix and scored before any further change: a Vertex pipeline's 'The DAG failed because some tasks failed' (right), a Kubeflow TFJob status 'has failed because 1 Worker replica(s) failed' after a node preemption, and wandb's 'api_key not configured (no-tty)' ending an HF Trainer run and a DeepSpeed launch (all three abstained)"),
     ("c1b3a10 on case 286 only", "1/1", "0/0", "1/1",
      "Ray's memory monitor killing a simulation actor (ray.exceptions.OutOfMemoryError, 'Task was killed due to the node running low on memory'): collected after the changes above, right before any further change"),
+    ("9ed6ea4 on cases 245-253 only", "7/9", "4/5", "3/4",
+     "framework cascades scored before any change: detectron2 NaN stops (one under mp.spawn), a DDP size-mismatch load, launcher exit codes -11 and -9 with SIGTERM to siblings (FSDP, accelerate), a Keras logits/labels shape error (right only through its acceptable class), all right; 250, an mmpose evaluation-hook KeyError pasted with unindented frames, abstained, and 251, an mmcv hook's bare AssertionError on `assert hasattr(model, \"teacher\")` above the torchrun agent's exit-code line, read as data-pipeline"),
+    ("927b4aa on cases 254-258 only", "4/5", "2/2", "2/3",
+     "a second batch, collected after the first batch's changes and scored before any further change: GradScaler's 'Attempting to unscale FP16 gradients' under the HF Trainer, accelerate and a rich traceback, an HF head size mismatch, a Lightning ALLREDUCE watchdog timeout; 254 read as io-checkpoint because the caller's `trainer.train(resume_from_checkpoint=...)` line named a checkpoint"),
+    ("dd35949 on cases 259-263 only", "3/5", "2/3", "1/2",
+     "a third batch, scored before any further change: CUDA OOM on one rank above the elastic agent's SIGTERMs and above Triton file-lock DEBUG noise, an XLA kernel's CUDA_ERROR_ILLEGAL_ADDRESS (all right); an XLA fatal 'F ...shape_tree.cc:54] Check failed' line (261) and XLA's 'INTERNAL: the library was not initialized' (262) abstained"),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
@@ -231,7 +237,16 @@ HISTORY_NOTE = (
     "without an API key) scored 10/12 and 1/4 in two batches before the changes they prompted (SageMaker's CapacityError "
     "and EC2InsufficientCapacityError wordings are capacity stockouts; wandb's 'api_key not configured (no-tty)' is a "
     "config error; a training-operator job status '<Kind>Job ... has failed because N <Type> replica(s) failed' is an "
-    "orchestrator task failure), 16/16 after; case 286, collected after those changes, was right before any further change."
+    "orchestrator task failure), 16/16 after; case 286, collected after those changes, was right before any further change. "
+    "Cases "
+    "245-253 (framework cascades: detectron2 NaN stops, launcher exit codes -11/-9 with SIGTERM to siblings, mmcv hook "
+    "errors) scored 7/9 before the changes they prompted (a traceback pasted with its frames at column 0 and "
+    "`<module>` eaten is still a traceback; a plural `data_loaders`/`datasets` that an outer caller hands down does not "
+    "make an error a data error), 9/9 after. Cases 254-258, collected after those changes, scored 4/5 before the change "
+    "they prompted (a `resume_from_checkpoint=` keyword in the caller's line does not make an error a checkpoint "
+    "error), 5/5 after. Cases 259-263 scored 3/5 before the changes they prompted (glog/absl FATAL 'F ...cc:N] Check "
+    "failed' lines abort the process; XLA's 'INTERNAL: the library was not initialized' is a cuBLAS init failure), "
+    "5/5 after."
 )
 
 

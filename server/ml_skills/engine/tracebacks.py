@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _START = re.compile(r"(Original )?Traceback \(most recent call last\):")
-_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
+# `in <module>` pasted into a GitHub issue outside a code block loses its `<module>` (read as an
+# HTML tag) and the indentation: the frame still says file and line.
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in\b ?(?P<func>\S*)')
 _EXC = re.compile(
     r"^(?P<type>[A-Za-z_][\w.]*(?:\([\w.]+\))?)(?::\s?(?P<msg>.*))?$"
 )
@@ -73,7 +75,7 @@ def parse_at(lines: list[str], first_line_no: int, source: str, chained: bool = 
             continue
         fm = _FRAME.match(body)
         if fm:
-            frames.append(f"{fm['file']}:{fm['func']}")
+            frames.append(f"{fm['file']}:{fm['func'] or '?'}")
             continue
         if body.startswith((" ", "\t")) or not body.strip():
             if body.strip() and frames:
@@ -100,7 +102,8 @@ def parse_at(lines: list[str], first_line_no: int, source: str, chained: bool = 
     return None
 
 
-_INDENTED_FRAME = re.compile(r'  File "[^"]+", line \d+, in \S+')
+# Indented as Python prints it, or at column 0 when a paste lost its indentation.
+_INDENTED_FRAME = re.compile(r'(?:^|  )File "[^"]+", line \d+, in\b')
 HEADLESS_LINES = 60  # how far into a log a cut-off traceback's first frame may sit
 
 
