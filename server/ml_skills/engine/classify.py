@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-from ml_skills.catalog.loader import compiled_exception_rules, signatures
+from ml_skills.catalog.loader import signatures
+from ml_skills.engine.exceptions import callers_of_chained, traceback_class
 from ml_skills.engine.metrics import parse_line
 from ml_skills.models import (
     Anomaly,
@@ -28,7 +29,6 @@ from ml_skills.models import (
     Severity,
     SignatureHit,
     SourceEvidence,
-    TracebackEvent,
 )
 
 ROLE_W = {Role.CAUSE: 3.0, Role.SYMPTOM: 1.2, Role.HINT: 0.5}
@@ -141,52 +141,6 @@ def _survived(log: LogEvidence, line_no: int, last_prog: int | None) -> bool:
     return False
 
 
-def traceback_class(tb: TracebackEvent, hits_by_line: dict[tuple[str, int], list[SignatureHit]]) -> tuple[FailureClass | None, float, str]:
-    """Class of a traceback's final exception: (class, rule weight, rule id)."""
-    line_hits = hits_by_line.get((tb.source, tb.line_no), [])
-    for h in line_hits:
-        if h.role is Role.CAUSE and h.severity is Severity.CRITICAL:
-            return h.failure_class, 1.0, h.signature_id
-    frames = "\n".join(tb.frames)
-    typed = f"{tb.exc_type}"
-    # a Ctrl-C is raised wherever the process happened to be waiting: its frames say where, not what failed
-    interrupted = typed.rsplit(".", 1)[-1] == "KeyboardInterrupt"
-    for rule, rx_type, rx_msg, rx_frames in compiled_exception_rules():
-        if rx_frames is None or (interrupted and "KeyboardInterrupt" not in rule.exc_type):
-            continue  # a Ctrl-C's frames say only whether it was waiting (a hang), not what failed
-        if rx_type.fullmatch(typed) and rx_msg.search(tb.message) and rx_frames.search(frames):
-            return rule.failure_class, rule.weight, rule.id
-    for h in line_hits:
-        if h.role is Role.CAUSE:
-            return h.failure_class, 0.9, h.signature_id
-    short = typed.rsplit(".", 1)[-1]
-    for rule, rx_type, rx_msg, rx_frames in compiled_exception_rules():
-        if rx_frames is not None:
-            continue
-        if (rx_type.fullmatch(typed) or rx_type.fullmatch(short)) and rx_msg.search(tb.message):
-            return rule.failure_class, rule.weight, rule.id
-    return None, 0.0, ""
-
-
-CHAIN_GAP = 4  # lines between an exception and the chain marker plus the next 'Traceback' header
-
-
-def _callers_of_chained(tbs: list[TracebackEvent]) -> dict[int, TracebackEvent]:
-    """An exception that another one wraps, seen with the wrapper's frames as its callers.
-
-    Python prints a chained pair as two tracebacks: the first (the trigger) often shows only the
-    innermost frame, e.g. `tree_get`; the second, raised `from` it or while handling it, shows the
-    calls that led there (`paligemma.load` -> `load_params`). Those frames are the first one's
-    callers too, so where-it-was-raised rules (a checkpoint load, a data loader) read both.
-    """
-    out: dict[int, TracebackEvent] = {}
-    for i in range(len(tbs) - 1):
-        inner, outer = tbs[i], tbs[i + 1]
-        if outer.chained and outer.source == inner.source and 0 < outer.start_line - inner.line_no <= CHAIN_GAP:
-            out[i] = inner.model_copy(update={"frames": [*outer.frames, *inner.frames]})
-    return out
-
-
 def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | None = None) -> list[Signal]:
     signals: list[Signal] = []
     for log in logs:
@@ -197,7 +151,7 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
         # Tracebacks first: where an exception was raised (its frames) outranks a generic
         # signature on its last line, e.g. a TypeError inside save_model is a checkpoint failure.
         superseded: set[tuple[str, int]] = set()
-        callers = _callers_of_chained(log.tracebacks)
+        callers = callers_of_chained(log.tracebacks)
         for i, tb in enumerate(log.tracebacks):
             if _WRAPPERS.search(tb.exc_type) or tb.message.startswith("Traceback (most recent call last)"):
                 continue

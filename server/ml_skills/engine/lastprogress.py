@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import re
+import statistics
+from collections.abc import Sequence
 from datetime import datetime
 
 from ml_skills.engine import metrics as metric_parser
-from ml_skills.engine.trajectories import no_progress
-from ml_skills.models import LogEvidence, MetricPoint, ProgressPoint, Role
+from ml_skills.engine.points import fmt
+from ml_skills.models import Anomaly, AnomalyKind, FailureClass, LogEvidence, MetricPoint, ProgressPoint, Role, Severity
 from ml_skills.safety.redact import redact
+
+STALL_CADENCES = 20  # no progress for 20 step intervals...
+STALL_MIN_SECONDS = 20.0  # ...and never less than this, so a pause to save or evaluate is not a hang
+CLOCK_SLACK_SECONDS = 120.0  # the log's clock must agree with the file's mtime to judge liveness
 
 _PROGRESS = re.compile(
     r"(?i)(\b(step|iter|iteration|epoch|batch|train|test|eval|val)\b\s*[:=#]?\s*\[?\s*\d+|\d+%\|.*\|\s*\d+/\d+|\[\s*\d+/\d+\])"
@@ -50,3 +56,34 @@ def check_stall(ev: LogEvidence, points: list[MetricPoint], tail: list[str]) -> 
     a = no_progress(points, lp, stamp, local, datetime.now())
     if a is not None:
         ev.trajectory.anomalies.append(a)
+
+
+def no_progress(points: Sequence[MetricPoint], last_progress: ProgressPoint | None, last_stamp: datetime | None,
+                mtime: datetime, now: datetime) -> Anomaly | None:
+    """A live-looking log whose last progress line is far older than the run's own step cadence.
+
+    Call only when nothing after the last progress line ends the run (no error, no completion
+    marker). Times are naive local times, as logs print them. The log's clock is trusted only
+    when its last timestamp agrees with the file's mtime: a copied or downloaded log (mtime far
+    newer) or one stamped in another time zone says nothing about whether the job still runs.
+    """
+    if last_progress is None or last_progress.time is None or last_stamp is None:
+        return None
+    times = sorted({p.time for p in points if p.time is not None})[-50:]
+    gaps = [(b - a).total_seconds() for a, b in zip(times, times[1:]) if b > a]
+    if len(gaps) < 2 or abs((mtime - last_stamp).total_seconds()) > CLOCK_SLACK_SECONDS:
+        return None
+    cadence = statistics.median(gaps)
+    idle = (now - last_progress.time).total_seconds()
+    limit = max(STALL_CADENCES * cadence, STALL_MIN_SECONDS)
+    if idle < limit:
+        return None
+    lp = last_progress
+    return Anomaly(
+        kind=AnomalyKind.NO_PROGRESS, failure_class=FailureClass.STALLED, severity=Severity.SIGNIFICANT,
+        source=lp.source, line_no=lp.line_no, step=lp.step,
+        detail=(f"no progress for {idle:.0f}s since line {lp.line_no} (step {fmt(lp.step)}, {lp.time:%Y-%m-%d %H:%M:%S}), "
+                f"{idle / max(cadence, 1e-3):.0f}x the run's step cadence of {cadence:.3g}s, with no error and no "
+                "completion marker after it: the process is hung (a deadlocked DataLoader worker, a lock, a collective, "
+                "I/O) or died without a message; check that it is alive and dump its stacks"),
+    )

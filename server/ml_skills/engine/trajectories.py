@@ -7,13 +7,12 @@ and passed in. Thresholds are the field's rules of thumb, stated next to each de
 
 from __future__ import annotations
 
-import bisect
-import itertools
-import math
 import statistics
 from collections.abc import Sequence
-from datetime import datetime
 
+from ml_skills.engine.divergence import loss_absurd, loss_blowup, loss_jump
+from ml_skills.engine.points import finite as _finite
+from ml_skills.engine.points import fmt as _fmt
 from ml_skills.models import (
     Anomaly,
     AnomalyKind,
@@ -28,13 +27,6 @@ from ml_skills.models import (
 
 MAX_POINTS = 200
 EARLY_NAN_STEPS = 100
-STALL_CADENCES = 20  # no progress for 20 step intervals...
-STALL_MIN_SECONDS = 20.0  # ...and never less than this, so a pause to save or evaluate is not a hang
-CLOCK_SLACK_SECONDS = 120.0  # the log's clock must agree with the file's mtime to judge liveness
-
-
-def _finite(x: float) -> bool:
-    return not (math.isnan(x) or math.isinf(x))
 
 
 def _trend(values: list[float]) -> str:
@@ -152,19 +144,6 @@ def _nan_onset(points: Sequence[MetricPoint], exact_nan: MetricPoint | None) -> 
     )
 
 
-def _fmt(x: float | None) -> str:
-    if x is None:
-        return "?"
-    return str(int(x)) if float(x).is_integer() else f"{x:.4g}"
-
-
-def _at(p: MetricPoint) -> str:
-    """Where a point is, in the terms the log gives: its step, else its epoch, else its line."""
-    if p.step is not None:
-        return f"step {_fmt(p.step)}"
-    return f"epoch {_fmt(p.epoch)}" if p.epoch is not None else f"line {p.line_no}"
-
-
 def _grad_spike(points: Sequence[MetricPoint], exact_max: MetricPoint | None) -> Anomaly | None:
     s = [(p, p.values["grad_norm"]) for p in points if "grad_norm" in p.values and _finite(p.values["grad_norm"])]
     if (exact_max is not None and "grad_norm" in exact_max.values and _finite(exact_max.values["grad_norm"])
@@ -184,101 +163,6 @@ def _grad_spike(points: Sequence[MetricPoint], exact_max: MetricPoint | None) ->
         severity=Severity.SIGNIFICANT if top < 100 * med else Severity.CRITICAL,
         source=p.source, line_no=p.line_no, step=p.step,
         detail=f"largest grad_norm {top:.4g} at step {_fmt(p.step)} (line {p.line_no}) is {top / med:.0f}x the median {med:.3g}",
-    )
-
-
-def _loss_blowup(points: Sequence[MetricPoint]) -> Anomaly | None:
-    s = [(p, p.values["loss"]) for p in points if "loss" in p.values and _finite(p.values["loss"])]
-    if len(s) < 8:
-        return None
-    vals = [v for _, v in s]
-    low_i = min(range(len(vals)), key=vals.__getitem__)
-    low = vals[low_i]
-    after = s[low_i + 1 :]
-    if not after:
-        return None
-    p, high = max(after, key=lambda t: t[1])
-    first = vals[0]
-    tail = statistics.median(vals[-max(2, len(vals) // 10) :])
-    floor = max(abs(low), 1e-3)
-    if high > 3 * floor and high > first * 1.2 and tail > 2 * floor:
-        o = _blowup_onset(after, max(3 * floor, first * 1.2), 2 * floor) or p
-        rise = "" if o is p else f"from {_at(o)} (line {o.line_no}, {o.values['loss']:.4g}) "
-        return Anomaly(
-            kind=AnomalyKind.LOSS_BLOWUP, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE,
-            severity=Severity.CRITICAL,
-            source=o.source, line_no=o.line_no, step=o.step,
-            detail=(f"loss fell to {low:.4g} then rose {rise}to {high:.4g} at {_at(p)} (line {p.line_no}) "
-                    f"and stays high (recent median {tail:.4g}, above its start {first:.4g}): divergence without NaN"),
-        )
-    return None
-
-
-def _blowup_onset(after: Sequence[tuple[MetricPoint, float]], high: float, stay: float) -> MetricPoint | None:
-    """The first point of the rise that never came back: where the divergence began, not its peak.
-
-    A blow-up is cited where it started (the first loss above `high` after which the loss never fell
-    back below `stay`), so the quoted line is the step that went wrong first, as for any cascade.
-    """
-    low_after = list(itertools.accumulate((v for _, v in reversed(after)), min))[::-1]  # min of after[i:]
-    return next((q for (q, v), m in zip(after, low_after) if v > high and m > stay), None)
-
-
-def _loss_jump(points: Sequence[MetricPoint]) -> Anomaly | None:
-    """A loss that jumps by orders of magnitude in one logging interval and stays up.
-
-    Needs only three points, so it also reads a short pasted excerpt: a finite loss that goes
-    from its usual range to 100x its previous median (and never comes back below 10x) is an
-    explosion whatever the log's length; a transient spike that recovers is left to the others.
-    """
-    s = [(p, p.values["loss"]) for p in points if "loss" in p.values and _finite(p.values["loss"])]
-    if len(s) < 3:
-        return None
-    low_after = list(itertools.accumulate((v for _, v in reversed(s)), min))[::-1]  # min of s[i:]
-    seen = sorted(abs(v) for _, v in s[:2])  # |loss| before i, kept sorted: the median in O(1), insertion by bisect
-    for i in range(2, len(s)):
-        n = len(seen)
-        base = seen[n // 2] if n % 2 else (seen[n // 2 - 1] + seen[n // 2]) / 2
-        p, v = s[i]
-        bisect.insort(seen, abs(v))
-        if base > 0 and v > 100 * base and v > 10 and low_after[i] > 10 * base:
-            peak = max(w for _, w in s[i:])
-            return Anomaly(
-                kind=AnomalyKind.LOSS_BLOWUP, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE,
-                severity=Severity.CRITICAL, source=p.source, line_no=p.line_no, step=p.step,
-                detail=(f"loss jumped from a median {base:.4g} to {v:.4g} at {_at(p)} (line {p.line_no}) "
-                        f"and stayed up (peak {peak:.4g}): the optimisation exploded (learning rate too high for this "
-                        "phase, no gradient clipping, or a bad batch)"),
-            )
-    return None
-
-
-ABSURD_LOSS = 1e20  # above any healthy objective: even an MSE on raw prices in the billions stays near 1e18
-
-
-def _loss_absurd(points: Sequence[MetricPoint]) -> Anomaly | None:
-    """A finite loss of astronomical size that never comes down: divergence even with no rise to see.
-
-    A run whose loss exploded inside its first logging interval (or before the log's excerpt begins)
-    shows no jump and no fall-then-rise, only a flat 3e31. No objective of a working run reaches
-    1e20; when every recent value is above it, the optimisation diverged and never recovered.
-    """
-    for key in ("loss", "val_loss"):  # the training loss first: it is what the optimiser sees
-        s = [(p, p.values[key]) for p in points if key in p.values and _finite(p.values[key])]
-        if len(s) < 3:
-            continue
-        tail = s[-max(3, len(s) // 10):]
-        if all(abs(v) >= ABSURD_LOSS for _, v in tail):
-            break
-    else:
-        return None
-    p, v = next((p, v) for p, v in s if abs(v) >= ABSURD_LOSS)
-    return Anomaly(
-        kind=AnomalyKind.LOSS_BLOWUP, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE,
-        severity=Severity.CRITICAL, source=p.source, line_no=p.line_no, step=p.step,
-        detail=(f"loss is {v:.4g} at {_at(p)} (line {p.line_no}) and stays above {ABSURD_LOSS:.0e} to the end "
-                f"(last {tail[-1][1]:.4g}): the optimisation diverged and never recovered (learning rate, "
-                "unnormalised targets or a loss on the wrong scale)"),
     )
 
 
@@ -366,37 +250,6 @@ def _train_val(points: Sequence[MetricPoint], task: Task | None) -> list[Anomaly
     return out
 
 
-def no_progress(points: Sequence[MetricPoint], last_progress: ProgressPoint | None, last_stamp: datetime | None,
-                mtime: datetime, now: datetime) -> Anomaly | None:
-    """A live-looking log whose last progress line is far older than the run's own step cadence.
-
-    Call only when nothing after the last progress line ends the run (no error, no completion
-    marker). Times are naive local times, as logs print them. The log's clock is trusted only
-    when its last timestamp agrees with the file's mtime: a copied or downloaded log (mtime far
-    newer) or one stamped in another time zone says nothing about whether the job still runs.
-    """
-    if last_progress is None or last_progress.time is None or last_stamp is None:
-        return None
-    times = sorted({p.time for p in points if p.time is not None})[-50:]
-    gaps = [(b - a).total_seconds() for a, b in zip(times, times[1:]) if b > a]
-    if len(gaps) < 2 or abs((mtime - last_stamp).total_seconds()) > CLOCK_SLACK_SECONDS:
-        return None
-    cadence = statistics.median(gaps)
-    idle = (now - last_progress.time).total_seconds()
-    limit = max(STALL_CADENCES * cadence, STALL_MIN_SECONDS)
-    if idle < limit:
-        return None
-    lp = last_progress
-    return Anomaly(
-        kind=AnomalyKind.NO_PROGRESS, failure_class=FailureClass.STALLED, severity=Severity.SIGNIFICANT,
-        source=lp.source, line_no=lp.line_no, step=lp.step,
-        detail=(f"no progress for {idle:.0f}s since line {lp.line_no} (step {_fmt(lp.step)}, {lp.time:%Y-%m-%d %H:%M:%S}), "
-                f"{idle / max(cadence, 1e-3):.0f}x the run's step cadence of {cadence:.3g}s, with no error and no "
-                "completion marker after it: the process is hung (a deadlocked DataLoader worker, a lock, a collective, "
-                "I/O) or died without a message; check that it is alive and dump its stacks"),
-    )
-
-
 def analyse(
     points: Sequence[MetricPoint],
     *,
@@ -410,7 +263,7 @@ def analyse(
     nan = _nan_onset(points, exact_nan)
     if nan:
         anomalies.append(nan)
-    blowup = None if nan else (_loss_blowup(points) or _loss_jump(points) or _loss_absurd(points))
+    blowup = None if nan else (loss_blowup(points) or loss_jump(points) or loss_absurd(points))
     for det in (_grad_spike(points, exact_grad_max), blowup, _throughput_collapse(points)):
         if det:
             anomalies.append(det)

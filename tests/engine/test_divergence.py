@@ -1,6 +1,6 @@
 """The trajectory detectors read tens of thousands of points per log: they must stay linear-ish.
 
-`_loss_jump` once took the median of every prefix (quadratic: 87 s on a 1 MB log of 30k healthy
+`divergence.loss_jump` once took the median of every prefix (quadratic: 87 s on a 1 MB log of 30k healthy
 steps); it now keeps the prefix sorted. It is checked here against that plain definition.
 """
 
@@ -10,7 +10,7 @@ import random
 import statistics
 
 import pytest
-from ml_skills.engine import trajectories
+from ml_skills.engine import divergence
 from ml_skills.models import MetricPoint
 
 
@@ -35,7 +35,7 @@ def test_loss_jump_agrees_with_its_definition(seed):
         else:
             values = [rng.choice([rng.uniform(0.1, 5), -rng.uniform(0, 2), 0.0, rng.uniform(100, 1e5), float("nan")]) for _ in range(n)]
         points = [MetricPoint(source="t", line_no=i + 1, step=i, values={"loss": v}) for i, v in enumerate(values)]
-        found = trajectories._loss_jump(points)
+        found = divergence.loss_jump(points)
         expected = _by_definition(values)
         finite = [p for p in points if p.values["loss"] == p.values["loss"]]
         assert (found.line_no if found else None) == (finite[expected].line_no if expected is not None else None), values

@@ -1,0 +1,107 @@
+"""A loss that blows up without (yet) becoming NaN: a rise that stays, a jump by orders of
+magnitude, an absurd magnitude. Each is cited where the rise began, not at its peak."""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import statistics
+from collections.abc import Sequence
+
+from ml_skills.engine.points import at, finite
+from ml_skills.models import Anomaly, AnomalyKind, FailureClass, MetricPoint, Severity
+
+
+def loss_blowup(points: Sequence[MetricPoint]) -> Anomaly | None:
+    s = [(p, p.values["loss"]) for p in points if "loss" in p.values and finite(p.values["loss"])]
+    if len(s) < 8:
+        return None
+    vals = [v for _, v in s]
+    low_i = min(range(len(vals)), key=vals.__getitem__)
+    low = vals[low_i]
+    after = s[low_i + 1 :]
+    if not after:
+        return None
+    p, high = max(after, key=lambda t: t[1])
+    first = vals[0]
+    tail = statistics.median(vals[-max(2, len(vals) // 10) :])
+    floor = max(abs(low), 1e-3)
+    if high > 3 * floor and high > first * 1.2 and tail > 2 * floor:
+        o = _blowup_onset(after, max(3 * floor, first * 1.2), 2 * floor) or p
+        rise = "" if o is p else f"from {at(o)} (line {o.line_no}, {o.values['loss']:.4g}) "
+        return Anomaly(
+            kind=AnomalyKind.LOSS_BLOWUP, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE,
+            severity=Severity.CRITICAL,
+            source=o.source, line_no=o.line_no, step=o.step,
+            detail=(f"loss fell to {low:.4g} then rose {rise}to {high:.4g} at {at(p)} (line {p.line_no}) "
+                    f"and stays high (recent median {tail:.4g}, above its start {first:.4g}): divergence without NaN"),
+        )
+    return None
+
+
+def _blowup_onset(after: Sequence[tuple[MetricPoint, float]], high: float, stay: float) -> MetricPoint | None:
+    """The first point of the rise that never came back: where the divergence began, not its peak.
+
+    A blow-up is cited where it started (the first loss above `high` after which the loss never fell
+    back below `stay`), so the quoted line is the step that went wrong first, as for any cascade.
+    """
+    low_after = list(itertools.accumulate((v for _, v in reversed(after)), min))[::-1]  # min of after[i:]
+    return next((q for (q, v), m in zip(after, low_after) if v > high and m > stay), None)
+
+
+def loss_jump(points: Sequence[MetricPoint]) -> Anomaly | None:
+    """A loss that jumps by orders of magnitude in one logging interval and stays up.
+
+    Needs only three points, so it also reads a short pasted excerpt: a finite loss that goes
+    from its usual range to 100x its previous median (and never comes back below 10x) is an
+    explosion whatever the log's length; a transient spike that recovers is left to the others.
+    """
+    s = [(p, p.values["loss"]) for p in points if "loss" in p.values and finite(p.values["loss"])]
+    if len(s) < 3:
+        return None
+    low_after = list(itertools.accumulate((v for _, v in reversed(s)), min))[::-1]  # min of s[i:]
+    seen = sorted(abs(v) for _, v in s[:2])  # |loss| before i, kept sorted: the median in O(1), insertion by bisect
+    for i in range(2, len(s)):
+        n = len(seen)
+        base = seen[n // 2] if n % 2 else (seen[n // 2 - 1] + seen[n // 2]) / 2
+        p, v = s[i]
+        bisect.insort(seen, abs(v))
+        if base > 0 and v > 100 * base and v > 10 and low_after[i] > 10 * base:
+            peak = max(w for _, w in s[i:])
+            return Anomaly(
+                kind=AnomalyKind.LOSS_BLOWUP, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE,
+                severity=Severity.CRITICAL, source=p.source, line_no=p.line_no, step=p.step,
+                detail=(f"loss jumped from a median {base:.4g} to {v:.4g} at {at(p)} (line {p.line_no}) "
+                        f"and stayed up (peak {peak:.4g}): the optimisation exploded (learning rate too high for this "
+                        "phase, no gradient clipping, or a bad batch)"),
+            )
+    return None
+
+
+ABSURD_LOSS = 1e20  # above any healthy objective: even an MSE on raw prices in the billions stays near 1e18
+
+
+def loss_absurd(points: Sequence[MetricPoint]) -> Anomaly | None:
+    """A finite loss of astronomical size that never comes down: divergence even with no rise to see.
+
+    A run whose loss exploded inside its first logging interval (or before the log's excerpt begins)
+    shows no jump and no fall-then-rise, only a flat 3e31. No objective of a working run reaches
+    1e20; when every recent value is above it, the optimisation diverged and never recovered.
+    """
+    for key in ("loss", "val_loss"):  # the training loss first: it is what the optimiser sees
+        s = [(p, p.values[key]) for p in points if key in p.values and finite(p.values[key])]
+        if len(s) < 3:
+            continue
+        tail = s[-max(3, len(s) // 10):]
+        if all(abs(v) >= ABSURD_LOSS for _, v in tail):
+            break
+    else:
+        return None
+    p, v = next((p, v) for p, v in s if abs(v) >= ABSURD_LOSS)
+    return Anomaly(
+        kind=AnomalyKind.LOSS_BLOWUP, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE,
+        severity=Severity.CRITICAL, source=p.source, line_no=p.line_no, step=p.step,
+        detail=(f"loss is {v:.4g} at {at(p)} (line {p.line_no}) and stays above {ABSURD_LOSS:.0e} to the end "
+                f"(last {tail[-1][1]:.4g}): the optimisation diverged and never recovered (learning rate, "
+                "unnormalised targets or a loss on the wrong scale)"),
+    )
