@@ -43,7 +43,7 @@ def test_atheris_short_run_finds_no_crash(target: str, tmp_path: Path) -> None:
                           env={**os.environ, "PYTHONHASHSEED": "0"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     done = re.search(r"Done (\d+) runs", proc.stderr)
-    assert done and int(done.group(1)) == runs
+    assert done and int(done.group(1)) >= runs  # libFuzzer runs every seed even when the seeds outnumber -runs
     seeded = re.search(r"INFO:\s+(\d+) files found", proc.stderr)
     assert seeded and int(seeded.group(1)) > 0  # it started from real inputs, not from nothing
     cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
