@@ -61,11 +61,24 @@ def _digit_from(d: int) -> str:
     return str(d) if d == 9 else f"[{d}-9]"
 
 
-def at_least(level: Level) -> str:
-    """A regex matching a grad-norm key followed by a number >= the level.
+# A number in exponent form with a positive exponent ("3.1e+04", "2E5"): the only way a value is
+# written at or above 10 without two integer digits. Two gates, because `[eE]\+?` alone (no
+# literal to anchor on) costs Hyperscan four times as much as either.
+GATE_SIGNED = r"[eE]\+0*[1-9]"
+GATE_BARE = r"[\d.][eE]0*[1-9]"
 
-    It may also match a few smaller numbers (an unnormalised exponent like `12e0`): every report
+
+def at_least(level: Level) -> list[tuple[str, str | None]]:
+    """Regexes (each with its gate, or None) that together match a grad-norm key followed by a number >= the level.
+
+    They may also match a few smaller numbers (an unnormalised exponent like `12e0`): every report
     is parsed and compared, so only a missed number could be wrong, never an extra one.
+
+    Above level 10 (k >= 1) the exponent forms are split off behind gates: reading every number
+    after every key to its end in search of an `e` is what costs, and in a log with no
+    positive exponent the gates never fire, so only the plain forms are scanned (about a third of
+    the cost). At levels below 10 the exponent `e+00` is common (Megatron writes every loss so),
+    so gating would not pay and one pattern is used.
     """
     k, d1, d2 = level
     end = r"([^\d.eE]|[eE]([^\d+-]|$)|$)"  # a plain decimal ends here; an exponent form is handled below
@@ -82,17 +95,25 @@ def at_least(level: Level) -> str:
         plain.append(rf"{d1}{tail}")
     # normalised exponent forms m.mmm e+E: above when E > k, or E == k and the mantissa >= d1.d2
     bigger_exp = rf"([{k + 1}-9]|[1-9]\d+)" if k < 8 else r"(9|[1-9]\d+)"
-    exp = [rf"[1-9](\.\d*)?[eE]\+?0*{bigger_exp}\b"]
+    exp = [rf"[1-9](\.\d*)?[eE]SIGN0*{bigger_exp}"]
     if above:
-        exp.append(rf"{above}(\.\d*)?[eE]\+?0*{k}\b")
-    exp.append((rf"{d1}\.{_digit_from(d2)}\d*" if d2 else rf"{d1}(\.\d*)?") + rf"[eE]\+?0*{k}\b")
-    exp.append(r"(0|[1-9]\d+)(\.\d*)?[eE]\+?0*\d+\b")  # unnormalised (0.5e+03, 12e1): report, parse, compare
-    return KEY + "0*(" + "|".join(plain + exp) + ")"
+        exp.append(rf"{above}(\.\d*)?[eE]SIGN0*{k}")
+    exp.append((rf"{d1}\.{_digit_from(d2)}\d*" if d2 else rf"{d1}(\.\d*)?") + rf"[eE]SIGN0*{k}")
+    if not k:
+        exp.append(r"(0|[1-9]\d+)(\.\d*)?[eE]\+?0*\d+")  # unnormalised (0.5e+03, 12e1): report, parse, compare
+        return [(KEY + "0*(" + "|".join(plain + [e.replace("SIGN", r"\+?") for e in exp]) + ")", None)]
+    # k >= 1: an unnormalised mantissa reaches 10**k with a positive exponent (gated below) or with
+    # at least k+1 integer digits (any exponent)
+    plain_and_long = KEY + "(0*(" + "|".join(plain) + rf")|[1-9]\d{{{k},}}(\.\d*)?[eE][-+]?\d)"
+    exp += [r"0[\d.]*[eE]SIGN0*[1-9]", r"[1-9]\d+(\.\d*)?[eE]SIGN0*[1-9]"]
+    gated = KEY + "(" + "|".join(exp) + ")"
+    return [(plain_and_long, None), (gated.replace("SIGN", r"\+"), GATE_SIGNED), (gated.replace("SIGN", ""), GATE_BARE)]
 
 
 @cache
 def _matcher(level: Level, engine: str | None) -> Matcher:
-    return Matcher([at_least(level)], engine=engine)
+    pats = at_least(level)
+    return Matcher([p for p, _ in pats], gates=[g for _, g in pats], engine=engine)
 
 
 @dataclass

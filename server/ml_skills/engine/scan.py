@@ -55,15 +55,24 @@ EVAL_LINES_PER_CHUNK = 256
 _MARKERS: list[tuple[str, str, bool]] = [
     ("traceback", r"(Original )?Traceback \(most recent call last\):", False),
     ("completed", r"(?i)(training (completed|finished|complete|done)\b|'train_runtime'|\"train_runtime\"|`Trainer\.fit` stopped: `max_(epochs|steps)=\d+` reached|Training complete in|finished training|saving final model|Done training|training_done)", True),
-    ("fw:lightning", r"(pytorch_lightning|lightning\.pytorch|lightning_fabric|lightning/pytorch|LOCAL_RANK: \d+ - CUDA_VISIBLE_DEVICES|`Trainer\.fit`)", True),
-    ("fw:deepspeed", r"(?i)(deepspeed|\bzero_optimization\b|DeepSpeedEngine)", True),
-    ("fw:fsdp", r"(FullyShardedDataParallel|\bFSDP\b|fully_sharded|torch\.distributed\.fsdp)", True),
-    ("fw:hf-trainer", r"(transformers/trainer\.py|\*\*\*\*\* Running training \*\*\*\*\*|'train_runtime'|\{'loss': [0-9.naei]+, 'grad_norm'|\{'loss': [0-9.naei]+, 'learning_rate'|transformers\.trainer)", True),
-    ("fw:tensorflow", r"(tensorflow|keras\b|Keras|tf\.keras|I tensorflow/)", True),
-    ("fw:jax", r"(\bjax\b|jaxlib|\bflax\b|XlaRuntimeError|optax)", True),
-    ("fw:pytorch", r"(torch/|torch\.|\btorch \d|\bPyTorch\b|torchrun|\[rank\d+\]:)", True),
     # a validation metric in the chunk: on sampled logs its lines are all parsed (see _eval_lines)
     ("eval", _EVAL, True),
+]
+
+# Framework markers, each reported once per chunk. They are looked for where a framework shows
+# itself (the head of the log: imports, banners, config dumps; the tail; the chunks that hold a
+# traceback, whose file paths name it), not in every chunk: `[rankN]:` and `torch.` are on
+# every line of some logs, and in the main database these markers cost a quarter of its time.
+FRAMEWORK_HEAD_CHUNKS = 2
+FRAMEWORK_TRACEBACK_CHUNKS = 16
+_FRAMEWORKS: list[tuple[str, str]] = [
+    ("lightning", r"(pytorch_lightning|lightning\.pytorch|lightning_fabric|lightning/pytorch|LOCAL_RANK: \d+ - CUDA_VISIBLE_DEVICES|`Trainer\.fit`)"),
+    ("deepspeed", r"(?i)(deepspeed|\bzero_optimization\b|DeepSpeedEngine)"),
+    ("fsdp", r"(FullyShardedDataParallel|\bFSDP\b|fully_sharded|torch\.distributed\.fsdp)"),
+    ("hf-trainer", r"(transformers/trainer\.py|\*\*\*\*\* Running training \*\*\*\*\*|'train_runtime'|\{'loss': [0-9.naei]+, 'grad_norm'|\{'loss': [0-9.naei]+, 'learning_rate'|transformers\.trainer)"),
+    ("tensorflow", r"(tensorflow|keras\b|Keras|tf\.keras|I tensorflow/)"),
+    ("jax", r"(\bjax\b|jaxlib|\bflax\b|XlaRuntimeError|optax)"),
+    ("pytorch", r"(torch/|torch\.|\btorch \d|\bPyTorch\b|torchrun|\[rank\d+\]:)"),
 ]
 
 @dataclass
@@ -110,6 +119,11 @@ def _metric_lines(chunk: bytes, budget: int | None) -> list[int]:
             break
         pos = nxt + 1 if not stride else max(nxt + 1, s + stride)
     return starts
+
+
+@cache
+def _framework_matcher(engine: str | None) -> Matcher:
+    return Matcher([p for _, p in _FRAMEWORKS], single=[True] * len(_FRAMEWORKS), engine=engine)
 
 
 @cache
@@ -251,10 +265,12 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
     huge_gn = {i for i, s in enumerate(sigs) if s.id == "grad-norm-huge"}
     ends_with_newline = True
 
-    for offset, chunk in chunks:
+    fw_traceback_chunks = 0
+    for chunk_no, (offset, chunk) in enumerate(chunks):
         cursor, cursor_line = 0, line_base
         exact_lines: set[int] = set()
         eval_in_chunk = False
+        tb_before = tb_total
         for idx, end in matcher.find(chunk):
             start, stop = _line_bounds(chunk, end)
             if start < cursor:  # matches come in order of end offset; rewind the count if needed
@@ -284,8 +300,11 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
                 completed_line = line_no
             elif marker == "eval":
                 eval_in_chunk = True
-            else:
-                fw = marker.split(":", 1)[1]
+        traceback_here = tb_total > tb_before and fw_traceback_chunks < FRAMEWORK_TRACEBACK_CHUNKS
+        if chunk_no < FRAMEWORK_HEAD_CHUNKS or offset + len(chunk) >= size or traceback_here:
+            fw_traceback_chunks += traceback_here
+            for idx, _ in _framework_matcher(engine).find(chunk):
+                fw = _FRAMEWORKS[idx][0]
                 frameworks[fw] = frameworks.get(fw, 0) + 1
 
         # metrics: every loss line on small logs, an even sample on huge ones, plus exact events
