@@ -15,6 +15,7 @@ dozen ordinary signatures.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 
 try:  # the fast path; a binary wheel exists for common platforms
@@ -95,6 +96,7 @@ class Matcher:
                 flags=flags,
             )
             self._scratch = _hs.Scratch(self._db)
+            self._local = threading.local()  # a scratch is one scan's working memory: one per thread
         else:
             self._res = [re.compile(p.encode(), re.MULTILINE) for p in self.patterns]
 
@@ -120,6 +122,14 @@ class Matcher:
         found.sort(key=lambda t: (t[1], t[0]))
         return found
 
+    def _thread_scratch(self):  # type: ignore[no-untyped-def]
+        """This thread's scratch space. Matchers are cached and shared, and the MCP server runs
+        tool calls in worker threads: two scans at once on one scratch fail (ScratchInUseError)."""
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = self._scratch.clone()
+        return scratch
+
     def _scan(self, chunk: bytes, limit: int | None) -> list[tuple[int, int]]:
         found: list[tuple[int, int]] = []
         if self.engine == "hyperscan":
@@ -128,7 +138,7 @@ class Matcher:
                 return limit is not None and len(found) >= limit
 
             try:
-                self._db.scan(chunk, match_event_handler=on_match, scratch=self._scratch)
+                self._db.scan(chunk, match_event_handler=on_match, scratch=self._thread_scratch())
             except _hs.ScanTerminated:
                 found.sort(key=lambda t: (t[1], t[0]))
                 raise ScanLimit(found) from None
