@@ -25,11 +25,13 @@ def _formats(v: float, rng: random.Random) -> str:
 
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("level", LEVELS)
-def test_threshold_reports_every_value_at_or_above_its_level(engine, level):
+@pytest.mark.parametrize("loose", [False, True])
+def test_threshold_reports_every_value_at_or_above_its_level(engine, level, loose):
     """No value >= the level may be missed (a miss could hide the spike); a few smaller ones may be reported."""
     rng = random.Random(hash(level) & 0xFFFF)
-    m = gradmax._matcher(level, engine)
-    gated = [(matcher.Matcher([p], engine=engine), matcher.Matcher([g], engine=engine)) for p, g in gradmax.at_least(level) if g]
+    m = gradmax._matcher(level, engine, loose)
+    key = gradmax.LOOSE_KEY if loose else gradmax.KEY
+    gated = [(matcher.Matcher([p], engine=engine), matcher.Matcher([g], engine=engine)) for p, g in gradmax.at_least(level, key) if g]
     k, d1, d2 = level
     t = Fraction(d1 * 10 + d2) * Fraction(10) ** (k - 1)
     assert gradmax.level_value(level) == pytest.approx(float(t))
@@ -74,6 +76,18 @@ def test_many_values_above_the_record_are_narrowed_not_dropped(engine):
     chunk = ("\n".join(lines) + "\n").encode()
     rec = gradmax.scan_chunk(chunk, 0, None, engine)
     assert rec is not None and rec.value == 9999.5 and rec.raw == lines[2222].encode()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_other_norms_on_every_line_do_not_hide_the_grad_norm_maximum(engine):
+    """Megatron with --log-params-norm writes 'params norm: 250.3' on every iteration line: the loose
+    key reports all of them, so the chunk is read again with the grad-norm keys; the maximum stays exact."""
+    lines = [f" iteration {i:8d}/ 100000 | lm loss: 5.1E+00 | grad norm: {0.9 + (i % 5) * 0.01:.3f} | params norm: {250 + i * 0.001:.3f} |"
+             for i in range(3000)]
+    lines[1234] = lines[1234].replace("grad norm: 0.940", "grad norm: 7.125")
+    chunk = ("\n".join(lines) + "\n").encode()
+    rec = gradmax.scan_chunk(chunk, 0, gradmax.Record(value=0.95, offset=0), engine)
+    assert rec is not None and rec.value == 7.125 and rec.raw == lines[1234].encode()
 
 
 def test_spike_in_exponent_form_after_an_early_high_value(tmp_path):

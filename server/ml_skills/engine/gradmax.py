@@ -11,6 +11,10 @@ This replaced 24 magnitude bands matched on every line (each chunk's top band sa
 to read again after the pass). Matching costs about the same (every training line carries a grad
 norm, so the key fires on each line either way), but the log is read once, the per-chunk work is
 one small pattern, and no band can make the answer depend on which chunks were read again.
+
+The key is first matched loosely (`norm:` and what follows, not the name before it), which halves
+the cost at levels below 10; a chunk where other norms crowd the reports is read again with the
+exact key, so the answer is the same either way.
 """
 
 from __future__ import annotations
@@ -24,6 +28,11 @@ from functools import cache
 from ml_skills.engine.matcher import Matcher, ScanLimit
 
 KEY = r"(?i)\b(grad(ient)?[_ ]?norm|gnorm|total_norm|global_norm)['\"]?\s*[:=]\s*\[?['\"]?(tensor\()?"
+# The same key without the names before `norm`: checking them for every `norm` of every line costs
+# Hyperscan as much again as the number after it. It also matches other norms (`params norm:
+# 250.1`); their lines give no grad-norm value when parsed, and a chunk they crowd is scanned again
+# with KEY.
+LOOSE_KEY = r"(?i)norm['\"]?\s*[:=]\s*\[?['\"]?(tensor\()?"
 VALUE = re.compile(rb"(?i)(?:grad(?:ient)?[_ ]?norm|gnorm|total_norm|global_norm)['\"]?[ \t]*[:=][ \t]*\[?['\"]?(?:tensor\()?([0-9][0-9.]*(?:[eE][-+]?[0-9]+)?)")
 MAX_K = 8  # levels stop at 9.9e8: above that every value is reported (and parsed)
 FLOOR = 1.0  # the grad-spike detector ignores maxima below 1.0
@@ -68,7 +77,7 @@ GATE_SIGNED = r"[eE]\+0*[1-9]"
 GATE_BARE = r"[\d.][eE]0*[1-9]"
 
 
-def at_least(level: Level) -> list[tuple[str, str | None]]:
+def at_least(level: Level, key: str = KEY) -> list[tuple[str, str | None]]:
     """Regexes (each with its gate, or None) that together match a grad-norm key followed by a number >= the level.
 
     They may also match a few smaller numbers (an unnormalised exponent like `12e0`): every report
@@ -101,18 +110,18 @@ def at_least(level: Level) -> list[tuple[str, str | None]]:
     exp.append((rf"{d1}\.{_digit_from(d2)}\d*" if d2 else rf"{d1}(\.\d*)?") + rf"[eE]SIGN0*{k}")
     if not k:
         exp.append(r"(0|[1-9]\d+)(\.\d*)?[eE]\+?0*\d+")  # unnormalised (0.5e+03, 12e1): report, parse, compare
-        return [(KEY + "0*(" + "|".join(plain + [e.replace("SIGN", r"\+?") for e in exp]) + ")", None)]
+        return [(key + "0*(" + "|".join(plain + [e.replace("SIGN", r"\+?") for e in exp]) + ")", None)]
     # k >= 1: an unnormalised mantissa reaches 10**k with a positive exponent (gated below) or with
     # at least k+1 integer digits (any exponent)
-    plain_and_long = KEY + "(0*(" + "|".join(plain) + rf")|[1-9]\d{{{k},}}(\.\d*)?[eE][-+]?\d)"
+    plain_and_long = key + "(0*(" + "|".join(plain) + rf")|[1-9]\d{{{k},}}(\.\d*)?[eE][-+]?\d)"
     exp += [r"0[\d.]*[eE]SIGN0*[1-9]", r"[1-9]\d+(\.\d*)?[eE]SIGN0*[1-9]"]
-    gated = KEY + "(" + "|".join(exp) + ")"
+    gated = key + "(" + "|".join(exp) + ")"
     return [(plain_and_long, None), (gated.replace("SIGN", r"\+"), GATE_SIGNED), (gated.replace("SIGN", ""), GATE_BARE)]
 
 
 @cache
-def _matcher(level: Level, engine: str | None) -> Matcher:
-    pats = at_least(level)
+def _matcher(level: Level, engine: str | None, loose: bool = False) -> Matcher:
+    pats = at_least(level, LOOSE_KEY if loose else KEY)
     return Matcher([p for p, _ in pats], gates=[g for _, g in pats], engine=engine)
 
 
@@ -158,9 +167,10 @@ def scan_chunk(chunk: bytes, offset: int, record: Record | None, engine: str | N
     """The record, raised to this chunk's largest grad norm if that is larger (on a tie the earlier line wins)."""
     level = level_at_most(record.value if record is not None else FLOOR)
     limit: int | None = REPORTS_PER_SCAN
+    loose = True
     while True:
         try:
-            ends, capped = _matcher(level, engine).find(chunk, limit=limit), False
+            ends, capped = _matcher(level, engine, loose).find(chunk, limit=limit), False
         except ScanLimit as e:
             ends, capped = e.found, True
         best = _largest(chunk, ends)
@@ -169,6 +179,8 @@ def scan_chunk(chunk: bytes, offset: int, record: Record | None, engine: str | N
         higher = level_at_most(best[0]) if best is not None else level
         if higher > level:
             level = higher  # many values above the record: look again above the largest of them
+        elif loose:
+            loose = False  # other norms fill the reports: match the grad-norm keys exactly
         else:
             limit = None  # they crowd one level: take every report
     if best is None:
