@@ -205,6 +205,8 @@ HISTORY = [
      "a second batch, collected after the first batch's changes and scored before any further change: GradScaler's 'Attempting to unscale FP16 gradients' under the HF Trainer, accelerate and a rich traceback, an HF head size mismatch, a Lightning ALLREDUCE watchdog timeout; 254 read as io-checkpoint because the caller's `trainer.train(resume_from_checkpoint=...)` line named a checkpoint"),
     ("dd35949 on cases 259-263 only", "3/5", "2/3", "1/2",
      "a third batch, scored before any further change: CUDA OOM on one rank above the elastic agent's SIGTERMs and above Triton file-lock DEBUG noise, an XLA kernel's CUDA_ERROR_ILLEGAL_ADDRESS (all right); an XLA fatal 'F ...shape_tree.cc:54] Check failed' line (261) and XLA's 'INTERNAL: the library was not initialized' (262) abstained"),
+    ("afd8fca on cases 287-304 only", "13/18", "6/9", "7/9",
+     "whole committed LSF reports (a full disk seen only as '/bin/rm: write error' and exit code 120, a missing data file), Ray worker deaths, NCCL watchdog cascades, Keras OOM above a cut traceback, a Megatron GQA size mismatch, TRL's KeyError 'text', a bare SIGKILL: scored before any change (293, a heartbeat-monitor hang wrapped at 116 columns, 299, rank 0's flight-recorder 'Received a dump signal due to a collective timeout from rank 13', and the three XLA 'NCCL operation ... failed' logs 302-304 abstained; 288 and 289 right only through an acceptable class)"),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
@@ -246,7 +248,11 @@ HISTORY_NOTE = (
     "they prompted (a `resume_from_checkpoint=` keyword in the caller's line does not make an error a checkpoint "
     "error), 5/5 after. Cases 259-263 scored 3/5 before the changes they prompted (glog/absl FATAL 'F ...cc:N] Check "
     "failed' lines abort the process; XLA's 'INTERNAL: the library was not initialized' is a cuBLAS init failure), "
-    "5/5 after."
+    "5/5 after. Cases 287-304 (committed LSF reports, Ray worker deaths, NCCL heartbeat-monitor and flight-recorder "
+    "wordings, XLA/JAX NCCL failures, Keras OOM, a Megatron GQA size mismatch) scored 13/18 before the changes they "
+    "prompted (PyTorch's heartbeat-monitor fatal line 'Terminating the process after attempting to dump debug info' and "
+    "the flight recorder's 'Received a dump signal due to a collective timeout from rank N' are collective timeouts; "
+    "XLA's 'NCCL operation <call> failed: <reason>' is an NCCL failure), 18/18 after."
 )
 
 
