@@ -82,9 +82,24 @@ class _SigAgg:
     count: int = 0
 
 
+# Below this size a process that has not compiled the Hyperscan database yet scans with `re`:
+# compiling it takes about 0.9 s, `re` reads a 1 KB log in 0.02 s and a 24 KB one in 0.2 s. A
+# one-shot CLI run on a pasted traceback or a short log answers in a third of the time; a running
+# MCP server, once compiled, keeps using Hyperscan. Both engines find the same matches (tested).
+SMALL_LOG_BYTES = 32 * 1024
+_compiled: set[str | None] = set()
+
+
+def _engine_for(size: int, engine: str | None) -> str | None:
+    if engine is not None or size >= SMALL_LOG_BYTES or None in _compiled or "hyperscan" in _compiled:
+        return engine
+    return "re"
+
+
 @cache
 def _matcher(engine: str | None = None) -> tuple[Matcher, tuple[Signature, ...]]:
     """The catalog's signatures, then the markers."""
+    _compiled.add(engine)
     sigs = signatures()
     patterns = [s.pattern for s in sigs] + [p for _, p, _ in _MARKERS]
     single = [False] * len(sigs) + [s for _, _, s in _MARKERS]
@@ -246,6 +261,7 @@ def from_metrics(points: list[MetricPoint], *, source: str, task: Task | None = 
 
 def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Task | None, engine: str | None) -> dict[int, int]:
     name = ev.source
+    engine = _engine_for(size, engine)
     budget = None if size <= FULL_METRICS_BYTES else max(8, min(SAMPLED_METRICS_PER_CHUNK, SAMPLED_METRICS_TOTAL * logfile.CHUNK // size))
     matcher, sigs = _matcher(engine)
     n_sigs = len(sigs)
