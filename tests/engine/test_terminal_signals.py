@@ -332,3 +332,12 @@ def test_a_megatron_iteration_line_that_lost_its_loss_reads_as_nan():
     assert math.isfinite(parsed[0][0]["loss"]) and math.isfinite(parsed[1][0]["loss"])
     assert math.isnan(parsed[2][0]["loss"])
     assert parse_line("iteration 182/ 250000 | lm loss: 2.382640E+00 | grad norm: 0.227 |")[0]["loss"] == 2.38264
+
+
+def test_progress_then_only_nccl_init_lines_asks_about_start_up():
+    # corpus 319: the FSDP example's first bar (0/188), then NCCL's communicator init and nothing else (a hang)
+    log = Path(__file__).parents[1] / "corpus" / "319-nccl-fsdp-example-hangs-before-first-step-no-kill" / "train.log"
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is None
+    msg = d.insufficient_evidence or ""
+    assert "the last progress is at line 1 and the 6 lines after it hold no error" in msg and "distributed start-up" in msg
