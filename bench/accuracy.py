@@ -207,6 +207,8 @@ HISTORY = [
      "a third batch, scored before any further change: CUDA OOM on one rank above the elastic agent's SIGTERMs and above Triton file-lock DEBUG noise, an XLA kernel's CUDA_ERROR_ILLEGAL_ADDRESS (all right); an XLA fatal 'F ...shape_tree.cc:54] Check failed' line (261) and XLA's 'INTERNAL: the library was not initialized' (262) abstained"),
     ("afd8fca on cases 287-304 only", "13/18", "6/9", "7/9",
      "whole committed LSF reports (a full disk seen only as '/bin/rm: write error' and exit code 120, a missing data file), Ray worker deaths, NCCL watchdog cascades, Keras OOM above a cut traceback, a Megatron GQA size mismatch, TRL's KeyError 'text', a bare SIGKILL: scored before any change (293, a heartbeat-monitor hang wrapped at 116 columns, 299, rank 0's flight-recorder 'Received a dump signal due to a collective timeout from rank 13', and the three XLA 'NCCL operation ... failed' logs 302-304 abstained; 288 and 289 right only through an acceptable class)"),
+    ("1ac30f5 on cases 305-325 only", "16/21", "8/11", "8/10",
+     "NaN first logged mid-log (TF-Slim global steps, mmdet intervals that recover, darkflow steps), storage failures (a truncated checkpoint on resume after a full disk, quota on a result image, PytorchStreamWriter, EIO in Megatron's async saver, nnU-Net and Paddle data reads, a Fabric rank's makedirs, NeMo's save), a torchrun -9 after 44 GB of host memory, a GCS 403, a corrupt LMDB image, SageMaker/Azure ML/Azure DevOps job failures, two hangs: scored before any change, 0 wrong guesses (abstained: 318, a Lightning run that stops after validation with no error, 319, NCCL init after the first bar, 321, the Azure SDK's 'Operation returned an invalid status code 'Forbidden'', 323, Azure ML's UserScriptException, 324, Azure DevOps' '##[error]... failed with exit code 1')"),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
@@ -252,7 +254,14 @@ HISTORY_NOTE = (
     "wordings, XLA/JAX NCCL failures, Keras OOM, a Megatron GQA size mismatch) scored 13/18 before the changes they "
     "prompted (PyTorch's heartbeat-monitor fatal line 'Terminating the process after attempting to dump debug info' and "
     "the flight recorder's 'Received a dump signal due to a collective timeout from rank N' are collective timeouts; "
-    "XLA's 'NCCL operation <call> failed: <reason>' is an NCCL failure), 18/18 after."
+    "XLA's 'NCCL operation <call> failed: <reason>' is an NCCL failure), 18/18 after. "
+    "Cases 305-325 (NaN mid-log, storage failures on save and read, a host-memory kill under torchrun, Azure/SageMaker "
+    "job failures, hangs) scored 16/21 with 0 wrong guesses before the changes they prompted (the Azure SDK's 'invalid "
+    "status code 'Forbidden'/'Unauthorized'' is a permission/credential refusal; Azure ML's ActivityFailedException, "
+    "UserScriptException, 'StepRun(...) Status: Failed' and CI runners' '##[error]... exit code N' are orchestrator-reported "
+    "task failures), 19/21 after; 318 and 319, logs that stop with no error (a hang), still ask for the process state. "
+    "The same round made corpus 062 right: a Megatron iteration line with no loss field and nothing skipped is a NaN loss "
+    "(Megatron prints a loss only when its average is > 0)."
 )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import textwrap
@@ -318,3 +319,25 @@ def test_near_zero_accuracy_in_the_first_epochs_of_a_hard_task_is_not_an_evaluat
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert all(a.kind.value != "validation-metric-near-zero" for a in d.anomalies), d.anomalies
     assert d.primary_cause is None and d.run_status.value == "completed"
+
+
+def test_a_megatron_iteration_line_that_lost_its_loss_reads_as_nan():
+    # Megatron prints a loss only when its average is > 0: on the Falcon-40B run (corpus 062) the NaN loss of
+    # iteration 3385 is simply missing from the line, with nothing skipped (loss scale 1.0)
+    from ml_skills.engine.metrics import parse_line
+
+    log = Path(__file__).parents[1] / "corpus" / "062-megatron-falcon40b-nan-undetected" / "train.log"
+    parsed = [parse_line(x.rstrip("\n")) for x in log.read_text().splitlines()]
+    assert [p[1] for p in parsed] == [3383.0, 3384.0, 3385.0]
+    assert math.isfinite(parsed[0][0]["loss"]) and math.isfinite(parsed[1][0]["loss"])
+    assert math.isnan(parsed[2][0]["loss"])
+    assert parse_line("iteration 182/ 250000 | lm loss: 2.382640E+00 | grad norm: 0.227 |")[0]["loss"] == 2.38264
+
+
+def test_progress_then_only_nccl_init_lines_asks_about_start_up():
+    # corpus 319: the FSDP example's first bar (0/188), then NCCL's communicator init and nothing else (a hang)
+    log = Path(__file__).parents[1] / "corpus" / "319-nccl-fsdp-example-hangs-before-first-step-no-kill" / "train.log"
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is None
+    msg = d.insufficient_evidence or ""
+    assert "the last progress is at line 1 and the 6 lines after it hold no error" in msg and "distributed start-up" in msg

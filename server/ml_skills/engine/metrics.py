@@ -51,6 +51,11 @@ _TQDM = re.compile(r"(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[
 _TIMESTAMP = re.compile(
     r"(?P<y>20\d\d)[-/](?P<mo>\d\d)[-/](?P<d>\d\d)[ T_](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d{1,6}))?"
 )
+# Megatron's iteration line prints a loss only when its average is > 0, so a NaN loss silently disappears from it
+# (training_log: `if avg > 0.0`); with nothing skipped (loss scale 1.0, or 0 skipped iterations) no loss field means NaN
+_MEGATRON_ITER = re.compile(r"^\s*iteration\s+\d+\s*/\s*\d+\s*\|")
+_MEGATRON_NOTHING_SKIPPED = re.compile(r"\|\s*loss scale: 1\.0\b|number of skipped iterations:\s*0\b")
+_ANY_LOSS = re.compile(r"(?i)loss(?! scale)")
 _HINT = re.compile(r"(?i)(loss|acc|lr|learning|grad|norm|step|iter|epoch|it/s|samples|tokens|mem|perplexity|ppl)")
 
 
@@ -191,6 +196,8 @@ def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None]
             epoch = v
         elif k != "epoch" and step is None:
             step = v
+    if _MEGATRON_ITER.match(line) and _MEGATRON_NOTHING_SKIPPED.search(line) and not _ANY_LOSS.search(line):
+        values["loss"] = math.nan
     if not values:
         return None
     return values, step, epoch

@@ -71,7 +71,8 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
 # what distributed initialisation prints (torch.distributed, DeepSpeed, Lightning, NCCL, accelerate)
 _DIST_INIT = re.compile(
     r"(?i)(init_process_group|init_distributed|Initializing TorchBackend|Initializing distributed: GLOBAL_RANK|"
-    r"store_based_barrier|Waiting in store based barrier|Rendezvous|NCCL INFO (Bootstrap|NET/|Using network|comm 0x)|"
+    r"store_based_barrier|Waiting in store based barrier|Rendezvous|NCCL INFO (Bootstrap|NET/|Using network|comm 0x|"
+    r"cudaDriverVersion|Init START|Setting affinity|Channel \d+/)|NCCL version \d|"
     r"MASTER_ADDR|Distributed environment: (MULTI_GPU|DEEPSPEED)|world_size)"
 )
 
@@ -111,7 +112,14 @@ def insufficient_evidence(cls: Classification, logs: list[LogEvidence], sources:
         if lp:
             when = f" around {lp.time:%H:%M}" if lp.time else ""
             at = f"step {fmt_number(lp.step)} (line {lp.line_no})" if lp.step is not None else f"line {lp.line_no}"
-            return (f"the log ends at {at} with no error: need the process state "
+            tail = next((l.tail for l in logs if l.tail and l.tail.lines), None)
+            after = [x for i, x in enumerate(tail.lines, tail.start_line) if i > lp.line_no and x.strip()] if tail else []
+            stage = (" and end in distributed start-up (NCCL or process-group init), where a hang usually means a rank "
+                     "that never joined, an unreachable MASTER_ADDR:PORT or a broken GPU peer-to-peer path"
+                     if any(_DIST_INIT.search(x) for x in after[-5:]) else "")
+            where = (f"the last progress is at {at} and the {len(after)} lines after it hold no error{stage}" if after
+                     else f"the log ends at {at} with no error")
+            return (f"{where}: need the process state "
                     f"(ml-skills check-failed-run --pid PID), the job's stderr, or the kernel log{when} (dmesg -T)")
         last = next((l.tail.lines[-1].strip() for l in logs if l.tail and l.tail.lines and l.tail.lines[-1].strip()), "")
         if last and not any("completed-marker" in l.frameworks for l in logs):
