@@ -115,15 +115,19 @@ def iter_chunks(path: Path, size: int = CHUNK, limit: int | None = None) -> Iter
             offset += len(buf)
 
 
-def tail(path: Path, n: int, max_bytes: int = 8 * 1024 * 1024) -> tuple[list[str], bool]:
+def tail(path: Path, n: int, max_bytes: int = 8 * 1024 * 1024, end: int | None = None) -> tuple[list[str], bool]:
     """Last n lines by reading backwards from the end: cost depends on n, not on file size.
 
+    `end` reads back from that byte instead of the file's current end: a pass that counted lines
+    up to the size the log had when it started must take its tail from there too, or a log still
+    being written gets line numbers short by what was appended meanwhile.
     Returns the lines and whether the byte cap cut the tail short.
     """
     if n <= 0:
         return [], False
     with open(path, "rb") as f:
-        end = f.seek(0, os.SEEK_END)
+        size = f.seek(0, os.SEEK_END)
+        end = size if end is None else min(end, size)
         pos = end
         buf = b""
         block = 64 * 1024

@@ -17,8 +17,8 @@ from ml_skills.safety.redact import redact
 class Reader:
     """Where a pass reads lines back from: the file by seeking, or the text held in memory."""
 
-    def __init__(self, path: Path | None = None, data: bytes | None = None):
-        self.path, self.data = path, data
+    def __init__(self, path: Path | None = None, data: bytes | None = None, end: int | None = None):
+        self.path, self.data, self.end = path, data, end  # end: the file's size when the pass began
 
     def window_at(self, offset: int, before: int, after: int) -> tuple[int, list[str]]:
         if self.path is not None:
@@ -34,7 +34,7 @@ class Reader:
 
     def tail(self, n: int) -> tuple[list[str], bool]:
         if self.path is not None:
-            return logfile.tail(self.path, n)
+            return logfile.tail(self.path, n, end=self.end)
         lines = (self.data or b"").split(b"\n")
         if lines and lines[-1] == b"":
             lines.pop()

@@ -190,7 +190,7 @@ def scan_log(
     chunks = logfile.iter_chunks(p, limit=st.st_size)
     if progress is not None:
         chunks = _reporting(chunks, f"scanning {p.name}", st.st_size, progress)
-    offsets = _run(ev, chunks, Reader(path=p), st.st_size, last, task, engine)
+    offsets = _run(ev, chunks, Reader(path=p, end=st.st_size), st.st_size, last, task, engine)
     remember_offsets(name, st.st_ino, offsets)
     _flag_if_changed(ev, p, st)
     return ev
