@@ -207,6 +207,8 @@ HISTORY = [
      "a third batch, scored before any further change: CUDA OOM on one rank above the elastic agent's SIGTERMs and above Triton file-lock DEBUG noise, an XLA kernel's CUDA_ERROR_ILLEGAL_ADDRESS (all right); an XLA fatal 'F ...shape_tree.cc:54] Check failed' line (261) and XLA's 'INTERNAL: the library was not initialized' (262) abstained"),
     ("afd8fca on cases 287-304 only", "13/18", "6/9", "7/9",
      "whole committed LSF reports (a full disk seen only as '/bin/rm: write error' and exit code 120, a missing data file), Ray worker deaths, NCCL watchdog cascades, Keras OOM above a cut traceback, a Megatron GQA size mismatch, TRL's KeyError 'text', a bare SIGKILL: scored before any change (293, a heartbeat-monitor hang wrapped at 116 columns, 299, rank 0's flight-recorder 'Received a dump signal due to a collective timeout from rank 13', and the three XLA 'NCCL operation ... failed' logs 302-304 abstained; 288 and 289 right only through an acceptable class)"),
+    ("a4c9316 on cases 330-342 only", "9/13", "4/6", "5/7",
+     "whole committed job logs or long slices of them (SLURM/LSF stderr files, nohup.out, LSF job reports, up to 816 KB): torchrun/PEFT config errors under ChildFailedError and conda-run noise, a rendezvous EADDRINUSE between healthy iterations of a run that kept going, a DataParallel replica OOM, SLURM time limits after a conda error and Lightning warnings, seven appended runs ending in an imageio read failure, a dataset folder missing after a download bar: scored before any change (333, HfArgumentParser's 'error: argument --fp16: Truthy value expected', 336, a SyntaxError printed by two ranks interleaved at the end of an 816 KB stderr, 339, Hydra's 'Error in call to target' report of a dataset class without a traceback, and 342, 'python: can't open file ... [Errno 2]' above an LSF summary, abstained); 13/13 after"),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
@@ -252,7 +254,11 @@ HISTORY_NOTE = (
     "wordings, XLA/JAX NCCL failures, Keras OOM, a Megatron GQA size mismatch) scored 13/18 before the changes they "
     "prompted (PyTorch's heartbeat-monitor fatal line 'Terminating the process after attempting to dump debug info' and "
     "the flight recorder's 'Received a dump signal due to a collective timeout from rank N' are collective timeouts; "
-    "XLA's 'NCCL operation <call> failed: <reason>' is an NCCL failure), 18/18 after."
+    "XLA's 'NCCL operation <call> failed: <reason>' is an NCCL failure), 18/18 after. Cases 330-342 (committed job logs, "
+    "collected as whole files or long slices: stderr of SLURM/LSF jobs, nohup.out, LSF reports) scored 9/13 before the "
+    "changes they prompted (argparse's 'error: argument X: <message>' is a command-line rejection whatever the type "
+    "function's message says; Python's SyntaxError/IndentationError wordings and 'python: can't open file' mean the "
+    "script never ran; Hydra's 'Error in call to target' report is an exception whose target is its one frame), 13/13 after."
 )
 
 
