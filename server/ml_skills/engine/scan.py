@@ -53,7 +53,8 @@ EVAL_LINES_PER_CHUNK = 256
 
 # Internal markers: (name, pattern, report once per chunk)
 _MARKERS: list[tuple[str, str, bool]] = [
-    ("traceback", r"(Original )?Traceback \(most recent call last\):", False),
+    # Hydra's instantiate error without HYDRA_FULL_ERROR is its own short traceback (tracebacks.parse_hydra)
+    ("traceback", r"(Original )?Traceback \(most recent call last\):|^(\[rank\d+\]:\s*)?Error in call to target '[\w.]+':\s*$", False),
     ("completed", r"(?i)(training (completed|finished|complete|done)\b|'train_runtime'|\"train_runtime\"|`Trainer\.fit` stopped: `max_(epochs|steps)=\d+` reached|Training complete in|finished training|saving final model|Done training|training_done)", True),
     # a validation metric in the chunk: on sampled logs its lines are all parsed (see _eval_lines)
     ("eval", _EVAL, True),

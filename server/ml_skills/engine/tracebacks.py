@@ -33,6 +33,11 @@ _EXC_NAME = re.compile(
     r"\w\.error|\w\.timeout)(\([\w.]+\))?$"
 )
 _CHAIN = ("During handling of the above exception", "The above exception was the direct cause")
+# Hydra's instantiate() without HYDRA_FULL_ERROR prints no traceback, only the target it called and
+# the exception's repr on the next line: "Error in call to target 'pkg.datasets.Speech':" then
+# "ValueError(\"Directory ... does not exist\")". The target is the one frame there is.
+HYDRA_TARGET = re.compile(r"^(?:\[rank\d+\]:\s*)?Error in call to target '(?P<target>[\w.]+)':\s*$")
+_REPR = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)\((?P<msg>.*?)\)?$")
 IGNORED = "Exception ignored in"
 _MAX_LINES = 400
 
@@ -47,8 +52,32 @@ def _strip(line: str, prefix: str) -> str | None:
     return None
 
 
+def parse_hydra(lines: list[str], first_line_no: int, source: str) -> TracebackEvent | None:
+    """Hydra's 'Error in call to target' report: the exception repr on the next line, the target as its frame.
+
+    The event sits on the report's first line, so a signature on the repr line below stays its own evidence
+    and is quoted as the log prints it.
+    """
+    m = HYDRA_TARGET.match(ANSI.sub("", lines[0]).strip())
+    if not m or len(lines) < 2:
+        return None
+    rm = _REPR.match(ANSI.sub("", lines[1]).strip())
+    if not rm or not _EXC_NAME.search(rm["type"]):
+        return None
+    msg = rm["msg"]
+    if len(msg) >= 2 and msg[0] == msg[-1] and msg[0] in "'\"":
+        msg = msg[1:-1]
+    module, _, func = m["target"].rpartition(".")
+    return TracebackEvent(
+        source=source, line_no=first_line_no, start_line=first_line_no, exc_type=rm["type"],
+        message=msg[:500], frames=[f"{module.replace('.', '/')}.py:{func}"], chained=False,
+    )
+
+
 def parse_at(lines: list[str], first_line_no: int, source: str, chained: bool = False) -> TracebackEvent | None:
     """Parse one traceback whose start line is lines[0]; None if it does not end in an exception line."""
+    if lines and HYDRA_TARGET.match(ANSI.sub("", lines[0]).strip()):
+        return parse_hydra(lines, first_line_no, source)
     head = ANSI.sub("", lines[0])
     m = _START.search(head)
     if not m:
