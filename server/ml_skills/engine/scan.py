@@ -249,12 +249,19 @@ def signature_scan(path: str | os.PathLike[str], engine: str | None = None) -> i
     return sum(len(matcher.find(chunk)) for _, chunk in logfile.iter_chunks(logfile.check_readable(path)))
 
 
+def _metric_order(item: tuple[str, float]) -> tuple[int, str]:
+    """The canonical metrics first (loss, val_loss, grad_norm, ...), then by name: a tracker's rows
+    come in whatever key order its API returns, and the report should not change with it."""
+    k = item[0]
+    return (metric_parser.CANONICAL.index(k) if k in metric_parser.CANONICAL else len(metric_parser.CANONICAL), k)
+
+
 def from_metrics(points: list[MetricPoint], *, source: str, task: Task | None = None) -> LogEvidence:
     """Evidence from a metric history (a tracker's), run through the same trajectory detectors."""
     ev = LogEvidence(source=source)
     last = points[-1] if points else None
     progress = ProgressPoint(source=source, line_no=last.line_no, step=last.step, epoch=last.epoch, time=last.time,
-                             text=", ".join(f"{k}={v:.4g}" for k, v in last.values.items())) if last else None
+                             text=", ".join(f"{k}={v:.4g}" for k, v in sorted(last.values.items(), key=_metric_order))) if last else None
     nan = next((p for p in points if any(v != v or abs(v) == float("inf") for v in p.values.values())), None)
     ev.trajectory = analyse(points, exact_nan=nan, last_progress=progress, task=task)
     return ev
