@@ -128,6 +128,7 @@ def test_loss_at_an_astronomical_scale_from_the_start_is_divergence_not_the_inte
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent("""
         import os, signal, torch
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a job started in the background inherits SIGINT ignored
         torch.manual_seed(0)
         x = torch.randn(64, 4); y = torch.randn(64, 1) * 3e15
         model = torch.nn.Linear(4, 1)
@@ -137,8 +138,8 @@ def test_loss_at_an_astronomical_scale_from_the_start_is_divergence_not_the_inte
             opt.zero_grad(); loss.backward(); opt.step()
             print(f"Epoch [{epoch}/1000], Train Loss: {loss.item():.4f}, Train L1 Loss: {loss.item() ** 0.5:.4f}", flush=True)
             print(f"Epoch [{epoch}/1000], Validation Loss: {loss.item() * 0.9:.4f}, Validation L1: 1.0", flush=True)
-            if epoch == 30:  # the owner presses Ctrl-C while it trains (raised at the next bytecode of the loop;
-                os.kill(os.getpid(), signal.SIGINT)  # a kill after the loop could go unhandled as the interpreter exits)
+            if epoch == 30:  # the owner presses Ctrl-C while it trains
+                os.kill(os.getpid(), signal.SIGINT)
     """))
     log = _run_into(tmp_path, f"{sys.executable} {script}")
     assert "KeyboardInterrupt" in log.read_text()
