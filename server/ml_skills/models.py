@@ -250,6 +250,7 @@ class AnomalyKind(StrEnum):
     TRAIN_VAL_DIVERGENCE = "train-val-divergence"
     EARLY_PERFECT_VALIDATION = "early-perfect-validation"
     VALIDATION_METRIC_NEAR_ZERO = "validation-metric-near-zero"
+    VALIDATION_METRIC_FROZEN = "validation-metric-frozen"
     NO_PROGRESS = "no-progress"
     SOURCE_SIGNAL = "source-signal"  # a collector's own finding (process state, pipeline task state)
 

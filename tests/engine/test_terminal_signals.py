@@ -323,6 +323,55 @@ def test_near_zero_accuracy_in_the_first_epochs_of_a_hard_task_is_not_an_evaluat
     assert d.primary_cause is None and d.run_status.value == "completed"
 
 
+_FROZEN_EVAL_SCRIPT = """
+    import copy, torch
+    torch.manual_seed(0)
+    w = torch.randn(16)
+    x, vx = torch.randn(2048, 16), torch.randn(512, 16)
+    y, vy = (x @ w > 0).long(), (vx @ w > 0).long()
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 2))
+    evaluated = {evaluated}
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    for epoch in range(6):
+        for i in range(0, 2048, 64):
+            loss = torch.nn.functional.cross_entropy(model(x[i:i + 64]), y[i:i + 64])
+            opt.zero_grad(); loss.backward(); opt.step()
+        with torch.no_grad():
+            acc = (model(x).argmax(1) == y).float().mean().item()
+            vacc = (evaluated(vx).argmax(1) == vy).float().mean().item()
+        print(f"Epoch[{{epoch}}] Train-accuracy={{acc:.6f}}", flush=True)
+        print(f"Epoch[{{epoch}}] Validation-accuracy={{vacc:.6f}}", flush=True)
+"""
+
+
+def _frozen_eval_run(tmp_path: Path, evaluated: str) -> tuple[Path, list[float], list[float]]:
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(_FROZEN_EVAL_SCRIPT.format(evaluated=evaluated)))
+    log = _run_into(tmp_path, f"{sys.executable} {script}")
+    text = log.read_text()
+    accs = [float(line.rsplit("=", 1)[1]) for line in text.splitlines() if "Train-accuracy=" in line]
+    vaccs = [float(line.rsplit("=", 1)[1]) for line in text.splitlines() if "Validation-accuracy=" in line]
+    return log, accs, vaccs
+
+
+def test_validation_accuracy_of_a_model_copy_taken_before_training_is_an_evaluation_mismatch(tmp_path):
+    """The evaluation scores a copy of the model made before training (MXNet's fit log format, no loss printed)."""
+    log, accs, vaccs = _frozen_eval_run(tmp_path, "copy.deepcopy(model)")
+    assert len(vaccs) == 6 and len(set(vaccs)) == 1 and accs[-1] >= vaccs[0] + 0.2, (accs, vaccs)  # it really arose
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert any(a.kind.value == "validation-metric-frozen" for a in d.anomalies), d.anomalies
+    assert d.primary_cause is not None and d.primary_cause.value == "evaluation-mismatch", d.root_cause.proximate
+    assert d.run_status.value == "degraded"
+
+
+def test_validation_accuracy_of_the_trained_model_is_not_frozen(tmp_path):
+    log, accs, vaccs = _frozen_eval_run(tmp_path, "model")
+    assert len(vaccs) == 6 and len(set(vaccs[-4:])) > 1, vaccs  # the situation really arose: the score moves
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert all(a.kind.value != "validation-metric-frozen" for a in d.anomalies), d.anomalies
+    assert d.primary_cause is None
+
+
 def test_a_megatron_iteration_line_that_lost_its_loss_reads_as_nan():
     # Megatron prints a loss only when its average is > 0: on the Falcon-40B run (corpus 062) the NaN loss of
     # iteration 3385 is simply missing from the line, with nothing skipped (loss scale 1.0)

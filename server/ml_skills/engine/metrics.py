@@ -74,10 +74,19 @@ def parse_timestamp(line: str) -> datetime | None:
         return None
 
 
+# MXNet's Module.fit logs `Epoch[3] Train-accuracy=0.92` and `Epoch[3] Validation-accuracy=0.51` (the metric's
+# name after a Train-/Validation- prefix); its default metric names for the loss are cross-entropy and ce
+_MXNET_SPLIT = {"train-": "", "validation-": "val_"}
+_MXNET_NAMES = {"accuracy": "acc", "acc": "acc", "cross-entropy": "loss", "ce": "loss"}
+
+
 def canonical(key: str) -> str | None:
     k = key.strip().strip("'\"").lower().replace(" ", "_")
     if k in ALIASES:
         return ALIASES[k]
+    for prefix, split in _MXNET_SPLIT.items():
+        if k.startswith(prefix) and k[len(prefix):] in _MXNET_NAMES:
+            return split + _MXNET_NAMES[k[len(prefix):]]
     for prefix in ("train/", "train_", "training/", "metrics/"):
         if k.startswith(prefix) and k[len(prefix):] in ALIASES and ALIASES[k[len(prefix):]] in ("loss", "grad_norm", "lr"):
             return ALIASES[k[len(prefix):]]

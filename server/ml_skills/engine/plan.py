@@ -80,6 +80,8 @@ def _candidates(cls: Classification, signals: list[Signal], logs: list[LogEviden
         add("check-train-data-coverage", 1.0); add("input-completeness-check", 1.0)
     if AnomalyKind.VALIDATION_METRIC_NEAR_ZERO in kinds and primary is FailureClass.EVALUATION_MISMATCH:
         add("fix-eval-config", 1.0); add("check-label-range", 0.8)
+    if AnomalyKind.VALIDATION_METRIC_FROZEN in kinds and primary is FailureClass.EVALUATION_MISMATCH:
+        add("fix-eval-config", 1.0)
     if AnomalyKind.EARLY_PERFECT_VALIDATION in kinds and primary is FailureClass.EVALUATION_MISMATCH:
         add("check-split-overlap", 1.0); add("dedupe-splits", 1.0)
     if AnomalyKind.LOSS_BLOWUP in kinds:

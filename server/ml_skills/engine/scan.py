@@ -108,6 +108,9 @@ def _matcher(engine: str | None = None) -> tuple[Matcher, tuple[Signature, ...]]
 
 
 _LOSS = re.compile(rb"(?i)loss")
+# an accuracy printed on a line of its own, without a loss (MXNet's `Epoch[3] Train-accuracy=0.92` and
+# `Validation-accuracy=0.51`, hand-written loops): read on logs whose every metric line is parsed
+_ACCURACY = re.compile(rb"(?i)accuracy\s*[=:]")
 def _line_bounds(chunk: bytes, end: int) -> tuple[int, int]:
     pos = max(0, end - 1)
     start = chunk.rfind(b"\n", 0, pos) + 1 if pos > 0 else 0
@@ -135,6 +138,11 @@ def _metric_lines(chunk: bytes, budget: int | None) -> list[int]:
             break
         pos = nxt + 1 if not stride else max(nxt + 1, s + stride)
     return starts
+
+
+def _accuracy_lines(chunk: bytes) -> set[int]:
+    """Start offsets of the lines that print an accuracy (`accuracy=`, `accuracy:`)."""
+    return {chunk.rfind(b"\n", 0, m.start()) + 1 for m in _ACCURACY.finditer(chunk)}
 
 
 @cache
@@ -333,6 +341,8 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
 
         # metrics: every loss line on small logs, an even sample on huge ones, plus exact events
         starts = _metric_lines(chunk, budget)
+        if budget is None:
+            starts = sorted(set(starts) | _accuracy_lines(chunk))
         if budget is not None and eval_in_chunk:
             exact_lines |= _eval_lines(chunk, engine)
         if exact_lines:

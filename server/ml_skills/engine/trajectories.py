@@ -187,6 +187,49 @@ def _throughput_collapse(points: Sequence[MetricPoint]) -> Anomaly | None:
     return None
 
 
+FROZEN_EVALS = 4
+
+
+def _validation_frozen(points: Sequence[MetricPoint], vacc: list[tuple[MetricPoint, float]]) -> Anomaly | None:
+    """Validation accuracy identical to the last digit at the last FROZEN_EVALS evaluations while training accuracy climbs.
+
+    A model that learns changes its predictions, so a validation score that does not move by one printed digit
+    while training accuracy rises well above it says the evaluation does not see the model being trained, or
+    sees different inputs (eval-time preprocessing unlike training's, a model copy taken before training,
+    BatchNorm statistics in eval mode, predictions compared with labels in another order).
+    """
+    if len(vacc) < FROZEN_EVALS:
+        return None
+    last = vacc[-1][1]
+    run = 0
+    for _, v in reversed(vacc):
+        if v != last:
+            break
+        run += 1
+    if run < FROZEN_EVALS:
+        return None
+    first = vacc[-run][0].line_no
+    # the training accuracy of the epoch that led to the first frozen evaluation, and every one after it
+    acc = [(p, p.values["acc"]) for p in points if "acc" in p.values and _finite(p.values["acc"])]
+    before = [i for i, (p, _) in enumerate(acc) if p.line_no < first]
+    acc = acc[before[-1] if before else 0:]
+    if len(acc) < FROZEN_EVALS:
+        return None
+    scale = 100.0 if max([last, *(v for _, v in acc)]) > 1.0 else 1.0
+    lo, hi = min(v for _, v in acc), acc[-1][1]
+    if last >= 0.999 * scale or hi - lo < 0.2 * scale or hi < last + 0.2 * scale:
+        return None
+    p = vacc[-1][0]
+    return Anomaly(
+        kind=AnomalyKind.VALIDATION_METRIC_FROZEN, failure_class=FailureClass.EVALUATION_MISMATCH,
+        severity=Severity.SIGNIFICANT, source=p.source, line_no=p.line_no, step=p.step,
+        detail=(f"validation accuracy {last:g} identical at the last {run} evaluations (lines {first}-{p.line_no}) while "
+                f"training accuracy rose {lo:g} -> {hi:g}: the evaluation does not see the model being trained or gets "
+                "other inputs (eval-time preprocessing unlike training's, a model copy taken before training, "
+                "BatchNorm/dropout mode, labels compared in another order)"),
+    )
+
+
 def _train_val(points: Sequence[MetricPoint], task: Task | None) -> list[Anomaly]:
     out: list[Anomaly] = []
     train = [(p, p.values["loss"]) for p in points if "loss" in p.values and _finite(p.values["loss"])]
@@ -232,6 +275,8 @@ def _train_val(points: Sequence[MetricPoint], task: Task | None) -> list[Anomaly
                 severity=Severity.SIGNIFICANT, source=p.source, line_no=p.line_no, step=p.step,
                 detail=f"validation loss {v:g} at the first evaluation: leakage or a trivial target",
             ))
+    if task in (None, Task.CLASSIFICATION) and (frozen := _validation_frozen(points, vacc)):
+        out.append(frozen)
     if task in (None, Task.CLASSIFICATION) and vacc and val and train:
         scale = 100.0 if max(v for _, v in vacc) > 1.0 else 1.0
         p, v = vacc[-1]
