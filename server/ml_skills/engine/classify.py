@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from functools import cache
 
 from ml_skills.catalog.loader import signatures
+from ml_skills.engine.cascades import generic_after_specific, numeric_before_crash
 from ml_skills.engine.exceptions import callers_of_chained, traceback_class
 from ml_skills.engine.metrics import parse_line
+from ml_skills.engine.signals import MIN_PRIMARY, ROLE_W, Signal
 from ml_skills.models import (
     Anomaly,
     Classification,
@@ -31,22 +32,16 @@ from ml_skills.models import (
     SourceEvidence,
 )
 
-ROLE_W = {Role.CAUSE: 3.0, Role.SYMPTOM: 1.2, Role.HINT: 0.5}
 SEV_W = {Severity.CRITICAL: 1.0, Severity.SIGNIFICANT: 0.7, Severity.MINOR: 0.4, Severity.INFO: 0.2}
 ANOMALY_W = {Severity.CRITICAL: 3.2, Severity.SIGNIFICANT: 2.0, Severity.MINOR: 0.8, Severity.INFO: 0.3}
 TRACEBACK_W = 2.6
 SURVIVED = 0.3
 WARNING_DAMP = 0.3
-MIN_PRIMARY = 1.0
 # An error counts as survived only if training went on for this many progress lines after it:
 # a DataLoader still hands out the batches its other workers prefetched (2 per worker) after
 # one worker dies, and loggers flush late, so one or two step lines do not mean recovery.
 SURVIVED_MIN_PROGRESS = 3
 EXTERNAL_KILL = "sigkill-external"
-# Generic errors whose own message goes on to name the failure, and over how many lines: a C++ abort's
-# what() (same line or the next), an NCCL error's 'Last error:' detail (up to three lines below it).
-NATIVE_ABORT = "abort-native"  # names only the mechanism (an uncaught C++ exception), never what failed
-CARRIES = {NATIVE_ABORT: 1, "nccl-error": 3}
 QUOTE_WIDTH = 400  # a longer line is quoted around its match, so the cited text holds the decisive words
 _WARNING = re.compile(r"(Warning:|WARNING|\bwarn(ing)?s?\.|\[W \w|^W\d{4} |\bW\d{4} \d\d:|UserWarning|FutureWarning|DeprecationWarning|\bwarnings\.warn)")
 _WRAPPERS = re.compile(r"(RayTaskError|ChildFailedError|CalledProcessError|ProcessRaisedException|HydraException|SystemExit|TrainingFailedError|TuneError)")
@@ -68,20 +63,6 @@ CONFUSABLE: dict[FailureClass, list[FailureClass]] = {
 }
 
 
-@dataclass
-class Signal:
-    failure_class: FailureClass
-    weight: float
-    kind: str  # signature, traceback, anomaly, source
-    label: str
-    source: str
-    line_no: int | None
-    text: str
-    role: Role
-    survived: bool = False
-    warning: bool = False
-
-
 # classes that name one event seen two ways (a loss blow-up on the way to NaN)
 _SAME_EVENT: dict[FailureClass, tuple[FailureClass, ...]] = {
     FailureClass.NAN_INF: (FailureClass.OPTIMIZATION_DIVERGENCE,),
@@ -93,12 +74,6 @@ _SAME_EVENT: dict[FailureClass, tuple[FailureClass, ...]] = {
 def _logged_as_warning() -> frozenset[str]:
     """Signatures of failures that their framework reports at WARNING level (not damped)."""
     return frozenset(s.id for s in signatures() if s.logged_as_warning)
-
-
-@cache
-def _generic() -> frozenset[str]:
-    """Signatures that say how a failure surfaced (an exit code, a signal), not what failed."""
-    return frozenset(s.id for s in signatures() if s.generic)
 
 
 @cache
@@ -206,63 +181,6 @@ def _anomaly_signal(a: Anomaly, kind: str = "anomaly") -> Signal:
                   Role.CAUSE if a.severity is Severity.CRITICAL else Role.SYMPTOM)
 
 
-def _generic_after_specific(signals: list[Signal]) -> None:
-    """A launcher's exit code or a native abort that follows a specific failure is how that failure surfaced.
-
-    torchrun reports a rank that the NCCL watchdog aborted as 'exitcode: -6', a DataLoader worker that hit
-    a full /dev/shm dies of a bus error, and the C++ runtime prints 'terminate called' for an exception
-    that was already logged: such lines name a signal, not a cause. When a specific signal of another
-    class (weight >= MIN_PRIMARY, not survived, not a warning) comes earlier in the same log or on the
-    same line, the generic one becomes a symptom, so it neither wins nor takes the root-cause lead.
-    """
-    generic = _generic()
-    specific = [s for s in signals if s.label not in generic and s.role is not Role.HINT and not s.survived
-                and not s.warning and s.weight >= MIN_PRIMARY and s.line_no is not None]
-    carried = [s for s in signals if s.kind == "signature" and s.label != NATIVE_ABORT and s.role is not Role.HINT
-               and not s.survived and not s.warning and s.line_no is not None]
-    for g in signals:
-        if g.kind != "signature" or g.label not in generic or g.line_no is None:
-            continue
-        # 'terminate called after throwing ...' is how an uncaught C++ exception ends the process, and NCCL's
-        # error only reports what its 'Last error:' then names: the failure named inside the message (even a
-        # generic one, an NCCL error inside an abort) is the one to follow
-        span = CARRIES.get(g.label)
-        if span is not None and any(s.source == g.source and s.failure_class != g.failure_class
-                                    and g.line_no <= (s.line_no or 0) <= g.line_no + span for s in carried):
-            # a native abort names only the mechanism, so it stays below what it carries even when that is
-            # itself a symptom (a collective timeout in what()); an NCCL error's own words still count
-            target = Role.HINT if g.label == NATIVE_ABORT else Role.SYMPTOM
-            if ROLE_W[g.role] > ROLE_W[target]:
-                g.weight *= ROLE_W[target] / ROLE_W[g.role]
-                g.role = target
-            continue
-        if any(s.source == g.source and s.failure_class != g.failure_class and (s.line_no or 0) <= g.line_no for s in specific):
-            if g.role is Role.CAUSE:
-                g.weight *= ROLE_W[Role.SYMPTOM] / ROLE_W[Role.CAUSE]
-                g.role = Role.SYMPTOM
-            else:
-                g.weight *= 0.5
-
-
-def _numeric_before_crash(signals: list[Signal]) -> None:
-    """A NaN or an exploding loss followed by a CUDA fault: the numbers went first, the crash followed.
-
-    Non-finite or huge values reach index and ROI kernels as garbage indices, so a run that
-    explodes numerically often dies a few steps later with an illegal memory access or a
-    device-side assert. When the anomaly precedes the crash in the same log, the anomaly takes
-    the lead that the crash would otherwise get as the first terminal cause.
-    """
-    numeric = [s for s in signals if s.kind == "anomaly" and s.label in ("nan-onset", "loss-blowup") and s.role is Role.CAUSE]
-    crashes = [s for s in signals if s.failure_class is FailureClass.CUDA_RUNTIME and s.role is Role.CAUSE and not s.survived]
-    for n in numeric:
-        after = [c for c in crashes if c.source == n.source and (c.line_no or 0) > (n.line_no or 0)]
-        if after:
-            n.weight *= 1.3
-            for c in after:
-                c.weight /= 1.3
-            return
-
-
 def _memory_flat(logs: list[LogEvidence]) -> tuple[bool, str]:
     for log in logs:
         for s in log.trajectory.series:
@@ -274,7 +192,7 @@ def _memory_flat(logs: list[LogEvidence]) -> tuple[bool, str]:
 
 def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = None) -> tuple[Classification, list[Signal]]:
     signals = collect_signals(logs, sources)
-    _generic_after_specific(signals)
+    generic_after_specific(signals)
     # the first cause after the last progress is the likely root of a cascade: give it a lead
     terminal = [s for s in signals if s.role is Role.CAUSE and not s.survived and not s.warning and s.line_no is not None]
     if terminal:
@@ -292,7 +210,7 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
         ends = [s for s in signals if s.role is Role.SYMPTOM and s.kind == "signature" and not s.survived and not s.warning]
         if ends:
             max(ends, key=lambda s: (s.weight, -(s.line_no or 0))).weight *= 1.3
-    _numeric_before_crash(signals)
+    numeric_before_crash(signals)
 
     # exit 137 with flat memory is an external SIGKILL, not an OOM: the kill itself is then the
     # failure (a scheduler, a preemption, a watchdog or a person), so it is a cause, not a symptom

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from ml_skills.engine import metrics as metric_parser
-from ml_skills.engine.points import fmt
+from ml_skills.engine.points import fmt, values_text
 from ml_skills.models import Anomaly, AnomalyKind, FailureClass, LogEvidence, MetricPoint, ProgressPoint, Role, Severity
 from ml_skills.safety.redact import redact
 
@@ -40,7 +40,7 @@ def last_progress(name: str, points: list[MetricPoint], tail: list[str], tail_st
         lp = points[-1]
         if best is None or lp.line_no > best.line_no:
             best = ProgressPoint(source=name, line_no=lp.line_no, step=lp.step, epoch=lp.epoch, time=lp.time,
-                                 text=", ".join(f"{k}={v:.4g}" for k, v in lp.values.items()))
+                                 text=values_text(lp.values))
     return best
 
 

@@ -18,9 +18,10 @@ from ml_skills import __version__
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import artifacts as artifact_collector
 from ml_skills.engine import excerpts, ranks, scan
-from ml_skills.engine.classify import EXTERNAL_KILL, Signal, classify
+from ml_skills.engine.classify import EXTERNAL_KILL, classify
 from ml_skills.engine.decide import decide
 from ml_skills.engine.plan import plan
+from ml_skills.engine.signals import Signal
 from ml_skills.engine.status import completed_clean, fmt_number, insufficient_evidence, run_status
 from ml_skills.errors import InputError, TargetNotFound
 from ml_skills.models import (

@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 import shlex
 
-from ml_skills.catalog.loader import exception_rules
+from ml_skills.catalog.loader import exception_rules, signatures
 from ml_skills.catalog.loader import fixes as fix_catalog
-from ml_skills.catalog.loader import signatures
-from ml_skills.engine.classify import EXTERNAL_KILL, Signal
+from ml_skills.engine.classify import EXTERNAL_KILL
+from ml_skills.engine.signals import Signal
 from ml_skills.models import (
     ActionKind,
     AnomalyKind,

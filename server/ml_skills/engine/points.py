@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ml_skills.engine.metrics import CANONICAL
 from ml_skills.models import MetricPoint
 
 
@@ -22,3 +23,15 @@ def at(p: MetricPoint) -> str:
     if p.step is not None:
         return f"step {fmt(p.step)}"
     return f"epoch {fmt(p.epoch)}" if p.epoch is not None else f"line {p.line_no}"
+
+
+def values_text(values: dict[str, float], canonical_order: bool = False) -> str:
+    """A point's values as a progress line quotes them: 'loss=2.31, lr=0.0003'.
+
+    `canonical_order` lists loss, val_loss, grad_norm, ... first, then by name: a tracker's rows come
+    in whatever key order its API returns, and the report should not change with it.
+    """
+    items = list(values.items())
+    if canonical_order:
+        items.sort(key=lambda kv: (CANONICAL.index(kv[0]) if kv[0] in CANONICAL else len(CANONICAL), kv[0]))
+    return ", ".join(f"{k}={v:.4g}" for k, v in items)

@@ -19,10 +19,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from ml_skills.engine.classify import Signal
 from ml_skills.engine.metrics import parse_timestamp
+from ml_skills.engine.signals import Signal
 from ml_skills.models import AnomalyKind, Classification, FailureClass, LogEvidence, Role
-
 
 # torch's own prefix on rank output ("[rank1]: Traceback"), NCCL's "[Rank 1]", loggers' "rank1"
 RANK_TAG = re.compile(r"^\[rank(\d+)\]:|\[Rank (\d+)\]|\brank(\d+)\b")

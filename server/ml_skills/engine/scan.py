@@ -1,18 +1,18 @@
-"""One streaming pass over a log: signatures, tracebacks, metrics, progress, framework markers.
+"""One streaming pass over a log: signatures, tracebacks, metrics, progress, frameworks.
 
 The file is read in chunks that end at a newline; one multi-pattern matcher finds every
 catalog signature and a few internal markers in each chunk at once; line numbers come from
-counting newlines. Metric lines are found by their `loss` anchor and parsed in Python: all of
-them on logs up to FULL_METRICS_BYTES, an even sample per chunk above that (the exact first NaN
-line, the tail and sparse validation lines are always kept). Memory is bounded by the chunk size and the caps below,
-never by the log's length.
+counting newlines. Which lines are parsed as metrics is metric_lines.py's choice: all of them on
+logs up to FULL_METRICS_BYTES, an even sample per chunk above that (the exact first NaN line,
+the largest grad norm (gradmax.py), the tail and sparse validation lines are always kept);
+frameworks.py reads its markers in a few chunks only. Memory is bounded by the chunk size and
+the caps below, never by the log's length.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -21,11 +21,12 @@ from pathlib import Path
 
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import logfile
-from ml_skills.engine import gradmax, newlines, tracebacks
+from ml_skills.engine import frameworks, gradmax, metric_lines, newlines, tracebacks
 from ml_skills.engine import metrics as metric_parser
 from ml_skills.engine.excerpts import Reader, quote_anomaly_lines, remember_offsets, remember_text
 from ml_skills.engine.lastprogress import check_stall, last_progress
-from ml_skills.engine.matcher import Matcher, ScanLimit
+from ml_skills.engine.matcher import Matcher
+from ml_skills.engine.points import values_text
 from ml_skills.engine.trajectories import analyse
 from ml_skills.models import (
     EvidenceStatus,
@@ -48,32 +49,13 @@ HITS_KEPT_PER_SIGNATURE = 3
 TRACEBACKS_KEPT = 40
 MAX_POINTS_KEPT = 50_000
 
-_EVAL = r"(?i)\b(val|eval|valid|validation|test|dev)[_ /-]?(lm[_ ])?(loss|acc|accuracy|top1|f1|ppl|perplexity)\b"
-EVAL_LINES_PER_CHUNK = 256
-
 # Internal markers: (name, pattern, report once per chunk)
 _MARKERS: list[tuple[str, str, bool]] = [
     # Hydra's instantiate error without HYDRA_FULL_ERROR is its own short traceback (tracebacks.parse_hydra)
     ("traceback", r"(Original )?Traceback \(most recent call last\):|^(\[rank\d+\]:\s*)?Error in call to target '[\w.]+':\s*$", False),
     ("completed", r"(?i)(training (completed|finished|complete|done)\b|'train_runtime'|\"train_runtime\"|`Trainer\.fit` stopped: `max_(epochs|steps)=\d+` reached|Training complete in|finished training|saving final model|Done training|training_done)", True),
     # a validation metric in the chunk: on sampled logs its lines are all parsed (see _eval_lines)
-    ("eval", _EVAL, True),
-]
-
-# Framework markers, each reported once per chunk. They are looked for where a framework shows
-# itself (the head of the log: imports, banners, config dumps; the tail; the chunks that hold a
-# traceback, whose file paths name it), not in every chunk: `[rankN]:` and `torch.` are on
-# every line of some logs, and in the main database these markers cost a quarter of its time.
-FRAMEWORK_HEAD_CHUNKS = 2
-FRAMEWORK_TRACEBACK_CHUNKS = 16
-_FRAMEWORKS: list[tuple[str, str]] = [
-    ("lightning", r"(pytorch_lightning|lightning\.pytorch|lightning_fabric|lightning/pytorch|LOCAL_RANK: \d+ - CUDA_VISIBLE_DEVICES|`Trainer\.fit`)"),
-    ("deepspeed", r"(?i)(deepspeed|\bzero_optimization\b|DeepSpeedEngine)"),
-    ("fsdp", r"(FullyShardedDataParallel|\bFSDP\b|fully_sharded|torch\.distributed\.fsdp)"),
-    ("hf-trainer", r"(transformers/trainer\.py|\*\*\*\*\* Running training \*\*\*\*\*|'train_runtime'|\{'loss': [0-9.naei]+, 'grad_norm'|\{'loss': [0-9.naei]+, 'learning_rate'|transformers\.trainer)"),
-    ("tensorflow", r"(tensorflow|keras\b|Keras|tf\.keras|I tensorflow/)"),
-    ("jax", r"(\bjax\b|jaxlib|\bflax\b|XlaRuntimeError|optax)"),
-    ("pytorch", r"(torch/|torch\.|\btorch \d|\bPyTorch\b|torchrun|\[rank\d+\]:)"),
+    ("eval", metric_lines.EVAL, True),
 ]
 
 @dataclass
@@ -105,69 +87,6 @@ def _matcher(engine: str | None = None) -> tuple[Matcher, tuple[Signature, ...]]
     patterns = [s.pattern for s in sigs] + [p for _, p, _ in _MARKERS]
     single = [False] * len(sigs) + [s for _, _, s in _MARKERS]
     return Matcher(patterns, single=single, engine=engine, gates=[s.gate for s in sigs]), sigs
-
-
-_LOSS = re.compile(rb"(?i)loss")
-# an accuracy printed on a line of its own, without a loss (MXNet's `Epoch[3] Train-accuracy=0.92` and
-# `Validation-accuracy=0.51`, hand-written loops): read on logs whose every metric line is parsed
-_ACCURACY = re.compile(rb"(?i)accuracy\s*[=:]")
-def _line_bounds(chunk: bytes, end: int) -> tuple[int, int]:
-    pos = max(0, end - 1)
-    start = chunk.rfind(b"\n", 0, pos) + 1 if pos > 0 else 0
-    if end > 0 and chunk[end - 1 : end] == b"\n":
-        start = chunk.rfind(b"\n", 0, end - 1) + 1
-    stop = chunk.find(b"\n", start)
-    return start, (len(chunk) if stop < 0 else stop)
-
-
-def _metric_lines(chunk: bytes, budget: int | None) -> list[int]:
-    """Start offsets of lines holding a loss value; every one, or an even sample of `budget`.
-
-    Sampling jumps `stride` bytes and takes the next loss line from there, so its cost does not
-    grow with the number of lines in the chunk.
-    """
-    starts: list[int] = []
-    stride = 0 if budget is None else max(1, len(chunk) // max(1, budget))
-    pos = 0
-    while (m := _LOSS.search(chunk, pos)) is not None:
-        s = chunk.rfind(b"\n", 0, m.start()) + 1
-        if not starts or s != starts[-1]:
-            starts.append(s)
-        nxt = chunk.find(b"\n", m.end())
-        if nxt < 0:
-            break
-        pos = nxt + 1 if not stride else max(nxt + 1, s + stride)
-    return starts
-
-
-def _accuracy_lines(chunk: bytes) -> set[int]:
-    """Start offsets of the lines that print an accuracy (`accuracy=`, `accuracy:`)."""
-    return {chunk.rfind(b"\n", 0, m.start()) + 1 for m in _ACCURACY.finditer(chunk)}
-
-
-@cache
-def _framework_matcher(engine: str | None) -> Matcher:
-    return Matcher([p for _, p in _FRAMEWORKS], single=[True] * len(_FRAMEWORKS), engine=engine)
-
-
-@cache
-def _eval_matcher(engine: str | None) -> Matcher:
-    return Matcher([_EVAL], engine=engine)
-
-
-def _eval_lines(chunk: bytes, engine: str | None) -> set[int]:
-    """Start offsets of the chunk's validation-metric lines, when they are few.
-
-    An even sample of a sampled log's metric lines holds few of its rare evaluation lines (one per
-    epoch among thousands of step lines), and the validation curve is what shows memorisation or
-    a broken evaluation. When there are more than EVAL_LINES_PER_CHUNK (a bar that shows val_loss
-    on every frame), the even sample already holds plenty.
-    """
-    try:
-        ends = _eval_matcher(engine).find(chunk, limit=EVAL_LINES_PER_CHUNK + 1)
-    except ScanLimit:
-        return set()
-    return {_line_bounds(chunk, end)[0] for _, end in ends}
 
 
 def scan_log(
@@ -257,19 +176,12 @@ def signature_scan(path: str | os.PathLike[str], engine: str | None = None) -> i
     return sum(len(matcher.find(chunk)) for _, chunk in logfile.iter_chunks(logfile.check_readable(path)))
 
 
-def _metric_order(item: tuple[str, float]) -> tuple[int, str]:
-    """The canonical metrics first (loss, val_loss, grad_norm, ...), then by name: a tracker's rows
-    come in whatever key order its API returns, and the report should not change with it."""
-    k = item[0]
-    return (metric_parser.CANONICAL.index(k) if k in metric_parser.CANONICAL else len(metric_parser.CANONICAL), k)
-
-
 def from_metrics(points: list[MetricPoint], *, source: str, task: Task | None = None) -> LogEvidence:
     """Evidence from a metric history (a tracker's), run through the same trajectory detectors."""
     ev = LogEvidence(source=source)
     last = points[-1] if points else None
     progress = ProgressPoint(source=source, line_no=last.line_no, step=last.step, epoch=last.epoch, time=last.time,
-                             text=", ".join(f"{k}={v:.4g}" for k, v in sorted(last.values.items(), key=_metric_order))) if last else None
+                             text=values_text(last.values, canonical_order=True)) if last else None
     nan = next((p for p in points if any(v != v or abs(v) == float("inf") for v in p.values.values())), None)
     ev.trajectory = analyse(points, exact_nan=nan, last_progress=progress, task=task)
     return ev
@@ -286,7 +198,6 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
     aggs: dict[int, _SigAgg] = {}
     tb_offsets: list[tuple[int, int]] = []  # (line_no, byte offset)
     tb_total = 0
-    frameworks: dict[str, int] = {}
     completed_line: int | None = None
     points: list[MetricPoint] = []
     metric_offsets: dict[int, int] = {}  # line_no -> byte offset, to quote an anomaly's own line
@@ -297,14 +208,14 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
     huge_gn = {i for i, s in enumerate(sigs) if s.id == "grad-norm-huge"}
     ends_with_newline = True
 
-    fw_traceback_chunks = 0
+    fw = frameworks.Tally(engine)
     for chunk_no, (offset, chunk) in enumerate(chunks):
         cursor, cursor_line = 0, line_base
         exact_lines: set[int] = set()
         eval_in_chunk = False
         tb_before = tb_total
         for idx, end in matcher.find(chunk):
-            start, stop = _line_bounds(chunk, end)
+            start, stop = metric_lines.line_bounds(chunk, end)
             if start < cursor:  # matches come in order of end offset; rewind the count if needed
                 cursor, cursor_line = 0, line_base
             cursor_line += newlines.count(chunk, cursor, start)
@@ -332,19 +243,14 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
                 completed_line = line_no
             elif marker == "eval":
                 eval_in_chunk = True
-        traceback_here = tb_total > tb_before and fw_traceback_chunks < FRAMEWORK_TRACEBACK_CHUNKS
-        if chunk_no < FRAMEWORK_HEAD_CHUNKS or offset + len(chunk) >= size or traceback_here:
-            fw_traceback_chunks += traceback_here
-            for idx, _ in _framework_matcher(engine).find(chunk):
-                fw = _FRAMEWORKS[idx][0]
-                frameworks[fw] = frameworks.get(fw, 0) + 1
+        fw.read(chunk, chunk_no, last=offset + len(chunk) >= size, traceback=tb_total > tb_before)
 
         # metrics: every loss line on small logs, an even sample on huge ones, plus exact events
-        starts = _metric_lines(chunk, budget)
+        starts = metric_lines.loss_lines(chunk, budget)
         if budget is None:
-            starts = sorted(set(starts) | _accuracy_lines(chunk))
+            starts = sorted(set(starts) | metric_lines.accuracy_lines(chunk))
         if budget is not None and eval_in_chunk:
-            exact_lines |= _eval_lines(chunk, engine)
+            exact_lines |= metric_lines.eval_lines(chunk, engine)
         if exact_lines:
             starts = sorted(set(starts) | exact_lines)
         mcursor, mline = 0, line_base
@@ -386,7 +292,7 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
         ends_with_newline = chunk.endswith(b"\n")
 
     ev.total_lines = line_base - 1 + (0 if ends_with_newline else 1)
-    ev.frameworks = frameworks
+    ev.frameworks = fw.counts
     offsets: dict[int, int] = dict(point_offsets)
     offsets.update(tb_offsets)
     for idx, agg in sorted(aggs.items(), key=lambda t: t[1].first[0][0]):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ml_skills.engine.classify import Signal
+from ml_skills.engine.signals import Signal
 from ml_skills.models import (
     AnomalyKind,
     Classification,

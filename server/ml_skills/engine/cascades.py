@@ -1,0 +1,82 @@
+"""Cascade rules: how one failure surfaces as several signals, and which of them leads.
+
+Run by classify after every signal is weighed: a generic exit code or native abort that follows a
+specific failure is how that failure surfaced; a NaN or blow-up followed by a CUDA fault went first.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from ml_skills.catalog.loader import signatures
+from ml_skills.engine.signals import MIN_PRIMARY, ROLE_W, Signal
+from ml_skills.models import FailureClass, Role
+
+# Generic errors whose own message goes on to name the failure, and over how many lines: a C++ abort's
+# what() (same line or the next), an NCCL error's 'Last error:' detail (up to three lines below it).
+NATIVE_ABORT = "abort-native"  # names only the mechanism (an uncaught C++ exception), never what failed
+CARRIES = {NATIVE_ABORT: 1, "nccl-error": 3}
+
+
+@cache
+def _generic() -> frozenset[str]:
+    """Signatures that say how a failure surfaced (an exit code, a signal), not what failed."""
+    return frozenset(s.id for s in signatures() if s.generic)
+
+
+
+def generic_after_specific(signals: list[Signal]) -> None:
+    """A launcher's exit code or a native abort that follows a specific failure is how that failure surfaced.
+
+    torchrun reports a rank that the NCCL watchdog aborted as 'exitcode: -6', a DataLoader worker that hit
+    a full /dev/shm dies of a bus error, and the C++ runtime prints 'terminate called' for an exception
+    that was already logged: such lines name a signal, not a cause. When a specific signal of another
+    class (weight >= MIN_PRIMARY, not survived, not a warning) comes earlier in the same log or on the
+    same line, the generic one becomes a symptom, so it neither wins nor takes the root-cause lead.
+    """
+    generic = _generic()
+    specific = [s for s in signals if s.label not in generic and s.role is not Role.HINT and not s.survived
+                and not s.warning and s.weight >= MIN_PRIMARY and s.line_no is not None]
+    carried = [s for s in signals if s.kind == "signature" and s.label != NATIVE_ABORT and s.role is not Role.HINT
+               and not s.survived and not s.warning and s.line_no is not None]
+    for g in signals:
+        if g.kind != "signature" or g.label not in generic or g.line_no is None:
+            continue
+        # 'terminate called after throwing ...' is how an uncaught C++ exception ends the process, and NCCL's
+        # error only reports what its 'Last error:' then names: the failure named inside the message (even a
+        # generic one, an NCCL error inside an abort) is the one to follow
+        span = CARRIES.get(g.label)
+        if span is not None and any(s.source == g.source and s.failure_class != g.failure_class
+                                    and g.line_no <= (s.line_no or 0) <= g.line_no + span for s in carried):
+            # a native abort names only the mechanism, so it stays below what it carries even when that is
+            # itself a symptom (a collective timeout in what()); an NCCL error's own words still count
+            target = Role.HINT if g.label == NATIVE_ABORT else Role.SYMPTOM
+            if ROLE_W[g.role] > ROLE_W[target]:
+                g.weight *= ROLE_W[target] / ROLE_W[g.role]
+                g.role = target
+            continue
+        if any(s.source == g.source and s.failure_class != g.failure_class and (s.line_no or 0) <= g.line_no for s in specific):
+            if g.role is Role.CAUSE:
+                g.weight *= ROLE_W[Role.SYMPTOM] / ROLE_W[Role.CAUSE]
+                g.role = Role.SYMPTOM
+            else:
+                g.weight *= 0.5
+
+
+def numeric_before_crash(signals: list[Signal]) -> None:
+    """A NaN or an exploding loss followed by a CUDA fault: the numbers went first, the crash followed.
+
+    Non-finite or huge values reach index and ROI kernels as garbage indices, so a run that
+    explodes numerically often dies a few steps later with an illegal memory access or a
+    device-side assert. When the anomaly precedes the crash in the same log, the anomaly takes
+    the lead that the crash would otherwise get as the first terminal cause.
+    """
+    numeric = [s for s in signals if s.kind == "anomaly" and s.label in ("nan-onset", "loss-blowup") and s.role is Role.CAUSE]
+    crashes = [s for s in signals if s.failure_class is FailureClass.CUDA_RUNTIME and s.role is Role.CAUSE and not s.survived]
+    for n in numeric:
+        after = [c for c in crashes if c.source == n.source and (c.line_no or 0) > (n.line_no or 0)]
+        if after:
+            n.weight *= 1.3
+            for c in after:
+                c.weight /= 1.3
+            return

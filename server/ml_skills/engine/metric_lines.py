@@ -1,0 +1,76 @@
+"""Which lines of a chunk the scan parses as metrics, found without parsing the others.
+
+Metric lines are found by their `loss` anchor: every one on small logs, an even sample on large
+ones. Small logs also give lines that print an accuracy without a loss; sampled logs also give
+every validation-metric line of a chunk that has few (the sample would miss them).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+from ml_skills.engine.matcher import Matcher, ScanLimit
+
+EVAL = r"(?i)\b(val|eval|valid|validation|test|dev)[_ /-]?(lm[_ ])?(loss|acc|accuracy|top1|f1|ppl|perplexity)\b"
+EVAL_LINES_PER_CHUNK = 256
+
+_LOSS = re.compile(rb"(?i)loss")
+# an accuracy printed on a line of its own, without a loss (MXNet's `Epoch[3] Train-accuracy=0.92` and
+# `Validation-accuracy=0.51`, hand-written loops): read on logs whose every metric line is parsed
+_ACCURACY = re.compile(rb"(?i)accuracy\s*[=:]")
+
+
+def line_bounds(chunk: bytes, end: int) -> tuple[int, int]:
+    """(start, stop) of the line in which a match ending at `end` lies."""
+    pos = max(0, end - 1)
+    start = chunk.rfind(b"\n", 0, pos) + 1 if pos > 0 else 0
+    if end > 0 and chunk[end - 1 : end] == b"\n":
+        start = chunk.rfind(b"\n", 0, end - 1) + 1
+    stop = chunk.find(b"\n", start)
+    return start, (len(chunk) if stop < 0 else stop)
+
+
+def loss_lines(chunk: bytes, budget: int | None) -> list[int]:
+    """Start offsets of lines holding a loss value; every one, or an even sample of `budget`.
+
+    Sampling jumps `stride` bytes and takes the next loss line from there, so its cost does not
+    grow with the number of lines in the chunk.
+    """
+    starts: list[int] = []
+    stride = 0 if budget is None else max(1, len(chunk) // max(1, budget))
+    pos = 0
+    while (m := _LOSS.search(chunk, pos)) is not None:
+        s = chunk.rfind(b"\n", 0, m.start()) + 1
+        if not starts or s != starts[-1]:
+            starts.append(s)
+        nxt = chunk.find(b"\n", m.end())
+        if nxt < 0:
+            break
+        pos = nxt + 1 if not stride else max(nxt + 1, s + stride)
+    return starts
+
+
+def accuracy_lines(chunk: bytes) -> set[int]:
+    """Start offsets of the lines that print an accuracy (`accuracy=`, `accuracy:`)."""
+    return {chunk.rfind(b"\n", 0, m.start()) + 1 for m in _ACCURACY.finditer(chunk)}
+
+
+@cache
+def _eval_matcher(engine: str | None) -> Matcher:
+    return Matcher([EVAL], engine=engine)
+
+
+def eval_lines(chunk: bytes, engine: str | None) -> set[int]:
+    """Start offsets of the chunk's validation-metric lines, when they are few.
+
+    An even sample of a sampled log's metric lines holds few of its rare evaluation lines (one per
+    epoch among thousands of step lines), and the validation curve is what shows memorisation or
+    a broken evaluation. When there are more than EVAL_LINES_PER_CHUNK (a bar that shows val_loss
+    on every frame), the even sample already holds plenty.
+    """
+    try:
+        ends = _eval_matcher(engine).find(chunk, limit=EVAL_LINES_PER_CHUNK + 1)
+    except ScanLimit:
+        return set()
+    return {line_bounds(chunk, end)[0] for _, end in ends}
