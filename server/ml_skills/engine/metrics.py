@@ -14,6 +14,7 @@ import json
 import math
 import re
 from datetime import datetime
+from functools import lru_cache
 
 CANONICAL = ("loss", "val_loss", "grad_norm", "lr", "throughput", "acc", "val_acc", "mem", "step_time", "loss_scale")
 
@@ -45,7 +46,9 @@ _PAIR = re.compile(
 )
 _SEGMENT = re.compile(r"^\s*(?P<key>[A-Za-z_][\w/.\-]*(?: [a-z_][\w/]*){0,2})\s+(?P<val>" + _NUM + r")\s*[a-zA-Z%]{0,3}\s*$")
 _SPACE_PAIR = re.compile(r"\b(?P<key>step|iter|iteration|epoch|Epoch|Step|Iter|Iteration)\s+(?P<val>\d+(?:\.\d+)?)(?:\s*/\s*(?P<total>\d+))?\b")
-_WORD_NUM = re.compile(r"(?i)\b(?P<key>(?:train |val |valid |eval |test )?loss)\s+(?:is\s+)?(?P<val>" + _NUM + r")(?!\w|\.\d)")
+# `loss 2.31`, `train loss is 0.4`: matched on the lower-cased line, from the literal (the word before is checked after)
+_WORD_NUM = re.compile(r"loss\s+(?:is\s+)?(?P<val>" + _NUM.lower() + r")(?!\w|\.\d)")
+_WORD_BEFORE = {"train ": "loss", "val ": "val_loss", "valid ": "val_loss", "eval ": "val_loss", "test ": "val_loss"}
 _NAMED_NUM = re.compile(r"(?:^|[\s|,;(\[])(?P<key>[A-Za-z][\w/.]*)\s+(?P<val>" + _NUM + r")(?=[\s,|;)\]]|$)")
 _TQDM = re.compile(r"(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[(?P<elapsed>[\d:]+)<(?P<eta>[\d:?]+),\s*(?P<rate>\d+(?:\.\d+)?)\s*(?P<unit>[a-zA-Z/]+)(?P<rest>[^\]]*)\]")
 _TIMESTAMP = re.compile(
@@ -56,7 +59,14 @@ _TIMESTAMP = re.compile(
 _MEGATRON_ITER = re.compile(r"^\s*iteration\s+\d+\s*/\s*\d+\s*\|")
 _MEGATRON_NOTHING_SKIPPED = re.compile(r"\|\s*loss scale: 1\.0\b|number of skipped iterations:\s*0\b")
 _ANY_LOSS = re.compile(r"(?i)loss(?! scale)")
-_HINT = re.compile(r"(?i)(loss|acc|lr|learning|grad|norm|step|iter|epoch|it/s|samples|tokens|mem|perplexity|ppl)")
+# a line without any of these words (lower-cased) holds no metric; `in` on the lower-cased line beats a (?i) regex
+_HINTS = ("loss", "acc", "lr", "learning", "grad", "norm", "step", "iter", "epoch", "it/s", "samples", "tokens", "mem",
+          "perplexity", "ppl")
+_STEP_WORDS = ("step", "iter", "epoch")  # _SPACE_PAIR's keys, lower-cased
+
+
+def _is_word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
 
 
 def _num(text: str) -> float:
@@ -80,6 +90,7 @@ _MXNET_SPLIT = {"train-": "", "validation-": "val_"}
 _MXNET_NAMES = {"accuracy": "acc", "acc": "acc", "cross-entropy": "loss", "ce": "loss"}
 
 
+@lru_cache(maxsize=4096)  # a log repeats a few dozen keys on every line
 def canonical(key: str) -> str | None:
     k = key.strip().strip("'\"").lower().replace(" ", "_")
     if k in ALIASES:
@@ -96,6 +107,7 @@ def canonical(key: str) -> str | None:
 _VAL_WORDS = {"val", "valid", "validation", "eval", "evaluation", "test", "dev"}
 
 
+@lru_cache(maxsize=1024)
 def _phrase(key: str) -> str | None:
     """A key of several words: 'Train Loss', 'Smoothed Validation Loss', 'lm loss', 'val acc'.
 
@@ -121,7 +133,10 @@ def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None]
         if not frames:
             return None
         line = frames[-1]
-    if len(line) > 4000 or not _HINT.search(line) or "Namespace(" in line or "usage:" in line:
+    if len(line) > 4000 or "Namespace(" in line or "usage:" in line:
+        return None
+    low = line.lower()
+    if not any(h in low for h in _HINTS):
         return None
     values: dict[str, float] = {}
     step: float | None = None
@@ -191,14 +206,16 @@ def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None]
                 epoch = epoch if epoch is not None else float(m["val"])
             elif (c := canonical(key)) is not None:
                 values.setdefault(c, _num(m["val"]))
-    for m in _WORD_NUM.finditer(line):
-        key = m["key"].lower().split(" ")[0] if " " in m["key"] else ""
-        c = {"": "loss", "train": "loss", "val": "val_loss", "valid": "val_loss", "eval": "val_loss", "test": "val_loss"}[key]
+    for m in _WORD_NUM.finditer(low):
+        s = m.start()
+        if s and (low[s - 1].isalnum() or low[s - 1] == "_"):
+            continue  # not a word of its own (`val_loss 0.3` is _NAMED_NUM's)
+        c = next((c for w, c in _WORD_BEFORE.items() if low.endswith(w, 0, s) and (s == len(w) or not _is_word(low[s - len(w) - 1]))), "loss")
         values.setdefault(c, _num(m["val"]))
     for m in _NAMED_NUM.finditer(line):  # print(f"epoch {e} train_loss {x:.4f} val_loss {y:.4f}"): known names only
         if (c := canonical(m["key"])) is not None:
             values.setdefault(c, _num(m["val"]))
-    for m in _SPACE_PAIR.finditer(line):
+    for m in _SPACE_PAIR.finditer(line) if any(w in low for w in _STEP_WORDS) else ():
         k = m["key"].lower()
         v = float(m["val"])
         if k == "epoch" and epoch is None:
