@@ -80,12 +80,15 @@ def test_a_blowup_that_climbs_for_many_steps_is_quoted_where_it_began(tmp_path):
     assert f"step {first_up} loss:" in d.root_cause.proximate
 
 
-def test_log_that_stops_with_no_error_abstains_and_says_what_to_collect(tmp_path):
+def test_log_that_stops_at_start_up_is_weakly_stalled_and_says_what_to_collect(tmp_path):
+    # a hang or a cut log: stalled with low confidence (stops.py), and the first step is to look at the live process
     code = "print('Initializing TorchBackend in DeepSpeed with backend gloo', flush=True)"
     log = _run_into(tmp_path, f'{sys.executable} -c "{code}"')
     d = diagnose(DiagnoseRequest(target=str(log)))
-    assert d.primary_cause is None
-    assert "py-spy dump" in (d.insufficient_evidence or "") and "distributed start-up" in (d.insufficient_evidence or "")
+    assert d.primary_cause is not None and d.primary_cause.value == "stalled"
+    assert d.primary_cause_confidence <= 0.45 and d.confidence.value == "low"
+    assert "distributed start-up" in d.root_cause.root and "the log is cut" in d.root_cause.root
+    assert d.fixes[0].fix_id == "dump-stacks" and any(c.startswith("py-spy dump") for c in d.next_commands)
 
 
 def test_exception_ignored_at_shutdown_does_not_outrank_how_the_run_ended(tmp_path):
@@ -385,10 +388,13 @@ def test_a_megatron_iteration_line_that_lost_its_loss_reads_as_nan():
     assert parse_line("iteration 182/ 250000 | lm loss: 2.382640E+00 | grad norm: 0.227 |")[0]["loss"] == 2.38264
 
 
-def test_progress_then_only_nccl_init_lines_asks_about_start_up():
-    # corpus 319: the FSDP example's first bar (0/188), then NCCL's communicator init and nothing else (a hang)
+def test_progress_then_only_nccl_init_lines_is_weakly_stalled_at_start_up():
+    # corpus 319: the FSDP example's first bar (0/188), then NCCL's communicator init and nothing else (a hang):
+    # NCCL creates its communicators at the first collective, so init lines after a first bar are still start-up
     log = Path(__file__).parents[1] / "corpus" / "319-nccl-fsdp-example-hangs-before-first-step-no-kill" / "train.log"
     d = diagnose(DiagnoseRequest(target=str(log)))
-    assert d.primary_cause is None
-    msg = d.insufficient_evidence or ""
-    assert "the last progress is at line 1 and the 6 lines after it hold no error" in msg and "distributed start-up" in msg
+    assert d.primary_cause is not None and d.primary_cause.value == "stalled" and d.primary_cause_confidence <= 0.45
+    assert d.run_status.value == "hung"
+    last = len(log.read_text().splitlines())
+    assert d.root_cause.proximate_line.line_no >= last - 1 and "NCCL" in d.root_cause.proximate
+    assert "distributed start-up" in d.root_cause.root

@@ -19,6 +19,7 @@ from ml_skills.engine.cascades import generic_after_specific, numeric_before_cra
 from ml_skills.engine.exceptions import callers_of_chained, traceback_class
 from ml_skills.engine.metrics import parse_line
 from ml_skills.engine.signals import MIN_PRIMARY, ROLE_W, Signal
+from ml_skills.engine.stops import CONFIDENCE_CAP, stop_signals
 from ml_skills.models import (
     Anomaly,
     Classification,
@@ -42,6 +43,7 @@ WARNING_DAMP = 0.3
 # one worker dies, and loggers flush late, so one or two step lines do not mean recovery.
 SURVIVED_MIN_PROGRESS = 3
 EXTERNAL_KILL = "sigkill-external"
+LIVE_STATES = ("running", "sleeping", "pipeline_state_running")
 QUOTE_WIDTH = 400  # a longer line is quoted around its match, so the cited text holds the decisive words
 _WARNING = re.compile(r"(Warning:|WARNING|\bwarn(ing)?s?\.|\[W \w|^W\d{4} |\bW\d{4} \d\d:|UserWarning|FutureWarning|DeprecationWarning|\bwarnings\.warn)")
 _WRAPPERS = re.compile(r"(RayTaskError|ChildFailedError|CalledProcessError|ProcessRaisedException|HydraException|SystemExit|TrainingFailedError|TuneError)")
@@ -118,6 +120,7 @@ def _survived(log: LogEvidence, line_no: int, last_prog: int | None) -> bool:
 
 def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | None = None) -> list[Signal]:
     signals: list[Signal] = []
+    live = any((s.state or "").lower() in LIVE_STATES for s in sources or [])
     for log in logs:
         last_prog = _last_progress_line(log)
         hits_by_line: dict[tuple[str, int], list[SignatureHit]] = {}
@@ -170,6 +173,8 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
                                   h.role, survived, warning))
         for a in log.trajectory.anomalies:
             signals.append(_anomaly_signal(a))
+        if not live:  # a process or tracker run still running says more than where its log stops
+            signals += stop_signals(log)
     for src in sources or []:
         for a in src.signals:
             signals.append(_anomaly_signal(a, kind="source"))
@@ -250,6 +255,8 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
     share = top / (top + second)
     strength = min(1.0, top / 4.0)
     confidence = round(max(0.05, min(0.97, share * (0.5 + 0.5 * strength))), 2)
+    if all(s.kind == "stop" for s in by_class[primary]):
+        confidence = min(confidence, CONFIDENCE_CAP)  # only where the log stops says it hung
 
     psigs = sorted(by_class[primary], key=lambda s: (-s.weight, s.line_no or 0))
     decisive = psigs[0]

@@ -202,6 +202,9 @@ def _root_cause(cls: Classification, signals: list[Signal], logs: list[LogEviden
         if s.kind in ("anomaly", "source"):
             meaning = s.text
             break
+        if s.kind == "stop":  # how the log ends (stops.py): the finding, without the line it quotes
+            meaning = s.text.split(excerpts.LINE_QUOTE, 1)[0]
+            break
         if s.kind == "traceback":
             meaning = _traceback_meaning(s)
             break

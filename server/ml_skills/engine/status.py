@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from ml_skills.engine.signals import Signal
+from ml_skills.engine.stops import DIST_INIT, ends_in_traceback
 from ml_skills.models import (
     AnomalyKind,
     Classification,
@@ -68,15 +69,6 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
     return RunStatus.UNKNOWN
 
 
-# what distributed initialisation prints (torch.distributed, DeepSpeed, Lightning, NCCL, accelerate)
-_DIST_INIT = re.compile(
-    r"(?i)(init_process_group|init_distributed|Initializing TorchBackend|Initializing distributed: GLOBAL_RANK|"
-    r"store_based_barrier|Waiting in store based barrier|Rendezvous|NCCL INFO (Bootstrap|NET/|Using network|comm 0x|"
-    r"cudaDriverVersion|Init START|Setting affinity|Channel \d+/)|NCCL version \d|"
-    r"MASTER_ADDR|Distributed environment: (MULTI_GPU|DEEPSPEED)|world_size)"
-)
-
-
 def completed_clean(cls: Classification, status: RunStatus, logs: list[LogEvidence], sources: list[SourceEvidence]) -> bool:
     """A run that says it completed, with no failure, no anomaly and no unread source: nothing to recover."""
     if status is not RunStatus.COMPLETED or cls.primary is not None or cls.contributing:
@@ -116,7 +108,7 @@ def insufficient_evidence(cls: Classification, logs: list[LogEvidence], sources:
             after = [x for i, x in enumerate(tail.lines, tail.start_line) if i > lp.line_no and x.strip()] if tail else []
             stage = (" and end in distributed start-up (NCCL or process-group init), where a hang usually means a rank "
                      "that never joined, an unreachable MASTER_ADDR:PORT or a broken GPU peer-to-peer path"
-                     if any(_DIST_INIT.search(x) for x in after[-5:]) else "")
+                     if any(DIST_INIT.search(x) for x in after[-5:]) else "")
             where = (f"the last progress is at {at} and the {len(after)} lines after it hold no error{stage}" if after
                      else f"the log ends at {at} with no error")
             return (f"{where}: need the process state "
@@ -124,7 +116,7 @@ def insufficient_evidence(cls: Classification, logs: list[LogEvidence], sources:
         last = next((l.tail.lines[-1].strip() for l in logs if l.tail and l.tail.lines and l.tail.lines[-1].strip()), "")
         if last and not any("completed-marker" in l.frameworks for l in logs):
             stage = (", during distributed start-up (process-group init), where a hang usually means a rank that never "
-                     "joined or an unreachable MASTER_ADDR:PORT") if _DIST_INIT.search(last) else ""
+                     "joined or an unreachable MASTER_ADDR:PORT") if DIST_INIT.search(last) else ""
             return (f"the log stops with no error and no sign of completion (last line: {last[:160]}){stage}: if the process "
                     "is still alive it is hung there, so dump its stacks (py-spy dump --pid PID, or ml-skills check-failed-run "
                     "--pid PID); if it ended, need the job's stderr or the scheduler's record of how it ended")
@@ -140,7 +132,6 @@ def insufficient_evidence(cls: Classification, logs: list[LogEvidence], sources:
 
 
 _FRAME = re.compile(r'^\s*(File "[^"]+", line \d+|-+> ?\[?\d+|Traceback \(most recent call last\))')
-_CARETS = re.compile(r"^\s*[\^~]+\s*$")
 _EXCEPTION = re.compile(r"^\s*(E\s+)?([A-Za-z_][\w.]*\.)?[A-Z]\w*(Error|Exception)(:|\s*$)")
 
 
@@ -163,15 +154,7 @@ def _raised(logs: list[LogEvidence]) -> bool:
 def _cut_in_traceback(logs: list[LogEvidence]) -> str | None:
     """A log whose last lines are traceback frames with no exception line was cut mid-traceback."""
     for l in logs:
-        # Python 3.11+ underlines the failing expression with a line of carets: not a line of its own
-        tail = [x for x in (l.tail.lines if l.tail else []) if x.strip() and not _CARETS.match(x)][-6:]
-        recent = (l.tail.lines if l.tail else [])[-400:]
-        # a paste may start inside the traceback (no header): several frames in a row say the same
-        framed = any("Traceback (most recent call last)" in x for x in recent) or \
-            sum(1 for x in recent if x.lstrip().startswith('File "')) >= 3
-        if tail and framed and (
-            tail[-1].lstrip().startswith('File "') or (len(tail) > 1 and tail[-2].lstrip().startswith('File "'))
-        ):
+        if ends_in_traceback(l):
             return (f"{Path(l.source).name} ends inside a traceback, before its exception line: need the rest of the log "
                     "(the last lines of the job's stderr name the exception)")
     return None

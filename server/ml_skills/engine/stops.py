@@ -1,0 +1,97 @@
+"""How a log that stops with no error can still say the run hung.
+
+A log whose last lines hold no error and no sign of completion is a hang, a process killed
+without a word, or a paste cut short. Two endings point to a hang. A stack printed while the
+process waited (a Ctrl-C or a faulthandler dump, the paste cut before its exception line) whose
+innermost frames are a blocking call: a queue's get, a pipe's recv, a lock, a collective. And a
+last line at a point where every rank waits for the others (distributed start-up, the first
+collective, the first batch of an epoch): one missing rank or one stuck DataLoader worker
+blocks the rest there without a message. Each is weak evidence, named only when nothing else in
+the log names a failure, and said with low confidence.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+from ml_skills.catalog.loader import compiled_exception_rules
+from ml_skills.engine.excerpts import LINE_QUOTE
+from ml_skills.engine.signals import MIN_PRIMARY, Signal
+from ml_skills.models import FailureClass, LogEvidence, Role
+from ml_skills.safety.redact import redact
+
+STOP_W = MIN_PRIMARY * 1.1  # enough to be named alone; any error, even a survived one's cause, outweighs it
+CONFIDENCE_CAP = 0.45  # where a log stops is not proof that the process is still alive
+
+# what distributed initialisation prints (torch.distributed, DeepSpeed, Lightning, NCCL, accelerate)
+DIST_INIT = re.compile(
+    r"(?i)(init_process_group|init_distributed|Initializing TorchBackend|Initializing distributed: GLOBAL_RANK|"
+    r"store_based_barrier|Waiting in store based barrier|Rendezvous|NCCL INFO (Bootstrap|NET/|Using network|comm 0x|"
+    r"cudaDriverVersion|Init START|Setting affinity|Channel \d+/)|NCCL version \d|"
+    r"MASTER_ADDR|Distributed environment: (MULTI_GPU|DEEPSPEED)|world_size|\[c10d\]|TCPStore)"
+)
+# the first collectives of training, and a bar still at its first item (waiting for the first batch)
+_FIRST_SYNC = re.compile(
+    r"(?i)(Reducer buckets have been rebuilt|batch_all_reduce|all-reduces with algorithm|Running collective:|"
+    r"NCCL INFO (Connected all (rings|trees)|Init COMPLETE|ncclCommInitRank)|"
+    r"(^|[\s:])0it \[|(^|\s)0%\|[^|]*\|\s*0/\d+)"
+)
+# a process group shutting down after the work is done (c10d's store closing, destroy_process_group)
+_TEARDOWN = re.compile(r"(?i)(destroy|clean ?up|shut ?down|finished|closing|closed|exiting|terminat|uv_loop_close)")
+_FRAME = re.compile(r'^\s*File "[^"]+", line \d+')
+_CARETS = re.compile(r"^\s*[\^~]+\s*$")
+LAST_LINES = 2  # the sync point must be on one of the last two non-empty lines (ranks interleave)
+
+
+def ends_in_traceback(log: LogEvidence) -> bool:
+    """The log's last lines are traceback frames with no exception line after them: it was cut mid-traceback."""
+    # Python 3.11+ underlines the failing expression with a line of carets: not a line of its own
+    lines = [x for x in (log.tail.lines if log.tail else []) if x.strip() and not _CARETS.match(x)]
+    tail, recent = lines[-6:], (log.tail.lines if log.tail else [])[-400:]
+    # a paste may start inside the traceback (no header): several frames in a row say the same
+    framed = any("Traceback (most recent call last)" in x for x in recent) or \
+        sum(1 for x in recent if x.lstrip().startswith('File "')) >= 3
+    return bool(tail) and framed and (_FRAME.match(tail[-1]) is not None or (len(tail) > 1 and _FRAME.match(tail[-2]) is not None))
+
+
+@cache
+def _blocking_frames() -> re.Pattern[str]:
+    """The frames of a process that was waiting: the catalog's rule for a Ctrl-C during a hang."""
+    return next(frames for rule, _, _, frames in compiled_exception_rules() if rule.id == "user-interrupt")
+
+
+def stop_signals(log: LogEvidence) -> list[Signal]:
+    """A weak stalled signal from how the log ends, or none."""
+    if "completed-marker" in log.frameworks or not log.tail or not log.tail.lines:
+        return []
+    lines = [(i, x) for i, x in enumerate(log.tail.lines, log.tail.start_line) if x.strip() and not _CARETS.match(x)]
+    if not lines:
+        return []
+    last_line = lines[-1][0]
+    if any(t.line_no >= lines[-min(len(lines), LAST_LINES)][0] for t in log.tracebacks):
+        return []  # an exception ended it
+    if ends_in_traceback(log):
+        frames = "\n".join(x for _, x in lines[-4:])
+        if _blocking_frames().search(frames):
+            return [_signal(log, last_line, "stack-cut-while-waiting", lines[-1][1],
+                            "the log ends in a stack printed while the process waited (its innermost frames are a blocking "
+                            "call: a queue, a pipe, a lock or a collective), cut before the exception line: a Ctrl-C or a "
+                            "stack dump of a process that had stopped progressing")]
+        return []
+    if any(h.line_no >= lines[-min(len(lines), LAST_LINES)][0] and h.role is not Role.HINT for h in log.hits):
+        return []  # an error on the last lines (a launcher's exit code glued to a bar) says how it ended
+    for i, text in reversed(lines[-LAST_LINES:]):
+        if (DIST_INIT.search(text) or _FIRST_SYNC.search(text)) and not _TEARDOWN.search(text):
+            return [_signal(log, i, "stopped-at-sync-point", text,
+                            "the log stops with no error at a point where every rank or worker waits for the others "
+                            "(distributed start-up, the first collective, the first batch): a hang there usually means a rank "
+                            "that never joined, an unreachable MASTER_ADDR:PORT, a broken GPU peer-to-peer path or a stuck "
+                            "DataLoader worker. If the process ended instead, the log is cut: the job's stderr says how")]
+    return []
+
+
+def _signal(log: LogEvidence, line_no: int, label: str, text: str, why: str) -> Signal:
+    # the report quotes the line as where it happened, then the finding (as for a metric anomaly)
+    return Signal(FailureClass.STALLED, STOP_W, "stop", label, log.source, line_no, f"{why}{LINE_QUOTE}{redact(text.strip()[:300])}",
+                  Role.SYMPTOM)
