@@ -46,7 +46,7 @@ def main(argv: list[str]) -> None:
         scan._matcher(None)
         if os.path.getsize(path) > scan.FULL_METRICS_BYTES:  # the grad-norm threshold scan of sampled logs
             scan.gradmax._matcher(scan.gradmax.level_at_most(scan.gradmax.FLOOR), None)
-        scan.newlines._numpy()  # imported once by the first large scan of a running server
+        scan.newlines.use_vectors(os.path.getsize(path))  # numpy, for a log large enough to repay its import
         c0 = time.process_time()
         ev = scan.scan_log(path)
         out["hits"] = len(ev.hits)

@@ -192,6 +192,7 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
     engine = _engine_for(size, engine)
     budget = None if size <= FULL_METRICS_BYTES else max(8, min(SAMPLED_METRICS_PER_CHUNK, SAMPLED_METRICS_TOTAL * logfile.CHUNK // size))
     matcher, sigs = _matcher(engine)
+    newlines.use_vectors(size)
     n_sigs = len(sigs)
     grad_record: gradmax.Record | None = None  # sampled logs: the exact largest grad norm so far
     point_offsets: dict[int, int] = {}  # line -> byte offset of the exact events, for excerpts
