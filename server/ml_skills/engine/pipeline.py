@@ -22,6 +22,7 @@ from ml_skills.engine.classify import EXTERNAL_KILL, classify
 from ml_skills.engine.decide import decide
 from ml_skills.engine.plan import plan
 from ml_skills.engine.signals import Signal
+from ml_skills.engine.stops import MEANING as STOP_MEANING
 from ml_skills.engine.status import completed_clean, fmt_number, insufficient_evidence, run_status
 from ml_skills.errors import InputError, TargetNotFound
 from ml_skills.models import (
@@ -202,8 +203,8 @@ def _root_cause(cls: Classification, signals: list[Signal], logs: list[LogEviden
         if s.kind in ("anomaly", "source"):
             meaning = s.text
             break
-        if s.kind == "stop":  # how the log ends (stops.py): the finding, without the line it quotes
-            meaning = s.text.split(excerpts.LINE_QUOTE, 1)[0]
+        if s.kind == "stop":  # how the log ends (stops.py)
+            meaning = STOP_MEANING[s.label]
             break
         if s.kind == "traceback":
             meaning = _traceback_meaning(s)

@@ -27,20 +27,37 @@ CONFIDENCE_CAP = 0.45  # where a log stops is not proof that the process is stil
 # what distributed initialisation prints (torch.distributed, DeepSpeed, Lightning, NCCL, accelerate)
 DIST_INIT = re.compile(
     r"(?i)(init_process_group|init_distributed|Initializing TorchBackend|Initializing distributed: GLOBAL_RANK|"
+    r"initializing ddp: GLOBAL_RANK|Using (PyTorch )?DDP\b|"
     r"store_based_barrier|Waiting in store based barrier|Rendezvous|NCCL INFO (Bootstrap|NET/|Using network|comm 0x|"
     r"cudaDriverVersion|Init START|Setting affinity|Channel \d+/)|NCCL version \d|"
     r"MASTER_ADDR|Distributed environment: (MULTI_GPU|DEEPSPEED)|world_size|\[c10d\]|TCPStore)"
 )
-# the first collectives of training, and a bar still at its first item (waiting for the first batch)
+# the first collectives of training (PyTorch's reducer, TF's MirroredStrategy), the training loop's start (mmcv's
+# workflow line), its first step or batch, and a bar still at its first item: where every rank or worker first waits
 _FIRST_SYNC = re.compile(
     r"(?i)(Reducer buckets have been rebuilt|batch_all_reduce|all-reduces with algorithm|Running collective:|"
-    r"NCCL INFO (Connected all (rings|trees)|Init COMPLETE|ncclCommInitRank)|"
+    r"Reduce to \S+ then broadcast to|NCCL INFO (Connected all (rings|trees)|Init COMPLETE|ncclCommInitRank)|"
+    r"workflow: \[\('train'|\b(step|iter|iteration)\s*[:=#]?\s*0\b(?![.,]?\d)|\[\s*0\s*/\s*\d+\s*\]|"
     r"(^|[\s:])0it \[|(^|\s)0%\|[^|]*\|\s*0/\d+)"
 )
 # a process group shutting down after the work is done (c10d's store closing, destroy_process_group)
 _TEARDOWN = re.compile(r"(?i)(destroy|clean ?up|shut ?down|finished|closing|closed|exiting|terminat|uv_loop_close)")
 _FRAME = re.compile(r'^\s*File "[^"]+", line \d+')
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")
+AT_SYNC_POINT, CUT_WAITING = "stopped-at-sync-point", "stack-cut-while-waiting"
+FINDING = {
+    AT_SYNC_POINT: "the log stops with no error where ranks or workers wait for each other",
+    CUT_WAITING: "the log ends in a stack cut before its exception line, its innermost frames waiting",
+}
+MEANING = {  # the root cause's words
+    AT_SYNC_POINT: ("The log stops with no error at a point where every rank or worker waits for the others (distributed "
+                    "start-up, the first collective, the first batch): a hang there usually means a rank that never joined, "
+                    "an unreachable MASTER_ADDR:PORT, a broken GPU peer-to-peer path or a stuck DataLoader worker. If the "
+                    "process ended instead, the log is cut: the job's stderr says how."),
+    CUT_WAITING: ("The log ends in a stack printed while the process waited (its innermost frames are a blocking call: a "
+                  "queue, a pipe, a lock or a collective), cut before the exception line: a Ctrl-C or a stack dump of a "
+                  "process that had stopped progressing."),
+}
 LAST_LINES = 2  # the sync point must be on one of the last two non-empty lines (ranks interleave)
 
 
@@ -74,24 +91,17 @@ def stop_signals(log: LogEvidence) -> list[Signal]:
     if ends_in_traceback(log):
         frames = "\n".join(x for _, x in lines[-4:])
         if _blocking_frames().search(frames):
-            return [_signal(log, last_line, "stack-cut-while-waiting", lines[-1][1],
-                            "the log ends in a stack printed while the process waited (its innermost frames are a blocking "
-                            "call: a queue, a pipe, a lock or a collective), cut before the exception line: a Ctrl-C or a "
-                            "stack dump of a process that had stopped progressing")]
+            return [_signal(log, last_line, CUT_WAITING, lines[-1][1])]
         return []
     if any(h.line_no >= lines[-min(len(lines), LAST_LINES)][0] and h.role is not Role.HINT for h in log.hits):
         return []  # an error on the last lines (a launcher's exit code glued to a bar) says how it ended
     for i, text in reversed(lines[-LAST_LINES:]):
         if (DIST_INIT.search(text) or _FIRST_SYNC.search(text)) and not _TEARDOWN.search(text):
-            return [_signal(log, i, "stopped-at-sync-point", text,
-                            "the log stops with no error at a point where every rank or worker waits for the others "
-                            "(distributed start-up, the first collective, the first batch): a hang there usually means a rank "
-                            "that never joined, an unreachable MASTER_ADDR:PORT, a broken GPU peer-to-peer path or a stuck "
-                            "DataLoader worker. If the process ended instead, the log is cut: the job's stderr says how")]
+            return [_signal(log, i, AT_SYNC_POINT, text)]
     return []
 
 
-def _signal(log: LogEvidence, line_no: int, label: str, text: str, why: str) -> Signal:
-    # the report quotes the line as where it happened, then the finding (as for a metric anomaly)
-    return Signal(FailureClass.STALLED, STOP_W, "stop", label, log.source, line_no, f"{why}{LINE_QUOTE}{redact(text.strip()[:300])}",
-                  Role.SYMPTOM)
+def _signal(log: LogEvidence, line_no: int, label: str, text: str) -> Signal:
+    # the report quotes the line as where it happened, after a short finding (as for a metric anomaly)
+    return Signal(FailureClass.STALLED, STOP_W, "stop", label, log.source, line_no,
+                  f"{FINDING[label]}{LINE_QUOTE}{redact(text.strip()[:300])}", Role.SYMPTOM)
