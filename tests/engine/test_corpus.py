@@ -201,3 +201,17 @@ def test_xla_fatal_checks_and_library_init_failures_are_named(results):
     got = {p: next(r for r in results if r.name.startswith(p)) for p in ("261-", "262-")}
     assert (got["261-"].predicted, got["261-"].cited) == ("process-crash", True), got["261-"].reasons
     assert (got["262-"].predicted, got["262-"].cited) == ("cuda-runtime", True), got["262-"].reasons
+
+
+def test_a_heap_abort_leads_the_peer_that_saw_its_connection_close(results):
+    """glibc's 'free(): corrupted unsorted chunks' on rank 0, then rank 1's NCCL 'Connection closed by localRank 0',
+    the agent's SIGTERM and 'exitcode: -6': the abort is quoted, not the exit code it caused (corpus 377)."""
+    r = next(r for r in results if r.name.startswith("377-"))
+    assert (r.predicted, r.cited) == ("process-crash", True), r.reasons
+
+
+def test_tf_cluster_coordinator_closure_errors_are_a_lost_peer(results):
+    """ClusterCoordinator's '/job:worker/task:2 encountered the following error when processing closure:
+    UnavailableError():' with 'Socket closed' from the ps on later lines is a lost gRPC peer (corpus 380)."""
+    r = next(r for r in results if r.name.startswith("380-"))
+    assert (r.predicted, r.cited, r.run_status) == ("nccl-distributed", True, "crashed"), r.reasons
