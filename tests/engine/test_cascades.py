@@ -15,7 +15,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 
 pytest.importorskip("torch")
@@ -74,7 +73,7 @@ def _free_port() -> int:
 def _glibc_aborts_on_double_free(tmp_path: Path) -> bool:
     probe = "import ctypes; l = ctypes.CDLL('libc.so.6'); l.malloc.restype = ctypes.c_void_p; " \
             "l.free.argtypes = [ctypes.c_void_p]; p = l.malloc(64); l.free(p); l.free(p)"
-    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False)
     return r.returncode == -6 and "free(): " in r.stderr
 
 
