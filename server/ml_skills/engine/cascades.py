@@ -6,6 +6,7 @@ specific failure is how that failure surfaced; a NaN or blow-up followed by a CU
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
 from ml_skills.catalog.loader import signatures
@@ -16,6 +17,10 @@ from ml_skills.models import FailureClass, Role
 # what() (same line or the next), an NCCL error's 'Last error:' detail (up to three lines below it).
 NATIVE_ABORT = "abort-native"  # names only the mechanism (an uncaught C++ exception), never what failed
 CARRIES = {NATIVE_ABORT: 1, "nccl-error": 3}
+# only the C++ runtime's abort prints a message after it (its what()); glibc's heap checks ('free(): corrupted
+# unsorted chunks'), 'Aborted (core dumped)' or an illegal instruction name the failure themselves, and the line
+# after them is another process reacting (a peer's 'Connection closed by localRank 0', the agent's SIGTERM)
+_CPP_ABORT = re.compile(r"(?i)terminate called")
 
 
 @cache
@@ -46,6 +51,8 @@ def generic_after_specific(signals: list[Signal]) -> None:
         # error only reports what its 'Last error:' then names: the failure named inside the message (even a
         # generic one, an NCCL error inside an abort) is the one to follow
         span = CARRIES.get(g.label)
+        if g.label == NATIVE_ABORT and not _CPP_ABORT.search(g.text):
+            span = None
         if span is not None and any(s.source == g.source and s.failure_class != g.failure_class
                                     and g.line_no <= (s.line_no or 0) <= g.line_no + span for s in carried):
             # a native abort names only the mechanism, so it stays below what it carries even when that is
