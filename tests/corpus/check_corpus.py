@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Validate the real-log corpus: every case folder has train.log + case.json,
 case.json has exactly the required keys, class names are valid, and every
-decisive line is a verbatim substring of train.log. Prints per-class counts.
+decisive line is a verbatim substring of train.log, and no two cases hold the
+same train.log (a copy counts one real failure twice). Prints per-class counts.
 Stdlib only. Exit status 1 on any problem."""
+import hashlib
 import json
 import os
 import re
@@ -93,8 +95,15 @@ def main():
     counts, strong, bad = Counter(), Counter(), 0
     sources = Counter()
     names = sorted(n for n in os.listdir(root) if os.path.isdir(os.path.join(root, n)) and not n.startswith((".", "_")))
+    seen = {}
     for name in names:
         errs, case = check_case(os.path.join(root, name), name)
+        log_p = os.path.join(root, name, "train.log")
+        if os.path.isfile(log_p):
+            digest = hashlib.sha256(open(log_p, "rb").read().strip()).hexdigest()
+            if digest in seen:
+                errs = errs + ["same train.log as %s" % seen[digest]]
+            seen.setdefault(digest, name)
         if case:
             sources[case.get("source")] += 1
         if errs:

@@ -217,3 +217,11 @@ def test_tf_cluster_coordinator_closure_errors_are_a_lost_peer(results):
     UnavailableError():' with 'Socket closed' from the ps on later lines is a lost gRPC peer (corpus 380)."""
     r = next(r for r in results if r.name.startswith("380-"))
     assert (r.predicted, r.cited, r.run_status) == ("nccl-distributed", True, "crashed"), r.reasons
+
+
+def test_corpus_cases_are_valid_and_no_log_is_counted_twice():
+    """tests/corpus/check_corpus.py: every case well-formed, decisive lines verbatim, no two identical logs."""
+    proc = subprocess.run([sys.executable, str(Path(__file__).parents[1] / "corpus" / "check_corpus.py")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert " 0 invalid" in proc.stdout
