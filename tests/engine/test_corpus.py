@@ -219,6 +219,26 @@ def test_tf_cluster_coordinator_closure_errors_are_a_lost_peer(results):
     assert (r.predicted, r.cited, r.run_status) == ("nccl-distributed", True, "crashed"), r.reasons
 
 
+def test_azure_ml_pipeline_step_failures_are_named(results):
+    """Azure ML pipeline execution logs: 'Job failed, job RunId is ... Error:' (corpus 415, 417), the backend's
+    'Failed to update outputs and mark job as failed' after the step's job ended (416, 424), and a step whose
+    compute target 'AzureMLCompute cluster ... does not exist' (419) are the orchestrator failing the step."""
+    for p in ("415-", "416-", "417-", "419-", "424-"):
+        r = next(r for r in results if r.name.startswith(p))
+        assert (r.predicted, r.cited) == ("pipeline-orchestration", True), (p, r.reasons)
+
+
+def test_platform_access_refusals_are_permission_failures(results):
+    """botocore's rendering of a bodiless S3 403, '(403) when calling the HeadObject operation: Forbidden' (corpus
+    414), and Azure ML's 'not an owner or assigned user to the Compute Instance' (418) are the identity's rights;
+    a SageMaker pipeline's 'StepStatus': 'Failed' above a FailureReason that pprint wrapped over four lines (410)
+    is at least the pipeline step failing."""
+    got = {p: next(r for r in results if r.name.startswith(p)) for p in ("410-", "414-", "418-")}
+    assert (got["414-"].predicted, got["414-"].cited) == ("cloud-permissions-quota", True), got["414-"].reasons
+    assert (got["418-"].predicted, got["418-"].cited) == ("cloud-permissions-quota", True), got["418-"].reasons
+    assert got["410-"].predicted == "pipeline-orchestration", got["410-"].reasons
+
+
 def test_corpus_cases_are_valid_and_no_log_is_counted_twice():
     """tests/corpus/check_corpus.py: every case well-formed, decisive lines verbatim, no two identical logs."""
     proc = subprocess.run([sys.executable, str(Path(__file__).parents[1] / "corpus" / "check_corpus.py")],
