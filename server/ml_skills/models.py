@@ -246,6 +246,7 @@ class AnomalyKind(StrEnum):
     NAN_ONSET = "nan-onset"
     GRAD_SPIKE = "grad-norm-spike"
     LOSS_BLOWUP = "loss-blowup"
+    LOSS_FROZEN = "loss-frozen"  # the same loss to every printed digit, log after log: outputs saturated, no gradient
     THROUGHPUT_COLLAPSE = "throughput-collapse"
     TRAIN_VAL_DIVERGENCE = "train-val-divergence"
     EARLY_PERFECT_VALIDATION = "early-perfect-validation"

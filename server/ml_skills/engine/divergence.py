@@ -1,10 +1,12 @@
 """A loss that blows up without (yet) becoming NaN: a rise that stays, a jump by orders of
-magnitude, an absurd magnitude. Each is cited where the rise began, not at its peak."""
+magnitude, an absurd magnitude. Each is cited where the rise began, not at its peak. Also a loss
+that no longer moves at all: a network whose outputs saturated after such an upset."""
 
 from __future__ import annotations
 
 import bisect
 import itertools
+import math
 import statistics
 from collections.abc import Sequence
 
@@ -104,4 +106,47 @@ def loss_absurd(points: Sequence[MetricPoint]) -> Anomaly | None:
         detail=(f"loss is {v:.4g} at {at(p)} (line {p.line_no}) and stays above {ABSURD_LOSS:.0e} to the end "
                 f"(last {tail[-1][1]:.4g}): the optimisation diverged and never recovered (learning rate, "
                 "unnormalised targets or a loss on the wrong scale)"),
+    )
+
+
+FROZEN_LOGS = 5
+FROZEN_DIGITS = 4  # significant digits printed: a loss shown as '0.69' may repeat in a slow healthy run, '0.6931' does not
+
+
+def _digits(v: float) -> int:
+    """Significant digits the log printed (a parsed float's shortest repr holds the digits that were parsed)."""
+    m = repr(abs(v)).split("e")[0].removesuffix(".0")
+    return len(m.replace(".", "").lstrip("0"))
+
+
+def loss_frozen(points: Sequence[MetricPoint]) -> Anomaly | None:
+    """The training loss identical to every printed digit at the last FROZEN_LOGS logs: the network stopped changing.
+
+    A model that trains changes its loss from one minibatch or epoch to the next in the fourth digit at least. The
+    same 0.6931 (ln 2), 2.3026 (ln 10), 14.5063 or 87.3365 (Caffe's -ln FLT_MIN) log after log means the outputs
+    saturated (a collapsed softmax, dead ReLUs) and no gradient flows: the optimisation was knocked out, typically
+    by a learning rate too high for the model or an output on the wrong scale.
+    """
+    s = [(p, p.values["loss"]) for p in points if "loss" in p.values and finite(p.values["loss"])]
+    if len(s) < FROZEN_LOGS:
+        return None
+    last = s[-1][1]
+    run = list(itertools.takewhile(lambda t: t[1] == last, reversed(s)))
+    steps = {p.step for p, _ in run if p.step is not None}
+    logs = len(steps) if steps else len(run)  # one step printed again (a bar redrawn, a summary line) is not a new log
+    if logs < FROZEN_LOGS or abs(last) < 0.01 or _digits(last) < FROZEN_DIGITS:
+        return None
+    moved = len(run) < len(s)  # the loss changed before it froze: a run that was training stopped changing
+    others = {k for k in run[0][0].values if k not in ("loss", "lr")}
+    if not moved and not any(all(p.values.get(k) == run[0][0].values[k] for p, _ in run) for k in others):
+        return None  # a constant that never moved, with no second metric frozen beside it, need not be a network
+    first = run[-1][0]
+    chance = next((k for k in range(2, 1001) if abs(math.log(k) - last) < 5e-4), None)
+    why = f" = ln {chance}, the loss of a uniform guess over {chance} classes" if chance else ""
+    return Anomaly(
+        kind=AnomalyKind.LOSS_FROZEN, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE, severity=Severity.SIGNIFICANT,
+        source=first.source, line_no=first.line_no, step=first.step,
+        detail=(f"training loss {last:g}{why} at each of the last {logs} logs from {at(first)} (line {first.line_no}): "
+                "the network no longer changes - its outputs saturated (collapsed softmax, dead units) and no gradient "
+                "flows, typically after a learning rate too high for the model or outputs on the wrong scale"),
     )

@@ -84,7 +84,7 @@ def _candidates(cls: Classification, signals: list[Signal], logs: list[LogEviden
         add("fix-eval-config", 1.0)
     if AnomalyKind.EARLY_PERFECT_VALIDATION in kinds and primary is FailureClass.EVALUATION_MISMATCH:
         add("check-split-overlap", 1.0); add("dedupe-splits", 1.0)
-    if AnomalyKind.LOSS_BLOWUP in kinds:
+    if AnomalyKind.LOSS_BLOWUP in kinds or AnomalyKind.LOSS_FROZEN in kinds:
         add("lower-lr-add-warmup", 0.95); add("grad-clipping", 0.9); add("resume-before-spike", 0.8)
     if AnomalyKind.NO_PROGRESS in kinds:
         add("dump-stacks", 1.0); add("add-timeouts", 0.7); add("loader-num-workers-zero", 0.6)

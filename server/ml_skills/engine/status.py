@@ -61,7 +61,7 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
     if completed:
         return RunStatus.COMPLETED
     degraded = {AnomalyKind.TRAIN_VAL_DIVERGENCE, AnomalyKind.THROUGHPUT_COLLAPSE, AnomalyKind.EARLY_PERFECT_VALIDATION,
-                AnomalyKind.VALIDATION_METRIC_NEAR_ZERO, AnomalyKind.VALIDATION_METRIC_FROZEN}
+                AnomalyKind.VALIDATION_METRIC_NEAR_ZERO, AnomalyKind.VALIDATION_METRIC_FROZEN, AnomalyKind.LOSS_FROZEN}
     if kinds & degraded or cls.primary is FailureClass.EVALUATION_MISMATCH:
         return RunStatus.DEGRADED
     if survived:

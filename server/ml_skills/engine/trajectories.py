@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from ml_skills.engine.divergence import loss_absurd, loss_blowup, loss_jump
+from ml_skills.engine.divergence import loss_absurd, loss_blowup, loss_frozen, loss_jump
 from ml_skills.engine.points import finite as _finite
 from ml_skills.engine.points import fmt as _fmt
 from ml_skills.models import (
@@ -230,6 +230,27 @@ def _validation_frozen(points: Sequence[MetricPoint], vacc: list[tuple[MetricPoi
     )
 
 
+RISING_EVALS = 4
+
+
+def _val_rising_streak(train: list[tuple[MetricPoint, float]], val: list[tuple[MetricPoint, float]]) -> bool:
+    """Validation loss higher at each of the last RISING_EVALS evaluations while training loss fell over them.
+
+    The early-stopping rule every practitioner applies (patience): one noisy evaluation can rise, but a validation
+    loss that climbs evaluation after evaluation, 5% or more in all, while the training loss keeps falling is the
+    model fitting its training set and not the task, however small each step of the climb.
+    """
+    if len(val) < RISING_EVALS + 1:
+        return False
+    vv = [v for _, v in val]
+    tail = vv[-RISING_EVALS - 1:]
+    if any(b <= a for a, b in zip(tail, tail[1:])) or tail[-1] < 1.05 * tail[0]:
+        return False
+    start = val[-RISING_EVALS - 1][0].line_no
+    span = [v for p, v in train if p.line_no >= start]
+    return len(span) >= 2 and span[-1] < 0.95 * span[0]
+
+
 def _train_val(points: Sequence[MetricPoint], task: Task | None) -> list[Anomaly]:
     out: list[Anomaly] = []
     train = [(p, p.values["loss"]) for p in points if "loss" in p.values and _finite(p.values["loss"])]
@@ -241,7 +262,8 @@ def _train_val(points: Sequence[MetricPoint], task: Task | None) -> list[Anomaly
         rising = vv[-1] > vv[vmin_i] * 1.15 and vmin_i < len(vv) - 1 and vv[-1] >= vv[-2] * 0.98
         train_falling = tv[-1] < tv[0] * 0.8
         gap = vv[-1] / max(tv[-1], 1e-9)
-        if train_falling and rising:
+        streak = _val_rising_streak(train, val)
+        if (train_falling and rising) or streak:
             p = val[-1][0]
             out.append(Anomaly(
                 kind=AnomalyKind.TRAIN_VAL_DIVERGENCE, failure_class=FailureClass.EVALUATION_MISMATCH,
@@ -308,7 +330,7 @@ def analyse(
     nan = _nan_onset(points, exact_nan)
     if nan:
         anomalies.append(nan)
-    blowup = None if nan else (loss_blowup(points) or loss_jump(points) or loss_absurd(points))
+    blowup = None if nan else (loss_blowup(points) or loss_jump(points) or loss_absurd(points) or loss_frozen(points))
     for det in (_grad_spike(points, exact_grad_max), blowup, _throughput_collapse(points)):
         if det:
             anomalies.append(det)
