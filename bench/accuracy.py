@@ -304,6 +304,9 @@ HISTORY_NOTE = (
     "allocator abort wordings; only a C++ 'terminate called' abort reads the next line as its what(), so a heap abort "
     "is no longer demoted below a peer's reaction to it; TF ClusterCoordinator's closure errors with "
     "UnavailableError are a lost gRPC peer), 12/12 after, with both changes' root lines cited; no other case changed."
+    " After the four batches of 2026-12-01, case 401 (pycocotools printing -1.000 for every AP: its sentinel for an "
+    "AP with no ground truth to define it) became right through a new signature, coco-eval-no-ground-truth, written "
+    "from cocoeval.py's summarize after reading that case: not a clean estimate."
 )
 
 
