@@ -227,6 +227,14 @@ HISTORY = [
      "val_acc over 2 epochs (399), pycocotools all -1.000 (401); 6/12 after two general rules (a training loss identical to >= 4 printed "
      "digits at the last 5 logs is a frozen, saturated network; a validation loss higher at each of the last 4 evaluations, 5% in all, while "
      "training falls is memorisation), which named no other case differently"),
+    ("461746f on cases 430-442 only", "8/13", "4/6", "4/7",
+     "frameworks the corpus had least of, from public issues (PaddlePaddle, MXNet, MindSpore on Ascend, JAX and TF on TPU, "
+     "Megatron-LM, tf.keras), scored before any change, 0 wrong guesses: right were Paddle's 'FatalError: `Segmentation fault`' "
+     "(431), XLA:TPU HBM OOMs from JAX and TF 1.15 (435, 436), device-side asserts in Megatron (438, 439), Paddle NaN losses "
+     "(440, 441), tf.data's 'Cannot batch tensors with different shapes' (442); abstained: MindSpore's GetNext task failure "
+     "with its 'slow data processing' warning (430), Paddle's 'Out of memory error on GPU 0' on a W-level BadAlloc line (432), "
+     "MXNet's 'cudaMalloc failed: out of memory' above its [bt] stack (433, 434) and a segfault backtrace in Ascend's HCCL "
+     "adaptor whose signal header lies outside the excerpt (437)"),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
