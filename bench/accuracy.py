@@ -234,7 +234,10 @@ HISTORY = [
      "(440, 441), tf.data's 'Cannot batch tensors with different shapes' (442); abstained: MindSpore's GetNext task failure "
      "with its 'slow data processing' warning (430), Paddle's 'Out of memory error on GPU 0' on a W-level BadAlloc line (432), "
      "MXNet's 'cudaMalloc failed: out of memory' above its [bt] stack (433, 434) and a segfault backtrace in Ascend's HCCL "
-     "adaptor whose signal header lies outside the excerpt (437)"),
+     "adaptor whose signal header lies outside the excerpt (437); 13/13 after three wordings checked against the frameworks' "
+     "source were added (Paddle's cuda_allocator 'Out of memory error on GPU N. Cannot allocate', MXNet's pooled storage "
+     "manager 'cudaMalloc (retry) failed: out of memory', MindSpore's GetNext task error and its 'slow data processing' "
+     "warning, Open MPI's '[host:pid] Failing at address:' signal report), which named no other case differently"),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
