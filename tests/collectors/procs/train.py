@@ -40,9 +40,11 @@ for step in range(1, steps + 1):
     time.sleep(0.005 if mode == "diverge" else 0.02)
 
 if mode == "ok":
-    while True:  # keep training: more epochs, logging as it goes
+    while True:  # keep training: more epochs, logging as it goes (a minibatch's loss moves, as a real run's does)
         for _ in range(20000):
             w += 1e-12
+        batch = rng.sample(data, 32)
+        loss = sum((w * x + b - y) ** 2 for x, y in batch) / len(batch)
         print(f"step {step} | loss {loss:.6f} | lr {lr}", flush=True)
         step += 1
 if mode == "stall":
