@@ -20,11 +20,11 @@ BENCH = Path(__file__).parents[2] / "bench" / "accuracy.py"
 # signal (engine/stops.py): 7 of the 9 hang abstentions right. Cases 356-370 (logs that stop with no error, collected
 # after that) scored 5/15 before the wordings they showed were added (older Lightning 'initializing ddp', TF's
 # 'Reduce to ... then broadcast to', a first step, mmcv's workflow line, a markdown '**Killed**'), 12/15 after.
-TOP1_FLOOR = 0.945  # reached: 384/402 = 0.955 on corpus and real-logs (after cases 390-401, 5 of which abstain)
-PRECISION_FLOOR = 0.98  # reached: 384/384 = 1.00 (right when it names a class)
-CITED_MISS_CEILING = 0.045  # reached: 16/384 = 0.042 right answers cite a sibling line (a hang's other start-up lines)
-DEV_TOP1_FLOOR = 0.945  # reached: 190/199 = 0.955 (013, 191, 241, 345, 347, 363, 391, 395, 399 abstain) on the odd-numbered (dev) corpus cases
-HELD_OUT_TOP1_FLOOR = 0.95  # reached: 190/199 = 0.955 on the even-numbered (held-out) corpus cases
+TOP1_FLOOR = 0.95  # reached: 397/415 = 0.957 on corpus and real-logs
+PRECISION_FLOOR = 0.98  # reached: 397/397 = 1.00 (right when it names a class)
+CITED_MISS_CEILING = 0.045  # reached: 16/397 = 0.040 right answers cite a sibling line (a hang's other start-up lines)
+DEV_TOP1_FLOOR = 0.95  # reached: 196/205 = 0.956 (013, 191, 241, 345, 347, 363, 391, 395, 399 abstain) on the odd-numbered (dev) corpus cases
+HELD_OUT_TOP1_FLOOR = 0.95  # reached: 197/206 = 0.956 on the even-numbered (held-out) corpus cases
 
 
 def _bench():
