@@ -10,7 +10,7 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from ml_skills.engine.points import at, finite
+from ml_skills.engine.points import at, finite, trailing_run
 from ml_skills.models import Anomaly, AnomalyKind, FailureClass, MetricPoint, Severity
 
 
@@ -131,16 +131,16 @@ def loss_frozen(points: Sequence[MetricPoint]) -> Anomaly | None:
     if len(s) < FROZEN_LOGS:
         return None
     last = s[-1][1]
-    run = list(itertools.takewhile(lambda t: t[1] == last, reversed(s)))
+    run = trailing_run(s)
     steps = {p.step for p, _ in run if p.step is not None}
     logs = len(steps) if steps else len(run)  # one step printed again (a bar redrawn, a summary line) is not a new log
     if logs < FROZEN_LOGS or abs(last) < 0.01 or _digits(last) < FROZEN_DIGITS:
         return None
     moved = len(run) < len(s)  # the loss changed before it froze: a run that was training stopped changing
-    others = {k for k in run[0][0].values if k not in ("loss", "lr")}
-    if not moved and not any(all(p.values.get(k) == run[0][0].values[k] for p, _ in run) for k in others):
+    newest, first = run[-1][0], run[0][0]
+    others = {k for k in newest.values if k not in ("loss", "lr")}
+    if not moved and not any(all(p.values.get(k) == newest.values[k] for p, _ in run) for k in others):
         return None  # a constant that never moved, with no second metric frozen beside it, need not be a network
-    first = run[-1][0]
     chance = next((k for k in range(2, 1001) if abs(math.log(k) - last) < 5e-4), None)
     why = f" = ln {chance}, the loss of a uniform guess over {chance} classes" if chance else ""
     return Anomaly(

@@ -208,7 +208,7 @@ def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None]
                 values.setdefault(c, _num(m["val"]))
     for m in _WORD_NUM.finditer(low):
         s = m.start()
-        if s and (low[s - 1].isalnum() or low[s - 1] == "_"):
+        if s and _is_word(low[s - 1]):
             continue  # not a word of its own (`val_loss 0.3` is _NAMED_NUM's)
         c = next((c for w, c in _WORD_BEFORE.items() if low.endswith(w, 0, s) and (s == len(w) or not _is_word(low[s - len(w) - 1]))), "loss")
         values.setdefault(c, _num(m["val"]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from ml_skills.engine.metrics import CANONICAL
 from ml_skills.models import MetricPoint
@@ -35,3 +36,11 @@ def values_text(values: dict[str, float], canonical_order: bool = False) -> str:
     if canonical_order:
         items.sort(key=lambda kv: (CANONICAL.index(kv[0]) if kv[0] in CANONICAL else len(CANONICAL), kv[0]))
     return ", ".join(f"{k}={v:.4g}" for k, v in items)
+
+
+def trailing_run(series: Sequence[tuple[MetricPoint, float]]) -> list[tuple[MetricPoint, float]]:
+    """The last entries of a series whose value equals the last one, oldest first (a metric that stopped moving)."""
+    n = 0
+    while n < len(series) and series[-1 - n][1] == series[-1][1]:
+        n += 1
+    return list(series[len(series) - n:])

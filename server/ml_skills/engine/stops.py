@@ -86,14 +86,15 @@ def stop_signals(log: LogEvidence) -> list[Signal]:
     if not lines:
         return []
     last_line = lines[-1][0]
-    if any(t.line_no >= lines[-min(len(lines), LAST_LINES)][0] for t in log.tracebacks):
+    ending = lines[-min(len(lines), LAST_LINES)][0]  # the first of the last lines
+    if any(t.line_no >= ending for t in log.tracebacks):
         return []  # an exception ended it
     if ends_in_traceback(log):
         frames = "\n".join(x for _, x in lines[-4:])
         if _blocking_frames().search(frames):
             return [_signal(log, last_line, CUT_WAITING, lines[-1][1])]
         return []
-    if any(h.line_no >= lines[-min(len(lines), LAST_LINES)][0] and h.role is not Role.HINT for h in log.hits):
+    if any(h.line_no >= ending and h.role is not Role.HINT for h in log.hits):
         return []  # an error on the last lines (a launcher's exit code glued to a bar) says how it ended
     for i, text in reversed(lines[-LAST_LINES:]):
         if (DIST_INIT.search(text) or _FIRST_SYNC.search(text)) and not _TEARDOWN.search(text):

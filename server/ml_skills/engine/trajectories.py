@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from ml_skills.engine.divergence import loss_absurd, loss_blowup, loss_frozen, loss_jump
 from ml_skills.engine.points import finite as _finite
 from ml_skills.engine.points import fmt as _fmt
+from ml_skills.engine.points import trailing_run
 from ml_skills.models import (
     Anomaly,
     AnomalyKind,
@@ -201,11 +202,7 @@ def _validation_frozen(points: Sequence[MetricPoint], vacc: list[tuple[MetricPoi
     if len(vacc) < FROZEN_EVALS:
         return None
     last = vacc[-1][1]
-    run = 0
-    for _, v in reversed(vacc):
-        if v != last:
-            break
-        run += 1
+    run = len(trailing_run(vacc))
     if run < FROZEN_EVALS:
         return None
     first = vacc[-run][0].line_no
