@@ -66,7 +66,7 @@ def test_spike_hidden_between_samples_is_still_found(tmp_path):
 def test_scan_is_not_grossly_slower_than_ripgrep(log50, tmp_path):
     rg = shutil.which("rg")
     if rg is None:
-        pytest.skip("ripgrep not installed (.ci/run installs it)")
+        pytest.skip("ripgrep not installed (tests/run.sh installs it)")
     path, _ = log50
     pats, _ = export(tmp_path)
     scan._matcher(None)  # compile once, outside the timing, as a long-running server would

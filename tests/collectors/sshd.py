@@ -64,7 +64,7 @@ class Sshd:
 
 def start(root: Path) -> Sshd:
     if not os.path.exists(SSHD):
-        raise RuntimeError("sshd is not installed: apt-get install openssh-server (.ci/run does it)")
+        raise RuntimeError("sshd is not installed: apt-get install openssh-server (tests/run.sh does it)")
     host = keygen(root / "hostkey")
     user = keygen(root / "userkey")
     keygen(root / "otherkey")

@@ -12,9 +12,9 @@ import pytest
 
 from tests.mcp.conftest import NAN_LOG, ROOT, server_cmd
 
-pytestmark = pytest.mark.skipif(shutil.which("npx") is None, reason="npx is not installed: the MCP Inspector CLI needs Node.js (.ci/run installs it)")
+pytestmark = pytest.mark.skipif(shutil.which("npx") is None, reason="npx is not installed: the MCP Inspector CLI needs Node.js (tests/run.sh installs it)")
 
-INSPECTOR = os.environ.get("ML_SKILLS_INSPECTOR", "@modelcontextprotocol/inspector@0.15.0")  # pinned: .ci/run pre-fetches it
+INSPECTOR = os.environ.get("ML_SKILLS_INSPECTOR", "@modelcontextprotocol/inspector@0.15.0")  # pinned: tests/run.sh pre-fetches it
 
 
 def inspector(tmp_path: Path, *args: str) -> dict:

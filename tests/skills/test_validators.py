@@ -1,7 +1,7 @@
 """The skill pack passes the validators nobody here wrote: Agent Skills' reference validator
 (`agentskills validate`, PyPI skills-ref) and Claude Code's own plugin validator with the plugin
 directory's submission checks (`claude plugin validate --profile directory`, npm
-@anthropic-ai/claude-code@2.1.328, installed by .ci/run; its path is in ML_SKILLS_CLAUDE)."""
+@anthropic-ai/claude-code@2.1.328, installed by tests/run.sh; its path is in ML_SKILLS_CLAUDE)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def test_agentskills_reference_validator_accepts_each_skill(skill: Path):
 def test_claude_code_plugin_validator_with_directory_profile():
     exe = _claude()
     if exe is None:
-        pytest.skip("Claude Code CLI not installed (.ci/run installs @anthropic-ai/claude-code@2.1.328 and sets ML_SKILLS_CLAUDE)")
+        pytest.skip("Claude Code CLI not installed (tests/run.sh installs @anthropic-ai/claude-code@2.1.328 and sets ML_SKILLS_CLAUDE)")
     proc = subprocess.run([exe, "plugin", "validate", "--profile", "directory", "--strict", "--json", str(ROOT)],
                           capture_output=True, text=True, timeout=120)
     report = json.loads(proc.stdout)
