@@ -32,6 +32,8 @@ def _positive(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ml-skills", description="Diagnose failed or unstable ML training runs.")
     p.add_argument("--version", action="version", version=f"ml-skills {__version__}")
+    p.add_argument("--warm-cache", action="store_true",
+                   help="compile the pattern databases into the cache now (ML_SKILLS_CACHE, else ~/.cache/ml-skills) and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     c = sub.add_parser(
         "check-failed-run",
@@ -241,9 +243,25 @@ def check_failed_run(args: argparse.Namespace) -> int:
     return 1 if args.fail_on_nogo and d.decision.value == "NO-GO" else 0
 
 
+def _warm_cache() -> int:
+    from ml_skills.engine import dbcache, scan  # noqa: PLC0415 - keep `ml-skills --help` light
+
+    scan.warm_cache()
+    where = dbcache.cache_dir()
+    n = len(list(where.glob("hs-*.db"))) if where.is_dir() else 0
+    if n == 0:
+        print(f"ml-skills: error: could not write the pattern cache in {where}; every run compiles its patterns "
+              "(about 0.5 s): set ML_SKILLS_CACHE to a writable directory", file=sys.stderr)
+        return 2
+    print(f"ml-skills: {n} compiled pattern databases in {where}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.warm_cache and args.command is None:
+        return _warm_cache()
     if args.command is None:
         parser.print_help()
         return 2

@@ -18,6 +18,8 @@ import re
 import threading
 from collections.abc import Sequence
 
+from ml_skills.engine import dbcache
+
 try:  # the fast path; a binary wheel exists for common platforms
     import hyperscan as _hs
 except ImportError:  # pragma: no cover - exercised by forcing the fallback in tests
@@ -84,17 +86,11 @@ class Matcher:
         if self.engine == "hyperscan":
             if _hs is None:
                 raise RuntimeError("hyperscan is not installed")
-            self._db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
             flags = [
                 _hs.HS_FLAG_MULTILINE | _hs.HS_FLAG_ALLOWEMPTY | (_hs.HS_FLAG_SINGLEMATCH if s else 0)
                 for s in self.single
             ]
-            self._db.compile(
-                expressions=[p.encode() for p in self.patterns],
-                ids=self._ids,
-                elements=len(self.patterns),
-                flags=flags,
-            )
+            self._db = dbcache.compiled(_hs, [p.encode() for p in self.patterns], self._ids, flags, _hs.HS_MODE_BLOCK)
             self._scratch = _hs.Scratch(self._db)
             self._local = threading.local()  # a scratch is one scan's working memory: one per thread
         else:
