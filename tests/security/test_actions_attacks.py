@@ -28,6 +28,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from tests.mcp.conftest import Server, answer, server_cmd, text
 from tests.security import fakes
 
+pytestmark = pytest.mark.slow  # each test starts real servers (about 5-25 s on 2 shared cores)
 
 def roots(tmp_path: Path) -> tuple[Path, Path]:
     """An allowed root R and a directory O outside it, as in the issue's reproductions."""

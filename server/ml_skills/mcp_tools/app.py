@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", default=None, metavar="FILE", help="action policy TOML (default: the shipped default policy)")
     p.add_argument("--audit-log", default=None, metavar="FILE",
                    help="JSON-lines audit log of action requests (default: ~/.ml-skills/audit.jsonl)")
-    p.add_argument("--token-file", default=os.environ.get("ML_SKILLS_MCP_TOKEN_FILE"), metavar="FILE",
+    p.add_argument("--token-file", default=None, metavar="FILE",
                    help="--transport http: file holding the bearer token clients must send (mode 0600; default: "
                         "$ML_SKILLS_MCP_TOKEN_FILE, else a fresh token printed once to stderr)")
     return p
@@ -60,7 +60,6 @@ def build_server(args: argparse.Namespace):  # -> MCPServer; SDK imported here s
         raise MLSkillsError(f"none of the --allow-root directories exist: {', '.join(args.allow_root)}")
     out_dir = Path(args.out_dir).resolve() if args.out_dir else roots[0]
     audit = AuditLog(Path(args.audit_log) if args.audit_log else Path.home() / ".ml-skills" / "audit.jsonl")
-    audit.check()  # no audit log, no actions: refuse to start rather than fail at the first request
     common.configure(common.ServerConfig(roots=roots, out_dir=out_dir, policy=rules.load(args.policy), audit=audit))
     tools = [common.build(fn) for fn in tool_functions()]
     mcp = MCPServer("ml-skills", version=__version__, instructions=INSTRUCTIONS, tools=tools, log_level="WARNING")
@@ -78,10 +77,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         mcp = build_server(args)
+        from ml_skills.mcp_tools.common import config
+
+        config().audit.check()  # no audit log, no actions: refuse to start rather than fail at the first request
         if args.transport == "http":
             from ml_skills.mcp_tools import http_auth
 
-            token = http_auth.load_token(args.token_file) if args.token_file else None
+            token_file = args.token_file or os.environ.get("ML_SKILLS_MCP_TOKEN_FILE")
+            token = http_auth.load_token(token_file) if token_file else None
     except MLSkillsError as e:
         print(f"ml-skills-mcp: {e}", file=sys.stderr)
         return 2
