@@ -19,6 +19,7 @@ from pathlib import Path
 
 import anyio
 import httpx
+import pytest
 import safetensors.torch
 import torch
 from mcp import Client, types
