@@ -72,8 +72,10 @@ def test_a1_an_arbitrary_one_line_file_never_runs_even_when_the_person_accepts(t
     (r / "notes.txt").write_text(f"sh -c 'id > {pwned}'\n")
     (r / "command.txt").write_text(f"sh -c 'id > {pwned}'\n")  # a recorded name, but not a training launch
     (r / "launch.sh").write_text(f"#!/bin/sh\nsh -c 'id > {pwned}'\n")  # a script is a program, not a record
+    (r / "evil.txt").write_text(f"{sys.executable} -c \"open({str(pwned)!r}, 'w')\"\n")
+    (r / "cmd.txt").symlink_to(r / "evil.txt")  # a recorded name that is only a link to another file
     srv = srv_for(tmp_path, r)
-    for f in ("notes.txt", "command.txt", "launch.sh"):
+    for f in ("notes.txt", "command.txt", "launch.sh", "cmd.txt"):
         for person in (None, answer("accept")):
             res = anyio.run(call, srv, "request_action", restart(r / f), person)
             assert res.is_error, (f, text(res))
@@ -102,6 +104,23 @@ def test_a1_a_recorded_command_runs_only_after_the_person_sees_it_and_accepts(tm
     time.sleep(0.5)
     assert not (run / "restarted-no-elicitation").exists() and not (run / "restarted-decline").exists()
     assert [e["outcome"] for e in srv.audit_entries()] == ["no-elicitation", "decline", "starting", "ran"]
+
+
+def test_a1_a_command_edited_after_the_approval_never_starts(tmp_path: Path) -> None:
+    r, _ = roots(tmp_path)
+    run = r / "run"
+    run.mkdir()
+    (run / "train.py").write_text("open('started', 'w').write('yes')\n")
+    (run / "command.txt").write_text(f"{sys.executable} train.py\n")
+
+    async def person(ctx, params) -> types.ElicitResult:
+        (run / "command.txt").write_text(f"{sys.executable} train.py --other\n")  # edited while the person reads
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    res = anyio.run(call, srv_for(tmp_path, r), "request_action", restart(run / "command.txt"), person, "legacy")
+    assert res.structured_content["outcome"] == "failed" and "changed since the person approved" in res.structured_content["detail"]
+    time.sleep(1)
+    assert not (run / "started").exists()
 
 
 def test_a1_no_policy_file_can_make_a_restart_run_unasked(tmp_path: Path) -> None:

@@ -66,7 +66,9 @@ class BearerGuard:
         self.expected = f"Bearer {token}".encode()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] not in ("http", "websocket"):
+        if scope["type"] == "websocket":  # the MCP transports never use one
+            return await send({"type": "websocket.close", "code": 1008})
+        if scope["type"] != "http":  # lifespan
             return await self.app(scope, receive, send)
         if not _loopback(scope):
             return await _refuse(send, 403, "only loopback clients are served")

@@ -260,14 +260,14 @@ def _read_pointer(pointer: Path) -> tuple[str, os.stat_result]:
 def _verified(ckpt: Path) -> CheckpointInfo:
     """Structural inspection (never unpickled): a known format, valid, made of plain files only."""
     if ckpt.is_dir():
-        info = inspect_dir(ckpt)
         files = []
-        for p in ckpt.rglob("*"):
+        for p in ckpt.rglob("*"):  # bounded, and before inspect_dir walks it: a pointer may name a huge tree
             if p.is_symlink():
                 raise PolicyError(f"{quoted(str(ckpt))} holds a symlink ({quoted(p.name)}): a repoint target must be plain files")
             files.append(p)
             if len(files) > MAX_CHECKPOINT_FILES:
                 raise PolicyError(f"{quoted(str(ckpt))} holds more than {MAX_CHECKPOINT_FILES} files: not a checkpoint folder")
+        info = inspect_dir(ckpt)
         weights = [inspect_file(p) for p in files if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES) and not p.name.endswith(".index.json")]
         unknown = next((w for w in weights if w.format not in VERIFIED_FILE_FORMATS), None)
         known = info.format in VERIFIED_DIR_FORMATS and unknown is None
