@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import subprocess
 import time
@@ -12,6 +13,8 @@ import anyio
 import httpx
 import pytest
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.mcp.conftest import NAN_LOG, Server, answer, server_cmd
 
@@ -26,7 +29,11 @@ def _free_port() -> int:
 def http_server(tmp_path: Path):
     srv = Server(tmp_path)
     port = _free_port()
-    proc = subprocess.Popen(server_cmd(*srv.args(), "--transport", "http", "--port", str(port)), cwd=tmp_path,
+    srv.token = secrets.token_urlsafe(32)  # type: ignore[attr-defined]
+    token_file = tmp_path / "token"
+    token_file.write_text(srv.token)  # type: ignore[attr-defined]
+    token_file.chmod(0o600)
+    proc = subprocess.Popen(server_cmd(*srv.args(), "--transport", "http", "--port", str(port), "--token-file", str(token_file)), cwd=tmp_path,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -49,12 +56,18 @@ def test_http_lists_tools_reads_logs_and_gates_actions(http_server, sleeper) -> 
     srv, url, _ = http_server
     victim, spared = sleeper(), sleeper()
 
+    def transport():
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {srv.token}"})
+        return http, streamable_http_client(url, http_client=http)
+
     async def go() -> tuple:
-        async with Client(url, elicitation_callback=answer("accept")) as c:
+        http, t = transport()
+        async with http, Client(t, elicitation_callback=answer("accept")) as c:
             names = {t.name for t in (await c.list_tools()).tools}
             tail = await c.call_tool("read_log_tail", {"path": str(NAN_LOG), "lines": 3})
             killed = await c.call_tool("request_action", {"action": {"kind": "kill-worker", "pid": victim.pid}})
-        async with Client(url) as c:  # no elicitation support: nothing runs
+        http, t = transport()
+        async with http, Client(t) as c:  # no elicitation support: nothing runs
             refused = await c.call_tool("request_action", {"action": {"kind": "kill-worker", "pid": spared.pid}})
         return names, tail, killed, refused
 
@@ -64,13 +77,15 @@ def test_http_lists_tools_reads_logs_and_gates_actions(http_server, sleeper) -> 
     assert killed.structured_content["outcome"] == "ran"
     victim.wait(timeout=10)
     assert refused.structured_content["outcome"] == "no-elicitation" and spared.poll() is None
-    assert [e["outcome"] for e in srv.audit_entries()] == ["ran", "no-elicitation"]
+    assert [e["outcome"] for e in srv.audit_entries()] == ["starting", "ran", "no-elicitation"]
 
 
 def test_http_listens_on_loopback_only_and_refuses_foreign_hosts(http_server) -> None:
     _, url, port = http_server
     # DNS rebinding: a page on another origin reaching 127.0.0.1 carries its own Host header.
-    r = httpx.post(url, headers={"Host": f"evil.example:{port}", "Accept": "application/json, text/event-stream"},
+    srv = http_server[0]
+    r = httpx.post(url, headers={"Host": f"evil.example:{port}", "Accept": "application/json, text/event-stream",
+                                 "Authorization": f"Bearer {srv.token}"},
                    json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, timeout=10)
     assert r.status_code == 421
     addrs = {ip for ip in _local_addresses() if not ip.startswith("127.")}

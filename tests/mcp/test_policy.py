@@ -42,6 +42,8 @@ def test_kill_runs_only_after_the_person_accepts(server: Server, sleeper) -> Non
         assert r.structured_content["outcome"] == "ran" and gone(p), mode
         shown = person.shown[-1]
         assert f"pid {p.pid}" in shown and "needs-approval" in shown and "Expected impact" in shown and "How to undo" in shown
+    outcomes = [e["outcome"] for e in server.audit_entries()]
+    assert outcomes == ["starting", "ran"] * 2  # written ahead, then the outcome
     ran = [e for e in server.audit_entries() if e["outcome"] == "ran"]
     assert len(ran) == 2 and all(e["approved_by"].startswith("the person") and e["risk"] == "needs-approval" for e in ran)
 
@@ -117,7 +119,7 @@ def test_an_approval_is_bound_to_the_action_and_used_once(server: Server, tmp_pa
         time.sleep(0.5)
         assert a.poll() is None and b.poll() is None
         outcomes = [e["outcome"] for e in server.audit_entries()]
-        assert outcomes[:2] == ["ran", "replayed"] and outcomes[2] in ("invalid", "approval-mismatch") and len(outcomes) == 3
+        assert outcomes[:3] == ["starting", "ran", "replayed"] and outcomes[3] in ("invalid", "approval-mismatch") and len(outcomes) == 4
     finally:
         for p in (a, b):
             p.kill()
@@ -143,7 +145,7 @@ def test_dangerous_is_refused_unless_the_policy_allows_it(tmp_path: Path, sleepe
     assert r.structured_content["outcome"] == "ran" and r.structured_content["risk"] == "dangerous" and gone(p)
 
 
-def test_safe_actions_run_without_asking(server: Server, tmp_path: Path) -> None:
+def test_safe_actions_run_without_asking_and_a_restart_always_asks(server: Server, tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
     (run / "command.txt").write_text(f"{sys.executable} -c \"open('restarted', 'w').write('yes')\"\n")
@@ -153,7 +155,7 @@ def test_safe_actions_run_without_asking(server: Server, tmp_path: Path) -> None
     (run / "latest").write_text("ckpt_200.pt\n")
 
     async def go() -> list[types.CallToolResult]:
-        async with server.client() as c:  # no elicitation needed for safe actions
+        async with server.client() as c:  # no elicitation: only safe actions can run
             return [
                 await c.call_tool("request_action", {"action": {"kind": "restart-unchanged", "command_file": str(run / "command.txt")}}),
                 await c.call_tool("request_action", {"action": {"kind": "repoint-checkpoint", "pointer_file": str(run / "latest"),
@@ -163,17 +165,14 @@ def test_safe_actions_run_without_asking(server: Server, tmp_path: Path) -> None
             ]
 
     restart, bad, good_r = anyio.run(go)
-    assert restart.structured_content["outcome"] == "ran" and restart.structured_content["approved_by"].startswith("policy: safe")
-    for _ in range(100):
-        if (run / "restarted").exists():
-            break
-        time.sleep(0.1)
-    assert (run / "restarted").read_text() == "yes"
+    assert restart.structured_content["outcome"] == "no-elicitation" and restart.structured_content["risk"] == "needs-approval"
+    time.sleep(1)
+    assert not (run / "restarted").exists()  # starting a process always needs the person
     assert bad.is_error and "not a valid checkpoint" in text(bad)
-    assert good_r.structured_content["outcome"] == "ran"
-    assert (run / "latest").read_text().strip() == str(run / "ckpt_100.pt")
+    assert good_r.structured_content["outcome"] == "ran" and good_r.structured_content["approved_by"].startswith("policy: safe")
+    assert (run / "latest").read_text().strip() == "ckpt_100.pt"  # the pointer's own style: a name beside it
     assert "ckpt_200.pt" in good_r.structured_content["undo"]
-    assert [e["outcome"] for e in server.audit_entries()] == ["ran", "invalid", "ran"]
+    assert [e["outcome"] for e in server.audit_entries()] == ["no-elicitation", "invalid", "starting", "ran"]
 
 
 def test_classify_action_names_the_deciding_rule(server: Server) -> None:

@@ -115,13 +115,14 @@ def test_policy_file_tightens_and_loosens_per_action_and_target(tmp_path: Path) 
     f = tmp_path / "policy.toml"
     f.write_text('allow_dangerous = ["delete-checkpoint"]\n[risk]\nkill-worker = "safe"\n'
                  '[[overrides]]\naction = "kill-worker"\ntarget = "pid:1*"\nrisk = "dangerous"\n'
-                 '[[overrides]]\naction = "restart-unchanged"\ntarget = "/prod/*"\nrisk = "needs-approval"\n')
+                 '[[overrides]]\naction = "repoint-checkpoint"\ntarget = "/prod/*"\nrisk = "needs-approval"\n')
     p = rules.load(f)
     assert p.decide("kill-worker", "pid:7").risk is Risk.SAFE
     v = p.decide("kill-worker", "pid:123")
     assert v.risk is Risk.DANGEROUS and not v.allowed and "overrides[0]" in v.rule
-    assert p.decide("restart-unchanged", "/prod/run/command.txt").needs_approval
-    assert not p.decide("restart-unchanged", "/dev-box/command.txt").needs_approval
+    assert p.decide("repoint-checkpoint", "/prod/run/latest").needs_approval
+    assert not p.decide("repoint-checkpoint", "/dev-box/latest").needs_approval
+    assert p.decide("restart-unchanged", "/dev-box/command.txt").needs_approval  # starts a process: never below needs-approval
     d = p.decide("delete-checkpoint")
     assert d.allowed and d.needs_approval and "allow_dangerous lists it" in d.rule
     f.write_text('[[overrides]]\naction = "delete-checkpoint"\ntarget = "/scratch/*"\nallow = true\n'

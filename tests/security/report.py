@@ -33,6 +33,7 @@ CORE = [
     "tests/security",
     "tests/mcp/test_safety.py",
     "tests/mcp/test_policy.py",
+    "tests/mcp/test_http.py",
     "tests/mcp/test_tools.py::test_bad_calls_are_tool_errors_and_the_server_keeps_answering",
     "tests/mcp/test_tools.py::test_client_roots_widen_the_allowed_roots",
     "tests/collectors/test_ssh.py",

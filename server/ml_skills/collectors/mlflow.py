@@ -143,11 +143,49 @@ def _run_parts(body: Any) -> tuple[dict[str, Any], dict[str, Any]]:
 # ---------------------------------------------------------------- local store (SDK)
 
 
+def _check_store(uri: str) -> None:
+    """Refuse any store MLflow would create or migrate on open: reading must never write.
+
+    A missing mlruns directory or sqlite file is created by the SDK, and a database with no
+    MLflow tables gets them; so the store must already exist, and a sqlite file must already hold
+    MLflow's schema (checked through a read-only connection). Other databases cannot be checked
+    without connecting read-write: their MLflow server is the way in.
+    """
+    scheme = uri.split(":", 1)[0].lower() if re.match(r"^[A-Za-z][\w+.-]*:", uri) else ""
+    missing = (f"MLFLOW_TRACKING_URI points at {redact(uri)}, which does not exist: give an existing mlruns directory or "
+               "sqlite:/// file (nothing was created)")
+    if scheme in ("", "file"):
+        path = Path(unquote(urlparse(uri).path) if scheme else uri)
+        if not path.is_dir():
+            raise TargetNotFound(missing)
+        return
+    if scheme == "sqlite":
+        rest = uri.split("?", 1)[0][len("sqlite:"):]
+        if not rest.startswith("///") or rest == "///" or ":memory:" in rest:
+            raise InputError(f"MLFLOW_TRACKING_URI {redact(uri)}: give sqlite:///relative.db or sqlite:////absolute.db")
+        path = Path(unquote(rest[3:]))
+        if not path.is_file():
+            raise TargetNotFound(missing)
+        import sqlite3
+
+        try:
+            con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+            try:
+                tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            finally:
+                con.close()
+        except sqlite3.Error as e:
+            raise SourceUnavailable(f"{redact(str(path))} is not a readable sqlite database ({e})") from None
+        if not {"alembic_version", "runs"} <= tables:
+            raise SourceUnavailable(f"{redact(str(path))} holds no MLflow tables: not an MLflow store (it was not initialised: "
+                                    "reading never creates or migrates a database)")
+        return
+    raise InputError(f"MLFLOW_TRACKING_URI {redact(uri)}: a {scheme} database is not opened directly (MLflow would create or "
+                     "migrate its tables); point MLFLOW_TRACKING_URI at its MLflow server (http://HOST:PORT)")
+
+
 def _from_store(uri: str, run_id: str, run: tracker.TrackerRun) -> None:
-    if "://" not in uri and not Path(uri).exists():
-        raise TargetNotFound(
-            f"MLFLOW_TRACKING_URI points at {redact(uri)}, which does not exist: give the mlruns directory or a sqlite:/// URI"
-        )
+    _check_store(uri)
     try:
         from mlflow.exceptions import MlflowException
         from mlflow.tracking import MlflowClient

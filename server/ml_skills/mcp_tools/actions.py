@@ -30,7 +30,7 @@ from ml_skills.mcp_tools.common import config, log, roots, tool
 from ml_skills.models import Model, Risk
 from ml_skills.policy.actions import Action, Prepared, prepare
 from ml_skills.policy.approval import Approve, Ledger, question
-from ml_skills.policy.audit import AuditEntry
+from ml_skills.policy.audit import AuditEntry, AuditError
 from ml_skills.policy.rules import Verdict
 from ml_skills.safety.redact import redact_value
 
@@ -42,7 +42,8 @@ _ledger = Ledger()
 
 
 class ActionResult(Model):
-    outcome: str = Field(description="ran, failed, refused, declined, cancelled, no-elicitation, elicitation-error, replayed")
+    outcome: str = Field(description="ran, failed, refused, decline, cancel, no-elicitation, elicitation-error, replayed, "
+                                      "audit-failed (the audit log could not be written first, so nothing ran)")
     ran: bool = Field(description="True only when the action was carried out.")
     action: str
     target: str
@@ -68,11 +69,12 @@ def classify_action(
 
 
 def _audit(p: Prepared | None, v: Verdict | None, outcome: str, detail: str, approved_by: str | None = None,
-           action: str = "", arguments: dict[str, Any] | None = None) -> None:
+           action: str = "", arguments: dict[str, Any] | None = None, undo: str = "") -> None:
+    """Append one entry; raises AuditError when the log cannot be written."""
     config().audit.append(AuditEntry(
         action=p.kind.value if p else action, target=p.target if p else "", arguments=p.arguments() if p else (arguments or {}),
         risk=v.risk.value if v else None, rule=v.rule if v else None, fingerprint=p.fingerprint if p else None,
-        approved_by=approved_by, outcome=outcome, detail=detail[:2000]))
+        approved_by=approved_by, outcome=outcome, detail=detail[:2000], undo=undo))
 
 
 def _client_name(ctx: Context) -> str:
@@ -154,12 +156,15 @@ async def request_action(
     except MLSkillsError as e:
         _audit(None, None, "invalid", str(e), action=getattr(action, "kind", "?"), arguments=action.model_dump(mode="json"))
         raise
-    v = cfg.policy.decide(p.kind.value, p.target)
+    v = cfg.policy.decide_all([p.kind.value, *(k.value for k in p.also)], p.target)
 
-    def result(outcome: str, detail: str, ran: bool = False, by: str | None = None) -> ActionResult:
-        _audit(p, v, outcome, detail, by)
+    def answer(outcome: str, detail: str, ran: bool = False, by: str | None = None) -> ActionResult:
         return ActionResult(outcome=outcome, ran=ran, action=p.kind.value, target=p.target, risk=v.risk, rule=v.rule,
                             approval_id=p.fingerprint, approved_by=by, detail=detail, manual="" if ran else p.manual, undo=p.undo)
+
+    def result(outcome: str, detail: str, ran: bool = False, by: str | None = None) -> ActionResult:
+        _audit(p, v, outcome, detail, by, undo=p.undo if ran else "")
+        return answer(outcome, detail, ran, by)
 
     if not v.allowed:
         return result("refused", f"refused by policy: {v.rule}. Nothing ran; the person can run it themselves if they mean to.")
@@ -172,12 +177,26 @@ async def request_action(
         if outcome != "accept":
             return result(outcome, f"{why}: nothing ran")
         by = f"the person, through {_client_name(ctx)}"
+    try:  # write-ahead: no entry, no action
+        _audit(p, v, "starting", "about to run; an entry with the outcome follows", by, undo=p.undo)
+    except AuditError as e:
+        log.warning("%s: nothing ran", e)
+        return answer("audit-failed", f"{e}: nothing ran. Every action is written to the audit log before it runs; "
+                                      "fix the log (--audit-log) and ask again")
     try:
         done = await anyio.to_thread.run_sync(p.run)
     except Exception as e:  # noqa: BLE001 - a failed action is reported and audited, never a crash
         log.info("action failed: %r", e)
-        return result("failed", f"the action failed: {str(e)[:300]}", by=by)
-    return result("ran", done, ran=True, by=by)
+        detail = f"the action failed: {str(e)[:300]}"
+        try:
+            return result("failed", detail, by=by)
+        except AuditError as ae:
+            return answer("failed", f"{detail} ({ae}; the entry written before it ran stands)", by=by)
+    try:
+        return result("ran", done, ran=True, by=by)
+    except AuditError as e:  # it ran: say so, never invite a retry that would run it twice
+        log.warning("%s after the action ran", e)
+        return answer("ran", f"{done} ({e} afterwards; the entry written before it ran stands)", ran=True, by=by)
 
 
 TOOLS = [classify_action, request_action]

@@ -1,9 +1,11 @@
 """`ml-skills-mcp`: the MCP server. stdio by default; streamable HTTP on 127.0.0.1 with --transport http.
 
     ml-skills-mcp [--allow-root DIR]... [--out-dir DIR] [--policy FILE] [--audit-log FILE]
-                  [--transport stdio|http] [--port N]
+                  [--transport stdio|http] [--port N] [--token-file FILE]
 
-Bad options print one line and exit 2; the server itself never exits on a bad tool call.
+Over HTTP every request needs `Authorization: Bearer TOKEN` (mcp_tools/http_auth.py): the token
+is read from --token-file (or ML_SKILLS_MCP_TOKEN_FILE), or generated and printed once to
+stderr. Bad options print one line and exit 2; the server itself never exits on a bad tool call.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", default=None, metavar="FILE", help="action policy TOML (default: the shipped default policy)")
     p.add_argument("--audit-log", default=None, metavar="FILE",
                    help="JSON-lines audit log of action requests (default: ~/.ml-skills/audit.jsonl)")
+    p.add_argument("--token-file", default=None, metavar="FILE",
+                   help="--transport http: file holding the bearer token clients must send (mode 0600; default: "
+                        "$ML_SKILLS_MCP_TOKEN_FILE, else a fresh token printed once to stderr)")
     return p
 
 
@@ -54,8 +59,8 @@ def build_server(args: argparse.Namespace):  # -> MCPServer; SDK imported here s
     if not roots:
         raise MLSkillsError(f"none of the --allow-root directories exist: {', '.join(args.allow_root)}")
     out_dir = Path(args.out_dir).resolve() if args.out_dir else roots[0]
-    audit = Path(args.audit_log) if args.audit_log else Path.home() / ".ml-skills" / "audit.jsonl"
-    common.configure(common.ServerConfig(roots=roots, out_dir=out_dir, policy=rules.load(args.policy), audit=AuditLog(audit)))
+    audit = AuditLog(Path(args.audit_log) if args.audit_log else Path.home() / ".ml-skills" / "audit.jsonl")
+    common.configure(common.ServerConfig(roots=roots, out_dir=out_dir, policy=rules.load(args.policy), audit=audit))
     tools = [common.build(fn) for fn in tool_functions()]
     mcp = MCPServer("ml-skills", version=__version__, instructions=INSTRUCTIONS, tools=tools, log_level="WARNING")
     # Outermost, so even calls the SDK itself refuses (a request state replayed for other arguments) are audited.
@@ -72,12 +77,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         mcp = build_server(args)
+        from ml_skills.mcp_tools.common import config
+
+        config().audit.check()  # no audit log, no actions: refuse to start rather than fail at the first request
+        if args.transport == "http":
+            from ml_skills.mcp_tools import http_auth
+
+            token_file = args.token_file or os.environ.get("ML_SKILLS_MCP_TOKEN_FILE")
+            token = http_auth.load_token(token_file) if token_file else None
     except MLSkillsError as e:
         print(f"ml-skills-mcp: {e}", file=sys.stderr)
         return 2
     try:
         if args.transport == "http":
-            mcp.run("streamable-http", host="127.0.0.1", port=args.port)
+            if token is None:
+                token = http_auth.new_token()
+                print(f"ml-skills-mcp: listening on http://127.0.0.1:{args.port}/mcp; clients must send the header "
+                      f"'Authorization: Bearer {token}' (shown once; use --token-file to choose it)", file=sys.stderr, flush=True)
+            http_auth.serve(mcp, token, port=args.port)
         else:
             mcp.run("stdio")
     except KeyboardInterrupt:

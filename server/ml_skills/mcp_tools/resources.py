@@ -10,6 +10,8 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
+from ml_skills.safety.redact import redact
+
 REPO = Path(__file__).resolve().parents[3]
 SKILL = REPO / "skills" / "check-failed-run"
 
@@ -66,5 +68,5 @@ def register(mcp: MCPServer) -> None:
     @mcp.prompt(name="check-failed-run", title="Check a failed run",
                 description="The check-failed-run skill's instructions, for clients with MCP but no skills.")
     def check_failed_run(target: str = "") -> str:
-        head = f"Target: {target}\n\n" if target else ""
+        head = f"Target: {redact(target)}\n\n" if target else ""  # the prompt is a channel too: no secret echoes back
         return head + skill_text()

@@ -12,8 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import signal as signals
+import stat
 import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
@@ -24,10 +26,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ml_skills.collectors.checkpoints import inspect_dir, inspect_file
-from ml_skills.errors import InputError, PolicyError, TargetNotFound
-from ml_skills.models import ActionKind, Model
+from ml_skills.collectors.checkpoints import WEIGHT_SUFFIXES, inspect_dir, inspect_file
+from ml_skills.errors import InputError, MLSkillsError, PolicyError, TargetNotFound
+from ml_skills.models import ActionKind, CheckpointInfo, Model
 from ml_skills.safety.paths import confine
+from ml_skills.safety.quoting import strip_invisible
 from ml_skills.safety.redact import redact
 
 SIGNALS = {"TERM": signals.SIGTERM, "INT": signals.SIGINT, "KILL": signals.SIGKILL, "HUP": signals.SIGHUP}
@@ -42,18 +45,22 @@ class KillProcess(Model):
 
 
 class RestartUnchanged(Model):
-    """Run the command recorded in a launch file again, exactly as written (no edits possible)."""
+    """Run the command a launcher recorded again, exactly as written (no edits possible); always asks the person."""
 
     kind: Literal["restart-unchanged"] = "restart-unchanged"
-    command_file: str = Field(description="File holding the original launch command (command.txt, launch.sh), inside the allowed roots.")
+    command_file: str = Field(description="The launcher's record of the original command (command.txt, cmd.txt or command: one line "
+                                          "starting with python, torchrun, deepspeed, accelerate, srun, mpirun or horovodrun), "
+                                          "inside the allowed roots. Scripts and other files are refused.")
 
 
 class RepointCheckpoint(Model):
-    """Point a resume pointer file at an existing, valid checkpoint."""
+    """Point a resume pointer file at an existing, structurally valid checkpoint (undoable: the old content is kept)."""
 
     kind: Literal["repoint-checkpoint"] = "repoint-checkpoint"
-    pointer_file: str = Field(description="Resume pointer file to rewrite (e.g. 'latest', resume_from.txt), inside the allowed roots.")
-    checkpoint: str = Field(description="Existing valid checkpoint file or directory, inside the allowed roots.")
+    pointer_file: str = Field(description="Resume pointer to rewrite: a small one-line text file named latest*, last_checkpoint "
+                                          "or resume* (e.g. 'latest', resume_from.txt), inside the allowed roots.")
+    checkpoint: str = Field(description="Existing checkpoint inside the allowed roots whose structure inspects valid: a safetensors, "
+                                        "torch zip or HDF5 file, or a DeepSpeed, FSDP or sharded folder.")
 
 
 class CancelPipeline(Model):
@@ -78,6 +85,7 @@ class Prepared:
     manual: str = ""
     identity: dict[str, Any] = field(default_factory=dict)
     run: Callable[[], str] = field(default=lambda: "")
+    also: list[ActionKind] = field(default_factory=list)  # other kinds this request amounts to (a repoint that rolls back)
 
     @property
     def fingerprint(self) -> str:
@@ -95,7 +103,7 @@ def prepare(action: Model, roots: Sequence[Path], out_dir: Path) -> Prepared:
         case RestartUnchanged():
             return _prepare_restart(action, roots, out_dir)
         case RepointCheckpoint():
-            return _prepare_repoint(action, roots)
+            return _prepare_repoint(action, roots, out_dir)
         case CancelPipeline():
             return _prepare_cancel(action)
     raise InputError(f"unsupported action {action!r}")
@@ -110,7 +118,7 @@ def _prepare_kill(a: KillProcess) -> Prepared:
         p = psutil.Process(a.pid)
         name, created = p.name(), p.create_time()
         try:
-            cmd = redact(" ".join(p.cmdline()))[:300]
+            cmd = redact(" ".join(p.cmdline()))[:1000]
         except psutil.AccessDenied:
             cmd = "(command line not readable)"
     except psutil.NoSuchProcess:
@@ -133,69 +141,233 @@ def _prepare_kill(a: KillProcess) -> Prepared:
 
     return Prepared(
         action=a, kind=ActionKind.KILL_WORKER, target=f"pid:{a.pid}",
-        summary=f"send SIG{a.signal} to pid {a.pid} ({name}): {cmd}",
+        summary=f"send SIG{a.signal} to pid {a.pid} (process name {quoted(name, 100)}, command line {quoted(cmd, 300)})",
         impact="the process stops; its work since the last checkpoint is lost" + ("; SIGKILL gives it no chance to save" if a.signal == "KILL" else ""),
         undo="cannot be undone; restart the run from its last valid checkpoint",
         manual=f"kill -{a.signal} {a.pid}", identity={"create_time": created, "name": name}, run=run,
     )
 
 
+# Files launchers write to record the command a run was started with. Scripts (launch.sh,
+# train.sh) are programs a person wrote, not records, so they are never run from here.
+RECORDED_COMMAND_FILES = ("command.txt", "cmd.txt", "command")
+_LAUNCHER = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun|deepspeed|accelerate|srun|mpirun|horovodrun)$")
+_ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}=")
+MAX_COMMAND_FILE = 64 * 1024
+
+
+_ESCAPE = {"\n": "\\n", "\t": "\\t"}
+
+
+def quoted(text: str, limit: int = 500) -> str:
+    """Untrusted text (a command line, a path) as one quoted line: escapes and invisible characters
+    gone, line breaks and other controls shown as escapes, so it cannot start a line of its own."""
+    text, _ = strip_invisible(text)
+    text = "".join(c if c.isprintable() else _ESCAPE.get(c, f"\\u{ord(c):04x}") for c in text.replace("\\", "\\\\").replace('"', '\\"'))
+    return '"' + (text if len(text) <= limit else text[:limit] + "...") + '"'
+
+
+def _recorded_command(f: Path) -> tuple[str, dict[str, str], list[str]]:
+    """(the recorded line, environment assignments, argv) of a launcher's command file, or a clear refusal."""
+    if f.name not in RECORDED_COMMAND_FILES:
+        raise PolicyError(f"{quoted(str(f))} is not a recorded launch command: restart-unchanged runs only a command a launcher "
+                          f"recorded ({', '.join(RECORDED_COMMAND_FILES)}), never an arbitrary file or a script")
+    st = f.stat()
+    if st.st_size > MAX_COMMAND_FILE:
+        raise InputError(f"{quoted(str(f))} is {st.st_size} bytes: a recorded command is one line")
+    raw = f.read_bytes()
+    if b"\x00" in raw:
+        raise InputError(f"{quoted(str(f))} holds binary data, not a recorded command")
+    lines = [ln.strip() for ln in raw.decode("utf-8", errors="replace").splitlines() if ln.strip() and not ln.strip().startswith("#")]
+    if len(lines) != 1:
+        raise InputError(f"{quoted(str(f))} holds {len(lines)} command lines; restart-unchanged runs exactly one recorded command")
+    try:
+        words = shlex.split(lines[0])
+    except ValueError as e:
+        raise InputError(f"{quoted(str(f))}: the command cannot be split into arguments ({e})") from None
+    env: dict[str, str] = {}
+    while words and _ENV_ASSIGN.match(words[0]):
+        k, _, v = words.pop(0).partition("=")
+        env[k] = v
+    if not words or not _LAUNCHER.match(Path(words[0]).name):
+        raise PolicyError(f"{quoted(str(f))} does not record a training launch (python, torchrun, deepspeed, accelerate, srun, "
+                          f"mpirun, horovodrun): {quoted(redact(lines[0]), 200)} is not restarted")
+    return lines[0], env, words
+
+
 def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) -> Prepared:
     f = confine(a.command_file, roots)
-    text = f.read_bytes()[:64 * 1024].decode("utf-8", errors="replace")
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("#")]
-    if len(lines) != 1:
-        raise InputError(f"{f} holds {len(lines)} command lines; restart-unchanged runs exactly one recorded command")
-    try:
-        argv = shlex.split(lines[0])
-    except ValueError as e:
-        raise InputError(f"{f}: the command cannot be split into arguments ({e})") from None
-    if not argv:
-        raise InputError(f"{f} holds no command")
-    digest = hashlib.sha256(lines[0].encode()).hexdigest()
+    line, env, argv = _recorded_command(f)
+    digest = hashlib.sha256(line.encode()).hexdigest()
 
     def run() -> str:
-        again = f.read_bytes()[:64 * 1024].decode("utf-8", errors="replace")
-        if digest not in {hashlib.sha256(x.strip().encode()).hexdigest() for x in again.splitlines()}:
-            raise PolicyError(f"{f} changed since the action was prepared: nothing was started")
+        again, _, _ = _recorded_command(confine(a.command_file, roots))
+        if hashlib.sha256(again.encode()).hexdigest() != digest:
+            raise PolicyError(f"{quoted(str(f))} changed since the person approved it: nothing was started")
         out_dir.mkdir(parents=True, exist_ok=True)
-        log = out_dir / f"restart-{datetime.now(UTC):%Y%m%dT%H%M%S}.log"
+        log = out_dir / f"restart-{datetime.now(UTC):%Y%m%dT%H%M%S%f}.log"
         with open(log, "ab") as out:
             proc = subprocess.Popen(argv, cwd=f.parent, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
-        return f"started pid {proc.pid}: {redact(lines[0])[:300]} (output in {log})"
+                                    start_new_session=True, env={**os.environ, **env})
+        return f"started pid {proc.pid}: {redact(line)[:300]} (output in {log})"
 
+    shown = redact(line)
     return Prepared(
         action=a, kind=ActionKind.RESTART_UNCHANGED, target=str(f),
-        summary=f"run again, unchanged, in {f.parent}: {redact(lines[0])[:500]}",
-        impact="starts a new run with the recorded command; it uses the same resources as the original",
+        summary=f"start a new process, in {quoted(str(f.parent))}, running the command recorded in {quoted(f.name)} exactly: "
+                f"{quoted(shown, 1000)}" + (" ([REDACTED] parts are passed as recorded)" if shown != line else ""),
+        impact="starts a new run with the recorded command; it uses the same resources (GPUs, nodes, a paid job) as the original",
         undo="stop it with kill-worker on the pid this returns",
-        manual=f"cd {shlex.quote(str(f.parent))} && {redact(lines[0])[:500]}", identity={"command_sha256": digest}, run=run,
+        manual=f"cd {shlex.quote(str(f.parent))} && {shown[:1000]}", identity={"command_sha256": digest}, run=run,
     )
 
 
-def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path]) -> Prepared:
+# Resume pointers: small text files naming the checkpoint to resume from (DeepSpeed `latest`,
+# Megatron `latest_checkpointed_iteration.txt`, detectron2 `last_checkpoint`, resume_from.txt).
+POINTER_NAME = re.compile(r"(?i)^(latest|last_checkpoint|resume)[\w.-]{0,64}$")
+MAX_POINTER_BYTES = 4096
+VERIFIED_FILE_FORMATS = {"safetensors", "torch-zip", "hdf5"}
+VERIFIED_DIR_FORMATS = {"fsdp-dcp", "deepspeed", "sharded", "dir"}
+MAX_CHECKPOINT_FILES = 2000
+
+
+def _read_pointer(pointer: Path) -> tuple[str, os.stat_result]:
+    """The pointer's text and stat, or a refusal when it is not a small, one-line, non-executable text file."""
+    if not POINTER_NAME.match(pointer.name):
+        raise PolicyError(f"{quoted(str(pointer))} is not a resume pointer: repoint-checkpoint writes only a pointer file "
+                          "(latest*, last_checkpoint, resume*) holding a path")
+    fd = os.open(pointer, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise PolicyError(f"{quoted(str(pointer))} is not a regular file")
+        if st.st_mode & 0o111:
+            raise PolicyError(f"{quoted(str(pointer))} is executable: a pointer holds a path, it is not a program")
+        if st.st_size > MAX_POINTER_BYTES:
+            raise PolicyError(f"{quoted(str(pointer))} is {st.st_size} bytes: a resume pointer holds one path")
+        raw = os.read(fd, MAX_POINTER_BYTES + 1)
+    finally:
+        os.close(fd)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise PolicyError(f"{quoted(str(pointer))} is not text: not a resume pointer") from None
+    if len([ln for ln in text.splitlines() if ln.strip()]) > 1 or any(not c.isprintable() for c in text.strip()):
+        raise PolicyError(f"{quoted(str(pointer))} holds more than one line of text: not a resume pointer")
+    return text, st
+
+
+def _verified(ckpt: Path) -> CheckpointInfo:
+    """Structural inspection (never unpickled): a known format, valid, made of plain files only."""
+    if ckpt.is_dir():
+        files = []
+        for p in ckpt.rglob("*"):  # bounded, and before inspect_dir walks it: a pointer may name a huge tree
+            if p.is_symlink():
+                raise PolicyError(f"{quoted(str(ckpt))} holds a symlink ({quoted(p.name)}): a repoint target must be plain files")
+            files.append(p)
+            if len(files) > MAX_CHECKPOINT_FILES:
+                raise PolicyError(f"{quoted(str(ckpt))} holds more than {MAX_CHECKPOINT_FILES} files: not a checkpoint folder")
+        info = inspect_dir(ckpt)
+        weights = [inspect_file(p) for p in files if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES) and not p.name.endswith(".index.json")]
+        unknown = next((w for w in weights if w.format not in VERIFIED_FILE_FORMATS), None)
+        known = info.format in VERIFIED_DIR_FORMATS and unknown is None
+    else:
+        info = inspect_file(ckpt)
+        unknown = None
+        known = info.format in VERIFIED_FILE_FORMATS
+    if not info.valid:
+        raise PolicyError(f"{quoted(str(ckpt))} is not a valid checkpoint ({info.reason}): pick one list_artifacts reports valid")
+    if not known:
+        what = f"{quoted(Path(unknown.path).name)} is {unknown.format}" if unknown else f"its format is {info.format}"
+        raise PolicyError(f"{quoted(str(ckpt))} is not a checkpoint whose structure can be verified ({what}; known: "
+                          f"{', '.join(sorted(VERIFIED_FILE_FORMATS))} files, DeepSpeed, FSDP and sharded folders)")
+    return info
+
+
+def _pointer_text(pointer: Path, old: str, ckpt: Path) -> str:
+    """What to write, in the pointer's own style: an iteration, a name beside it, or a full path."""
+    cur = old.strip()
+    if cur.isdigit() and pointer.name.startswith("latest_checkpointed"):
+        m = re.fullmatch(r"iter_(\d+)", ckpt.name)
+        if ckpt.parent != pointer.parent or m is None:
+            raise PolicyError(f"{quoted(pointer.name)} holds a Megatron iteration: the checkpoint must be an iter_N folder beside it")
+        return f"{int(m.group(1))}\n"
+    if cur and not cur.startswith("/") and ckpt.is_relative_to(pointer.parent):
+        return f"{ckpt.relative_to(pointer.parent)}\n"
+    return f"{ckpt}\n"
+
+
+def _current_target(pointer: Path, old: str) -> Path | None:
+    cur = old.strip()
+    if not cur:
+        return None
+    if cur.isdigit() and pointer.name.startswith("latest_checkpointed"):
+        return pointer.parent / f"iter_{int(cur):07d}"
+    return Path(cur) if cur.startswith("/") else pointer.parent / cur
+
+
+def _ckpt_identity(info: CheckpointInfo) -> dict[str, Any]:
+    return {"format": info.format, "size": info.size_bytes, "mtime": info.mtime.isoformat()}
+
+
+def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path) -> Prepared:
     pointer = confine(a.pointer_file, roots)
     ckpt = confine(a.checkpoint, roots, want="any")
-    info = inspect_dir(ckpt) if ckpt.is_dir() else inspect_file(ckpt)
-    if not info.valid:
-        raise PolicyError(f"{ckpt} is not a valid checkpoint ({info.reason}): pick one list_artifacts reports valid")
-    old = pointer.read_bytes()[:4096].decode("utf-8", errors="replace")
-    new = str(ckpt) + "\n"
+    if ckpt == pointer:
+        raise PolicyError("the pointer cannot point at itself")
+    old, st = _read_pointer(pointer)
+    info = _verified(ckpt)
+    new = _pointer_text(pointer, old, ckpt)
+    also: list[ActionKind] = []
+    cur = _current_target(pointer, old)
+    if cur is not None and cur.resolve() != ckpt:
+        try:  # the pointer names a good checkpoint now: moving it elsewhere is a rollback (needs approval by default)
+            cur_real = confine(str(cur), roots, want="any")
+            if _verified(cur_real):
+                also.append(ActionKind.ROLLBACK)
+        except MLSkillsError:
+            pass
+    identity = {"pointer_sha256": hashlib.sha256(old.encode()).hexdigest(), "pointer_mode": st.st_mode, "pointer_inode": st.st_ino,
+                "checkpoint": _ckpt_identity(info)}
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
+    backup = out_dir / "repoint-backups" / f"{stamp}-{pointer.name}"
 
     def run() -> str:
+        # Everything is checked again now, after the approval: the pointer and the checkpoint may have changed meanwhile.
+        p_now = confine(a.pointer_file, roots)
+        c_now = confine(a.checkpoint, roots, want="any")
+        old_now, st_now = _read_pointer(p_now)
+        info_now = _verified(c_now)
+        if (p_now, c_now) != (pointer, ckpt) or old_now != old or (st_now.st_mode, st_now.st_ino) != (st.st_mode, st.st_ino) \
+                or _ckpt_identity(info_now) != identity["checkpoint"]:
+            raise PolicyError(f"{quoted(str(pointer))} or {quoted(str(ckpt))} changed since the action was prepared: nothing was written")
+        backup.parent.mkdir(parents=True, exist_ok=True)
+        with open(backup, "x", encoding="utf-8") as fh:
+            fh.write(old)
+        os.chmod(backup, stat.S_IMODE(st.st_mode))
         fd, tmp = tempfile.mkstemp(prefix=".repoint.", dir=pointer.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(new)
-        os.replace(tmp, pointer)
-        return f"{pointer} now points at {ckpt} (was: {old.strip()[:200] or 'empty'})"
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(new)
+                fh.flush()
+                os.fchmod(fh.fileno(), stat.S_IMODE(st.st_mode))
+                os.fsync(fh.fileno())
+            os.replace(tmp, pointer)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return (f"{pointer} now holds {new.strip()} (was: {old.strip()[:200] or 'empty'}); the old content is kept in {backup}; "
+                f"undo: cp {shlex.quote(str(backup))} {shlex.quote(str(pointer))}")
 
+    was = quoted(old.strip(), 300) if old.strip() else "(empty)"
     return Prepared(
         action=a, kind=ActionKind.REPOINT_CHECKPOINT, target=str(pointer),
-        summary=f"rewrite {pointer} to point at {ckpt} (valid: {info.reason})",
-        impact="the next resume starts from this checkpoint; nothing is deleted",
-        undo=f"write the previous content back into {pointer}: {old.strip()[:200] or '(empty)'}",
-        manual=f"echo {shlex.quote(str(ckpt))} > {shlex.quote(str(pointer))}", identity={"old_sha256": hashlib.sha256(old.encode()).hexdigest(), "checkpoint_mtime": info.mtime.isoformat()}, run=run,
+        summary=f"rewrite the resume pointer {quoted(str(pointer))} (now {was}) to {quoted(new.strip())}, the checkpoint "
+                f"{quoted(str(ckpt))} ({info.format}, valid: {quoted(info.reason, 200)})",
+        impact="the next resume starts from this checkpoint; nothing is deleted" + ("; the pointer named a valid checkpoint, so "
+                                                                                    "this rolls the resume point back" if also else ""),
+        undo=f"the old content is kept in {backup}: cp {shlex.quote(str(backup))} {shlex.quote(str(pointer))} (it held: {old.strip()[:200] or '(empty)'})",
+        manual=f"printf '%s\\n' {shlex.quote(new.strip())} > {shlex.quote(str(pointer))}", identity=identity, run=run, also=also,
     )
 
 

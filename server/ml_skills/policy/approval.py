@@ -13,6 +13,8 @@ from pydantic import BaseModel, Field
 
 from ml_skills.policy.actions import Prepared
 from ml_skills.policy.rules import Verdict
+from ml_skills.safety.quoting import strip_invisible
+from ml_skills.safety.redact import redact
 
 
 class Approve(BaseModel):
@@ -21,15 +23,22 @@ class Approve(BaseModel):
     approve: bool = Field(description="Yes: run exactly the action described above, once.")
 
 
+def one_line(text: str) -> str:
+    """A field of the question on one line: escapes, invisible characters and line breaks cannot
+    forge a line of their own (untrusted parts are already quoted by policy/actions.py)."""
+    text, _ = strip_invisible(text)
+    return redact("".join(c if c.isprintable() else " " for c in text))
+
+
 def question(p: Prepared, v: Verdict) -> str:
-    return (
-        f"ml-skills asks to run an action ({v.risk.value}).\n"
-        f"Action: {p.summary}\n"
-        f"Risk: {v.risk.value} ({v.rule})\n"
-        f"Expected impact: {p.impact}\n"
-        f"How to undo: {p.undo}\n"
-        f"Approval id: {p.fingerprint} (valid for this exact action, once)"
-    )
+    return "\n".join(one_line(x) for x in (
+        f"ml-skills asks to run an action ({v.risk.value}).",
+        f"Action: {p.summary}",
+        f"Risk: {v.risk.value} ({v.rule})",
+        f"Expected impact: {p.impact}",
+        f"How to undo: {p.undo}",
+        f"Approval id: {p.fingerprint} (valid for this exact action, once)",
+    ))
 
 
 class Ledger:

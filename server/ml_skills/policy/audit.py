@@ -1,13 +1,16 @@
 """Append-only audit log of every action request and decision, as JSON lines.
 
-Arguments are redacted before they are written; each entry is one `write` on a file opened
-with O_APPEND, so concurrent servers never interleave half lines.
+Every string of an entry (keys too) is redacted as the entry is written; each entry is one
+`write` on a file opened with O_APPEND, so concurrent servers never interleave half lines. A
+failed write raises AuditError: the caller writes ahead (an entry before the action runs) and
+runs nothing when it cannot.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +18,7 @@ from typing import Any
 
 from pydantic import Field
 
+from ml_skills.errors import MLSkillsError
 from ml_skills.models import Model
 from ml_skills.safety.redact import redact_counted
 
@@ -30,15 +34,20 @@ class AuditEntry(Model):
     rule: str | None = None
     fingerprint: str | None = None
     approved_by: str | None = Field(None, description="Who accepted: the person, through the named MCP client.")
-    outcome: str = Field(description="ran, failed, refused, declined, cancelled, no-elicitation, elicitation-error, invalid")
+    outcome: str = Field(description="starting, ran, failed, refused, decline, cancel, no-elicitation, elicitation-error, invalid, ...")
     detail: str = ""
+    undo: str = Field("", description="How to undo what ran (for a repoint: where the old content is kept).")
+
+
+class AuditError(MLSkillsError):
+    """The audit log cannot be written: no action may run."""
 
 
 def _redact_value(v: Any) -> Any:
     if isinstance(v, str):
         return redact_counted(v)[0]
     if isinstance(v, dict):
-        return {str(k): _redact_value(x) for k, x in v.items()}
+        return {redact_counted(str(k))[0]: _redact_value(x) for k, x in v.items()}
     if isinstance(v, list | tuple):
         return [_redact_value(x) for x in v]
     return v
@@ -49,16 +58,37 @@ class AuditLog:
         self.path = Path(path)
 
     def append(self, entry: AuditEntry) -> None:
-        entry = entry.model_copy(update={"arguments": _redact_value(entry.arguments), "detail": redact_counted(entry.detail)[0],
-                                         "target": redact_counted(entry.target)[0]})
-        line = (entry.model_dump_json() + "\n").encode("utf-8")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        """Write one redacted entry; AuditError when it cannot be written whole."""
+        line = (json.dumps(_redact_value(entry.model_dump(mode="json")), separators=(",", ":"), ensure_ascii=False) + "\n").encode("utf-8")
         with _lock:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
-                os.write(fd, line)
-            finally:
-                os.close(fd)
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+                try:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        raise OSError(f"{self.path} is not a regular file")
+                    if os.write(fd, line) != len(line):
+                        raise OSError("short write")
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            except OSError as e:
+                raise AuditError(f"the audit log {self.path} cannot be written ({getattr(e, 'strerror', None) or e})") from None
+
+    def check(self) -> None:
+        """At start-up: the log can be opened for appending (created empty if missing), or a clear error."""
+        with _lock:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+                try:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        raise OSError(f"{self.path} is not a regular file")
+                finally:
+                    os.close(fd)
+            except OSError as e:
+                raise AuditError(f"the audit log {self.path} cannot be written ({getattr(e, 'strerror', None) or e}): "
+                                 "give a writable file to --audit-log") from None
 
     def entries(self) -> list[dict[str, Any]]:
         if not self.path.exists():

@@ -10,8 +10,8 @@ from ml_skills.models import ActionKind, Risk
 
 DEFAULT_RISK: dict[ActionKind, tuple[Risk, str]] = {
     ActionKind.INSPECT: (Risk.SAFE, "read-only diagnostics and fetching logs or artifacts change nothing"),
-    ActionKind.REPOINT_CHECKPOINT: (Risk.SAFE, "re-pointing to an existing valid checkpoint with the command unchanged loses nothing"),
-    ActionKind.RESTART_UNCHANGED: (Risk.SAFE, "restarting with an explicit, unchanged command repeats a run already approved"),
+    ActionKind.REPOINT_CHECKPOINT: (Risk.SAFE, "re-pointing a resume pointer to an existing, structurally valid checkpoint loses nothing: the old content is kept and the change is undone by writing it back"),
+    ActionKind.RESTART_UNCHANGED: (Risk.NEEDS_APPROVAL, "restarting starts a process (possibly distributed workers or a paid job): the person sees the exact recorded command and approves it"),
     ActionKind.CHANGE_HYPERPARAMETER: (Risk.NEEDS_APPROVAL, "hyperparameter changes alter the experiment"),
     ActionKind.CHANGE_CONFIG: (Risk.NEEDS_APPROVAL, "configuration and resource changes alter the experiment or its cost"),
     ActionKind.CHANGE_CODE: (Risk.NEEDS_APPROVAL, "code changes alter what is trained"),
@@ -26,6 +26,21 @@ DEFAULT_RISK: dict[ActionKind, tuple[Risk, str]] = {
     ActionKind.DELETE_RUN: (Risk.DANGEROUS, "deleting runs or model versions destroys history"),
     ActionKind.OVERWRITE_OUTPUT: (Risk.DANGEROUS, "overwriting an output prefix destroys earlier results"),
 }
+
+
+# Levels no policy file can go below: an action that starts a process always asks the person, so a
+# client that cannot ask (no elicitation) never starts one.
+FLOOR: dict[ActionKind, Risk] = {ActionKind.RESTART_UNCHANGED: Risk.NEEDS_APPROVAL}
+ORDER = {Risk.SAFE: 0, Risk.NEEDS_APPROVAL: 1, Risk.DANGEROUS: 2}
+
+
+def below_floor(kind: str, risk: Risk) -> Risk | None:
+    """The floor of `kind` when `risk` is below it, else None."""
+    try:
+        floor = FLOOR.get(ActionKind(kind))
+    except ValueError:
+        return None
+    return floor if floor is not None and ORDER[risk] < ORDER[floor] else None
 
 
 def risk_of(kind: ActionKind | str) -> tuple[Risk, str]:

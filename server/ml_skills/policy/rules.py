@@ -15,7 +15,7 @@ from pydantic import Field, ValidationError
 
 from ml_skills.errors import InputError
 from ml_skills.models import Model, Risk
-from ml_skills.policy.risk import risk_of
+from ml_skills.policy.risk import ORDER, below_floor, risk_of
 
 DEFAULT_POLICY = Path(__file__).with_name("default-policy.toml")
 
@@ -67,7 +67,19 @@ class Policy:
             rule += "; dangerous actions are refused unless the policy file allows them"
         elif not allowed:
             rule += "; refused by the policy file"
+        if (floor := below_floor(action, risk)) is not None:  # load() refuses such files; kept here as a second lock
+            risk, rule = floor, rule + f"; raised to {floor.value}: {action} can never run without the person's approval"
         return Verdict(action=action, target=target, risk=risk, rule=rule, allowed=allowed, needs_approval=risk is not Risk.SAFE)
+
+    def decide_all(self, actions: list[str], target: str = "") -> Verdict:
+        """The strictest verdict over several kinds one request amounts to (a repoint that is also a rollback)."""
+        verdicts = [self.decide(a, target) for a in actions]
+        worst = max(verdicts, key=lambda v: ORDER[v.risk])
+        if len(verdicts) == 1:
+            return worst
+        rule = "; ".join(dict.fromkeys(v.rule for v in verdicts))
+        allowed = all(v.allowed for v in verdicts)
+        return worst.model_copy(update={"rule": rule, "allowed": allowed, "action": verdicts[0].action})
 
 
 def load(path: str | Path | None = None) -> Policy:
@@ -84,4 +96,10 @@ def load(path: str | Path | None = None) -> Policy:
     except ValidationError as e:
         first = e.errors()[0]
         raise InputError(f"policy file {p}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    lowered = [(f"risk.{a}", a, r) for a, r in data.risk.items()]
+    lowered += [(f"overrides[{i}]", o.action, o.risk) for i, o in enumerate(data.overrides) if o.risk is not None]
+    for where, action, risk in lowered:
+        if (floor := below_floor(action, risk)) is not None:
+            raise InputError(f"policy file {p}: {where}: {action} cannot be '{risk.value}': it starts a process, which "
+                             f"always needs the person's approval (at least '{floor.value}')")
     return Policy(data, "default policy" if path is None else str(p))
