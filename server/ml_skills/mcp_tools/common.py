@@ -10,7 +10,6 @@ never crashes on a bad call.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import warnings
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from typing import Any, ClassVar, TypeVar, cast
 from urllib.parse import unquote, urlparse
 
 import anyio
+import pydantic_core
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -151,7 +151,8 @@ def as_call_result(result: Any) -> Any:
         return result
     structured = result.model_dump(mode="json", by_alias=True, exclude_defaults=getattr(result, "_compact", False))
     own = result.content_text() if isinstance(result, ToolResult) else ""
-    text = redact_counted(own)[0] if own else json.dumps(structured, separators=(",", ":"), ensure_ascii=False)
+    # NaN and Inf as null, as the SDK writes the structured content on the wire: the two forms agree, and stay JSON
+    text = redact_counted(own)[0] if own else pydantic_core.to_json(structured, inf_nan_mode="null").decode()
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
 
 

@@ -11,6 +11,7 @@ import json
 import re
 from typing import Annotated, Any, ClassVar
 
+import pydantic_core
 from pydantic import Field, PrivateAttr
 
 from ml_skills.engine.pipeline import DiagnoseRequest
@@ -120,7 +121,7 @@ def _report_text(r: DiagnoseResult) -> str:
     for note in r.notes:
         out += f"Note: {note}\n"
     if r.detail:
-        out += "Detail: " + json.dumps(r.detail, separators=(",", ":"), ensure_ascii=False) + "\n"
+        out += "Detail: " + pydantic_core.to_json(r.detail, inf_nan_mode="null").decode() + "\n"
     return out
 
 

@@ -7,8 +7,9 @@ assistant asks for the part it needs instead of reading the whole report.
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+import pydantic_core
 
 from ml_skills.errors import InputError
 
@@ -61,7 +62,5 @@ def select(data: dict[str, Any], paths: list[str]) -> dict[str, Any]:
 
 
 def dumps(value: Any, pretty: bool = False) -> str:
-    """JSON as the CLI prints it: compact unless asked to be pretty."""
-    if pretty:
-        return json.dumps(value, indent=2, ensure_ascii=False)
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """JSON as the CLI prints it: compact unless asked to be pretty; NaN and Inf as null, as in the report."""
+    return pydantic_core.to_json(value, indent=2 if pretty else None, inf_nan_mode="null").decode()
