@@ -62,15 +62,15 @@ class Brief(Model):
     """Every fact of the text report, as fields; the rest of check-failed-run.json on request."""
 
     report_path: str = Field(description="Where check-failed-run.json was written: the whole diagnosis.")
-    target: str
-    target_kind: str
-    run_status: RunStatus
+    target: str = Field(description="What was diagnosed.")
+    target_kind: str = Field(description="log, directory, traceback, ssh, pid, proc, wandb, mlflow or vertex-pipeline.")
+    run_status: RunStatus = Field(description="What state the run is in.")
     framework: str = Field(description="The framework and how it was known (detected, given), or unknown.")
     primary_cause: FailureClass | None = Field(description="The primary failure class; null when the evidence cannot decide "
                                                            "(or the run completed with no failure).")
     confidence: float = Field(ge=0.0, le=1.0, description="Confidence in the primary class.")
-    confidence_level: Level
-    contributing_factors: list[FailureClass] = Field(default_factory=list)
+    confidence_level: Level = Field(description="The same as a word: high >= 0.75, medium >= 0.50, low below.")
+    contributing_factors: list[FailureClass] = Field(default_factory=list, description="Other classes that made the failure likely or worse.")
     evidence: list[str] = Field(default_factory=list, description=f"'file:line: text', at most {text.MAX_EVIDENCE} (detail "
                                                                   "'evidence' for all).")
     logs: dict[str, str] = Field(default_factory=dict, description="Full path of each file named in `evidence`, when it is "
@@ -78,14 +78,14 @@ class Brief(Model):
     decisive_lines: str = Field("", description="The lines around the decisive one (marked '>'), fenced as quoted data.")
     ruled_out: list[str] = Field(default_factory=list, description=f"'class: why' ('a, b: why' when the reason is the same), "
                                                                    f"at most {text.MAX_RULED_OUT} classes (detail 'ruled_out' for all).")
-    root_cause: RootCauseBrief
+    root_cause: RootCauseBrief = Field(description="Proximate cause (where execution failed), root cause, contributing causes.")
     insufficient_evidence: str | None = Field(None, description="When the evidence cannot decide: the smallest artifact that would.")
     fixes: list[FixBrief] = Field(default_factory=list, description="Ranked recovery actions.")
-    decision: Decision
-    decision_reason: str
-    next_commands: list[str] = Field(default_factory=list)
+    decision: Decision = Field(description="GO when a safe recovery path exists, NO-GO when a person must decide.")
+    decision_reason: str = Field(description="Why.")
+    next_commands: list[str] = Field(default_factory=list, description="Exact commands to run next.")
     report_lines: list[str] = Field(default_factory=list, description="Source-specific report lines.")
-    plot: str | None = None
+    plot: str | None = Field(None, description="Path of the metric plot, when one was made.")
     left_out: list[str] = Field(default_factory=list, description="Parts of the report not in this answer, with counts: "
                                                                   "name them in `detail` (or read_report's `fields`) to get them.")
     detail: dict[str, Any] = Field(default_factory=dict, description="The parts asked for in `detail`.")
