@@ -56,7 +56,7 @@ def sizes(r: Any) -> dict[str, int]:
     return {"text": t, "structured": s, "model": max(t, s), "wire": t + s}
 
 
-async def mcp_sizes(logs: list[Path], out_dir: Path) -> dict[str, list[dict[str, Any]]]:
+async def mcp_sizes(logs: list[Path], out_dir: Path, server_path: Path, only_diagnose: bool) -> dict[str, list[dict[str, Any]]]:
     from mcp import Client, StdioServerParameters
 
     roots = [ROOT, out_dir] + ([SHARED] if SHARED.exists() else [])
@@ -64,7 +64,7 @@ async def mcp_sizes(logs: list[Path], out_dir: Path) -> dict[str, list[dict[str,
     for r in roots:
         args += ["--allow-root", str(r)]
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "server"), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(server_path), env.get("PYTHONPATH", "")])
     params = StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(out_dir))
     rows: dict[str, list[dict[str, Any]]] = {}
 
@@ -77,6 +77,8 @@ async def mcp_sizes(logs: list[Path], out_dir: Path) -> dict[str, list[dict[str,
         for i, log in enumerate(logs):
             d = await c.call_tool("diagnose", {"target": str(log)})
             add("diagnose", log, d)
+            if only_diagnose:
+                continue
             add("diagnose detail=all parts", log, await c.call_tool("diagnose", {"target": str(log), "detail": ALL_PARTS}))
             add("read_report trajectory,anomalies", log, await c.call_tool("read_report", {"fields": ["trajectory", "anomalies"]}))
             add("scan_log", log, await c.call_tool("scan_log", {"path": str(log)}))
@@ -147,11 +149,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sample", type=int, default=1, help="measure every Nth log only (default: all)")
     ap.add_argument("--json", type=Path, help="also write every row to this file")
     ap.add_argument("--no-cli", action="store_true", help="skip the CLI runs")
+    ap.add_argument("--server-pythonpath", type=Path, default=ROOT / "server",
+                    help="the server/ folder whose ml-skills-mcp to measure (default: this tree's; another tree's for a before figure)")
+    ap.add_argument("--only-diagnose", action="store_true", help="call diagnose only (with an older server that has no read_report)")
     a = ap.parse_args(argv)
     logs = [p.resolve() for p in a.logs] or default_logs()[:: a.sample]
     with tempfile.TemporaryDirectory(prefix="ctx-cost-") as tmp:
         out = Path(tmp)
-        rows = anyio.run(mcp_sizes, logs, out)
+        rows = anyio.run(mcp_sizes, logs, out, a.server_pythonpath, a.only_diagnose)
         if not a.no_cli:
             rows.update(cli_sizes(logs, out))
     v = [p.stat().st_size for p in logs]

@@ -16,10 +16,10 @@ from typing import Any
 
 import anyio
 import pytest
-
 from ml_skills.models import Diagnosis
 from ml_skills.render import text as report
 from ml_skills.render.brief import QUOTED
+
 from tests.mcp.conftest import NAN_LOG, REAL_LOGS, ROOT, Server, text
 
 CORPUS = sorted((ROOT / "tests" / "corpus").glob("*/train.log"))
@@ -95,7 +95,7 @@ def _check_structured(d: Diagnosis, s: dict[str, Any], report_path: str) -> None
 def _check_text(d: Diagnosis, t: str, s: dict[str, Any], report_path: str) -> None:
     """Every line of the CLI's text report is in the text content (pointers put back, ruled-out lines regrouped)."""
     window = _window(s["decisive_lines"]) if s.get("decisive_lines") else {}
-    lines = {_norm(_expand(x[2:] if x.startswith("- ") else x, window, d.root_cause.root)) for x in t.splitlines()}
+    lines = {_norm(_expand(x.removeprefix("- "), window, d.root_cause.root)) for x in t.splitlines()}
     lines |= {_norm("Proximate: " + _expand(x.removeprefix("Proximate: "), window)) for x in t.splitlines() if x.startswith("Proximate: ")}
     lines |= {_norm("Root: " + _expand(x.removeprefix("Root: "), window, d.root_cause.root)) for x in t.splitlines() if x.startswith("Root: ")}
     lines |= {_norm(x.split(" | command: ")[0]) for x in t.splitlines()}  # the text adds a fix's exact command
@@ -104,7 +104,7 @@ def _check_text(d: Diagnosis, t: str, s: dict[str, Any], report_path: str) -> No
     for line in report.render(d, report_path).splitlines():
         if not line.strip() or line.startswith("Decisive lines (") or re.match(r"^  [> ]\s*\d+ \| ", line):
             continue  # the window is compared line by line in _check_structured, and is the same field in the text
-        body = line[2:] if line.startswith("- ") else line
+        body = line.removeprefix("- ")
         if body in {f"{r.failure_class.value}: {r.reason}" for r in d.ruled_out}:
             assert body in ruled, body
             continue
