@@ -59,6 +59,21 @@ def _expand(said: str, window: dict[int, str], whole: str | None = None) -> str:
     return said
 
 
+def _ruled(lines: list[str]) -> dict[str, set[str]]:
+    """Class -> the reasons a shared ruled-out line can stand for ('oom (8), stalled (5): ... its N signatures ...')."""
+    out: dict[str, set[str]] = {}
+    for line in lines:
+        m = re.match(r"^((?:[a-z-]+(?: \(\d+\))?, )*[a-z-]+(?: \(\d+\))?): (.*)$", line)
+        assert m, line
+        head, reason = m.groups()
+        for item in head.split(", "):
+            c, _, n = item.partition(" (")
+            n = n.rstrip(")")
+            spots = [x.start() for x in re.finditer(r"\bN\b", reason)] if n else []
+            out[c] = {reason[:i] + n + reason[i + 1:] for i in spots} if n else {reason}
+    return out
+
+
 def _norm(s: str) -> str:
     return " ".join(s.split())
 
@@ -75,12 +90,9 @@ def _check_structured(d: Diagnosis, s: dict[str, Any], report_path: str) -> None
     names = {n: Path(p).name for n, p in s.get("logs", {}).items()}
     shown = [_norm(_expand(e, window)) for e in s.get("evidence", [])]
     assert shown == [_norm(report.evidence_line(e, names.get(Path(e.source or "").name))) for e in d.evidence[: report.MAX_EVIDENCE]]
-    grouped = {}
-    for line in s.get("ruled_out", []):
-        classes, reason = line.split(": ", 1)
-        for c in classes.split(", "):
-            grouped[c] = reason
-    assert grouped == {r.failure_class.value: r.reason for r in d.ruled_out[: report.MAX_RULED_OUT]}
+    ruled = _ruled(s.get("ruled_out", []))
+    want = {r.failure_class.value: r.reason for r in d.ruled_out[: report.MAX_RULED_OUT]}
+    assert set(ruled) == set(want) and all(want[c] in ruled[c] for c in want), (ruled, want)
     rc = s["root_cause"]
     assert _norm(_expand(rc["proximate"], window)) == _norm(d.root_cause.proximate)
     assert _norm(_expand(rc["root"], window, d.root_cause.root)) == _norm(d.root_cause.root)
@@ -99,7 +111,7 @@ def _check_text(d: Diagnosis, t: str, s: dict[str, Any], report_path: str) -> No
     lines |= {_norm("Proximate: " + _expand(x.removeprefix("Proximate: "), window)) for x in t.splitlines() if x.startswith("Proximate: ")}
     lines |= {_norm("Root: " + _expand(x.removeprefix("Root: "), window, d.root_cause.root)) for x in t.splitlines() if x.startswith("Root: ")}
     lines |= {_norm(x.split(" | command: ")[0]) for x in t.splitlines()}  # the text adds a fix's exact command
-    ruled = {f"{c}: {line.split(': ', 1)[1]}" for line in s.get("ruled_out", []) for c in line.split(": ", 1)[0].split(", ")}
+    ruled = {f"{c}: {r}" for c, reasons in _ruled(s.get("ruled_out", [])).items() for r in reasons}
     names = {Path(p).name: n for n, p in s.get("logs", {}).items()}
     for line in report.render(d, report_path).splitlines():
         if not line.strip() or line.startswith("Decisive lines (") or re.match(r"^  [> ]\s*\d+ \| ", line):

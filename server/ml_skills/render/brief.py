@@ -9,6 +9,7 @@ every anomaly, the whole ruled-out list, artifact inventories, ...), within a si
 from __future__ import annotations
 
 import json
+import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -76,8 +77,9 @@ class Brief(Model):
     logs: dict[str, str] = Field(default_factory=dict, description="Full path of each file named in `evidence`, when it is "
                                                                    "not the target itself.")
     decisive_lines: str = Field("", description="The lines around the decisive one (marked '>'), fenced as quoted data.")
-    ruled_out: list[str] = Field(default_factory=list, description=f"'class: why' ('a, b: why' when the reason is the same), "
-                                                                   f"at most {text.MAX_RULED_OUT} classes (detail 'ruled_out' for all).")
+    ruled_out: list[str] = Field(default_factory=list, description=(
+        f"'class: why', at most {text.MAX_RULED_OUT} classes (detail 'ruled_out' for all); classes with the same reason share "
+        "a line, and where the reasons differ by one number it is given after each class and N stands for it."))
     root_cause: RootCauseBrief = Field(description="Proximate cause (where execution failed), root cause, contributing causes.")
     insufficient_evidence: str | None = Field(None, description="When the evidence cannot decide: the smallest artifact that would.")
     fixes: list[FixBrief] = Field(default_factory=list, description="Ranked recovery actions.")
@@ -157,11 +159,29 @@ def _quote_once(d: Diagnosis, names: dict[str, str]) -> tuple[list[str], str, st
 
 
 def _ruled_out(d: Diagnosis) -> list[str]:
-    """The report's ruled-out lines, classes with the very same reason on one line."""
-    by_reason: dict[str, list[str]] = {}
+    """The report's ruled-out lines, one line per reason: classes whose reasons are the same, or the same
+    but for one number, share it ('oom (8), stalled (5): ... none of its N signatures ...')."""
+    groups: dict[tuple[str, ...], list[tuple[str, list[str]]]] = {}
     for r in d.ruled_out[: text.MAX_RULED_OUT]:
-        by_reason.setdefault(r.reason, []).append(r.failure_class.value)
-    return [f"{', '.join(classes)}: {reason}" for reason, classes in by_reason.items()]
+        parts = re.split(r"(\d+)", r.reason)
+        groups.setdefault(tuple(parts[0::2]), []).append((r.failure_class.value, parts[1::2]))
+    out = []
+    for words, members in groups.items():
+        numbers = list(zip(*(n for _, n in members), strict=True))
+        differ = [i for i, column in enumerate(numbers) if len(set(column)) > 1]
+        if len(differ) > 1:  # more than one number differs: a line each
+            out += [f"{c}: {_join(words, n)}" for c, n in members]
+        elif differ:
+            i = differ[0]
+            shape = _join(words, [("N" if j == i else v) for j, v in enumerate(members[0][1])])
+            out.append(", ".join(f"{c} ({n[i]})" for c, n in members) + f": {shape}")
+        else:
+            out.append(", ".join(c for c, _ in members) + f": {_join(words, members[0][1])}")
+    return out
+
+
+def _join(words: tuple[str, ...], numbers: list[str]) -> str:
+    return "".join(w + (numbers[i] if i < len(numbers) else "") for i, w in enumerate(words))
 
 
 def left_out(d: Diagnosis) -> list[str]:
@@ -177,8 +197,6 @@ def left_out(d: Diagnosis) -> list[str]:
     if len(d.ruled_out) > text.MAX_RULED_OUT:
         more = d.ruled_out[text.MAX_RULED_OUT:]
         out.append(f"ruled_out: {len(more)} more ({', '.join(r.failure_class.value for r in more)})")
-    if d.fixes:
-        out.append("fixes: ids, kinds, risk rules")
     if d.trajectory:
         points = sum(len(s.points) for s in d.trajectory)
         names = ", ".join(dict.fromkeys(s.name if s.split == "train" else f"{s.split}/{s.name}" for s in d.trajectory))
@@ -191,7 +209,7 @@ def left_out(d: Diagnosis) -> list[str]:
         out.append(f"artifacts: {a.total_files} files, {len(a.configs)} configs, {len(a.logs)} logs, "
                    f"{len(a.checkpoints)} checkpoints" + (f", newest valid {Path(a.newest_valid_checkpoint).name}"
                                                           if a.newest_valid_checkpoint else ""))
-    if d.last_progress is not None:
+    if d.last_progress is not None and not any(e.kind == "progress" for e in d.evidence[: text.MAX_EVIDENCE]):  # else it is evidence
         p = d.last_progress
         at = f"step {p.step:g}" if p.step is not None else f"line {p.line_no}"
         out.append(f"last_progress: {at}")
