@@ -59,7 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--last", type=_positive, default=500, help="lines of the log's tail to keep (default 500)")
     opt.add_argument("--artifacts", metavar="PATH", help="artifact directory to inventory alongside the target")
     opt.add_argument("--out-dir", default=".", help="where check-failed-run.json is written (default: current directory)")
-    opt.add_argument("--format", choices=["text", "json"], default="text", help="what to print on stdout")
+    opt.add_argument("--format", choices=["text", "json"], default=None, help="what to print on stdout (default text; json with --fields)")
+    opt.add_argument("--fields", metavar="A,B.C", help=(
+        "print only these fields of the JSON report, as one JSON object keyed by field: dotted paths like "
+        "primary_cause,root_cause.root,fixes.0.action or fixes.risk (every fix's risk); implies --format json"))
+    opt.add_argument("--pretty", action="store_true", help="indent the JSON (default: compact, one line)")
     opt.add_argument("--plot", action="store_true", help="also write a PNG of the metric trajectory into --out-dir")
     opt.add_argument("--fail-on-nogo", action="store_true", help="exit 1 when the decision is NO-GO (for CI gates)")
     opt.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
@@ -73,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--first-version", action="store_true", help="no previous version exists yet: skip the rollback check")
     v.add_argument("--out-dir", default=".", help="where verify-artifacts.json is written (default: current directory)")
     v.add_argument("--format", choices=["text", "json"], default="text")
+    v.add_argument("--pretty", action="store_true", help="indent the JSON (default: compact, one line)")
     v.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     w = sub.add_parser(
         "watch-run",
@@ -91,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--until-step", type=float, help="validation criterion: succeed once the run passes this step with no alert")
     w.add_argument("--stall-after", type=float, help="seconds without new progress that count as a stall (default max(5 x interval, 300))")
     w.add_argument("--format", choices=["text", "json"], default="text")
+    w.add_argument("--pretty", action="store_true", help="indent the JSON (default: compact, one line)")
     w.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     f = sub.add_parser(
         "preflight-run",
@@ -118,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--timeout", type=float, default=600.0, help="deadline for each smoke or probe run in seconds")
     f.add_argument("--out-dir", default=".", help="where preflight-run.json is written")
     f.add_argument("--format", choices=["text", "json"], default="text")
+    f.add_argument("--pretty", action="store_true", help="indent the JSON (default: compact, one line)")
     f.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     return p
 
@@ -140,7 +147,7 @@ def preflight_run(args: argparse.Namespace) -> int:
     )
     report = redact_value(report)
     path = _write_json(report, args.out_dir, "preflight-run.json")
-    sys.stdout.write(report.model_dump_json(indent=2) + "\n" if args.format == "json" else report.render() + f"Report: {path}\n")
+    sys.stdout.write(report.model_dump_json(indent=2 if args.pretty else None) + "\n" if args.format == "json" else report.render() + f"Report: {path}\n")
     return 0 if report.decision.value == "GO" else 1
 
 
@@ -170,7 +177,7 @@ def watch_run(args: argparse.Namespace) -> int:
         result = watch(req, interval=args.interval, max_polls=args.max_polls, until_step=args.until_step,
                        stall_after=args.stall_after, emit=emit, progress=show)
     if args.format == "json":
-        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(result.model_dump_json(indent=2 if args.pretty else None) + "\n")
     return 0 if result.healthy else 1
 
 
@@ -186,7 +193,7 @@ def verify_artifacts(args: argparse.Namespace) -> int:
     report = verify(args.run_dir, args.previous, first_version=args.first_version)
     report = redact_value(report)
     path = _write_json(report, args.out_dir, "verify-artifacts.json")
-    sys.stdout.write(report.model_dump_json(indent=2) + "\n" if args.format == "json" else report.render() + f"Report: {path}\n")
+    sys.stdout.write(report.model_dump_json(indent=2 if args.pretty else None) + "\n" if args.format == "json" else report.render() + f"Report: {path}\n")
     return 0 if report.decision.value == "GO" else 1
 
 
@@ -211,8 +218,21 @@ def _read_paste(spec: str) -> str:
 
 def check_failed_run(args: argparse.Namespace) -> int:
     from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
+    from ml_skills.models import Diagnosis
+    from ml_skills.render import fields as report_fields
     from ml_skills.render import json_report, progress, text
 
+    fields = None
+    if args.fields is not None:
+        if args.format == "text":
+            raise InputError("--fields prints JSON: drop --format text (or use --format json)")
+        fields = report_fields.parse(args.fields)
+        top = set(Diagnosis.model_fields)
+        unknown = [f for f in fields if f.split(".", 1)[0] not in top]
+        if unknown:  # said before the diagnosis runs, so a typo costs nothing
+            raise InputError(f"unknown field {unknown[0]!r}: the report's top-level fields are {', '.join(Diagnosis.model_fields)}")
+    elif args.format is None:
+        args.format = "text"
     given = [x for x in (args.target, args.traceback, args.pid, args.proc, args.wandb, args.mlflow, args.vertex_pipeline) if x is not None]
     if not given:
         raise InputError("nothing to diagnose: give a log path, an artifact directory, --traceback, --pid, --proc, --wandb, --mlflow or --vertex-pipeline")
@@ -236,8 +256,10 @@ def check_failed_run(args: argparse.Namespace) -> int:
 
         d.plot = str(plot.write(d, args.out_dir))
     path = json_report.write(d, args.out_dir)
-    if args.format == "json":
-        sys.stdout.write(d.model_dump_json(indent=2) + "\n")
+    if fields is not None:
+        sys.stdout.write(report_fields.dumps(report_fields.select(d.model_dump(mode="json"), fields), args.pretty) + "\n")
+    elif args.format == "json":
+        sys.stdout.write(d.model_dump_json(indent=2 if args.pretty else None) + "\n")
     else:
         sys.stdout.write(text.render(d, str(path)))
     return 1 if args.fail_on_nogo and d.decision.value == "NO-GO" else 0

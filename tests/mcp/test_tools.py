@@ -108,8 +108,8 @@ def test_evidence_tools_on_real_logs(server: Server) -> None:
             d = diag.structured_content
             report = Path(d["report_path"])
             assert report.is_file() and report.parent == server.out
-            assert d["diagnosis"]["primary_cause"] == __import__("json").loads(report.read_text())["primary_cause"]
-            assert d["diagnosis"]["decision"] in ("GO", "NO-GO")
+            assert d["primary_cause"] == __import__("json").loads(report.read_text())["primary_cause"]
+            assert d["decision"] in ("GO", "NO-GO")
 
     anyio.run(go)
 
@@ -154,7 +154,7 @@ def test_checkpoints_are_judged_from_structure(server: Server, tmp_path: Path) -
             bad = await c.call_tool("inspect_checkpoint", {"path": str(run / "model_step300.pt")})
             ok = await c.call_tool("inspect_checkpoint", {"path": str(run / "model_step200.safetensors")})
             evil = await c.call_tool("inspect_checkpoint", {"path": str(run / "model_step400.pt")})
-            diag = await c.call_tool("diagnose", {"target": str(run)})
+            diag = await c.call_tool("diagnose", {"target": str(run), "detail": ["artifacts"]})
         by_step = {c["step"]: c for c in inv["checkpoints"]}
         assert by_step[100]["valid"] and by_step[200]["valid"] and not by_step[300]["valid"]
         assert inv["newest_valid_checkpoint"].endswith("model_step400.pt")  # the highest step whose structure is whole
@@ -162,8 +162,8 @@ def test_checkpoints_are_judged_from_structure(server: Server, tmp_path: Path) -
         assert bad.structured_content["checkpoint"]["valid"] is False and "truncated" in bad.structured_content["checkpoint"]["reason"]
         assert ok.structured_content["checkpoint"]["format"] == "safetensors" and ok.structured_content["checkpoint"]["valid"]
         assert evil.structured_content["checkpoint"]["format"] == "torch-zip"
-        d = diag.structured_content["diagnosis"]
-        assert d["target_kind"] == "directory" and len(d["artifacts"]["checkpoints"]) == 4
+        d = diag.structured_content
+        assert d["target_kind"] == "directory" and len(d["detail"]["artifacts"]["checkpoints"]) == 4
         assert not marker.exists(), "a checkpoint was unpickled"
 
     anyio.run(go)
@@ -319,8 +319,8 @@ def test_diagnose_takes_a_pasted_traceback(server: Server) -> None:
             return ok, both
 
     ok, both = anyio.run(go)
-    assert ok.structured_content["diagnosis"]["target_kind"] == "traceback"
-    assert ok.structured_content["diagnosis"]["primary_cause"] == "nan-inf"
+    assert ok.structured_content["target_kind"] == "traceback"
+    assert ok.structured_content["primary_cause"] == "nan-inf"
     assert both.is_error and "exactly one of" in text(both)
 
 

@@ -1,28 +1,41 @@
-"""diagnose: the whole engine on any target the CLI takes; writes check-failed-run.json into the out dir."""
+"""diagnose: the whole engine on any target the CLI takes; writes check-failed-run.json into the out dir.
+
+The answer is the brief (render/brief.py): every fact of the text report, with the bulky parts
+named in `detail` only. Its text content is the report itself, its structured content the same
+facts as fields (clients hand their model one or the other), never the whole file twice.
+"""
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
-from pydantic import Field
+import pydantic_core
+from pydantic import Field, PrivateAttr
 
 from ml_skills.engine.pipeline import DiagnoseRequest
 from ml_skills.engine.pipeline import diagnose as run_engine
 from ml_skills.errors import InputError
 from ml_skills.mcp_tools.common import WRITES_REPORT, ToolResult, config, roots, tool
 from ml_skills.models import Diagnosis, EvidenceStatus, Framework, Task
-from ml_skills.render import json_report
+from ml_skills.render import brief, json_report
+from ml_skills.render import fields as fields_mod
+from ml_skills.render.brief import Brief, Part
 from ml_skills.safety.paths import confine, confine_new
-from ml_skills.safety.quoting import fence, new_marker, strip_invisible
+from ml_skills.safety.quoting import new_marker, strip_invisible
 
 MAX_PASTE = 4 * 1024 * 1024
 
 
-class DiagnoseResult(ToolResult):
-    report_path: str = Field(description="Where check-failed-run.json was written.")
-    excerpt: str = Field("", description="The decisive lines of the log, fenced as quoted data.")
-    diagnosis: Diagnosis
+class DiagnoseResult(Brief, ToolResult):
+    """The brief of the diagnosis; `text` is the report a content-reading client shows its model."""
+
+    _compact: ClassVar[bool] = True
+    _text: str = PrivateAttr("")
+
+    def content_text(self) -> str:
+        return self._text
 
 
 def _strip_all(value: Any) -> tuple[Any, int]:
@@ -62,10 +75,15 @@ def diagnose(
     task: Annotated[Task | None, Field(description="Tune expectations for the task.")] = None,
     last: Annotated[int, Field(ge=1, le=100_000, description="Lines of the tail kept for context.")] = 500,
     out_dir: Annotated[str | None, Field(max_length=4096, description="Where check-failed-run.json goes (default: the server's --out-dir).")] = None,
+    detail: Annotated[list[Part] | None, Field(max_length=len(Part), description=(
+        "Bulky parts of the report to add (left out by default; the answer's left_out says what each holds): "
+        + ", ".join(p.value for p in Part) + "."))] = None,
 ) -> DiagnoseResult:
     """Run the whole diagnosis engine on one target and return the structured diagnosis: run status,
     primary cause with confidence, ruled-out classes, root cause, ranked fixes with risk levels and
-    GO / NO-GO. The target is a local log or run directory, a remote log (user@host:/path), pasted
+    GO / NO-GO, as the text report shows them, plus the path of check-failed-run.json. Trajectory
+    points, every anomaly, the full ruled-out list and artifact inventories are left out (left_out
+    counts them): name them in `detail`, or read them later with read_report. The target is a local log or run directory, a remote log (user@host:/path), pasted
     traceback text, a process id, a W&B or MLflow run, or a Vertex AI job: give exactly one. Reads
     only; writes check-failed-run.json into the out dir and returns its path."""
     given = [k for k, v in (("target", target), ("traceback_text", traceback_text), ("pid", pid), ("wandb", wandb),
@@ -87,11 +105,75 @@ def diagnose(
     d = Diagnosis.model_validate(cleaned)
     path = json_report.write(d, out)
     marker = new_marker()
-    ex = d.decisive_excerpt
-    f = fence(ex.lines, marker=marker, label=f"{ex.source} from line {ex.start_line}") if ex else None
+    b, notes = brief.build(d, str(path), marker, detail)
     status = EvidenceStatus.OK if d.primary_cause is not None else EvidenceStatus.PARTIAL
-    return DiagnoseResult(status=status, redactions=d.redactions, stripped_chars=stripped, marker=marker, report_path=str(path),
-                          excerpt=f.text if f else "", truncated=bool(f and f.truncated), diagnosis=d)
+    r = DiagnoseResult(status=status, redactions=d.redactions, stripped_chars=stripped, marker=marker, notes=notes,
+                       truncated=bool(notes), **dict(b))
+    r._text = _report_text(r)
+    return r
 
 
-TOOLS = [diagnose]
+def _report_text(r: DiagnoseResult) -> str:
+    """The brief in the report's shape, then any note and the parts asked for (compact JSON)."""
+    out = brief.render(r)
+    if r.redactions:
+        out += f"({r.redactions} secret(s) redacted)\n"
+    for note in r.notes:
+        out += f"Note: {note}\n"
+    if r.detail:
+        out += "Detail: " + pydantic_core.to_json(r.detail, inf_nan_mode="null").decode() + "\n"
+    return out
+
+
+class ReportFields(ToolResult):
+    path: str = Field(description="The report that was read.")
+    fields: dict[str, Any] = Field(default_factory=dict, description="Each field asked for, by its path, in the order asked.")
+
+
+MAX_REPORT_BYTES = 32 * 1024 * 1024
+
+
+@tool(title="Read fields of a diagnosis report")
+def read_report(
+    fields: Annotated[list[str], Field(min_length=1, max_length=fields_mod.MAX_FIELDS, description=(
+        "Dotted paths into check-failed-run.json: a key (trajectory, anomalies, artifacts), a key of an object "
+        "(root_cause.root, artifacts.checkpoints), an index into a list (fixes.0) or a key of every item of a list "
+        "(fixes.risk_rule, trajectory.name)."))],
+    path: Annotated[str | None, Field(min_length=1, max_length=4096, description=(
+        "A check-failed-run.json inside the allowed roots or the out dir (default: the one diagnose last wrote "
+        "into the server's out dir)."))] = None,
+) -> ReportFields:
+    """Read named fields of a check-failed-run.json that diagnose wrote, without diagnosing again:
+    the parts diagnose leaves out by default (trajectory points, every anomaly, the whole ruled-out
+    list, artifact inventories, findings, fix ids and risk rules). An unknown field is an error that
+    lists the fields there are. Reads only; capped in size (truncated and notes say what was cut)."""
+    paths = fields_mod.parse(fields)
+    cfg = config()
+    p = confine(path, [*roots(), cfg.out_dir], want="file") if path else cfg.out_dir / json_report.FILENAME
+    if not p.is_file():
+        raise InputError(f"no report at {p}: call diagnose first, or give the path of a check-failed-run.json")
+    with open(p, "rb") as f:
+        raw = f.read(MAX_REPORT_BYTES + 1)
+    if len(raw) > MAX_REPORT_BYTES:
+        raise InputError(f"{p} is over {MAX_REPORT_BYTES // (1024 * 1024)} MiB: not a report diagnose wrote")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"{p} is not a JSON report ({e}): give the path of a check-failed-run.json") from None
+    if not isinstance(data, dict) or "primary_cause" not in data or "schema_version" not in data:
+        raise InputError(f"{p} is not a check-failed-run.json (no schema_version or primary_cause)")
+    picked, stripped = _strip_all(fields_mod.select(data, paths))
+    out: dict[str, Any] = {}
+    notes: list[str] = []
+    budget = brief.DETAIL_MAX_CHARS
+    for k, v in picked.items():
+        value, note = brief.cap(k, v, budget)
+        if note:
+            notes.append(note)
+        if value is not None or note is None:
+            out[k] = value
+            budget -= brief.size(value)
+    return ReportFields(status=EvidenceStatus.OK, path=str(p), fields=out, notes=notes, truncated=bool(notes), stripped_chars=stripped)
+
+
+TOOLS = [diagnose, read_report]

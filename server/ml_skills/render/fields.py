@@ -1,0 +1,66 @@
+"""Named fields of a written report, picked by dotted path: what `--fields` and read_report return.
+
+A path walks objects by key (`root_cause.root`), lists by index (`fixes.0`), and a name applied
+to a list is applied to each item (`fixes.risk` gives every fix's risk), so a shell user or an
+assistant asks for the part it needs instead of reading the whole report.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pydantic_core
+
+from ml_skills.errors import InputError
+
+MAX_FIELDS = 40
+
+
+def parse(spec: str | list[str]) -> list[str]:
+    """`a,b.c` (or a list) into paths; empty names are refused."""
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    paths = [p.strip() for p in items]
+    if not paths or any(not p or any(not s for s in p.split(".")) for p in paths):
+        raise InputError(f"--fields takes field names separated by commas, like primary_cause,fixes.risk (got {spec!r})")
+    if len(paths) > MAX_FIELDS:
+        raise InputError(f"ask for at most {MAX_FIELDS} fields at a time (got {len(paths)})")
+    return list(dict.fromkeys(paths))
+
+
+def _kind(v: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(type(v), "a number")
+
+
+def _pick(value: Any, segs: list[str], walked: list[str], path: str) -> Any:
+    if not segs:
+        return value
+    s, rest = segs[0], segs[1:]
+    here = ".".join(walked) or "the report"
+    if isinstance(value, dict):
+        if s not in value:
+            if not walked:
+                raise InputError(f"unknown field {path!r}: the report's top-level fields are {', '.join(value)}")
+            raise InputError(f"unknown field {path!r}: {here} has no field {s!r}; its fields are {', '.join(value)}")
+        return _pick(value[s], rest, [*walked, s], path)
+    if isinstance(value, list):
+        if s.lstrip("-").isdigit():
+            i = int(s)
+            if not -len(value) <= i < len(value):
+                raise InputError(f"unknown field {path!r}: {here} has {len(value)} item(s)")
+            return _pick(value[i], rest, [*walked, s], path)
+        return [None if item is None else _pick(item, segs, [*walked, "*"], path) for item in value]
+    raise InputError(f"unknown field {path!r}: {here} is {_kind(value)}, with no field {s!r}")
+
+
+def pick(data: dict[str, Any], path: str) -> Any:
+    return _pick(data, path.split("."), [], path)
+
+
+def select(data: dict[str, Any], paths: list[str]) -> dict[str, Any]:
+    """{path: value} for each path, in the order asked; the first unknown path raises InputError."""
+    return {p: pick(data, p) for p in paths}
+
+
+def dumps(value: Any, pretty: bool = False) -> str:
+    """JSON as the CLI prints it: compact unless asked to be pretty; NaN and Inf as null, as in the report."""
+    return pydantic_core.to_json(value, indent=2 if pretty else None, inf_nan_mode="null").decode()
