@@ -36,7 +36,8 @@ def check_case(path, name):
         errs.append("folder name must be NNN-short-slug")
     if not os.path.isfile(log_p) or not os.path.isfile(case_p):
         return errs + ["missing train.log or case.json"], None
-    raw = open(log_p, "rb").read()
+    with open(log_p, "rb") as f:
+        raw = f.read()
     if not raw.strip():
         errs.append("train.log is empty")
     if len(raw) > MAX_LOG_BYTES:
@@ -44,30 +45,31 @@ def check_case(path, name):
     try:
         log = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        return errs + ["train.log is not UTF-8: %s" % e], None
+        return errs + [f"train.log is not UTF-8: {e}"], None
     if "```" in log:
         errs.append("train.log still contains markdown fences")
     try:
-        case = json.load(open(case_p, encoding="utf-8"))
+        with open(case_p, encoding="utf-8") as f:
+            case = json.load(f)
     except ValueError as e:
-        return errs + ["case.json is not valid JSON: %s" % e], None
+        return errs + [f"case.json is not valid JSON: {e}"], None
     if set(case) != KEYS:
-        errs.append("keys: missing=%s extra=%s" % (sorted(KEYS - set(case)), sorted(set(case) - KEYS)))
+        errs.append(f"keys: missing={sorted(KEYS - set(case))} extra={sorted(set(case) - KEYS)}")
     if case.get("framework") not in FRAMEWORKS:
-        errs.append("bad framework %r" % case.get("framework"))
+        errs.append("bad framework {!r}".format(case.get("framework")))
     status = case.get("run_status")
     if status not in STATUSES:
-        errs.append("bad run_status %r" % status)
+        errs.append(f"bad run_status {status!r}")
     exp = case.get("expected_class")
     if exp is not None and (exp not in CLASSES or status != "degraded"):
         errs.append("expected_class must be null, or a class name on a degraded run")
     if case.get("label_strength") not in STRENGTHS:
-        errs.append("bad label_strength %r" % case.get("label_strength"))
+        errs.append("bad label_strength {!r}".format(case.get("label_strength")))
     src, url = case.get("source", ""), case.get("url", "")
     if not (re.match(r"^[\w.-]+/[\w.-]+#\d+$", src) or re.match(r"^[\w.-]+/[\w.-]+:.+@[0-9a-f]{7,40}$", src)):
-        errs.append("bad source %r" % src)
+        errs.append(f"bad source {src!r}")
     if not url.startswith("https://"):
-        errs.append("bad url %r" % url)
+        errs.append(f"bad url {url!r}")
     if not isinstance(case.get("note"), str) or not case["note"].strip():
         errs.append("note must be a non-empty string")
     return errs, case
@@ -94,24 +96,24 @@ def main():
         if os.path.isfile(log_p):
             d = _digest(log_p)
             if d in seen:
-                errs = errs + ["same train.log as %s" % seen[d]]
+                errs = errs + [f"same train.log as {seen[d]}"]
             seen.setdefault(d, name)
         if case:
             sources[case.get("source")] += 1
         if errs:
             bad += 1
             for e in errs:
-                print("%s: %s" % (name, e))
+                print(f"{name}: {e}")
         elif case:
             counts[case["run_status"]] += 1
     for s, n in sources.items():
         if n > 1:
-            print("warning: source %s used by %d cases" % (s, n))
-    print("\n%-12s %5s" % ("run_status", "cases"))
+            print(f"warning: source {s} used by {n} cases")
+    print(f"\n{'run_status':<12} {'cases':>5}")
     for s in sorted(STATUSES):
-        print("%-12s %5d" % (s, counts[s]))
-    print("%-12s %5d" % ("total valid", sum(counts.values())))
-    print("%d case folder(s), %d invalid" % (len(names), bad))
+        print(f"{s:<12} {counts[s]:>5}")
+    print(f"{'total valid':<12} {sum(counts.values()):>5}")
+    print(f"{len(names)} case folder(s), {bad} invalid")
     return 1 if bad else 0
 
 
