@@ -470,7 +470,8 @@ def healthy_report(hs: list[HealthyResult]) -> list[str]:
               "class named on a run that did not fail; degraded runs have a real quality problem and are left out of "
               "that count. The run status is right when it is one the label allows: completed -> completed; recovered "
               "-> recovered or completed; running (the log stops with no error and no end) -> running or unknown; "
-              "degraded -> degraded."), "",
+              "degraded -> degraded. Issue 13's target is false alarms <= 2% and status right >= 90%; "
+              "tests/engine/test_healthy.py holds today's measured figures as floors so they can only rise."), "",
              "| measure | all | " + " | ".join(groups) + " |", "| --- |" + " --- |" * (len(groups) + 1)]
     sums = [healthy_summary(hs)] + [healthy_summary([h for h in hs if h.label_status == g]) for g in groups]
     for key in sums[0]:
