@@ -1,0 +1,79 @@
+"""The engine on every real log of tests/healthy (runs that did not fail), scored by bench/accuracy.py.
+
+Issue 13's target is false alarms <= 2% and run status right >= 90%. The floors below are NOT that target:
+they are the figures measured on 2026-12-01 on main's engine at 060af2c, before any engine change for this
+set (prospective: the logs were collected and labelled before the engine was run on them), each set just
+past the measured value so that a change can only keep or improve them. Raise them (and lower the ceiling)
+when the engine gets better; docs/accuracy.md ("Healthy and recovered runs") has the figures and misses.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[2]
+BENCH = ROOT / "bench" / "accuracy.py"
+CHECK = ROOT / "tests" / "healthy" / "check_healthy.py"
+
+# Today's measured figures (2026-12-01, engine at 060af2c), not the goal:
+FALSE_ALARM_CEILING = 0.13  # measured: 4/34 = 0.118 (006 config-error, 020 cuda-runtime, 021 divergence, 030 stalled)
+STATUS_RIGHT_FLOOR = 0.48  # measured: 20/41 = 0.488 (running -> unknown is accepted)
+STATUS_STRICT_FLOOR = 0.14  # measured: 6/41 = 0.146 (unknown never accepted)
+MIN_CASES = 40
+
+pytestmark = pytest.mark.slow  # about 8 s: the engine on every healthy log
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("accuracy_bench_healthy", BENCH)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return _bench()
+
+
+@pytest.fixture(scope="module")
+def healthy(bench):
+    return bench.run_healthy()
+
+
+def test_the_healthy_set_is_valid():
+    done = subprocess.run([sys.executable, str(CHECK)], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def test_every_healthy_case_is_scored(healthy):
+    assert len(healthy) >= MIN_CASES
+    assert {h.label_status for h in healthy} == {"completed", "recovered", "running", "degraded"}
+
+
+def test_false_alarms_stay_under_todays_ceiling(healthy):
+    not_failed = [h for h in healthy if h.label_status != "degraded"]
+    alarms = [(h.name, h.engine_class) for h in not_failed if h.false_alarm]
+    assert len(alarms) / len(not_failed) <= FALSE_ALARM_CEILING, alarms
+
+
+def test_run_status_right_stays_over_todays_floor(healthy):
+    wrong = [(h.name, h.label_status, h.engine_status) for h in healthy if not h.status_right]
+    assert sum(h.status_right for h in healthy) / len(healthy) >= STATUS_RIGHT_FLOOR, wrong
+
+
+def test_run_status_right_strict_stays_over_todays_floor(healthy):
+    assert sum(h.status_right_strict for h in healthy) / len(healthy) >= STATUS_STRICT_FLOOR
+
+
+def test_the_healthy_section_is_written(bench, healthy):
+    text = "\n".join(bench.healthy_report(healthy))
+    assert "## Healthy and recovered runs" in text and "### Every healthy case" in text
+    assert "false alarms" in text and "run status right" in text
