@@ -317,6 +317,25 @@ HISTORY = [
      "source were added (Paddle's cuda_allocator 'Out of memory error on GPU N. Cannot allocate', MXNet's pooled storage "
      "manager 'cudaMalloc (retry) failed: out of memory', MindSpore's GetNext task error and its 'slow data processing' "
      "warning, Open MPI's '[host:pid] Failing at address:' signal report), which named no other case differently"),
+    ("060af2c on cases 450-491 only", "28/42", "14/21", "14/21",
+     ("issue 13's prospective batch, collected and labelled before it was run and scored before any change: 6 whole "
+      "committed LSF job reports (PaiNN, T5, JAX/big_vision) and 36 excerpts from public issues (Kubeflow/Kale/Vertex "
+      "pipeline steps, Vertex/Watson/Azure submissions, YOLOv5, detectron2, mmdet, TF OD API, Caffe, Keras, Paddle, "
+      "Megatron, FSDP, Ray Tune, SageMaker); 4 wrong guesses, 10 abstentions; run status right 28/42, decisive line "
+      "cited 28/28 of the right ones, framework named right 19/42 (megatron, kubeflow, vertex and ray cannot be named; "
+      "'other' counted right as unknown). Wrong: a NameError in set-up read as an evaluation failure because a frame "
+      "pattern matched 'metric' inside 'torch_geometric' (450); a tensor on the wrong device ('cuda:0 and cpu') read as "
+      "a CUDA runtime failure (452); dynamo WARNING blocks the run continued past (inductor cannot find ldconfig) "
+      "outranked the LSF TERM_RUNLIMIT that ended it, which was demoted as a cascade (453); an INFO line the run went "
+      "on after ('no checkpoint found') outranked the segfault that ended it (475). Abstained: short logs whose loss "
+      "sits at chance level or is frozen (ln(1000), ln(10), a saturated sigmoid, a loss identical for 6 epochs: "
+      "454-456, 460) and a detector that made no detections with every AP 0.0 (459), all read as a log that stops with "
+      "no error; one-line platform refusals at submission (a Vertex 400 on an accelerator/machine pair, a Watson "
+      "manifest error in a Node stack, an Azure vCPU quota: 461-463); a log ending in NCCL channel set-up (481); "
+      "glog-prefixed 'W... *** SIGSEGV' lines after a save (484). Also seen: run status 'unknown' on the completed and "
+      "degraded runs and 'crashed' for a NaN stop labelled diverged, and for a Tune experiment that went on after a "
+      "worker death (491, whose framework was named tensorflow from a conda env path 'tensorflow_p36'); a two-attempt "
+      "LSF report cited at its first attempt")),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
