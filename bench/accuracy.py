@@ -336,6 +336,25 @@ HISTORY = [
       "degraded runs and 'crashed' for a NaN stop labelled diverged, and for a Tune experiment that went on after a "
       "worker death (491, whose framework was named tensorflow from a conda env path 'tensorflow_p36'); a two-attempt "
       "LSF report cited at its first attempt")),
+    ("243aa5b on cases 501-529 only", "18/29", "11/15", "7/14",
+     ("issue 13's second prospective batch, collected and labelled before it was run and scored before any change: 2 whole "
+      "committed LSF job reports (an ImportError; an 11-hour RL run ending in a pstats EOFError on its own profile file) and "
+      "27 excerpts from public issues (YOLACT, TF OD API, Kubeflow/Argo/KFP steps, GCP 403s, DeepSpeed, TRL GRPO, apex AMP, "
+      "MLX, OpenSeq2Seq, XLM, Catalyst, Kaldi/pkwrap, Genesis, SLURM); 1 wrong guess, 10 abstentions; run status right "
+      "16/29, decisive line cited 18/18 of the right ones, framework named right 21/29 ('other' counted right as unknown; "
+      "10/16 where the label is a framework the engine can name). Wrong: an evaluation that prints a BLEU of 0.962 at "
+      "global step 0 (targets leaked into the predictions) read as a stall at a sync point because the log ends on a "
+      "'Global step 0' line (515, status hung). Abstained: NaN/inf reported only as warnings ('Moving average ignored a "
+      "value of nan') and a loss of 4.5e33 in one-letter fields (B:, C:) were not read as non-finite or blown-up (502, "
+      "503); an AMP run of gradient overflows down to loss scale 2 with the validation loss x5 (518, status crashed for a "
+      "run that went on); platform failures without a known wording: a GCP 'Forbidden' JSON body with code 403 (504), "
+      "Argo's 'timed out waiting for the condition' under 'Status: Failed' (513), KFP's launcher 'failed to execute "
+      "component: ... rpc error: code = Unavailable' (514); evaluation-only logs (BLEU 0.000 with perplexity 5562, 516); "
+      "a traceback whose final exception (EOFError from pstats/marshal) matches no rule is dropped, so the report says "
+      "'87 lines after the last progress hold no error' and status unknown (517); a DeepSpeed launcher's 'Killing "
+      "subprocess' with no return code in the slice (526); a log that stops at global step 241 (512, asks for the process "
+      "state). Also seen: 'first non-finite val_loss at step 0 (line 3)' for an eval block that says epoch 5.0 (527, "
+      "line number read as the step); 'diverged' for completed runs whose result is degraded (519, 527)")),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
