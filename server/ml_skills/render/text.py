@@ -49,12 +49,12 @@ def render(d: Diagnosis, json_path: str | None = None) -> str:
     add("Top fixes:")
     for f in d.fixes:
         add(f"{f.rank}) {f.action} | risk={f.risk.value} | expected impact={f.expected_impact.value} | "
-            f"time to try={f.time_to_try} | validate={f.validation}")
+            f"time to try={f.time_to_try} | validate={f.validation}" + (f" | because: {f.because}" if f.because else ""))
     add(f"Decision: {d.decision.value} ({d.decision_reason})")
     add(f"Confidence: {d.confidence.value}")
     add("")
     add("Next command(s):")
-    for c in d.next_commands or ["ml-skills check-failed-run <run directory> --artifacts <dir>   # add the run's other logs and configs"]:
+    for c in d.next_commands or ["none derived: no command could be filled in from this evidence; start with fix 1"]:
         add(f"- {c}")
     if d.plot:
         add(f"Plot: {d.plot}")
