@@ -188,6 +188,9 @@ class FixTemplate(Model):
     impact: Level
     time_to_try: str
     validation: str
+    not_when: dict[str, list[str]] = Field(default_factory=dict, description="Run fact -> values under which the fix does not apply "
+                                           "(bf16 advice for a run already in bf16 or fp32).")
+    min_torch: str | None = Field(None, description="The oldest PyTorch the fix works with, checked when the run prints its version.")
 
 
 # ---------------------------------------------------------------- evidence
@@ -301,6 +304,25 @@ class Trajectory(Model):
     metric_lines: int = 0
 
 
+class LogLine(Model):
+    """One line of a log, already redacted, with where it is."""
+
+    source: str
+    line_no: int
+    text: str
+
+
+class RunFact(Model):
+    """One thing the run says about itself (its configuration, versions, sizes, saves), with its line."""
+
+    name: str = Field(description="precision, learning_rate, warmup, grad_clipping, batch_size, grad_accumulation, world_size, "
+                                  "torch_version, dataset_size, checkpoint_saved, launch_command")
+    value: str
+    source: str | None = None
+    line_no: int | None = None
+    text: str = Field("", description="The line it was read from, redacted and cut to 200 characters.")
+
+
 class LogEvidence(Model):
     """What one pass over one log found."""
 
@@ -314,6 +336,8 @@ class LogEvidence(Model):
     trajectory: Trajectory = Field(default_factory=Trajectory)
     tail: Excerpt | None = None
     frameworks: dict[str, int] = Field(default_factory=dict, description="Framework -> marker lines.")
+    head: Excerpt | None = Field(None, description="The first lines (where runs print their configuration), redacted.")
+    saved_lines: list[LogLine] = Field(default_factory=list, description="The last lines that say a checkpoint was saved.")
     redactions: int = 0
     problems: list[str] = Field(default_factory=list, description="What could not be read, and why.")
     changed: bool = Field(False, description="The file grew, was truncated or rotated while it was read.")
@@ -409,6 +433,7 @@ class Fix(Model):
     time_to_try: str
     validation: str
     command: str | None = None
+    because: str = Field("", description="The evidence line or run fact that made this fix apply.")
 
 
 class Finding(Model):
@@ -454,6 +479,8 @@ class Diagnosis(Model):
     decision: Decision = Field(description="GO when a safe recovery path exists, NO-GO when a person must decide.")
     decision_reason: str = Field(description="Why the decision is what it is.")
     next_commands: list[str] = Field(default_factory=list, description="Exact commands to run next, where they can be derived.")
+    facts: list[RunFact] = Field(default_factory=list, description="What the run says about itself: precision, lr, clipping, batch sizes, "
+                                 "world size, versions, dataset sizes, checkpoints saved, the launch command; each with its line.")
     insufficient_evidence: str | None = Field(
         None, description="When the evidence cannot decide: the smallest artifact that would."
     )

@@ -60,7 +60,7 @@ def test_deadlocked_loader_is_found_from_the_last_progress_time(tmp_path, cli):
         top = rep["fixes"][0]
         assert top["fix_id"] == "dump-stacks" and top["risk"] == "safe"
         assert "blocking call" in top["validation"]
-        assert any(c.startswith("py-spy dump --pid") for c in rep["next_commands"])
+        assert any("py-spy dump --pid" in c for c in rep["next_commands"])
         assert rep["decision"] == "NO-GO"
 
         # the same hang found from the process: alive, idle, its open log not written for a long time

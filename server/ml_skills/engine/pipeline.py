@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import shlex
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,6 +21,8 @@ from ml_skills.collectors import artifacts as artifact_collector
 from ml_skills.engine import excerpts, ranks, scan
 from ml_skills.engine.classify import EXTERNAL_KILL, classify
 from ml_skills.engine.decide import decide
+from ml_skills.engine.commands import diagnostic_commands
+from ml_skills.engine.facts import contributing_facts, run_facts
 from ml_skills.engine.plan import plan
 from ml_skills.engine.signals import Signal
 from ml_skills.engine.stops import MEANING as STOP_MEANING
@@ -324,9 +327,11 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
     insufficient = None if clean else insufficient_evidence(cls, logs, ev.sources, signals)
     inv = ev.artifacts
     launch = inv.launch_command if inv else None
-    fixes, commands = plan(cls, signals, all_logs, inv, launch, completed_clean=clean)
+    facts = run_facts(all_logs, launch)
+    fixes, commands = plan(cls, signals, all_logs, inv, launch, completed_clean=clean, facts=facts)
     decision, why = decide(cls, fixes, insufficient, completed_clean=clean)
     root = _root_cause(cls, signals, all_logs)
+    root.contributing = contributing_facts(cls.primary, facts) + root.contributing
     findings = _findings(fixes, cls, root)
     if (mf := _missing_artifacts(inv, status, cls, all_logs)) is not None:
         findings.insert(1, mf)
@@ -341,8 +346,8 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
     next_cmds = list(dict.fromkeys(commands))
     # read-only commands a collector knows for its own source (the failed task's log, the service account's roles)
     next_cmds += [redact(c) for s in ev.sources for c in s.details.get("next_commands", []) if c not in next_cmds]
-    if insufficient and cls.primary is None and logs:
-        next_cmds.append("ml-skills check-failed-run <run directory> --artifacts <dir>   # with the job's stderr and configs")
+    log_target = req.target if req.kind() == "log" and ev.artifacts is None else None
+    next_cmds += [c for c in diagnostic_commands(cls, all_logs, facts, log_target) if c not in next_cmds]
     anomalies = [a for l in all_logs for a in l.trajectory.anomalies]
     series = [s for l in all_logs for s in l.trajectory.series]
     last_progress = next((l.trajectory.last_progress for l in reversed(all_logs) if l.trajectory.last_progress), None)
@@ -370,6 +375,7 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
         decision=decision,
         decision_reason=why,
         next_commands=next_cmds,
+        facts=facts,
         insufficient_evidence=insufficient,
         last_progress=last_progress,
         trajectory=series,

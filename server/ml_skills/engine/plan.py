@@ -13,6 +13,7 @@ import shlex
 from ml_skills.catalog.loader import exception_rules, signatures
 from ml_skills.catalog.loader import fixes as fix_catalog
 from ml_skills.engine.classify import EXTERNAL_KILL
+from ml_skills.engine.facts import fact, version_below
 from ml_skills.engine.signals import Signal
 from ml_skills.models import (
     ActionKind,
@@ -24,6 +25,7 @@ from ml_skills.models import (
     Level,
     LogEvidence,
     Risk,
+    RunFact,
 )
 from ml_skills.policy.risk import risk_of
 
@@ -39,20 +41,27 @@ NEEDS_EVIDENCE = {"collect-more-evidence", "verify-outputs", "resume-valid-check
                   "one-gpu-per-rank"}
 
 
-def _candidates(cls: Classification, signals: list[Signal], logs: list[LogEvidence], inv: ArtifactInventory | None) -> dict[str, float]:
-    """fix id -> how sure we are that it addresses this failure (0-1)."""
+def _where(source: str, line_no: int | None) -> str:
+    return f"{source.rsplit('/', 1)[-1]}:{line_no}" if line_no else source.rsplit("/", 1)[-1]
+
+
+def _candidates(cls: Classification, signals: list[Signal], logs: list[LogEvidence],
+                inv: ArtifactInventory | None) -> dict[str, tuple[float, str]]:
+    """fix id -> (how sure we are that it addresses this failure (0-1), the evidence that named it)."""
     sig_by_id = {s.id: s for s in signatures()}
-    cand: dict[str, float] = {}
+    cand: dict[str, tuple[float, str]] = {}
+    why = ""  # the evidence behind the fixes being added now
 
     def add(fix_id: str, conf: float) -> None:
-        if fix_id in fix_catalog():
-            cand[fix_id] = max(cand.get(fix_id, 0.0), conf)
+        if fix_id in fix_catalog() and conf > cand.get(fix_id, (0.0, ""))[0]:
+            cand[fix_id] = (conf, why)
 
     rules = {r.id: r for r in exception_rules()}
     primary = cls.primary
     psig = sorted((s for s in signals if s.failure_class == primary), key=lambda s: -s.weight)
     for rank, s in enumerate(psig[:4]):
         base = 1.0 if rank == 0 else 0.8
+        why = f"{s.label} at {_where(s.source, s.line_no)}"
         named: list[str] = []
         if s.label in DERIVED_FIXES:
             named = DERIVED_FIXES[s.label]
@@ -64,52 +73,67 @@ def _candidates(cls: Classification, signals: list[Signal], logs: list[LogEviden
         for i, f in enumerate(named):
             add(f, base - 0.08 * i)
     anomalies = [a for log in logs for a in log.trajectory.anomalies]
-    kinds = {a.kind for a in anomalies}
-    if AnomalyKind.NAN_ONSET in kinds:
+    first = {a.kind: a for a in reversed(anomalies)}
+
+    def seen(kind: AnomalyKind) -> bool:
+        """Whether the anomaly was found; the fixes added next cite it."""
+        nonlocal why
+        if kind in first:
+            why = f"{kind.value} at {_where(first[kind].source, first[kind].line_no)}"
+        return kind in first
+
+    if seen(AnomalyKind.NAN_ONSET):
         nan = next(a for a in anomalies if a.kind is AnomalyKind.NAN_ONSET)
         if nan.failure_class is FailureClass.EVALUATION_MISMATCH:  # only the validation side is nan
             add("fix-eval-config", 1.0)
         elif "first 100 steps" in nan.detail:
             add("lower-lr-add-warmup", 1.0); add("bf16-or-loss-scaling", 0.95); add("grad-clipping", 0.7)
-            cand["find-bad-batch"] = min(cand.get("find-bad-batch", 0.3), 0.3)  # early NaN is rarely one batch
+            if "find-bad-batch" in cand:  # early NaN is rarely one batch
+                cand["find-bad-batch"] = (min(cand["find-bad-batch"][0], 0.3), cand["find-bad-batch"][1])
         elif "exploding" in nan.detail:
             add("grad-clipping", 1.0); add("lower-lr-add-warmup", 0.9); add("resume-before-spike", 0.7)
         else:
             add("find-bad-batch", 1.0); add("guard-numerics", 0.8); add("grad-clipping", 0.7)
-    if AnomalyKind.TRAIN_VAL_DIVERGENCE in kinds and primary is FailureClass.EVALUATION_MISMATCH:
+    if seen(AnomalyKind.TRAIN_VAL_DIVERGENCE) and primary is FailureClass.EVALUATION_MISMATCH:
         add("check-train-data-coverage", 1.0); add("input-completeness-check", 1.0)
-    if AnomalyKind.VALIDATION_METRIC_NEAR_ZERO in kinds and primary is FailureClass.EVALUATION_MISMATCH:
+    if seen(AnomalyKind.VALIDATION_METRIC_NEAR_ZERO) and primary is FailureClass.EVALUATION_MISMATCH:
         add("fix-eval-config", 1.0); add("check-label-range", 0.8)
-    if AnomalyKind.VALIDATION_METRIC_FROZEN in kinds and primary is FailureClass.EVALUATION_MISMATCH:
+    if seen(AnomalyKind.VALIDATION_METRIC_FROZEN) and primary is FailureClass.EVALUATION_MISMATCH:
         add("fix-eval-config", 1.0)
-    if AnomalyKind.EARLY_PERFECT_VALIDATION in kinds and primary is FailureClass.EVALUATION_MISMATCH:
+    if seen(AnomalyKind.EARLY_PERFECT_VALIDATION) and primary is FailureClass.EVALUATION_MISMATCH:
         add("check-split-overlap", 1.0); add("dedupe-splits", 1.0)
-    if AnomalyKind.LOSS_BLOWUP in kinds or AnomalyKind.LOSS_FROZEN in kinds:
+    if seen(AnomalyKind.LOSS_BLOWUP) or seen(AnomalyKind.LOSS_FROZEN):
         add("lower-lr-add-warmup", 0.95); add("grad-clipping", 0.9); add("resume-before-spike", 0.8)
-    if AnomalyKind.NO_PROGRESS in kinds:
+    if seen(AnomalyKind.NO_PROGRESS):
         add("dump-stacks", 1.0); add("add-timeouts", 0.7); add("loader-num-workers-zero", 0.6)
-    if AnomalyKind.THROUGHPUT_COLLAPSE in kinds:
+    if seen(AnomalyKind.THROUGHPUT_COLLAPSE):
         add("dump-stacks", 0.8); add("loader-num-workers-zero", 0.5)
     if primary is FailureClass.OOM and _oom_at_eval(cls, logs):
+        why = "the out-of-memory came during evaluation"
         add("eval-batch-size", 1.0)
     if primary is FailureClass.NCCL_DISTRIBUTED and not any(s.role.value == "cause" for s in psig if s.kind != "anomaly"):
+        why = "a collective failed, and no rank's own error says why"
         add("find-first-failing-rank", 1.0)
     if primary in (FailureClass.PROCESS_CRASH, FailureClass.OOM, FailureClass.IO_CHECKPOINT, FailureClass.STALLED, FailureClass.NCCL_DISTRIBUTED):
         if inv is not None and inv.newest_valid_checkpoint:
+            why = f"a valid checkpoint: {inv.newest_valid_checkpoint}"
             add("resume-valid-checkpoint", 0.9 if primary in (FailureClass.PROCESS_CRASH, FailureClass.IO_CHECKPOINT) else 0.6)
         elif inv is not None and not inv.checkpoints:
+            why = f"no checkpoint in {inv.root}"
             add("save-periodically", 0.9)
-    if len(cand) < 3:  # little specific guidance: fall back to the class's usual fixes
+    if not cand:  # no evidence named a fix: the class's usual ones, said to be that
+        why = f"a usual fix for {primary.value}; nothing in the evidence names a more specific one"
         for fid, f in fix_catalog().items():
             if primary in f.classes and fid not in NEEDS_EVIDENCE:
                 add(fid, 0.4)
     if not (inv is not None and inv.newest_valid_checkpoint):
         cand.pop("resume-valid-checkpoint", None)
-    for extra in cls.contributing:
-        for fid, f in fix_catalog().items():
-            if extra in f.classes and f.kind is not ActionKind.INSPECT:
-                add(fid, 0.3)
-                break
+    for extra in cls.contributing:  # the first fix the contributing class's own strongest signal names
+        s = max((x for x in signals if x.failure_class is extra and x.kind == "signature" and x.label in sig_by_id),
+                key=lambda x: x.weight, default=None)
+        if s is not None and sig_by_id[s.label].fixes:
+            why = f"contributing factor {extra.value}: {s.label} at {_where(s.source, s.line_no)}"
+            add(sig_by_id[s.label].fixes[0], 0.3)
     return cand
 
 
@@ -132,6 +156,11 @@ def _prerequisites(cls: Classification, signals: list[Signal]) -> set[str]:
     return set(named) if cls.primary is FailureClass.IO_CHECKPOINT else set()
 
 
+# an evaluation pass before the OOM: its progress line, or a traceback frame of an evaluation function
+_EVAL_CONTEXT = re.compile(r"(?i)(running evaluation|\beval(uat(e|ing|ion))?\b|validation|validating|val_dataloader|"
+                           r"\bin (eval\w*|evaluat\w*|valid\w*|test(_step|_epoch|ing)?|predict\w*|inference\w*)$)")
+
+
 def _oom_at_eval(cls: Classification, logs: list[LogEvidence]) -> bool:
     if cls.decisive is None:
         return False
@@ -140,37 +169,74 @@ def _oom_at_eval(cls: Classification, logs: list[LogEvidence]) -> bool:
             continue
         rel = cls.decisive.line_no - log.tail.start_line
         window = log.tail.lines[max(0, rel - 40) : max(0, rel)] if rel >= 0 else []
-        if any(re.search(r"(?i)(running evaluation|\beval(uat(e|ing|ion))?\b|validation|validating|val_dataloader)", w) for w in window):
+        if any(_EVAL_CONTEXT.search(w) for w in window):
             return True
     return False
 
 
+_OOM_NUMBERS = re.compile(r"([\d.]+) GiB already allocated.*?([\d.]+) GiB reserved in total")
+_OOM_UNALLOCATED = re.compile(r"([\d.]+) GiB is allocated by PyTorch, and ([\d.]+) (GiB|MiB) is reserved by PyTorch but unallocated")
+
+
+def _ruled_out_by_facts(fid: str, facts: list[RunFact]) -> str | None:
+    """Why the fix does not apply to this run, from what the run printed about itself; None when it may."""
+    f = fix_catalog()[fid]
+    for name, values in f.not_when.items():
+        got = fact(facts, name)
+        if got is not None and got.value in values:
+            return f"{name} is {got.value} ({_where(got.source or '', got.line_no)})"
+    torch = fact(facts, "torch_version")
+    if f.min_torch and torch is not None and version_below(torch.value, f.min_torch):
+        return f"torch {torch.value} is older than {f.min_torch} ({_where(torch.source or '', torch.line_no)})"
+    return None
+
+
+def _ruled_out_by_evidence(fid: str, cls: Classification, logs: list[LogEvidence]) -> str | None:
+    """Fixes a signature names in general that the decisive line itself contradicts."""
+    if fid == "eval-batch-size" and not _oom_at_eval(cls, logs):
+        return "the out-of-memory did not come during evaluation"
+    if fid == "expandable-segments" and cls.decisive is not None:
+        old, new = _OOM_NUMBERS.search(cls.decisive.text), _OOM_UNALLOCATED.search(cls.decisive.text)
+        if old:
+            allocated, spare = float(old.group(1)), float(old.group(2)) - float(old.group(1))
+        elif new:
+            allocated, spare = float(new.group(1)), float(new.group(2)) / (1024 if new.group(3) == "MiB" else 1)
+        else:
+            return None
+        if spare < 0.1 * allocated:
+            return f"only {spare:.2f} GiB is reserved but unallocated: little fragmentation to recover"
+    return None
+
+
 def plan(cls: Classification, signals: list[Signal], logs: list[LogEvidence], inv: ArtifactInventory | None, launch_command: str | None,
-         *, completed_clean: bool = False) -> tuple[list[Fix], list[str]]:
+         *, completed_clean: bool = False, facts: list[RunFact] | None = None) -> tuple[list[Fix], list[str]]:
+    """Ranked fixes whose conditions hold, each citing what made it apply, and the commands to run next."""
+    facts = facts or []
     if cls.primary is None:  # a clean finished run has nothing to fix, only outputs to check; otherwise evidence is missing
         f = fix_catalog()["verify-outputs" if completed_clean else "collect-more-evidence"]
         risk, rule = risk_of(f.kind)
         cmd = f"ml-skills verify-artifacts {shlex.quote(inv.root) if inv else 'RUN_DIR'}" if completed_clean else None
         return [Fix(rank=1, fix_id=f.id, action=f.action, kind=f.kind, risk=risk, risk_rule=rule, expected_impact=f.impact,
                     time_to_try=f.time_to_try, validation=f.validation, command=cmd)], [cmd] if cmd else []
-    cand = _candidates(cls, signals, logs, inv)
+    cand = {fid: cw for fid, cw in _candidates(cls, signals, logs, inv).items()
+            if _ruled_out_by_facts(fid, facts) is None and _ruled_out_by_evidence(fid, cls, logs) is None}
     before = _prerequisites(cls, signals)
     scored = []
-    for fid, conf in cand.items():
+    for fid, (conf, because) in cand.items():
         f = fix_catalog()[fid]
         risk, rule = risk_of(f.kind)
         score = IMPACT[f.impact] * conf * max(cls.confidence, 0.3) / RISK_COST[risk]
-        scored.append((score, fid, f, risk, rule))
+        scored.append((score, fid, f, risk, rule, because))
     scored.sort(key=lambda t: (-t[0], t[1]))
     if before:  # resuming before the storage or config is fixed would fail the same way again
         pre = [t for t in scored if t[1] in before]
         scored = pre + [t for t in scored if t[1] not in before]
     out: list[Fix] = []
     commands: list[str] = []
-    for rank, (_, fid, f, risk, rule) in enumerate(scored[:MAX_FIXES], start=1):
-        cmd = _command_for(fid, inv, launch_command, logs)
+    for rank, (_, fid, f, risk, rule, because) in enumerate(scored[:MAX_FIXES], start=1):
+        cmd = _command_for(fid, inv, launch_command, logs, facts)
         out.append(Fix(rank=rank, fix_id=fid, action=f.action, kind=f.kind, risk=risk, risk_rule=rule,
-                       expected_impact=f.impact, time_to_try=f.time_to_try, validation=f.validation, command=cmd))
+                       expected_impact=f.impact, time_to_try=f.time_to_try, validation=f.validation, command=cmd, because=because))
         if cmd:
             commands.append(cmd)
     return out, commands
@@ -190,7 +256,35 @@ def resume_command(launch_command: str, ckpt: str) -> str | None:
     return launch_command[: m.end()] + f" {shlex.quote(ckpt)}" + launch_command[m.end():]
 
 
-def _command_for(fid: str, inv: ArtifactInventory | None, launch: str | None, logs: list[LogEvidence]) -> str | None:
+_LR_FLAG = re.compile(r"(--(?:lr|learning[-_]rate))([ =])([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)")
+
+
+def lower_lr_command(launch_command: str, factor: float = 3.0) -> str | None:
+    """The original command with its learning-rate flag divided by `factor`, or None if it has none."""
+    m = _LR_FLAG.search(launch_command)
+    if not m:
+        return None
+    return launch_command[: m.start()] + f"{m.group(1)}{m.group(2)}{float(m.group(3)) / factor:.3g}" + launch_command[m.end():]
+
+
+def _script(launch: str | None) -> str | None:
+    m = re.search(r"(\S+\.py)\b|-m\s+([\w.]+)", launch or "")
+    return (m.group(1) or m.group(2)) if m else None
+
+
+def _command_for(fid: str, inv: ArtifactInventory | None, launch: str | None, logs: list[LogEvidence],
+                 facts: list[RunFact]) -> str | None:
+    launch = launch or (lc.value if (lc := fact(facts, "launch_command")) else None)
+    if fid == "lower-lr-add-warmup" and launch:
+        cmd = lower_lr_command(launch)
+        ckpt = inv.newest_valid_checkpoint if inv else None
+        if cmd and ckpt:
+            cmd = resume_command(cmd, ckpt) or cmd
+        return cmd
+    if fid == "dump-stacks":
+        script = _script(launch)
+        target = f"pgrep -f {shlex.quote(script)}" if script else "pgrep -f python"
+        return f"for p in $({target}); do py-spy dump --pid $p; done   # one stack per process (pip install py-spy)"
     if fid == "resume-valid-checkpoint" and inv and inv.newest_valid_checkpoint:
         if launch:
             cmd = resume_command(launch, inv.newest_valid_checkpoint)
@@ -206,8 +300,6 @@ def _command_for(fid: str, inv: ArtifactInventory | None, launch: str | None, lo
         return f"CUDA_LAUNCH_BLOCKING=1 {launch}"
     if fid == "faulthandler-stack" and launch:
         return f"PYTHONFAULTHANDLER=1 {launch}"
-    if fid == "dump-stacks":
-        return "py-spy dump --pid <PID>   # for each rank's process"
     if fid == "check-gpu-health":
         return "nvidia-smi -q -d ECC,PAGE_RETIREMENT; dmesg -T | grep -i xid"
     if fid == "find-first-failing-rank" and len(logs) > 1:

@@ -32,6 +32,7 @@ from ml_skills.models import (
     EvidenceStatus,
     Excerpt,
     LogEvidence,
+    LogLine,
     MetricPoint,
     ProgressPoint,
     Role,
@@ -56,7 +57,13 @@ _MARKERS: list[tuple[str, str, bool]] = [
     ("completed", r"(?i)(training (completed|finished|complete|done)\b|'train_runtime'|\"train_runtime\"|`Trainer\.fit` stopped: `max_(epochs|steps)=\d+` reached|Training complete in|finished training|saving final model|Done training|training_done)", True),
     # a validation metric in the chunk: on sampled logs its lines are all parsed (see _eval_lines)
     ("eval", metric_lines.EVAL, True),
+    # a checkpoint written: resume points for the plan (engine/facts.py reads the last few)
+    ("saved", r"(?i)(saving (model )?checkpoint|saved? (a |the )?(model )?checkpoint|checkpoint (was )?saved|saving (the )?(best )?model (to|at|weights)|"
+              r"model (weights )?saved (to|at|in)|saving model to|saved model to|saving current state to|saving weights to)", False),
 ]
+HEAD_LINES = 300  # the first lines, where runs print their configuration (engine/facts.py)
+HEAD_BYTES = 64 * 1024
+SAVED_KEPT = 5
 
 @dataclass
 class _SigAgg:
@@ -196,6 +203,16 @@ def from_metrics(points: list[MetricPoint], *, source: str, task: Task | None = 
     return ev
 
 
+def _head(name: str, chunk: bytes | bytearray) -> Excerpt:
+    """The log's first lines (at most HEAD_LINES, HEAD_BYTES), where runs print their configuration."""
+    lines = bytes(chunk[:HEAD_BYTES]).split(b"\n")
+    cut = len(chunk) > HEAD_BYTES
+    if cut or not lines[-1]:
+        lines = lines[:-1]  # half a line, or the empty piece after the last newline
+    return Excerpt(source=name, start_line=1, lines=[redact(logfile.decode(x)) for x in lines[:HEAD_LINES]],
+                   truncated=cut or len(lines) > HEAD_LINES)
+
+
 def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Task | None, engine: str | None) -> dict[int, int]:
     name = ev.source
     engine = _engine_for(size, engine)
@@ -209,6 +226,7 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
     tb_offsets: list[tuple[int, int]] = []  # (line_no, byte offset)
     tb_total = 0
     completed_line: int | None = None
+    saved: list[tuple[int, str]] = []  # (line_no, text) of the newest checkpoint-saved lines
     points: list[MetricPoint] = []
     metric_offsets: dict[int, int] = {}  # line_no -> byte offset, to quote an anomaly's own line
     nan_point: MetricPoint | None = None
@@ -220,6 +238,8 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
 
     fw = frameworks.Tally(engine)
     for chunk_no, (offset, chunk) in enumerate(chunks):
+        if chunk_no == 0:
+            ev.head = _head(name, chunk)
         cursor, cursor_line = 0, line_base
         exact_lines: set[int] = set()
         eval_in_chunk = False
@@ -253,6 +273,8 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
                 completed_line = line_no
             elif marker == "eval":
                 eval_in_chunk = True
+            elif marker == "saved" and (not saved or saved[-1][0] != line_no):
+                saved = [*saved[-(SAVED_KEPT - 1):], (line_no, logfile.decode(chunk[start:stop])[:400])]
         fw.read(chunk, chunk_no, last=offset + len(chunk) >= size, traceback=tb_total > tb_before)
 
         # metrics: every loss line on small logs, an even sample on huge ones, plus exact events
@@ -302,6 +324,7 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
         ends_with_newline = chunk.endswith(b"\n")
 
     ev.total_lines = line_base - 1 + (0 if ends_with_newline else 1)
+    ev.saved_lines = [LogLine(source=name, line_no=n, text=redact(t)) for n, t in saved]
     ev.frameworks = fw.counts
     offsets: dict[int, int] = dict(point_offsets)
     offsets.update(tb_offsets)

@@ -38,6 +38,7 @@ class Part(StrEnum):
     TRAJECTORY = "trajectory"  # metric series with their downsampled points
     ANOMALIES = "anomalies"
     ARTIFACTS = "artifacts"  # the run directory's inventory
+    FACTS = "facts"  # each run fact with the line it was read from
     LAST_PROGRESS = "last_progress"
     SOURCES = "sources"
 
@@ -51,6 +52,7 @@ class FixBrief(Model):
     time: str = Field(description="Time to try it.")
     validation: str = Field(description="How to tell, over the next 50-200 steps, that it worked.")
     command: str | None = Field(None, description="The exact command, where it can be derived.")
+    because: str = Field("", description="The evidence line or run fact that made this fix apply.")
 
 
 class RootCauseBrief(Model):
@@ -72,6 +74,8 @@ class Brief(Model):
     confidence: float = Field(ge=0.0, le=1.0, description="Confidence in the primary class.")
     confidence_level: Level = Field(description="The same as a word: high >= 0.75, medium >= 0.50, low below.")
     contributing_factors: list[FailureClass] = Field(default_factory=list, description="Other classes that made the failure likely or worse.")
+    run_facts: str = Field("", description="What the run printed about itself (precision, lr, clipping, batch sizes, versions, "
+                                           "saves), in one line; detail 'facts' for each fact with its line.")
     evidence: list[str] = Field(default_factory=list, description=f"'file:line: text', at most {text.MAX_EVIDENCE} (detail "
                                                                   "'evidence' for all).")
     logs: dict[str, str] = Field(default_factory=dict, description="Full path of each file named in `evidence`, when it is "
@@ -105,7 +109,9 @@ def render(b: Brief) -> str:
     """The brief in the report's shape: the text content for clients that hand their model the text."""
     out = [f"Target: {b.target} ({b.target_kind})", *b.report_lines, f"Status: {b.run_status.value}", f"Framework: {b.framework}",
            f"Primary cause: {primary_cause_text(b)}",
-           "Contributing factors: " + (", ".join(c.value for c in b.contributing_factors) or "none"), "Evidence:"]
+           "Contributing factors: " + (", ".join(c.value for c in b.contributing_factors) or "none")]
+    out += [f"Run facts: {b.run_facts}"] if b.run_facts else []
+    out += ["Evidence:"]
     out += [f"- {e}" for e in b.evidence]
     out += [f"Files: {', '.join(f'{n} = {p}' for n, p in b.logs.items())}"] if b.logs else []
     out += ["Decisive lines:", b.decisive_lines] if b.decisive_lines else []
@@ -114,7 +120,8 @@ def render(b: Brief) -> str:
     out += ["Root cause:", f"Proximate: {rc.proximate}", f"Root: {rc.root}", *(f"Contributing: {c}" for c in rc.contributing)]
     out += [f"Insufficient evidence: {b.insufficient_evidence}"] if b.insufficient_evidence else []
     out += ["Top fixes:"] + [f"{i}) {f.action} | risk={f.risk.value} | expected impact={f.impact.value} | time to try={f.time} | "
-                             f"validate={f.validation}" + (f" | command: {f.command}" if f.command else "") for i, f in enumerate(b.fixes, 1)]
+                             f"validate={f.validation}" + (f" | because: {f.because}" if f.because else "")
+                             + (f" | command: {f.command}" if f.command else "") for i, f in enumerate(b.fixes, 1)]
     out += [f"Decision: {b.decision.value} ({b.decision_reason})", f"Confidence: {b.confidence_level.value}", "", "Next command(s):"]
     out += [f"- {c}" for c in b.next_commands]
     out += [f"Plot: {b.plot}"] if b.plot else []
@@ -215,6 +222,8 @@ def left_out(d: Diagnosis) -> list[str]:
         out.append(f"last_progress: {at}")
     if len(d.sources) > 1:
         out.append(f"sources: {len(d.sources)}")
+    if d.facts:
+        out.append(f"facts: {len(d.facts)} ({', '.join(dict.fromkeys(f.name for f in d.facts))}), each with its line")
     return out
 
 
@@ -228,7 +237,7 @@ def part(d: Diagnosis, name: Part, marker: str) -> Any:
     return d.model_dump(mode="json")[{Part.EVIDENCE: "evidence", Part.RULED_OUT: "ruled_out", Part.FIXES: "fixes",
                                       Part.FINDINGS: "findings", Part.TRAJECTORY: "trajectory", Part.ANOMALIES: "anomalies",
                                       Part.ARTIFACTS: "artifacts", Part.LAST_PROGRESS: "last_progress",
-                                      Part.SOURCES: "sources"}[name]]
+                                      Part.SOURCES: "sources", Part.FACTS: "facts"}[name]]
 
 
 def size(value: Any) -> int:
@@ -265,7 +274,7 @@ def build(d: Diagnosis, report_path: str, marker: str, detail: list[Part] | None
     rc = d.root_cause
     evidence, proximate, root = _quote_once(d, names)
     fixes = [FixBrief(action=f.action, risk=f.risk, impact=f.expected_impact, time=f.time_to_try,
-                      validation=f.validation, command=f.command) for f in d.fixes]
+                      validation=f.validation, command=f.command, because=f.because) for f in d.fixes]
     extra: dict[str, Any] = {}
     notes: list[str] = []
     budget = DETAIL_MAX_CHARS
@@ -279,7 +288,7 @@ def build(d: Diagnosis, report_path: str, marker: str, detail: list[Part] | None
     b = Brief(
         report_path=report_path, target=d.target, target_kind=d.target_kind, run_status=d.run_status, framework=text.framework(d),
         primary_cause=d.primary_cause, confidence=d.primary_cause_confidence, confidence_level=d.confidence,
-        contributing_factors=d.contributing_factors,
+        contributing_factors=d.contributing_factors, run_facts=text.facts_line(d) if d.facts else "",
         evidence=evidence,
         logs={n: s for s, n in names.items() if s != d.target and n == Path(s).name},
         decisive_lines=decisive, ruled_out=_ruled_out(d),

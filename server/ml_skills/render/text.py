@@ -12,7 +12,7 @@ from ml_skills.models import Diagnosis, EvidenceItem, Fix, RuledOut
 
 MAX_EVIDENCE = 10
 MAX_RULED_OUT = 6
-NO_NEXT_COMMAND = "ml-skills check-failed-run <run directory> --artifacts <dir>   # add the run's other logs and configs"
+NO_NEXT_COMMAND = "none derived: no command could be filled in from this evidence; start with fix 1"
 
 
 def framework(d: Diagnosis) -> str:
@@ -61,9 +61,18 @@ def ruled_out_line(r: RuledOut) -> str:
     return f"{r.failure_class.value}: {r.reason}"
 
 
+def facts_line(d: Diagnosis) -> str:
+    """What the run said about itself, in one line (check-failed-run.json has each fact's line)."""
+    saves = [f for f in d.facts if f.name == "checkpoint_saved"]
+    parts = [f.value if "=" in f.value else f"{f.name}={f.value}" for f in d.facts if f.name not in ("checkpoint_saved", "launch_command")]
+    if saves:
+        parts.append(f"checkpoints saved: {len(saves)} (last {saves[-1].value})")
+    return "; ".join(parts)[:400]
+
+
 def fix_line(f: Fix) -> str:
     return (f"{f.rank}) {f.action} | risk={f.risk.value} | expected impact={f.expected_impact.value} | "
-            f"time to try={f.time_to_try} | validate={f.validation}")
+            f"time to try={f.time_to_try} | validate={f.validation}" + (f" | because: {f.because}" if f.because else ""))
 
 
 def render(d: Diagnosis, json_path: str | None = None, fence_marker: str | None = None) -> str:
@@ -77,6 +86,8 @@ def render(d: Diagnosis, json_path: str | None = None, fence_marker: str | None 
     add(f"Framework: {framework(d)}")
     add(f"Primary cause: {primary_cause(d)}")
     add("Contributing factors: " + (", ".join(c.value for c in d.contributing_factors) or "none"))
+    if d.facts and (facts := facts_line(d)):
+        add(f"Run facts: {facts}")
     add("Evidence:")
     for e in d.evidence[:MAX_EVIDENCE]:
         add(f"- {evidence_line(e)}")

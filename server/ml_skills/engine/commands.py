@@ -1,0 +1,151 @@
+"""Next commands that would decide what the evidence cannot, filled in from what was read.
+
+Each command is read-only (it inspects, it never changes the run) and exact: the path, pod, quota,
+permission or process comes from the decisive line, the log's tail or the run's facts. A command
+that would need a value we do not have is not emitted; an empty list beats a `<placeholder>`.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+from ml_skills.engine.facts import fact
+from ml_skills.models import Classification, FailureClass, LogEvidence, RunFact
+
+_POD = re.compile(r"\bpods?[/ ]\\?[\"']?([a-z0-9][a-z0-9.-]{2,62})(?=[\s\"'\\,;)]|$)")
+_NAMESPACE = re.compile(r"\bnamespace[ =:\"']+([a-z0-9][a-z0-9-]{0,62})")
+_QUOTA = re.compile(r"exceeded quota: ([a-z0-9][a-z0-9.-]{0,62})")
+_MISSING = re.compile(r"(?:No such file or directory|FileNotFoundError|does not exist|not found)\W{0,4}[:\s]\s*['\"]?"
+                      r"(/?[\w.~@+-]+(?:/[\w.~@+=-]+)+/?|[\w.~@+-]+\.\w{1,10})['\"]?")
+_DENIED = re.compile(r"(?:Permission denied|Read-only file system)\W{0,4}[:\s]\s*['\"]?(/[\w.~@+-]+(?:/[\w.~@+=-]+)*)['\"]?")
+_CUDA_STACK = re.compile(r"(?i)no kernel image|CUDA driver version is insufficient|CUDA_ERROR_NO_DEVICE|no CUDA-capable device|"
+                         r"libcu\w+\.so|undefined symbol|CUDA initialization|driver.*too old")
+_GCP_PERMISSION = re.compile(r"Permission '([a-z]+\.[\w.]+)' denied(?: on resource '(//[^']+)')?|does not have ([a-z]+\.[\w.]+) access")
+_SERVICE_ACCOUNT = re.compile(r"\b([\w.-]+@[\w-]+\.iam\.gserviceaccount\.com)\b")
+_GCP_PROJECT = re.compile(r"\bprojects/([a-z][a-z0-9-]{4,28}[a-z0-9])\b")
+_AWS_DENIED = re.compile(r"is not authorized to perform: ([\w-]+:\w+) on resource: (arn:aws[\w:/.*-]+)")
+_AWS_LIMIT = re.compile(r"service limit '([^']{3,120})'")
+_USAGE = re.compile(r"^usage: ([\w.-]+\.py)\b")
+_PY_FRAME = re.compile(r'File "([^"]+\.py)", line \d+, in <module>')
+_HYDRA = re.compile(r"(?i)hydra|omegaconf|ConfigAttributeError|ConfigKeyError|Key '[\w.]+' is not in struct")
+
+
+def _tail(logs: list[LogEvidence], n: int = 80) -> list[str]:
+    return [line for log in logs if log.tail for line in log.tail.lines[-n:]]
+
+
+def _kubernetes(decisive: str, tail: list[str]) -> list[str]:
+    ns = _NAMESPACE.search(decisive)
+    in_ns = f" -n {ns.group(1)}" if ns else ""
+    if (q := _QUOTA.search(decisive)) is not None:
+        return [f"kubectl describe resourcequota {q.group(1)}{in_ns}   # the quota's limits and what uses them now"]
+    if (pod := _POD.search(decisive)) is not None:
+        return [f"kubectl describe pod {pod.group(1)}{in_ns}   # events: scheduling, image pulls, OOMKilled, evictions"]
+    return []
+
+
+def _files(decisive: str) -> list[str]:
+    out: list[str] = []
+    if (m := _MISSING.search(decisive)) is not None:
+        missing = m.group(1)
+        parent = str(Path(missing).parent)
+        out.append(f"ls -la {shlex.quote(missing)}" + (f"; ls -la {shlex.quote(parent)} | head -20" if parent not in (".", "/") else "")
+                   + "   # is it there, for the run's user, from the run's working directory?")
+    if (m := _DENIED.search(decisive)) is not None:
+        path = m.group(1)
+        out.append(f"ls -ld {shlex.quote(path)} {shlex.quote(str(Path(path).parent))}; id; findmnt -T {shlex.quote(str(Path(path).parent))}"
+                   "   # owner, mode and mount of the path")
+    return out
+
+
+def _cloud(decisive: str, tail: list[str]) -> list[str]:
+    text = "\n".join([decisive, *tail[-20:]])
+    out: list[str] = []
+    if (perm := _GCP_PERMISSION.search(text)) is not None:
+        permission, resource = perm.group(1) or perm.group(3), perm.group(2)
+        sa = _SERVICE_ACCOUNT.search(text)
+        project = _GCP_PROJECT.search(text)
+        if sa and resource:
+            out.append(f"gcloud policy-troubleshoot iam {shlex.quote(resource)} --permission={permission} --principal-email={sa.group(1)}"
+                       "   # which binding is missing")
+        elif sa and project:
+            out.append(f"gcloud projects get-iam-policy {project.group(1)} --flatten=bindings "
+                       f"--filter='bindings.members:serviceAccount:{sa.group(1)}' --format='value(bindings.role)'"
+                       f"   # the roles it has; one of them must grant {permission}")
+    if (aws := _AWS_DENIED.search(text)) is not None:
+        out.append(f"aws sts get-caller-identity; aws iam simulate-principal-policy --action-names {aws.group(1)} "
+                   f"--resource-arns {shlex.quote(aws.group(2))} --policy-source-arn \"$(aws sts get-caller-identity --query Arn --output text)\""
+                   "   # which policy denies it (run as the job's role)")
+    if (limit := _AWS_LIMIT.search(text)) is not None:
+        out.append(f"aws service-quotas list-service-quotas --service-code sagemaker --query "
+                   f"{shlex.quote(f'Quotas[?QuotaName==`{limit.group(1)}`].[QuotaName,Value]')} --output table"
+                   "   # the limit, then request an increase for it")
+    return out
+
+
+def _launch_help(decisive: str, tail: list[str], facts: list[RunFact]) -> list[str]:
+    usage = next((m.group(1) for line in tail if (m := _USAGE.match(line))), None)
+    if usage:
+        return [f"python {shlex.quote(usage)} --help   # the flags this version of the script accepts"]
+    if _HYDRA.search(decisive):
+        script = next((m.group(1) for line in tail if (m := _PY_FRAME.search(line))), None)
+        if script:
+            return [f"python {shlex.quote(script)} --cfg job   # the composed Hydra config, with the key it could not find"]
+    return []
+
+
+_RESUMABLE = {FailureClass.NAN_INF, FailureClass.OPTIMIZATION_DIVERGENCE, FailureClass.PROCESS_CRASH, FailureClass.OOM,
+              FailureClass.NCCL_DISTRIBUTED, FailureClass.STALLED, FailureClass.CUDA_RUNTIME, FailureClass.IO_CHECKPOINT}
+
+
+def _resume_point(cls: Classification, facts: list[RunFact], log_target: str) -> list[str]:
+    """The newest checkpoint the log says it saved before the failure: checked, it becomes the resume point."""
+    stop = cls.decisive.line_no if cls.decisive else None
+    saves = [f for f in facts if f.name == "checkpoint_saved" and f.line_no and (stop is None or f.line_no < stop)]
+    if cls.primary not in _RESUMABLE or not saves:
+        return []
+    last = saves[-1]
+    path = last.value.split(" (step")[0]
+    if not path or "/" not in path:
+        return []
+    folder = path if path.endswith("/") or "." not in Path(path).name else str(Path(path).parent)
+    where = "" if folder.startswith("/") else ", from the run's working directory"
+    return [f"ml-skills check-failed-run {shlex.quote(log_target)} --artifacts {shlex.quote(folder)}"
+            f"   # checks the checkpoint saved at line {last.line_no} ({last.value}) without loading it{where}, "
+            "and builds the resume command"]
+
+
+def diagnostic_commands(cls: Classification, logs: list[LogEvidence], facts: list[RunFact], log_target: str | None) -> list[str]:
+    """Read-only commands that would add the evidence this diagnosis lacks, in the order to run them."""
+    decisive = cls.decisive.text if cls.decisive else ""
+    tail = _tail(logs)
+    out: list[str] = []
+    if any("core dumped" in line for line in tail):
+        out.append('coredumpctl debug --debugger-arguments="-batch -ex \'thread apply all bt\'"'
+                   "   # the native stack of the crash, if systemd kept the core")
+    out += _kubernetes(decisive, tail) + _files(decisive) + _cloud(decisive, tail)
+    if cls.primary is FailureClass.CONFIG_ERROR:
+        out += _launch_help(decisive, tail, facts)
+    if cls.primary is FailureClass.IO_CHECKPOINT and re.search(r"(?i)no space left|quota exceeded|Errno 28|Errno 122", decisive):
+        out.append("df -h . ${TMPDIR:-/tmp}; du -sh ./* 2>/dev/null | sort -h | tail -5   # in the run's output directory")
+    if cls.primary is FailureClass.CUDA_RUNTIME and _CUDA_STACK.search(decisive):
+        out.append("nvidia-smi; python -c \"import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available(), "
+                   "torch.cuda.get_arch_list())\"   # driver, CUDA runtime and the GPU architectures this build supports")
+    if cls.primary is FailureClass.OOM and re.search(r"(?i)CUDA out of memory|OutOfMemoryError: CUDA|CUBLAS_STATUS_ALLOC_FAILED", decisive):
+        out.append("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"
+                   "   # other processes holding GPU memory when the run starts")
+    if log_target is not None:
+        q = shlex.quote(log_target)
+        if cls.primary is FailureClass.NCCL_DISTRIBUTED:
+            out.append(f"grep -n -i -E 'error|exception|killed|signal|exitcode' {q} | grep -v -i -E 'watchdog|timeout|ProcessGroupNCCL' | head -5"
+                       "   # the first error of any rank: collective timeouts follow it")
+        if cls.primary in (FailureClass.NAN_INF, FailureClass.OPTIMIZATION_DIVERGENCE, FailureClass.STALLED):
+            out.append(f"ml-skills watch-run {q} --interval 60   # on the relaunched run: alerts at the first NaN, loss spike or stall")
+        out += _resume_point(cls, facts, log_target)
+        launch = fact(facts, "launch_command")
+        if launch is None:
+            out.append(f"ml-skills check-failed-run {shlex.quote(str(Path(log_target).parent))}"
+                       "   # the run directory too: its configs, launch command and checkpoints make the plan exact")
+    return out
