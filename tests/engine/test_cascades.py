@@ -41,7 +41,7 @@ RANK = textwrap.dedent("""
         dist.all_reduce(t)
     except RuntimeError as e:  # how a trainer that logs and exits reports the dead peer
         print(f"rank {rank}: {e}".splitlines()[0], flush=True)
-        sys.exit(1)
+        os._exit(1)  # not sys.exit: gloo's threads still running at teardown make C++ abort ('terminate called') under load
 """)
 
 TORCHRUN = textwrap.dedent("""
