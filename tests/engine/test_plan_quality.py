@@ -25,6 +25,7 @@ TOP3_FLOOR = 0.72  # reached: 83/114 = 0.728 (issue 15's goal: 0.80)
 ANYWHERE_FLOOR = 0.80  # reached: 92/114 = 0.807
 COMMANDS_FLOOR = 0.96  # reached: 470/486 = 0.967 next commands non-empty and placeholder-free (goal: 0.90)
 SPECIFIC_COMMANDS_FLOOR = 0.44  # reached: 220/486 = 0.453 the same without the generic 'ml-skills check-failed-run DIR'
+CITED_FLOOR = 0.96  # reached: 1259/1297 = 0.971 listed fixes name the evidence that made them apply
 MEAN_FIXES_CEILING = 3.0  # reached: 2.81 fixes per report that names a class; a padded list would raise it
 
 
@@ -118,6 +119,12 @@ def test_next_commands_are_there_and_exact(bench, results):
     assert with_dir >= COMMANDS_FLOOR, f"{with_dir:.3f}"
     assert specific >= SPECIFIC_COMMANDS_FLOOR, f"{specific:.3f}"
     assert not [r.name for r in results if any(bench.PLACEHOLDER.search(c) for c in r.commands)]
+
+
+@pytest.mark.slow
+def test_listed_fixes_cite_what_made_them_apply(results):
+    cited = sum(r.fixes_cited for r in results) / sum(len(r.fixes) for r in results)
+    assert cited >= CITED_FLOOR, f"{cited:.3f}"
 
 
 @pytest.mark.slow
