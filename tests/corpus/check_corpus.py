@@ -2,13 +2,16 @@
 """Validate the real-log corpus: every case folder has train.log + case.json,
 case.json has exactly the required keys, class names are valid, and every
 decisive line is a verbatim substring of train.log, and no two cases hold the
-same train.log (a copy counts one real failure twice). Prints per-class counts.
-Stdlib only. Exit status 1 on any problem."""
+same train.log (a copy counts one real failure twice). The optional plan label
+(fix_that_worked, fix_note) names fixes that exist in the fix catalog. Prints
+per-class counts. Stdlib only. Exit status 1 on any problem."""
+import functools
 import hashlib
 import json
 import os
 import re
 import sys
+import tomllib
 from collections import Counter
 
 CLASSES = [
@@ -24,6 +27,9 @@ STRENGTHS = {"strong", "weak"}
 KEYS = {"source", "url", "primary_cause", "acceptable", "framework",
         "decisive_lines", "run_status", "label_strength",
         "root_cause_summary", "note"}
+# the recovery-plan label: which catalog fixes match what the thread says worked (bench/accuracy.py scores it)
+OPTIONAL = {"fix_that_worked", "fix_note"}
+FIXES_TOML = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "server", "ml_skills", "catalog", "fixes.toml")
 DIR_RE = re.compile(r"^\d{3}-[a-z0-9][a-z0-9-]*$")
 MAX_LOG_BYTES = 200 * 1024
 
@@ -53,8 +59,8 @@ def check_case(path, name):
         case = json.load(open(case_p, encoding="utf-8"))
     except ValueError as e:
         return errs + ["case.json is not valid JSON: %s" % e], None
-    if set(case) != KEYS:
-        missing, extra = KEYS - set(case), set(case) - KEYS
+    if not KEYS <= set(case) <= KEYS | OPTIONAL:
+        missing, extra = KEYS - set(case), set(case) - KEYS - OPTIONAL
         errs.append("keys: missing=%s extra=%s" % (sorted(missing), sorted(extra)))
     pc = case.get("primary_cause")
     if pc not in CLASSES:
@@ -87,12 +93,33 @@ def check_case(path, name):
     for k in ("root_cause_summary", "note"):
         if not isinstance(case.get(k), str) or not case.get(k).strip():
             errs.append("%s must be a non-empty string" % k)
+    errs += check_plan_label(case)
     return errs, case
+
+
+@functools.lru_cache(maxsize=1)
+def fix_ids():
+    with open(FIXES_TOML, "rb") as f:
+        return {fx["id"] for fx in tomllib.load(f)["fix"]}
+
+
+def check_plan_label(case):
+    """fix_that_worked: a list of catalog fix ids ([] when no catalog fix matches, and then fix_note says what worked)."""
+    if "fix_that_worked" not in case:
+        return ["fix_note without fix_that_worked"] if "fix_note" in case else []
+    fw, note = case["fix_that_worked"], case.get("fix_note")
+    if not isinstance(fw, list) or any(not isinstance(f, str) for f in fw):
+        return ["fix_that_worked must be a list of fix ids"]
+    errs = ["fix_that_worked: %r is not a fix in catalog/fixes.toml" % f for f in fw if f not in fix_ids()]
+    if not isinstance(note, str) or not note.strip():
+        errs.append("fix_note must say what worked (required with fix_that_worked)")
+    return errs
 
 
 def main():
     root = os.path.dirname(os.path.abspath(__file__))
     counts, strong, bad = Counter(), Counter(), 0
+    planned = Counter()
     sources = Counter()
     names = sorted(n for n in os.listdir(root) if os.path.isdir(os.path.join(root, n)) and not n.startswith((".", "_")))
     seen = {}
@@ -114,14 +141,16 @@ def main():
             counts[case["primary_cause"]] += 1
             if case["label_strength"] == "strong":
                 strong[case["primary_cause"]] += 1
+            if "fix_that_worked" in case:
+                planned[case["primary_cause"]] += 1
     for s, n in sources.items():
         if n > 1:
             print("warning: source %s used by %d cases" % (s, n))
-    print("\n%-26s %5s %7s" % ("class", "cases", "strong"))
+    print("\n%-26s %5s %7s %9s" % ("class", "cases", "strong", "fix-label"))
     for c in CLASSES:
         flag = "" if counts[c] >= 3 else "  <-- below 3"
-        print("%-26s %5d %7d%s" % (c, counts[c], strong[c], flag))
-    print("%-26s %5d" % ("total valid", sum(counts.values())))
+        print("%-26s %5d %7d %9d%s" % (c, counts[c], strong[c], planned[c], flag))
+    print("%-26s %5d %7s %9d" % ("total valid", sum(counts.values()), "", sum(planned.values())))
     print("%d case folder(s), %d invalid" % (len(names), bad))
     return 1 if bad else 0
 
