@@ -32,6 +32,7 @@ from ml_skills.policy.risk import risk_of
 IMPACT = {Level.HIGH: 3.0, Level.MEDIUM: 2.0, Level.LOW: 1.0}
 RISK_COST = {Risk.SAFE: 1.0, Risk.NEEDS_APPROVAL: 1.6, Risk.DANGEROUS: 4.0}
 MAX_FIXES = 5
+POSITION_STEP = 0.15  # a signature lists its fixes most likely first: each later one is that much less sure
 # fixes that only make sense when specific evidence names them, never as a class default
 # fixes for signals the engine derives (not catalog signatures): an external SIGKILL leaves the
 # code and data intact, so resuming is the recovery; confirming it was not the OOM killer is cheap
@@ -71,7 +72,7 @@ def _candidates(cls: Classification, signals: list[Signal], logs: list[LogEviden
             rid = s.label.split(":", 1)[1]
             named = rules[rid].fixes if rid in rules else sig_by_id[rid].fixes if rid in sig_by_id else []
         for i, f in enumerate(named):
-            add(f, base - 0.08 * i)
+            add(f, base - POSITION_STEP * i)
     anomalies = [a for log in logs for a in log.trajectory.anomalies]
     first = {a.kind: a for a in reversed(anomalies)}
 
