@@ -60,6 +60,7 @@ def build_server(args: argparse.Namespace):  # -> MCPServer; SDK imported here s
     mcp = MCPServer("ml-skills", version=__version__, instructions=INSTRUCTIONS, tools=tools, log_level="WARNING")
     # Outermost, so even calls the SDK itself refuses (a request state replayed for other arguments) are audited.
     mcp.middleware.insert(0, AuditRejected({t.name for t in tools}))
+    mcp.middleware.insert(0, common.RedactOutput())  # outermost of all: the last step of every answer
     resources.register(mcp)
     return mcp
 

@@ -20,6 +20,7 @@ from typing import Any, TypeVar, cast
 from urllib.parse import unquote, urlparse
 
 import anyio
+from mcp import MCPError
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import ToolAnnotations
@@ -30,7 +31,7 @@ from ml_skills.models import EvidenceStatus, Model
 from ml_skills.policy.audit import AuditLog
 from ml_skills.policy.rules import Policy
 from ml_skills.safety.paths import normalise_roots
-from ml_skills.safety.redact import redact_counted, redact_value, redaction_count
+from ml_skills.safety.redact import redact_counted, redact_value, redaction_count, stripped_count
 
 log = logging.getLogger("ml_skills.mcp")
 
@@ -126,13 +127,35 @@ def _error_text(name: str, e: BaseException) -> str:
 
 
 def _redacted(result: Any) -> Any:
-    """Last guard on every result: each string redacted (paths too), the count added to `redactions`."""
-    before = redaction_count()
+    """Last guard on every result: each string stripped of invisible characters and redacted (paths
+    too), the counts added to `stripped_chars` and `redactions`."""
+    before, gone = redaction_count(), stripped_count()
     result = redact_value(result)
-    n = redaction_count() - before
-    if n and isinstance(result, ToolResult):
-        result = result.model_copy(update={"redactions": result.redactions + n})
+    n, s = redaction_count() - before, stripped_count() - gone
+    if (n or s) and isinstance(result, ToolResult):
+        result = result.model_copy(update={"redactions": result.redactions + n, "stripped_chars": result.stripped_chars + s})
     return result
+
+
+class RedactOutput:
+    """Server middleware, outermost: the last step of every answer that can carry data or echo a request.
+
+    Tool results (also the SDK's own errors, an unknown tool's name), prompts and resources pass
+    one more strip-and-redact pass on their way out, and so do protocol error messages.
+    """
+
+    METHODS = frozenset({"tools/call", "prompts/get", "resources/read", "completion/complete"})
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        if ctx.method not in self.METHODS:
+            return await call_next(ctx)
+        try:
+            return redact_value(await call_next(ctx))
+        except MCPError as e:
+            message = redact_counted(e.message)[0]
+            if message == e.message and redact_value(e.data) is e.data:
+                raise
+            raise MCPError(e.code, message, redact_value(e.data)) from None
 
 
 def build(fn: Callable[..., Any]) -> Tool:

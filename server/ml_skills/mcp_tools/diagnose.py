@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field
 
@@ -14,7 +14,8 @@ from ml_skills.mcp_tools.common import WRITES_REPORT, ToolResult, config, roots,
 from ml_skills.models import Diagnosis, EvidenceStatus, Framework, Task
 from ml_skills.render import json_report
 from ml_skills.safety.paths import confine, confine_new
-from ml_skills.safety.quoting import fence, new_marker, strip_invisible
+from ml_skills.safety.quoting import fence, new_marker, quote_inline
+from ml_skills.safety.redact import stripped_count
 
 MAX_PASTE = 4 * 1024 * 1024
 
@@ -25,16 +26,30 @@ class DiagnoseResult(ToolResult):
     diagnosis: Diagnosis
 
 
-def _strip_all(value: Any) -> tuple[Any, int]:
-    if isinstance(value, str):
-        return strip_invisible(value)
-    if isinstance(value, list):
-        pairs = [_strip_all(v) for v in value]
-        return [v for v, _ in pairs], sum(n for _, n in pairs)
-    if isinstance(value, dict):
-        pairs2 = {k: _strip_all(v) for k, v in value.items()}
-        return {k: v for k, (v, _) in pairs2.items()}, sum(n for _, n in pairs2.values())
-    return value, 0
+def _quoted(d: Diagnosis, marker: str) -> Diagnosis:
+    """The diagnosis as the model gets it: every field that can carry log or source text marked as quoted data.
+
+    The report file keeps the plain text; here a log line that reads like an instruction (in the
+    evidence, the excerpt, the root cause, a finding, an anomaly's quoted line, the last progress
+    line, a tracker's report line or a ruled-out reason) sits between this call's markers.
+    """
+    def q(t: str) -> str:
+        return quote_inline(t, marker) if t else t
+
+    rc = d.root_cause
+    pl = rc.proximate_line
+    return d.model_copy(update={
+        "evidence": [e.model_copy(update={"text": q(e.text)}) for e in d.evidence],
+        "decisive_excerpt": d.decisive_excerpt.model_copy(update={"lines": [q(x) for x in d.decisive_excerpt.lines]})
+        if d.decisive_excerpt else None,
+        "root_cause": rc.model_copy(update={"proximate": q(rc.proximate), "root": q(rc.root), "contributing": [q(x) for x in rc.contributing],
+                                            "proximate_line": pl.model_copy(update={"text": q(pl.text)}) if pl else None}),
+        "findings": [f.model_copy(update={"title": q(f.title), "detail": q(f.detail)}) for f in d.findings],
+        "anomalies": [a.model_copy(update={"detail": q(a.detail)}) for a in d.anomalies],
+        "last_progress": d.last_progress.model_copy(update={"text": q(d.last_progress.text)}) if d.last_progress else None,
+        "report_lines": [q(x) for x in d.report_lines],
+        "ruled_out": [r.model_copy(update={"reason": q(r.reason)}) for r in d.ruled_out],
+    })
 
 
 _REMOTE = re.compile(r"^[^/\s@]+@[^/\s]+:/")  # user@host:/path, as the CLI reads it
@@ -80,18 +95,18 @@ def diagnose(
     w = wandb if wandb is None or _WANDB_RUN.match(wandb) else str(confine(wandb, r, want="any"))
     a = str(confine(artifacts, r, want="dir")) if artifacts else None
     out = confine_new(out_dir, r) if out_dir else config().out_dir
+    gone = stripped_count()
     d = run_engine(DiagnoseRequest(target=t, traceback_text=traceback_text, pid=pid, wandb=w, mlflow=mlflow,
                                    vertex_pipeline=vertex_pipeline, project=project, region=region, once=True,
                                    artifacts=a, framework=framework, task=task, last=last))
-    cleaned, stripped = _strip_all(d.model_dump(mode="json"))
-    d = Diagnosis.model_validate(cleaned)
-    path = json_report.write(d, out)
+    path = json_report.write(d, out)  # stripped and redacted as its last step
+    stripped = stripped_count() - gone
     marker = new_marker()
     ex = d.decisive_excerpt
     f = fence(ex.lines, marker=marker, label=f"{ex.source} from line {ex.start_line}") if ex else None
     status = EvidenceStatus.OK if d.primary_cause is not None else EvidenceStatus.PARTIAL
-    return DiagnoseResult(status=status, redactions=d.redactions, stripped_chars=stripped, marker=marker, report_path=str(path),
-                          excerpt=f.text if f else "", truncated=bool(f and f.truncated), diagnosis=d)
+    return DiagnoseResult(status=status, redactions=d.redactions, stripped_chars=stripped + (f.stripped if f else 0), marker=marker,
+                          report_path=str(path), excerpt=f.text if f else "", truncated=bool(f and f.truncated), diagnosis=_quoted(d, marker))
 
 
 TOOLS = [diagnose]

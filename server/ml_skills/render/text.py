@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ml_skills.models import Diagnosis
+from ml_skills.safety.redact import redact
 
 
 def render(d: Diagnosis, json_path: str | None = None) -> str:
@@ -62,4 +63,4 @@ def render(d: Diagnosis, json_path: str | None = None) -> str:
         add(f"Report: {json_path}")
     if d.redactions:
         add(f"({d.redactions} secret(s) redacted)")
-    return "\n".join(out) + "\n"
+    return redact("\n".join(out)) + "\n"  # the last step: file names and quoted lines stripped of escapes, then redacted
