@@ -26,7 +26,7 @@ _stripped: ContextVar[int] = ContextVar("stripped", default=0)
 # A flag or key name may only start after a separator (start, space, quote, '=', ',', '[', '(', a URL's
 # '?' or '&', ...) or right after a URL-encoded byte (`%3F`), so a run of dashes or letters cannot make
 # every position a candidate (no quadratic scans).
-_START = r"(?:(?<![^\s'\"=,\[(:;{/?&|<>*])|(?<=%[0-9A-Fa-f]{2}))"
+_START = r"(?:(?<![^\s'\"=,\[(:;{/?&|<>*])|(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2}))"
 # A token whose prefix is short and common (`sk-`) must not follow a letter or digit (`task-...`,
 # `disk-...`), except through a URL-encoded byte (`%3Dsk-...`, `%253Dsk-...`). Tokens with a long or
 # distinctive prefix (ghp_, hf_, AKIA, eyJ...) are taken after anything: `GH_TOKEN_ghp_...`, `x%3Dhf_...`.
@@ -40,8 +40,11 @@ _KEYWORD = (
     r"|apikey|secret(?![a-z])|token(?![a-z])|passw(?:or)?d(?![a-z])|passphrase(?![a-z]))"
 )
 _KEY_NEEDLES = ("key", "token", "passw", "secret", "passphrase")
-# What separates a name from its value: `=`, `:` (YAML, headers, JSON), and their URL-encoded forms.
-_ASSIGN = r"(?:['\"]?\s{0,3}[:=]\s{0,3}['\"]?|(?:%22|%27)?%3[DdAa](?:%20|\+)?(?:%22|%27)?)"
+# What separates a name from its value: `=`, `:` (YAML, headers, JSON), and their URL-encoded forms, once or
+# twice (`%3D`, `%253D`).
+_PCT = r"%(?:25)?"
+_ASSIGN = (r"(?:['\"]?\s{0,3}[:=]\s{0,3}['\"]?|(?:" + _PCT + r"2[27])?" + _PCT + r"3[DdAa](?:" + _PCT + r"20|\+)?(?:" + _PCT
+           + r"2[27])?)")
 
 # Each rule also names lowercase needles, one of which must be in the text for the rule to run: a cheap
 # `in` test that skips most rules on ordinary log lines.
@@ -62,7 +65,8 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         r"(?i)(?:aws_secret_access_key|secret_access_key|aws_secret|secretaccesskey)['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?P<s>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])")),
     ("github-token", ("gh", "github_pat_"), re.compile(r"(?P<s>gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})(?![A-Za-z0-9])")),
     ("hf-token", ("hf_",), re.compile(r"(?P<s>hf_[A-Za-z0-9]{30,255})(?![A-Za-z0-9])")),
-    ("openai-key", ("sk-",), re.compile(_GLUED + r"(?P<s>sk-(?:proj-|ant-(?:api\d{2}-)?|svcacct-)?[A-Za-z0-9_\-]{20,200})")),
+    ("openai-key", ("sk-",), re.compile(r"(?P<s>sk-(?:proj|ant|svcacct|admin)-[A-Za-z0-9_\-]{20,200}|sk-[A-Za-z0-9]{48}(?![A-Za-z0-9]))")),
+    ("sk-key", ("sk-",), re.compile(_GLUED + r"(?P<s>sk-[A-Za-z0-9_\-]{20,200})")),
     ("wandb-v1-key", ("wandb_v1_",), re.compile(r"(?P<s>wandb_v1_[A-Za-z0-9_]{20,200})")),
     ("wandb-keyword-key", ("key", "login"), re.compile(
         r"(?i)(?:wandb[_-]?api[_-]?key|wandb\s{1,3}login|api_key|\bkey)['\"]?\s{0,3}[:= ]\s{0,3}['\"]?(?P<s>[0-9a-f]{40})\b")),
@@ -70,16 +74,16 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("google-api-key", ("aiza",), re.compile(r"(?P<s>AIza[0-9A-Za-z_\-]{35})")),
     ("jwt", ("eyj",), re.compile(r"(?P<s>eyJ[A-Za-z0-9_\-]{8,4000}\.eyJ[A-Za-z0-9_\-]{8,8000}\.[A-Za-z0-9_\-]{8,4000})")),
     ("auth-header", ("authorization",), re.compile(
-        r"(?i)" + _GLUED + r"(?:authorization|proxy-authorization)['\"]?(?:\s{0,3}[:=]\s{0,3}|%3A(?:%20)?)['\"]?"
-        r"(?:bearer|basic|token|digest)(?:\s{1,3}|%20|\+)(?P<s>[A-Za-z0-9._~+/=\-]{6,4000})")),
-    ("bearer", ("bearer",), re.compile(r"(?i)" + _GLUED + r"bearer(?:\s{1,3}|%20|\+)(?P<s>[A-Za-z0-9._~+/=\-]{16,4000})")),
+        r"(?i)" + _GLUED + r"(?:authorization|proxy-authorization)['\"]?(?:\s{0,3}[:=]\s{0,3}|" + _PCT + r"3A(?:" + _PCT + r"20)?)['\"]?"
+        r"(?:bearer|basic|token|digest)(?:\s{1,3}|" + _PCT + r"20|\+)(?P<s>[A-Za-z0-9._~+/=\-]{6,4000})")),
+    ("bearer", ("bearer",), re.compile(r"(?i)" + _GLUED + r"bearer(?:\s{1,3}|" + _PCT + r"20|\+)(?P<s>[A-Za-z0-9._~+/=\-]{16,4000})")),
     ("url-password", ("://",), re.compile(r"\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@]{1,200}:(?P<s>[^\s@/]{1,200})@")),
     # .netrc: `machine H login U password P` on one line, or `password P` on a line of its own.
     ("netrc-password", ("password",), re.compile(
         r"(?i)(?:(?<![A-Za-z0-9])(?:machine|login|default)\s{1,3}\S{0,200}\s{1,3}|(?m:^)[ \t]{0,20})password[ \t]{1,3}(?P<s>[^\s'\"]{1,1000})")),
     # --api-key X, --hf_token=X, --aws-secret-access-key 'X', and argv printed as a list: '--token', 'X'.
     ("cli-secret-flag", _KEY_NEEDLES, re.compile(
-        r"(?i)" + _START + r"--?[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"]?(?:\s{1,3}|=|,\s{0,2}|%3D|%20|\+)['\"]?(?P<s>[^\s'\",\]]{1,1000})")),
+        r"(?i)" + _START + r"--?[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"]?(?:\s{1,3}|=|,\s{0,2}|" + _PCT + r"3[Dd]|" + _PCT + r"20|\+)['\"]?(?P<s>[^\s'\",\]]{1,1000})")),
     # NAME=X, NAME: X, "name": "X", ?access_token=X&, X-API-KEY: X, and URL-encoded %3D / %3A.
     ("keyword-secret-assign", _KEY_NEEDLES, re.compile(
         r"(?i)" + _START + r"[a-z0-9_.\-]{0,40}" + _KEYWORD + _ASSIGN + r"(?P<s>[^\s'\",}&\]]{3,1000})")),
