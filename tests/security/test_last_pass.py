@@ -217,3 +217,22 @@ def test_an_unknown_tool_name_and_a_prompt_echo_no_token(tmp_path: Path) -> None
     assert unknown.is_error and extra.is_error
     for body in (text(unknown), text(extra), *(json.dumps(p.model_dump(mode="json")) for p in prompts)):
         assert token[4:20] not in body and "AKIA" not in body, body[:300]
+
+
+def test_a_line_longer_than_a_read_chunk_never_shows_a_value_cut_off_its_keyword(tmp_path: Path) -> None:
+    """S12 in the scanner: a line over 4 MiB is read in two chunks; the boundary falls right after the keyword,
+    and the second chunk (the secret, then a signature) was quoted from its first byte into the evidence."""
+    secret = fakes.aws_secret()
+    head = " AWS_SECRET_ACCESS_KEY="
+    log = tmp_path / "train.log"
+    with open(log, "w") as f:
+        f.write("x" * (logfile.CHUNK - len(head)) + head + secret + " RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+        f.write("".join(f"step {i} loss 1.0\n" for i in range(5)))
+    proc = run_cli("check-failed-run", str(log), "--out-dir", str(tmp_path / "out"), "--format", "json")
+    report = (tmp_path / "out" / "check-failed-run.json").read_text()
+    assert "CUDA out of memory" in proc.stdout
+    (scan,) = _call(Server(tmp_path), ("scan_log", {"path": str(log)}))
+    for channel in (proc.stdout, proc.stderr, report, text(scan), json.dumps(scan.structured_content)):
+        assert secret[:12] not in channel and secret[-12:] not in channel
+    _, lines = logfile.window_at(log, logfile.CHUNK, 0, 0)  # an excerpt read back from the hit's offset
+    assert secret[:12] not in lines[0] and "CUDA out of memory" in lines[0]

@@ -190,14 +190,17 @@ def window_in(data: bytes, offset: int, before: int, after: int) -> tuple[int, l
 
 def _split_window(head: bytes, tail_bytes: bytes, cut_head: bool, before: int, after: int) -> tuple[int, list[str]]:
     prev = head.split(b"\n")
-    if prev and prev[-1] == b"":
-        prev.pop()
+    start = prev.pop()  # b"" when the offset starts a line; else the part of its line before the offset
+    start_known = bool(prev) or not cut_head
     if cut_head and prev:
         prev = prev[1:]
     prev = prev[-before:] if before else []
     nxt = tail_bytes.split(b"\n")[: after + 1]
     if nxt and nxt[-1] == b"" and len(nxt) > 1:
         nxt.pop()
+    if start and nxt:  # the offset is inside a line longer than a read: show it whole, or judge the cut piece by its context
+        first = decode(start + nxt[0]) if start_known else decode_cut(start[-CUT_CONTEXT:], nxt[0])
+        return len(prev), [decode(x) for x in prev] + [first] + [decode(x) for x in nxt[1:]]
     return len(prev), [decode(x) for x in prev + nxt]
 
 
