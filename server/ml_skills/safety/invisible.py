@@ -29,11 +29,12 @@ INVISIBLE_CLASS = (
 )
 _INVISIBLE = re.compile(f"[{INVISIBLE_CLASS}]+")
 _ANY = re.compile(f"[\x1b{INVISIBLE_CLASS}]")
+_ANY_ASCII = re.compile("[\x00-\x08\x0b-\x1f\x7f]")  # most log text is ASCII: a small class is scanned several times faster
 
 
 def strip_invisible(text: str) -> tuple[str, int]:
     """Remove escapes and invisible or reordering characters; return the text and how many characters went."""
-    if not _ANY.search(text):
+    if not (_ANY_ASCII if text.isascii() else _ANY).search(text):
         return text, 0
     n = 0
 
