@@ -73,6 +73,7 @@ def test_every_shape_the_attack_tried_is_redacted(shape: str, make) -> None:
     "commit 3f2a9c1d4e5b6a7980c1d2e3f4a5b6c7d8e9f0a1 run 5f9be171-f022-4232-8c29-61b5289e2b62",
     "sha256=" + "a" * 64,
     "https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/config.json",
+    "eos_token: </s>  pad_token='<|endoftext|>'  unk_token = [UNK]  max_token: 4096  token=12.5",
 ])
 def test_ordinary_log_text_with_keyword_like_words_is_left_alone(text: str) -> None:
     assert redact_counted(text) == (text, 0)

@@ -27,9 +27,9 @@ _stripped: ContextVar[int] = ContextVar("stripped", default=0)
 # '?' or '&', ...) or right after a URL-encoded byte (`%3F`), so a run of dashes or letters cannot make
 # every position a candidate (no quadratic scans).
 _START = r"(?:(?<![^\s'\"=,\[(:;{/?&|<>*])|(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2}))"
-# A token whose prefix is short and common (`sk-`) must not follow a letter or digit (`task-...`,
-# `disk-...`), except through a URL-encoded byte (`%3Dsk-...`, `%253Dsk-...`). Tokens with a long or
-# distinctive prefix (ghp_, hf_, AKIA, eyJ...) are taken after anything: `GH_TOKEN_ghp_...`, `x%3Dhf_...`.
+# A bare `sk-` key (a short, common prefix) must not follow a letter or digit (`task-...`, `disk-...`),
+# except through a URL-encoded byte (`%3Dsk-...`, `%253Dsk-...`). Tokens with a long or distinctive prefix
+# (ghp_, hf_, sk-proj-, AKIA, eyJ...) are taken after anything: `GH_TOKEN_ghp_...`, `x%3Dhf_...`.
 _GLUED = r"(?:(?<![A-Za-z0-9])|(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2}))"
 # Names whose value is a secret: the keyword families. `token`, `secret` and `password` must end the word
 # (`tokens`, `tokenizer`, `secretName` are not secrets); a `key` needs a qualifier (`api_key`,
@@ -85,8 +85,9 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("cli-secret-flag", _KEY_NEEDLES, re.compile(
         r"(?i)" + _START + r"--?[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"]?(?:\s{1,3}|=|,\s{0,2}|" + _PCT + r"3[Dd]|" + _PCT + r"20|\+)['\"]?(?P<s>[^\s'\",\]]{1,1000})")),
     # NAME=X, NAME: X, "name": "X", ?access_token=X&, X-API-KEY: X, and URL-encoded %3D / %3A.
+    # A tokenizer's special tokens (`eos_token: </s>`, `pad_token = [PAD]`) and plain numbers are not secrets.
     ("keyword-secret-assign", _KEY_NEEDLES, re.compile(
-        r"(?i)" + _START + r"[a-z0-9_.\-]{0,40}" + _KEYWORD + _ASSIGN + r"(?P<s>[^\s'\",}&\]]{3,1000})")),
+        r"(?i)" + _START + r"[a-z0-9_.\-]{0,40}" + _KEYWORD + _ASSIGN + r"(?![<\[]|[0-9.]{1,30}(?![^\s'\",}&\]]))(?P<s>[^\s'\",}&\]]{4,1000})")),
 ]
 
 
