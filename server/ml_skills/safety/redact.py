@@ -87,7 +87,7 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # NAME=X, NAME: X, "name": "X", ?access_token=X&, X-API-KEY: X, and URL-encoded %3D / %3A.
     # A tokenizer's special tokens (`eos_token: </s>`, `pad_token = [PAD]`) and plain numbers are not secrets.
     ("keyword-secret-assign", _KEY_NEEDLES, re.compile(
-        r"(?i)" + _START + r"[a-z0-9_.\-]{0,40}" + _KEYWORD + _ASSIGN + r"(?![<\[]|[0-9.]{1,30}(?![^\s'\",}&\]]))(?P<s>[^\s'\",}&\]]{4,1000})")),
+        r"(?i)" + _START + r"[a-z0-9_.\-]{0,40}" + _KEYWORD + _ASSIGN + r"(?![<\[]|[0-9.]{1,30}(?![^\s'\",}&\])]))(?P<s>[^\s'\",}&\])]{4,1000})")),
 ]
 
 
