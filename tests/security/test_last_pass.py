@@ -236,3 +236,19 @@ def test_a_line_longer_than_a_read_chunk_never_shows_a_value_cut_off_its_keyword
         assert secret[:12] not in channel and secret[-12:] not in channel
     _, lines = logfile.window_at(log, logfile.CHUNK, 0, 0)  # an excerpt read back from the hit's offset
     assert secret[:12] not in lines[0] and "CUDA out of memory" in lines[0]
+
+
+def test_the_servers_log_on_stderr_holds_no_token_and_no_escape(tmp_path: Path) -> None:
+    """The server's stderr is the client's log. An unexpected failure is logged with its traceback, whose
+    exception text can quote a path: that goes through the last pass too (a real server build, in a child)."""
+    token = fakes.github()
+    code = ("import logging, sys\n"
+            "from ml_skills.mcp_tools import app\n"
+            "app.build_server(app.build_parser().parse_args(['--allow-root', sys.argv[1], '--audit-log', sys.argv[1] + '/a.jsonl']))\n"
+            "try:\n"
+            "    raise RuntimeError('cannot open /runs/' + sys.argv[2] + '/train.log\\x1b]0;pwned\\x07')\n"
+            "except RuntimeError:\n"
+            "    logging.getLogger('ml_skills.mcp').exception('tool %s failed', 'read_' + sys.argv[2])\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path), token], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0 and "tool read_" in proc.stderr and "RuntimeError" in proc.stderr, proc.stderr[-2000:]
+    assert token[4:20] not in proc.stderr and "\x1b]" not in proc.stderr and "\x07" not in proc.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import traceback
 import warnings
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -156,6 +157,29 @@ class RedactOutput:
             if message == e.message and redact_value(e.data) is e.data:
                 raise
             raise MCPError(e.code, message, redact_value(e.data)) from None
+
+
+class RedactLogs(logging.Filter):
+    """On the server's log handlers: the server's stderr is the client's log, another channel out.
+
+    The message and any traceback (whose exception text can quote a path or a log line) are
+    formatted here, stripped and redacted, and handed on as plain text.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        if record.exc_info:
+            msg += "\n" + "".join(traceback.format_exception(*record.exc_info)).rstrip()
+            record.exc_info, record.exc_text = None, None
+        record.msg, record.args = redact_counted(msg)[0], ()
+        return True
+
+
+def redact_logs() -> None:
+    """Put RedactLogs on every handler the root logger has (the SDK's, once it has configured logging)."""
+    for h in logging.getLogger().handlers:
+        if not any(isinstance(f, RedactLogs) for f in h.filters):
+            h.addFilter(RedactLogs())
 
 
 def build(fn: Callable[..., Any]) -> Tool:
