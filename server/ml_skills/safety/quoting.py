@@ -1,10 +1,11 @@
 """Hand untrusted log text to a model as quoted data, never as something it could obey.
 
 Each call gets a fresh random marker; the text is fenced between `[data MARKER]` and
-`[/data MARKER]` lines, so a log cannot close the fence early: it cannot know the marker.
-Terminal escapes, other control characters, bidi overrides, zero-width and Unicode tag
-characters are stripped (they hide or reorder text a person would read) and counted. Text is
-redacted, then capped with tail semantics (the newest lines are kept) and flagged truncated.
+`[/data MARKER]` lines, so a log cannot close the fence early: it cannot know the marker. A
+structured field that carries log text is marked on one line the same way (`quote_inline`).
+Terminal escapes and invisible characters (safety/invisible.py) are stripped, as they hide or
+reorder text a person would read, and counted. Text is redacted, then capped with tail
+semantics (the newest lines are kept) and flagged truncated.
 """
 
 from __future__ import annotations
