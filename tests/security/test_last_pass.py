@@ -252,3 +252,13 @@ def test_the_servers_log_on_stderr_holds_no_token_and_no_escape(tmp_path: Path) 
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path), token], capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0 and "tool read_" in proc.stderr and "RuntimeError" in proc.stderr, proc.stderr[-2000:]
     assert token[4:20] not in proc.stderr and "\x1b]" not in proc.stderr and "\x07" not in proc.stderr
+
+
+def test_cli_errors_echo_no_token_and_no_escape(tmp_path: Path) -> None:
+    """argparse quotes a bad argument back, and an error names the path it could not open: both pass the last step."""
+    token = fakes.github()
+    bad_choice = run_cli("check-failed-run", "--framework", token, "x.log")
+    missing = run_cli("check-failed-run", str(tmp_path / f"run-{token}\x1b]0;pwned\x07.log"), "--out-dir", str(tmp_path))
+    for proc in (bad_choice, missing):
+        assert proc.returncode == 2 and "error:" in proc.stderr
+        assert token[4:20] not in proc.stderr + proc.stdout and "\x1b" not in proc.stderr and "\x07" not in proc.stderr
