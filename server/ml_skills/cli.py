@@ -29,8 +29,16 @@ def _positive(text: str) -> int:
     return v
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse quotes a bad argument back on stderr: that line is stripped and redacted like every other."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {redact(message)}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ml-skills", description="Diagnose failed or unstable ML training runs.")
+    p = _Parser(prog="ml-skills", description="Diagnose failed or unstable ML training runs.")
     p.add_argument("--version", action="version", version=f"ml-skills {__version__}")
     p.add_argument("--warm-cache", action="store_true",
                    help="compile the pattern databases into the cache now (ML_SKILLS_CACHE, else ~/.cache/ml-skills) and exit")
@@ -147,7 +155,8 @@ def preflight_run(args: argparse.Namespace) -> int:
     )
     report = redact_value(report)
     path = _write_json(report, args.out_dir, "preflight-run.json")
-    sys.stdout.write(report.model_dump_json(indent=2 if args.pretty else None) + "\n" if args.format == "json" else report.render() + f"Report: {path}\n")
+    sys.stdout.write(report.model_dump_json(indent=2 if args.pretty else None) + "\n" if args.format == "json"
+                     else redact(report.render() + f"Report: {path}\n"))
     return 0 if report.decision.value == "GO" else 1
 
 
@@ -165,7 +174,7 @@ def watch_run(args: argparse.Namespace) -> int:
 
     def emit_line(e) -> None:
         if args.format == "text":
-            sys.stdout.write(f"[{e.at:%H:%M:%S}] {e.kind}: {e.message}\n")
+            sys.stdout.write(redact(f"[{e.at:%H:%M:%S}] {e.kind}: {e.message}") + "\n")
             sys.stdout.flush()
 
     with progress.terminal() as show:
@@ -177,7 +186,7 @@ def watch_run(args: argparse.Namespace) -> int:
         result = watch(req, interval=args.interval, max_polls=args.max_polls, until_step=args.until_step,
                        stall_after=args.stall_after, emit=emit, progress=show)
     if args.format == "json":
-        sys.stdout.write(result.model_dump_json(indent=2 if args.pretty else None) + "\n")
+        sys.stdout.write(redact_value(result).model_dump_json(indent=2 if args.pretty else None) + "\n")
     return 0 if result.healthy else 1
 
 
@@ -193,7 +202,8 @@ def verify_artifacts(args: argparse.Namespace) -> int:
     report = verify(args.run_dir, args.previous, first_version=args.first_version)
     report = redact_value(report)
     path = _write_json(report, args.out_dir, "verify-artifacts.json")
-    sys.stdout.write(report.model_dump_json(indent=2 if args.pretty else None) + "\n" if args.format == "json" else report.render() + f"Report: {path}\n")
+    sys.stdout.write(report.model_dump_json(indent=2 if args.pretty else None) + "\n" if args.format == "json"
+                     else redact(report.render() + f"Report: {path}\n"))
     return 0 if report.decision.value == "GO" else 1
 
 
@@ -255,13 +265,14 @@ def check_failed_run(args: argparse.Namespace) -> int:
         from ml_skills.render import plot
 
         d.plot = str(plot.write(d, args.out_dir))
+    d = redact_value(d)  # the last step before anything is written or printed (the plot path came after the engine's pass)
     path = json_report.write(d, args.out_dir)
     if fields is not None:
         sys.stdout.write(report_fields.dumps(report_fields.select(d.model_dump(mode="json"), fields), args.pretty) + "\n")
     elif args.format == "json":
         sys.stdout.write(d.model_dump_json(indent=2 if args.pretty else None) + "\n")
     else:
-        sys.stdout.write(text.render(d, str(path)))
+        sys.stdout.write(text.render(d, str(path)))  # render strips and redacts its whole text last
     return 1 if args.fail_on_nogo and d.decision.value == "NO-GO" else 0
 
 

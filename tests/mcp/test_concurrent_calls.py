@@ -3,6 +3,7 @@ each in a worker thread, and the engine's cached pattern databases are shared be
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -36,8 +37,11 @@ def test_two_scans_at_once_both_answer_like_one_at_a_time(tmp_path):
             return alone, together
 
     alone, together = anyio.run(go)
+    def same(r) -> dict:  # each call has its own random marker around quoted log text: compare without it
+        return json.loads(json.dumps(r.structured_content).replace(r.structured_content["marker"], "MARKER"))
+
     for a, t in zip(alone, together, strict=True):
         assert not a.is_error and not t.is_error, (a.content, t.content)
         for key in ("total_lines", "signatures", "trajectory"):
-            assert t.structured_content[key] == a.structured_content[key]
+            assert same(t)[key] == same(a)[key]
     assert alone[0].structured_content["total_lines"] != alone[1].structured_content["total_lines"]

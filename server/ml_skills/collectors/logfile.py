@@ -17,6 +17,7 @@ from typing import Protocol
 
 from ml_skills.errors import TargetNotFound, UnreadableInput
 from ml_skills.safety.paths import refuse_kernel_tree
+from ml_skills.safety.redact import redact_after
 
 CHUNK = 4 * 1024 * 1024
 
@@ -68,7 +69,26 @@ def looks_binary(path: Path) -> str | None:
 
 def decode(raw: bytes) -> str:
     """Bytes of one line to display text: invalid UTF-8 replaced, tqdm's \\r frames reduced to the last."""
-    text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+    return _display(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+
+
+CUT_CONTEXT = 16 * 1024
+"""Bytes read before a piece of a line whose start was cut off, to judge it by (longer than any secret a pattern takes)."""
+_CUT_HEAD = 4 * MAX_LINE_CHARS + CUT_CONTEXT
+
+
+def decode_cut(before: bytes, piece: bytes) -> str:
+    """A line whose start a byte cap cut off: redacted with the bytes before the cut as context, then shown like any line.
+
+    The part not shown may hold the keyword (`AWS_SECRET_ACCESS_KEY=`) and the part shown its value;
+    redacting the piece alone would miss it (safety/redact.py, redact_after). The leading '…' says
+    the start is missing.
+    """
+    head = piece[:_CUT_HEAD].decode("utf-8", errors="replace").rstrip("\r\n")  # more than _display ever shows
+    return "…" + _display(redact_after(before.decode("utf-8", errors="replace"), head))
+
+
+def _display(text: str) -> str:
     if "\r" in text:
         frames = [f for f in text.split("\r") if f.strip()]
         text = frames[-1] if frames else ""
@@ -143,7 +163,13 @@ def tail(path: Path, n: int, max_bytes: int = 8 * 1024 * 1024, end: int | None =
         lines.pop()
     if pos > 0 and not truncated:
         lines = lines[1:]  # first piece is a partial line
-    return [decode(x) for x in lines[-n:]], truncated
+    out = [decode(x) for x in lines[-n:]]
+    if truncated and lines and len(lines) <= n:  # the first piece starts mid-line: judge it with what came before
+        with open(path, "rb") as f:
+            f.seek(max(0, pos - CUT_CONTEXT))
+            before = f.read(pos - max(0, pos - CUT_CONTEXT))
+        out[0] = decode_cut(before, lines[0])
+    return out, truncated
 
 
 def window_at(path: Path, offset: int, before: int, after: int) -> tuple[int, list[str]]:
@@ -164,14 +190,17 @@ def window_in(data: bytes, offset: int, before: int, after: int) -> tuple[int, l
 
 def _split_window(head: bytes, tail_bytes: bytes, cut_head: bool, before: int, after: int) -> tuple[int, list[str]]:
     prev = head.split(b"\n")
-    if prev and prev[-1] == b"":
-        prev.pop()
+    start = prev.pop()  # b"" when the offset starts a line; else the part of its line before the offset
+    start_known = bool(prev) or not cut_head
     if cut_head and prev:
         prev = prev[1:]
     prev = prev[-before:] if before else []
     nxt = tail_bytes.split(b"\n")[: after + 1]
     if nxt and nxt[-1] == b"" and len(nxt) > 1:
         nxt.pop()
+    if start and nxt:  # the offset is inside a line longer than a read: show it whole, or judge the cut piece by its context
+        first = decode(start + nxt[0]) if start_known else decode_cut(start[-CUT_CONTEXT:], nxt[0])
+        return len(prev), [decode(x) for x in prev] + [first] + [decode(x) for x in nxt[1:]]
     return len(prev), [decode(x) for x in prev + nxt]
 
 

@@ -241,6 +241,7 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
         if chunk_no == 0:
             ev.head = _head(name, chunk)
         cursor, cursor_line = 0, line_base
+        continued = chunk_no > 0 and not ends_with_newline  # a line longer than a chunk: this chunk starts mid-line
         exact_lines: set[int] = set()
         eval_in_chunk = False
         tb_before = tb_total
@@ -256,7 +257,8 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
                 if agg.last is not None and agg.last[0] == line_no:
                     continue  # same line matched twice
                 agg.count += 1
-                text = logfile.decode(chunk[start:stop])
+                text = (logfile.decode_cut(reader.read(max(0, offset - logfile.CUT_CONTEXT), min(offset, logfile.CUT_CONTEXT)), chunk[start:stop])
+                        if continued and start == 0 else logfile.decode(chunk[start:stop]))
                 if len(agg.first) < HITS_KEPT_PER_SIGNATURE:
                     agg.first.append((line_no, offset + start, text))
                 agg.last = (line_no, offset + start, text)

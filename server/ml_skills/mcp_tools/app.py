@@ -63,8 +63,10 @@ def build_server(args: argparse.Namespace):  # -> MCPServer; SDK imported here s
     common.configure(common.ServerConfig(roots=roots, out_dir=out_dir, policy=rules.load(args.policy), audit=audit))
     tools = [common.build(fn) for fn in tool_functions()]
     mcp = MCPServer("ml-skills", version=__version__, instructions=INSTRUCTIONS, tools=tools, log_level="WARNING")
+    common.redact_logs()  # the SDK has configured its stderr handler: strip and redact what goes through it
     # Outermost, so even calls the SDK itself refuses (a request state replayed for other arguments) are audited.
     mcp.middleware.insert(0, AuditRejected({t.name for t in tools}))
+    mcp.middleware.insert(0, common.RedactOutput())  # outermost of all: the last step of every answer
     resources.register(mcp)
     return mcp
 

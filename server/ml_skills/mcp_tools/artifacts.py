@@ -14,7 +14,7 @@ from ml_skills.collectors import checkpoints
 from ml_skills.mcp_tools.common import ToolResult, roots, tool
 from ml_skills.models import ArtifactInventory, CheckpointInfo, EvidenceStatus
 from ml_skills.safety.paths import confine
-from ml_skills.safety.quoting import clean
+from ml_skills.safety.quoting import clean, new_marker, quote_inline
 
 DirArg = Annotated[str, Field(min_length=1, max_length=4096, description="Run or output directory, inside the allowed roots.")]
 
@@ -37,6 +37,14 @@ def _clean_names(names: list[str]) -> tuple[list[str], int, int]:
     return out, stripped, red
 
 
+def _quoted(info: CheckpointInfo, marker: str) -> CheckpointInfo:
+    """A checkpoint's reason quotes names from the file (tensor names of an index.json, zip members): marked as data.
+
+    Escapes and invisible characters in it are stripped, and counted, by the result's last pass.
+    """
+    return info.model_copy(update={"reason": quote_inline(info.reason, marker)}) if info.reason else info
+
+
 @tool(title="List a run's artifacts", deadline=60.0)
 def list_artifacts(path: DirArg) -> ArtifactsResult:
     """Inventory a run directory: configs, logs, checkpoints (step, size, mtime, valid or why not),
@@ -55,9 +63,11 @@ def list_artifacts(path: DirArg) -> ArtifactsResult:
     if inv.latest_pointer:
         c = clean(inv.latest_pointer, 200)
         inv.latest_pointer, stripped, red = c.text, stripped + c.stripped, red + c.redactions
+    marker = new_marker()
+    inv.checkpoints = [_quoted(c, marker) for c in inv.checkpoints]
     empty = not (inv.configs or inv.logs or inv.checkpoints or inv.failure_artifacts)
     return ArtifactsResult(status=EvidenceStatus.NO_DATA if empty else EvidenceStatus.PARTIAL if inv.truncated else EvidenceStatus.OK,
-                           truncated=inv.truncated, redactions=red, stripped_chars=stripped, inventory=inv)
+                           truncated=inv.truncated, redactions=red, stripped_chars=stripped, marker=marker, inventory=inv)
 
 
 @tool(title="Check one checkpoint")
@@ -66,7 +76,8 @@ def inspect_checkpoint(path: Annotated[str, Field(min_length=1, max_length=4096,
     from its structure only: it is never loaded or unpickled."""
     p = confine(path, roots(), want="any")
     info = checkpoints.inspect_dir(p) if p.is_dir() else checkpoints.inspect_file(p)
-    return CheckpointResult(status=EvidenceStatus.OK, checkpoint=info)
+    marker = new_marker()
+    return CheckpointResult(status=EvidenceStatus.OK, marker=marker, checkpoint=_quoted(info, marker))
 
 
 TOOLS = [list_artifacts, inspect_checkpoint]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import traceback
 import warnings
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -21,6 +22,7 @@ from urllib.parse import unquote, urlparse
 
 import anyio
 import pydantic_core
+from mcp import MCPError
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -31,7 +33,7 @@ from ml_skills.models import EvidenceStatus, Model
 from ml_skills.policy.audit import AuditLog
 from ml_skills.policy.rules import Policy
 from ml_skills.safety.paths import normalise_roots
-from ml_skills.safety.redact import redact_counted, redact_value, redaction_count
+from ml_skills.safety.redact import redact_counted, redact_value, redaction_count, stripped_count
 
 log = logging.getLogger("ml_skills.mcp")
 
@@ -134,12 +136,13 @@ def _error_text(name: str, e: BaseException) -> str:
 
 
 def _redacted(result: Any) -> Any:
-    """Last guard on every result: each string redacted (paths too), the count added to `redactions`."""
-    before = redaction_count()
+    """Last guard on every result: each string stripped of invisible characters and redacted (paths
+    too), the counts added to `stripped_chars` and `redactions`."""
+    before, gone = redaction_count(), stripped_count()
     result = redact_value(result)
-    n = redaction_count() - before
-    if n and isinstance(result, ToolResult):
-        result = result.model_copy(update={"redactions": result.redactions + n})
+    n, s = redaction_count() - before, stripped_count() - gone
+    if (n or s) and isinstance(result, ToolResult):
+        result = result.model_copy(update={"redactions": result.redactions + n, "stripped_chars": result.stripped_chars + s})
     return result
 
 
@@ -154,6 +157,50 @@ def as_call_result(result: Any) -> Any:
     # NaN and Inf as null, as the SDK writes the structured content on the wire: the two forms agree, and stay JSON
     text = redact_counted(own)[0] if own else pydantic_core.to_json(structured, inf_nan_mode="null").decode()
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+
+
+class RedactOutput:
+    """Server middleware, outermost: the last step of every answer that can carry data or echo a request.
+
+    Tool results (also the SDK's own errors, an unknown tool's name), prompts and resources pass
+    one more strip-and-redact pass on their way out, and so do protocol error messages.
+    """
+
+    METHODS = frozenset({"tools/call", "prompts/get", "resources/read", "completion/complete"})
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        if ctx.method not in self.METHODS:
+            return await call_next(ctx)
+        try:
+            return redact_value(await call_next(ctx))
+        except MCPError as e:
+            message = redact_counted(e.message)[0]
+            if message == e.message and redact_value(e.data) is e.data:
+                raise
+            raise MCPError(e.code, message, redact_value(e.data)) from None
+
+
+class RedactLogs(logging.Filter):
+    """On the server's log handlers: the server's stderr is the client's log, another channel out.
+
+    The message and any traceback (whose exception text can quote a path or a log line) are
+    formatted here, stripped and redacted, and handed on as plain text.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        if record.exc_info:
+            msg += "\n" + "".join(traceback.format_exception(*record.exc_info)).rstrip()
+            record.exc_info, record.exc_text = None, None
+        record.msg, record.args = redact_counted(msg)[0], ()
+        return True
+
+
+def redact_logs() -> None:
+    """Put RedactLogs on every handler the root logger has (the SDK's, once it has configured logging)."""
+    for h in logging.getLogger().handlers:
+        if not any(isinstance(f, RedactLogs) for f in h.filters):
+            h.addFilter(RedactLogs())
 
 
 def build(fn: Callable[..., Any]) -> Tool:

@@ -23,7 +23,8 @@ from ml_skills.render import brief, json_report
 from ml_skills.render import fields as fields_mod
 from ml_skills.render.brief import Brief, Part
 from ml_skills.safety.paths import confine, confine_new
-from ml_skills.safety.quoting import new_marker, strip_invisible
+from ml_skills.safety.quoting import new_marker, quote_inline, strip_invisible
+from ml_skills.safety.redact import stripped_count
 
 MAX_PASTE = 4 * 1024 * 1024
 
@@ -48,6 +49,27 @@ def _strip_all(value: Any) -> tuple[Any, int]:
         pairs2 = {k: _strip_all(v) for k, v in value.items()}
         return {k: v for k, (v, _) in pairs2.items()}, sum(n for _, n in pairs2.values())
     return value, 0
+
+
+def _quoted(b: Brief, marker: str) -> Brief:
+    """The brief as the model gets it: every field that can carry log or source text marked as quoted data.
+
+    The report file keeps the plain text; here a log line that reads like an instruction (in the
+    evidence, the root cause, a ruled-out reason, the run's facts, a tracker's report line or the
+    insufficient-evidence note) sits between this call's markers; decisive_lines is fenced already.
+    """
+    def q(t: str | None) -> str | None:
+        return quote_inline(t, marker) if t else t
+
+    rc = b.root_cause
+    return b.model_copy(update={
+        "evidence": [q(e) for e in b.evidence],
+        "ruled_out": [q(r) for r in b.ruled_out],
+        "root_cause": rc.model_copy(update={"proximate": q(rc.proximate), "root": q(rc.root), "contributing": [q(x) for x in rc.contributing]}),
+        "run_facts": q(b.run_facts) or "",
+        "report_lines": [q(x) for x in b.report_lines],
+        "insufficient_evidence": q(b.insufficient_evidence),
+    })
 
 
 _REMOTE = re.compile(r"^[^/\s@]+@[^/\s]+:/")  # user@host:/path, as the CLI reads it
@@ -98,18 +120,18 @@ def diagnose(
     w = wandb if wandb is None or _WANDB_RUN.match(wandb) else str(confine(wandb, r, want="any"))
     a = str(confine(artifacts, r, want="dir")) if artifacts else None
     out = confine_new(out_dir, r) if out_dir else config().out_dir
+    gone = stripped_count()
     d = run_engine(DiagnoseRequest(target=t, traceback_text=traceback_text, pid=pid, wandb=w, mlflow=mlflow,
                                    vertex_pipeline=vertex_pipeline, project=project, region=region, once=True,
                                    artifacts=a, framework=framework, task=task, last=last))
-    cleaned, stripped = _strip_all(d.model_dump(mode="json"))
-    d = Diagnosis.model_validate(cleaned)
-    path = json_report.write(d, out)
+    path = json_report.write(d, out)  # stripped and redacted as its last step
+    stripped = stripped_count() - gone
     marker = new_marker()
     b, notes = brief.build(d, str(path), marker, detail)
     status = EvidenceStatus.OK if d.primary_cause is not None else EvidenceStatus.PARTIAL
     r = DiagnoseResult(status=status, redactions=d.redactions, stripped_chars=stripped, marker=marker, notes=notes,
-                       truncated=bool(notes), **dict(b))
-    r._text = _report_text(r)
+                       truncated=bool(notes), **dict(_quoted(b, marker)))
+    r._text = _report_text(r)  # the report's shape, each field that quotes the log marked as data
     return r
 
 

@@ -11,7 +11,7 @@ from ml_skills.mcp_tools.common import ToolResult, roots, tool
 from ml_skills.mcp_tools.logs import PathArg
 from ml_skills.models import Anomaly, EvidenceStatus, FailureClass, LogTime, Model, Role, SeriesSummary, Severity
 from ml_skills.safety.paths import confine
-from ml_skills.safety.quoting import clean, fence, new_marker
+from ml_skills.safety.quoting import clean, fence, new_marker, quote_inline
 
 
 class SignatureFound(Model):
@@ -27,7 +27,8 @@ class SignatureFound(Model):
 class TracebackFound(Model):
     line_no: int
     exc_type: str
-    message: str = Field(description="Cleaned and capped; the full text is in `quoted`.")
+    message: str = Field(description="Cleaned, capped and marked as quoted data ('[data MARKER] ... [/data MARKER]'); "
+                                     "the full text is in `quoted`.")
 
 
 class TrajectorySummary(Model):
@@ -85,12 +86,12 @@ def scan_log(
     for t in ev.tracebacks[:40]:
         c = clean(t.message, 300)
         stripped += c.stripped
-        tbs.append(TracebackFound(line_no=t.line_no, exc_type=clean(t.exc_type, 200).text, message=c.text))
+        tbs.append(TracebackFound(line_no=t.line_no, exc_type=clean(t.exc_type, 200).text, message=quote_inline(c.text, marker)))
         quoted.append(f"line {t.line_no} [traceback]: {t.exc_type}: {t.message}")
     tr = ev.trajectory
     # Series without their points (the trend is the answer here); names and details come from the log: cleaned.
     series = [s.model_copy(update={"name": clean(s.name, 100).text, "split": clean(s.split, 40).text, "points": []}) for s in tr.series[:40]]
-    spikes = [a.model_copy(update={"detail": clean(a.detail, 400).text, "source": str(p)}) for a in tr.anomalies[:50]]
+    spikes = [a.model_copy(update={"detail": quote_inline(clean(a.detail, 400).text, marker), "source": str(p)}) for a in tr.anomalies[:50]]
     lp = tr.last_progress
     if lp is not None:
         quoted.append(f"line {lp.line_no} [last progress]: {lp.text}")

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from ml_skills.errors import InputError
 from ml_skills.models import Diagnosis
+from ml_skills.safety.redact import redact_value
 
 FILENAME = "check-failed-run.json"
 
@@ -27,7 +28,7 @@ def write_model(d: BaseModel, out_dir: str | os.PathLike[str], filename: str) ->
     except OSError as e:
         raise InputError(f"cannot create --out-dir {out}: {e.strerror or e}") from None
     target = out / filename
-    data = d.model_dump_json(indent=2)
+    data = redact_value(d).model_dump_json(indent=2)  # the last step: whatever was added since, stripped and redacted
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{filename}.", suffix=".tmp", dir=out)
         with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
+from ml_skills.safety.redact import redact
+
 Progress = Callable[[str, float, "float | None", str], None]
 """progress(what, done, total, unit): unit is "B" (bytes) or "s" (seconds); total None when unknown."""
 
@@ -51,7 +53,8 @@ class TerminalProgress:
             return
         self.last = now
         width = 100
-        self.stream.write("\r" + line(what, done, total, unit)[:width] + "\x1b[K")
+        # the file name comes from the disk: stripped of escapes and redacted before our own \r and erase code go around it
+        self.stream.write("\r" + redact(line(what, done, total, unit))[:width] + "\x1b[K")
         self.stream.flush()
         self.drawn = True
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ml_skills.models import Diagnosis, EvidenceItem, Fix, RuledOut
+from ml_skills.safety.redact import redact
 
 MAX_EVIDENCE = 10
 MAX_RULED_OUT = 6
@@ -126,4 +127,4 @@ def render(d: Diagnosis, json_path: str | None = None, fence_marker: str | None 
         add(f"Report: {json_path}")
     if d.redactions:
         add(f"({d.redactions} secret(s) redacted)")
-    return "\n".join(out) + "\n"
+    return redact("\n".join(out)) + "\n"  # the last step: file names and quoted lines stripped of escapes, then redacted

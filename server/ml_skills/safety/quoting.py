@@ -1,43 +1,24 @@
 """Hand untrusted log text to a model as quoted data, never as something it could obey.
 
 Each call gets a fresh random marker; the text is fenced between `[data MARKER]` and
-`[/data MARKER]` lines, so a log cannot close the fence early: it cannot know the marker.
-Terminal escapes, other control characters, bidi overrides, zero-width and Unicode tag
-characters are stripped (they hide or reorder text a person would read) and counted. Text is
-redacted, then capped with tail semantics (the newest lines are kept) and flagged truncated.
+`[/data MARKER]` lines, so a log cannot close the fence early: it cannot know the marker. A
+structured field that carries log text is marked on one line the same way (`quote_inline`).
+Terminal escapes and invisible characters (safety/invisible.py) are stripped, as they hide or
+reorder text a person would read, and counted. Text is redacted, then capped with tail
+semantics (the newest lines are kept) and flagged truncated.
 """
 
 from __future__ import annotations
 
-import re
 import secrets
 from dataclasses import dataclass
 
+from ml_skills.safety.invisible import strip_invisible
 from ml_skills.safety.redact import redact_counted
 
+__all__ = ["clean", "fence", "new_marker", "quote_inline", "strip_invisible"]
+
 DEFAULT_MAX_CHARS = 60_000
-
-# CSI / OSC / other ESC sequences, then single control characters, then invisible or reordering code points.
-_ESCAPES = re.compile(r"\x1b\[[0-?]{0,64}[ -/]{0,16}[@-~]|\x1b\][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?|\x9b[0-?]{0,64}[ -/]{0,16}[@-~]")
-_INVISIBLE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0 (not tab/newline) and C1 controls
-    "\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u180e"  # bidi marks, zero-width
-    "\U000e0000-\U000e007f]"  # tag characters
-)
-
-
-def strip_invisible(text: str) -> tuple[str, int]:
-    """Remove escapes and invisible or reordering characters; return the text and how many characters went."""
-    n = 0
-
-    def count(m: re.Match[str]) -> str:
-        nonlocal n
-        n += len(m.group(0))
-        return ""
-
-    text = _ESCAPES.sub(count, text)
-    text = _INVISIBLE.sub(count, text)
-    return text, n
 
 
 def new_marker() -> str:
@@ -58,6 +39,15 @@ def clean(text: str, max_chars: int = 2000) -> Cleaned:
     if len(t) > max_chars:
         t = t[: max_chars - 1] + "…"
     return Cleaned(t, stripped, red)
+
+
+def quote_inline(text: str, marker: str) -> str:
+    """One field that carries log text, marked as quoted data on one line: `[data M] text [/data M]`.
+
+    For structured fields (a traceback's message, a finding that quotes its line) that cannot sit
+    inside the call's fenced block; the marker is the call's, so the text cannot close it.
+    """
+    return f"[data {marker}] {text} [/data {marker}]"
 
 
 @dataclass

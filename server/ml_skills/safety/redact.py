@@ -1,4 +1,4 @@
-"""Remove secrets from any text before it leaves the process.
+"""Remove secrets from any text before it leaves the process, after removing what a reader cannot see.
 
 Patterns are precompiled, with bounded quantifiers only, so a 1 MB line cannot make them
 backtrack. Redaction is idempotent: the replacement never matches a pattern again. Every
@@ -14,15 +14,37 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel
 
+from ml_skills.safety.invisible import strip_invisible
+
 MASK = "[REDACTED]"
 
 _count: ContextVar[int] = ContextVar("redactions", default=0)
+_stripped: ContextVar[int] = ContextVar("stripped", default=0)
 
 # Each rule's secret is the named group `s`; only that span is replaced, so keys, flags, users
 # and hosts around it stay readable.
-# A flag or key name may only start after a separator (start, space, quote, '=', ',', '[', '('), so a
-# run of dashes or letters cannot make every position a candidate (no quadratic scans).
-_START = r"(?<![^\s'\"=,\[(:;{/])"
+# A flag or key name may only start after a separator (start, space, quote, '=', ',', '[', '(', a URL's
+# '?' or '&', ...) or right after a URL-encoded byte (`%3F`), so a run of dashes or letters cannot make
+# every position a candidate (no quadratic scans).
+_START = r"(?:(?<![^\s'\"=,\[(:;{/?&|<>*])|(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2}))"
+# A bare `sk-` key (a short, common prefix) must not follow a letter or digit (`task-...`, `disk-...`),
+# except through a URL-encoded byte (`%3Dsk-...`, `%253Dsk-...`). Tokens with a long or distinctive prefix
+# (ghp_, hf_, sk-proj-, AKIA, eyJ...) are taken after anything: `GH_TOKEN_ghp_...`, `x%3Dhf_...`.
+_GLUED = r"(?:(?<![A-Za-z0-9])|(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2}))"
+# Names whose value is a secret: the keyword families. `token`, `secret` and `password` must end the word
+# (`tokens`, `tokenizer`, `secretName` are not secrets); a `key` needs a qualifier (`api_key`,
+# `secret-key`, `wandb_key`, `aws_secret_access_key`), since `key` alone names ordinary things.
+_KEYWORD = (
+    r"(?:(?:api|access|private|secret|wandb|auth|client|session|signing|encryption|master|account|service|license|"
+    r"hf|openai|anthropic|github|gh|mlflow|comet|neptune)[_.\-]?(?:access[_.\-]?)?key(?![a-z])"
+    r"|apikey|secret(?![a-z])|token(?![a-z])|passw(?:or)?d(?![a-z])|passphrase(?![a-z]))"
+)
+_KEY_NEEDLES = ("key", "token", "passw", "secret", "passphrase")
+# What separates a name from its value: `=`, `:` (YAML, headers, JSON), and their URL-encoded forms, once or
+# twice (`%3D`, `%253D`).
+_PCT = r"%(?:25)?"
+_ASSIGN = (r"(?:['\"]?\s{0,3}[:=]\s{0,3}['\"]?|(?:" + _PCT + r"2[27])?" + _PCT + r"3[DdAa](?:" + _PCT + r"20|\+)?(?:" + _PCT
+           + r"2[27])?)")
 
 # Each rule also names lowercase needles, one of which must be in the text for the rule to run: a cheap
 # `in` test that skips most rules on ordinary log lines.
@@ -33,31 +55,39 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("gcp-private-key-id", ("private_key_id", "client_secret"), re.compile(r'"(?:private_key_id|client_secret)"\s{0,5}:\s{0,5}"(?P<s>[^"\s]{8,200})"')),
     # A PEM body line on its own (a key printed line by line is redacted one line at a time): 24-76
     # base64 characters with upper, lower case and a digit, so a bare git SHA (hex) is not one; a line
-# number prefix ('12: ', '  12 | ') as grep and the report print it is allowed.
+    # number prefix ('12: ', '  12 | ') as grep and the report print it is allowed.
     ("pem-body-line", (), re.compile(
         r"(?m)^[\s'\">]{0,8}(?:\d{1,12}\s{0,4}[:|]\s{0,4})?(?P<s>(?=[A-Za-z0-9+/]{0,76}[A-Z])(?=[A-Za-z0-9+/]{0,76}[a-z])(?=[A-Za-z0-9+/]{0,76}[0-9])"
         r"[A-Za-z0-9+/]{24,76}={0,2})[\s'\",\\n]{0,8}$")),
-    ("aws-access-key-id", ("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"), re.compile(r"\b(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})\b")),
+    ("aws-access-key-id", ("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"), re.compile(
+        r"(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})(?![A-Z0-9])")),
     ("aws-secret", ("secret",), re.compile(
-        r"(?i)(?:aws_secret_access_key|secret_access_key|aws_secret|secretaccesskey)['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?P<s>[A-Za-z0-9/+=]{40})")),
-    ("github-token", ("gh", "github_pat_"), re.compile(r"\b(?P<s>gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")),
-    ("hf-token", ("hf_",), re.compile(r"\b(?P<s>hf_[A-Za-z0-9]{30,64})\b")),
-    ("openai-key", ("sk-",), re.compile(r"\b(?P<s>sk-(?:proj-|ant-(?:api\d{2}-)?|svcacct-)?[A-Za-z0-9_\-]{20,200})")),
-    ("wandb-v1-key", ("wandb_v1_",), re.compile(r"\b(?P<s>wandb_v1_[A-Za-z0-9_]{20,200})")),
+        r"(?i)(?:aws_secret_access_key|secret_access_key|aws_secret|secretaccesskey)['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?P<s>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])")),
+    ("github-token", ("gh", "github_pat_"), re.compile(r"(?P<s>gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})(?![A-Za-z0-9])")),
+    ("hf-token", ("hf_",), re.compile(r"(?P<s>hf_[A-Za-z0-9]{30,255})(?![A-Za-z0-9])")),
+    ("openai-key", ("sk-",), re.compile(r"(?P<s>sk-(?:proj|ant|svcacct|admin)-[A-Za-z0-9_\-]{20,200}|sk-[A-Za-z0-9]{48}(?![A-Za-z0-9]))")),
+    ("sk-key", ("sk-",), re.compile(_GLUED + r"(?P<s>sk-[A-Za-z0-9_\-]{20,200})")),
+    ("wandb-v1-key", ("wandb_v1_",), re.compile(r"(?P<s>wandb_v1_[A-Za-z0-9_]{20,200})")),
     ("wandb-keyword-key", ("key", "login"), re.compile(
         r"(?i)(?:wandb[_-]?api[_-]?key|wandb\s{1,3}login|api_key|\bkey)['\"]?\s{0,3}[:= ]\s{0,3}['\"]?(?P<s>[0-9a-f]{40})\b")),
-    ("slack-token", ("xox",), re.compile(r"\b(?P<s>xox[abposr]-[A-Za-z0-9-]{10,200})")),
-    ("google-api-key", ("aiza",), re.compile(r"\b(?P<s>AIza[0-9A-Za-z_\-]{35})")),
-    ("jwt", ("eyj",), re.compile(r"\b(?P<s>eyJ[A-Za-z0-9_\-]{8,4000}\.eyJ[A-Za-z0-9_\-]{8,8000}\.[A-Za-z0-9_\-]{8,4000})")),
+    ("slack-token", ("xox",), re.compile(r"(?P<s>xox[abposr]-[A-Za-z0-9-]{10,200})")),
+    ("google-api-key", ("aiza",), re.compile(r"(?P<s>AIza[0-9A-Za-z_\-]{35})")),
+    ("jwt", ("eyj",), re.compile(r"(?P<s>eyJ[A-Za-z0-9_\-]{8,4000}\.eyJ[A-Za-z0-9_\-]{8,8000}\.[A-Za-z0-9_\-]{8,4000})")),
     ("auth-header", ("authorization",), re.compile(
-        r"(?i)\b(?:authorization|proxy-authorization)['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?:bearer|basic|token|digest)\s{1,3}(?P<s>[A-Za-z0-9._~+/=\-]{6,4000})")),
-    ("bearer", ("bearer",), re.compile(r"(?i)\bbearer\s{1,3}(?P<s>[A-Za-z0-9._~+/=\-]{16,4000})")),
+        r"(?i)" + _GLUED + r"(?:authorization|proxy-authorization)['\"]?(?:\s{0,3}[:=]\s{0,3}|" + _PCT + r"3A(?:" + _PCT + r"20)?)['\"]?"
+        r"(?:bearer|basic|token|digest)(?:\s{1,3}|" + _PCT + r"20|\+)(?P<s>[A-Za-z0-9._~+/=\-]{6,4000})")),
+    ("bearer", ("bearer",), re.compile(r"(?i)" + _GLUED + r"bearer(?:\s{1,3}|" + _PCT + r"20|\+)(?P<s>[A-Za-z0-9._~+/=\-]{16,4000})")),
     ("url-password", ("://",), re.compile(r"\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@]{1,200}:(?P<s>[^\s@/]{1,200})@")),
-    # --api-key X, --hf_token=X, --password 'X', and argv printed as a list: '--token', 'X'.
-    ("cli-secret-flag", ("key", "token", "passw", "secret"), re.compile(
-        r"(?i)" + _START + r"--?[a-z0-9_\-]{0,40}(?:api[_-]?key|token|password|passwd|secret)['\"]?(?:\s{1,3}|=|,\s{0,2})['\"]?(?P<s>[^\s'\",\]]{1,1000})")),
-    ("env-secret-assign", ("key", "token", "passw", "secret"), re.compile(
-        r"(?i)" + _START + r"[A-Z0-9_]{0,40}(?:API_KEY|TOKEN|PASSWORD|PASSWD|SECRET|ACCESS_KEY)['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?P<s>[^\s'\",}]{6,1000})")),
+    # .netrc: `machine H login U password P` on one line, or `password P` on a line of its own.
+    ("netrc-password", ("password",), re.compile(
+        r"(?i)(?:(?<![A-Za-z0-9])(?:machine|login|default)\s{1,3}\S{0,200}\s{1,3}|(?m:^)[ \t]{0,20})password[ \t]{1,3}(?P<s>[^\s'\"]{1,1000})")),
+    # --api-key X, --hf_token=X, --aws-secret-access-key 'X', and argv printed as a list: '--token', 'X'.
+    ("cli-secret-flag", _KEY_NEEDLES, re.compile(
+        r"(?i)" + _START + r"--?[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"]?(?:\s{1,3}|=|,\s{0,2}|" + _PCT + r"3[Dd]|" + _PCT + r"20|\+)['\"]?(?P<s>[^\s'\",\]]{1,1000})")),
+    # NAME=X, NAME: X, "name": "X", ?access_token=X&, X-API-KEY: X, and URL-encoded %3D / %3A.
+    # A tokenizer's special tokens (`eos_token: </s>`, `pad_token = [PAD]`) and plain numbers are not secrets.
+    ("keyword-secret-assign", _KEY_NEEDLES, re.compile(
+        r"(?i)" + _START + r"[a-z0-9_.\-]{0,40}" + _KEYWORD + _ASSIGN + r"(?![<\[]|[0-9.]{1,30}(?![^\s'\",}&\])]))(?P<s>[^\s'\",}&\])]{4,1000})")),
 ]
 
 
@@ -73,10 +103,15 @@ MAX_PASSES = 4
 def redact_counted(text: str) -> tuple[str, int]:
     """Return the text with every secret replaced by [REDACTED], and how many were replaced.
 
-    A mask can expose a match another rule's earlier match had consumed (`"private_key":"7"private_key":"x`
+    Invisible characters and terminal escapes are stripped first (safety/invisible.py): a token split
+    by a zero-width space or an ANSI colour code is joined again and caught. What went is added to this
+    context's `stripped_count`. A mask can expose a match another rule's earlier match had consumed (`"private_key":"7"private_key":"x`
     once a flag rule has masked the first key), so passes repeat until one replaces nothing: the
     result is a fixed point, and redacting it again changes nothing. Text without secrets costs one pass.
     """
+    text, gone = strip_invisible(text)
+    if gone:
+        _stripped.set(_stripped.get() + gone)
     total = 0
     for _ in range(MAX_PASSES):
         text, n = _one_pass(text)
@@ -86,7 +121,16 @@ def redact_counted(text: str) -> tuple[str, int]:
     return text, total
 
 
-def _one_pass(text: str) -> tuple[str, int]:
+_FILL = "\ue000"  # a private-use character: masks a secret in place, keeping every offset (redact_after)
+
+
+def _fill(match: re.Match[str]) -> str:
+    whole, (a, b) = match.group(0), match.span("s")
+    start = match.start(0)
+    return whole[: a - start] + _FILL * (b - a) + whole[b - start :]
+
+
+def _one_pass(text: str, fill: bool = False) -> tuple[str, int]:
     total = 0
     lower = text.lower()  # redaction only removes needles ("[redacted]" holds none), so this stays a superset
     for _name, needles, rx in _RULES:
@@ -94,13 +138,38 @@ def _one_pass(text: str) -> tuple[str, int]:
             continue
         def sub(m: re.Match[str]) -> str:
             nonlocal total
-            if MASK in m.group("s") or m.string.startswith(MASK, m.start("s")):  # already redacted
+            s = m.group("s")
+            if MASK in s or _FILL in s or m.string.startswith(MASK, m.start("s")):  # already redacted
                 return m.group(0)
             total += 1
-            return _mask(m)
+            return _fill(m) if fill else _mask(m)
 
         text = rx.sub(sub, text)
     return text, total
+
+
+def redact_after(context: str, text: str) -> str:
+    """Redact `text`, a piece of a line whose start was cut off, judged with the `context` that came before it.
+
+    A byte cap that cuts a line can leave `AWS_SECRET_ACCESS_KEY=` in the part not shown and the value
+    at the start of the part shown; no pattern sees a secret there. Redacting context and piece
+    together, with secrets masked in place (offsets kept), then keeping only the piece, masks it.
+    """
+    ctx = strip_invisible(context.replace(_FILL, "?"))[0]
+    piece, gone = strip_invisible(text.replace(_FILL, "?"))
+    joined = ctx + piece
+    for _ in range(MAX_PASSES):
+        joined, n = _one_pass(joined, fill=True)
+        if n == 0:
+            break
+    piece = joined[len(ctx):]
+    runs = len(re.findall(_FILL + "+", piece))
+    if runs:
+        _count.set(_count.get() + runs)
+        piece = re.sub(_FILL + "+", MASK, piece)
+    if gone:
+        _stripped.set(_stripped.get() + gone)
+    return redact(piece)
 
 
 def redact(text: str) -> str:
@@ -120,6 +189,15 @@ def redaction_count() -> int:
 
 def reset_redaction_count() -> None:
     _count.set(0)
+
+
+def stripped_count() -> int:
+    """Invisible characters and escape-sequence characters removed by redaction in this context."""
+    return _stripped.get()
+
+
+def reset_stripped_count() -> None:
+    _stripped.set(0)
 
 
 Redacted = Annotated[str, AfterValidator(redact)]

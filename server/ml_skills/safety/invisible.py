@@ -1,0 +1,48 @@
+"""Remove what a reader cannot see: terminal escapes, control and format characters, invisible code points.
+
+They hide or reorder text a person reads (a right-to-left override, an OSC 8 link), carry hidden
+text (tag characters, variation selectors after an emoji), or split a token so no pattern sees it
+(`hf_Ab<ZWSP>3...`). The set is Unicode's Default_Ignorable_Code_Point property plus the Cc and Cf
+categories (tab and newline kept), and the line and paragraph separators, which some readers
+break lines on. Stripping runs before redaction (safety/redact.py), so a secret split by any of
+them is joined again and caught.
+"""
+
+from __future__ import annotations
+
+import re
+
+# CSI / OSC / other ESC sequences (and the C1 CSI), removed whole so their parameters go too.
+_ESCAPES = re.compile(r"\x1b\[[0-?]{0,64}[ -/]{0,16}[@-~]|\x1b\][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?|\x9b[0-?]{0,64}[ -/]{0,16}[@-~]")
+
+# Default_Ignorable_Code_Point (DerivedCoreProperties.txt, Unicode 15.1) united with Cc and Cf
+# (UnicodeData.txt), minus tab and newline; tests/security/test_invisible.py checks it against the
+# running Python's unicodedata.
+INVISIBLE_CLASS = (
+    "\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u034f"  # C0 (not tab, newline), DEL, C1, soft hyphen, combining grapheme joiner
+    "\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"  # Arabic and Syriac format characters, Arabic letter mark
+    "\u115f\u1160\u17b4\u17b5\u180b-\u180f"  # Hangul fillers, Khmer inherent vowels, Mongolian selectors and vowel separator
+    "\u200b-\u200f\u2028-\u202e\u2060-\u206f"  # zero-width, bidi marks, line/paragraph separators, embeddings, overrides, isolates
+    "\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb"  # Hangul filler, variation selectors, BOM, interlinear annotation
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0000-\U000e0fff"  # tag characters, variation selectors supplement, reserved ignorables
+)
+_INVISIBLE = re.compile(f"[{INVISIBLE_CLASS}]+")
+_ANY = re.compile(f"[\x1b{INVISIBLE_CLASS}]")
+_ANY_ASCII = re.compile("[\x00-\x08\x0b-\x1f\x7f]")  # most log text is ASCII: a small class is scanned several times faster
+
+
+def strip_invisible(text: str) -> tuple[str, int]:
+    """Remove escapes and invisible or reordering characters; return the text and how many characters went."""
+    if not (_ANY_ASCII if text.isascii() else _ANY).search(text):
+        return text, 0
+    n = 0
+
+    def count(m: re.Match[str]) -> str:
+        nonlocal n
+        n += len(m.group(0))
+        return ""
+
+    text = _ESCAPES.sub(count, text)
+    text = _INVISIBLE.sub(count, text)
+    return text, n
