@@ -78,7 +78,20 @@ def _norm(s: str) -> str:
     return " ".join(s.split())
 
 
+def _unquote(v: Any, marker: str) -> Any:
+    """The fields as the report has them: without the call's quoted-data markers around log text."""
+    if isinstance(v, str):
+        head, tail = f"[data {marker}] ", f" [/data {marker}]"
+        return v[len(head):-len(tail)] if v.startswith(head) and v.endswith(tail) else v
+    if isinstance(v, list):
+        return [_unquote(x, marker) for x in v]
+    if isinstance(v, dict):
+        return {k: (x if k == "decisive_lines" else _unquote(x, marker)) for k, x in v.items()}
+    return v
+
+
 def _check_structured(d: Diagnosis, s: dict[str, Any], report_path: str) -> None:
+    s = _unquote(s, s["marker"])
     assert s["report_path"] == report_path and s["target"] == d.target
     assert s["run_status"] == d.run_status.value and s["framework"] == report.framework(d)
     assert s["primary_cause"] == (d.primary_cause.value if d.primary_cause else None)
@@ -106,6 +119,9 @@ def _check_structured(d: Diagnosis, s: dict[str, Any], report_path: str) -> None
 
 def _check_text(d: Diagnosis, t: str, s: dict[str, Any], report_path: str) -> None:
     """Every line of the CLI's text report is in the text content (pointers put back, ruled-out lines regrouped)."""
+    m = s["marker"]
+    s = _unquote(s, m)
+    t = t.replace(f"[data {m}] ", "").replace(f" [/data {m}]", "")
     window = _window(s["decisive_lines"]) if s.get("decisive_lines") else {}
     lines = {_norm(_expand(x.removeprefix("- "), window, d.root_cause.root)) for x in t.splitlines()}
     lines |= {_norm("Proximate: " + _expand(x.removeprefix("Proximate: "), window)) for x in t.splitlines() if x.startswith("Proximate: ")}

@@ -195,7 +195,8 @@ def test_traceback_messages_and_diagnose_fields_that_quote_the_log_are_marked_as
         walk(r.structured_content, "", r.structured_content["marker"])
     assert bare == []
     d = diag.structured_content  # the brief: its fields, as the model gets them
-    assert "ASSISTANT INSTRUCTION" in d["root_cause"]["proximate"] and "ASSISTANT INSTRUCTION" in scan.structured_content["tracebacks"][0]["message"]
+    # the proximate cause points at the line quoted once, fenced, in decisive_lines
+    assert "ASSISTANT INSTRUCTION" in d["decisive_lines"] and "ASSISTANT INSTRUCTION" in scan.structured_content["tracebacks"][0]["message"]
     report = json.loads((tmp_path / "out" / "check-failed-run.json").read_text())
     assert not report["root_cause"]["proximate"].startswith("[data")  # the file keeps plain text for people and scripts
 

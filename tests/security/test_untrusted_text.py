@@ -55,7 +55,8 @@ def _decision(d) -> dict:
     j = json.loads(d.model_dump_json())
     return {"status": j["run_status"], "cause": j["primary_cause"], "confidence": j["primary_cause_confidence"],
             "decision": j["decision"], "fixes": [(f["fix_id"], f["risk"], f["command"]) for f in j["fixes"]],
-            "factors": j["contributing_factors"], "findings": len(j["findings"]), "next": j["next_commands"],
+            "factors": j["contributing_factors"], "findings": len(j["findings"]),
+            "next": [c.replace(str(Path(j["target"]).parent), "RUN") for c in j["next_commands"]],  # commands name the run's own paths
             "ruled_out": sorted(r["failure_class"] for r in j["ruled_out"])}
 
 
