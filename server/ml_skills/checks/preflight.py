@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 
 from ml_skills.checks.report import Check, CheckReport, Verdict
-from ml_skills.errors import InputError, TargetNotFound
+from ml_skills.errors import InputError, PathNotAllowed, TargetNotFound
+from ml_skills.safety import paths
 
 SAVE_CALLS = re.compile(r"^(save|save_model|save_checkpoint|save_pretrained|save_state|save_weights|_save|dump|save_file)$")
 RESUME_WORDS = re.compile(r"(?i)(resume|load_state_dict|load_checkpoint|from_checkpoint|restore|ckpt_path)")
@@ -201,8 +202,15 @@ def completeness_check(data: Path, expect_shards: int | None, marker: str | None
         problems.append(f"{len(fresh)} file(s) modified in the last {quiet_seconds:g}s ({', '.join(sorted(fresh)[:3])})")
     if expect_shards is not None and len(shards) != expect_shards:
         problems.append(f"{len(shards)} shard(s) matching {pattern!r}, expected {expect_shards}")
-    if marker and not (data / marker).exists():
-        problems.append(f"completion marker {marker} is missing")
+    if marker:
+        try:  # looked up below `data` through held fds, no link followed: never a probe of files elsewhere
+            present = paths.exists_below(data, marker)
+        except PathNotAllowed:
+            problems.append(f"completion marker {marker!r} refused: give a name inside the data directory "
+                            "(relative, no '..'); it was not looked up")
+        else:
+            if not present:
+                problems.append(f"completion marker {marker} is missing")
     empty = [p.name for p in shards if p.stat().st_size == 0]
     if empty:
         problems.append(f"empty shard(s): {', '.join(empty[:3])}")

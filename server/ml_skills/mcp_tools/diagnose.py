@@ -10,7 +10,7 @@ from pydantic import Field
 from ml_skills.engine.pipeline import DiagnoseRequest
 from ml_skills.engine.pipeline import diagnose as run_engine
 from ml_skills.errors import InputError
-from ml_skills.mcp_tools.common import WRITES_REPORT, ToolResult, config, roots, tool
+from ml_skills.mcp_tools.common import WRITES_REPORT, ToolResult, config, roots, tool, tracker_target
 from ml_skills.models import Diagnosis, EvidenceStatus, Framework, Task
 from ml_skills.render import json_report
 from ml_skills.safety.paths import confine, confine_new
@@ -38,7 +38,6 @@ def _strip_all(value: Any) -> tuple[Any, int]:
 
 
 _REMOTE = re.compile(r"^[^/\s@]+@[^/\s]+:/")  # user@host:/path, as the CLI reads it
-_WANDB_RUN = re.compile(r"^[\w.-]+/[\w.-]+/(runs/)?[\w-]+$")
 
 
 @tool(title="Diagnose a failed run", annotations=WRITES_REPORT, deadline=300.0)
@@ -77,7 +76,7 @@ def diagnose(
         raise InputError("project and region go with vertex_pipeline only")
     r = roots()
     t = target if target is None or _REMOTE.match(target) else str(confine(target, r, want="any"))
-    w = wandb if wandb is None or _WANDB_RUN.match(wandb) else str(confine(wandb, r, want="any"))
+    w = tracker_target(wandb) if wandb is not None else None
     a = str(confine(artifacts, r, want="dir")) if artifacts else None
     out = confine_new(out_dir, r) if out_dir else config().out_dir
     d = run_engine(DiagnoseRequest(target=t, traceback_text=traceback_text, pid=pid, wandb=w, mlflow=mlflow,
