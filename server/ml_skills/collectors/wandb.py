@@ -72,7 +72,7 @@ def _run_dir(path: Path) -> Path:
             continue
         real = paths.contain(cand, "any")  # latest-run is a symlink: it must stay inside the roots too
         if real.is_dir() and any(real.glob("*.wandb")):
-            return real
+            return cand  # named as the person knows it; every open below is confined again
     runs = sorted(p.name for p in [*path.glob("run-*"), *path.glob("offline-run-*"), *path.glob("wandb/*run-*")])
     hint = f"; it holds {', '.join(runs[:5])}: pass one of them" if runs else ""
     raise TargetNotFound(f"no W&B run in {path} (no .wandb file){hint}")
@@ -149,9 +149,10 @@ def _files_of(d: Path) -> list[Path]:
     if not (d / "files").is_dir() or (d / "files").is_symlink():
         return []
     out: list[Path] = []
-    for sub, dirnames, filenames in paths.walk(d / "files", max_depth=6):
+    real = paths.contain(d / "files", "dir")
+    for sub, dirnames, filenames in paths.walk(real, max_depth=6):
         dirnames.sort()
-        out += [sub / n for n in sorted(filenames)]
+        out += [d / "files" / sub.relative_to(real) / n for n in sorted(filenames)]
         if len(out) >= tracker.MAX_ARTIFACTS:
             break
     return sorted(out)[: tracker.MAX_ARTIFACTS]
