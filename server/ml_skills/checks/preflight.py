@@ -51,9 +51,17 @@ def _name(call: ast.Call) -> str:
     return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
 
 
+MAX_SCRIPT_BYTES = 16 * 1024 * 1024
+
+
+def _script_text(script: Path, errors: str = "replace") -> str:
+    """The script's source, opened confined and read bounded (a FIFO swapped in is refused, not waited on)."""
+    return paths.read_capped(script, MAX_SCRIPT_BYTES).decode("utf-8", errors=errors)
+
+
 def compile_check(script: Path) -> tuple[Check, ast.AST | None]:
     try:
-        source = script.read_text("utf-8")
+        source = _script_text(script, errors="strict")
         compile(source, str(script), "exec")  # byte-compiles in memory: nothing is written
         tree = ast.parse(source, filename=str(script))
     except (SyntaxError, UnicodeDecodeError, ValueError) as e:
@@ -231,7 +239,7 @@ def memory_check(data: Path, bytes_per_value: int, limit: int | None) -> tuple[C
     for p in data.rglob("*"):
         if p.suffix.lower() in IMAGE_EXT and p.is_file():
             try:
-                with Image.open(p) as im:
+                with paths.open_binary(p) as fh, Image.open(fh) as im:
                     total += im.width * im.height * len(im.getbands()) * bytes_per_value
                     count += 1
             except Exception:  # noqa: BLE001 - a corrupt image is the data check's business
@@ -285,8 +293,8 @@ def archive_check(archive: Path | None, script: Path, args: list[str]) -> Check:
     wanted = " ".join(args)
     for cmd_file in list(archive.rglob("command.txt"))[:10_000]:
         try:
-            recorded = cmd_file.read_text("utf-8", errors="replace")
-        except OSError:
+            recorded = paths.read_capped(cmd_file, 64 * 1024).decode("utf-8", errors="replace")
+        except (OSError, InputError):
             continue
         if script.name in recorded and wanted and wanted in recorded:
             return Check(name="results archive", verdict=Verdict.FAIL, detail=f"already run: {cmd_file.parent} has the same command",
@@ -331,7 +339,7 @@ def preflight(
     required = {"compile", "checkpointing"}
     comp, tree = compile_check(s)
     checks.append(comp)
-    source = s.read_text("utf-8", errors="replace")
+    source = _script_text(s)
     ck = checkpoint_check(tree, source)
     checks.append(ck)
     facts: dict[str, str] = {"fingerprint": config_fingerprint(s, args)}
