@@ -198,7 +198,6 @@ def _read_paste(spec: str) -> str:
         data = sys.stdin.buffer.read(MAX_PASTE_BYTES + 1)
     else:
         from ml_skills.collectors.logfile import check_readable
-
         from ml_skills.safety.paths import open_binary
 
         path = check_readable(spec)
