@@ -69,7 +69,10 @@ def safetensors_header(path: Path, size: int) -> tuple[dict | None, int, str]:
 
 
 def _safetensors(path: Path, size: int) -> tuple[bool, str]:
-    header, n, why = safetensors_header(path, size)
+    try:
+        header, n, why = safetensors_header(path, size)
+    except InputError as e:  # swapped for a FIFO or a link since it was listed
+        return False, str(e)
     if header is None:
         return False, why
     try:
@@ -88,7 +91,7 @@ def _torch_zip(path: Path, size: int) -> tuple[bool, str]:
             infos = z.infolist()
     except (zipfile.BadZipFile, ValueError, EOFError, NotImplementedError) as e:  # ValueError: a member name that is not UTF-8
         return False, f"zip structure broken ({type(e).__name__}: {str(e)[:120]}): truncated or not a PyTorch zip checkpoint"
-    except OSError as e:
+    except (OSError, InputError) as e:
         return False, f"cannot read: {e}"
     pkl = [i for i in infos if i.filename.endswith("data.pkl")]
     if not pkl:
