@@ -285,6 +285,19 @@ def test_r3_r4_a_fifo_named_like_a_run_file_never_hangs_the_cli(tmp_path: Path, 
     record("hostile inputs", "FIFO named like a run file (latest, command.txt)", 1)
 
 
+def test_a_fifo_named_like_a_log_beside_the_real_log_is_skipped_and_said(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train.log").write_text("step 1 loss 1.0\nstep 2 loss 0.9\n")
+    os.mkfifo(run / "rank1.log")
+    proc = run_cli("check-failed-run", str(run), "--out-dir", str(tmp_path / "o"), "--format", "json", timeout=60)
+    assert proc.returncode in (0, 1), proc.stderr
+    report = json.loads((tmp_path / "o" / "check-failed-run.json").read_text())
+    notes = [e["text"] for e in report["evidence"] if e["kind"] == "note"]
+    assert any("rank1.log" in n and "not a regular file" in n for n in notes), notes
+    assert report["last_progress"]["step"] == 2
+
+
 def test_r5_a_fifo_metrics_file_never_hangs_verify_artifacts(tmp_path: Path) -> None:
     run = tmp_path / "f3"
     run.mkdir()

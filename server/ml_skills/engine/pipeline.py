@@ -159,7 +159,10 @@ def _scan_directory(root: Path, req: DiagnoseRequest, exclude: set[str] = frozen
     inv = artifact_collector.inventory(root)
     notes: list[str] = list(inv.notes)
     candidates = [root / rel for rel in inv.logs]
-    candidates = [c for c in candidates if str(c) not in exclude and c.is_file()]
+    candidates = [c for c in candidates if str(c) not in exclude]
+    notes += [f"{c.name} skipped: not a regular file (FIFO, socket, device or dangling link); it was not opened"
+              for c in candidates if not c.is_file()]
+    candidates = [c for c in candidates if c.is_file()]
     candidates.sort(key=lambda c: c.stat().st_mtime if c.exists() else 0.0, reverse=True)
     if len(candidates) > MAX_LOGS:
         notes.append(f"{len(candidates)} logs in {root}; the {MAX_LOGS} newest were scanned")
