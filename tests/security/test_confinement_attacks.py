@@ -237,6 +237,29 @@ def test_p7_a_directory_swapped_for_a_symlink_during_the_read_never_returns_outs
 
 
 @pytest.mark.slow
+def test_p7_a_directory_swapped_during_a_listing_never_lists_outside_names(rooted) -> None:
+    r, o, server = rooted
+    run = r / "run"
+    (run / "sub").mkdir(parents=True)
+    (run / "sub" / "inside.log").write_text("step 1 loss 1.0\n")
+    (o / "rd").mkdir()
+    for i in range(50):
+        (o / "rd" / f"{SECRET}-{i}.log").write_text("x\n")
+    (run / "sub_alt").symlink_to(o / "rd")
+    calls = [("list_artifacts", {"path": str(run)})] * 150
+    racer = _racer(run / "sub", run / "sub_alt", 600)
+    try:
+        got = anyio.run(_calls, server, calls)
+    finally:
+        racer.kill()
+        racer.wait(timeout=10)
+    leaked = [res for res in got if SECRET in _everything(res)]
+    assert not leaked, f"{len(leaked)} of {len(got)} listings named files outside the root"
+    assert sum("inside.log" in _everything(res) for res in got) > 0
+    record("hostile inputs", "listings racing a directory swapped for a symlink (RENAME_EXCHANGE)", len(got))
+
+
+@pytest.mark.slow
 def test_p8_a_file_swapped_for_a_fifo_during_the_read_never_blocks(rooted) -> None:
     r, _, server = rooted
     (r / "x.log").write_text("inside\n")
