@@ -119,7 +119,13 @@ def collect(req: DiagnoseRequest, progress: Progress | None = None) -> Evidence:
 
 
 def _local_paths(req: DiagnoseRequest) -> list[str]:
-    """The local files and directories a request names: without active roots, they are the roots."""
+    """The local files and directories a request names: without active roots, they are the roots.
+
+    A process named by the person (the CLI's --pid / --proc) brings its own evidence, the logs it
+    writes wherever they are: no roots then (the inventory still keeps to its own directory).
+    """
+    if req.pid is not None or req.proc is not None:
+        return []
     return [p for p in (req.target, req.artifacts, req.wandb) if p and not re.match(r"^[^/\s@]+@[^/\s]+:/", p)]
 
 
