@@ -218,7 +218,10 @@ def _walk_fd(real: Path, final_flags: int) -> int:
     if root is None:
         raise PathNotAllowed(f"{real} is outside the allowed roots {_describe(roots or ())}")
     parts = real.relative_to(root).parts
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:  # the root itself was resolved when it was set; a file can be a root too (--allow-root train.log)
+        fd = os.open(root, (os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC) if parts else final_flags)
+    except OSError as e:
+        raise UnreadableInput(f"{root} cannot be opened: {e.strerror or e}") from None
     try:
         for i, comp in enumerate(parts):
             last = i == len(parts) - 1
