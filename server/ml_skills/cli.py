@@ -217,9 +217,10 @@ def _read_paste(spec: str) -> str:
         data = sys.stdin.buffer.read(MAX_PASTE_BYTES + 1)
     else:
         from ml_skills.collectors.logfile import check_readable
+        from ml_skills.safety.paths import open_binary
 
         path = check_readable(spec)
-        with open(path, "rb") as f:
+        with open_binary(path) as f:  # checked on the fd: a FIFO swapped in is refused, never waited on
             data = f.read(MAX_PASTE_BYTES + 1)
     if len(data) > MAX_PASTE_BYTES:
         raise InputError("the pasted text is over 64 MiB: pass the log file as the target instead")

@@ -364,6 +364,7 @@ class ArtifactInventory(Model):
     total_files: int = 0
     truncated: bool = False
     launch_command: str | None = Field(None, description="Original command, if a config or log recorded it.")
+    notes: list[str] = Field(default_factory=list, description="Files not read, and why (a FIFO, a device, a link out of the roots).")
 
 
 class SourceEvidence(Model):

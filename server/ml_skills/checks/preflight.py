@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 
 from ml_skills.checks.report import Check, CheckReport, Verdict
-from ml_skills.errors import InputError, TargetNotFound
+from ml_skills.errors import InputError, PathNotAllowed, TargetNotFound
+from ml_skills.safety import paths
 
 SAVE_CALLS = re.compile(r"^(save|save_model|save_checkpoint|save_pretrained|save_state|save_weights|_save|dump|save_file)$")
 RESUME_WORDS = re.compile(r"(?i)(resume|load_state_dict|load_checkpoint|from_checkpoint|restore|ckpt_path)")
@@ -50,9 +51,17 @@ def _name(call: ast.Call) -> str:
     return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
 
 
+MAX_SCRIPT_BYTES = 16 * 1024 * 1024
+
+
+def _script_text(script: Path, errors: str = "replace") -> str:
+    """The script's source, opened confined and read bounded (a FIFO swapped in is refused, not waited on)."""
+    return paths.read_capped(script, MAX_SCRIPT_BYTES).decode("utf-8", errors=errors)
+
+
 def compile_check(script: Path) -> tuple[Check, ast.AST | None]:
     try:
-        source = script.read_text("utf-8")
+        source = _script_text(script, errors="strict")
         compile(source, str(script), "exec")  # byte-compiles in memory: nothing is written
         tree = ast.parse(source, filename=str(script))
     except (SyntaxError, UnicodeDecodeError, ValueError) as e:
@@ -201,8 +210,15 @@ def completeness_check(data: Path, expect_shards: int | None, marker: str | None
         problems.append(f"{len(fresh)} file(s) modified in the last {quiet_seconds:g}s ({', '.join(sorted(fresh)[:3])})")
     if expect_shards is not None and len(shards) != expect_shards:
         problems.append(f"{len(shards)} shard(s) matching {pattern!r}, expected {expect_shards}")
-    if marker and not (data / marker).exists():
-        problems.append(f"completion marker {marker} is missing")
+    if marker:
+        try:  # looked up below `data` through held fds, no link followed: never a probe of files elsewhere
+            present = paths.exists_below(data, marker)
+        except PathNotAllowed:
+            problems.append(f"completion marker {marker!r} refused: give a name inside the data directory "
+                            "(relative, no '..'); it was not looked up")
+        else:
+            if not present:
+                problems.append(f"completion marker {marker} is missing")
     empty = [p.name for p in shards if p.stat().st_size == 0]
     if empty:
         problems.append(f"empty shard(s): {', '.join(empty[:3])}")
@@ -223,7 +239,7 @@ def memory_check(data: Path, bytes_per_value: int, limit: int | None) -> tuple[C
     for p in data.rglob("*"):
         if p.suffix.lower() in IMAGE_EXT and p.is_file():
             try:
-                with Image.open(p) as im:
+                with paths.open_binary(p) as fh, Image.open(fh) as im:
                     total += im.width * im.height * len(im.getbands()) * bytes_per_value
                     count += 1
             except Exception:  # noqa: BLE001 - a corrupt image is the data check's business
@@ -277,8 +293,8 @@ def archive_check(archive: Path | None, script: Path, args: list[str]) -> Check:
     wanted = " ".join(args)
     for cmd_file in list(archive.rglob("command.txt"))[:10_000]:
         try:
-            recorded = cmd_file.read_text("utf-8", errors="replace")
-        except OSError:
+            recorded = paths.read_capped(cmd_file, 64 * 1024).decode("utf-8", errors="replace")
+        except (OSError, InputError):
             continue
         if script.name in recorded and wanted and wanted in recorded:
             return Check(name="results archive", verdict=Verdict.FAIL, detail=f"already run: {cmd_file.parent} has the same command",
@@ -323,7 +339,7 @@ def preflight(
     required = {"compile", "checkpointing"}
     comp, tree = compile_check(s)
     checks.append(comp)
-    source = s.read_text("utf-8", errors="replace")
+    source = _script_text(s)
     ck = checkpoint_check(tree, source)
     checks.append(ck)
     facts: dict[str, str] = {"fingerprint": config_fingerprint(s, args)}

@@ -6,6 +6,10 @@ naming the git commit, the data snapshot (or a hash of the data listing), the en
 input/output shape, a timestamp and the run id, with every artifact under a run-scoped prefix,
 and when the previous version it would replace still exists (rollback possible). The gate fails
 closed: anything missing or unreadable is a FAIL, never a pass by default. Read-only.
+
+Every file is listed and opened through safety/paths: a metrics.json or manifest.json that is a
+symlink out of the roots, a FIFO or a link to /dev/zero is a FAIL that says so, never followed,
+waited on or read without end. The roots are the MCP call's, or (CLI) the directories named.
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ import re
 from pathlib import Path
 
 from ml_skills.collectors.checkpoints import WEIGHT_SUFFIXES, inspect_dir, inspect_file
-from ml_skills.errors import TargetNotFound, UnreadableInput
 from ml_skills.checks.report import Check, CheckReport, Verdict
+from ml_skills.errors import InputError, TargetNotFound, UnreadableInput
+from ml_skills.safety import paths
 
 MANIFEST_NAMES = ("manifest.json", "MANIFEST.json", "model_manifest.json", "run_manifest.json")
 MANIFEST_FIELDS = ("git_commit", "data_snapshot", "environment", "shape", "timestamp", "run_id")
@@ -27,14 +32,17 @@ METRICS = re.compile(r"(?i)^(metrics|eval_results|test_results|all_results|evalu
 ENVIRONMENT = re.compile(r"(?i)^(requirements[\w.-]*\.txt|environment\.ya?ml|conda[\w.-]*\.ya?ml|pip[-_]freeze\.txt|uv\.lock|poetry\.lock|Pipfile\.lock|conda-lock\.ya?ml|pylock\.toml)$")
 MAX_FILES = 5000
 HASH_LIMIT = 512 * 1024 * 1024  # hash listed files up to this size each; larger are size-checked only
+MAX_JSON_BYTES = 16 * 1024 * 1024  # a manifest or metrics file; real ones are kilobytes
 
 
 def _files(root: Path) -> list[Path]:
     out: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+    base = Path(root)
+    real = paths.contain(base, "dir")
+    for d, dirnames, filenames in paths.walk(real):
+        dirnames[:] = [n for n in dirnames if not n.startswith(".")]
         for n in filenames:
-            out.append(Path(dirpath) / n)
+            out.append(base / d.relative_to(real) / n)
             if len(out) >= MAX_FILES:
                 return out
     return out
@@ -42,10 +50,15 @@ def _files(root: Path) -> list[Path]:
 
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with paths.open_binary(path) as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def _json(path: Path) -> object:
+    """A small JSON file, opened confined and read bounded (InputError for a FIFO, a device, a link out)."""
+    return json.loads(paths.read_capped(path, MAX_JSON_BYTES).decode("utf-8"))
 
 
 def _weights(root: Path, files: list[Path]) -> Check:
@@ -78,7 +91,10 @@ def _metrics(files: list[Path]) -> Check:
                      fix="evaluate on the held-out split and save the metrics with the model")
     for p in found:
         try:
-            data = json.loads(p.read_text("utf-8"))
+            data = _json(p)
+        except InputError as e:
+            return Check(name="held-out metrics", verdict=Verdict.FAIL, detail=f"{p.name} not read: {e}",
+                         fix="keep the metrics file itself (not a link out of the run directory) in the run directory")
         except (OSError, ValueError) as e:
             return Check(name="held-out metrics", verdict=Verdict.FAIL, detail=f"{p.name} is not valid JSON ({e})", fix="rewrite the metrics file")
         nums = {k: v for k, v in (data.items() if isinstance(data, dict) else []) if isinstance(v, (int, float)) and not isinstance(v, bool)}
@@ -99,10 +115,10 @@ def _manifest(root: Path, files: list[Path]) -> tuple[Check, Check, dict]:
         return fail, Check(name="run-scoped prefix", verdict=Verdict.FAIL, detail="no run_id to check the prefix against",
                            fix="put every artifact under a prefix named for the run id"), {}
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = _json(path)
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, InputError) as e:
         fail = Check(name="manifest", verdict=Verdict.FAIL, detail=f"{path.name} unreadable: {e}", fix="rewrite the manifest")
         return fail, Check(name="run-scoped prefix", verdict=Verdict.FAIL, detail="manifest unreadable"), {}
     missing = [f for f in MANIFEST_FIELDS if not data.get(f)]
@@ -116,10 +132,14 @@ def _manifest(root: Path, files: list[Path]) -> tuple[Check, Check, dict]:
             except ValueError:
                 problems.append(f"{rel} points outside the run directory")
                 continue
-            if not target.is_file():
+            try:
+                real = paths.contain(target, "file")
+                if isinstance(want, str) and len(want) == 64 and os.stat(real).st_size <= HASH_LIMIT and _sha256(target) != want.lower():
+                    problems.append(f"{rel} does not match its sha256 in the manifest")
+            except TargetNotFound:
                 problems.append(f"{rel} is listed but missing")
-            elif isinstance(want, str) and len(want) == 64 and target.stat().st_size <= HASH_LIMIT and _sha256(target) != want.lower():
-                problems.append(f"{rel} does not match its sha256 in the manifest")
+            except InputError as e:
+                problems.append(f"{rel} not read: {e}")
     if missing or problems:
         detail = "; ".join(([f"missing fields: {', '.join(missing)}"] if missing else []) + problems[:5])
         mcheck = Check(name="manifest", verdict=Verdict.FAIL, detail=detail, fix="complete the manifest and re-hash the files")
@@ -141,10 +161,14 @@ def _rollback(previous: str | None, manifest: dict) -> Check:
         return Check(name="rollback", verdict=Verdict.FAIL, detail="no previous version named (--previous or manifest previous_version)",
                      fix="record the version this one replaces, and keep it")
     p = Path(str(prev))
-    if not p.exists():
+    if not os.path.lexists(p):
         return Check(name="rollback", verdict=Verdict.FAIL, detail=f"previous version {p} no longer exists: rollback impossible",
                      fix="restore the previous version before promoting")
-    files = _files(p) if p.is_dir() else [p]
+    try:
+        files = _files(p) if paths.contain(p, "any").is_dir() else [p]
+    except InputError as e:
+        return Check(name="rollback", verdict=Verdict.FAIL, detail=f"previous version not checked: {e}",
+                     fix="keep the previous version inside the allowed roots")
     w = _weights(p, files)
     if w.verdict is not Verdict.PASS:
         return Check(name="rollback", verdict=Verdict.FAIL, detail=f"previous version {p} is not usable: {w.detail}", fix="restore a valid previous version")
@@ -160,6 +184,21 @@ def verify(run_dir: str | os.PathLike[str], previous: str | None = None, *, firs
         raise TargetNotFound(f"no directory at {root}")
     if not root.is_dir():
         raise UnreadableInput(f"{root} is not a directory: give the run's artifact directory")
+    with paths.scope(root):
+        checks, manifest = _contract(root)
+    required = set(REQUIRED)
+    if first_version:
+        checks.append(Check(name="rollback", verdict=Verdict.SKIP, detail="first version: nothing to roll back to"))
+        required.discard("rollback")
+    else:
+        prev = previous or manifest.get("previous_version")
+        with paths.scope(root, str(prev) if prev else None):  # the CLI's roots: the run and the version it names
+            checks.append(_rollback(previous, manifest))
+    facts = {k: str(manifest[k]) for k in ("run_id", "git_commit") if manifest.get(k)}
+    return CheckReport.gate("verify-artifacts", str(root), checks, required, facts)
+
+
+def _contract(root: Path) -> tuple[list[Check], dict]:
     files = _files(root)
     mcheck, pcheck, manifest = _manifest(root, files)
     checks = [
@@ -172,11 +211,4 @@ def verify(run_dir: str | os.PathLike[str], previous: str | None = None, *, firs
         mcheck,
         pcheck,
     ]
-    required = set(REQUIRED)
-    if first_version:
-        checks.append(Check(name="rollback", verdict=Verdict.SKIP, detail="first version: nothing to roll back to"))
-        required.discard("rollback")
-    else:
-        checks.append(_rollback(previous, manifest))
-    facts = {k: str(manifest[k]) for k in ("run_id", "git_commit") if manifest.get(k)}
-    return CheckReport.gate("verify-artifacts", str(root), checks, required, facts)
+    return checks, manifest

@@ -1,7 +1,10 @@
 """Inventory a run directory: configs, logs, checkpoints (with validity), failure artifacts.
 
-The walk is bounded (depth and file count) so a huge output tree costs a bounded time; it
-never follows symlinks out of the directory and never opens anything for writing.
+The walk is bounded (depth and file count) so a huge output tree costs a bounded time. It goes
+through held directory fds (safety/paths.walk), never follows symlinks out of the directory,
+opens every file through safety/paths (a FIFO named `latest` or `command.txt` is skipped with
+the reason, never waited on) and never opens anything for writing. Without active roots (a
+library call) the directory itself is the root.
 """
 
 from __future__ import annotations
@@ -11,8 +14,9 @@ import re
 from pathlib import Path
 
 from ml_skills.collectors.checkpoints import WEIGHT_SUFFIXES, inspect_dir, inspect_file, inspect_latest
-from ml_skills.errors import TargetNotFound, UnreadableInput
+from ml_skills.errors import InputError, TargetNotFound, UnreadableInput
 from ml_skills.models import ArtifactInventory, CheckpointInfo
+from ml_skills.safety import paths
 
 MAX_FILES = 20_000
 MAX_DEPTH = 6
@@ -21,6 +25,7 @@ _LOG = re.compile(r"(?i)(\.log$|\.out$|\.err$|^nohup|^stdout|^stderr|^output\.tx
 _FAILURE = re.compile(r"(?i)(^error[\w.-]*\.json$|^core(\.\d+)?$|\.dmp$|^hs_err|^crash|traceback|\.stacktrace$|^stderr|torchelastic|^error_file|failure|^task[_-]?metadata)")
 _CKPT_DIR = re.compile(r"(?i)^(checkpoint[-_]?\d+|global_step\d+|step[-_]?\d+|epoch[-_=]?\d+|iter[-_]?\d+|ckpt[-_]?\d+|checkpoints?|last)$")
 _COMMAND_FILES = ("command.txt", "cmd.txt", "launch.sh", "run.sh", "train.sh", "command")
+MAX_SMALL_FILE = 64 * 1024  # a pointer or a command file; read no further
 
 
 def inventory(root: str | os.PathLike[str]) -> ArtifactInventory:
@@ -29,13 +34,27 @@ def inventory(root: str | os.PathLike[str]) -> ArtifactInventory:
         raise TargetNotFound(f"no directory at {base}")
     if not base.is_dir():
         raise UnreadableInput(f"{base} is not a directory")
+    with paths.scope(base):
+        return _inventory(base)
+
+
+def _small_text(p: Path, inv: ArtifactInventory) -> str | None:
+    """A pointer or command file's text; a FIFO, device or oversized file is skipped, and said so."""
+    try:
+        return paths.read_capped(p, MAX_SMALL_FILE).decode("utf-8", errors="replace")
+    except InputError as e:
+        inv.notes.append(f"{p.name} skipped: {e}")
+        return None
+
+
+def _inventory(base: Path) -> ArtifactInventory:
     inv = ArtifactInventory(root=str(base))
     ckpt_dirs: list[Path] = []
     pointers: list[Path] = []
     seen = 0
-    base_real = base.resolve()
-    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
-        d = Path(dirpath)
+    base_real = paths.contain(base, "dir")
+    for real_dir, dirnames, filenames in paths.walk(base_real):
+        d = base / real_dir.relative_to(base_real)
         if d != base and (".metadata" in filenames or any(n.endswith(".distcp") for n in filenames)):
             ckpt_dirs.append(d)  # a torch.distributed.checkpoint (FSDP) folder, whatever its name
             dirnames[:] = []
@@ -62,23 +81,21 @@ def inventory(root: str | os.PathLike[str]) -> ArtifactInventory:
             if p.is_symlink():
                 try:
                     p.resolve().relative_to(base_real)
-                except ValueError:
+                except (ValueError, OSError, RuntimeError):
+                    inv.notes.append(f"{p.relative_to(base)} is a symlink leading out of {base}: not followed")
                     continue
             rel = str(p.relative_to(base))
             if name == "latest" or name == "latest_checkpointed_iteration.txt":
-                try:
-                    inv.latest_pointer = p.read_text("utf-8", errors="replace").strip()[:200]
+                text = _small_text(p, inv)
+                if text is not None:
+                    inv.latest_pointer = text.strip()[:200]
                     pointers.append(p)
-                except OSError:
-                    pass
                 continue
             if name in _COMMAND_FILES and inv.launch_command is None:
-                try:
-                    text = p.read_text("utf-8", errors="replace")[:4000]
-                    cmd = next((ln.strip() for ln in text.splitlines() if re.search(r"\b(python|torchrun|deepspeed|accelerate|srun)\b", ln)), None)
+                text = _small_text(p, inv)
+                if text is not None:
+                    cmd = next((ln.strip() for ln in text[:4000].splitlines() if re.search(r"\b(python|torchrun|deepspeed|accelerate|srun)\b", ln)), None)
                     inv.launch_command = cmd
-                except OSError:
-                    pass
             if name.endswith(WEIGHT_SUFFIXES) and not name.endswith(".index.json"):
                 inv.checkpoints.append(inspect_file(p))
             elif _FAILURE.search(name):

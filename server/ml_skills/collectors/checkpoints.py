@@ -10,23 +10,34 @@ unbroken run of ZeRO optimizer shards (zero_pp_rank_0..N-1); torch.distributed.c
 folders need their .metadata and an unbroken run of __R_0.distcp shards; HF sharded checkpoints
 need every shard their index names, holding the tensors the index says. Nothing is unpickled:
 .metadata and data.pkl are only checked for being present and non-empty.
+
+Every file is opened through safety/paths (confined to the roots, non-blocking, S_ISREG on the
+fd), so a FIFO, a device link or a symlink out of the roots inside a checkpoint is reported as
+an unusable checkpoint, never waited on or followed. A `latest` pointer's contents and a
+symlinked checkpoint folder are paths read from data: they go through the same confinement.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import struct
 import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ml_skills.errors import InputError
 from ml_skills.models import CheckpointInfo
+from ml_skills.safety import paths
 
 WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth", ".ckpt", ".bin", ".h5", ".keras", ".pkl", ".msgpack", ".npz")
 _STEP = re.compile(r"(?:checkpoint|global_step|step|iter|epoch|ckpt|model)[-_=]?(\d+)", re.IGNORECASE)
 MAX_SAFETENSORS_HEADER = 100 * 1024 * 1024
 MAX_DIR_FILES = 2000
+MAX_DIR_DEPTH = 4
+MAX_INDEX_BYTES = 64 * 1024 * 1024  # a model.safetensors.index.json; real ones are a few MiB
+MAX_POINTER_BYTES = 4096
 _DS_MODEL = re.compile(r"(^mp_rank_\d+|^zero_pp_rank_\d+_mp_rank_\d+|^layer_\d+-model(_\d+-model)?)_states\.pt$|_model_states\.pt$")
 _DS_OPTIM = re.compile(r"^(?:bf16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_optim_states\.pt$")
 _DCP_SHARD = re.compile(r"^__(\d+)_(\d+)\.distcp$")
@@ -41,7 +52,7 @@ def step_of(name: str) -> int | None:
 
 def safetensors_header(path: Path, size: int) -> tuple[dict | None, int, str]:
     """(JSON header, header length, '') read alone, never the tensors; or (None, 0, why it is unusable)."""
-    with open(path, "rb") as f:
+    with paths.open_binary(path) as f:
         head = f.read(8)
         if len(head) < 8:
             return None, 0, "shorter than the 8-byte safetensors header length"
@@ -58,7 +69,10 @@ def safetensors_header(path: Path, size: int) -> tuple[dict | None, int, str]:
 
 
 def _safetensors(path: Path, size: int) -> tuple[bool, str]:
-    header, n, why = safetensors_header(path, size)
+    try:
+        header, n, why = safetensors_header(path, size)
+    except InputError as e:  # swapped for a FIFO or a link since it was listed
+        return False, str(e)
     if header is None:
         return False, why
     try:
@@ -73,11 +87,11 @@ def _safetensors(path: Path, size: int) -> tuple[bool, str]:
 
 def _torch_zip(path: Path, size: int) -> tuple[bool, str]:
     try:
-        with zipfile.ZipFile(path) as z:
+        with paths.open_binary(path) as fh, zipfile.ZipFile(fh) as z:
             infos = z.infolist()
     except (zipfile.BadZipFile, ValueError, EOFError, NotImplementedError) as e:  # ValueError: a member name that is not UTF-8
         return False, f"zip structure broken ({type(e).__name__}: {str(e)[:120]}): truncated or not a PyTorch zip checkpoint"
-    except OSError as e:
+    except (OSError, InputError) as e:
         return False, f"cannot read: {e}"
     pkl = [i for i in infos if i.filename.endswith("data.pkl")]
     if not pkl:
@@ -90,14 +104,26 @@ def _torch_zip(path: Path, size: int) -> tuple[bool, str]:
     return True, f"{len(infos)} zip entries, central directory ok"
 
 
+def _unusable(path: Path, why: str, fmt: str = "unreadable") -> CheckpointInfo:
+    """A checkpoint that cannot be opened (dangling link, FIFO, outside the roots): invalid, with why."""
+    try:
+        mtime = datetime.fromtimestamp(os.lstat(path).st_mtime, UTC)
+    except OSError:
+        mtime = datetime.fromtimestamp(0, UTC)
+    return CheckpointInfo(path=str(path), format=fmt, size_bytes=0, mtime=mtime, step=step_of(path.name), valid=False, reason=why)
+
+
 def inspect_file(path: Path) -> CheckpointInfo:
-    st = path.stat()
+    try:
+        with paths.open_binary(path) as f:
+            st = os.fstat(f.fileno())
+            magic = f.read(4)
+    except InputError as e:
+        return _unusable(path, str(e))
     size = st.st_size
     mtime = datetime.fromtimestamp(st.st_mtime, UTC)
     if size == 0:
         return CheckpointInfo(path=str(path), format="empty", size_bytes=0, mtime=mtime, step=step_of(path.name), valid=False, reason="empty file")
-    with open(path, "rb") as f:
-        magic = f.read(4)
     if path.suffix == ".safetensors":
         fmt = "safetensors"
         valid, reason = _safetensors(path, size)
@@ -150,17 +176,21 @@ def _dcp(files: dict[str, Path]) -> tuple[bool, str] | None:
     if ".metadata" not in files:
         return False, "distributed checkpoint without .metadata: the save did not finish (it is written last)"
     meta = files[".metadata"]
-    if meta.stat().st_size == 0:
+    try:
+        with paths.open_binary(meta) as f:
+            first = f.read(1)
+    except InputError as e:
+        return False, f".metadata: {e}"
+    if not first:
         return False, ".metadata is empty (corrupt)"
-    with open(meta, "rb") as f:
-        if f.read(1) != b"\x80":
-            return False, ".metadata is not a pickle stream (corrupt); it was not unpickled"
+    if first != b"\x80":
+        return False, ".metadata is not a pickle stream (corrupt); it was not unpickled"
     if not shards:
         return False, ".metadata without any __R_0.distcp shard"
     gaps = _gaps({int(m.group(1)) for m in shards.values()})
     if gaps:
         return False, f"distcp shards missing for rank(s) {gaps[:5]}"
-    empty = [n for n in shards if files[n].stat().st_size == 0]
+    empty = [n for n in shards if _size(files[n]) == 0]
     if empty:
         return False, f"empty shard {sorted(empty)[0]} (truncated save)"
     return True, f"torch.distributed.checkpoint: .metadata and {len(shards)} shard(s) (shard contents are described by .metadata, not unpickled)"
@@ -172,7 +202,9 @@ def _hf_index(path: Path, files: dict[str, Path]) -> tuple[bool, str] | None:
     if index is None:
         return None
     try:
-        wm = json.loads(index.read_text("utf-8")).get("weight_map", {})
+        wm = json.loads(paths.read_capped(index, MAX_INDEX_BYTES).decode("utf-8")).get("weight_map", {})
+    except InputError as e:
+        return False, f"{index.name}: {e}"
     except (ValueError, AttributeError):
         return False, f"{index.name} is corrupt JSON"
     if not isinstance(wm, dict) or not wm:
@@ -180,14 +212,17 @@ def _hf_index(path: Path, files: dict[str, Path]) -> tuple[bool, str] | None:
     by_shard: dict[str, list[str]] = {}
     for tensor, shard in wm.items():
         by_shard.setdefault(str(shard), []).append(tensor)
-    missing = sorted(s for s in by_shard if not (path / s).is_file())
+    missing = sorted(s for s in by_shard if not _is_file(path / s))
     if missing:
         return False, f"index names missing shards: {', '.join(missing[:3])}"
     for shard, tensors in sorted(by_shard.items()):
         p = path / shard
         if p.suffix != ".safetensors":
             continue
-        header, _, why = safetensors_header(p, p.stat().st_size)
+        try:
+            header, _, why = safetensors_header(p, _size(p))
+        except InputError as e:
+            header, why = None, str(e)
         if header is None:
             return False, f"{shard}: {why}"
         absent = [t for t in tensors if t not in header]
@@ -196,24 +231,61 @@ def _hf_index(path: Path, files: dict[str, Path]) -> tuple[bool, str] | None:
     return True, f"{index.name}: {len(by_shard)} shard(s), {len(wm)} tensors, all present"
 
 
+def _size(p: Path) -> int:
+    """Size of a file inside the roots; 0 for anything else (a link out of the roots tells nothing about its target)."""
+    try:
+        return os.stat(paths.contain(p, "file")).st_size
+    except (InputError, OSError):
+        return 0
+
+
+def _is_file(p: Path) -> bool:
+    try:
+        paths.contain(p, "file")
+    except InputError:
+        return False
+    return True
+
+
+def _listing(path: Path) -> list[Path]:
+    """The non-directory entries of a checkpoint folder, bounded in count and depth.
+
+    Walked through held directory fds, sorted per directory; never the whole tree first. FIFOs
+    and links are listed too: opening them (inspect_file) says why they are unusable.
+    """
+    out: list[Path] = []
+    for d, dirnames, filenames in paths.walk(path, MAX_DIR_DEPTH):
+        dirnames.sort()
+        for n in sorted(filenames):
+            out.append(d / n)
+            if len(out) >= MAX_DIR_FILES:
+                return out
+    return out
+
+
 def inspect_dir(path: Path) -> CheckpointInfo:
     """A checkpoint folder (checkpoint-500/, global_step500/, an FSDP distcp folder): valid if its layout and weights are."""
-    all_files = []
-    for p in sorted(path.rglob("*")):
-        if p.is_file():
-            all_files.append(p)
-            if len(all_files) >= MAX_DIR_FILES:
-                break
+    try:
+        real = paths.contain(path, "dir")
+        all_files = _listing(real)
+        st = os.stat(real)
+    except InputError as e:
+        return _unusable(path, str(e), fmt="dir")
     files = [p for p in all_files if p.suffix in WEIGHT_SUFFIXES or _DCP_SHARD.match(p.name)][:200]
-    top = {p.name: p for p in all_files if p.parent == path}
-    st = path.stat()
-    size = sum(p.stat().st_size for p in files)
-    mtime = max([datetime.fromtimestamp(p.stat().st_mtime, UTC) for p in files] or [datetime.fromtimestamp(st.st_mtime, UTC)])
+    top = {p.name: p for p in all_files if p.parent == real}
+    size = sum(_size(p) for p in files)
+    mtimes = []
+    for p in files:
+        try:
+            mtimes.append(datetime.fromtimestamp(os.lstat(p).st_mtime, UTC))
+        except OSError:
+            continue
+    mtime = max(mtimes or [datetime.fromtimestamp(st.st_mtime, UTC)])
 
     def info(fmt: str, valid: bool, reason: str) -> CheckpointInfo:
         return CheckpointInfo(path=str(path), format=fmt, size_bytes=size, mtime=mtime, step=step_of(path.name), valid=valid, reason=reason)
 
-    for fmt, check in (("fsdp-dcp", lambda: _dcp(top)), ("deepspeed", lambda: _deepspeed(top)), ("sharded", lambda: _hf_index(path, top))):
+    for fmt, check in (("fsdp-dcp", lambda: _dcp(top)), ("deepspeed", lambda: _deepspeed(top)), ("sharded", lambda: _hf_index(real, top))):
         verdict = check()
         if verdict is not None and not verdict[0]:
             return info(fmt, False, verdict[1])
@@ -232,8 +304,15 @@ def inspect_dir(path: Path) -> CheckpointInfo:
 
 def inspect_latest(pointer: Path) -> CheckpointInfo:
     """A `latest` file (DeepSpeed: a tag; Megatron latest_checkpointed_iteration.txt: an iteration) and what it points at."""
-    st = pointer.stat()
-    text = pointer.read_text("utf-8", errors="replace").strip()[:200]
+    try:
+        with paths.open_binary(pointer) as f:
+            st = os.fstat(f.fileno())
+            raw = f.read(MAX_POINTER_BYTES + 1)
+    except InputError as e:
+        return _unusable(pointer, str(e), fmt="latest-pointer")
+    if len(raw) > MAX_POINTER_BYTES:
+        return _unusable(pointer, f"over {MAX_POINTER_BYTES} bytes: not a pointer file", fmt="latest-pointer")
+    text = raw.decode("utf-8", errors="replace").strip()[:200]
     base = pointer.parent
     if text.isdigit() and pointer.name.startswith("latest_checkpointed"):
         target = base / f"iter_{int(text):07d}"
@@ -242,9 +321,14 @@ def inspect_latest(pointer: Path) -> CheckpointInfo:
     mtime = datetime.fromtimestamp(st.st_mtime, UTC)
     if not text:
         return CheckpointInfo(path=str(pointer), format="latest-pointer", size_bytes=st.st_size, mtime=mtime, valid=False, reason="empty pointer file")
-    if not target.exists():
+    if not os.path.lexists(target):
         return CheckpointInfo(path=str(pointer), format="latest-pointer", size_bytes=st.st_size, mtime=mtime, step=step_of(text), valid=False,
                               reason=f"points to {text}, which does not exist: a resume from 'latest' will fail")
-    target_info = inspect_dir(target) if target.is_dir() else inspect_file(target)
+    try:
+        real = paths.contain(target, "any")  # a path read from data: confined like any other
+    except InputError as e:
+        return CheckpointInfo(path=str(pointer), format="latest-pointer", size_bytes=st.st_size, mtime=mtime, step=step_of(text), valid=False,
+                              reason=f"points to {text}, which is not followed: {e}")
+    target_info = inspect_dir(target) if real.is_dir() else inspect_file(target)
     return CheckpointInfo(path=str(pointer), format="latest-pointer", size_bytes=st.st_size, mtime=mtime, step=target_info.step,
                           valid=target_info.valid, reason=f"points to {text}: " + ("valid" if target_info.valid else target_info.reason))

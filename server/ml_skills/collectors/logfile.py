@@ -1,8 +1,10 @@
 """Read a log file without ever loading it whole: tail from the end, windows, chunks, grep.
 
-Every reader opens the file read-only, caps line length for output, and decodes bytes with
-replacement so invalid UTF-8 never raises. Special files (FIFOs, devices, sockets) are refused
-before they are opened, because opening a FIFO blocks.
+Every reader opens the file read-only through safety/paths.open_binary (confined to the roots,
+no symlink followed on the way, non-blocking open, S_ISREG checked on the fd: a FIFO swapped in
+is refused, never waited on), caps line length for output, and decodes bytes with replacement
+so invalid UTF-8 never raises. Every read is bounded: windows and grep stream lines in chunks
+and keep at most MAX_LINE_BYTES of any one line, so a 5 GB line costs a chunk of memory.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ml_skills.errors import TargetNotFound, UnreadableInput
-from ml_skills.safety.paths import refuse_kernel_tree
+from ml_skills.safety.paths import contain, open_binary
 from ml_skills.safety.redact import redact_after
 
 CHUNK = 4 * 1024 * 1024
@@ -27,6 +29,7 @@ class Searcher(Protocol):
 
 
 MAX_LINE_CHARS = 2000
+MAX_LINE_BYTES = 64 * 1024  # of one line kept by window() and grep(): display cuts at MAX_LINE_CHARS anyway
 _SNIFF = 8192
 
 
@@ -41,7 +44,7 @@ def check_readable(path: str | os.PathLike[str]) -> Path:
         raise UnreadableInput(f"{p} cannot be read: permission denied") from None
     except OSError as e:
         raise UnreadableInput(f"{p} cannot be read: {e.strerror or e}") from None
-    refuse_kernel_tree(p.resolve())
+    contain(p, "any")  # resolved: kernel trees refused, and inside the active roots
     if stat.S_ISDIR(st.st_mode):
         raise UnreadableInput(f"{p} is a directory; pass it as an artifact directory, not a log")
     if not stat.S_ISREG(st.st_mode):
@@ -53,7 +56,7 @@ def check_readable(path: str | os.PathLike[str]) -> Path:
 
 def looks_binary(path: Path) -> str | None:
     """Return why the file is not a text log (compressed, NUL bytes), or None if it looks like text."""
-    with open(path, "rb") as f:
+    with open_binary(path) as f:
         head = f.read(_SNIFF)
     if head[:2] == b"\x1f\x8b":
         return "gzip-compressed: decompress it first (zcat FILE > train.log)"
@@ -111,7 +114,7 @@ def iter_chunks(path: Path, size: int = CHUNK, limit: int | None = None) -> Iter
     grows faster than it is read still ends.
     """
     buf = bytearray(size)
-    with open(path, "rb", buffering=0) as f:
+    with open_binary(path, buffering=0) as f:
         offset = 0
         while True:
             want = size if limit is None else min(size, limit - offset)
@@ -145,7 +148,7 @@ def tail(path: Path, n: int, max_bytes: int = 8 * 1024 * 1024, end: int | None =
     """
     if n <= 0:
         return [], False
-    with open(path, "rb") as f:
+    with open_binary(path) as f:
         size = f.seek(0, os.SEEK_END)
         end = size if end is None else min(end, size)
         pos = end
@@ -174,7 +177,7 @@ def tail(path: Path, n: int, max_bytes: int = 8 * 1024 * 1024, end: int | None =
 
 def window_at(path: Path, offset: int, before: int, after: int) -> tuple[int, list[str]]:
     """Lines around the line that starts at byte `offset`: returns (index of that line in the list, lines)."""
-    with open(path, "rb") as f:
+    with open_binary(path) as f:
         back = min(offset, 256 * 1024)
         f.seek(offset - back)
         head = f.read(back)
@@ -204,17 +207,47 @@ def _split_window(head: bytes, tail_bytes: bytes, cut_head: bool, before: int, a
     return len(prev), [decode(x) for x in prev + nxt]
 
 
+def iter_lines(path: Path, max_line: int = MAX_LINE_BYTES) -> Iterator[bytes]:
+    """Every line of the file as it was when opened, each cut to `max_line` bytes (the rest skipped).
+
+    Built on iter_chunks, so memory stays one chunk plus one cut line whatever the file holds
+    (a 5 GB line of NUL bytes in a sparse log included), and a log still growing ends.
+    """
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        size = None
+    carry = bytearray()  # the head of a line that continues into the next chunk
+    for _, chunk in iter_chunks(path, limit=size):
+        start = 0
+        while (nl := chunk.find(b"\n", start)) >= 0:
+            if carry:
+                room = max_line - len(carry)
+                if room > 0:
+                    carry += chunk[start : start + min(room, nl - start)]
+                yield bytes(carry)
+                carry.clear()
+            else:
+                yield bytes(chunk[start : min(nl, start + max_line)])
+            start = nl + 1
+        if start < len(chunk):
+            room = max_line - len(carry)
+            if room > 0:
+                carry += chunk[start : start + room]
+    if carry:
+        yield bytes(carry)
+
+
 def window(path: Path, line_no: int, before: int = 20, after: int = 20) -> tuple[int, list[str]]:
     """Lines around a 1-based line number by streaming from the start; returns (first line number, lines)."""
     first = max(1, line_no - before)
     last = line_no + after
     out: list[str] = []
-    with open(path, "rb") as f:
-        for i, raw in enumerate(f, start=1):
-            if i >= first:
-                out.append(decode(raw))
-            if i >= last:
-                break
+    for i, raw in enumerate(iter_lines(path), start=1):
+        if i >= first:
+            out.append(decode(raw))
+        if i >= last:
+            break
     return first, out
 
 
@@ -231,25 +264,24 @@ def grep(
     open_block: tuple[int, list[str]] | None = None
     remaining_after = 0
     total = 0
-    with open(path, "rb") as f:
-        for i, raw in enumerate(f, start=1):
-            text = decode(raw)
-            if rx.search(text):
-                total += 1
-                if len(blocks) < max_matches or (open_block and remaining_after):
-                    if open_block is not None and remaining_after:
-                        open_block[1].append(text)
-                    else:
-                        open_block = (i - len(before), [*before, text])
-                        blocks.append(open_block)
-                    remaining_after = context
-                    before.clear()
-                    continue
-            if open_block is not None and remaining_after:
-                open_block[1].append(text)
-                remaining_after -= 1
-                if not remaining_after:
-                    open_block = None
-            else:
-                before.append(text)
+    for i, raw in enumerate(iter_lines(path), start=1):
+        text = decode(raw)
+        if rx.search(text):
+            total += 1
+            if len(blocks) < max_matches or (open_block and remaining_after):
+                if open_block is not None and remaining_after:
+                    open_block[1].append(text)
+                else:
+                    open_block = (i - len(before), [*before, text])
+                    blocks.append(open_block)
+                remaining_after = context
+                before.clear()
+                continue
+        if open_block is not None and remaining_after:
+            open_block[1].append(text)
+            remaining_after -= 1
+            if not remaining_after:
+                open_block = None
+        else:
+            before.append(text)
     return blocks, total

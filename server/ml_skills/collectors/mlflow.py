@@ -19,6 +19,7 @@ from ml_skills.collectors import tracker
 from ml_skills.collectors.http_api import Deadline, fetch_tail, request_json
 from ml_skills.errors import InputError, SourceError, SourceUnavailable, TargetNotFound
 from ml_skills.models import LogEvidence, SourceEvidence
+from ml_skills.safety import paths
 from ml_skills.safety.redact import redact
 
 if TYPE_CHECKING:
@@ -224,12 +225,26 @@ def _from_store(uri: str, run_id: str, run: tracker.TrackerRun) -> None:
     if root is None:
         run.missing.append(f"artifacts at {redact(r.info.artifact_uri or '?')} are not on this machine: not read")
         return
-    for p in sorted(root.rglob("*"))[: tracker.MAX_ARTIFACTS]:
+    try:  # the tracking server names this directory: confined like a path read from any other data
+        root = paths.contain(root, "dir")
+        listed: list[Path] = []
+        for sub, dirnames, filenames in paths.walk(root, max_depth=6):
+            dirnames.sort()
+            listed += [sub / n for n in sorted(filenames)]
+            if len(listed) >= tracker.MAX_ARTIFACTS:
+                break
+    except InputError as e:
+        run.missing.append(f"artifacts not read: {e}")
+        return
+    for p in sorted(listed)[: tracker.MAX_ARTIFACTS]:
         if p.is_file() and not p.is_symlink():
             rel = str(p.relative_to(root))
             run.artifacts.append(rel)
             if tracker.is_log_name(rel) and len(run.logs) < tracker.MAX_LOGS:
-                run.logs[rel] = tracker.read_tail(p)
+                try:
+                    run.logs[rel] = tracker.read_tail(p)
+                except InputError as e:
+                    run.missing.append(f"artifact {rel}: {e}")
 
 
 def _local_dir(artifact_uri: str) -> Path | None:

@@ -4,6 +4,8 @@ A short sample (a few readings over ~1.5 s) gives CPU and RSS and their trend fo
 and its children; the regular files it holds open for writing are its logs, so their last write
 time tells progress, and they are diagnosed like any log. Alive with no CPU and a silent log is
 stalled; busy CPU with a silent log is hung (spinning, as ranks do waiting in a collective).
+Its open files are paths read from data: only those inside the allowed roots are read (the
+others are counted, not named), through the same confinement as any path.
 Those findings go to the engine as source signals. The environment is never read: it is where
 secrets live. Another user's process gives what /proc shows to everyone, and says what is missing.
 """
@@ -25,6 +27,7 @@ from ml_skills.collectors import env_seconds, logfile
 from ml_skills.engine import scan
 from ml_skills.errors import InputError, MLSkillsError, TargetNotFound
 from ml_skills.models import Anomaly, AnomalyKind, EvidenceStatus, FailureClass, LogEvidence, Severity, SourceEvidence
+from ml_skills.safety import paths
 from ml_skills.safety.redact import redact
 
 SAMPLE_SECONDS = 1.5
@@ -130,6 +133,7 @@ def _gpu(pids: set[int]) -> str:
 def _written_logs(procs: list[psutil.Process], missing: list[str]) -> dict[str, float]:
     """Regular text files the processes hold open for writing, with their last write time."""
     logs: dict[str, float] = {}
+    outside = 0
     for p in procs:
         try:
             files = p.open_files()
@@ -143,11 +147,19 @@ def _written_logs(procs: list[psutil.Process], missing: list[str]) -> dict[str, 
             if f.mode not in _WRITE_MODES or f.path in logs or len(logs) >= MAX_LOGS:
                 continue
             try:
-                st = os.stat(f.path)
-                if st.st_size and not logfile.looks_binary(Path(f.path)):
-                    logs[f.path] = st.st_mtime
-            except OSError:
+                real = paths.contain(f.path, "file")
+            except InputError:
+                outside += 1
                 continue
+            try:
+                st = os.stat(real)
+                if st.st_size and not logfile.looks_binary(real):
+                    logs[f.path] = st.st_mtime
+            except (OSError, InputError):
+                continue
+    if outside:
+        missing.append(f"{outside} file(s) it has open for writing are outside the allowed roots (or not regular files): "
+                       "not read; start the server with --allow-root for that directory")
     return logs
 
 

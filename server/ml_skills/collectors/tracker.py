@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -21,6 +22,7 @@ from ml_skills.collectors import env_seconds
 from ml_skills.engine import scan
 from ml_skills.engine.metrics import canonical
 from ml_skills.models import EvidenceStatus, LogEvidence, MetricPoint, SourceEvidence, Task
+from ml_skills.safety.paths import open_binary
 from ml_skills.safety.redact import redact
 
 MAX_ROWS = 500_000  # history rows (steps) kept per run
@@ -95,8 +97,8 @@ class TrackerRun:
 
 def read_tail(path: Path) -> tuple[str, bool]:
     """The last MAX_LOG_BYTES of a local run log, and whether the start was cut."""
-    size = path.stat().st_size
-    with open(path, "rb") as f:
+    with open_binary(path) as f:
+        size = os.fstat(f.fileno()).st_size
         if size > MAX_LOG_BYTES:
             f.seek(size - MAX_LOG_BYTES)
         return f.read(MAX_LOG_BYTES).decode("utf-8", errors="replace"), size > MAX_LOG_BYTES

@@ -31,6 +31,7 @@ from ml_skills.errors import (
     UnreadableInput,
 )
 from ml_skills.models import LogEvidence, SourceEvidence
+from ml_skills.safety import paths
 from ml_skills.safety.redact import redact
 
 if TYPE_CHECKING:
@@ -46,8 +47,8 @@ PAGE_SIZE = 1000
 def collect(req: DiagnoseRequest) -> tuple[SourceEvidence, list[LogEvidence]]:
     target = (req.wandb or "").strip()
     path = Path(target).expanduser()
-    if path.exists():
-        run = _from_dir(_run_dir(path))
+    if os.path.lexists(path):  # on disk: a local run, confined like any path, even when shaped like entity/project/run
+        run = _from_dir(_run_dir(paths.contain(path, "any")))
     elif (m := _RUN_PATH.match(target)) is not None:
         run = _from_api(m["entity"], m["project"], m["run"])
     else:
@@ -67,8 +68,11 @@ def _run_dir(path: Path) -> Path:
             raise InputError(f"{path} is not a W&B run: give the wandb/run-* directory or its .wandb file")
         return path.parent
     for cand in (path, path / "latest-run", path / "wandb" / "latest-run"):
-        if cand.is_dir() and any(cand.glob("*.wandb")):
-            return cand
+        if not os.path.lexists(cand):
+            continue
+        real = paths.contain(cand, "any")  # latest-run is a symlink: it must stay inside the roots too
+        if real.is_dir() and any(real.glob("*.wandb")):
+            return cand  # named as the person knows it; every open below is confined again
     runs = sorted(p.name for p in [*path.glob("run-*"), *path.glob("offline-run-*"), *path.glob("wandb/*run-*")])
     hint = f"; it holds {', '.join(runs[:5])}: pass one of them" if runs else ""
     raise TargetNotFound(f"no W&B run in {path} (no .wandb file){hint}")
@@ -118,20 +122,40 @@ def _from_dir(d: Path) -> tracker.TrackerRun:
         age = time.time() - files[0].stat().st_mtime
         run.state = "running" if age < 300 else "crashed"
         run.facts["last write"] = f"{age:.0f}s ago, no exit record"
-    for p in sorted((d / "files").rglob("*"))[: tracker.MAX_ARTIFACTS] if (d / "files").is_dir() else []:
+    for p in _files_of(d):
         if p.is_file() and not p.is_symlink():
             rel = str(p.relative_to(d / "files"))
             run.artifacts.append(rel)
             if tracker.is_log_name(rel) and len(run.logs) < tracker.MAX_LOGS:
-                run.logs[rel] = tracker.read_tail(p)
+                try:
+                    run.logs[rel] = tracker.read_tail(p)
+                except InputError as e:
+                    run.missing.append(f"files/{rel}: {e}")
     if not run.config and (d / "files" / "config.yaml").is_file():
         run.facts["config"] = "files/config.yaml"
     if not run.summary and (d / "files" / "wandb-summary.json").is_file():
         try:
-            run.summary = json.loads((d / "files" / "wandb-summary.json").read_text(errors="replace")[:1_000_000])
+            with paths.open_binary(d / "files" / "wandb-summary.json") as fh:
+                run.summary = json.loads(fh.read(1_000_000).decode("utf-8", errors="replace"))
+        except InputError as e:
+            run.missing.append(f"files/wandb-summary.json: {e}")
         except ValueError:
             run.missing.append("files/wandb-summary.json is not valid JSON")
     return run
+
+
+def _files_of(d: Path) -> list[Path]:
+    """The run's files/ tree, walked through held fds and cut at MAX_ARTIFACTS entries."""
+    if not (d / "files").is_dir() or (d / "files").is_symlink():
+        return []
+    out: list[Path] = []
+    real = paths.contain(d / "files", "dir")
+    for sub, dirnames, filenames in paths.walk(real, max_depth=6):
+        dirnames.sort()
+        out += [d / "files" / sub.relative_to(real) / n for n in sorted(filenames)]
+        if len(out) >= tracker.MAX_ARTIFACTS:
+            break
+    return sorted(out)[: tracker.MAX_ARTIFACTS]
 
 
 class _Corrupt(Exception):
@@ -144,7 +168,7 @@ def _records(path: Path) -> Iterator[Any]:
         from wandb.proto import wandb_internal_pb2 as pb
     except ImportError:
         raise InputError("reading a .wandb file needs the wandb package: pip install 'ml-skills[wandb]'") from None
-    with open(path, "rb") as f:
+    with paths.open_binary(path) as f:
         if f.read(7)[:4] != _HEADER:
             raise UnreadableInput(f"{path} is not a W&B run log (no ':W&B' header)")
         pending, pos = b"", 7

@@ -11,6 +11,7 @@ from pathlib import Path
 from ml_skills.collectors import logfile
 from ml_skills.engine import tracebacks
 from ml_skills.models import AnomalyKind, Excerpt, LogEvidence
+from ml_skills.safety.paths import open_binary
 from ml_skills.safety.redact import redact
 
 
@@ -27,7 +28,7 @@ class Reader:
 
     def read(self, offset: int, size: int) -> bytes:
         if self.path is not None:
-            with open(self.path, "rb") as f:
+            with open_binary(self.path) as f:
                 f.seek(offset)
                 return f.read(size)
         return (self.data or b"")[offset : offset + size]

@@ -51,6 +51,7 @@ from ml_skills.models import (
     ToolInfo,
 )
 from ml_skills.render.progress import Progress
+from ml_skills.safety import paths
 from ml_skills.safety.redact import redact, redact_value, redaction_count, reset_redaction_count
 
 MAX_LOGS = 16
@@ -111,7 +112,27 @@ class DiagnoseRequest(Model):
 
 
 def collect(req: DiagnoseRequest, progress: Progress | None = None) -> Evidence:
-    """Gather the evidence; `progress` hears about long scans and polls (the engine never prints)."""
+    """Gather the evidence; `progress` hears about long scans and polls (the engine never prints).
+
+    Every path read, including those found in the data (pointers, symlinks, a W&B latest-run),
+    stays inside the active roots: the MCP call's, or else the directories this request names.
+    """
+    with paths.scope(*_local_paths(req)):
+        return _collect(req, progress)
+
+
+def _local_paths(req: DiagnoseRequest) -> list[str]:
+    """The local files and directories a request names: without active roots, they are the roots.
+
+    A process named by the person (the CLI's --pid / --proc) brings its own evidence, the logs it
+    writes wherever they are: no roots then (the inventory still keeps to its own directory).
+    """
+    if req.pid is not None or req.proc is not None:
+        return []
+    return [p for p in (req.target, req.artifacts, req.wandb) if p and not re.match(r"^[^/\s@]+@[^/\s]+:/", p)]
+
+
+def _collect(req: DiagnoseRequest, progress: Progress | None) -> Evidence:
     kind = req.kind()
     ev = Evidence(target=req.label(), target_kind=kind, collected_at=datetime.now(UTC))
     if kind == "traceback":
@@ -145,10 +166,13 @@ def _scan_directory(root: Path, req: DiagnoseRequest, exclude: set[str] = frozen
     if not root.exists():
         raise TargetNotFound(f"no file or directory at {root}")
     inv = artifact_collector.inventory(root)
-    notes: list[str] = []
+    notes: list[str] = list(inv.notes)
     candidates = [root / rel for rel in inv.logs]
-    candidates = [c for c in candidates if str(c) not in exclude and c.is_file()]
-    candidates.sort(key=lambda c: c.stat().st_mtime, reverse=True)
+    candidates = [c for c in candidates if str(c) not in exclude]
+    notes += [f"{c.name} skipped: not a regular file (FIFO, socket, device or dangling link); it was not opened"
+              for c in candidates if not c.is_file()]
+    candidates = [c for c in candidates if c.is_file()]
+    candidates.sort(key=lambda c: c.stat().st_mtime if c.exists() else 0.0, reverse=True)
     if len(candidates) > MAX_LOGS:
         notes.append(f"{len(candidates)} logs in {root}; the {MAX_LOGS} newest were scanned")
         candidates = candidates[:MAX_LOGS]
@@ -309,8 +333,9 @@ def _missing_artifacts(inv: ArtifactInventory | None, status: RunStatus, cls: Cl
 
 def diagnose(req: DiagnoseRequest, progress: Progress | None = None) -> Diagnosis:
     reset_redaction_count()
-    ev = collect(req, progress)
-    return analyse(req, ev)
+    with paths.scope(*_local_paths(req)):
+        ev = collect(req, progress)
+        return analyse(req, ev)
 
 
 def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:

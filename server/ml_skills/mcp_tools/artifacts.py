@@ -53,7 +53,7 @@ def list_artifacts(path: DirArg) -> ArtifactsResult:
     d = confine(path, roots(), want="dir")
     inv = artifact_collector.inventory(d)
     stripped = red = 0
-    for name in ("configs", "logs", "failure_artifacts"):
+    for name in ("configs", "logs", "failure_artifacts", "notes"):  # file names are untrusted text too
         vals, s, r = _clean_names(getattr(inv, name))
         setattr(inv, name, vals)
         stripped, red = stripped + s, red + r

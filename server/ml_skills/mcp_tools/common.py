@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
+import re
 import traceback
 import warnings
 from collections.abc import Callable
@@ -32,6 +34,7 @@ from ml_skills.errors import MLSkillsError
 from ml_skills.models import EvidenceStatus, Model
 from ml_skills.policy.audit import AuditLog
 from ml_skills.policy.rules import Policy
+from ml_skills.safety import paths
 from ml_skills.safety.paths import normalise_roots
 from ml_skills.safety.redact import redact_counted, redact_value, redaction_count, stripped_count
 
@@ -92,6 +95,21 @@ def roots() -> list[Path]:
     """Allowed roots for this call: the server's own plus the client's, when it sent any."""
     extra = _call_roots.get() or []
     return config().roots + [r for r in extra if r not in config().roots]
+
+
+_TRACKER_RUN = re.compile(r"^[\w.-]+/[\w.-]+/(runs/)?[\w-]+$")
+
+
+def tracker_target(value: str) -> str:
+    """A W&B run argument: entity/project/run_id goes to the API only when nothing by that name is on disk.
+
+    Anything that exists (as given, from the working directory, or from the first root), even
+    shaped like entity/project/run (`../outside/run`), is a local path and is confined.
+    """
+    r = roots()
+    if _TRACKER_RUN.match(value) and not any(os.path.lexists(p) for p in (value, r[0] / value if r else value)):
+        return value
+    return str(paths.confine(value, r, want="any"))
 
 
 @dataclass
@@ -217,6 +235,8 @@ def build(fn: Callable[..., Any]) -> Tool:
     async def call(**kwargs: Any) -> Any:
         ctx = kwargs.pop("_mcp_ctx")
         token = _call_roots.set(await client_roots(ctx))
+        # every path the call opens, given or read from data (pointers, symlinks, open files), stays in these
+        confined = paths.enter(roots())
         try:
             with anyio.fail_after(deadline):
                 if inner_async:
@@ -238,6 +258,7 @@ def build(fn: Callable[..., Any]) -> Tool:
             raise ToolError(f"{name} failed unexpectedly ({type(e).__name__}); the server is still running: "
                             "check the arguments, or run `ml-skills check-failed-run` in a terminal for details") from None
         finally:
+            paths.leave(confined)
             _call_roots.reset(token)
 
     return base.model_copy(update={"fn": call, "is_async": True, "context_kwarg": "_mcp_ctx",

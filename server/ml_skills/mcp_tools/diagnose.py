@@ -17,7 +17,7 @@ from pydantic import Field, PrivateAttr
 from ml_skills.engine.pipeline import DiagnoseRequest
 from ml_skills.engine.pipeline import diagnose as run_engine
 from ml_skills.errors import InputError
-from ml_skills.mcp_tools.common import WRITES_REPORT, ToolResult, config, roots, tool
+from ml_skills.mcp_tools.common import WRITES_REPORT, ToolResult, config, roots, tool, tracker_target
 from ml_skills.models import Diagnosis, EvidenceStatus, Framework, Task
 from ml_skills.render import brief, json_report
 from ml_skills.render import fields as fields_mod
@@ -73,7 +73,6 @@ def _quoted(b: Brief, marker: str) -> Brief:
 
 
 _REMOTE = re.compile(r"^[^/\s@]+@[^/\s]+:/")  # user@host:/path, as the CLI reads it
-_WANDB_RUN = re.compile(r"^[\w.-]+/[\w.-]+/(runs/)?[\w-]+$")
 
 
 @tool(title="Diagnose a failed run", annotations=WRITES_REPORT, deadline=300.0)
@@ -117,7 +116,7 @@ def diagnose(
         raise InputError("project and region go with vertex_pipeline only")
     r = roots()
     t = target if target is None or _REMOTE.match(target) else str(confine(target, r, want="any"))
-    w = wandb if wandb is None or _WANDB_RUN.match(wandb) else str(confine(wandb, r, want="any"))
+    w = tracker_target(wandb) if wandb is not None else None
     a = str(confine(artifacts, r, want="dir")) if artifacts else None
     out = confine_new(out_dir, r) if out_dir else config().out_dir
     gone = stripped_count()

@@ -3,7 +3,6 @@ collectors/wandb and collectors/mlflow (which import their SDK on first call, ne
 
 from __future__ import annotations
 
-import re
 from typing import Annotated
 
 from pydantic import Field
@@ -11,10 +10,9 @@ from pydantic import Field
 from ml_skills.collectors import mlflow, wandb
 from ml_skills.engine import scan
 from ml_skills.engine.pipeline import DiagnoseRequest
-from ml_skills.mcp_tools.common import READ_ONLY_REMOTE, roots, tool
+from ml_skills.mcp_tools.common import READ_ONLY_REMOTE, tool, tracker_target
 from ml_skills.mcp_tools.sources import SourceResult, source_result
 from ml_skills.models import LogEvidence, SourceEvidence, Trajectory
-from ml_skills.safety.paths import confine
 
 LOG_LINES = 200  # of each run log's tail, handed over fenced as quoted data
 
@@ -54,7 +52,7 @@ def get_wandb_run(
     """Read a W&B run: state, config, summary, the whole metric history lined up by step (loss,
     grad_norm, lr, throughput, validation), GPU and host memory peaks, its files and the tail of
     its console log. Call it when the run was tracked in W&B; `diagnose` runs the full engine on it."""
-    target = run if re.match(r"^[\w.-]+/[\w.-]+/(runs/)?[\w-]+$", run) else str(confine(run, roots(), want="any"))
+    target = tracker_target(run)
     return _with_logs(*wandb.collect(DiagnoseRequest(wandb=target)))
 
 

@@ -1,26 +1,44 @@
-"""Confine every path a tool is given to the allowed roots, before anything is opened.
+"""Confine every path to the allowed roots, and open files without a window to swap them.
 
-Containment is decided on the fully resolved path (symlinks followed), never by string prefix,
-so `/data_evil` is not inside `/data` and a symlink pointing out of a root is refused. Hostile
-spellings (NUL bytes, `~`, `..` components) are refused outright rather than normalised, and
-only regular files (or directories, where asked) are accepted: FIFOs, sockets, devices and the
-kernel's /proc, /sys and /dev trees are refused from `stat`, which never blocks.
+One rule for every path, whether a tool was given it or it was read from data (a `latest`
+pointer's contents, a symlink inside a run directory, a W&B `latest-run` link, a process's open
+files): `contain` resolves it fully (symlinks followed) and requires the result inside one of the
+active roots, never by string prefix, so `/data_evil` is not inside `/data`. `confine` adds the
+rules for spellings a caller typed (NUL, `~`, `..`, over-long). The kernel's /proc, /sys and /dev
+trees are refused whoever asks.
+
+Deciding is not opening: between the two, a directory can be swapped for a symlink or a file for
+a FIFO. So `open_binary` and `open_dir` never reopen the checked string. They walk from the
+root's directory fd, one component at a time, with O_NOFOLLOW and O_NONBLOCK, and check S_ISREG
+(or S_ISDIR) on the fd they got: a swap makes the open fail, never read elsewhere or block.
+Directory trees are walked with `os.fwalk`, which descends through held fds the same way.
+
+The active roots live in a context variable: the MCP server sets them for each call, the CLI to
+the directories the person named (`scope`). With none active (the CLI given a process id), paths
+are still resolved, kernel trees refused and files opened by the same walk from `/`.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar, Token
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 from ml_skills.errors import PathNotAllowed, TargetNotFound, UnreadableInput
 
 MAX_PATH_CHARS = 4096
 _KERNEL_TREES = (Path("/proc"), Path("/sys"), Path("/dev"))
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 
 Want = Literal["file", "dir", "any"]
+
+_active: ContextVar[tuple[Path, ...] | None] = ContextVar("ml_skills_allowed_roots", default=None)
 
 
 def normalise_roots(roots: Iterable[str | os.PathLike[str]]) -> list[Path]:
@@ -37,6 +55,57 @@ def normalise_roots(roots: Iterable[str | os.PathLike[str]]) -> list[Path]:
     return out
 
 
+def active_roots() -> tuple[Path, ...] | None:
+    """The roots every path is confined to now; None when nothing set them (a library call, the CLI on a pid)."""
+    return _active.get()
+
+
+def enter(roots: Sequence[Path]) -> Token[tuple[Path, ...] | None]:
+    """Make `roots` (already resolved) the active roots until `leave(token)`; for async callers."""
+    return _active.set(tuple(roots))
+
+
+def leave(token: Token[tuple[Path, ...] | None]) -> None:
+    _active.reset(token)
+
+
+@contextmanager
+def within(roots: Sequence[Path]) -> Iterator[None]:
+    """Confine everything under this block to `roots` (already resolved)."""
+    token = enter(roots)
+    try:
+        yield
+    finally:
+        leave(token)
+
+
+@contextmanager
+def scope(*bases: str | os.PathLike[str] | None) -> Iterator[None]:
+    """Entry points: when no roots are active yet, confine to the directories the person named.
+
+    A file named stands for its directory. Under the MCP server the call's roots are active
+    already and stay as they are.
+    """
+    if _active.get() is not None:
+        yield
+        return
+    dirs: list[Path] = []
+    for b in bases:
+        if b is None or not str(b).strip():
+            continue
+        p = Path(b).expanduser()
+        try:
+            real = p.resolve(strict=True)
+        except (OSError, RuntimeError):
+            continue
+        dirs.append(real if real.is_dir() else real.parent)
+    if not dirs:
+        yield
+        return
+    with within(normalise_roots(dirs)):
+        yield
+
+
 def _describe(roots: Sequence[Path]) -> str:
     return ", ".join(str(r) for r in roots) or "(none)"
 
@@ -46,6 +115,55 @@ def refuse_kernel_tree(real: Path) -> None:
     for tree in _KERNEL_TREES:
         if real == tree or real.is_relative_to(tree):
             raise PathNotAllowed(f"{real} is under {tree}: kernel and device files are never read")
+
+
+def _root_of(real: Path, roots: Sequence[Path]) -> Path | None:
+    """The innermost root holding `real`, or None."""
+    holding = [r for r in roots if real == r or real.is_relative_to(r)]
+    return max(holding, key=lambda r: len(r.parts)) if holding else None
+
+
+def _kind(real: Path, want: Want) -> None:
+    """Refuse anything but a regular file (or a directory where wanted), from stat: it never blocks."""
+    try:
+        st = os.stat(real)
+    except OSError as e:
+        raise UnreadableInput(f"{real} cannot be read: {e.strerror or e}") from None
+    if stat.S_ISDIR(st.st_mode):
+        if want == "file":
+            raise UnreadableInput(f"{real} is a directory; give a file inside it (list_artifacts shows what is there)")
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise UnreadableInput(f"{real} is not a regular file (FIFO, socket or device): only regular files are read")
+    if want == "dir":
+        raise UnreadableInput(f"{real} is a file; give the directory that holds it")
+
+
+def contain(path: str | os.PathLike[str], want: Want = "any", roots: Sequence[Path] | None = None) -> Path:
+    """The one confinement rule: the fully resolved path, inside the roots, of the wanted kind.
+
+    `roots` defaults to the active roots. Paths read from data (pointer contents, symlinks in a
+    run directory, a process's open files) come here directly; typed paths through `confine`.
+    """
+    roots = active_roots() if roots is None else roots
+    candidate = Path(path)
+    try:
+        real = candidate.resolve(strict=True)
+    except FileNotFoundError:
+        raise TargetNotFound(f"nothing at {candidate}: check the path") from None
+    except OSError as e:
+        if e.errno == errno.EINVAL:  # readlink on a part that stopped being a link: swapped under us
+            raise PathNotAllowed(f"{candidate} changed while it was opened (a part of it was swapped): refused, "
+                                 "nothing was read") from None
+        raise PathNotAllowed(f"cannot resolve {candidate}: {e.strerror or e}") from None
+    except RuntimeError as e:  # symlink loop
+        raise PathNotAllowed(f"cannot resolve {candidate}: {e}") from None
+    refuse_kernel_tree(real)
+    if roots is not None and _root_of(real, roots) is None:
+        raise PathNotAllowed(f"{candidate} resolves to {real}, outside the allowed roots {_describe(roots)}; "
+                             "start the server with --allow-root for that directory")
+    _kind(real, want)
+    return real
 
 
 def confine(path: str, roots: Sequence[Path], want: Want = "file") -> Path:
@@ -69,28 +187,11 @@ def confine(path: str, roots: Sequence[Path], want: Want = "file") -> Path:
     raw = Path(path)
     candidate = raw if raw.is_absolute() else roots[0] / raw
     try:
-        real = candidate.resolve(strict=True)
-    except FileNotFoundError:
+        return contain(candidate, want, roots)
+    except TargetNotFound:
         raise TargetNotFound(f"nothing at {candidate}: check the path (relative paths start from {roots[0]})") from None
-    except (OSError, RuntimeError) as e:  # symlink loop, permission
-        raise PathNotAllowed(f"cannot resolve {candidate}: {getattr(e, 'strerror', None) or e}") from None
-    refuse_kernel_tree(real)
-    if not any(real == r or real.is_relative_to(r) for r in roots):
-        raise PathNotAllowed(f"{path} resolves to {real}, outside the allowed roots {_describe(roots)}; "
-                             "start the server with --allow-root for that directory")
-    try:
-        st = os.stat(real)
-    except OSError as e:
-        raise UnreadableInput(f"{real} cannot be read: {e.strerror or e}") from None
-    if stat.S_ISDIR(st.st_mode):
-        if want == "file":
-            raise UnreadableInput(f"{real} is a directory; give a file inside it (list_artifacts shows what is there)")
-        return real
-    if not stat.S_ISREG(st.st_mode):
-        raise UnreadableInput(f"{real} is not a regular file (FIFO, socket or device): only regular files are read")
-    if want == "dir":
-        raise UnreadableInput(f"{real} is a file; give the directory that holds it")
-    return real
+    except PathNotAllowed as e:
+        raise PathNotAllowed(str(e).replace(str(candidate), path, 1)) from None
 
 
 def confine_new(path: str, roots: Sequence[Path]) -> Path:
@@ -105,3 +206,101 @@ def confine_new(path: str, roots: Sequence[Path]) -> Path:
     confine(str(existing), roots, want="dir")
     real = existing.resolve() / candidate.relative_to(existing) if existing != candidate else existing.resolve()
     return real
+
+
+# ---------------------------------------------------------------- opening through held fds
+
+
+def _walk_fd(real: Path, final_flags: int) -> int:
+    """Open `real` (resolved, contained) by walking from its root's fd, no symlink followed on the way."""
+    roots = active_roots()
+    root = _root_of(real, roots) if roots is not None else Path(real.anchor)
+    if root is None:
+        raise PathNotAllowed(f"{real} is outside the allowed roots {_describe(roots or ())}")
+    parts = real.relative_to(root).parts
+    try:  # the root itself was resolved when it was set; a file can be a root too (--allow-root train.log)
+        fd = os.open(root, (os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC) if parts else final_flags)
+    except OSError as e:
+        raise UnreadableInput(f"{root} cannot be opened: {e.strerror or e}") from None
+    try:
+        for i, comp in enumerate(parts):
+            last = i == len(parts) - 1
+            nfd = os.open(comp, final_flags if last else _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+    except OSError as e:
+        os.close(fd)
+        if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            raise PathNotAllowed(f"{real} changed while it was opened (a part of it is now a symlink or not a "
+                                 "directory): refused, nothing was read") from None
+        if e.errno == errno.ENOENT:
+            raise TargetNotFound(f"{real} disappeared before it could be opened") from None
+        raise UnreadableInput(f"{real} cannot be read: {e.strerror or e}") from None
+    return fd
+
+
+def open_fd(path: str | os.PathLike[str], want: Literal["file", "dir"] = "file") -> int:
+    """A read-only fd on a regular file (or a directory) inside the roots; the kind is checked on the fd."""
+    real = contain(path, want)
+    fd = _walk_fd(real, _DIR_FLAGS if want == "dir" else _FILE_FLAGS)
+    st = os.fstat(fd)
+    ok = stat.S_ISDIR(st.st_mode) if want == "dir" else stat.S_ISREG(st.st_mode)
+    if not ok:
+        os.close(fd)
+        what = "a directory" if want == "dir" else "a regular file (FIFO, socket or device)"
+        raise UnreadableInput(f"{real} is not {what}: it changed while it was opened; nothing was read")
+    if want == "file":
+        os.set_blocking(fd, True)
+    return fd
+
+
+def open_binary(path: str | os.PathLike[str], buffering: int = -1) -> BinaryIO:
+    """`open(path, 'rb')` that cannot block on a FIFO, follow a swapped symlink or leave the roots."""
+    return os.fdopen(open_fd(path), "rb", buffering=buffering)  # type: ignore[return-value]
+
+
+def read_capped(path: str | os.PathLike[str], cap: int) -> bytes:
+    """A small file (pointer, manifest, metrics, index) read whole, refused when it is over `cap` bytes."""
+    with open_binary(path) as f:
+        data = f.read(cap + 1)
+    if len(data) > cap:
+        raise UnreadableInput(f"{Path(path).name} is over {cap // 1024} KiB: too large for what it should hold; not read")
+    return data
+
+
+def exists_below(base: Path, rel: str) -> bool:
+    """Whether `rel` exists under `base` (a contained directory), looked up through held fds, never leaving it.
+
+    No symlink is followed, so the answer says nothing about any file outside `base`.
+    """
+    parts = Path(rel).parts
+    if not parts or Path(rel).is_absolute() or ".." in parts or "\x00" in rel:
+        raise PathNotAllowed(f"{rel!r} must be a plain name inside {base}")
+    fd = open_fd(base, "dir")
+    try:
+        for comp in parts[:-1]:
+            try:
+                nfd = os.open(comp, _DIR_FLAGS, dir_fd=fd)
+            except OSError:
+                return False
+            os.close(fd)
+            fd = nfd
+        try:
+            os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+        except OSError:
+            return False
+        return True
+    finally:
+        os.close(fd)
+
+
+def walk(base: Path, max_depth: int | None = None) -> Iterator[tuple[Path, list[str], list[str]]]:
+    """os.walk over a contained directory through held fds (os.fwalk): a directory swapped for a
+    symlink mid-walk is not entered. Symlinks appear among the names, never followed; the caller
+    decides about each (through `contain`). Prune `dirnames` in place as with os.walk."""
+    real = contain(base, "dir")
+    for dirpath, dirnames, filenames, _fd in os.fwalk(real, follow_symlinks=False):
+        d = Path(dirpath)
+        if max_depth is not None and len(d.relative_to(real).parts) >= max_depth:
+            dirnames[:] = []
+        yield d, dirnames, filenames
