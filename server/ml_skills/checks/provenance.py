@@ -11,7 +11,6 @@ closed: anything missing or unreadable is a FAIL, never a pass by default. Read-
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 from ml_skills.collectors.checkpoints import WEIGHT_SUFFIXES, inspect_dir, inspect_file
 from ml_skills.errors import TargetNotFound, UnreadableInput
 from ml_skills.checks.report import Check, CheckReport, Verdict
+from ml_skills.safety import untrusted_json
 
 MANIFEST_NAMES = ("manifest.json", "MANIFEST.json", "model_manifest.json", "run_manifest.json")
 MANIFEST_FIELDS = ("git_commit", "data_snapshot", "environment", "shape", "timestamp", "run_id")
@@ -78,7 +78,7 @@ def _metrics(files: list[Path]) -> Check:
                      fix="evaluate on the held-out split and save the metrics with the model")
     for p in found:
         try:
-            data = json.loads(p.read_text("utf-8"))
+            data = untrusted_json.loads(p.read_text("utf-8"))
         except (OSError, ValueError) as e:
             return Check(name="held-out metrics", verdict=Verdict.FAIL, detail=f"{p.name} is not valid JSON ({e})", fix="rewrite the metrics file")
         nums = {k: v for k, v in (data.items() if isinstance(data, dict) else []) if isinstance(v, (int, float)) and not isinstance(v, bool)}
@@ -99,7 +99,7 @@ def _manifest(root: Path, files: list[Path]) -> tuple[Check, Check, dict]:
         return fail, Check(name="run-scoped prefix", verdict=Verdict.FAIL, detail="no run_id to check the prefix against",
                            fix="put every artifact under a prefix named for the run id"), {}
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = untrusted_json.loads(path.read_text("utf-8"))
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")
     except (OSError, ValueError) as e:
