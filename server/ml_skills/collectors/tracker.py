@@ -108,7 +108,7 @@ def to_float(value: Any) -> float | None:
     if isinstance(value, float):
         return value
     if isinstance(value, int):
-        return float(value) if abs(value) < 2**1023 else math.copysign(math.inf, value)  # float() overflows on larger ones
+        return float(value) if abs(value) < 2**1023 else (math.inf if value > 0 else -math.inf)  # float() overflows on larger ones
     if isinstance(value, str) and value.strip().lower() in ("nan", "inf", "-inf", "infinity", "-infinity"):
         return float(value.strip().lower().replace("infinity", "inf"))
     return None
