@@ -138,6 +138,54 @@ def test_a_metric_line_nested_1900_deep_is_not_a_metric_and_the_log_is_diagnosed
     assert metrics.parse_line('{"loss": 0.5, "step": 3}') == ({"loss": 0.5}, 3.0, None)
 
 
+def test_deep_json_in_metrics_and_manifest_fails_those_checks_not_the_command(tmp_path: Path) -> None:
+    """verify-artifacts parses metrics.json and manifest.json: nested 5,000 deep they are failed checks, not exit 3."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "model.safetensors").write_bytes(safetensors_bytes(b"{}", b""))
+    deep = "[" * 5000 + "]" * 5000
+    (run / "metrics.json").write_text('{"acc": ' + deep + "}")
+    (run / "manifest.json").write_text('{"run_id": ' + deep + "}")
+    proc = subprocess.run([sys.executable, "-m", "ml_skills.cli", "verify-artifacts", str(run)], capture_output=True, text=True,
+                          timeout=120, preexec_fn=_limited, cwd=tmp_path)
+    assert proc.returncode in (0, 1), proc.stderr[-500:]  # GO or NO-GO, never "internal error"
+    assert "[FAIL] held-out metrics: metrics.json is not valid JSON (JSON nested deeper than 64 levels)" in proc.stdout
+    assert "[FAIL] manifest: manifest.json unreadable: JSON nested deeper than 64 levels" in proc.stdout
+
+
+def test_an_http_answer_nested_5000_deep_is_a_malformed_answer(tmp_path: Path) -> None:
+    """MLflow's answers are parsed by request_json: a server on loopback answers 200 with JSON nested 5,000 deep."""
+    import http.server
+    import threading
+
+    import httpx
+
+    from ml_skills.collectors.http_api import Deadline, request_json
+    from ml_skills.errors import SourceUnavailable
+
+    body = ('{"run": ' + "[" * 5000 + "]" * 5000 + "}").encode()
+
+    class Deep(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802  the stdlib's name
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Deep)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{server.server_address[1]}") as client, \
+                pytest.raises(SourceUnavailable, match="malformed answer"):
+            request_json(client, "GET", "/api/2.0/mlflow/runs/get", name="MLflow", what="the run", deadline=Deadline(20))
+    finally:
+        server.shutdown()
+
+
 # ------------------------------------------------------------------ the verdict on each header
 
 def test_safetensors_verdicts_match_what_the_library_reads(tmp_path: Path) -> None:
