@@ -39,7 +39,7 @@ def _limited() -> None:
 
 def run_cli(target: Path, out: Path) -> tuple[subprocess.CompletedProcess[str], dict | None]:
     proc = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", str(target), "--out-dir", str(out),
-                           "--format", "json"], capture_output=True, text=True, timeout=120, preexec_fn=_limited)
+                           "--format", "json"], capture_output=True, text=True, timeout=120, preexec_fn=_limited, check=False)
     report = out / "check-failed-run.json"
     return proc, (json.loads(report.read_text()) if report.exists() else None)
 
@@ -146,7 +146,7 @@ def test_deep_json_in_metrics_and_manifest_fails_those_checks_not_the_command(tm
     deep = "[" * 5000 + "]" * 5000
     (run / "metrics.json").write_text('{"acc": ' + deep + "}")
     (run / "manifest.json").write_text('{"run_id": ' + deep + "}")
-    proc = subprocess.run([sys.executable, "-m", "ml_skills.cli", "verify-artifacts", str(run)], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "ml_skills.cli", "verify-artifacts", str(run)], capture_output=True, text=True, check=False,
                           timeout=120, preexec_fn=_limited, cwd=tmp_path)
     assert proc.returncode in (0, 1), proc.stderr[-500:]  # GO or NO-GO, never "internal error"
     assert "[FAIL] held-out metrics: metrics.json is not valid JSON (JSON nested deeper than 64 levels)" in proc.stdout
@@ -166,7 +166,7 @@ def test_an_http_answer_nested_5000_deep_is_a_malformed_answer(tmp_path: Path) -
     body = ('{"run": ' + "[" * 5000 + "]" * 5000 + "}").encode()
 
     class Deep(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802  the stdlib's name
+        def do_GET(self) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -310,7 +310,7 @@ def test_deep_json_in_a_wandb_run_is_a_missing_note_not_a_crash(tmp_path: Path) 
 
 def run_cli_wandb(run: Path, out: Path) -> tuple[subprocess.CompletedProcess[str], dict | None]:
     proc = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", "--wandb", str(run), "--out-dir", str(out),
-                           "--format", "json"], capture_output=True, text=True, timeout=120, preexec_fn=_limited)
+                           "--format", "json"], capture_output=True, text=True, timeout=120, preexec_fn=_limited, check=False)
     report = out / "check-failed-run.json"
     return proc, (json.loads(report.read_text()) if report.exists() else None)
 
