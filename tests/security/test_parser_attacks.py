@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from ml_skills.collectors import checkpoints, wandb
-from ml_skills.engine import gradmax, metrics, scan
+from ml_skills.engine import gradmax, metric_lines, metrics, scan
 from tests.security.figures import record
 
 MEMORY_LIMIT = 2 * 1024**3  # address space for the CLI child: it needs about 0.6 GiB, set(range(10**12)) far more
@@ -389,3 +389,16 @@ def test_the_grad_norm_scan_is_linear_on_a_long_line_of_grad_norms() -> None:
     assert gradmax._largest(*big) == (1e9, 7, len(big[0]) - 1)
     assert t_big < 8 * t_small, (t_small, t_big)
     record("parser time ratio, 4x input (linear ~4, quadratic ~16)", "grad-norm scan: a line of grad norms", round(t_big / t_small, 1))
+
+
+def test_the_accuracy_line_finder_is_linear_on_a_long_line_of_accuracies() -> None:
+    """Small logs parse every line printing an accuracy; each match searched back to its line's start."""
+    def chunk(n: int) -> bytes:
+        return b"step 1\nloss 0.5\n" + b"accuracy=0.5 " * (n // 13) + b"\n" + b"Validation-accuracy: 0.25\n"
+
+    small, big = chunk(250_000), chunk(1_000_000)
+    t_small = _cpu(lambda: metric_lines.accuracy_lines(small))
+    t_big = _cpu(lambda: metric_lines.accuracy_lines(big))
+    assert metric_lines.accuracy_lines(big) == {16, len(big) - len(b"Validation-accuracy: 0.25\n")}
+    assert t_big < 8 * t_small, (t_small, t_big)
+    record("parser time ratio, 4x input (linear ~4, quadratic ~16)", "accuracy lines: a line of accuracies", round(t_big / t_small, 1))
