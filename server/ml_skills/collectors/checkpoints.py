@@ -26,7 +26,7 @@ from ml_skills.safety import untrusted_json
 
 WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth", ".ckpt", ".bin", ".h5", ".keras", ".pkl", ".msgpack", ".npz")
 _STEP = re.compile(r"(?:checkpoint|global_step|step|iter|epoch|ckpt|model)[-_=]?(\d+)", re.IGNORECASE)
-MAX_SAFETENSORS_HEADER = 16 * 1024 * 1024  # parsed whole: JSON costs up to ~30x its size in memory
+MAX_SAFETENSORS_HEADER = 16 * 1024 * 1024  # parsed whole: parsed JSON takes up to ~26x its size in memory
 MAX_DIMS = 64
 # bits per element of every dtype safetensors 0.8 reads (its Dtype enum)
 _DTYPE_BITS = {"BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8,
