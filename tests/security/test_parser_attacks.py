@@ -87,6 +87,11 @@ def _superscript_iteration(d: Path) -> str:
     return "latest_checkpointed_iteration.txt"
 
 
+def _pointer_to_the_root(d: Path) -> str:
+    (d / "latest").write_text("/\n")  # DeepSpeed's tag file; the checkpoint_dir fuzz target found `//`
+    return "latest"
+
+
 def _deep_index(d: Path) -> str:
     ck = d / "checkpoint-4"
     ck.mkdir()
@@ -104,6 +109,7 @@ ATTACKS: dict[str, Callable[[Path], str]] = {
     "C9 dangling last.ckpt symlink": _dangling_last,
     "C10 superscript digits in the Megatron iteration file": _superscript_iteration,
     "C5 index.json nested 5,000 deep": _deep_index,
+    "P9 a latest pointer holding /": _pointer_to_the_root,
 }
 
 

@@ -33,6 +33,7 @@ _DTYPE_BITS = {"BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8,
                "F8_E4M3FNUZ": 8, "F8_E5M2FNUZ": 8, "I16": 16, "U16": 16, "F16": 16, "BF16": 16, "I32": 32, "U32": 32,
                "F32": 32, "C64": 64, "F64": 64, "I64": 64, "U64": 64}
 MAX_DIR_FILES = 2000
+MAX_DIR_ENTRIES = 20_000  # files and folders walked in one checkpoint folder
 MAX_INDEX_BYTES = 64 * 1024 * 1024  # a 100k-tensor index is about 10 MiB
 _DS_MODEL = re.compile(r"(^mp_rank_\d+|^zero_pp_rank_\d+_mp_rank_\d+|^layer_\d+-model(_\d+-model)?)_states\.pt$|_model_states\.pt$")
 _DS_OPTIM = re.compile(r"^(?:bf16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_optim_states\.pt$")
@@ -306,11 +307,12 @@ def inspect_dir(path: Path) -> CheckpointInfo:
 
 def _inspect_dir(path: Path) -> CheckpointInfo:
     all_files = []
-    for p in sorted(path.rglob("*")):
+    for seen, p in enumerate(path.rglob("*")):  # not sorted(rglob): that walks the whole tree before the cap bites
+        if seen >= MAX_DIR_ENTRIES or len(all_files) >= MAX_DIR_FILES:
+            break
         if p.is_file():
             all_files.append(p)
-            if len(all_files) >= MAX_DIR_FILES:
-                break
+    all_files.sort()
     files = [p for p in all_files if p.suffix in WEIGHT_SUFFIXES or _DCP_SHARD.match(p.name)][:200]
     top = {p.name: p for p in all_files if p.parent == path}
     st = path.stat()
@@ -359,6 +361,9 @@ def _inspect_latest(pointer: Path) -> CheckpointInfo:
     mtime = datetime.fromtimestamp(st.st_mtime, UTC)
     if not text:
         return CheckpointInfo(path=str(pointer), format="latest-pointer", size_bytes=st.st_size, mtime=mtime, valid=False, reason="empty pointer file")
+    if not _is_file_name(text):  # `/` or `../..` would walk whatever it names (`//` walked the whole filesystem)
+        return CheckpointInfo(path=str(pointer), format="latest-pointer", size_bytes=st.st_size, mtime=mtime, valid=False,
+                              reason=f"points to {text!r}, which is not a name in its own folder: not followed")
     if not target.exists():
         return CheckpointInfo(path=str(pointer), format="latest-pointer", size_bytes=st.st_size, mtime=mtime, step=step_of(text), valid=False,
                               reason=f"points to {text}, which does not exist: a resume from 'latest' will fail")
