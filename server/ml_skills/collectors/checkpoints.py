@@ -361,9 +361,9 @@ def _inspect_latest(pointer: Path) -> CheckpointInfo:
     mtime = datetime.fromtimestamp(st.st_mtime, UTC)
     if not text:
         return CheckpointInfo(path=str(pointer), format="latest-pointer", size_bytes=st.st_size, mtime=mtime, valid=False, reason="empty pointer file")
-    if not _is_file_name(text):  # `/` or `../..` would walk whatever it names (`//` walked the whole filesystem)
+    if "\0" in text or not target.resolve().is_relative_to(base.resolve()):  # `/`, `//`, `../..`: the fuzzer's `//` walked the whole filesystem
         return CheckpointInfo(path=str(pointer), format="latest-pointer", size_bytes=st.st_size, mtime=mtime, valid=False,
-                              reason=f"points to {text!r}, which is not a name in its own folder: not followed")
+                              reason=f"points to {text!r}, not a path inside the pointer's own folder: not followed")
     if not target.exists():
         return CheckpointInfo(path=str(pointer), format="latest-pointer", size_bytes=st.st_size, mtime=mtime, step=step_of(text), valid=False,
                               reason=f"points to {text}, which does not exist: a resume from 'latest' will fail")
