@@ -44,7 +44,8 @@ FAULTS = [
     ("tests/collectors/test_wandb.py", "drip or 429 or 500 or faults or down or secrets"),
     ("tests/collectors/test_process.py", "environment_never_leaves or secrets_on_the_command_line"),
 ]
-FUZZ_TARGETS = ["scan_text", "parse_line", "parse_traceback", "inspect_checkpoint", "redact", "read_log", "fence", "cli_args"]
+FUZZ_TARGETS = ["scan_text", "parse_line", "parse_traceback", "inspect_checkpoint", "redact", "read_log", "fence", "cli_args",
+                "safetensors_header", "checkpoint_dir", "wandb_run"]
 
 
 def run_pytest(args: list[str], figures: Path, junit: Path) -> int:
@@ -66,12 +67,18 @@ def test_counts(junit: Path) -> dict[str, list[int]]:
     return out
 
 
+def max_len(target: str) -> int:
+    from tests.security.test_fuzz import DEFAULT_MAX_LEN, MAX_LEN  # one table for the short and the long run
+
+    return MAX_LEN.get(target, DEFAULT_MAX_LEN)
+
+
 def long_fuzz(seconds: int) -> list[dict]:
     """Each target for `seconds`; a crashing input is kept in a directory named in the output."""
     rows = []
     crashes = Path(tempfile.mkdtemp(prefix="ml-skills-fuzz-crashes-"))
     for target in FUZZ_TARGETS:
-        cmd = [sys.executable, "-m", "tests.security.fuzz", target, f"-max_total_time={seconds}", "-max_len=4096",
+        cmd = [sys.executable, "-m", "tests.security.fuzz", target, f"-max_total_time={seconds}", f"-max_len={max_len(target)}",
                f"-dict={ROOT / 'tests/security/fuzz.dict'}", f"-artifact_prefix={crashes}/{target}-"]
         print("$", " ".join(cmd[1:]), file=sys.stderr)
         cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -24,14 +24,21 @@ pytest.importorskip("atheris", reason="atheris is not installed (pip install ath
                                       "the hypothesis tests in test_properties.py still cover every target")
 
 ROOT = Path(__file__).resolve().parents[2]
-TARGETS = ["scan_text", "parse_line", "parse_traceback", "inspect_checkpoint", "redact", "read_log", "fence", "cli_args"]
-RUNS = {"scan_text": 1000, "cli_args": 1000, "inspect_checkpoint": 800}
+TARGETS = ["scan_text", "parse_line", "parse_traceback", "inspect_checkpoint", "redact", "read_log", "fence", "cli_args",
+           "safetensors_header", "checkpoint_dir", "wandb_run"]
+RUNS = {"scan_text": 1000, "cli_args": 1000, "inspect_checkpoint": 800, "safetensors_header": 1000, "checkpoint_dir": 500,
+        "wandb_run": 1000}
 DEFAULT_RUNS = 2000
+# Longer inputs where the attacks are long: a metric line nested 1,900 deep is 3,800 bytes before its
+# key, and a JSON header only breaks the standard parser past a thousand levels. 4096 everywhere
+# missed both (issue 14).
+MAX_LEN = {"parse_line": 8192, "safetensors_header": 65536, "checkpoint_dir": 16384, "wandb_run": 65536}
+DEFAULT_MAX_LEN = 4096
 
 
 def fuzz_command(target: str, runs: int, crashes: Path) -> list[str]:
     """The short run; a crashing input is written under `crashes` (keep it in tests/security/fuzz_crashes/)."""
-    return [sys.executable, "-m", "tests.security.fuzz", target, f"-runs={runs}", "-max_len=4096",
+    return [sys.executable, "-m", "tests.security.fuzz", target, f"-runs={runs}", f"-max_len={MAX_LEN.get(target, DEFAULT_MAX_LEN)}",
             f"-dict={ROOT / 'tests/security/fuzz.dict'}", "-seed=1", f"-artifact_prefix={crashes}/"]
 
 

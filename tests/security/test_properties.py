@@ -6,6 +6,7 @@ text built from secret and marker fragments so the redactor's edge cases are rea
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,6 +45,7 @@ def warm() -> Iterator[None]:
     """First calls load the catalog and compile patterns: done once here, not inside a timed example."""
     for name in fuzz_targets.TARGETS:
         fuzz_targets.run(name, b"step 1 | loss 0.5\nTraceback (most recent call last):\n")
+    fuzz_targets.run("safetensors_header", b"\x00{}")  # a valid header: imports the safetensors library and torch
     yield
     for what, n in sorted(EXAMPLES.items()):
         record("hypothesis examples", what, n)
@@ -106,3 +108,42 @@ def test_a_line_cut_for_length_never_shows_half_a_token(before: int) -> None:
     assert secret[:8] not in shown or secret in shown
     assert secret not in redact(shown)
     EXAMPLES["a line cut for length never shows half a token"] += 1
+
+
+# JSON built from the shapes that broke the parsers (issue 14): nesting past any parser's stack, integers
+# float() cannot hold, offsets of every sign and type, objects where lists belong
+DEEP = "@DEEP@"
+json_scalars = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
+                         st.integers(min_value=10**300, max_value=10**400), st.floats(allow_nan=False, allow_infinity=False),
+                         st.text(max_size=8), st.just(DEEP))
+json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+                           max_leaves=16)
+offsets = st.one_of(st.lists(st.integers(min_value=-(2**65), max_value=2**65), min_size=2, max_size=2),
+                    st.lists(st.integers(min_value=0, max_value=64), min_size=2, max_size=2).map(sorted), json_values)
+tensors = st.fixed_dictionaries({"dtype": st.one_of(st.sampled_from(["F32", "BF16", "F4", "F6_E2M3", "I64", "BOOL", "Q9"]), json_values),
+                                 "shape": st.one_of(st.lists(st.integers(min_value=0, max_value=16), max_size=4),
+                                                    st.lists(st.integers(min_value=-(2**64), max_value=2**64), max_size=70), json_values),
+                                 "data_offsets": offsets})
+headers = st.dictionaries(st.text(min_size=1, max_size=8), st.one_of(tensors, json_values), max_size=4)
+
+
+def _with_deep(text: str, depth: int) -> str:
+    return text.replace(json.dumps(DEEP), "[" * depth + "]" * depth)
+
+
+@common
+@given(header=headers, room=st.integers(min_value=0, max_value=40), depth=st.integers(min_value=0, max_value=5000))
+def test_any_safetensors_header_gets_a_verdict_and_valid_means_the_library_loads_it(header: dict, room: int, depth: int) -> None:
+    """inspect_file answers for any header, within the example's deadline; when it says valid (and knows every
+    dtype), the safetensors library reads every tensor (checked inside the fuzz target)."""
+    fuzz_targets.safetensors_header(bytes([room]) + _with_deep(json.dumps(header), depth).encode())
+    EXAMPLES["safetensors headers from hostile JSON shapes"] += 1
+
+
+@common
+@given(value=json_values, step=json_values, depth=st.integers(min_value=0, max_value=3000), key=st.sampled_from(["loss", "train/loss", "lr"]))
+def test_any_json_metric_line_is_parsed_or_refused(value: object, step: object, depth: int, key: str) -> None:
+    """parse_line answers for `{"loss": <any JSON>}`, within the example's deadline: floats for the metrics, or None."""
+    line = _with_deep(json.dumps({key: value, "step": step}), depth)
+    fuzz_targets.parse_line(line.encode())
+    EXAMPLES["JSON metric lines from hostile JSON shapes"] += 1

@@ -15,7 +15,6 @@ waited on or read without end. The roots are the MCP call's, or (CLI) the direct
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from pathlib import Path
@@ -23,7 +22,7 @@ from pathlib import Path
 from ml_skills.collectors.checkpoints import WEIGHT_SUFFIXES, inspect_dir, inspect_file
 from ml_skills.checks.report import Check, CheckReport, Verdict
 from ml_skills.errors import InputError, TargetNotFound, UnreadableInput
-from ml_skills.safety import paths
+from ml_skills.safety import paths, untrusted_json
 
 MANIFEST_NAMES = ("manifest.json", "MANIFEST.json", "model_manifest.json", "run_manifest.json")
 MANIFEST_FIELDS = ("git_commit", "data_snapshot", "environment", "shape", "timestamp", "run_id")
@@ -58,7 +57,7 @@ def _sha256(path: Path) -> str:
 
 def _json(path: Path) -> object:
     """A small JSON file, opened confined and read bounded (InputError for a FIFO, a device, a link out)."""
-    return json.loads(paths.read_capped(path, MAX_JSON_BYTES).decode("utf-8"))
+    return untrusted_json.loads(paths.read_capped(path, MAX_JSON_BYTES).decode("utf-8"))
 
 
 def _weights(root: Path, files: list[Path]) -> Check:

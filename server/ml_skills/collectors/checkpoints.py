@@ -19,7 +19,6 @@ symlinked checkpoint folder are paths read from data: they go through the same c
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import struct
@@ -29,11 +28,16 @@ from pathlib import Path
 
 from ml_skills.errors import InputError
 from ml_skills.models import CheckpointInfo
-from ml_skills.safety import paths
+from ml_skills.safety import paths, untrusted_json
 
 WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth", ".ckpt", ".bin", ".h5", ".keras", ".pkl", ".msgpack", ".npz")
 _STEP = re.compile(r"(?:checkpoint|global_step|step|iter|epoch|ckpt|model)[-_=]?(\d+)", re.IGNORECASE)
-MAX_SAFETENSORS_HEADER = 100 * 1024 * 1024
+MAX_SAFETENSORS_HEADER = 16 * 1024 * 1024  # parsed whole: parsed JSON takes up to ~26x its size in memory
+MAX_DIMS = 64
+# bits per element of every dtype safetensors 0.8 reads (its Dtype enum)
+_DTYPE_BITS = {"BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8,
+               "F8_E4M3FNUZ": 8, "F8_E5M2FNUZ": 8, "I16": 16, "U16": 16, "F16": 16, "BF16": 16, "I32": 32, "U32": 32,
+               "F32": 32, "C64": 64, "F64": 64, "I64": 64, "U64": 64}
 MAX_DIR_FILES = 2000
 MAX_DIR_DEPTH = 4
 MAX_INDEX_BYTES = 64 * 1024 * 1024  # a model.safetensors.index.json; real ones are a few MiB
@@ -57,32 +61,76 @@ def safetensors_header(path: Path, size: int) -> tuple[dict | None, int, str]:
         if len(head) < 8:
             return None, 0, "shorter than the 8-byte safetensors header length"
         (n,) = struct.unpack("<Q", head)
-        if n > MAX_SAFETENSORS_HEADER or 8 + n > size:
+        if 8 + n > size:
             return None, 0, f"header length {n} does not fit in a {size}-byte file (truncated or not safetensors)"
+        if n > MAX_SAFETENSORS_HEADER:
+            return None, 0, (f"header of {n} bytes is over the {MAX_SAFETENSORS_HEADER // 2**20} MiB this inspector parses "
+                             f"(about {MAX_SAFETENSORS_HEADER // 150:,} tensors): not verified")
         try:
-            header = json.loads(f.read(n))
-        except ValueError:
-            return None, 0, "header is not valid JSON (corrupt)"
+            header = untrusted_json.loads(f.read(n))
+        except ValueError as e:
+            return None, 0, f"header is not JSON this inspector accepts ({str(e)[:80]}): corrupt"
     if not isinstance(header, dict):
         return None, 0, "header is not a JSON object (corrupt)"
     return header, n, ""
 
 
+def _is_count(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _tensor_problem(name: str, entry: object) -> str | None:
+    """Why one header entry is not a tensor the safetensors library would read, or None."""
+    if not isinstance(entry, dict):
+        return f"entry {name[:60]!r} is not an object"
+    offsets, shape, dtype = entry.get("data_offsets"), entry.get("shape"), entry.get("dtype")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_count(v) for v in offsets) and offsets[0] <= offsets[1]):
+        return f"tensor {name[:60]!r} has malformed data_offsets (two non-negative integers, begin <= end)"
+    if not isinstance(dtype, str) or not (isinstance(shape, list) and len(shape) <= MAX_DIMS and all(_is_count(v) for v in shape)):
+        return f"tensor {name[:60]!r} has a malformed dtype or shape"
+    bits = _DTYPE_BITS.get(dtype)
+    if bits is None:
+        return None  # a dtype newer than this table: its size cannot be checked
+    n = 0 if 0 in shape else 1
+    for dim in shape if n else ():
+        n *= dim
+        if n * bits > 8 * (offsets[1] - offsets[0]):  # stop early: a hostile shape can be a huge product
+            break
+    if n * bits != 8 * (offsets[1] - offsets[0]):
+        return f"tensor {name[:60]!r}: shape {shape[:8]} of {dtype} does not fill its {offsets[1] - offsets[0]} bytes"
+    return None
+
+
 def _safetensors(path: Path, size: int) -> tuple[bool, str]:
+    """Valid only when the safetensors library would read it: typed entries, contiguous offsets, file fully covered."""
     try:
         header, n, why = safetensors_header(path, size)
     except InputError as e:  # swapped for a FIFO or a link since it was listed
         return False, str(e)
     if header is None:
         return False, why
-    try:
-        ends = [int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__" and isinstance(v, dict) and "data_offsets" in v]
-    except (TypeError, ValueError, IndexError):
-        return False, "header has malformed data_offsets (corrupt)"
-    expected = 8 + n + (max(ends) if ends else 0)
+    spans: list[tuple[int, int, str]] = []
+    for name, entry in header.items():
+        if name == "__metadata__":
+            if not isinstance(entry, dict) or not all(isinstance(v, str) for v in entry.values()):
+                return False, "__metadata__ is not a map of strings (corrupt)"
+            continue
+        problem = _tensor_problem(str(name), entry)
+        if problem:
+            return False, f"{problem} (corrupt)"
+        spans.append((entry["data_offsets"][0], entry["data_offsets"][1], str(name)))
+    spans.sort()
+    end = 0
+    for begin, stop, name in spans:
+        if begin != end:
+            return False, f"tensor {name[:60]!r} starts at {begin}, not where the previous one ends ({end}): corrupt"
+        end = stop
+    expected = 8 + n + end
     if expected > size:
         return False, f"truncated: tensors end at byte {expected} but the file has {size}"
-    return True, f"{len(ends)} tensors, header ok"
+    if expected < size:
+        return False, f"{size - expected} bytes after the last tensor (byte {expected}): the header does not describe this file"
+    return True, f"{len(spans)} tensors, header ok"
 
 
 def _torch_zip(path: Path, size: int) -> tuple[bool, str]:
@@ -108,18 +156,24 @@ def _unusable(path: Path, why: str, fmt: str = "unreadable") -> CheckpointInfo:
     """A checkpoint that cannot be opened (dangling link, FIFO, outside the roots): invalid, with why."""
     try:
         mtime = datetime.fromtimestamp(os.lstat(path).st_mtime, UTC)
+        if path.is_symlink() and not path.exists():  # Lightning's last.ckpt after the checkpoint it named was rotated away
+            why = f"dangling symlink to {os.readlink(path)[:200]}: the checkpoint it named is gone"
     except OSError:
         mtime = datetime.fromtimestamp(0, UTC)
     return CheckpointInfo(path=str(path), format=fmt, size_bytes=0, mtime=mtime, step=step_of(path.name), valid=False, reason=why)
 
 
 def inspect_file(path: Path) -> CheckpointInfo:
+    """One weights file from its structure. Never raises for what is on disk: a file that is gone or
+    unreadable (Lightning's `last.ckpt` symlink to a rotated-away checkpoint) is an invalid checkpoint."""
     try:
         with paths.open_binary(path) as f:
             st = os.fstat(f.fileno())
             magic = f.read(4)
     except InputError as e:
         return _unusable(path, str(e))
+    except OSError as e:
+        return _unusable(path, f"cannot read: {e.strerror or type(e).__name__}")
     size = st.st_size
     mtime = datetime.fromtimestamp(st.st_mtime, UTC)
     if size == 0:
@@ -146,8 +200,23 @@ def inspect_file(path: Path) -> CheckpointInfo:
     return CheckpointInfo(path=str(path), format=fmt, size_bytes=size, mtime=mtime, step=step_of(path.name), valid=valid, reason=reason)
 
 
-def _gaps(ranks: set[int]) -> list[int]:
-    return sorted(set(range(max(ranks) + 1)) - ranks) if ranks else []
+def _gaps(ranks: set[int], shown: int = 5) -> tuple[list[int], int]:
+    """(the first `shown` ranks missing below the highest, how many are missing): no range is built,
+    so a file named for rank 10**12 costs what the files present cost."""
+    if not ranks:
+        return [], 0
+    top = max(ranks)
+    first: list[int] = []
+    r = 0
+    while len(first) < shown and r < top:  # at most len(ranks) + shown steps
+        if r not in ranks:
+            first.append(r)
+        r += 1
+    return first, top + 1 - len(ranks)
+
+
+def _missing(gaps: list[int], n: int) -> str:
+    return f"rank(s) {gaps}" if n <= len(gaps) else f"{n:,} rank(s), first {gaps}"
 
 
 def _deepspeed(files: dict[str, Path]) -> tuple[bool, str] | None:
@@ -160,10 +229,10 @@ def _deepspeed(files: dict[str, Path]) -> tuple[bool, str] | None:
     if not model:
         return False, "DeepSpeed folder without *_model_states.pt: the save did not finish"
     missing = {mp: _gaps({int(m.group(1)) for m in optim.values() if m.group(2) == mp}) for mp in {m.group(2) for m in optim.values()}}
-    missing = {mp: g for mp, g in missing.items() if g}
+    missing = {mp: g for mp, g in missing.items() if g[1]}
     if missing:
-        mp, gaps = next(iter(sorted(missing.items())))
-        return False, f"ZeRO optimizer shards missing for data-parallel rank(s) {gaps[:5]} (mp_rank_{mp}): a partial save"
+        mp, (gaps, n) = next(iter(sorted(missing.items())))
+        return False, f"ZeRO optimizer shards missing for data-parallel {_missing(gaps, n)} (mp_rank_{mp[:12]}): a partial save"
     world = len({m.group(1) for m in optim.values()})
     return True, f"DeepSpeed: {len(model)} model-states file(s), {len(optim)} ZeRO optimizer shard(s) for {world} rank(s)"
 
@@ -187,13 +256,18 @@ def _dcp(files: dict[str, Path]) -> tuple[bool, str] | None:
         return False, ".metadata is not a pickle stream (corrupt); it was not unpickled"
     if not shards:
         return False, ".metadata without any __R_0.distcp shard"
-    gaps = _gaps({int(m.group(1)) for m in shards.values()})
-    if gaps:
-        return False, f"distcp shards missing for rank(s) {gaps[:5]}"
+    gaps, n = _gaps({int(m.group(1)) for m in shards.values()})
+    if n:
+        return False, f"distcp shards missing for {_missing(gaps, n)}"
     empty = [n for n in shards if _size(files[n]) == 0]
     if empty:
         return False, f"empty shard {sorted(empty)[0]} (truncated save)"
     return True, f"torch.distributed.checkpoint: .metadata and {len(shards)} shard(s) (shard contents are described by .metadata, not unpickled)"
+
+
+def _is_file_name(name: str) -> bool:
+    """A shard name as HF writes it: one path component, no NUL, short enough for the filesystem."""
+    return bool(name) and name not in (".", "..") and "/" not in name and "\0" not in name and len(name.encode("utf-8", "replace")) <= 255
 
 
 def _hf_index(path: Path, files: dict[str, Path]) -> tuple[bool, str] | None:
@@ -201,17 +275,22 @@ def _hf_index(path: Path, files: dict[str, Path]) -> tuple[bool, str] | None:
     index = next((files[n] for n in sorted(files) if n.endswith(".index.json")), None)
     if index is None:
         return None
+    if index.stat().st_size > MAX_INDEX_BYTES:
+        return False, f"{index.name} is over {MAX_INDEX_BYTES // 2**20} MiB: not a shard index (not parsed)"
     try:
-        wm = json.loads(paths.read_capped(index, MAX_INDEX_BYTES).decode("utf-8")).get("weight_map", {})
+        doc = untrusted_json.loads(paths.read_capped(index, MAX_INDEX_BYTES).decode("utf-8", errors="replace"))
     except InputError as e:
         return False, f"{index.name}: {e}"
-    except (ValueError, AttributeError):
-        return False, f"{index.name} is corrupt JSON"
+    except ValueError as e:
+        return False, f"{index.name} is corrupt JSON ({str(e)[:80]})"
+    wm = doc.get("weight_map", {}) if isinstance(doc, dict) else None
     if not isinstance(wm, dict) or not wm:
         return False, f"{index.name} has no weight_map"
     by_shard: dict[str, list[str]] = {}
     for tensor, shard in wm.items():
-        by_shard.setdefault(str(shard), []).append(tensor)
+        if not isinstance(shard, str) or not _is_file_name(shard):
+            return False, f"{index.name} places {tensor[:60]!r} in {str(shard)[:60]!r}, which is not a file name in this folder (corrupt)"
+        by_shard.setdefault(shard, []).append(tensor)
     missing = sorted(s for s in by_shard if not _is_file(path / s))
     if missing:
         return False, f"index names missing shards: {', '.join(missing[:3])}"
@@ -302,6 +381,9 @@ def inspect_dir(path: Path) -> CheckpointInfo:
     return info("dir", True, f"{len(files)} weight files, all valid")
 
 
+_ITERATION = re.compile(r"[0-9]{1,12}")  # ASCII digits only: str.isdigit() also accepts '²³', which int() refuses
+
+
 def inspect_latest(pointer: Path) -> CheckpointInfo:
     """A `latest` file (DeepSpeed: a tag; Megatron latest_checkpointed_iteration.txt: an iteration) and what it points at."""
     try:
@@ -314,13 +396,16 @@ def inspect_latest(pointer: Path) -> CheckpointInfo:
         return _unusable(pointer, f"over {MAX_POINTER_BYTES} bytes: not a pointer file", fmt="latest-pointer")
     text = raw.decode("utf-8", errors="replace").strip()[:200]
     base = pointer.parent
-    if text.isdigit() and pointer.name.startswith("latest_checkpointed"):
+    if _ITERATION.fullmatch(text) and pointer.name.startswith("latest_checkpointed"):
         target = base / f"iter_{int(text):07d}"
     else:
         target = base / text
     mtime = datetime.fromtimestamp(st.st_mtime, UTC)
     if not text:
         return CheckpointInfo(path=str(pointer), format="latest-pointer", size_bytes=st.st_size, mtime=mtime, valid=False, reason="empty pointer file")
+    if "\0" in text or not target.resolve().is_relative_to(base.resolve()):  # `/`, `//`, `../..`: the fuzzer's `//` walked the whole filesystem
+        return CheckpointInfo(path=str(pointer), format="latest-pointer", size_bytes=st.st_size, mtime=mtime, valid=False,
+                              reason=f"points to {text!r}, not a path inside the pointer's own folder: not followed")
     if not os.path.lexists(target):
         return CheckpointInfo(path=str(pointer), format="latest-pointer", size_bytes=st.st_size, mtime=mtime, step=step_of(text), valid=False,
                               reason=f"points to {text}, which does not exist: a resume from 'latest' will fail")

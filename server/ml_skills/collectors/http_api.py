@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 from ml_skills.errors import SourceTimeout, SourceUnavailable, TargetNotFound
+from ml_skills.safety import untrusted_json
 from ml_skills.safety.redact import redact
 
 RETRIES = 3
@@ -107,7 +108,7 @@ def request_json(
         if resp.status_code >= 400:
             raise _status_error(name, what, resp)
         try:
-            return resp.json()
+            return untrusted_json.loads(resp.content)  # ValueError also for nesting too deep to walk
         except ValueError:
             snippet = redact(resp.text[:80].replace("\n", " "))
             raise SourceUnavailable(f"{name} sent a malformed answer for {what} (not JSON: {snippet!r})") from None

@@ -107,8 +107,10 @@ def read_tail(path: Path) -> tuple[str, bool]:
 def to_float(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)):
-        return float(value)
+    if isinstance(value, float):
+        return value
+    if isinstance(value, int):
+        return float(value) if abs(value) < 2**1023 else (math.inf if value > 0 else -math.inf)  # float() overflows on larger ones
     if isinstance(value, str) and value.strip().lower() in ("nan", "inf", "-inf", "infinity", "-infinity"):
         return float(value.strip().lower().replace("infinity", "inf"))
     return None

@@ -9,7 +9,6 @@ with its retries bounded and a deadline checked between calls.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import struct
@@ -31,7 +30,7 @@ from ml_skills.errors import (
     UnreadableInput,
 )
 from ml_skills.models import LogEvidence, SourceEvidence
-from ml_skills.safety import paths
+from ml_skills.safety import paths, untrusted_json
 from ml_skills.safety.redact import redact
 
 if TYPE_CHECKING:
@@ -41,6 +40,7 @@ _RUN_PATH = re.compile(r"^(?P<entity>[\w.-]{1,128})/(?P<project>[\w.-]{1,128})/(
 _HEADER = b":W&B"
 _BLOCK = 32 * 1024
 MAX_RECORD_BYTES = 256 * 1024 * 1024  # a .wandb file is read up to this many bytes
+MAX_ONE_RECORD = 32 * 1024 * 1024  # one record (a history row, a config): wandb's own rows are kilobytes
 PAGE_SIZE = 1000
 
 
@@ -136,11 +136,16 @@ def _from_dir(d: Path) -> tracker.TrackerRun:
     if not run.summary and (d / "files" / "wandb-summary.json").is_file():
         try:
             with paths.open_binary(d / "files" / "wandb-summary.json") as fh:
-                run.summary = json.loads(fh.read(1_000_000).decode("utf-8", errors="replace"))
+                summary = untrusted_json.loads(fh.read(1_000_000).decode("utf-8", errors="replace"))
         except InputError as e:
             run.missing.append(f"files/wandb-summary.json: {e}")
-        except ValueError:
-            run.missing.append("files/wandb-summary.json is not valid JSON")
+        except ValueError as e:
+            run.missing.append(f"files/wandb-summary.json is not valid JSON ({str(e)[:80]})")
+        else:
+            if isinstance(summary, dict):
+                run.summary = summary
+            else:
+                run.missing.append("files/wandb-summary.json is not a JSON object")
     return run
 
 
@@ -171,26 +176,35 @@ def _records(path: Path) -> Iterator[Any]:
     with paths.open_binary(path) as f:
         if f.read(7)[:4] != _HEADER:
             raise UnreadableInput(f"{path} is not a W&B run log (no ':W&B' header)")
-        pending, pos = b"", 7
+        # a record spanning blocks arrives in pieces: kept in a list and joined once (appending to
+        # one bytes object copied it whole per block, quadratic in the record's size)
+        pending: list[bytes] = []
+        pending_bytes, pos = 0, 7
         block = f.read(_BLOCK - 7)
         while block:
             at = 0
             while at + 7 <= len(block):
-                crc, length, typ = struct.unpack("<IHB", block[at : at + 7])
+                crc, length, typ = struct.unpack_from("<IHB", block, at)
                 if typ == 0 and length == 0:  # zero padding at the end of a block
                     break
                 body = block[at + 7 : at + 7 + length]
                 if len(body) < length:
                     return  # the writer was cut off mid-record (a crash): stop at the last whole record
-                if zlib.crc32(bytes([typ]) + body) & 0xFFFFFFFF != crc:
+                if zlib.crc32(body, zlib.crc32(bytes([typ]))) & 0xFFFFFFFF != crc:
                     raise _Corrupt(f"checksum mismatch at byte {pos + at}")
                 at += 7 + length
                 if typ in (2, 3):  # first and middle chunks of a record spanning blocks
-                    pending = body if typ == 2 else pending + body
+                    if typ == 2:
+                        pending, pending_bytes = [], 0
+                    pending.append(body)
+                    pending_bytes += length
+                    if pending_bytes > MAX_ONE_RECORD:
+                        raise _Corrupt(f"a record over {MAX_ONE_RECORD // 2**20} MiB at byte {pos + at}: not a W&B record")
                     continue
                 if typ not in (1, 4):
                     raise _Corrupt(f"unknown chunk type {typ} at byte {pos + at}")
-                chunk, pending = (body if typ == 1 else pending + body), b""
+                chunk = body if typ == 1 else b"".join([*pending, body])
+                pending, pending_bytes = [], 0
                 rec = pb.Record()  # type: ignore[attr-defined]
                 try:
                     rec.ParseFromString(chunk)
@@ -209,7 +223,7 @@ def _key(item: Any) -> str:
 
 def _json(raw: str) -> Any:
     try:
-        return json.loads(raw)
+        return untrusted_json.loads(raw)
     except ValueError:
         return None
 
@@ -259,7 +273,8 @@ def _from_api(entity: str, project: str, run_id: str) -> tracker.TrackerRun:
     except Exception as e:  # noqa: BLE001  partial evidence: name what failed and go on
         run.missing.append(f"summary: {_error(e, 'summary')}")
     sysm = r._attrs.get("systemMetrics") if isinstance(getattr(r, "_attrs", None), dict) else None
-    for k, v in (json.loads(sysm) if isinstance(sysm, str) and sysm.startswith("{") else sysm or {}).items():
+    sysm = _json(sysm) if isinstance(sysm, str) and sysm.startswith("{") else sysm
+    for k, v in (sysm if isinstance(sysm, dict) else {}).items():
         run.add(k if k.startswith("system") else "system." + k, 0.0, v)
     _history(r, run, deadline)
     _files(api, r, run, deadline)

@@ -149,12 +149,11 @@ def _value_in(line: bytes) -> float | None:
 def _largest(chunk: bytes, ends: list[tuple[int, int]]) -> tuple[float, int, int] | None:
     """(value, line start, line end) of the largest reported grad norm; the first line holding it."""
     best: tuple[float, int, int] | None = None
-    last_start = -1
-    for _, end in ends:
+    stop = -1
+    for _, end in ends:  # sorted by end: a line's reports are consecutive, and its bounds are found once
+        if max(0, end - 1) <= stop:
+            continue  # the line already read (searching back to its start per report was quadratic in its length)
         start = chunk.rfind(b"\n", 0, max(0, end - 1)) + 1
-        if start == last_start:
-            continue
-        last_start = start
         stop = chunk.find(b"\n", max(0, end - 1))
         stop = len(chunk) if stop < 0 else stop
         v = _value_in(bytes(chunk[start:stop]))

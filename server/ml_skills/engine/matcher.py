@@ -129,7 +129,17 @@ class Matcher:
     def _scan(self, chunk: bytes, limit: int | None) -> list[tuple[int, int]]:
         found: list[tuple[int, int]] = []
         if self.engine == "hyperscan":
+            # Hyperscan reports every end of a match: `errors\.\w+` once per letter of the word, a trailing
+            # `.*` once per byte to the end of the line. A report one byte after the same pattern's last
+            # one, with no newline between, is that match grown on the same line: it adds nothing to a
+            # per-line answer, and on a long line repeating a signature it is most of the reports.
+            last_end: dict[int, int] = {}
+
             def on_match(idx: int, _from: int, to: int, _flags: int, _ctx: object) -> bool:
+                grown = last_end.get(idx) == to - 1 and to >= 2 and chunk[to - 1] != 10 and chunk[to - 2] != 10
+                last_end[idx] = to
+                if grown:
+                    return False
                 found.append((idx, to))
                 return limit is not None and len(found) >= limit
 

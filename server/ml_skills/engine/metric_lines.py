@@ -52,8 +52,20 @@ def loss_lines(chunk: bytes, budget: int | None) -> list[int]:
 
 
 def accuracy_lines(chunk: bytes) -> set[int]:
-    """Start offsets of the lines that print an accuracy (`accuracy=`, `accuracy:`)."""
-    return {chunk.rfind(b"\n", 0, m.start()) + 1 for m in _ACCURACY.finditer(chunk)}
+    """Start offsets of the lines that print an accuracy (`accuracy=`, `accuracy:`).
+
+    After a line's first match the search resumes at the next line, as in loss_lines: searching back
+    to the line's start for every match was quadratic in a long line repeating `accuracy=`.
+    """
+    starts: set[int] = set()
+    pos = 0
+    while (m := _ACCURACY.search(chunk, pos)) is not None:
+        starts.add(chunk.rfind(b"\n", 0, m.start()) + 1)
+        nxt = chunk.find(b"\n", m.end())
+        if nxt < 0:
+            break
+        pos = nxt + 1
+    return starts
 
 
 @cache

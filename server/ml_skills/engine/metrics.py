@@ -10,11 +10,12 @@ detector reads one vocabulary.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from datetime import datetime
 from functools import lru_cache
+
+from ml_skills.safety import untrusted_json
 
 CANONICAL = ("loss", "val_loss", "grad_norm", "lr", "throughput", "acc", "val_acc", "mem", "step_time", "loss_scale")
 
@@ -145,8 +146,8 @@ def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None]
     brace = stripped.find("{")
     if brace >= 0 and stripped.endswith("}") and '"' in stripped[brace:]:
         try:
-            obj = json.loads(stripped[brace:])
-        except ValueError:
+            obj = untrusted_json.loads(stripped[brace:])
+        except ValueError:  # also nesting too deep: `{"loss": [[[...]]]}`
             obj = None
         if isinstance(obj, dict):
             for k, v in obj.items():
@@ -154,7 +155,7 @@ def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None]
                     continue
                 try:
                     fv = float(v)
-                except ValueError:
+                except (ValueError, OverflowError):  # OverflowError: an integer of 400 digits
                     continue
                 kl = str(k).lower()
                 if kl in STEP_KEYS:

@@ -245,8 +245,13 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
         exact_lines: set[int] = set()
         eval_in_chunk = False
         tb_before = tb_total
+        # matches come sorted by end offset, so all the matches of one line are consecutive: its bounds and
+        # text are found once per line, not once per match (a long line repeating a signature made that quadratic)
+        start, stop, line_text = 0, -1, ""
         for idx, end in matcher.find(chunk):
-            start, stop = metric_lines.line_bounds(chunk, end)
+            if not start <= end - 1 <= stop:
+                start, stop = metric_lines.line_bounds(chunk, end)
+                line_text = ""
             if start < cursor:  # matches come in order of end offset; rewind the count if needed
                 cursor, cursor_line = 0, line_base
             cursor_line += newlines.count(chunk, cursor, start)
@@ -257,16 +262,18 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
                 if agg.last is not None and agg.last[0] == line_no:
                     continue  # same line matched twice
                 agg.count += 1
-                text = (logfile.decode_cut(reader.read(max(0, offset - logfile.CUT_CONTEXT), min(offset, logfile.CUT_CONTEXT)), chunk[start:stop])
-                        if continued and start == 0 else logfile.decode(chunk[start:stop]))
+                line_text = line_text or (logfile.decode_cut(reader.read(max(0, offset - logfile.CUT_CONTEXT), min(offset, logfile.CUT_CONTEXT)),
+                                                             chunk[start:stop]) if continued and start == 0 else logfile.decode(chunk[start:stop]))
                 if len(agg.first) < HITS_KEPT_PER_SIGNATURE:
-                    agg.first.append((line_no, offset + start, text))
-                agg.last = (line_no, offset + start, text)
+                    agg.first.append((line_no, offset + start, line_text))
+                agg.last = (line_no, offset + start, line_text)
                 if idx in nan_sigs or idx in huge_gn:
                     exact_lines.add(start)
                 continue
             marker = _MARKERS[idx - n_sigs][0]
             if marker == "traceback":
+                if tb_offsets and tb_offsets[-1][0] == line_no:
+                    continue  # one traceback per line: a line repeating the header starts one traceback
                 tb_total += 1
                 tb_offsets.append((line_no, offset + start))
                 if len(tb_offsets) > TRACEBACKS_KEPT:
