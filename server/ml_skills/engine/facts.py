@@ -52,6 +52,9 @@ _SAVED_PATH = re.compile(r"(?:\bto|\bat|\bin|:)\s+['\"]?(/?[\w.~-]+(?:/[\w.=~-]+
 _SAVED_STEP = re.compile(r"(?i)(?:checkpoint-|step[_=-]?|iter(?:ation)?[_ =-]?|global_step|epoch[_=]?)\s*(\d+)")
 _NOT_A_SAVE = re.compile(r"(?i)error|fail|exception|traceback|unable|cannot|could not|warning")
 KEPT = {"dataset_size": 3, "checkpoint_saved": 5}
+# one cheap test per line before the fact patterns: a line none of whose words could start a fact is skipped
+_GATE = re.compile(r"(?i)fp16|bf16|precision|\blr\b|learning|warmup|batch|accum|world|member|processes|nproc|torch|"
+                   r"examples|samples|images|size|clip|grad|\bamp\b|python|deepspeed|accelerate|srun|mpirun|horovod")
 
 
 def _cut(text: str) -> str:
@@ -113,7 +116,7 @@ def _saves(logs: Iterable[LogEvidence]) -> list[RunFact]:
 
 def run_facts(logs: list[LogEvidence], launch_command: str | None = None) -> list[RunFact]:
     """Every fact the logs state about the run, each with the line it was read from."""
-    lines = list(_lines(logs))
+    lines = [x for x in _lines(logs) if _GATE.search(x[2])]
     facts: list[RunFact] = []
     for f in (_precision(lines), _clipping(lines)):
         if f is not None:
