@@ -1,4 +1,4 @@
-"""One cell of a hyperparameter grid: a tiny linear regression trained by plain-Python SGD.
+"""One cell of a hyperparameter grid: a tiny linear regression trained by plain-Python gradient descent.
 
 The grid tests launch it as a real child process, as a sweep launcher would, with the cell's
 config.json in its working directory; whatever happens to it (a finished run, a NaN from a huge
@@ -56,14 +56,14 @@ def main() -> int:
         log(f"resumed from {resume} at step {saved['step']}")
     steps, lr = cfg["steps"], cfg["lr"]
     for step in range(start, steps + 1):
-        i = rng.randrange(len(xs))
-        err = w[0] * xs[i] + w[1] - ys[i]
-        loss = err * err
+        errs = [w[0] * x + w[1] - y for x, y in zip(xs, ys)]
+        loss = sum(e * e for e in errs) / len(errs)
+        grad = [2 * sum(e * x for e, x in zip(errs, xs)) / len(errs), 2 * sum(errs) / len(errs)]
         if step % 5 == 0 or not math.isfinite(loss):
-            log(f"step {step}/{steps} | loss {loss:.6f} | lr {lr}")
+            log(f"step {step} | loss {loss:.6f} | lr {lr}")
         if not math.isfinite(loss):
             raise FloatingPointError(f"loss is {loss} at step {step}: training diverged")
-        step_fn(w, [2 * err * xs[i], 2 * err], lr, state)
+        step_fn(w, grad, lr, state)
         if step % 10 == 0:
             Path("checkpoint.json").write_text(json.dumps({"step": step, "w": w}))
             log(f"saved checkpoint.json at step {step}")

@@ -67,13 +67,13 @@ def _unique(names) -> list[str]:  # type: ignore[no-untyped-def]
 
 def _owner(path: str, cells: set[str]) -> str:
     p = Path(path)
-    stem = p.name.split(".", 1)[0]
-    if stem in cells:
-        return stem
+    for stem in (p.name, p.stem, p.name.split(".", 1)[0]):  # lr0.1-s1.json, metrics.tar.gz
+        if stem in cells:
+            return stem
     for parent in p.parents:
         if parent.name in cells:
             return parent.name
-    return stem
+    return p.stem
 
 
 def check_expected(grid: str, results: str | None, runs: list[RunRecord]) -> ExpectReport:
@@ -98,6 +98,7 @@ def check_expected(grid: str, results: str | None, runs: list[RunRecord]) -> Exp
     report.results_without_run = sorted(f for n, fs in owners.items() if n not in by_name for f in fs)
     if results:
         report.runs_without_result = [r.name for r in runs if r.name not in owners and (not names or r.name in names)]
+        report.completed_without_result = [n for n in report.runs_without_result if by_name[n].outcome is Outcome.COMPLETED]
         report.results_of_failed_runs = sorted(f for n, fs in owners.items() if n in by_name and by_name[n].outcome is Outcome.FAILED for f in fs)
     else:
         notes.append("no --results glob: which runs lack a result file was not checked")

@@ -65,6 +65,8 @@ class Groups:
             self.fixes[key] = []
         g.count += 1
         g.runs.append(run.name)
+        if g.example_run is None or run.name < g.example_run:  # the same example whichever worker finished first
+            g.example_run, g.example_line = run.name, last.decisive_line or last.error
         if run.mtime is not None:
             g.first_seen = _min(g.first_seen, run.mtime)
             g.last_seen = _max(g.last_seen, run.mtime)
@@ -82,6 +84,8 @@ class Groups:
         return g
 
     def ordered(self) -> list[Group]:
+        for g in self.rows.values():
+            g.runs.sort()
         failed = sorted((g for g in self.rows.values() if g.outcome is Outcome.FAILED), key=lambda g: (-g.count, g.signature or ""))
         rest = [self.rows[o.value] for o in ROW_ORDER if o.value in self.rows]
         return failed + rest

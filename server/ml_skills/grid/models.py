@@ -132,7 +132,8 @@ class ExpectReport(Model):
 
     expected: int
     cells_without_run: list[str] = Field(default_factory=list)
-    runs_without_result: list[str] = Field(default_factory=list)
+    runs_without_result: list[str] = Field(default_factory=list, description="Runs of the grid with no result file (failed ones included).")
+    completed_without_result: list[str] = Field(default_factory=list, description="Runs that completed yet left no result where the grid looks: written elsewhere?")
     results_of_failed_runs: list[str] = Field(default_factory=list, description="Result files whose run's last attempt failed.")
     results_without_run: list[str] = Field(default_factory=list, description="Result files of no run that was triaged (an archive?).")
     notes: list[str] = Field(default_factory=list)

@@ -84,7 +84,9 @@ def from_diagnosis(task: AttemptTask, d: Diagnosis, logs: list[LogEvidence]) -> 
     started, ended = _times(logs)
     duration = (ended - started).total_seconds() if started and ended and ended >= started else None
     mtimes = [log.mtime for log in logs if log.mtime is not None]
-    step = d.last_progress.step if d.last_progress else None
+    # the furthest step any log reached (a progress line need not carry one: "saved checkpoint at step 30")
+    steps = [log.trajectory.last_step for log in logs if log.trajectory.last_step is not None]
+    step = max(steps) if steps else (d.last_progress.step if d.last_progress else None)
     return AttemptRecord(
         run=task.run, attempt=task.attempt, path=task.path, outcome=outcome, run_status=d.run_status,
         failure_class=d.primary_cause, rule=rule, fingerprint=fp.fingerprint(sig) if sig else None, signature=sig,

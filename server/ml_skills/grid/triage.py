@@ -101,6 +101,6 @@ def triage(targets: list[str], *, since: datetime | None = None, workers: int | 
         tool=ToolInfo(version=__version__), created_at=datetime.now(UTC), targets=targets, since=since,
         backend="inline" if workers == 1 else "local", workers=workers, elapsed_s=round(time.monotonic() - t0, 3),
         runs_total=len(found.runs), attempts_total=len(tasks), counts=groups.counts(), groups=groups.ordered(),
-        runs=groups.runs if keep_runs else [], complete=complete, notes=notes,
+        runs=sorted(groups.runs, key=lambda r: r.name) if keep_runs else [], complete=complete, notes=notes,
     )
     return report, groups

@@ -66,6 +66,7 @@ def render(r: TriageReport, path: str | None = None) -> str:
         e = r.expect
         lines.append(f"Expected grid: {e.expected} cells")
         for label, names in (("cells with no run", e.cells_without_run), ("runs with no result file", e.runs_without_result),
+                             ("completed runs with no result file", e.completed_without_result),
                              ("result files whose run failed", e.results_of_failed_runs), ("result files of no triaged run", e.results_without_run)):
             lines.append(f"  {label}: {len(names)}" + (f" ({_names(names)})" if names else ""))
         lines += [f"  note: {n}" for n in e.notes]
