@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ml_skills.collectors.artifacts import _LOG as LOG_NAME
-from ml_skills.errors import MLSkillsError, TargetNotFound
+from ml_skills.errors import InputError, MLSkillsError, TargetNotFound
 from ml_skills.grid.attempts import split_name
 from ml_skills.grid.models import AttemptTask
 
@@ -51,6 +51,14 @@ def _entries(path: str) -> list[os.DirEntry[str]]:
         return sorted(out, key=lambda e: e.name)
 
 
+def _isdir(e: os.DirEntry[str], follow: bool = True) -> bool:
+    """DirEntry.is_dir that says False, not raises, for a symlink loop (ELOOP)."""
+    try:
+        return e.is_dir(follow_symlinks=follow)
+    except OSError:
+        return False
+
+
 def _broken(path: str) -> str | None:
     """Why a path cannot be used, or None: loops and dangling links are told apart from other errors."""
     try:
@@ -75,11 +83,11 @@ def newest_mtime(path: str, depth: int = 2) -> float | None:
             d, level = stack.pop()
             for e in _entries(d):
                 try:
-                    if e.is_dir(follow_symlinks=False):
+                    if _isdir(e, follow=False):
                         if level < depth and not e.name.startswith("."):
                             stack.append((e.path, level + 1))
-                    elif e.is_file() and _is_log(e.name):
-                        m = e.stat().st_mtime
+                    elif _is_log(e.name) and not _isdir(e):  # a FIFO or a device named like a log is a run the engine will refuse, not nothing
+                        m = e.stat(follow_symlinks=False).st_mtime
                         best = m if best is None or m > best else best
                 except OSError:
                     continue
@@ -96,8 +104,8 @@ def attempts_of(run_dir: str) -> list[tuple[int, str]]:
     """(attempt number, path) of a run directory: attempt-N/ subdirectories and retry-numbered logs,
     else the directory itself as the one attempt."""
     entries = _entries(run_dir)
-    subdirs = [(n, e.path) for e in entries if e.is_dir() for key, n in [split_name(e.name)] if n and not key and has_log(e.path, 1)]
-    logs = [(split_name(e.name), e.path) for e in entries if e.is_file() and _is_log(e.name)]
+    subdirs = [(n, e.path) for e in entries if _isdir(e) for key, n in [split_name(e.name)] if n and not key and has_log(e.path, 1)]
+    logs = [(split_name(e.name), e.path) for e in entries if _is_log(e.name) and not _isdir(e)]
     numbered = [(n, p) for (key, n), p in logs if n]
     if not subdirs and not numbered:
         return [(0, run_dir)]
@@ -134,15 +142,18 @@ def discover(targets: list[str], since: datetime | None = None, max_runs: int | 
         except OSError as e:
             _add(found, Path(target).name, [AttemptTask(run=Path(target).name, attempt=0, path=target, error=f"{target} cannot be listed: {e.strerror or e}")], max_runs)
             continue
-        dirs = [e for e in entries if not e.name.startswith(".") and (e.is_dir() or _broken(e.path))]
+        dirs = [e for e in entries if not e.name.startswith(".") and (_isdir(e) or _broken(e.path))]
         with_logs = [e for e in dirs if _broken(e.path) or has_log(e.path)]
         found.skipped_no_log += [e.name for e in dirs if e not in with_logs]
-        loose = [e.path for e in entries if e.is_file() and _is_log(e.name)]
+        loose = [e.path for e in entries if _is_log(e.name) and not _isdir(e) and not _broken(e.path)]
         if with_logs and all(split_name(e.name)[1] and not split_name(e.name)[0] for e in with_logs):
             tasks = [AttemptTask(run=Path(target).name, attempt=n, path=p) for n, p in attempts_of(target)]  # the target is one run
             _add(found, Path(target).name, tasks, max_runs, cut)
             continue
         _add_paths(found, [e.path for e in with_logs] + loose, cut, max_runs, check, resubmissions=True)
+    if not found.runs and not found.skipped_old and not found.notes:
+        raise InputError(f"no runs under {', '.join(targets)}: give a directory of run directories (each holding a log), "
+                         "a run directory of attempt-N/ folders, or a quoted glob of log files")
     if found.skipped_no_log:
         names = ", ".join(found.skipped_no_log[:5]) + (" ..." if len(found.skipped_no_log) > 5 else "")
         found.notes.append(f"{len(found.skipped_no_log)} directories hold no log and were not read as runs: {names}")
@@ -201,8 +212,6 @@ def _add(found: Discovery, name: str, tasks: list[AttemptTask], max_runs: int | 
 def parse_since(text: str) -> datetime:
     """'3h', '2d', '45m' ago, or an ISO date/time (UTC when it has no offset)."""
     import re
-
-    from ml_skills.errors import InputError
 
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", text)
     if m:

@@ -22,6 +22,7 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\[[0-9a-f:]*:[0-9a-f:]+\](?::\d+)?", re.IGNORECASE), "<ip>"),
     (re.compile(r"(?:(?<=[\s'\"(=:,\[])|^)(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:/[^\s'\"(),:\[\]]+)+/?"), "<path>"),
     (re.compile(r"\b0x[0-9a-f]+\b", re.IGNORECASE), "<hex>"),
+    (re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s*(?:[KMGTP]i?B|bytes)\b"), "<size>"),  # 2.00 GiB and 512.00 MiB: one OOM
     (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b", re.IGNORECASE), "<hex>"),
     (re.compile(r"\b(?:[a-z][\w-]*\.)+(?:com|net|org|io|internal|local|lan|cluster|svc|compute)\b", re.IGNORECASE), "<host>"),
 )
@@ -33,7 +34,7 @@ _PRIVATE = re.compile("[\ue000-\uf8ff]")
 
 def normalise(line: str) -> str:
     """The line with run-specific values replaced; the same failure in two runs gives the same text."""
-    text = _PRIVATE.sub("", line.strip())
+    text = _PRIVATE.sub("", line)
     for rx, repl in _RULES:
         text = rx.sub(repl, text)
     kept: list[str] = []
@@ -46,7 +47,7 @@ def normalise(line: str) -> str:
     text = _NUMBER.sub("<n>", text)
     text = _PRIVATE.sub(lambda m: kept[ord(m.group(0)) - 0xE000], text)
     text = re.sub(r"(?:<n>[,/x:]?)+<n>", "<n>", text)  # 3/60, 2x4, 1,024: one value
-    return _SPACE.sub(" ", text)[:MAX_LINE]
+    return _SPACE.sub(" ", text).strip()[:MAX_LINE]
 
 
 def signature(failure_class: str | None, rule: str | None, line: str | None) -> str:
