@@ -133,7 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "the failures by fingerprint (class, rule, decisive line with numbers, paths and times normalised). "
                      "Relaunched runs whose last attempt failed the same way with no progress are NO-GO."),
     )
-    t.add_argument("targets", nargs="+", metavar="TARGET", help="a directory of run directories, a run directory of attempts, or a glob of logs (quoted)")
+    t.add_argument("targets", nargs="*", metavar="TARGET", help="a directory of run directories, a run directory of attempts, or a glob of logs (quoted)")
+    t.add_argument("--mlflow-experiment", action="append", default=[], metavar="ID",
+                   help="also the FAILED and KILLED runs of this MLflow experiment (id or name; MLFLOW_TRACKING_URI); repeatable")
     t.add_argument("--since", metavar="WHEN", help="only runs whose logs were written since: 6h, 2d, 30m, or a date (2026-11-30T14:00)")
     t.add_argument("--workers", type=_positive, help="worker processes (default: the number of cores); 1 runs in this process")
     t.add_argument("--expect", metavar="GRID", help="the cells that should exist: a CSV or YAML of cell names, or a glob of result files (quoted)")

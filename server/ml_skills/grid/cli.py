@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ml_skills.errors import InputError
 from ml_skills.grid.discover import parse_since
 from ml_skills.grid.groups import Groups
 from ml_skills.grid.models import Group, Outcome, RunRecord
@@ -19,6 +20,8 @@ def run(args: argparse.Namespace) -> int:
     from ml_skills.render import triage as text
     from ml_skills.safety.redact import redact_value
 
+    if not args.targets and not args.mlflow_experiment:
+        raise InputError("nothing to triage: give a directory of run directories, a quoted glob of logs, or --mlflow-experiment ID")
     since = parse_since(args.since) if args.since else None
     with progress.terminal() as show:
         def on_run(run: RunRecord, g: Group, groups: Groups, total: int) -> None:
@@ -32,7 +35,8 @@ def run(args: argparse.Namespace) -> int:
             what += ")"
             show(what, len(groups.runs), total, "runs")
 
-        report, _ = triage(args.targets, since=since, workers=args.workers, max_runs=args.max_runs, on_run=on_run)
+        report, _ = triage(args.targets, since=since, workers=args.workers, max_runs=args.max_runs, on_run=on_run,
+                           mlflow_experiments=tuple(args.mlflow_experiment))
     if args.expect:
         from ml_skills.grid.expect import check_expected
 

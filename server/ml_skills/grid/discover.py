@@ -115,10 +115,15 @@ def attempts_of(run_dir: str) -> list[tuple[int, str]]:
     return out
 
 
-def discover(targets: list[str], since: datetime | None = None, max_runs: int | None = None, check: Check | None = None) -> Discovery:
-    """Every run of the targets with its attempts; raises when a target names nothing at all."""
+def discover(targets: list[str], since: datetime | None = None, max_runs: int | None = None, check: Check | None = None,
+             extra: dict[str, list[AttemptTask]] | None = None) -> Discovery:
+    """Every run of the targets with its attempts (plus `extra` runs another source listed); raises
+    when the targets name nothing at all."""
     found = Discovery()
     cut = since.timestamp() if since else None
+    for name, tasks in (extra or {}).items():
+        if not _add(found, name, sorted(tasks, key=lambda t: t.attempt), max_runs):
+            break
     for target in targets:
         if glob.has_magic(target):
             matches = sorted(glob.glob(target))
@@ -151,7 +156,7 @@ def discover(targets: list[str], since: datetime | None = None, max_runs: int | 
             _add(found, Path(target).name, tasks, max_runs, cut)
             continue
         _add_paths(found, [e.path for e in with_logs] + loose, cut, max_runs, check, resubmissions=True)
-    if not found.runs and not found.skipped_old and not found.notes:
+    if not found.runs and not found.skipped_old and not found.notes and targets:
         raise InputError(f"no runs under {', '.join(targets)}: give a directory of run directories (each holding a log), "
                          "a run directory of attempt-N/ folders, or a quoted glob of log files")
     if found.skipped_no_log:

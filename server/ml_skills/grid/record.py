@@ -29,7 +29,7 @@ def diagnose_attempt(task: AttemptTask, last: int = 500) -> AttemptRecord:
         return AttemptRecord(**base, outcome=Outcome.UNREADABLE, error=redact(task.error))
     try:
         reset_redaction_count()
-        req = DiagnoseRequest(target=task.path, last=last)
+        req = DiagnoseRequest(mlflow=task.path, last=last) if task.source == "mlflow" else DiagnoseRequest(target=task.path, last=last)
         ev = collect(req)
         d = analyse(req, ev)
     except MLSkillsError as e:
@@ -83,7 +83,7 @@ def from_diagnosis(task: AttemptTask, d: Diagnosis, logs: list[LogEvidence]) -> 
     sig = fp.signature(d.primary_cause.value if d.primary_cause else None, rule, line) if outcome is Outcome.FAILED else None
     started, ended = _times(logs)
     duration = (ended - started).total_seconds() if started and ended and ended >= started else None
-    mtimes = [log.mtime for log in logs if log.mtime is not None]
+    mtimes = [log.mtime for log in logs if log.mtime is not None] + ([task.seen] if task.seen else [])
     # the furthest step any log reached (a progress line need not carry one: "saved checkpoint at step 30")
     steps = [log.trajectory.last_step for log in logs if log.trajectory.last_step is not None]
     step = max(steps) if steps else (d.last_progress.step if d.last_progress else None)

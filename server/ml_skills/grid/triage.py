@@ -70,13 +70,26 @@ def _run_local(tasks: list[AttemptTask], workers: int, deadline: float | None) -
         pool.shutdown(wait=True, cancel_futures=True)  # only what is already running is let finish
 
 
+def _mlflow(experiments: tuple[str, ...], since: datetime | None, max_runs: int | None) -> dict[str, list[AttemptTask]]:
+    if not experiments:
+        return {}
+    from ml_skills.grid.mlflow_runs import failed_runs
+
+    runs: dict[str, list[AttemptTask]] = {}
+    for exp in experiments:
+        for t in failed_runs(exp, since, max_runs):
+            runs.setdefault(t.run, []).append(t)
+    return runs
+
+
 def triage(targets: list[str], *, since: datetime | None = None, workers: int | None = None, max_runs: int | None = None,
            deadline_s: float | None = None, check: Check | None = None, on_run: OnRun | None = None,
-           keep_runs: bool = True) -> tuple[TriageReport, Groups]:
-    """Diagnose every run of the targets with the engine and group the failures by fingerprint."""
+           keep_runs: bool = True, mlflow_experiments: tuple[str, ...] = ()) -> tuple[TriageReport, Groups]:
+    """Diagnose every run of the targets (and of the MLflow experiments' failed runs) with the engine
+    and group the failures by fingerprint."""
     t0 = time.monotonic()
     deadline = t0 + deadline_s if deadline_s else None
-    found = discover(targets, since=since, max_runs=max_runs, check=check)
+    found = discover(targets, since=since, max_runs=max_runs, check=check, extra=_mlflow(mlflow_experiments, since, max_runs))
     tasks = found.tasks()
     workers = max(1, min(workers or default_workers(), len(tasks) or 1))
     waiting = {name: len(ts) for name, ts in found.runs.items()}
@@ -90,6 +103,8 @@ def triage(targets: list[str], *, since: datetime | None = None, workers: int | 
             if on_run is not None:
                 on_run(run, g, groups, len(found.runs))
     notes = list(found.notes)
+    if mlflow_experiments and not any(t.source == "mlflow" for t in tasks):
+        notes.append(f"no FAILED or KILLED runs in MLflow experiment(s) {', '.join(mlflow_experiments)}" + (" since then" if since else ""))
     complete = not found.capped
     if found.capped:
         notes.append(f"stopped at {max_runs} runs (the run cap): narrow the targets or raise the cap")
@@ -98,7 +113,7 @@ def triage(targets: list[str], *, since: datetime | None = None, workers: int | 
         complete = False
         notes.append(f"the deadline of {deadline_s:g} s passed after {done} of {len(found.runs)} runs: the rest were not diagnosed")
     report = TriageReport(
-        tool=ToolInfo(version=__version__), created_at=datetime.now(UTC), targets=targets, since=since,
+        tool=ToolInfo(version=__version__), created_at=datetime.now(UTC), targets=list(targets) + [f"mlflow-experiment:{e}" for e in mlflow_experiments], since=since,
         backend="inline" if workers == 1 else "local", workers=workers, elapsed_s=round(time.monotonic() - t0, 3),
         runs_total=len(found.runs), attempts_total=len(tasks), counts=groups.counts(), groups=groups.ordered(),
         runs=sorted(groups.runs, key=lambda r: r.name) if keep_runs else [], complete=complete, notes=notes,
