@@ -140,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--workers", type=_positive, help="worker processes (default: the number of cores); 1 runs in this process")
     t.add_argument("--expect", metavar="GRID", help="the cells that should exist: a CSV or YAML of cell names, or a glob of result files (quoted)")
     t.add_argument("--results", metavar="GLOB", help="with a CSV/YAML --expect: where each cell's result file is, e.g. 'results/*.json'")
+    t.add_argument("--ray", metavar="ADDRESS", help="run the diagnoses as Ray tasks on the cluster at ADDRESS (host:port, or auto); needs ray")
     t.add_argument("--max-runs", type=_positive, help="stop after this many runs")
     t.add_argument("--out-dir", default=".", help="where triage-runs.json is written (default: current directory)")
     t.add_argument("--format", choices=["text", "json"], default="text")

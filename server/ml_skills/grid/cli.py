@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
             show(what, len(groups.runs), total, "runs")
 
         report, _ = triage(args.targets, since=since, workers=args.workers, max_runs=args.max_runs, on_run=on_run,
-                           mlflow_experiments=tuple(args.mlflow_experiment))
+                           mlflow_experiments=tuple(args.mlflow_experiment), ray_address=args.ray)
     if args.expect:
         from ml_skills.grid.expect import check_expected
 

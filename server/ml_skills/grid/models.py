@@ -149,7 +149,7 @@ class TriageReport(Model):
     created_at: datetime
     targets: list[str]
     since: datetime | None = None
-    backend: str = Field(description="local (a process pool of `workers`) or inline (one worker, this process).")
+    backend: str = Field(description="local (a process pool of `workers`), inline (one worker, this process) or ray (a cluster of `workers` CPUs).")
     workers: int
     elapsed_s: float
     runs_total: int

@@ -84,18 +84,27 @@ def _mlflow(experiments: tuple[str, ...], since: datetime | None, max_runs: int 
 
 def triage(targets: list[str], *, since: datetime | None = None, workers: int | None = None, max_runs: int | None = None,
            deadline_s: float | None = None, check: Check | None = None, on_run: OnRun | None = None,
-           keep_runs: bool = True, mlflow_experiments: tuple[str, ...] = ()) -> tuple[TriageReport, Groups]:
+           keep_runs: bool = True, mlflow_experiments: tuple[str, ...] = (), ray_address: str | None = None) -> tuple[TriageReport, Groups]:
     """Diagnose every run of the targets (and of the MLflow experiments' failed runs) with the engine
     and group the failures by fingerprint."""
     t0 = time.monotonic()
     deadline = t0 + deadline_s if deadline_s else None
     found = discover(targets, since=since, max_runs=max_runs, check=check, extra=_mlflow(mlflow_experiments, since, max_runs))
     tasks = found.tasks()
-    workers = max(1, min(workers or default_workers(), len(tasks) or 1))
+    if ray_address:
+        from ml_skills.grid import ray_backend
+
+        workers = ray_backend.connect(ray_address)
+        records = ray_backend.run(tasks, workers, deadline)
+        backend = "ray"
+    else:
+        workers = max(1, min(workers or default_workers(), len(tasks) or 1))
+        records = _run_local(tasks, workers, deadline)
+        backend = "inline" if workers == 1 else "local"
     waiting = {name: len(ts) for name, ts in found.runs.items()}
     got: dict[str, list[AttemptRecord]] = {}
     groups = Groups()
-    for rec in _run_local(tasks, workers, deadline):
+    for rec in records:
         got.setdefault(rec.run, []).append(rec)
         if len(got[rec.run]) == waiting[rec.run]:
             run, last = run_of(rec.run, got.pop(rec.run))
@@ -114,7 +123,7 @@ def triage(targets: list[str], *, since: datetime | None = None, workers: int | 
         notes.append(f"the deadline of {deadline_s:g} s passed after {done} of {len(found.runs)} runs: the rest were not diagnosed")
     report = TriageReport(
         tool=ToolInfo(version=__version__), created_at=datetime.now(UTC), targets=list(targets) + [f"mlflow-experiment:{e}" for e in mlflow_experiments], since=since,
-        backend="inline" if workers == 1 else "local", workers=workers, elapsed_s=round(time.monotonic() - t0, 3),
+        backend=backend, workers=workers, elapsed_s=round(time.monotonic() - t0, 3),
         runs_total=len(found.runs), attempts_total=len(tasks), counts=groups.counts(), groups=groups.ordered(),
         runs=sorted(groups.runs, key=lambda r: r.name) if keep_runs else [], complete=complete, notes=notes,
     )
