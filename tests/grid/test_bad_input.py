@@ -93,3 +93,29 @@ def test_two_thousand_tiny_logs_finish_with_memory_flat_in_the_number_of_runs(tm
     # ten times the runs: the parent keeps one small record per run, a worker one diagnosis at a time
     assert big["self_mb"] - small["self_mb"] < 40, (small, big)
     assert big["workers_mb"] < small["workers_mb"] * 1.25 + 10, (small, big)
+
+
+def test_on_a_terminal_a_progress_line_counts_runs_and_groups_on_stderr_only(tmp_path: Path) -> None:
+    import pty
+
+    grid = _tiny_grid(tmp_path / "grid", 40)
+    main, sub = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "ml_skills.cli", "triage-runs", str(grid), "--workers", "2", "--out-dir", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=sub, text=True, env=dict(os.environ))
+    os.close(sub)
+    out, _ = proc.communicate(timeout=300)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # the child closed its end
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(main)
+    assert proc.returncode == 0
+    text = seen.decode()
+    assert "triage-runs (" in text and "failed in" in text and "of 40 runs" in text, text[-500:]
+    assert text.endswith("\r\x1b[K")  # the line is cleared before the summary
+    assert "\r" not in out and out.startswith("triage-runs: 40 runs")
