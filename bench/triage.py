@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from genlog import generate, parse_size  # noqa: E402
+from genlog import generate, parse_size
 
 
 def timed(cmd: list[str], cwd: Path) -> tuple[float, float, float, int]:
@@ -58,6 +58,42 @@ def timed(cmd: list[str], cwd: Path) -> tuple[float, float, float, int]:
     return wall, sum(cpu.values()), max(rss.values(), default=0.0), proc.returncode
 
 
+def start_ray(root: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """`ray start --head --block` on loopback in its own session (as tests/grid/test_ray.py does)."""
+    import signal  # noqa: F401 - used by stop_ray
+    import socket
+
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        port = sk.getsockname()[1]
+    temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
+    head = subprocess.Popen([str(Path(sys.executable).with_name("ray")), "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
+                             "--port", str(port), "--num-cpus", "2", "--include-dashboard=false", "--disable-usage-stats", "--temp-dir", temp],
+                            env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    while True:
+        with socket.socket() as sk:
+            if sk.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.5)
+    time.sleep(5)  # the raylet registers after the GCS listens
+    return head, f"127.0.0.1:{port}"
+
+
+def stop_ray(head: subprocess.Popen[bytes]) -> None:
+    import signal
+
+    head.send_signal(signal.SIGTERM)
+    try:
+        head.wait(60)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(head.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def build(root: Path, runs: int, size: int, distinct: int) -> Path:
     src = root / "src"
     src.mkdir()
@@ -85,6 +121,7 @@ def main() -> None:
     ap.add_argument("--size", default="1M", help="bytes per log: 100K, 1M, 10M")
     ap.add_argument("--distinct", type=int, default=8, help="different generated logs, shared by hard links")
     ap.add_argument("--sample", type=int, default=10, help="sequential check-failed-run processes timed")
+    ap.add_argument("--ray", action="store_true", help="also on a Ray head started here (2 CPUs, loopback); wall time only")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-triage-"))
     try:
@@ -96,6 +133,14 @@ def main() -> None:
             wall, cpu, rss, _ = timed([*py, "triage-runs", str(grid), "--workers", str(w), "--out-dir", str(out)], root)
             rows.append((f"triage-runs --workers {w}", wall, cpu, rss))
         same = groups(root / "out1") == groups(root / "out2")
+        if args.ray:
+            head, address = start_ray(root)
+            try:
+                wall, _, _, _ = timed([*py, "triage-runs", str(grid), "--ray", address, "--out-dir", str(root / "outray")], root)
+            finally:
+                stop_ray(head)
+            rows.append(("triage-runs --ray (local head, 2 CPUs)", wall, None, None))
+            same = same and groups(root / "out2") == groups(root / "outray")
         walls, cpus = [], []
         for i in range(args.sample):
             wall, cpu, _, _ = timed([*py, "check-failed-run", str(grid / f"run-{i:05d}"), "--out-dir", str(root / "single")], root)
@@ -107,8 +152,9 @@ def main() -> None:
         print("| command | wall s | CPU s | per run: wall ms | per run: CPU ms | peak RSS of a process, MB |")
         print("|---|---|---|---|---|---|")
         for name, wall, cpu, rss in rows:
-            print(f"| {name} | {wall:.1f} | {cpu:.1f} | {1000 * wall / args.runs:.0f} | {1000 * cpu / args.runs:.0f} | {'' if rss is None else f'{rss:.0f}'} |")
-        print(f"\nsame groups with 1 and 2 workers: {same}")
+            c, cr = ("", "") if cpu is None else (f"{cpu:.1f}", f"{1000 * cpu / args.runs:.0f}")
+            print(f"| {name} | {wall:.1f} | {c} | {1000 * wall / args.runs:.0f} | {cr} | {'' if rss is None else f'{rss:.0f}'} |")
+        print(f"\nsame groups with every backend: {same}")
         print(f"one check-failed-run process: median {per_wall * 1000:.0f} ms wall, {per_cpu * 1000:.0f} ms CPU")
     finally:
         shutil.rmtree(root, ignore_errors=True)
