@@ -8,12 +8,13 @@ memory follows the cluster's size, not the number of runs; groups are built by t
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from typing import Any
 
 from ml_skills.errors import InputError, SourceUnavailable
-from ml_skills.grid.models import AttemptRecord, AttemptTask
+from ml_skills.grid.models import AttemptRecord, AttemptTask, Outcome
 
 
 def diagnose_json(task: dict[str, Any]) -> dict[str, Any]:
@@ -31,7 +32,7 @@ def connect(address: str) -> int:
         raise InputError("--ray needs Ray on this machine: pip install ray (the cluster's nodes need ml-skills too)") from None
     _probe(address)
     try:
-        ray.init(address=address, log_to_driver=False, logging_level="ERROR", ignore_reinit_error=True, configure_logging=False)
+        ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR, ignore_reinit_error=True, configure_logging=False)
     except (ConnectionError, RuntimeError, ValueError) as e:
         raise SourceUnavailable(f"cannot join the Ray cluster at {address}: {str(e).splitlines()[0][:300]} "
                                 "(start one with `ray start --head`, or check the address)") from None
@@ -63,10 +64,10 @@ def run(tasks: list[AttemptTask], cpus: int, deadline: float | None) -> Iterator
     try:
         while True:
             while len(pending) < 2 * cpus and (deadline is None or time.monotonic() < deadline):
-                t = next(todo, None)
-                if t is None:
+                nxt = next(todo, None)
+                if nxt is None:
                     break
-                pending[remote.remote(t.model_dump(mode="json"))] = t
+                pending[remote.remote(nxt.model_dump(mode="json"))] = nxt
             if not pending:
                 return
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -78,7 +79,7 @@ def run(tasks: list[AttemptTask], cpus: int, deadline: float | None) -> Iterator
                 try:
                     yield AttemptRecord.model_validate(ray.get(ref))
                 except Exception as e:  # noqa: BLE001 - a task that died on the cluster is that run's row, not the grid's end
-                    yield AttemptRecord(run=task.run, attempt=task.attempt, path=task.path, outcome="unreadable",
+                    yield AttemptRecord(run=task.run, attempt=task.attempt, path=task.path, outcome=Outcome.UNREADABLE,
                                         error=f"the Ray task failed: {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}")
     finally:
         for ref in pending:

@@ -24,18 +24,20 @@ _SIGNAL_KINDS = {"signature", "traceback", "anomaly", "source", "stop"}
 
 def diagnose_attempt(task: AttemptTask, last: int = 500) -> AttemptRecord:
     """Never raises: a run that cannot be read is a record with its error (its own row of the summary)."""
-    base = {"run": task.run, "attempt": task.attempt, "path": task.path}
+    def unreadable(why: str) -> AttemptRecord:
+        return AttemptRecord(run=task.run, attempt=task.attempt, path=task.path, outcome=Outcome.UNREADABLE, error=why)
+
     if task.error:
-        return AttemptRecord(**base, outcome=Outcome.UNREADABLE, error=redact(task.error))
+        return unreadable(redact(task.error))
     try:
         reset_redaction_count()
         req = DiagnoseRequest(mlflow=task.path, last=last) if task.source == "mlflow" else DiagnoseRequest(target=task.path, last=last)
         ev = collect(req)
         d = analyse(req, ev)
     except MLSkillsError as e:
-        return AttemptRecord(**base, outcome=Outcome.UNREADABLE, error=redact(str(e))[:500])
+        return unreadable(redact(str(e))[:500])
     except Exception as e:  # noqa: BLE001 - one bad run must not stop a grid of a thousand
-        return AttemptRecord(**base, outcome=Outcome.UNREADABLE, error=f"internal error: {type(e).__name__}: {redact(str(e))[:400]}")
+        return unreadable(f"internal error: {type(e).__name__}: {redact(str(e))[:400]}")
     return from_diagnosis(task, d, ev.logs)
 
 

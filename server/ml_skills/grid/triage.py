@@ -43,10 +43,10 @@ def _pool(workers: int) -> ProcessPoolExecutor:
 def _run_local(tasks: list[AttemptTask], workers: int, deadline: float | None) -> Iterator[AttemptRecord]:
     """Records in the order they finish; stops submitting at the deadline (what is running is let finish)."""
     if workers <= 1:
-        for t in tasks:
+        for one in tasks:
             if deadline is not None and time.monotonic() > deadline:
                 return
-            yield diagnose_attempt(t)
+            yield diagnose_attempt(one)
         return
     pool = _pool(workers)
     pending: set[Future[AttemptRecord]] = set()
@@ -54,10 +54,10 @@ def _run_local(tasks: list[AttemptTask], workers: int, deadline: float | None) -
     try:
         while True:
             while len(pending) < 2 * workers and (deadline is None or time.monotonic() < deadline):
-                t = next(todo, None)
-                if t is None:
+                nxt = next(todo, None)
+                if nxt is None:
                     break
-                pending.add(pool.submit(diagnose_attempt, t))
+                pending.add(pool.submit(diagnose_attempt, nxt))
             if not pending:
                 return
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
