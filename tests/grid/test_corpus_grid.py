@@ -53,3 +53,36 @@ def test_a_resubmitted_cell_that_failed_the_same_way_at_the_same_point_is_no_go(
     assert [a.attempt for a in run.attempts] == [0, 1]
     assert run.repeat is not None and run.repeat.kind.value == "same-failure-no-progress"
     assert run.decision is not None and run.decision.value == "NO-GO" and "relaunching will fail the same way" in run.decision_reason
+
+
+def test_retry_logs_in_one_run_directory_and_in_a_glob_are_attempts(tmp_path: Path) -> None:
+    log = ROOT / "tests" / "corpus" / CASES[1] / "train.log"
+    grid = tmp_path / "grid"
+    (grid / "cell-a").mkdir(parents=True)
+    shutil.copy(log, grid / "cell-a" / "train.log")
+    shutil.copy(log, grid / "cell-a" / "train.retry1.log")  # relaunched into the same directory
+    flat = tmp_path / "logs"
+    flat.mkdir()
+    shutil.copy(log, flat / "cell-07.log")
+    shutil.copy(log, flat / "cell-07-retry1.log")
+    shutil.copy(ROOT / "tests" / "corpus" / CASES[3] / "train.log", flat / "cell-08.log")
+    report, _ = triage([str(grid), str(flat / "*.log")], workers=1)
+    runs = {r.name: r for r in report.runs}
+    assert set(runs) == {"cell-a", "cell-07", "cell-08"}
+    for name in ("cell-a", "cell-07"):
+        assert [a.attempt for a in runs[name].attempts] == [0, 1], name
+        assert runs[name].repeat is not None and runs[name].repeat.kind.value == "same-failure-no-progress", name
+    assert runs["cell-08"].repeat is None and runs["cell-a"].fingerprint == runs["cell-07"].fingerprint
+
+
+def test_the_deadline_stops_the_triage_with_what_is_done_and_says_so(tmp_path: Path) -> None:
+    grid = tmp_path / "grid"
+    grid.mkdir()
+    for i in range(300):
+        shutil.copy(ROOT / "tests" / "corpus" / CASES[i % len(CASES)] / "train.log", grid / f"run-{i:03d}.log")
+    for workers in (1, 2):
+        report, _ = triage([str(grid)], workers=workers, deadline_s=1.0)
+        assert report.runs_total == 300 and report.complete is False
+        assert len(report.runs) < 300 and sum(report.counts.values()) == len(report.runs)
+        assert any("deadline of 1 s passed" in n for n in report.notes)
+        assert report.elapsed_s < 30

@@ -142,3 +142,24 @@ def test_fail_on_nogo_exits_1_and_since_in_the_future_leaves_every_run_out(real_
     assert report["runs_total"] == 0 and any("27 runs last written before --since" in n for n in report["notes"])
     proc = triage_cli(str(real_grid.runs), "--since", "1h", "--out-dir", str(tmp_path), "--format", "json", cwd=tmp_path)
     assert json.loads(proc.stdout)["runs_total"] == 27
+
+
+def test_a_yaml_grid_and_a_glob_of_result_files_are_expected_grids_too(real_grid: Grid, triaged, tmp_path: Path) -> None:
+    from ml_skills.errors import InputError
+    from ml_skills.grid.expect import check_expected
+    from ml_skills.grid.models import RunRecord
+
+    _, report = triaged
+    runs = [RunRecord.model_validate(r) for r in report["runs"]]
+    names = [line.split(",")[0] for line in real_grid.expect_csv.read_text().splitlines()[1:]]
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("cells:\n" + "".join(f"  - name: {n}\n" for n in names))
+    e = check_expected(str(grid), str(real_grid.results / "*.json"), runs)
+    assert e.expected == 28 and e.cells_without_run == ["never-ran"] and e.completed_without_result == ["ok-elsewhere"]
+    by_glob = check_expected(str(real_grid.results / "*.json"), None, runs)  # the results say which cells there are
+    assert by_glob.expected == 13 and by_glob.cells_without_run == [] and by_glob.results_without_run == []
+    assert [Path(p).name for p in by_glob.results_of_failed_runs] == ["summary-crash.json"]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("cells: {a: [1, 2}\n")
+    with pytest.raises(InputError, match="not valid YAML"):
+        check_expected(str(bad), None, runs)
