@@ -66,9 +66,13 @@ def test_retry_logs_in_one_run_directory_and_in_a_glob_are_attempts(tmp_path: Pa
     shutil.copy(log, flat / "cell-07.log")
     shutil.copy(log, flat / "cell-07-retry1.log")
     shutil.copy(ROOT / "tests" / "corpus" / CASES[3] / "train.log", flat / "cell-08.log")
+    (grid / "cell-b" / "attempt-2").mkdir(parents=True)
+    shutil.copy(log, grid / "cell-b" / "train.log")  # the first launch logged in the run directory
+    shutil.copy(log, grid / "cell-b" / "attempt-2" / "train.log")
     report, _ = triage([str(grid), str(flat / "*.log")], workers=1)
     runs = {r.name: r for r in report.runs}
-    assert set(runs) == {"cell-a", "cell-07", "cell-08"}
+    assert set(runs) == {"cell-a", "cell-b", "cell-07", "cell-08"}
+    assert [a.attempt for a in runs["cell-b"].attempts] == [0, 2]
     for name in ("cell-a", "cell-07"):
         assert [a.attempt for a in runs[name].attempts] == [0, 1], name
         assert runs[name].repeat is not None and runs[name].repeat.kind.value == "same-failure-no-progress", name

@@ -111,6 +111,9 @@ def attempts_of(run_dir: str) -> list[tuple[int, str]]:
         return [(0, run_dir)]
     keys = {split_name(Path(p).name)[0] for _, p in numbered}
     firsts = [p for (key, n), p in logs if not n and key in keys]
+    unnumbered = [p for (_, n), p in logs if not n]
+    if not numbered and len(unnumbered) == 1:  # the first launch logged here, its relaunches into attempt-N/
+        firsts = unnumbered
     out = sorted(subdirs + numbered + [(0, p) for p in firsts[:1]])
     return out
 
