@@ -143,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--ray", metavar="ADDRESS", help="run the diagnoses as Ray tasks on the cluster at ADDRESS (host:port, or auto); needs ray")
     t.add_argument("--max-runs", type=_positive, help="stop after this many runs")
     t.add_argument("--out-dir", default=".", help="where triage-runs.json is written (default: current directory)")
-    t.add_argument("--format", choices=["text", "json"], default="text")
+    t.add_argument("--format", choices=["text", "json", "jsonl"], default="text",
+                   help="text summary, the JSON report, or jsonl: one line per run as it finishes (the report still goes to --out-dir)")
     t.add_argument("--pretty", action="store_true", help="indent the JSON (default: compact, one line)")
     t.add_argument("--fail-on-nogo", action="store_true", help="exit 1 when any run's decision is NO-GO")
     t.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)

@@ -163,3 +163,16 @@ def test_a_yaml_grid_and_a_glob_of_result_files_are_expected_grids_too(real_grid
     bad.write_text("cells: {a: [1, 2}\n")
     with pytest.raises(InputError, match="not valid YAML"):
         check_expected(str(bad), None, runs)
+
+
+def test_jsonl_streams_one_line_per_run_as_it_finishes(real_grid: Grid, tmp_path: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "ml_skills.cli", "triage-runs", str(real_grid.runs), "--workers", "2", "--format", "jsonl",
+                             "--out-dir", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    assert proc.stdout is not None
+    first = proc.stdout.readline()  # arrives while the rest of the grid is still being diagnosed
+    still_running = proc.poll() is None
+    rest = proc.stdout.read()
+    assert proc.wait(timeout=180) == 0
+    lines = [json.loads(x) for x in [first, *rest.splitlines()] if x.strip()]
+    assert len(lines) == 27 and {x["name"] for x in lines} == {r["name"] for r in json.loads((tmp_path / "triage-runs.json").read_text())["runs"]}
+    assert still_running

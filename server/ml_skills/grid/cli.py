@@ -25,6 +25,9 @@ def run(args: argparse.Namespace) -> int:
     since = parse_since(args.since) if args.since else None
     with progress.terminal() as show:
         def on_run(run: RunRecord, g: Group, groups: Groups, total: int) -> None:
+            if args.format == "jsonl":  # streamed as each run is complete, for a pipe or a dashboard
+                sys.stdout.write(redact_value(run).model_dump_json() + "\n")
+                sys.stdout.flush()
             if show is None:
                 return
             failed = [x for x in groups.rows.values() if x.outcome is Outcome.FAILED]
@@ -45,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
     path = json_report.write_model(report, args.out_dir, FILENAME)
     if args.format == "json":
         sys.stdout.write(report.model_dump_json(indent=2 if args.pretty else None) + "\n")
+    elif args.format == "jsonl":
+        pass  # every run was written as it finished; the groups are in the report file
     else:
         sys.stdout.write(text.render(report, str(path)))
     nogo = any(r.decision is Decision.NO_GO and r.outcome is Outcome.FAILED for r in report.runs)
