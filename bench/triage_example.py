@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.grid.conftest import build_grid  # noqa: E402
+from tests.grid.conftest import build_grid
 
 
 def main() -> None:

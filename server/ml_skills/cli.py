@@ -146,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--format", choices=["text", "json", "jsonl"], default="text",
                    help="text summary, the JSON report, or jsonl: one line per run as it finishes (the report still goes to --out-dir)")
     t.add_argument("--pretty", action="store_true", help="indent the JSON (default: compact, one line)")
+    t.add_argument("--plot", action="store_true", help="also write triage-runs.png: when each group's runs ended, one row per group")
     t.add_argument("--fail-on-nogo", action="store_true", help="exit 1 when any run's decision is NO-GO")
     t.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     return p

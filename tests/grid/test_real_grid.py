@@ -176,3 +176,11 @@ def test_jsonl_streams_one_line_per_run_as_it_finishes(real_grid: Grid, tmp_path
     lines = [json.loads(x) for x in [first, *rest.splitlines()] if x.strip()]
     assert len(lines) == 27 and {x["name"] for x in lines} == {r["name"] for r in json.loads((tmp_path / "triage-runs.json").read_text())["runs"]}
     assert still_running
+
+
+def test_plot_draws_the_groups_over_time(real_grid: Grid, tmp_path: Path) -> None:
+    proc = triage_cli(str(real_grid.runs), "--plot", "--out-dir", str(tmp_path), "--format", "json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    png = tmp_path / "triage-runs.png"
+    assert json.loads(proc.stdout)["plot"] == str(png)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000

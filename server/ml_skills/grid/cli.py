@@ -45,6 +45,10 @@ def run(args: argparse.Namespace) -> int:
 
         report.expect = check_expected(args.expect, args.results, report.runs)
     report = redact_value(report)
+    if args.plot:
+        from ml_skills.render import triage_plot
+
+        report.plot = str(triage_plot.write(report, args.out_dir))
     path = json_report.write_model(report, args.out_dir, FILENAME)
     if args.format == "json":
         sys.stdout.write(report.model_dump_json(indent=2 if args.pretty else None) + "\n")

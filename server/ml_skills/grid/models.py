@@ -160,3 +160,4 @@ class TriageReport(Model):
     expect: ExpectReport | None = None
     complete: bool = Field(True, description="False when a run cap or the deadline stopped the triage early.")
     notes: list[str] = Field(default_factory=list)
+    plot: str | None = Field(None, description="Path of triage-runs.png, when --plot was given.")
