@@ -14,6 +14,7 @@ from ml_skills.grid.models import Outcome, TriageReport
 
 FILENAME = "triage-runs.png"
 MAX_ROWS = 12
+FAILED_COLOURS = ("tab:red", "tab:orange", "tab:purple", "tab:blue", "tab:brown", "tab:pink", "tab:olive", "tab:cyan")  # not green/gray
 
 
 def write(r: TriageReport, out_dir: str | os.PathLike[str]) -> Path:
@@ -32,7 +33,9 @@ def write(r: TriageReport, out_dir: str | os.PathLike[str]) -> Path:
     labels = []
     for y, g in enumerate(reversed(rows)):
         xs = [t for name in g.runs if (t := when.get(name)) is not None]
-        colour = "tab:green" if g.outcome is Outcome.COMPLETED else "tab:gray" if g.outcome is not Outcome.FAILED else None
+        i = len(rows) - 1 - y
+        colour = ("tab:green" if g.outcome is Outcome.COMPLETED else "tab:gray" if g.outcome is not Outcome.FAILED
+                  else FAILED_COLOURS[i % len(FAILED_COLOURS)])
         ax.scatter(xs, [y] * len(xs), s=18, alpha=0.7, color=colour)
         what = f"{g.failure_class.value if g.failure_class else '?'} {g.fingerprint}" if g.outcome is Outcome.FAILED else g.outcome.value
         labels.append(f"{what} ({g.count})")
