@@ -119,3 +119,10 @@ def test_on_a_terminal_a_progress_line_counts_runs_and_groups_on_stderr_only(tmp
     assert "triage-runs (" in text and "failed in" in text and "of 40 runs" in text, text[-500:]
     assert text.endswith("\r\x1b[K")  # the line is cleared before the summary
     assert "\r" not in out and out.startswith("triage-runs: 40 runs")
+
+
+def test_a_missing_expect_file_is_said_before_any_run_is_diagnosed(tmp_path: Path) -> None:
+    grid = _tiny_grid(tmp_path / "grid", 3)
+    proc = triage_cli(str(grid), "--expect", str(tmp_path / "nope.csv"), "--out-dir", str(tmp_path / "out"), cwd=tmp_path)
+    assert proc.returncode == 2 and "no grid file at" in proc.stderr
+    assert not (tmp_path / "out").exists()  # failed before the triage, which writes the report

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import glob
 import sys
 
 from ml_skills.errors import InputError
@@ -23,6 +24,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.targets and not args.mlflow_experiment:
         raise InputError("nothing to triage: give a directory of run directories, a quoted glob of logs, or --mlflow-experiment ID")
     since = parse_since(args.since) if args.since else None
+    if args.expect and not glob.has_magic(args.expect):
+        from ml_skills.grid.expect import read_grid
+
+        read_grid(args.expect)  # a missing or broken grid file is said before an hour of triage, not after
     with progress.terminal() as show:
         def on_run(run: RunRecord, g: Group, groups: Groups, total: int) -> None:
             if args.format == "jsonl":  # streamed as each run is complete, for a pipe or a dashboard
