@@ -123,6 +123,6 @@ def test_on_a_terminal_a_progress_line_counts_runs_and_groups_on_stderr_only(tmp
 
 def test_a_missing_expect_file_is_said_before_any_run_is_diagnosed(tmp_path: Path) -> None:
     grid = _tiny_grid(tmp_path / "grid", 3)
-    proc = triage_cli(str(grid), "--expect", str(tmp_path / "nope.csv"), "--out-dir", str(tmp_path / "out"), cwd=tmp_path)
+    proc = triage_cli(str(grid), "--expect", str(tmp_path / "nope.csv"), "--format", "jsonl", "--out-dir", str(tmp_path / "out"), cwd=tmp_path)
     assert proc.returncode == 2 and "no grid file at" in proc.stderr
-    assert not (tmp_path / "out").exists()  # failed before the triage, which writes the report
+    assert proc.stdout == ""  # no run was diagnosed (jsonl would have streamed it)
