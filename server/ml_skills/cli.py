@@ -134,7 +134,36 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--format", choices=["text", "json"], default="text")
     f.add_argument("--pretty", action="store_true", help="indent the JSON (default: compact, one line)")
     f.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    t = sub.add_parser(
+        "triage-runs",
+        help="diagnose a whole grid of runs and group the failures by fingerprint",
+        description=("Diagnose every run under the targets with the same engine as check-failed-run, in parallel, and group "
+                     "the failures by fingerprint (class, rule, decisive line with numbers, paths and times normalised). "
+                     "Relaunched runs whose last attempt failed the same way with no progress are NO-GO."),
+    )
+    t.add_argument("targets", nargs="*", metavar="TARGET", help="a directory of run directories, a run directory of attempts, or a glob of logs (quoted)")
+    t.add_argument("--mlflow-experiment", action="append", default=[], metavar="ID",
+                   help="also the FAILED and KILLED runs of this MLflow experiment (id or name; MLFLOW_TRACKING_URI); repeatable")
+    t.add_argument("--since", metavar="WHEN", help="only runs whose logs were written since: 6h, 2d, 30m, or a date (2026-11-30T14:00)")
+    t.add_argument("--workers", type=_positive, help="worker processes (default: the number of cores); 1 runs in this process")
+    t.add_argument("--expect", metavar="GRID", help="the cells that should exist: a CSV or YAML of cell names, or a glob of result files (quoted)")
+    t.add_argument("--results", metavar="GLOB", help="with a CSV/YAML --expect: where each cell's result file is, e.g. 'results/*.json'")
+    t.add_argument("--ray", metavar="ADDRESS", help="run the diagnoses as Ray tasks on the cluster at ADDRESS (host:port, or auto); needs ray")
+    t.add_argument("--max-runs", type=_positive, help="stop after this many runs")
+    t.add_argument("--out-dir", default=".", help="where triage-runs.json is written (default: current directory)")
+    t.add_argument("--format", choices=["text", "json", "jsonl"], default="text",
+                   help="text summary, the JSON report, or jsonl: one line per run as it finishes (the report still goes to --out-dir)")
+    t.add_argument("--pretty", action="store_true", help="indent the JSON (default: compact, one line)")
+    t.add_argument("--plot", action="store_true", help="also write triage-runs.png: when each group's runs ended, one row per group")
+    t.add_argument("--fail-on-nogo", action="store_true", help="exit 1 when any run's decision is NO-GO")
+    t.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     return p
+
+
+def triage_runs(args: argparse.Namespace) -> int:
+    from ml_skills.grid.cli import run
+
+    return run(args)
 
 
 def preflight_run(args: argparse.Namespace) -> int:
@@ -207,7 +236,8 @@ def verify_artifacts(args: argparse.Namespace) -> int:
     return 0 if report.decision.value == "GO" else 1
 
 
-COMMANDS = {"check-failed-run": "check_failed_run", "verify-artifacts": "verify_artifacts", "watch-run": "watch_run", "preflight-run": "preflight_run"}
+COMMANDS = {"check-failed-run": "check_failed_run", "verify-artifacts": "verify_artifacts", "watch-run": "watch_run", "preflight-run": "preflight_run",
+            "triage-runs": "triage_runs"}
 
 
 def _read_paste(spec: str) -> str:

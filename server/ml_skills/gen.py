@@ -73,6 +73,16 @@ def schema_json() -> str:
     return json.dumps(schema, indent=2, sort_keys=True) + "\n"
 
 
+def triage_schema_json() -> str:
+    """triage-runs.json (grid/models.py), checked by the grid tests against real reports."""
+    from ml_skills.grid.models import TriageReport
+
+    schema = TriageReport.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://ml-skills.dev/schemas/triage-runs.schema.json"
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+
+
 def schemas_markdown() -> str:
     """Every field of check-failed-run.json with its type and description, from the models."""
     schema = Diagnosis.model_json_schema()
@@ -151,6 +161,7 @@ def outputs() -> dict[str, str]:
         "references/failure-taxonomy.md": tax,
         "skills/check-failed-run/references/failure-taxonomy.md": tax,
         "schemas/check-failed-run.schema.json": schema_json(),
+        "schemas/triage-runs.schema.json": triage_schema_json(),
     }
 
 

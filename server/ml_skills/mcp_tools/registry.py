@@ -22,6 +22,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "ml_skills.mcp_tools.trackers",
     "ml_skills.mcp_tools.remote",
     "ml_skills.mcp_tools.actions",
+    "ml_skills.mcp_tools.grid",
 )
 
 

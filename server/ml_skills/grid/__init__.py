@@ -1,0 +1,1 @@
+"""triage-runs: many runs through the same engine, grouped by failure fingerprint (design.md, "Scale")."""

@@ -1,0 +1,109 @@
+"""--expect: the cells a grid should have, against the runs and result files that are there.
+
+Catches the two expensive mistakes of a sweep's bookkeeping: a cell believed done that never ran
+(or whose result landed somewhere else), and a cell believed missing whose result exists. A
+result file belongs to the cell named by its file stem or by the directory that holds it.
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import io
+from pathlib import Path
+
+from ml_skills.errors import InputError, TargetNotFound
+from ml_skills.grid.models import ExpectReport, Outcome, RunRecord
+
+MAX_GRID_BYTES = 8 * 1024 * 1024
+_NAME_COLUMNS = ("name", "cell", "run", "run_name", "id")
+
+
+def read_grid(path: str) -> list[str]:
+    """Cell names from a CSV (a name/cell/run column, else the first) or YAML (a list, or {cells: [...]})."""
+    p = Path(path)
+    if not p.is_file():
+        raise TargetNotFound(f"no grid file at {path}: give a CSV or YAML of cell names, or a quoted glob of result files")
+    raw = p.read_bytes()[: MAX_GRID_BYTES + 1]
+    if len(raw) > MAX_GRID_BYTES:
+        raise InputError(f"{path} is over 8 MiB: not a grid of cell names")
+    text = raw.decode("utf-8", errors="replace")
+    if p.suffix.lower() in (".yaml", ".yml"):
+        return _from_yaml(path, text)
+    rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
+    if not rows:
+        return []
+    header = [c.strip().lower() for c in rows[0]]
+    col = next((header.index(c) for c in _NAME_COLUMNS if c in header), None)
+    body = rows[1:] if col is not None else rows
+    return _unique(r[col or 0].strip() for r in body if len(r) > (col or 0) and r[col or 0].strip())
+
+
+def _from_yaml(path: str, text: str) -> list[str]:
+    try:
+        import yaml
+    except ImportError:
+        raise InputError(f"{path}: reading a YAML grid needs PyYAML (pip install pyyaml); or give a CSV of cell names") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise InputError(f"{path} is not valid YAML: {str(e).splitlines()[0]}") from None
+    if isinstance(data, dict):
+        data = data.get("cells", data.get("runs"))
+    if not isinstance(data, list):
+        raise InputError(f"{path}: expected a list of cell names, or a mapping with a 'cells' list")
+    names = []
+    for item in data:
+        if isinstance(item, dict):
+            item = next((item[k] for k in _NAME_COLUMNS if k in item), None)
+        if item is not None:
+            names.append(str(item))
+    return _unique(names)
+
+
+def _unique(names) -> list[str]:  # type: ignore[no-untyped-def]
+    return list(dict.fromkeys(names))
+
+
+def _owner(path: str, cells: set[str]) -> str:
+    p = Path(path)
+    for stem in (p.name, p.stem, p.name.split(".", 1)[0]):  # lr0.1-s1.json, metrics.tar.gz
+        if stem in cells:
+            return stem
+    for parent in p.parents:
+        if parent.name in cells:
+            return parent.name
+    return p.stem
+
+
+def check_expected(grid: str, results: str | None, runs: list[RunRecord]) -> ExpectReport:
+    """Cells with no run, runs with no result, results of failed runs, results of no run."""
+    by_name = {r.name: r for r in runs}
+    notes: list[str] = []
+    if glob.has_magic(grid):
+        names: list[str] = []
+        results = grid
+    else:
+        names = read_grid(grid)
+    files = sorted(glob.glob(results)) if results else []
+    if results and not files:
+        notes.append(f"no result file matches {results}")
+    cells = set(names) | set(by_name)
+    owners: dict[str, list[str]] = {}
+    for f in files:
+        owners.setdefault(_owner(f, cells), []).append(f)
+    expected = names or sorted(owners)
+    report = ExpectReport(expected=len(expected), notes=notes)
+    report.cells_without_run = [n for n in expected if n not in by_name and n not in owners]
+    report.results_without_run = sorted(f for n, fs in owners.items() if n not in by_name for f in fs)
+    if results:
+        report.runs_without_result = [r.name for r in runs if r.name not in owners and (not names or r.name in names)]
+        report.completed_without_result = [n for n in report.runs_without_result if by_name[n].outcome is Outcome.COMPLETED]
+        report.results_of_failed_runs = sorted(f for n, fs in owners.items() if n in by_name and by_name[n].outcome is Outcome.FAILED for f in fs)
+    else:
+        notes.append("no --results glob: which runs lack a result file was not checked")
+    if names:
+        extra = [r.name for r in runs if r.name not in set(names)]
+        if extra:
+            notes.append(f"{len(extra)} run(s) are not in the grid: " + ", ".join(extra[:5]) + (" ..." if len(extra) > 5 else ""))
+    return report

@@ -1,0 +1,130 @@
+"""triage-runs: every attempt of every run through the engine in a process pool, grouped as it finishes.
+
+At most 2 x workers attempts are in flight, and each comes back as a small record, so memory
+follows the number of workers, not the number of runs. A run's row is filled in the moment its
+last attempt is back; `on_run` hears about each one (the CLI's progress line). With one worker
+the attempts run in this process, with no pool to start.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from datetime import UTC, datetime
+
+from ml_skills import __version__
+from ml_skills.grid.discover import Check, discover
+from ml_skills.grid.groups import Groups, run_of
+from ml_skills.grid.models import AttemptRecord, AttemptTask, Group, RunRecord, TriageReport
+from ml_skills.grid.record import diagnose_attempt
+from ml_skills.models import ToolInfo
+
+OnRun = Callable[[RunRecord, Group, Groups, int], None]
+"""on_run(run, its group, all groups so far, runs in total): called as each run is complete."""
+
+
+def default_workers() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    # forkserver: workers start from a clean process, never a fork of a threaded one (the MCP server runs tools in threads)
+    method = "forkserver" if sys.platform.startswith("linux") else "spawn"
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
+
+
+def _run_local(tasks: list[AttemptTask], workers: int, deadline: float | None) -> Iterator[AttemptRecord]:
+    """Records in the order they finish; stops submitting at the deadline (what is running is let finish)."""
+    if workers <= 1:
+        for one in tasks:
+            if deadline is not None and time.monotonic() > deadline:
+                return
+            yield diagnose_attempt(one)
+        return
+    pool = _pool(workers)
+    pending: set[Future[AttemptRecord]] = set()
+    todo = iter(tasks)
+    try:
+        while True:
+            while len(pending) < 2 * workers and (deadline is None or time.monotonic() < deadline):
+                nxt = next(todo, None)
+                if nxt is None:
+                    break
+                pending.add(pool.submit(diagnose_attempt, nxt))
+            if not pending:
+                return
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            done, pending = wait(pending, timeout=left, return_when=FIRST_COMPLETED)
+            for f in done:
+                yield f.result()
+            if not done and deadline is not None and time.monotonic() >= deadline:
+                return
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # only what is already running is let finish
+
+
+def _mlflow(experiments: tuple[str, ...], since: datetime | None, max_runs: int | None) -> dict[str, list[AttemptTask]]:
+    if not experiments:
+        return {}
+    from ml_skills.grid.mlflow_runs import failed_runs
+
+    runs: dict[str, list[AttemptTask]] = {}
+    for exp in experiments:
+        for t in failed_runs(exp, since, max_runs):
+            runs.setdefault(t.run, []).append(t)
+    return runs
+
+
+def triage(targets: list[str], *, since: datetime | None = None, workers: int | None = None, max_runs: int | None = None,
+           deadline_s: float | None = None, check: Check | None = None, on_run: OnRun | None = None,
+           keep_runs: bool = True, mlflow_experiments: tuple[str, ...] = (), ray_address: str | None = None) -> tuple[TriageReport, Groups]:
+    """Diagnose every run of the targets (and of the MLflow experiments' failed runs) with the engine
+    and group the failures by fingerprint."""
+    t0 = time.monotonic()
+    deadline = t0 + deadline_s if deadline_s else None
+    found = discover(targets, since=since, max_runs=max_runs, check=check, extra=_mlflow(mlflow_experiments, since, max_runs))
+    tasks = found.tasks()
+    if ray_address:
+        from ml_skills.grid import ray_backend
+
+        workers = ray_backend.connect(ray_address)
+        records = ray_backend.run(tasks, workers, deadline)
+        backend = "ray"
+    else:
+        workers = max(1, min(workers or default_workers(), len(tasks) or 1))
+        records = _run_local(tasks, workers, deadline)
+        backend = "inline" if workers == 1 else "local"
+    waiting = {name: len(ts) for name, ts in found.runs.items()}
+    got: dict[str, list[AttemptRecord]] = {}
+    groups = Groups()
+    for rec in records:
+        got.setdefault(rec.run, []).append(rec)
+        if len(got[rec.run]) == waiting[rec.run]:
+            run, last = run_of(rec.run, got.pop(rec.run))
+            g = groups.add(run, last)
+            if on_run is not None:
+                on_run(run, g, groups, len(found.runs))
+    notes = list(found.notes)
+    if mlflow_experiments and not any(t.source == "mlflow" for t in tasks):
+        notes.append(f"no FAILED or KILLED runs in MLflow experiment(s) {', '.join(mlflow_experiments)}" + (" since then" if since else ""))
+    complete = not found.capped
+    if found.capped:
+        notes.append(f"stopped at {max_runs} runs (the run cap): narrow the targets or raise the cap")
+    done = len(groups.runs)
+    if done < len(found.runs) and deadline_s is not None:
+        complete = False
+        notes.append(f"the deadline of {deadline_s:g} s passed after {done} of {len(found.runs)} runs: the rest were not diagnosed")
+    report = TriageReport(
+        tool=ToolInfo(version=__version__), created_at=datetime.now(UTC), targets=list(targets) + [f"mlflow-experiment:{e}" for e in mlflow_experiments], since=since,
+        backend=backend, workers=workers, elapsed_s=round(time.monotonic() - t0, 3),
+        runs_total=len(found.runs), attempts_total=len(tasks), counts=groups.counts(), groups=groups.ordered(),
+        runs=sorted(groups.runs, key=lambda r: r.name) if keep_runs else [], complete=complete, notes=notes,
+    )
+    return report, groups
