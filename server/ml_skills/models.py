@@ -240,6 +240,7 @@ class MetricPoint(Model):
     split: str = "train"
     values: dict[str, float]
     time: LogTime | None = None
+    rank: int | None = Field(None, description="The process (rank) whose line this is, when ranks share one log.")
 
 
 class AnomalyKind(StrEnum):

@@ -260,13 +260,14 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
             mcursor = s
             e = chunk.find(b"\n", s)
             raw = chunk[s : (len(chunk) if e < 0 else e)]
-            parsed = metric_parser.parse_line(raw.decode("utf-8", errors="replace"))
+            text = raw.decode("utf-8", errors="replace")
+            parsed = metric_parser.parse_line(text)
             if parsed is None:
                 continue
             values, step, epoch = parsed
             mp = MetricPoint(source=name, line_no=mline, step=step, epoch=epoch, values=values,
                              split="eval" if all(k.startswith("val_") for k in values) else "train",
-                             time=metric_parser.parse_timestamp(raw[:200].decode("utf-8", errors="replace")))
+                             time=metric_parser.parse_timestamp(text[:200]), rank=metric_lines.rank_of(text))
             if nan_point is None and any(v != v or v in (float("inf"), float("-inf")) for v in values.values()):
                 nan_point = mp
                 point_offsets[mline] = offset + s

@@ -314,15 +314,8 @@ def _train_val(points: Sequence[MetricPoint], task: Task | None) -> list[Anomaly
     return out
 
 
-def analyse(
-    points: Sequence[MetricPoint],
-    *,
-    exact_nan: MetricPoint | None = None,
-    exact_grad_max: MetricPoint | None = None,
-    last_progress: ProgressPoint | None = None,
-    task: Task | None = None,
-) -> Trajectory:
-    """Summarise the series and run every detector."""
+def _detect(points: Sequence[MetricPoint], exact_nan: MetricPoint | None, exact_grad_max: MetricPoint | None,
+            task: Task | None) -> list[Anomaly]:
     anomalies: list[Anomaly] = []
     nan = _nan_onset(points, exact_nan)
     if nan:
@@ -332,13 +325,54 @@ def analyse(
         if det:
             anomalies.append(det)
     anomalies.extend(_train_val(points, task))
+    return anomalies
+
+
+def by_rank(points: Sequence[MetricPoint]) -> dict[int | None, list[MetricPoint]]:
+    """The points of each rank, when several ranks' metric lines are interleaved in one log."""
+    groups: dict[int | None, list[MetricPoint]] = {}
+    for p in points:
+        groups.setdefault(p.rank, []).append(p)
+    return groups
+
+
+def analyse(
+    points: Sequence[MetricPoint],
+    *,
+    exact_nan: MetricPoint | None = None,
+    exact_grad_max: MetricPoint | None = None,
+    last_progress: ProgressPoint | None = None,
+    task: Task | None = None,
+) -> Trajectory:
+    """Summarise the series and run every detector, on each rank's own series when ranks share the log.
+
+    Four ranks' losses interleaved line by line are four series, each on its own data shard: read as one,
+    the per-batch differences between ranks look like a loss jumping up and down. Each rank's series is
+    analysed alone and an anomaly is kept once per kind, from the rank where it shows first.
+    """
+    groups = {r: g for r, g in by_rank(points).items() if r is not None}
+    if len(groups) < 2:
+        anomalies = _detect(points, exact_nan, exact_grad_max, task)
+        shown = points
+    else:
+        found: dict[AnomalyKind, Anomaly] = {}
+        for rank, g in sorted(groups.items()):
+            nan = exact_nan if exact_nan is not None and exact_nan.rank == rank else None
+            gmax = exact_grad_max if exact_grad_max is not None and exact_grad_max.rank == rank else None
+            for a in _detect(g, nan, gmax, task):
+                a = a.model_copy(update={"detail": f"rank {rank}: {a.detail}"})
+                if a.kind not in found or (a.line_no or 0) < (found[a.kind].line_no or 0):
+                    found[a.kind] = a
+        anomalies = list(found.values())
+        shown = groups[min(groups)]  # the series shown: the lowest rank's (rank 0, the one loggers usually keep)
+    nan_a = next((a for a in anomalies if a.kind is AnomalyKind.NAN_ONSET), None)
     steps = [p.step for p in points if p.step is not None]
     return Trajectory(
-        series=summarise(points),
+        series=summarise(shown),
         anomalies=anomalies,
         last_step=steps[-1] if steps else None,
-        first_nan_step=nan.step if nan else None,
-        first_nan_line=nan.line_no if nan else None,
+        first_nan_step=nan_a.step if nan_a else None,
+        first_nan_line=nan_a.line_no if nan_a else None,
         last_progress=last_progress,
         metric_lines=len(points),
     )

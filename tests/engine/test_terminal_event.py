@@ -1,0 +1,139 @@
+"""The terminal event decides the class: what ended the run, read from real runs.
+
+Each log here comes from really running the failure (PyTorch on CPU, torchrun with Gloo, a shell
+that reports the signal). A line the run went on from, or a trend in its metrics, must not
+outrank what ended it; an exception's frames say what it was doing when it was raised.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
+
+
+def _run(tmp_path: Path, script: str, shell: str = "{py} train.py", timeout: float = 180) -> Path:
+    (tmp_path / "train.py").write_text(textwrap.dedent(script))
+    log = tmp_path / "train.log"
+    with open(log, "wb") as out:
+        subprocess.run(["bash", "-c", shell.format(py=sys.executable)], cwd=tmp_path, stdout=out,
+                       stderr=subprocess.STDOUT, timeout=timeout, check=False)
+    return log
+
+
+SEGFAULT_AFTER_INFO = """
+    import ctypes, logging, os
+    import torch
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s - %(levelname)s - %(message)s")
+    log = logging.getLogger("train")
+    if not os.path.exists("runs/exp/last.pt"):
+        log.info("No checkpoint found at runs/exp/last.pt. Initializing model from scratch")
+    torch.manual_seed(0)
+    model = torch.nn.Linear(8, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    x = torch.randn(64, 8); y = x.sum(1, keepdim=True)
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+    log.info("step 0 loss %.4f", loss.item())
+    ctypes.string_at(0)  # a native extension dereferencing NULL
+"""
+
+
+def test_an_info_line_the_run_went_on_from_does_not_outrank_the_segfault_that_ended_it(tmp_path):
+    log = _run(tmp_path, SEGFAULT_AFTER_INFO, '{py} train.py; echo "exit $?"')
+    text = log.read_text()
+    assert "INFO - No checkpoint found" in text and "Segmentation fault" in text, text
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "process-crash", d.root_cause
+    assert "Segmentation fault" in d.root_cause.proximate
+    assert d.run_status.value == "crashed"
+
+
+TRAIN_THEN_WRITE = """
+    import os
+    import torch
+    torch.manual_seed(0)
+    model = torch.nn.Linear(8, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    x = torch.randn(64, 8); y = x.sum(1, keepdim=True)
+    history = []
+    for epoch in range(5):
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        opt.zero_grad(); loss.backward(); opt.step()
+        history.append(loss.item())
+        print(f"Epoch {epoch + 1}/5 - loss: {loss.item():.4f}", flush=True)
+    print("Training finished. Saving outputs", flush=True)
+    WRITE
+"""
+WRITES = {
+    "open-wb": """
+    def save_curve(values, path):
+        with open(path, "wb") as f:
+            f.write(",".join(f"{v:.4f}" for v in values).encode())
+    save_curve(history, os.path.join("results", "exp1", "loss_curve.csv"))
+    """,
+    "savefig": """
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    def plot_history(values, out):
+        plt.plot(values)
+        plt.savefig(out)
+    plot_history(history, "figures/run1/loss.png")
+    """,
+}
+
+
+@pytest.mark.parametrize("how", sorted(WRITES))
+def test_a_missing_directory_for_an_output_written_after_training_is_an_output_failure_not_data(tmp_path, how):
+    if how == "savefig":
+        pytest.importorskip("matplotlib")
+    script = TRAIN_THEN_WRITE.replace("    WRITE\n", textwrap.dedent(WRITES[how]).replace("\n", "\n    "))
+    log = _run(tmp_path, script)
+    assert "FileNotFoundError" in log.read_text(), log.read_text()
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "io-checkpoint", d.root_cause
+    assert "output" in d.root_cause.root.lower()
+    assert "FileNotFoundError" in d.root_cause.proximate
+
+
+RANKS_ONE_KILLED = """
+    import os, signal, time
+    import torch, torch.distributed as dist
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(rank)
+    model = torch.nn.Linear(16, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    w = torch.randn(16, 1)
+    for step in range(200):
+        x = torch.randn(32, 16); y = x @ w + 0.3 * torch.randn(32, 1)
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        opt.zero_grad(); loss.backward()
+        for p in model.parameters():
+            dist.all_reduce(p.grad); p.grad /= world
+        opt.step()
+        print(f"rank {rank}: step {step} loss {loss.item():.4f}", flush=True)
+        time.sleep(0.01)
+        if rank == 1 and step == 60:
+            os.kill(os.getpid(), signal.SIGKILL)  # the OOM killer, a scheduler, a person
+    dist.destroy_process_group()
+"""
+
+
+@pytest.mark.slow
+def test_interleaved_ranks_per_batch_noise_is_no_blowup_and_the_killed_rank_ends_the_run(tmp_path):
+    """Four ranks print their own minibatch loss into one log; rank 1 is SIGKILLed, its peers' Gloo reads fail,
+    torchrun SIGTERMs the rest. Read as one series the losses jump between ranks; each rank alone is noise."""
+    log = _run(tmp_path, RANKS_ONE_KILLED, "{py} -m torch.distributed.run --nproc_per_node 4 train.py", timeout=300)
+    text = log.read_text()
+    assert "SIGKILL" in text and ("Connection reset by peer" in text or "Connection closed by peer" in text), text[-3000:]
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value in ("oom", "process-crash"), d.root_cause
+    assert "exitcode" in d.root_cause.proximate and "-9" in d.root_cause.proximate
+    assert not any(a.kind.value == "loss-blowup" for a in d.anomalies), [a.detail for a in d.anomalies]
+    assert all(c.value != "optimization-divergence" for c in d.contributing_factors)
