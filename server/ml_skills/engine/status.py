@@ -54,6 +54,8 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
         return RunStatus.HUNG
     if AnomalyKind.NO_PROGRESS in kinds:
         return RunStatus.HUNG
+    if terminal and _completed_after(terminal, logs):
+        return RunStatus.COMPLETED  # a later attempt (a resubmission, a retry) ran to its end: the status is the last one's
     if terminal:
         return RunStatus.CRASHED
     if _cut_in_traceback(logs):  # the log ends in a traceback's frames: an exception ended the run, the paste lost its last line
@@ -67,6 +69,16 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
     if survived:
         return RunStatus.RECOVERED
     return RunStatus.UNKNOWN
+
+
+def _completed_after(terminal: list[Signal], logs: list[LogEvidence]) -> bool:
+    """Every fatal line comes before its log's last sign of completion: an earlier attempt failed, the last finished.
+
+    A job report that holds a first attempt killed at its memory limit and a resubmission that 'Successfully
+    completed', or a retry loop whose second run printed its last epoch, describes a run that completed.
+    """
+    done = {log.source: log.frameworks["completed-marker"] for log in logs if "completed-marker" in log.frameworks}
+    return bool(done) and all(s.source in done and (s.line_no or 0) < done[s.source] for s in terminal)
 
 
 def completed_clean(cls: Classification, status: RunStatus, logs: list[LogEvidence], sources: list[SourceEvidence]) -> bool:
