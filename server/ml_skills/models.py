@@ -241,6 +241,8 @@ class MetricPoint(Model):
     values: dict[str, float]
     time: LogTime | None = None
     rank: int | None = Field(None, description="The process (rank) whose line this is, when ranks share one log.")
+    batch: float | None = Field(None, description="The iteration within its epoch, as the run counts it ('[208/2000]').")
+    batches: float | None = Field(None, description="Iterations per epoch, when the run prints them.")
 
 
 class AnomalyKind(StrEnum):

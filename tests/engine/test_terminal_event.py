@@ -137,3 +137,25 @@ def test_interleaved_ranks_per_batch_noise_is_no_blowup_and_the_killed_rank_ends
     assert "exitcode" in d.root_cause.proximate and "-9" in d.root_cause.proximate
     assert not any(a.kind.value == "loss-blowup" for a in d.anomalies), [a.detail for a in d.anomalies]
     assert all(c.value != "optimization-divergence" for c in d.contributing_factors)
+
+
+def test_a_grad_norm_jump_one_step_before_the_first_nan_is_cited_as_its_precursor(tmp_path):
+    """The skill's worked example, run for real: the gradient explodes on one batch and the loss is inf on the next
+    step. The log gives nan-inf with the jump and its numbers in the finding, and no competing divergence (the same
+    training is logged to W&B and MLflow in tests/collectors, and must read the same)."""
+    import io
+
+    from tests.collectors.training import train
+
+    out = io.StringIO()
+    assert train("precursor", lambda step, values: None, out) == "failed"
+    log = tmp_path / "train.log"
+    log.write_text(out.getvalue())
+    assert "step 60 loss" in out.getvalue() and "step 61 loss inf" in out.getvalue()
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "nan-inf"
+    onset = next(a for a in d.anomalies if a.kind.value == "nan-onset")
+    assert "grad_norm 0.8407 -> 64910 at step 60, 1 step before the first NaN/inf" in onset.detail, onset.detail
+    assert any("grad_norm 0.8407 -> 64910" in e.text for e in d.evidence)
+    assert not any(a.kind.value == "grad-norm-spike" for a in d.anomalies)
+    assert "optimization-divergence" not in [c.value for c in d.contributing_factors]

@@ -223,7 +223,7 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
     # progress lines after it (fewer than make it 'survived') did not end the run when one comes after the progress
     terminal = [s for s in signals if s.role is Role.CAUSE and not s.survived and not s.warning and s.line_no is not None]
     progress_at = {log.source: lp for log in logs if (lp := _last_progress_line(log)) is not None}
-    after = [s for s in terminal if s.line_no is not None and s.line_no >= progress_at.get(s.source, 0)]
+    after = [s for s in terminal if s.kind == "anomaly" or (s.line_no or 0) >= progress_at.get(s.source, 0)]
     terminal = after or terminal
     if terminal:
         # every cause on the first cause line gets the lead (one line can name two classes, e.g. TF's

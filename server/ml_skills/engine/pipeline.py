@@ -210,9 +210,14 @@ def _root_cause(cls: Classification, signals: list[Signal], logs: list[LogEviden
             meaning = _traceback_meaning(s)
             break
     root = meaning or f"{cls.primary.value} failure"
-    rank_note = _first_rank(logs, signals)
+    desync = ranks.collective_desync(logs) if cls.primary is FailureClass.NCCL_DISTRIBUTED else ""
+    first = ranks.first_failing(logs, signals)
+    # when every rank only timed out, which one printed first is a few milliseconds of ordering, not a cause
+    rank_note = "" if desync and first is not None and first[0].kind == "symptom" else _first_rank(logs, signals)
     if rank_note:
         root += " " + rank_note
+    if desync:
+        root += " " + desync
     contributing = []
     for c in cls.contributing:
         s = next((x for x in sorted(signals, key=lambda x: -x.weight) if x.failure_class is c), None)

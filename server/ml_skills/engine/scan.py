@@ -267,9 +267,19 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
             if parsed is None:
                 continue
             values, step, epoch = parsed
+            batch = batches = None
+            if (ei := metric_parser.epoch_iteration(text)) is not None:
+                epoch, batch, batches = ei
+            elif epoch is None and (bar := metric_parser.KERAS_BAR.match(text)) is not None:
+                batch, batches = float(bar["i"]), float(bar["n"])
+                head = None  # the epoch is on its own header line above the bar ('Epoch 8/100')
+                for head in metric_parser.KERAS_EPOCH.finditer(chunk, max(0, s - 65536), s):
+                    pass
+                epoch = float(head["e"]) if head is not None else None
             mp = MetricPoint(source=name, line_no=mline, step=step, epoch=epoch, values=values,
                              split="eval" if all(k.startswith("val_") for k in values) else "train",
-                             time=metric_parser.parse_timestamp(text[:200]), rank=metric_lines.rank_of(text))
+                             time=metric_parser.parse_timestamp(text[:200]), rank=metric_lines.rank_of(text),
+                             batch=batch, batches=batches)
             if nan_point is None and any(v != v or v in (float("inf"), float("-inf")) for v in values.values()):
                 nan_point = mp
                 point_offsets[mline] = offset + s

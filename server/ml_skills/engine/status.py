@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ml_skills.engine.ranks import collective_desync
 from ml_skills.engine.signals import Signal
 from ml_skills.engine.stops import DIST_INIT, ends_in_traceback
 from ml_skills.models import (
@@ -135,6 +136,10 @@ def insufficient_evidence(cls: Classification, logs: list[LogEvidence], sources:
         return ("no failure signature, traceback or metric anomaly in the log: need the job's stderr (errors often go "
                 "there, not to the training log) or the scheduler's record of how the job ended")
     if cls.primary is FailureClass.NCCL_DISTRIBUTED and all(s.role.value != "cause" for s in signals if s.failure_class is cls.primary):
+        if collective_desync(logs):  # the ranks' reports are here and disagree: ask for what each rank issued
+            return ("every rank only timed out, in different collectives (a desync, see the root cause): need the "
+                    "collective each rank issued - rerun with TORCH_NCCL_DESYNC_DEBUG=1 or dump the flight recorder "
+                    "(TORCH_NCCL_TRACE_BUFFER_SIZE > 0) - or each rank's step at the time")
         if len(logs) < 2:
             return ("only a collective timeout, with no error of its own: need the other ranks' logs (each rank's "
                     "stderr) to find the rank that crashed or hung first")
