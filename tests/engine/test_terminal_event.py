@@ -159,3 +159,40 @@ def test_a_grad_norm_jump_one_step_before_the_first_nan_is_cited_as_its_precurso
     assert any("grad_norm 0.8407 -> 64910" in e.text for e in d.evidence)
     assert not any(a.kind.value == "grad-norm-spike" for a in d.anomalies)
     assert "optimization-divergence" not in [c.value for c in d.contributing_factors]
+
+
+RUN_OWN_COUNTERS = """
+    import math
+    import torch
+    torch.manual_seed(0)
+    x = torch.randn(50 * 16, 8); y = x.sum(1, keepdim=True)
+    x[(40 - 1) * 16 + 3, 2] = float("inf")  # one corrupt record in the batch of iteration 40 of every epoch
+    model = torch.nn.Linear(8, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    for epoch in range(1, 6):
+        for it in range(1, 51):
+            xb, yb = x[(it - 1) * 16 : it * 16], y[(it - 1) * 16 : it * 16]
+            if epoch < 3 and it == 40:
+                continue  # the sampler skipped it until epoch 3 (a shuffled order, a resumed run)
+            loss = torch.nn.functional.mse_loss(model(xb), yb)
+            opt.zero_grad(); loss.backward(); opt.step()
+            print(f"Epoch [{epoch}][{it}/50]\\tlr: 1.000e-03, loss: {loss.item():.4f}", flush=True)
+            if not math.isfinite(loss.item()):
+                raise SystemExit(1)
+"""
+
+
+def test_the_first_nan_is_placed_by_the_runs_own_counters_not_by_lines_of_an_excerpt(tmp_path):
+    """A pasted excerpt holds the last lines only: the run's counters say epoch 3, iteration 40 (~140 iterations in),
+    so it is a late NaN (one bad record), not 'within the first 100 steps' because two lines come before it."""
+    full = _run(tmp_path, RUN_OWN_COUNTERS)
+    lines = full.read_text().splitlines()
+    nan_at = next(i for i, line in enumerate(lines) if "loss: nan" in line or "loss: inf" in line)
+    assert lines[nan_at].startswith("Epoch [3][40/50]"), lines[nan_at - 2 : nan_at + 1]
+    excerpt = tmp_path / "excerpt.log"
+    excerpt.write_text("\n".join(lines[nan_at - 2 : nan_at + 1]) + "\n")
+    d = diagnose(DiagnoseRequest(target=str(excerpt)))
+    assert d.primary_cause is not None and d.primary_cause.value == "nan-inf"
+    onset = next(a for a in d.anomalies if a.kind.value == "nan-onset")
+    assert "epoch 3, iteration 40/50" in onset.detail and "~140 iterations in" in onset.detail, onset.detail
+    assert "first 100 steps" not in onset.detail and "step 2" not in onset.detail
