@@ -30,7 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "server"))
 
+from ml_skills.engine.confidence import ACCURACY, KINDS, MAX_CONFIDENCE, evidence_kind, label_of  # noqa: E402
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose  # noqa: E402
+from ml_skills.engine.stops import CONFIDENCE_CAP  # noqa: E402
 from ml_skills.models import FailureClass  # noqa: E402
 
 CLASSES = [c.value for c in FailureClass]
@@ -53,6 +55,7 @@ class CaseResult:
     decisive: list[str]
     proximate: str
     reasons: list[str] = field(default_factory=list)
+    basis: str | None = None
     run_status: str = ""
     expected_status: str = ""
     seconds: float = 0.0
@@ -101,7 +104,7 @@ def score_case(case: Path, suite: str) -> CaseResult:
         predicted=d.primary_cause.value if d.primary_cause else NONE,
         confidence=d.primary_cause_confidence, insufficient=d.insufficient_evidence,
         cited=is_cited(decisive, texts), decisive=decisive, proximate=d.root_cause.proximate,
-        reasons=[f"{k}={v}" for k, v in list(d.model_dump(include={"decision"}).items())],
+        reasons=[f"{k}={v}" for k, v in list(d.model_dump(include={"decision"}).items())], basis=d.confidence_basis,
         run_status=d.run_status.value, expected_status=meta.get("run_status", ""), seconds=took,
     )
 
@@ -321,6 +324,88 @@ HISTORY_NOTE = (
 )
 
 
+PROSPECTIVE = ROOT / "bench" / "prospective.json"
+PRIOR_CASES = 4  # a kind's fit leans on the pooled accuracy as much as on this many verdicts of its own
+BINS = [(0.0, 0.5), (0.5, 0.8), (0.8, 0.9), (0.9, 0.95), (0.95, 1.01)]
+
+
+def prospective() -> list[dict]:
+    """The verdicts each History batch got from the engine that first scored it (bench/prospective.py)."""
+    if not PROSPECTIVE.is_file():
+        return []
+    out = []
+    for r in json.loads(PROSPECTIVE.read_text()):
+        if not r.get("predicted"):
+            continue  # an abstention names no class: it has no confidence to calibrate
+        kind = evidence_kind(r.get("top_kind") or "", label_of(r.get("top_text") or ""))
+        out.append({**r, "kind": kind, "right": r["predicted"] in [r["expected"], *r["acceptable"]],
+                    "half": "dev" if int(r["case"][:3]) % 2 else "held-out"})
+    return out
+
+
+def fit(verdicts: list[dict]) -> dict[str, float]:
+    """Each kind's accuracy on the dev half, shrunk toward the pooled accuracy by PRIOR_CASES verdicts."""
+    dev = [v for v in verdicts if v["half"] == "dev"]
+    pooled = sum(v["right"] for v in dev) / max(1, len(dev))
+    out = {}
+    for k in KINDS:
+        mine = [v for v in dev if v["kind"] == k]
+        out[k] = min(MAX_CONFIDENCE, round((sum(v["right"] for v in mine) + PRIOR_CASES * pooled) / (len(mine) + PRIOR_CASES), 2))
+    return out
+
+
+def _conf(kind: str, fitted: dict[str, float]) -> float:
+    c = fitted.get(kind, min(fitted.values()))
+    return min(c, CONFIDENCE_CAP) if kind == "stop" else c
+
+
+def _bins(pairs: list[tuple[float, bool]]) -> list[str]:
+    rows = []
+    for lo, hi in BINS:
+        inside = [(c, ok) for c, ok in pairs if lo <= c < hi]
+        if not inside:
+            continue
+        mean = sum(c for c, _ in inside) / len(inside)
+        acc = sum(ok for _, ok in inside) / len(inside)
+        rows.append(f"| {lo:.2f}-{min(hi, 1.0):.2f} | {len(inside)} | {mean:.2f} | {acc:.2f} | {abs(acc - mean):.2f} |")
+    return rows
+
+
+def brier(pairs: list[tuple[float, bool]]) -> float:
+    return sum((c - ok) ** 2 for c, ok in pairs) / max(1, len(pairs))
+
+
+def calibration(rs: list[CaseResult]) -> str:
+    verdicts = prospective()
+    if not verdicts:
+        return "No prospective verdicts (bench/prospective.json): run `python bench/prospective.py`.\n"
+    fitted = fit(verdicts)
+    lines = ["The confidence of a named class is the measured accuracy of verdicts of its kind (engine/confidence.py): "
+             "what the verdict rests on, read from its strongest signal. It is measured on prospective verdicts: "
+             "bench/prospective.py re-runs every History batch with the engine that first scored it, before the changes "
+             "the batch prompted (cases 001-070 with the engine from before this scorer), so these are verdicts on logs "
+             "nobody had tuned for. Each kind's accuracy is fitted on the dev half of them (odd case numbers), shrunk "
+             f"toward the pooled accuracy by {PRIOR_CASES} verdicts and capped at {MAX_CONFIDENCE}, and checked on the held-out "
+             "half (even numbers). "
+             "Abstentions name no class and have no confidence to calibrate; verdicts resting only on where a log stops "
+             f"stay capped at {CONFIDENCE_CAP} (engine/stops.py).", "",
+             "| kind | dev right | fitted confidence | in the engine | held-out right |", "| --- | --- | --- | --- | --- |"]
+    for k in KINDS:
+        dev = [v for v in verdicts if v["kind"] == k and v["half"] == "dev"]
+        held = [v for v in verdicts if v["kind"] == k and v["half"] == "held-out"]
+        lines.append(f"| {k} | {_pct(sum(v['right'] for v in dev), len(dev))} | {fitted[k]:.2f} | {ACCURACY.get(k, 0):.2f} | "
+                     f"{_pct(sum(v['right'] for v in held), len(held))} |")
+    for half in ("held-out", "dev"):
+        pairs = [(_conf(v["kind"], fitted), v["right"]) for v in verdicts if v["half"] == half]
+        lines += ["", f"Prospective verdicts, {half} half ({len(pairs)} named a class; Brier score {brier(pairs):.3f}):", "",
+                  "| confidence | verdicts | mean confidence | accuracy | gap |", "| --- | --- | --- | --- | --- |", *_bins(pairs)]
+    now = [(r.confidence, r.correct) for r in rs if not r.abstained]
+    lines += ["", f"This engine on every case above (tuned on them, so not a clean estimate; {len(now)} named a class; "
+              f"Brier score {brier(now):.3f}):", "",
+              "| confidence | verdicts | mean confidence | accuracy | gap |", "| --- | --- | --- | --- | --- |", *_bins(now)]
+    return "\n".join(lines) + "\n"
+
+
 def confusion(rs: list[CaseResult]) -> str:
     cols = [*CLASSES, NONE]
     present = [c for c in CLASSES if any(r.expected == c for r in rs)]
@@ -375,6 +460,7 @@ def report(rs: list[CaseResult]) -> str:
               *[f"| {c} | {a} | {d} | {h} | {n} |" for c, a, d, h, n in HISTORY],
               f"| this run | {sum(r.correct for r in rs)}/{len(rs)} | {sum(r.correct for r in dev)}/{len(dev)} | "
               f"{sum(r.correct for r in held)}/{len(held)} | |", "", HISTORY_NOTE, "",
+              "## Calibration", "", calibration(rs),
               "## Confusion matrix (all cases)", "", confusion(rs),
               "## Cases it gets wrong", ""]
     wrong = [r for r in rs if not r.correct]

@@ -21,6 +21,8 @@ from ml_skills.engine.cascades import (
     numeric_before_crash,
     peers_follow_a_death,
 )
+from ml_skills.engine.confidence import confidence as verdict_confidence
+from ml_skills.engine.confidence import evidence_kind
 from ml_skills.engine.exceptions import callers_of_chained, traceback_class
 from ml_skills.engine.metrics import parse_line
 from ml_skills.engine.signals import MIN_PRIMARY, ROLE_W, Signal
@@ -74,13 +76,6 @@ CONFUSABLE: dict[FailureClass, list[FailureClass]] = {
     FailureClass.EVALUATION_MISMATCH: [FailureClass.DATA_PIPELINE, FailureClass.OPTIMIZATION_DIVERGENCE],
     FailureClass.PIPELINE_ORCHESTRATION: [FailureClass.CLOUD_PERMISSIONS_QUOTA, FailureClass.CONFIG_ERROR],
     FailureClass.CLOUD_PERMISSIONS_QUOTA: [FailureClass.PIPELINE_ORCHESTRATION, FailureClass.CONFIG_ERROR],
-}
-
-
-# classes that name one event seen two ways (a loss blow-up on the way to NaN)
-_SAME_EVENT: dict[FailureClass, tuple[FailureClass, ...]] = {
-    FailureClass.NAN_INF: (FailureClass.OPTIMIZATION_DIVERGENCE,),
-    FailureClass.OPTIMIZATION_DIVERGENCE: (FailureClass.NAN_INF,),
 }
 
 
@@ -276,17 +271,13 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
             reasons=["no signal strong enough to name a failure class"] + notes,
         ), signals
     primary, top = ranked[0]
-    # a class that describes the same event (a loss blow-up on the way to NaN) supports the primary
-    # more than it competes with it: it counts a quarter against the confidence
-    second = max((v * (0.25 if c in _SAME_EVENT.get(primary, ()) else 1.0) for c, v in ranked[1:]), default=0.0)
-    share = top / (top + second)
-    strength = min(1.0, top / 4.0)
-    confidence = round(max(0.05, min(0.97, share * (0.5 + 0.5 * strength))), 2)
-    if all(s.kind == "stop" for s in by_class[primary]):
-        confidence = min(confidence, CONFIDENCE_CAP)  # only where the log stops says it hung
-
     psigs = sorted(by_class[primary], key=lambda s: (-s.weight, s.line_no or 0))
     decisive = psigs[0]
+    # how often verdicts resting on this kind of evidence were right on logs the engine had not been tuned on
+    kind = evidence_kind(decisive.kind, decisive.label, decisive.role)
+    confidence = verdict_confidence(kind)
+    if all(s.kind == "stop" for s in by_class[primary]):
+        confidence = min(confidence, CONFIDENCE_CAP)  # only where the log stops says it hung
     decisive_line = decisive.line_no or 0
 
     contributing: list[FailureClass] = []
@@ -322,6 +313,7 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
     return Classification(
         primary=primary,
         confidence=confidence,
+        evidence_kind=kind,
         contributing=contributing,
         ruled_out=ruled,
         scores={k.value: round(v, 3) for k, v in ranked},

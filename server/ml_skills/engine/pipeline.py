@@ -364,6 +364,7 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
         run_status=status,
         primary_cause=cls.primary,
         primary_cause_confidence=cls.confidence,
+        confidence_basis=cls.evidence_kind,
         confidence=conf_level,
         contributing_factors=cls.contributing,
         ruled_out=cls.ruled_out,

@@ -143,20 +143,22 @@ def _nan_onset(points: Sequence[MetricPoint], exact_nan: MetricPoint | None) -> 
         (q.values["lr"] for q in reversed(points[:i]) if "lr" in q.values and _finite(q.values["lr"])), None)
     at_lr = f" at lr {lr:.3g}" if lr is not None else ""
     jump = _precursor(points, i, p)
-    if jump is not None:  # measured beats the rule of thumb: the jump is the NaN's precursor, however early
-        why = (f"after {count} stable {unit}{at_lr}, {PRECURSOR_WORDS} ({jump}): an exploding "
-               "gradient (learning rate too high for this phase, no clipping, or an fp16 overflow)")
-    elif early:
+    if early:
         why = ("within the first 100 steps: points to the learning rate (no warmup), precision "
                "(fp16 overflow) or unscaled inputs rather than one bad sample")
+        if jump is not None:  # the measured jump is cited too: same history, same evidence
+            why += f"; {PRECURSOR_WORDS} ({jump})"
+    elif jump is not None:
+        why = (f"after {count} stable {unit}, {PRECURSOR_WORDS} ({jump}){at_lr}: an exploding "
+               "gradient (learning rate too high for this phase, no clipping, or an fp16 overflow)")
     elif _gn_rising(points, i):
-        why = (f"after {count} stable {unit}{at_lr}, with the gradient norm rising before it: an exploding "
+        why = (f"after {count} stable {unit}, with the gradient norm rising before it{at_lr}: an exploding "
                "gradient (learning rate too high for this phase, no clipping)")
     elif early is None:
         why = (f"after {count} finite {unit}; the log prints no step or epoch counter, so how far into the run "
                "cannot be told from it (no warning rise in gradient norm)")
     else:
-        why = (f"after {count} stable {unit}{at_lr} with no warning rise in gradient norm: a corrupt late "
+        why = (f"after {count} stable {unit} with no warning rise in gradient norm{at_lr}: a corrupt late "
                "batch or a numerically unsafe op on rare inputs")
     return Anomaly(
         kind=AnomalyKind.NAN_ONSET, failure_class=FailureClass.NAN_INF, severity=Severity.CRITICAL,
