@@ -318,6 +318,14 @@ HISTORY_NOTE = (
     "allocator abort wordings; only a C++ 'terminate called' abort reads the next line as its what(), so a heap abort "
     "is no longer demoted below a peer's reaction to it; TF ClusterCoordinator's closure errors with "
     "UnavailableError are a lost gRPC peer), 12/12 after, with both changes' root lines cited; no other case changed."
+    " Branch acc-engine (issue 13) changed how the engine reasons, not its wordings, tested on real runs in tests/engine "
+    "(test_terminal_event.py, test_run_status.py, test_ranks_in_one_log.py, test_confidence.py): the terminal event "
+    "decides the class (INFO-level lines and causes the run went on from never lead; a metric trend yields to a "
+    "specific fatal ending; peers' connection errors yield to the rank that was killed; an OSError raised by a write is "
+    "an output failure), metric series are split by rank, the first NaN is placed by the run's own counters with its "
+    "grad-norm precursor, runs that reach their configured total or whose last attempt finished are completed, a hang "
+    "needs a live process holding the log, and confidence is the measured accuracy of the verdict's kind. On this "
+    "corpus it changed the run status of cases 397 and 401 (now completed, as labelled) and no class."
     " After the four batches of 2026-12-01, case 401 (pycocotools printing -1.000 for every AP: its sentinel for an "
     "AP with no ground truth to define it) became right through a new signature, coco-eval-no-ground-truth, written "
     "from cocoeval.py's summarize after reading that case: not a clean estimate."
@@ -454,6 +462,14 @@ def report(rs: list[CaseResult]) -> str:
         parts.append(f"| {key} | " + " | ".join(s[key] for s in sums) + " |")
     status_ok = [r for r in rs if r.expected_status]
     status_right = sum(r.run_status == r.expected_status for r in status_ok)
+    pro = json.loads(PROSPECTIVE.read_text()) if PROSPECTIVE.is_file() else []
+    if pro:
+        named = [r for r in pro if r.get("predicted")]
+        right = sum(r["predicted"] in [r["expected"], *r["acceptable"]] for r in named)
+        parts += ["", f"**Prospective** (each batch as the engine that first met it scored it, before the changes it prompted; "
+                  f"re-run by bench/prospective.py): right {_pct(right, len(pro))}, wrong {_pct(len(named) - right, len(pro))}, "
+                  f"abstained {_pct(len(pro) - len(named), len(pro))}. The figures above are on logs the engine was then "
+                  "tuned on; this line is the one to expect on logs nobody has tuned for."]
     parts += ["", f"Run status matches the label in {_pct(status_right, len(status_ok))} "
               f"of the labelled cases. Mean time per case: {sum(r.seconds for r in rs) / max(1, len(rs)):.2f} s.", "",
               "## History", "", "| engine | all | dev | held-out | note |", "| --- | --- | --- | --- | --- |",
