@@ -32,3 +32,11 @@ def test_one_rank_timing_out_is_not_called_a_desync():
     d = diagnose(DiagnoseRequest(target=str(_case("208"))))
     assert d.primary_cause is not None and d.primary_cause.value == "nccl-distributed"
     assert "desync" not in d.root_cause.root
+
+
+def test_sequence_numbers_of_a_rank_in_several_works_are_not_compared_across_ranks():
+    """Corpus 001: rank 0 timed out in three works (SeqNum 96117, 96120, 96125), rank 7 in 64088. Sequence numbers
+    count per process group and the lines do not name the group: no desync is claimed from them."""
+    d = diagnose(DiagnoseRequest(target=str(_case("001"))))
+    assert d.primary_cause is not None and d.primary_cause.value == "nccl-distributed"
+    assert "desync" not in d.root_cause.root

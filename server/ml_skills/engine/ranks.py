@@ -188,7 +188,7 @@ def keep_silent_rank_open(cls: Classification, logs: list[LogEvidence], signals:
 
 
 # The NCCL watchdog's report of the collective each rank timed out in, and a world size where the log gives one
-_WORK = re.compile(r"\[(?:PG \S+ )?Rank (?P<rank>\d+)\][^\n]*?WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel>\d+))?")
+_WORK = re.compile(r"\[(?:PG (?P<pg>\S+) )?Rank (?P<rank>\d+)\][^\n]*?WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel>\d+))?")
 _WORLD = re.compile(r"(?i)\b(?:world[_ ]size|WORLD_SIZE|nranks)\s*[=:]?\s*(?P<n>\d+)\b")
 
 
@@ -201,16 +201,22 @@ def collective_desync(logs: list[LogEvidence]) -> str:
     world that printed no timeout was not in the collective at all (it hung or died before it).
     """
     works: dict[int, tuple[int, str, str | None]] = {}
+    seen: dict[int, set[tuple[str | None, int]]] = {}
     world: int | None = None
     for log in logs:
         lines = [*(log.tail.lines if log.tail else []), *(h.text for h in log.hits)]
         for line in lines:
             for m in _WORK.finditer(line):
                 works.setdefault(int(m["rank"]), (int(m["seq"]), m["op"], m["numel"]))
+                seen.setdefault(int(m["rank"]), set()).add((m["pg"], int(m["seq"])))
             if (w := _WORLD.search(line)) is not None and 1 < int(w["n"]) <= 100_000:
                 world = max(world or 0, int(w["n"]))
     progress = _rank_progress(logs)
     if len(works) < 2 and not (works and world):
+        return ""
+    if any(len(v) > 1 for v in seen.values()):
+        # a rank timed out in several works: sequence numbers count per process group, and without the group
+        # on each line they cannot be compared across ranks
         return ""
     def one(r: int) -> str:
         seq, op, numel = works[r]
