@@ -137,6 +137,9 @@ def test_interleaved_ranks_per_batch_noise_is_no_blowup_and_the_killed_rank_ends
     assert "exitcode" in d.root_cause.proximate and "-9" in d.root_cause.proximate
     assert not any(a.kind.value == "loss-blowup" for a in d.anomalies), [a.detail for a in d.anomalies]
     assert all(c.value != "optimization-divergence" for c in d.contributing_factors)
+    # the killed rank is the first to fail (the launcher's 'local_rank: 1' report), not the first peer to complain
+    assert "The first rank to fail was train.log [rank1]" in d.root_cause.root, d.root_cause.root
+    assert "Last progress per rank: rank 0 step " in d.root_cause.root and "rank 1 step 60 " in d.root_cause.root
 
 
 def test_a_grad_norm_jump_one_step_before_the_first_nan_is_cited_as_its_precursor(tmp_path):

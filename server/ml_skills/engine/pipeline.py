@@ -218,6 +218,8 @@ def _root_cause(cls: Classification, signals: list[Signal], logs: list[LogEviden
         root += " " + rank_note
     if desync:
         root += " " + desync
+    if (rank_note or desync) and (per_rank := ranks.progress_by_rank(logs)):
+        root += " " + per_rank
     contributing = []
     for c in cls.contributing:
         s = next((x for x in sorted(signals, key=lambda x: -x.weight) if x.failure_class is c), None)

@@ -24,7 +24,8 @@ from ml_skills.engine.signals import Signal
 from ml_skills.models import AnomalyKind, Classification, FailureClass, LogEvidence, Role
 
 # torch's own prefix on rank output ("[rank1]: Traceback"), NCCL's "[Rank 1]", loggers' "rank1"
-RANK_TAG = re.compile(r"^\[rank(\d+)\]:|\[Rank (\d+)\]|\brank(\d+)\b")
+# and the launcher's report of a rank it lost ('failed (exitcode: -9) local_rank: 1 (pid: 42)')
+RANK_TAG = re.compile(r"^\[rank(\d+)\]:|\[Rank (\d+)\]|\brank(\d+)\b|\blocal_rank:\s*(\d+)")
 
 
 # per-rank log names: rank1.log, node-0.out, worker_3.log, or torchrun --log-dir's <run>/attempt_0/<rank>/stdout.log
@@ -88,6 +89,9 @@ def _raw(log: LogEvidence, line_no: int | None) -> str | None:
     return log.tail.lines[line_no - log.tail.start_line]
 
 
+_OWN_DEATHS = frozenset({"sigkill-exit-137", "sigkill-external", "segfault"})
+
+
 def _interleaved(log: LogEvidence, signals: list[Signal]) -> list[RankEnd]:
     """Ranks of one log that holds them all (torchrun without --log-dir): by each line's rank tag."""
     firsts: dict[str, RankEnd] = {}
@@ -98,7 +102,8 @@ def _interleaved(log: LogEvidence, signals: list[Signal]) -> list[RankEnd]:
         if m is None or s.line_no is None:
             continue
         rank = f"rank{next(g for g in m.groups() if g is not None)}"
-        kind = "error" if s.role is Role.CAUSE else "symptom"
+        # a rank killed or crashed (SIGKILL, SIGSEGV) ended by itself: its death is its own error, not a reaction
+        kind = "error" if s.role is Role.CAUSE or s.label in _OWN_DEATHS else "symptom"
         prev = firsts.get(rank)
         if prev is None or (prev.kind == "symptom" and kind == "error"):
             firsts[rank] = RankEnd(f"{log.source} [{rank}]", kind, s.line_no, s.text, parse_timestamp(s.text[:200]), None)
@@ -211,7 +216,6 @@ def collective_desync(logs: list[LogEvidence]) -> str:
                 seen.setdefault(int(m["rank"]), set()).add((m["pg"], int(m["seq"])))
             if (w := _WORLD.search(line)) is not None and 1 < int(w["n"]) <= 100_000:
                 world = max(world or 0, int(w["n"]))
-    progress = _rank_progress(logs)
     if len(works) < 2 and not (works and world):
         return ""
     if any(len(v) > 1 for v in seen.values()):
@@ -237,10 +241,16 @@ def collective_desync(logs: list[LogEvidence]) -> str:
         if len(missing) <= 8:
             notes.append(f"Rank(s) {', '.join(map(str, missing))} of the {world} printed no timeout: "
                          "missing from the collective, they hung or died before it and are the ones to look at first.")
-    if len(progress) >= 2:
-        notes.append("Last progress per rank: " + "; ".join(
-            f"rank {r} step {_fmt_step(st)} (line {ln}{f', {t:%H:%M:%S}' if t else ''})" for r, (st, ln, t) in sorted(progress.items())[:8]) + ".")
     return " ".join(notes)
+
+
+def progress_by_rank(logs: list[LogEvidence]) -> str:
+    """Each rank's last logged step when ranks share one log ('rank 1 step 60 (line 248)'), or ''."""
+    progress = _rank_progress(logs)
+    if len(progress) < 2:
+        return ""
+    return "Last progress per rank: " + "; ".join(
+        f"rank {r} step {_fmt_step(st)} (line {ln}{f', {t:%H:%M:%S}' if t else ''})" for r, (st, ln, t) in sorted(progress.items())[:8]) + "."
 
 
 def _fmt_step(x: float) -> str:
