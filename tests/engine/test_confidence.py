@@ -10,7 +10,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from ml_skills.engine.confidence import ACCURACY, KINDS
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 
