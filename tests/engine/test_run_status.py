@@ -103,3 +103,13 @@ def test_an_old_last_line_is_a_hang_only_while_a_process_still_holds_the_log(tmp
     assert alive.run_status.value == "hung" and any(a.kind.value == "no-progress" for a in alive.anomalies)
     assert f"pid {proc.pid}" in next(a.detail for a in alive.anomalies if a.kind.value == "no-progress")
     assert gone.run_status.value != "hung" and not any(a.kind.value == "no-progress" for a in gone.anomalies)
+
+
+@pytest.mark.parametrize("case", ["164", "272", "335", "341"])
+def test_a_schedulers_time_limit_verdict_ends_the_run_whatever_it_stalled_on(case):
+    """Real SLURM/LSF outputs (corpus 164, 272, 335, 341): the scheduler ended the job at its limit, so the run
+    is over (crashed), not hung, though what it was doing until then reads as stalled."""
+    log = next((Path(__file__).parents[1] / "corpus").glob(f"{case}-*/train.log"))
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "stalled"
+    assert d.run_status.value == "crashed"

@@ -26,6 +26,9 @@ def fmt_number(x: float | None) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
+SCHEDULER_ENDS = frozenset({"job-time-limit"})
+
+
 def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidence], sources: list[SourceEvidence]) -> RunStatus:
     for src in sources:
         state = (src.state or "").lower()
@@ -51,6 +54,10 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
     ):
         # a NaN guard or a framework check that raised ended the process; a loss that went NaN and ran on did not
         return RunStatus.CRASHED if _raised(logs) else RunStatus.DIVERGED
+    # a scheduler's verdict (a time or run limit reached) is the terminal event: whether or not the run had stalled
+    # before it, the process was ended, so the run is over, not hanging
+    if any(s.label in SCHEDULER_ENDS and not s.survived for s in signals):
+        return RunStatus.CRASHED
     if cls.primary is FailureClass.STALLED and not terminal:
         return RunStatus.HUNG
     if AnomalyKind.NO_PROGRESS in kinds:
