@@ -113,3 +113,31 @@ def test_a_schedulers_time_limit_verdict_ends_the_run_whatever_it_stalled_on(cas
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.primary_cause is not None and d.primary_cause.value == "stalled"
     assert d.run_status.value == "crashed"
+
+
+SKIPS_A_NAN_BATCH = """
+    import math
+    import torch
+    torch.manual_seed(0)
+    x = torch.randn(64 * 16, 8); y = x.sum(1, keepdim=True)
+    x[40 * 16 + 5, 3] = float("nan")  # one corrupt record, in the batch of step 40
+    model = torch.nn.Linear(8, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for step in range(64):
+        xb, yb = x[step * 16 : (step + 1) * 16], y[step * 16 : (step + 1) * 16]
+        loss = torch.nn.functional.mse_loss(model(xb), yb)
+        opt.zero_grad(); loss.backward()
+        gn = float(torch.nn.utils.clip_grad_norm_(model.parameters(), float("inf")))
+        if math.isfinite(gn):
+            opt.step()  # a non-finite gradient is skipped, as a loss scaler does
+        print(f"step {step} loss {loss.item():.4f} grad_norm {gn:.4f}", flush=True)
+"""
+
+
+def test_a_nan_the_run_skipped_past_is_recovered_not_diverged(tmp_path):
+    _script(tmp_path, SKIPS_A_NAN_BATCH)
+    log = _shell(tmp_path, f"{sys.executable} train.py")
+    assert "step 40 loss nan" in log.read_text() and "step 63 loss" in log.read_text(), log.read_text()
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "nan-inf"
+    assert d.run_status.value == "recovered"

@@ -53,7 +53,7 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
         kinds & {AnomalyKind.NAN_ONSET, AnomalyKind.LOSS_BLOWUP} or cls.primary is FailureClass.NAN_INF
     ):
         # a NaN guard or a framework check that raised ended the process; a loss that went NaN and ran on did not
-        return RunStatus.CRASHED if _raised(logs) else RunStatus.DIVERGED
+        return RunStatus.CRASHED if _raised(logs) else _after_nan(logs)
     # a scheduler's verdict (a time or run limit reached) is the terminal event: whether or not the run had stalled
     # before it, the process was ended, so the run is over, not hanging
     if any(s.label in SCHEDULER_ENDS and not s.survived for s in signals):
@@ -77,6 +77,23 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
     if survived:
         return RunStatus.RECOVERED
     return RunStatus.UNKNOWN
+
+
+def _after_nan(logs: list[LogEvidence]) -> RunStatus:
+    """A run that went non-finite and was not stopped: recovered if every series that went non-finite is finite
+    again at its last value (a loss scaler skipped the overflowing steps, one bad interval passed), else diverged.
+    """
+    series = [x for log in logs for x in log.trajectory.series if x.count]
+    went_bad = [x for x in series if any(v is None for _, v in x.points) or _bad(x.last)]
+    if not went_bad:
+        return RunStatus.DIVERGED  # the NaN is only in a line the series did not keep: say what the onset says
+    if all(not _bad(x.last) for x in went_bad):
+        return RunStatus.RECOVERED
+    return RunStatus.DIVERGED
+
+
+def _bad(v: float | None) -> bool:
+    return v is None or v != v or v in (float("inf"), float("-inf"))
 
 
 def _completed_after(terminal: list[Signal], logs: list[LogEvidence]) -> bool:
