@@ -144,10 +144,10 @@ def _nan_onset(points: Sequence[MetricPoint], exact_nan: MetricPoint | None) -> 
     at_lr = f" at lr {lr:.3g}" if lr is not None else ""
     jump = _precursor(points, i, p)
     if early:
-        why = ("within the first 100 steps: points to the learning rate (no warmup), precision "
+        # the measured jump is cited too, first, so a shortened quote keeps it: same history, same evidence
+        jumped = f", {PRECURSOR_WORDS} ({jump})" if jump is not None else ""
+        why = (f"within the first 100 steps{jumped}: points to the learning rate (no warmup), precision "
                "(fp16 overflow) or unscaled inputs rather than one bad sample")
-        if jump is not None:  # the measured jump is cited too: same history, same evidence
-            why += f"; {PRECURSOR_WORDS} ({jump})"
     elif jump is not None:
         why = (f"after {count} stable {unit}, {PRECURSOR_WORDS} ({jump}){at_lr}: an exploding "
                "gradient (learning rate too high for this phase, no clipping, or an fp16 overflow)")
