@@ -243,6 +243,9 @@ class MetricPoint(Model):
     split: str = "train"
     values: dict[str, float]
     time: LogTime | None = None
+    rank: int | None = Field(None, description="The process (rank) whose line this is, when ranks share one log.")
+    batch: float | None = Field(None, description="The iteration within its epoch, as the run counts it ('[208/2000]').")
+    batches: float | None = Field(None, description="Iterations per epoch, when the run prints them.")
 
 
 class AnomalyKind(StrEnum):
@@ -414,6 +417,8 @@ class Classification(Model):
     scores: dict[str, float] = Field(default_factory=dict)
     decisive: LineRef | None = None
     reasons: list[str] = Field(default_factory=list, description="Why the primary class won.")
+    evidence_kind: str | None = Field(None, description="What the verdict rests on (engine/confidence.py): its confidence is "
+                                                         "the measured accuracy of verdicts of this kind.")
 
 
 class RootCause(Model):
@@ -468,7 +473,10 @@ class Diagnosis(Model):
     task: Task | None = Field(None, description="The task given with --task, if any.")
     run_status: RunStatus = Field(description="What state the run is in.")
     primary_cause: FailureClass | None = Field(description="The one primary failure class, or null when the evidence cannot decide.")
-    primary_cause_confidence: float = Field(ge=0.0, le=1.0, description="Confidence in the primary class, 0.00-1.00.")
+    primary_cause_confidence: float = Field(ge=0.0, le=1.0, description="Confidence in the primary class, 0.00-1.00: the "
+                                            "measured share of right verdicts of its kind (docs/accuracy.md, Calibration).")
+    confidence_basis: str | None = Field(None, description="The kind of evidence the verdict rests on (exception-named, "
+                                         "exception-located, signature, symptom, anomaly, stop).")
     confidence: Level = Field(description="The same as a word: high >= 0.75, medium >= 0.50, low below.")
     contributing_factors: list[FailureClass] = Field(default_factory=list, description="Other classes that made the failure likely or worse.")
     ruled_out: list[RuledOut] = Field(default_factory=list, description="Every other plausible class, with the evidence that ruled it out.")

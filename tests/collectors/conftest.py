@@ -33,8 +33,8 @@ def offline_runs(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("wandb")
     env = {**os.environ, "WANDB_DIR": str(root), "WANDB_SILENT": "true", "WANDB_MODE": "offline"}
     cmd = [sys.executable, "-m", "tests.collectors.wandb_offline"]
-    subprocess.run([*cmd, "nan", "diverging", "healthy"], cwd=ROOT, env=env, check=True, capture_output=True, timeout=300)
+    subprocess.run([*cmd, "nan", "diverging", "healthy", "precursor"], cwd=ROOT, env=env, check=True, capture_output=True, timeout=300)
     killed = subprocess.run([*cmd, "killed"], cwd=ROOT, env=env, capture_output=True, timeout=300)
     assert killed.returncode == 137
-    runs = {k: next((root / "wandb").glob(f"offline-run-*-{k}run")) for k in ("nan", "diverging", "healthy", "killed")}
+    runs = {k: next((root / "wandb").glob(f"offline-run-*-{k}run")) for k in ("nan", "diverging", "healthy", "killed", "precursor")}
     return runs

@@ -96,7 +96,7 @@ def runs(mlflow_server, tmp_path_factory):
     t0 = time.monotonic()
     exp = client.create_experiment("ml-skills-tests")
     ids = {}
-    for kind in ("healthy", "diverging", "nan"):
+    for kind in ("healthy", "diverging", "nan", "precursor"):
         run = client.create_run(exp, run_name=kind)
         rid = run.info.run_id
         client.log_param(rid, "optimizer", "sgd")
@@ -141,7 +141,8 @@ def _cli(
 
 @pytest.mark.parametrize(
     "kind, cause, status",
-    [("diverging", "optimization-divergence", "diverged"), ("nan", "nan-inf", "crashed"), ("healthy", None, "completed")],
+    [("diverging", "optimization-divergence", "diverged"), ("nan", "nan-inf", "crashed"), ("healthy", None, "completed"),
+     ("precursor", "nan-inf", "crashed")],
 )
 def test_cli_diagnoses_real_runs_on_a_real_server(runs, mlflow_server, tmp_path, kind, cause, status):
     proc, report = _cli(runs[kind], mlflow_server, tmp_path)
@@ -152,6 +153,9 @@ def test_cli_diagnoses_real_runs_on_a_real_server(runs, mlflow_server, tmp_path,
     assert f"Run: mlflow {runs[kind]}" in proc.stdout
     names = {s["name"] for s in report["trajectory"]}
     assert {"loss", "grad_norm", "lr", "throughput", "val_loss"} <= names
+    if kind == "precursor":  # the same history as from its log: the grad-norm jump cited with its numbers
+        assert any("grad_norm" in e["text"] and "-> " in e["text"] and "at step 60, 1 step before the first NaN" in e["text"]
+                   for e in report["evidence"]), report["evidence"]
 
 
 def test_metrics_logged_in_separate_calls_line_up_by_step(runs, mlflow_server, monkeypatch):

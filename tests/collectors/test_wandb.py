@@ -26,7 +26,8 @@ KEY = "0123456789abcdef0123456789abcdef01234567"
 
 @pytest.mark.parametrize(
     "kind, cause, status",
-    [("nan", "nan-inf", "crashed"), ("diverging", "optimization-divergence", "diverged"), ("healthy", None, "completed")],
+    [("nan", "nan-inf", "crashed"), ("diverging", "optimization-divergence", "diverged"), ("healthy", None, "completed"),
+     ("precursor", "nan-inf", "crashed")],
 )
 def test_cli_diagnoses_offline_runs_from_their_directory(offline_runs, tmp_path, kind, cause, status):
     proc, report = check_failed_run("--wandb", str(offline_runs[kind]), out=tmp_path)
@@ -34,6 +35,9 @@ def test_cli_diagnoses_offline_runs_from_their_directory(offline_runs, tmp_path,
     assert report["target_kind"] == "wandb"
     assert report["primary_cause"] == cause and report["run_status"] == status
     assert {"loss", "grad_norm", "lr", "throughput", "val_loss"} <= {s["name"] for s in report["trajectory"]}
+    if kind == "precursor":  # the same history as from its log: the grad-norm jump cited with its numbers
+        assert any("grad_norm" in e["text"] and "-> " in e["text"] and "at step 60, 1 step before the first NaN" in e["text"]
+                   for e in report["evidence"]), report["evidence"]
 
 
 def test_offline_run_lines_up_separate_log_calls_and_reads_config_exit_and_console(offline_runs):

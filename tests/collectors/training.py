@@ -18,7 +18,11 @@ Log = Callable[[int, dict[str, float]], None]
 
 
 def train(kind: str, log: Log, out: TextIO, steps: int = 80) -> str:
-    """Run one training of `kind` (healthy, diverging, nan); return how it ended (finished/failed)."""
+    """Run one training of `kind` (healthy, diverging, nan, precursor); return how it ended (finished/failed).
+
+    `precursor` is a count model (Poisson loss, whose exp overflows) fed one batch in other units at step 60:
+    its gradient norm jumps a thousandfold on that step and the next step's loss is inf, a NaN gradient with it.
+    """
     torch.manual_seed(0)
     x = torch.randn(512, 8)
     w_true = 0.5 * torch.randn(8, 1)
@@ -27,17 +31,24 @@ def train(kind: str, log: Log, out: TextIO, steps: int = 80) -> str:
     yv = xv @ w_true + 0.5 * torch.randn(128, 1)
     if kind == "nan":
         x[400:416] = float("nan")  # a corrupt shard: one batch of NaN features mid-run
+    poisson = kind == "precursor"
+    if poisson:
+        w_true = 0.6 * w_true
+        y, yv = torch.poisson(torch.exp(x @ w_true)), torch.poisson(torch.exp(xv @ w_true))
+    objective = torch.nn.functional.poisson_nll_loss if poisson else torch.nn.functional.mse_loss
     model = torch.nn.Linear(8, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    peak = {"healthy": 0.05, "diverging": 1.6, "nan": 0.05}[kind]
+    peak = {"healthy": 0.05, "diverging": 1.6, "nan": 0.05, "precursor": 0.02}[kind]
     for step in range(steps):
         lr = 0.02 + (peak - 0.02) * min(1.0, step / (steps * 0.75))
         for g in opt.param_groups:
             g["lr"] = lr
         i = (step * 16) % 512
         xb, yb = x[i : i + 16], y[i : i + 16]
+        if poisson and step == 60:
+            xb = xb * 8  # one batch in other units (a shard that was not normalised)
         t0 = time.perf_counter()
-        loss = torch.nn.functional.mse_loss(model(xb), yb)
+        loss = objective(model(xb), yb)
         opt.zero_grad()
         loss.backward()
         gn = float(torch.nn.utils.clip_grad_norm_(model.parameters(), float("inf")))
@@ -51,7 +62,7 @@ def train(kind: str, log: Log, out: TextIO, steps: int = 80) -> str:
         print(f"step {step} loss {lv:.6g} grad_norm {gn:.4g} lr {lr:.4g}", file=out)
         if step % 10 == 9:
             with torch.no_grad():
-                vl = float(torch.nn.functional.mse_loss(model(xv), yv))
+                vl = float(objective(model(xv), yv))
             log(step, {"eval_loss": vl})
             print(f"step {step} eval_loss {vl:.6g}", file=out)
         if not math.isfinite(lv):

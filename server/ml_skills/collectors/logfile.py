@@ -285,3 +285,36 @@ def grep(
         else:
             before.append(text)
     return blocks, total
+
+
+def held_open_by(path: str | os.PathLike[str]) -> list[int] | None:
+    """Pids of live processes (other than this one) that hold the file open, read from /proc; None where unknown.
+
+    Read-only: it lists /proc/<pid>/fd links the caller may read (its own user's processes). A log whose last line
+    is old says a process is hung only if a process is still there to hang: this is how the engine knows.
+    """
+    proc = Path("/proc")
+    try:
+        target = os.stat(path)
+    except OSError:
+        return None
+    if not (proc / "self" / "fd").is_dir():
+        return None
+    me, pids = os.getpid(), []
+    for entry in os.scandir(proc):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            fds = os.scandir(f"/proc/{entry.name}/fd")
+        except OSError:
+            continue
+        with fds:
+            for fd in fds:
+                try:
+                    st = os.stat(fd.path)
+                except OSError:
+                    continue
+                if (st.st_ino, st.st_dev) == (target.st_ino, target.st_dev):
+                    pids.append(int(entry.name))
+                    break
+    return pids

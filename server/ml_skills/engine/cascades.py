@@ -87,3 +87,63 @@ def numeric_before_crash(signals: list[Signal]) -> None:
             for c in after:
                 c.weight /= 1.3
             return
+
+
+# Anomalies that describe how training went, not an event that stops a process: a loss that rose, froze or
+# spiked, a slow throughput, a validation curve. A NaN is not among them (a run computing NaN is finished as a
+# run, whatever kills it later); a blow-up followed by a CUDA fault is numeric_before_crash's case.
+_CANNOT_END = frozenset({"loss-blowup", "grad-norm-spike", "loss-frozen", "throughput-collapse", "train-val-divergence",
+                         "early-perfect-validation", "validation-metric-near-zero", "validation-metric-frozen"})
+CONTRIBUTING_W = 0.3
+
+
+def _bare_stop(s: Signal) -> bool:
+    """A stop that does not say why: a Ctrl-C, a SIGTERM/SIGKILL, an exit code. A person or a scheduler may have
+    stopped the run because of the very trend in its metrics (600 epochs at a loss of 1e31, then a kill)."""
+    return s.label in _generic() or s.label in _BARE_STOPS or s.label.endswith(":user-interrupt")
+
+
+_BARE_STOPS = frozenset({"sigkill-exit-137", "sigkill-external"})
+
+
+def anomalies_below_the_ending(signals: list[Signal]) -> None:
+    """A trend in the metrics does not end a run; when something else ended it, the trend only contributed.
+
+    When the log ends in a fatal event of another class after the anomaly (an exception, a peer's collective
+    error; not survived, not a warning, not a bare stop that gives no reason), that event is what stopped the run, and the anomaly can
+    at most have led to it: it becomes a hint, so it is reported as a contributing factor and never outranks
+    the ending. A blow-up that itself raised (a NaN guard, a divergence check) has a traceback of its own class.
+    """
+    ends = [s for s in signals if s.kind in ("signature", "traceback") and s.role is not Role.HINT and not s.survived
+            and not s.warning and s.weight >= MIN_PRIMARY and s.line_no is not None and not _bare_stop(s)]
+    for a in signals:
+        if a.kind != "anomaly" or a.label not in _CANNOT_END or a.line_no is None:
+            continue
+        later = [e for e in ends if e.source == a.source and (e.line_no or 0) > a.line_no]
+        if later and not any(e.failure_class == a.failure_class for e in later) and \
+                not any(e.failure_class is FailureClass.CUDA_RUNTIME for e in later):
+            a.weight *= CONTRIBUTING_W
+            a.role = Role.HINT
+
+
+# How peers see a rank that died: its sockets close (Gloo, TF's gRPC), NCCL's service thread reports the
+# closed connection, the launcher sends the survivors SIGTERM. A death that explains them: a kill or a crash
+# of the rank itself (SIGKILL, SIGSEGV), not the SIGABRT/SIGTERM that a peer's own watchdog or launcher sends.
+_PEER_REACTIONS = frozenset({"gloo-peer-failure", "peer-rank-terminated", "tf-grpc-peer-unavailable"})
+_DEATHS = frozenset({"sigkill-exit-137", "sigkill-external", "segfault"})
+
+
+def peers_follow_a_death(signals: list[Signal]) -> None:
+    """Peers' connection errors after a rank was killed or crashed are how they saw that death.
+
+    A rank killed by SIGKILL (the OOM killer, a scheduler) or crashed by SIGSEGV prints nothing itself; its
+    peers then fail loudly in the next collective ('Connection reset by peer', 'Connection closed by
+    localRank') and the launcher reports the dead rank's exit code. The loud lines are the symptom, the
+    death is the terminal event of the first failing rank: the reactions count for half.
+    """
+    deaths = [s for s in signals if s.label in _DEATHS and not s.survived and s.line_no is not None]
+    if not deaths:
+        return
+    for s in signals:
+        if s.label.removeprefix("traceback:") in _PEER_REACTIONS and any(d.source == s.source for d in deaths):
+            s.weight *= 0.5

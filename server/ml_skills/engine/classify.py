@@ -15,7 +15,14 @@ import re
 from functools import cache
 
 from ml_skills.catalog.loader import signatures
-from ml_skills.engine.cascades import generic_after_specific, numeric_before_crash
+from ml_skills.engine.cascades import (
+    anomalies_below_the_ending,
+    generic_after_specific,
+    numeric_before_crash,
+    peers_follow_a_death,
+)
+from ml_skills.engine.confidence import confidence as verdict_confidence
+from ml_skills.engine.confidence import evidence_kind
 from ml_skills.engine.exceptions import callers_of_chained, traceback_class
 from ml_skills.engine.metrics import parse_line
 from ml_skills.engine.signals import MIN_PRIMARY, ROLE_W, Signal
@@ -46,6 +53,13 @@ EXTERNAL_KILL = "sigkill-external"
 LIVE_STATES = ("running", "sleeping", "pipeline_state_running")
 QUOTE_WIDTH = 400  # a longer line is quoted around its match, so the cited text holds the decisive words
 _WARNING = re.compile(r"(Warning:|WARNING|\bwarn(ing)?s?\.|\[W \w|^W\d{4} |\bW\d{4} \d\d:|UserWarning|FutureWarning|DeprecationWarning|\bwarnings\.warn)")
+# A line its program logged at INFO or DEBUG level: logging's '- INFO -', 'INFO:name:', '[INFO]', loguru's '| INFO |',
+# glog's 'I0610 06:55:34'. The program itself judged it informational ('No checkpoint found. Initializing model from
+# scratch'): it reports a choice the run made and went on from, not a failure, unless it carries an error's words
+# (TF's 'INFO:tensorflow:Error reported to Coordinator', a metric line whose loss is nan).
+_INFO_LEVEL = re.compile(r"(^|[\s\[|(:-])(INFO|DEBUG)(\s*[\]|:-]|\s)|^[ID]\d{4} \d\d:\d\d:\d\d")
+_ERROR_WORDS = re.compile(r"(?i)(error|fail|exception|fatal|abort|killed|\bnan\b|\binf\b|infinity|timed? ?out|denied|refused|"
+                          r"exhausted|out of memory|corrupt|illegal|segmentation|traceback|exit ?code|signal)")
 _WRAPPERS = re.compile(r"(RayTaskError|ChildFailedError|CalledProcessError|ProcessRaisedException|HydraException|SystemExit|TrainingFailedError|TuneError)")
 
 CONFUSABLE: dict[FailureClass, list[FailureClass]] = {
@@ -62,13 +76,6 @@ CONFUSABLE: dict[FailureClass, list[FailureClass]] = {
     FailureClass.EVALUATION_MISMATCH: [FailureClass.DATA_PIPELINE, FailureClass.OPTIMIZATION_DIVERGENCE],
     FailureClass.PIPELINE_ORCHESTRATION: [FailureClass.CLOUD_PERMISSIONS_QUOTA, FailureClass.CONFIG_ERROR],
     FailureClass.CLOUD_PERMISSIONS_QUOTA: [FailureClass.PIPELINE_ORCHESTRATION, FailureClass.CONFIG_ERROR],
-}
-
-
-# classes that name one event seen two ways (a loss blow-up on the way to NaN)
-_SAME_EVENT: dict[FailureClass, tuple[FailureClass, ...]] = {
-    FailureClass.NAN_INF: (FailureClass.OPTIMIZATION_DIVERGENCE,),
-    FailureClass.OPTIMIZATION_DIVERGENCE: (FailureClass.NAN_INF,),
 }
 
 
@@ -93,6 +100,12 @@ def _around_match(text: str, signature_id: str, width: int = QUOTE_WIDTH) -> str
         return text
     start = max(0, m.start() - (width - (m.end() - m.start())) // 2)
     return "..." + text[start : start + width]
+
+
+def informational(text: str) -> bool:
+    """A line logged at INFO/DEBUG level with no error in its words: never the failure that ended a run."""
+    m = _INFO_LEVEL.search(text[:160])
+    return m is not None and not _ERROR_WORDS.search(text[m.end():])
 
 
 def _last_progress_line(log: LogEvidence) -> int | None:
@@ -166,6 +179,9 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
                        and h.signature_id not in _logged_as_warning())
             if warning:
                 w *= WARNING_DAMP
+            elif h.role is not Role.HINT and informational(h.text):
+                w *= WARNING_DAMP * ROLE_W[Role.HINT] / ROLE_W[h.role]  # below any failure, and never named alone
+                warning = True
             survived = _survived(log, h.line_no, last_prog)
             if survived:
                 w *= SURVIVED
@@ -198,8 +214,12 @@ def _memory_flat(logs: list[LogEvidence]) -> tuple[bool, str]:
 def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = None) -> tuple[Classification, list[Signal]]:
     signals = collect_signals(logs, sources)
     generic_after_specific(signals)
-    # the first cause after the last progress is the likely root of a cascade: give it a lead
+    # the first cause after the last progress is the likely root of a cascade: give it a lead. A cause with
+    # progress lines after it (fewer than make it 'survived') did not end the run when one comes after the progress
     terminal = [s for s in signals if s.role is Role.CAUSE and not s.survived and not s.warning and s.line_no is not None]
+    progress_at = {log.source: lp for log in logs if (lp := _last_progress_line(log)) is not None}
+    after = [s for s in terminal if s.kind == "anomaly" or (s.line_no or 0) >= progress_at.get(s.source, 0)]
+    terminal = after or terminal
     if terminal:
         # every cause on the first cause line gets the lead (one line can name two classes, e.g. TF's
         # 'Model diverged with loss = NaN.'): which one the matcher listed first must not decide
@@ -216,6 +236,8 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
         if ends:
             max(ends, key=lambda s: (s.weight, -(s.line_no or 0))).weight *= 1.3
     numeric_before_crash(signals)
+    anomalies_below_the_ending(signals)
+    peers_follow_a_death(signals)
 
     # exit 137 with flat memory is an external SIGKILL, not an OOM: the kill itself is then the
     # failure (a scheduler, a preemption, a watchdog or a person), so it is a cause, not a symptom
@@ -249,17 +271,13 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
             reasons=["no signal strong enough to name a failure class"] + notes,
         ), signals
     primary, top = ranked[0]
-    # a class that describes the same event (a loss blow-up on the way to NaN) supports the primary
-    # more than it competes with it: it counts a quarter against the confidence
-    second = max((v * (0.25 if c in _SAME_EVENT.get(primary, ()) else 1.0) for c, v in ranked[1:]), default=0.0)
-    share = top / (top + second)
-    strength = min(1.0, top / 4.0)
-    confidence = round(max(0.05, min(0.97, share * (0.5 + 0.5 * strength))), 2)
-    if all(s.kind == "stop" for s in by_class[primary]):
-        confidence = min(confidence, CONFIDENCE_CAP)  # only where the log stops says it hung
-
     psigs = sorted(by_class[primary], key=lambda s: (-s.weight, s.line_no or 0))
     decisive = psigs[0]
+    # how often verdicts resting on this kind of evidence were right on logs the engine had not been tuned on
+    kind = evidence_kind(decisive.kind, decisive.label, decisive.role)
+    confidence = verdict_confidence(kind)
+    if all(s.kind == "stop" for s in by_class[primary]):
+        confidence = min(confidence, CONFIDENCE_CAP)  # only where the log stops says it hung
     decisive_line = decisive.line_no or 0
 
     contributing: list[FailureClass] = []
@@ -271,7 +289,7 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
         if all(s.survived for s in sig):
             ruled.append(RuledOut(failure_class=cls, reason=f"{where} came before later training progress, so the run survived it"))
         elif all(s.warning for s in sig):
-            ruled.append(RuledOut(failure_class=cls, reason=f"only in warnings ({where}), not in the failure"))
+            ruled.append(RuledOut(failure_class=cls, reason=f"only in warnings or INFO-level lines ({where}), not in the failure"))
         elif all(s.source == decisive.source and (s.line_no or 0) > decisive_line for s in sig) and all(s.role is not Role.CAUSE or s.kind == "traceback" for s in sig):
             ruled.append(RuledOut(failure_class=cls, reason=f"secondary: {where} follows the primary failure at line {decisive_line} (cascade)"))
         elif decisive.role is Role.CAUSE and all(s.role is Role.SYMPTOM for s in sig):
@@ -295,6 +313,7 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
     return Classification(
         primary=primary,
         confidence=confidence,
+        evidence_kind=kind,
         contributing=contributing,
         ruled_out=ruled,
         scores={k.value: round(v, 3) for k, v in ranked},

@@ -19,8 +19,11 @@ def loss_blowup(points: Sequence[MetricPoint]) -> Anomaly | None:
     if len(s) < 8:
         return None
     vals = [v for _, v in s]
-    low_i = min(range(len(vals)), key=vals.__getitem__)
-    low = vals[low_i]
+    # the low is read through a median of three neighbours: one lucky minibatch (a per-batch loss that dips to half
+    # its level once) is noise, and measuring the rise from it turns ordinary batch-to-batch spread into a blow-up
+    smooth = [statistics.median(vals[i - 1 : i + 2]) if 0 < i < len(vals) - 1 else v for i, v in enumerate(vals)]
+    low_i = min(range(len(vals)), key=smooth.__getitem__)
+    low = smooth[low_i]
     after = s[low_i + 1 :]
     if not after:
         return None

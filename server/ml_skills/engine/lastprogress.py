@@ -7,6 +7,7 @@ import statistics
 from collections.abc import Sequence
 from datetime import datetime
 
+from ml_skills.collectors import logfile
 from ml_skills.engine import metrics as metric_parser
 from ml_skills.engine.points import fmt, values_text
 from ml_skills.models import Anomaly, AnomalyKind, FailureClass, LogEvidence, MetricPoint, ProgressPoint, Role, Severity
@@ -54,8 +55,14 @@ def check_stall(ev: LogEvidence, points: list[MetricPoint], tail: list[str]) -> 
     stamp = next((t for line in reversed(tail[-200:]) if (t := metric_parser.parse_timestamp(line[:200])) is not None), None)
     local = ev.mtime.astimezone().replace(tzinfo=None)
     a = no_progress(points, lp, stamp, local, datetime.now())
-    if a is not None:
-        ev.trajectory.anomalies.append(a)
+    if a is None:
+        return
+    # the age of a file is not a hang: only a process still holding the log open can be hung
+    writers = logfile.held_open_by(ev.source)
+    if not writers:
+        return
+    a.detail += f" (pid {', '.join(map(str, writers[:4]))} still holds the log open)"
+    ev.trajectory.anomalies.append(a)
 
 
 def no_progress(points: Sequence[MetricPoint], last_progress: ProgressPoint | None, last_stamp: datetime | None,

@@ -86,3 +86,20 @@ def eval_lines(chunk: bytes, engine: str | None) -> set[int]:
     except ScanLimit:
         return set()
     return {line_bounds(chunk, end)[0] for _, end in ends}
+
+
+# The rank a line belongs to when every rank writes to one log: torch's '[rank3]:', torchrun --tee's '[default3]:',
+# mpirun's '[1,3]<stdout>:', a script's own 'rank 3:' / 'rank=3 |' / '[R3]' / '[Rank 3]', Ray's '(RayTrainWorker pid=42)'.
+_RANK = re.compile(
+    r"^\s*(?:\[rank(?P<a>\d+)\]:|\[default(?P<b>\d+)\]:|\[\d+,(?P<c>\d+)\]<std(?:out|err)>:|"
+    r"\(\w+ pid=(?P<d>\d+)(?:, ip=[\d.]+)?\)|"
+    r"(?:.{0,80}?[\s|\[(-])?(?:\[R(?P<e>\d+)\]|\[?[Rr]ank[\s:=_]{0,2}(?P<f>\d+)\]?(?=[\s:|,\]/])))"
+)
+
+
+def rank_of(line: str) -> int | None:
+    """The rank tag at the start of a metric line (or a worker's pid for Ray), or None."""
+    m = _RANK.match(line[:160])
+    if m is None:
+        return None
+    return int(next(g for g in m.groups() if g is not None))

@@ -228,3 +228,26 @@ def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None]
     if not values:
         return None
     return values, step, epoch
+
+
+# The run's own counters where an epoch and an iteration within it are printed together: mmcv/mmengine's
+# 'Epoch [8][208/2000]' and 'Epoch(train) [1][240/735]', the ImageNet example's 'Epoch: [8][208/2000]', GAN
+# scripts' '[Epoch 8/100] [Batch 208/2000]', loguru trainers' 'E6 iter[ 14/ 15]', the MNIST example's 'Train
+# Epoch: 8 [26624/60000 (44%)]' (samples, not batches), and a Keras bar '208/2000 [====' under its 'Epoch 8/100'.
+_EPOCH_ITER = re.compile(
+    r"(?i)(?:\bEpoch(?:\(\w+\))?\s*:?\s*\[\s*(?P<e1>\d+)\s*\]\s*\[\s*(?P<i1>\d+)\s*/\s*(?P<n1>\d+)\s*\]|"
+    r"\[\s*Epoch\s+(?P<e2>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?:Batch|Iter(?:ation)?)\s+(?P<i2>\d+)\s*/\s*(?P<n2>\d+)\s*\]|"
+    r"\bE(?P<e3>\d+)\s+iter\[\s*(?P<i3>\d+)\s*/\s*(?P<n3>\d+)\s*\]|"
+    r"\bTrain Epoch:\s*(?P<e4>\d+)\s*\[\s*(?P<i4>\d+)\s*/\s*(?P<n4>\d+))"
+)
+KERAS_BAR = re.compile(r"^\s*(?P<i>\d+)/(?P<n>\d+) \[[=>.]")
+KERAS_EPOCH = re.compile(rb"(?m)^\s*Epoch (?P<e>\d+)/(?P<n>\d+)\s*$")
+
+
+def epoch_iteration(line: str) -> tuple[float, float, float] | None:
+    """(epoch, iteration within it, iterations per epoch) when the line prints them together, else None."""
+    m = _EPOCH_ITER.search(line[:400])
+    if m is None:
+        return None
+    k = next(i for i in "1234" if m[f"e{i}"] is not None)
+    return float(m[f"e{k}"]), float(m[f"i{k}"]), float(m[f"n{k}"])

@@ -237,9 +237,16 @@ def _root_cause(cls: Classification, signals: list[Signal], logs: list[LogEviden
             meaning = _traceback_meaning(s)
             break
     root = meaning or f"{cls.primary.value} failure"
-    rank_note = _first_rank(logs, signals)
+    desync = ranks.collective_desync(logs) if cls.primary is FailureClass.NCCL_DISTRIBUTED else ""
+    first = ranks.first_failing(logs, signals)
+    # when every rank only timed out, which one printed first is a few milliseconds of ordering, not a cause
+    rank_note = "" if desync and first is not None and first[0].kind == "symptom" else _first_rank(logs, signals)
     if rank_note:
         root += " " + rank_note
+    if desync:
+        root += " " + desync
+    if (rank_note or desync) and (per_rank := ranks.progress_by_rank(logs)):
+        root += " " + per_rank
     contributing = []
     for c in cls.contributing:
         s = next((x for x in sorted(signals, key=lambda x: -x.weight) if x.failure_class is c), None)
@@ -389,6 +396,7 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
         run_status=status,
         primary_cause=cls.primary,
         primary_cause_confidence=cls.confidence,
+        confidence_basis=cls.evidence_kind,
         confidence=conf_level,
         contributing_factors=cls.contributing,
         ruled_out=cls.ruled_out,

@@ -20,10 +20,26 @@ def fmt(x: float | None) -> str:
 
 
 def at(p: MetricPoint) -> str:
-    """Where a point is, in the terms the log gives: its step, else its epoch, else its line."""
+    """Where a point is, in the run's own counters: its step, else its epoch and iteration, else its line."""
     if p.step is not None:
         return f"step {fmt(p.step)}"
+    if p.epoch is not None and p.batch is not None:
+        return f"epoch {fmt(p.epoch)}, iteration {fmt(p.batch)}" + (f"/{fmt(p.batches)}" if p.batches else "")
     return f"epoch {fmt(p.epoch)}" if p.epoch is not None else f"line {p.line_no}"
+
+
+def iterations_before(p: MetricPoint, first: MetricPoint | None) -> float | None:
+    """How many iterations the run had done at `p`, from its own counters; None when it does not say.
+
+    A global step counts them; an epoch with its iterations per epoch ('Epoch [8][208/2000]') gives about
+    (epoch - first epoch) * per-epoch + iteration, counted from the first epoch the log shows (0- or 1-based).
+    """
+    if p.step is not None:
+        return p.step
+    if p.epoch is not None and p.batch is not None and p.batches:
+        base = first.epoch if first is not None and first.epoch is not None and first.epoch <= 1 else min(p.epoch, 1.0)
+        return max(0.0, p.epoch - base) * p.batches + p.batch
+    return None
 
 
 def values_text(values: dict[str, float], canonical_order: bool = False) -> str:

@@ -24,7 +24,8 @@ from ml_skills.engine.signals import Signal
 from ml_skills.models import AnomalyKind, Classification, FailureClass, LogEvidence, Role
 
 # torch's own prefix on rank output ("[rank1]: Traceback"), NCCL's "[Rank 1]", loggers' "rank1"
-RANK_TAG = re.compile(r"^\[rank(\d+)\]:|\[Rank (\d+)\]|\brank(\d+)\b")
+# and the launcher's report of a rank it lost ('failed (exitcode: -9) local_rank: 1 (pid: 42)')
+RANK_TAG = re.compile(r"^\[rank(\d+)\]:|\[Rank (\d+)\]|\brank(\d+)\b|\blocal_rank:\s*(\d+)")
 
 
 # per-rank log names: rank1.log, node-0.out, worker_3.log, or torchrun --log-dir's <run>/attempt_0/<rank>/stdout.log
@@ -88,6 +89,9 @@ def _raw(log: LogEvidence, line_no: int | None) -> str | None:
     return log.tail.lines[line_no - log.tail.start_line]
 
 
+_OWN_DEATHS = frozenset({"sigkill-exit-137", "sigkill-external", "segfault"})
+
+
 def _interleaved(log: LogEvidence, signals: list[Signal]) -> list[RankEnd]:
     """Ranks of one log that holds them all (torchrun without --log-dir): by each line's rank tag."""
     firsts: dict[str, RankEnd] = {}
@@ -98,7 +102,8 @@ def _interleaved(log: LogEvidence, signals: list[Signal]) -> list[RankEnd]:
         if m is None or s.line_no is None:
             continue
         rank = f"rank{next(g for g in m.groups() if g is not None)}"
-        kind = "error" if s.role is Role.CAUSE else "symptom"
+        # a rank killed or crashed (SIGKILL, SIGSEGV) ended by itself: its death is its own error, not a reaction
+        kind = "error" if s.role is Role.CAUSE or s.label in _OWN_DEATHS else "symptom"
         prev = firsts.get(rank)
         if prev is None or (prev.kind == "symptom" and kind == "error"):
             firsts[rank] = RankEnd(f"{log.source} [{rank}]", kind, s.line_no, s.text, parse_timestamp(s.text[:200]), None)
@@ -185,3 +190,87 @@ def keep_silent_rank_open(cls: Classification, logs: list[LogEvidence], signals:
         return
     silent = (FailureClass.STALLED, FailureClass.PROCESS_CRASH)
     cls.ruled_out = [r for r in cls.ruled_out if not (r.failure_class in silent and r.reason.startswith("no evidence"))]
+
+
+# The NCCL watchdog's report of the collective each rank timed out in, and a world size where the log gives one
+_WORK = re.compile(r"\[(?:PG (?P<pg>\S+) )?Rank (?P<rank>\d+)\][^\n]*?WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel>\d+))?")
+_WORLD = re.compile(r"(?i)\b(?:world[_ ]size|WORLD_SIZE|nranks)\s*[=:]?\s*(?P<n>\d+)\b")
+
+
+def collective_desync(logs: list[LogEvidence]) -> str:
+    """What the ranks' watchdog lines say together: ranks in different collectives, or ranks missing from them.
+
+    Every rank whose collective timed out prints the work it was waiting in (its sequence number, op and size).
+    Ranks at different sequence numbers, or in the same one with different sizes, issued different collectives
+    (a desync: one rank skipped a step, took another branch or has another number of batches); a rank of the
+    world that printed no timeout was not in the collective at all (it hung or died before it).
+    """
+    works: dict[int, tuple[int, str, str | None]] = {}
+    seen: dict[int, set[tuple[str | None, int]]] = {}
+    world: int | None = None
+    for log in logs:
+        lines = [*(log.tail.lines if log.tail else []), *(h.text for h in log.hits)]
+        for line in lines:
+            for m in _WORK.finditer(line):
+                works.setdefault(int(m["rank"]), (int(m["seq"]), m["op"], m["numel"]))
+                seen.setdefault(int(m["rank"]), set()).add((m["pg"], int(m["seq"])))
+            if (w := _WORLD.search(line)) is not None and 1 < int(w["n"]) <= 100_000:
+                world = max(world or 0, int(w["n"]))
+    if len(works) < 2 and not (works and world):
+        return ""
+    if any(len(v) > 1 for v in seen.values()):
+        # a rank timed out in several works: sequence numbers count per process group, and without the group
+        # on each line they cannot be compared across ranks
+        return ""
+    def one(r: int) -> str:
+        seq, op, numel = works[r]
+        return f"rank {r} in SeqNum {seq} ({op}{f', {int(numel)} elements' if numel else ''})"
+    shown = ", ".join(one(r) for r in sorted(works)[:8])
+    seqs = {works[r][0] for r in works}
+    sizes = {(works[r][0], works[r][2]) for r in works if works[r][2] is not None}
+    notes = []
+    if len(seqs) > 1:
+        notes.append(f"The ranks timed out in different collectives ({shown}), {max(seqs) - min(seqs)} sequence "
+                     "numbers apart: a desync - the ranks no longer issue the same collectives in the same order (a rank "
+                     "that skipped or repeated a step, took another code path, or ran out of data first).")
+    elif len({n for _, n in sizes}) > 1:
+        notes.append(f"The ranks wait in the same collective number with different sizes ({shown}): they issued "
+                     "different collectives at the same point (a desync).")
+    if world is not None and len(works) < world:
+        missing = [r for r in range(world) if r not in works]
+        if len(missing) <= 8:
+            notes.append(f"Rank(s) {', '.join(map(str, missing))} of the {world} printed no timeout: "
+                         "missing from the collective, they hung or died before it and are the ones to look at first.")
+    return " ".join(notes)
+
+
+def progress_by_rank(logs: list[LogEvidence]) -> str:
+    """Each rank's last logged step when ranks share one log ('rank 1 step 60 (line 248)'), or ''."""
+    progress = _rank_progress(logs)
+    if len(progress) < 2:
+        return ""
+    return "Last progress per rank: " + "; ".join(
+        f"rank {r} step {_fmt_step(st)} (line {ln}{f', {t:%H:%M:%S}' if t else ''})" for r, (st, ln, t) in sorted(progress.items())[:8]) + "."
+
+
+def _fmt_step(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def _rank_progress(logs: list[LogEvidence]) -> dict[int, tuple[float, int, datetime | None]]:
+    """Each rank's last logged step, from the rank-tagged metric lines of the kept tail: (step, line, time)."""
+    from ml_skills.engine.metric_lines import rank_of
+    from ml_skills.engine.metrics import parse_line
+
+    out: dict[int, tuple[float, int, datetime | None]] = {}
+    for log in logs:
+        if log.tail is None:
+            continue
+        for i, line in enumerate(log.tail.lines, log.tail.start_line):
+            r = rank_of(line)
+            if r is None:
+                continue
+            parsed = parse_line(line)
+            if parsed is not None and parsed[1] is not None:
+                out[r] = (parsed[1], i, parse_timestamp(line[:200]))
+    return out

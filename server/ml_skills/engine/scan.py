@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import logfile
-from ml_skills.engine import frameworks, gradmax, metric_lines, newlines, tracebacks
+from ml_skills.engine import completion, frameworks, gradmax, metric_lines, newlines, tracebacks
 from ml_skills.engine import metrics as metric_parser
 from ml_skills.engine.excerpts import Reader, quote_anomaly_lines, remember_offsets, remember_text
 from ml_skills.engine.lastprogress import check_stall, last_progress
@@ -54,7 +54,9 @@ MAX_POINTS_KEPT = 50_000
 _MARKERS: list[tuple[str, str, bool]] = [
     # Hydra's instantiate error without HYDRA_FULL_ERROR is its own short traceback (tracebacks.parse_hydra)
     ("traceback", r"(Original )?Traceback \(most recent call last\):|^(\[rank\d+\]:\s*)?Error in call to target '[\w.]+':\s*$", False),
-    ("completed", r"(?i)(training (completed|finished|complete|done)\b|'train_runtime'|\"train_runtime\"|`Trainer\.fit` stopped: `max_(epochs|steps)=\d+` reached|Training complete in|finished training|saving final model|Done training|training_done)", True),
+    ("completed", r"(?i)(training (completed|finished|complete|done)\b|'train_runtime'|\"train_runtime\"|`Trainer\.fit` stopped: `max_(epochs|steps)=\d+` reached|Training complete in|finished training|saving final model|Done training|training_done|"
+     # the process's own runner saying it ended well: an IDE, LSF's job report, SLURM's sacct, HF's closing metrics block
+     r"Process finished with exit code 0\b|^Successfully completed\.|\bState: COMPLETED\b|\*{5} train metrics \*{5})", True),
     # a validation metric in the chunk: on sampled logs its lines are all parsed (see _eval_lines)
     ("eval", metric_lines.EVAL, True),
     # a checkpoint written: resume points for the plan (engine/facts.py reads the last few)
@@ -300,13 +302,24 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
             mcursor = s
             e = chunk.find(b"\n", s)
             raw = chunk[s : (len(chunk) if e < 0 else e)]
-            parsed = metric_parser.parse_line(raw.decode("utf-8", errors="replace"))
+            text = raw.decode("utf-8", errors="replace")
+            parsed = metric_parser.parse_line(text)
             if parsed is None:
                 continue
             values, step, epoch = parsed
+            batch = batches = None
+            if (ei := metric_parser.epoch_iteration(text)) is not None:
+                epoch, batch, batches = ei
+            elif epoch is None and (bar := metric_parser.KERAS_BAR.match(text)) is not None:
+                batch, batches = float(bar["i"]), float(bar["n"])
+                head = None  # the epoch is on its own header line above the bar ('Epoch 8/100')
+                for head in metric_parser.KERAS_EPOCH.finditer(chunk, max(0, s - 65536), s):
+                    pass
+                epoch = float(head["e"]) if head is not None else None
             mp = MetricPoint(source=name, line_no=mline, step=step, epoch=epoch, values=values,
                              split="eval" if all(k.startswith("val_") for k in values) else "train",
-                             time=metric_parser.parse_timestamp(raw[:200].decode("utf-8", errors="replace")))
+                             time=metric_parser.parse_timestamp(text[:200]), rank=metric_lines.rank_of(text),
+                             batch=batch, batches=batches)
             if nan_point is None and any(v != v or v in (float("inf"), float("-inf")) for v in values.values()):
                 nan_point = mp
                 point_offsets[mline] = offset + s
@@ -360,6 +373,8 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
     progress = last_progress(name, points, tail_lines, tail_start)
     ev.trajectory = analyse(points, exact_nan=nan_point, exact_grad_max=grad_max, last_progress=progress, task=task)
     quote_anomaly_lines(ev, reader, {**metric_offsets, **point_offsets})
+    if completed_line is None:  # no message, but the run's own counter reached its configured total
+        completed_line = completion.final_counter(tail_lines, tail_start, progress.line_no if progress else None)
     if completed_line is not None:
         ev.frameworks["completed-marker"] = completed_line
     elif ev.mtime is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ml_skills.engine.ranks import collective_desync
 from ml_skills.engine.signals import Signal
 from ml_skills.engine.stops import DIST_INIT, ends_in_traceback
 from ml_skills.models import (
@@ -23,6 +24,9 @@ def fmt_number(x: float | None) -> str:
     if x is None:
         return "?"
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+SCHEDULER_ENDS = frozenset({"job-time-limit"})
 
 
 def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidence], sources: list[SourceEvidence]) -> RunStatus:
@@ -49,11 +53,17 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
         kinds & {AnomalyKind.NAN_ONSET, AnomalyKind.LOSS_BLOWUP} or cls.primary is FailureClass.NAN_INF
     ):
         # a NaN guard or a framework check that raised ended the process; a loss that went NaN and ran on did not
-        return RunStatus.CRASHED if _raised(logs) else RunStatus.DIVERGED
+        return RunStatus.CRASHED if _raised(logs) else _after_nan(logs)
+    # a scheduler's verdict (a time or run limit reached) is the terminal event: whether or not the run had stalled
+    # before it, the process was ended, so the run is over, not hanging
+    if any(s.label in SCHEDULER_ENDS and not s.survived for s in signals):
+        return RunStatus.CRASHED
     if cls.primary is FailureClass.STALLED and not terminal:
         return RunStatus.HUNG
     if AnomalyKind.NO_PROGRESS in kinds:
         return RunStatus.HUNG
+    if terminal and _completed_after(terminal, logs):
+        return RunStatus.COMPLETED  # a later attempt (a resubmission, a retry) ran to its end: the status is the last one's
     if terminal:
         return RunStatus.CRASHED
     if _cut_in_traceback(logs):  # the log ends in a traceback's frames: an exception ended the run, the paste lost its last line
@@ -67,6 +77,33 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
     if survived:
         return RunStatus.RECOVERED
     return RunStatus.UNKNOWN
+
+
+def _after_nan(logs: list[LogEvidence]) -> RunStatus:
+    """A run that went non-finite and was not stopped: recovered if every series that went non-finite is finite
+    again at its last value (a loss scaler skipped the overflowing steps, one bad interval passed), else diverged.
+    """
+    series = [x for log in logs for x in log.trajectory.series if x.count]
+    went_bad = [x for x in series if any(v is None for _, v in x.points) or _bad(x.last)]
+    if not went_bad:
+        return RunStatus.DIVERGED  # the NaN is only in a line the series did not keep: say what the onset says
+    if all(not _bad(x.last) for x in went_bad):
+        return RunStatus.RECOVERED
+    return RunStatus.DIVERGED
+
+
+def _bad(v: float | None) -> bool:
+    return v is None or v != v or v in (float("inf"), float("-inf"))
+
+
+def _completed_after(terminal: list[Signal], logs: list[LogEvidence]) -> bool:
+    """Every fatal line comes before its log's last sign of completion: an earlier attempt failed, the last finished.
+
+    A job report that holds a first attempt killed at its memory limit and a resubmission that 'Successfully
+    completed', or a retry loop whose second run printed its last epoch, describes a run that completed.
+    """
+    done = {log.source: log.frameworks["completed-marker"] for log in logs if "completed-marker" in log.frameworks}
+    return bool(done) and all(s.source in done and (s.line_no or 0) < done[s.source] for s in terminal)
 
 
 def completed_clean(cls: Classification, status: RunStatus, logs: list[LogEvidence], sources: list[SourceEvidence]) -> bool:
@@ -123,6 +160,10 @@ def insufficient_evidence(cls: Classification, logs: list[LogEvidence], sources:
         return ("no failure signature, traceback or metric anomaly in the log: need the job's stderr (errors often go "
                 "there, not to the training log) or the scheduler's record of how the job ended")
     if cls.primary is FailureClass.NCCL_DISTRIBUTED and all(s.role.value != "cause" for s in signals if s.failure_class is cls.primary):
+        if collective_desync(logs):  # the ranks' reports are here and disagree: ask for what each rank issued
+            return ("every rank only timed out, in different collectives (a desync, see the root cause): need the "
+                    "collective each rank issued - rerun with TORCH_NCCL_DESYNC_DEBUG=1 or dump the flight recorder "
+                    "(TORCH_NCCL_TRACE_BUFFER_SIZE > 0) - or each rank's step at the time")
         if len(logs) < 2:
             return ("only a collective timeout, with no error of its own: need the other ranks' logs (each rank's "
                     "stderr) to find the rank that crashed or hung first")

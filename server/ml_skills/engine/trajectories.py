@@ -7,13 +7,14 @@ and passed in. Thresholds are the field's rules of thumb, stated next to each de
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections.abc import Sequence
 
 from ml_skills.engine.divergence import loss_absurd, loss_blowup, loss_frozen, loss_jump
+from ml_skills.engine.points import at, iterations_before, trailing_run
 from ml_skills.engine.points import finite as _finite
 from ml_skills.engine.points import fmt as _fmt
-from ml_skills.engine.points import trailing_run
 from ml_skills.models import (
     Anomaly,
     AnomalyKind,
@@ -119,30 +120,92 @@ def _nan_onset(points: Sequence[MetricPoint], exact_nan: MetricPoint | None) -> 
                         "division by zero in the metric, a preprocessing step only the validation split goes through)"),
             )
     stable = sum(1 for q in points[:i] if "loss" in q.values and _finite(q.values["loss"]))
-    step = p.step if p.step is not None else float(stable)
-    early = step < EARLY_NAN_STEPS and stable < EARLY_NAN_STEPS
-    where = f"step {_fmt(step)}"
-    if p.step is None and p.epoch is not None:
+    # how early, in the run's own counters (a global step, or an epoch and its iteration), never in log lines
+    done = iterations_before(p, points[0] if points else None)
+    where = at(p)
+    if done is not None:
+        early = done < EARLY_NAN_STEPS
+        if p.step is None and p.batch is not None and done > p.batch:
+            where += f" (~{_fmt(round(done))} iterations in)"
+        unit = "steps" if p.step is not None else "iterations"
+        # steps before this one: counted from 0 or 1 when the log starts there, else the counter itself (an excerpt
+        # that starts at step 2454 comes after 2454 steps the run made)
+        start = next((q.step for q in points if q.step is not None), None) if p.step is not None else None
+        count = _fmt(p.step - start) if start is not None and p.step is not None and start <= 1 else _fmt(round(done))
+    elif p.epoch is not None:
         # only epochs are logged: a NaN in a late epoch is late, however few lines the log holds
-        where = f"epoch {_fmt(p.epoch)}"
-        early = early and p.epoch <= 1
-    prior_gn = [q.values["grad_norm"] for q in points[max(0, i - 20) : i] if "grad_norm" in q.values and _finite(q.values["grad_norm"])]
-    base_gn = [q.values["grad_norm"] for q in points[: max(1, i - 20)] if "grad_norm" in q.values and _finite(q.values["grad_norm"])]
-    rising = bool(prior_gn and base_gn and max(prior_gn) > 5 * statistics.median(base_gn))
-    if early:
-        why = ("within the first 100 steps: points to the learning rate (no warmup), precision "
-               "(fp16 overflow) or unscaled inputs rather than one bad sample")
-    elif rising:
-        why = (f"after {stable} stable steps, with the gradient norm rising before it: an exploding "
-               "gradient (learning rate too high for this phase, no clipping)")
+        early = p.epoch <= 1 and stable < EARLY_NAN_STEPS
+        unit, count = "logged steps", str(stable)
     else:
-        why = (f"after {stable} stable steps with no warning rise in gradient norm: a corrupt late "
+        early = None  # the log prints no counter: how far into the run this is cannot be read from it
+        unit, count = "logged losses", str(stable)
+    lr = p.values.get("lr") if p.values.get("lr") is not None else next(
+        (q.values["lr"] for q in reversed(points[:i]) if "lr" in q.values and _finite(q.values["lr"])), None)
+    at_lr = f" at lr {lr:.3g}" if lr is not None else ""
+    jump = _precursor(points, i, p)
+    if early:
+        # the measured jump is cited too, first, so a shortened quote keeps it: same history, same evidence
+        jumped = f", {PRECURSOR_WORDS} ({jump})" if jump is not None else ""
+        why = (f"within the first 100 steps{jumped}: points to the learning rate (no warmup), precision "
+               "(fp16 overflow) or unscaled inputs rather than one bad sample")
+    elif jump is not None:
+        why = (f"after {count} stable {unit}, {PRECURSOR_WORDS} ({jump}){at_lr}: an exploding "
+               "gradient (learning rate too high for this phase, no clipping, or an fp16 overflow)")
+    elif _gn_rising(points, i):
+        why = (f"after {count} stable {unit}, with the gradient norm rising before it{at_lr}: an exploding "
+               "gradient (learning rate too high for this phase, no clipping)")
+    elif early is None:
+        why = (f"after {count} finite {unit}; the log prints no step or epoch counter, so how far into the run "
+               "cannot be told from it (no warning rise in gradient norm)")
+    else:
+        why = (f"after {count} stable {unit} with no warning rise in gradient norm{at_lr}: a corrupt late "
                "batch or a numerically unsafe op on rare inputs")
     return Anomaly(
         kind=AnomalyKind.NAN_ONSET, failure_class=FailureClass.NAN_INF, severity=Severity.CRITICAL,
         source=p.source, line_no=p.line_no, step=p.step,
         detail=f"first non-finite {', '.join(bad)} at {where} (line {p.line_no}), {why}",
     )
+
+
+PRECURSOR_WORDS = "with the gradient norm exploding just before it"
+PRECURSOR_POINTS = 20  # how far before the first NaN a grad-norm jump counts as its precursor
+PRECURSOR_RATIO = 10.0
+
+
+def _gn_rising(points: Sequence[MetricPoint], i: int) -> bool:
+    prior = [q.values["grad_norm"] for q in points[max(0, i - 20) : i] if "grad_norm" in q.values and _finite(q.values["grad_norm"])]
+    base = [q.values["grad_norm"] for q in points[: max(1, i - 20)] if "grad_norm" in q.values and _finite(q.values["grad_norm"])]
+    return bool(prior and base and max(prior) > 5 * statistics.median(base))
+
+
+def precursor_point(points: Sequence[MetricPoint], i: int) -> tuple[MetricPoint, float, MetricPoint] | None:
+    """The grad-norm jump that preceded the first NaN at points[i]: (the point before the jump, its norm, the jump).
+
+    The first finite norm, in the PRECURSOR_POINTS points before the NaN (or on its own line), that is
+    PRECURSOR_RATIO times the norm logged before it: the gradient exploded there and the NaN followed.
+    """
+    gn = [(q, q.values["grad_norm"]) for q in points[max(0, i - PRECURSOR_POINTS) : i + 1]
+          if "grad_norm" in q.values and _finite(q.values["grad_norm"])]
+    for (q0, v0), (q1, v1) in itertools.pairwise(gn):
+        if v0 > 0 and v1 >= PRECURSOR_RATIO * v0:
+            return q0, v0, q1
+    return None
+
+
+def _precursor(points: Sequence[MetricPoint], i: int, nan: MetricPoint) -> str | None:
+    """The precursor in words, with its numbers: 'grad_norm 12.4 -> 2782 at step 1432, 1 step before the first NaN'."""
+    found = precursor_point(points, i)
+    if found is None:
+        return None
+    _, v0, q1 = found
+    v1 = q1.values["grad_norm"]
+    if q1.step is not None and nan.step is not None:
+        gap = nan.step - q1.step
+        before = "on the same step as the first NaN/inf" if gap == 0 else f"{_fmt(gap)} step{'s' if gap != 1 else ''} before the first NaN/inf"
+    else:
+        gap = sum(1 for q in points[: i + 1] if q.line_no > q1.line_no)
+        before = "on the first NaN/inf's line" if gap == 0 else f"{gap} log{'s' if gap != 1 else ''} before the first NaN/inf"
+    return f"grad_norm {v0:.4g} -> {v1:.5g} at {at(q1)}, {before}"
 
 
 def _grad_spike(points: Sequence[MetricPoint], exact_max: MetricPoint | None) -> Anomaly | None:
@@ -314,6 +377,31 @@ def _train_val(points: Sequence[MetricPoint], task: Task | None) -> list[Anomaly
     return out
 
 
+def _detect(points: Sequence[MetricPoint], exact_nan: MetricPoint | None, exact_grad_max: MetricPoint | None,
+            task: Task | None) -> list[Anomaly]:
+    anomalies: list[Anomaly] = []
+    nan = _nan_onset(points, exact_nan)
+    if nan:
+        anomalies.append(nan)
+    blowup = None if nan else (loss_blowup(points) or loss_jump(points) or loss_absurd(points) or loss_frozen(points))
+    # a grad-norm jump just before the NaN is the NaN's precursor, cited in its finding with its numbers: one event,
+    # not a second failure competing with it (the same history gives the same answer from a log or a tracker)
+    spike = None if nan is not None and PRECURSOR_WORDS in nan.detail else _grad_spike(points, exact_grad_max)
+    for det in (spike, blowup, _throughput_collapse(points)):
+        if det:
+            anomalies.append(det)
+    anomalies.extend(_train_val(points, task))
+    return anomalies
+
+
+def by_rank(points: Sequence[MetricPoint]) -> dict[int | None, list[MetricPoint]]:
+    """The points of each rank, when several ranks' metric lines are interleaved in one log."""
+    groups: dict[int | None, list[MetricPoint]] = {}
+    for p in points:
+        groups.setdefault(p.rank, []).append(p)
+    return groups
+
+
 def analyse(
     points: Sequence[MetricPoint],
     *,
@@ -322,23 +410,35 @@ def analyse(
     last_progress: ProgressPoint | None = None,
     task: Task | None = None,
 ) -> Trajectory:
-    """Summarise the series and run every detector."""
-    anomalies: list[Anomaly] = []
-    nan = _nan_onset(points, exact_nan)
-    if nan:
-        anomalies.append(nan)
-    blowup = None if nan else (loss_blowup(points) or loss_jump(points) or loss_absurd(points) or loss_frozen(points))
-    for det in (_grad_spike(points, exact_grad_max), blowup, _throughput_collapse(points)):
-        if det:
-            anomalies.append(det)
-    anomalies.extend(_train_val(points, task))
+    """Summarise the series and run every detector, on each rank's own series when ranks share the log.
+
+    Four ranks' losses interleaved line by line are four series, each on its own data shard: read as one,
+    the per-batch differences between ranks look like a loss jumping up and down. Each rank's series is
+    analysed alone and an anomaly is kept once per kind, from the rank where it shows first.
+    """
+    groups = {r: g for r, g in by_rank(points).items() if r is not None}
+    if len(groups) < 2:
+        anomalies = _detect(points, exact_nan, exact_grad_max, task)
+        shown = points
+    else:
+        found: dict[AnomalyKind, Anomaly] = {}
+        for rank, g in sorted(groups.items()):
+            nan = exact_nan if exact_nan is not None and exact_nan.rank == rank else None
+            gmax = exact_grad_max if exact_grad_max is not None and exact_grad_max.rank == rank else None
+            for a in _detect(g, nan, gmax, task):
+                a = a.model_copy(update={"detail": f"rank {rank}: {a.detail}"})
+                if a.kind not in found or (a.line_no or 0) < (found[a.kind].line_no or 0):
+                    found[a.kind] = a
+        anomalies = list(found.values())
+        shown = groups[min(groups)]  # the series shown: the lowest rank's (rank 0, the one loggers usually keep)
+    nan_a = next((a for a in anomalies if a.kind is AnomalyKind.NAN_ONSET), None)
     steps = [p.step for p in points if p.step is not None]
     return Trajectory(
-        series=summarise(points),
+        series=summarise(shown),
         anomalies=anomalies,
         last_step=steps[-1] if steps else None,
-        first_nan_step=nan.step if nan else None,
-        first_nan_line=nan.line_no if nan else None,
+        first_nan_step=nan_a.step if nan_a else None,
+        first_nan_line=nan_a.line_no if nan_a else None,
         last_progress=last_progress,
         metric_lines=len(points),
     )

@@ -1,0 +1,73 @@
+"""How often a verdict like this one is right, measured: the confidence of a named class.
+
+A verdict's kind is the evidence it rests on (the primary class's strongest signal):
+
+- exception-named: a traceback's final exception whose own line is a catalog signature (self-describing:
+  'CUDA out of memory', 'No space left on device');
+- exception-located: a traceback's final exception classified by where it was raised (its frames) or by its
+  type and message ('KeyError' inside a dataset's __getitem__);
+- signature: a line that names its failure (a NaN loss line, a scheduler's OOM kill, a CUDA error);
+- symptom: a line that only says how the run ended or how others saw it (a kill, an exit code, a native abort,
+  a collective timeout, a launcher's failure report): it does not name its cause;
+- anomaly: a metric trajectory (a NaN onset, a blow-up, a frozen or memorising validation curve);
+- stop: only where the log stops (engine/stops.py).
+
+ACCURACY holds, per kind, the share of such verdicts that were right when the engine met the logs before
+being tuned on them: bench/prospective.py re-runs each History batch with the engine that first scored it,
+and bench/accuracy.py fits these figures on the dev half of those verdicts and checks them on the held-out
+half (docs/accuracy.md, Calibration). The figure is the verdict's confidence. How close a second class came is
+not part of it: the old engines' verdicts do not record it, so its effect could not be measured.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from ml_skills.catalog.loader import signatures
+from ml_skills.models import Role
+
+KINDS = ("exception-named", "exception-located", "signature", "symptom", "anomaly", "stop")
+
+# Fitted by `python bench/accuracy.py` on the dev half of bench/prospective.json (see its Calibration section);
+# tests/engine/test_confidence.py fails when these drift from the fit.
+ACCURACY: dict[str, float] = {
+    "exception-named": 0.97,
+    "exception-located": 0.93,
+    "signature": 0.97,
+    "symptom": 0.92,
+    "anomaly": 0.97,
+    "stop": 0.97,  # no dev verdict rests on a stop alone: the pooled figure, and stops.py caps it at 0.45
+}
+MAX_CONFIDENCE = 0.97  # never certain: a fit of 1.00 on a few dozen verdicts says 'no miss seen yet', not 'cannot miss'
+
+
+@cache
+def _signatures() -> dict[str, tuple[Role, bool]]:
+    return {s.id: (s.role, s.generic) for s in signatures()}
+
+
+def evidence_kind(kind: str, label: str, role: Role | None = None) -> str:
+    """The kind of a verdict from its strongest signal's kind and label (a signature id, 'traceback:<rule>')."""
+    if kind == "stop":
+        return "stop"
+    if kind in ("anomaly", "source"):
+        return "anomaly"
+    sid = label.removeprefix("traceback:")
+    own, generic = _signatures().get(sid, (None, False))
+    if role in (Role.SYMPTOM, Role.HINT) or own in (Role.SYMPTOM, Role.HINT) or generic or sid == "sigkill-external":
+        return "symptom"
+    if kind == "traceback":
+        return "exception-named" if own is not None else "exception-located"
+    return "signature"
+
+
+def label_of(text: str) -> str:
+    """The signal label an evidence item's text starts with ('traceback:disk-full: OSError ...' -> 'traceback:disk-full')."""
+    if text.startswith("traceback:"):
+        return "traceback:" + text[len("traceback:"):].split(":", 1)[0].split(" [", 1)[0]
+    return text.split(":", 1)[0].split(" [", 1)[0]
+
+
+def confidence(kind: str) -> float:
+    """The measured accuracy of verdicts of this kind."""
+    return ACCURACY.get(kind, min(ACCURACY.values()))

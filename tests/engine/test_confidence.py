@@ -1,0 +1,77 @@
+"""Confidence is the measured accuracy of verdicts of a kind: the engine's figures are the fit, the fit holds
+on the held-out half, and real runs get the figure of the evidence they rest on."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from ml_skills.engine.confidence import ACCURACY, KINDS
+from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
+
+BENCH = Path(__file__).parents[2] / "bench" / "accuracy.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("accuracy_bench_conf", BENCH)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_engines_confidences_are_the_fit_on_the_dev_half_of_the_prospective_verdicts(bench):
+    verdicts = bench.prospective()
+    assert len(verdicts) >= 250  # every History batch, re-scored by the engine that first met it
+    assert bench.fit(verdicts) == {k: ACCURACY[k] for k in KINDS}
+
+
+def test_in_every_bin_of_twenty_or_more_held_out_verdicts_accuracy_is_within_a_tenth_of_the_confidence(bench):
+    verdicts = bench.prospective()
+    fitted = bench.fit(verdicts)
+    pairs = [(bench._conf(v["kind"], fitted), v["right"]) for v in verdicts if v["half"] == "held-out"]
+    checked = 0
+    for lo, hi in bench.BINS:
+        inside = [(c, ok) for c, ok in pairs if lo <= c < hi]
+        if len(inside) >= 20:
+            checked += 1
+            mean = sum(c for c, _ in inside) / len(inside)
+            acc = sum(ok for _, ok in inside) / len(inside)
+            assert abs(acc - mean) <= 0.1, (lo, hi, len(inside), mean, acc)
+    assert checked >= 2
+    assert bench.brier(pairs) < 0.1
+
+
+def _run(tmp_path: Path, shell: str) -> Path:
+    log = tmp_path / "train.log"
+    with open(log, "wb") as out:
+        subprocess.run(["bash", "-c", shell], cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, timeout=180, check=False)
+    return log
+
+
+def test_a_kill_that_names_no_cause_is_less_sure_than_an_exception_that_names_itself(tmp_path):
+    killed = tmp_path / "killed"
+    killed.mkdir()
+    code = "import os; [print(f'epoch {i} loss {1/(i+1):.3f}', flush=True) for i in range(3)]; os.kill(os.getpid(), 9)"
+    kill = diagnose(DiagnoseRequest(target=str(_run(killed, f'{sys.executable} -c "{code}"; echo "exit $?"'))))
+    truncated = tmp_path / "truncated"
+    truncated.mkdir()
+    (truncated / "resume.py").write_text(textwrap.dedent("""
+        import torch
+        torch.save({"w": torch.randn(256, 256)}, "last.pt")
+        data = open("last.pt", "rb").read()
+        open("last.pt", "wb").write(data[: len(data) // 3])  # the job was killed while it wrote
+        print("resuming from last.pt", flush=True)
+        torch.load("last.pt")
+    """))
+    named = diagnose(DiagnoseRequest(target=str(_run(truncated, f"{sys.executable} resume.py"))))
+    assert kill.primary_cause is not None and kill.confidence_basis == "symptom"
+    assert named.primary_cause is not None and named.primary_cause.value == "io-checkpoint"
+    assert named.confidence_basis in ("signature", "exception-named")  # the exception's own line names the failure
+    assert kill.primary_cause_confidence == ACCURACY["symptom"] < named.primary_cause_confidence == ACCURACY[named.confidence_basis]

@@ -1,0 +1,143 @@
+"""Run status from what the run itself says, on real runs: it reached its end, a later attempt finished,
+or a process is still there to be hung. The age of a file alone is never a hang."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from ml_skills.engine.lastprogress import STALL_MIN_SECONDS
+from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
+
+TRAIN = """
+    import sys, time
+    import torch
+    epochs = int(sys.argv[1]); pause = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
+    torch.manual_seed(0)
+    x = torch.randn(256, 8); y = (x.sum(1) > 0).long()
+    model = torch.nn.Linear(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(1, epochs + 1):
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad(); loss.backward(); opt.step()
+        acc = (model(x).argmax(1) == y).float().mean().item()
+        print(f"Epoch {epoch}/{epochs} - loss: {loss.item():.4f} - acc: {acc:.4f}", flush=True)
+        time.sleep(pause)
+"""
+
+
+def _script(tmp_path: Path, text: str = TRAIN) -> Path:
+    p = tmp_path / "train.py"
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def _shell(tmp_path: Path, shell: str) -> Path:
+    log = tmp_path / "train.log"
+    with open(log, "wb") as out:
+        subprocess.run(["bash", "-c", shell], cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, timeout=300, check=False)
+    return log
+
+
+def test_a_run_whose_counter_reaches_its_configured_total_completed(tmp_path):
+    """No 'Training completed' message: the last epoch printed is the last of its total."""
+    _script(tmp_path)
+    log = _shell(tmp_path, f"{sys.executable} train.py 6")
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.run_status.value == "completed", log.read_text()
+    assert d.primary_cause is None
+
+
+def test_a_run_cut_before_its_total_is_not_completed(tmp_path):
+    """The same run stopped at epoch 3 of 6 (a kill with no message): not completed, and no failure class made up."""
+    _script(tmp_path)
+    log = _shell(tmp_path, f"timeout -s KILL 30 {sys.executable} train.py 6 0 2>&1 | head -n 3")
+    assert log.read_text().splitlines()[-1].startswith("Epoch 3/6"), log.read_text()
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.run_status.value != "completed"
+    assert d.run_status.value != "crashed"
+
+
+def test_a_retry_that_finished_after_a_killed_attempt_is_completed(tmp_path):
+    """A retry loop: the first attempt is killed (bash prints 'Killed'), the second runs all its epochs."""
+    _script(tmp_path)
+    shell = (f"for limit in 3 120; do echo \"attempt with a $limit s limit\"; "
+             f"timeout -s KILL $limit {sys.executable} train.py 8 0.6 && break; done")
+    log = _shell(tmp_path, shell)
+    text = log.read_text()
+    assert "Killed" in text and text.rstrip().splitlines()[-1].startswith("Epoch 8/8"), text
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.run_status.value == "completed", (d.primary_cause, d.root_cause.proximate)
+
+
+STUCK = """
+    import time
+    for step in range(1, 13):
+        print(time.strftime("%Y-%m-%d %H:%M:%S"), f"step {step}/1000 loss {2.0 / step:.4f}", flush=True)
+        time.sleep(0.25)
+    time.sleep(600)  # blocked after step 12 (a lock, a peer), still holding its stdout
+"""
+
+
+@pytest.mark.slow
+def test_an_old_last_line_is_a_hang_only_while_a_process_still_holds_the_log(tmp_path):
+    """The same quiet log: hung while the process that writes it is alive, not hung once it has gone."""
+    _script(tmp_path, STUCK)
+    log = tmp_path / "train.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "train.py"], cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 120
+        while "step 12/" not in log.read_text() or time.time() - log.stat().st_mtime < STALL_MIN_SECONDS + 2:
+            assert time.monotonic() < deadline and proc.poll() is None, log.read_text()
+            time.sleep(0.5)
+        alive = diagnose(DiagnoseRequest(target=str(log)))
+    finally:
+        proc.kill()
+        proc.wait()
+    gone = diagnose(DiagnoseRequest(target=str(log)))
+    assert alive.run_status.value == "hung" and any(a.kind.value == "no-progress" for a in alive.anomalies)
+    assert f"pid {proc.pid}" in next(a.detail for a in alive.anomalies if a.kind.value == "no-progress")
+    assert gone.run_status.value != "hung" and not any(a.kind.value == "no-progress" for a in gone.anomalies)
+
+
+@pytest.mark.parametrize("case", ["164", "272", "335", "341"])
+def test_a_schedulers_time_limit_verdict_ends_the_run_whatever_it_stalled_on(case):
+    """Real SLURM/LSF outputs (corpus 164, 272, 335, 341): the scheduler ended the job at its limit, so the run
+    is over (crashed), not hung, though what it was doing until then reads as stalled."""
+    log = next((Path(__file__).parents[1] / "corpus").glob(f"{case}-*/train.log"))
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "stalled"
+    assert d.run_status.value == "crashed"
+
+
+SKIPS_A_NAN_BATCH = """
+    import math
+    import torch
+    torch.manual_seed(0)
+    x = torch.randn(64 * 16, 8); y = x.sum(1, keepdim=True)
+    x[40 * 16 + 5, 3] = float("nan")  # one corrupt record, in the batch of step 40
+    model = torch.nn.Linear(8, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for step in range(64):
+        xb, yb = x[step * 16 : (step + 1) * 16], y[step * 16 : (step + 1) * 16]
+        loss = torch.nn.functional.mse_loss(model(xb), yb)
+        opt.zero_grad(); loss.backward()
+        gn = float(torch.nn.utils.clip_grad_norm_(model.parameters(), float("inf")))
+        if math.isfinite(gn):
+            opt.step()  # a non-finite gradient is skipped, as a loss scaler does
+        print(f"step {step} loss {loss.item():.4f} grad_norm {gn:.4f}", flush=True)
+"""
+
+
+def test_a_nan_the_run_skipped_past_is_recovered_not_diverged(tmp_path):
+    _script(tmp_path, SKIPS_A_NAN_BATCH)
+    log = _shell(tmp_path, f"{sys.executable} train.py")
+    assert "step 40 loss nan" in log.read_text() and "step 63 loss" in log.read_text(), log.read_text()
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "nan-inf"
+    assert d.run_status.value == "recovered"
