@@ -52,7 +52,8 @@ class FixBrief(Model):
     time: str = Field(description="Time to try it.")
     validation: str = Field(description="How to tell, over the next 50-200 steps, that it worked.")
     command: str | None = Field(None, description="The exact command, where it can be derived.")
-    because: str = Field("", description="The evidence line or run fact that made this fix apply.")
+    because: str = Field("", description="The evidence line or run fact that made this fix apply; empty when it is the same "
+                                         "as the fix before's.")
 
 
 class RootCauseBrief(Model):
@@ -119,9 +120,12 @@ def render(b: Brief) -> str:
     rc = b.root_cause
     out += ["Root cause:", f"Proximate: {rc.proximate}", f"Root: {rc.root}", *(f"Contributing: {c}" for c in rc.contributing)]
     out += [f"Insufficient evidence: {b.insufficient_evidence}"] if b.insufficient_evidence else []
-    out += ["Top fixes:"] + [f"{i}) {f.action} | risk={f.risk.value} | expected impact={f.impact.value} | time to try={f.time} | "
-                             f"validate={f.validation}" + (f" | because: {f.because}" if f.because else "")
-                             + (f" | command: {f.command}" if f.command else "") for i, f in enumerate(b.fixes, 1)]
+    out += ["Top fixes:"]
+    because = ""
+    for i, f in enumerate(b.fixes, 1):
+        because = f.because or because  # the brief leaves out a reason the fix before already gave
+        out.append(f"{i}) {f.action} | risk={f.risk.value} | expected impact={f.impact.value} | time to try={f.time} | "
+                   f"validate={f.validation}" + (f" | because: {because}" if because else "") + (f" | command: {f.command}" if f.command else ""))
     out += [f"Decision: {b.decision.value} ({b.decision_reason})", f"Confidence: {b.confidence_level.value}", "", "Next command(s):"]
     out += [f"- {c}" for c in b.next_commands]
     out += [f"Plot: {b.plot}"] if b.plot else []
@@ -274,7 +278,8 @@ def build(d: Diagnosis, report_path: str, marker: str, detail: list[Part] | None
     rc = d.root_cause
     evidence, proximate, root = _quote_once(d, names)
     fixes = [FixBrief(action=f.action, risk=f.risk, impact=f.expected_impact, time=f.time_to_try,
-                      validation=f.validation, command=f.command, because=f.because) for f in d.fixes]
+                      validation=f.validation, command=f.command,
+                      because="" if i and f.because == d.fixes[i - 1].because else f.because) for i, f in enumerate(d.fixes)]
     extra: dict[str, Any] = {}
     notes: list[str] = []
     budget = DETAIL_MAX_CHARS
