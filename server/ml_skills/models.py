@@ -341,6 +341,7 @@ class LogEvidence(Model):
     frameworks: dict[str, int] = Field(default_factory=dict, description="Framework -> marker lines.")
     head: Excerpt | None = Field(None, description="The first lines (where runs print their configuration), redacted.")
     saved_lines: list[LogLine] = Field(default_factory=list, description="The last lines that say a checkpoint was saved.")
+    siblings: int = Field(0, description="Other entries in the log's folder (up to 50; 0 outside the allowed roots).")
     redactions: int = 0
     problems: list[str] = Field(default_factory=list, description="What could not be read, and why.")
     changed: bool = Field(False, description="The file grew, was truncated or rotated while it was read.")

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
 
-from ml_skills.errors import TargetNotFound, UnreadableInput
-from ml_skills.safety.paths import contain, open_binary
+from ml_skills.errors import InputError, TargetNotFound, UnreadableInput
+from ml_skills.safety.paths import contain, open_binary, walk
 from ml_skills.safety.redact import redact_after
 
 CHUNK = 4 * 1024 * 1024
@@ -52,6 +52,18 @@ def check_readable(path: str | os.PathLike[str]) -> Path:
     if not os.access(p, os.R_OK):
         raise UnreadableInput(f"{p} cannot be read: permission denied")
     return p
+
+
+def siblings(path: Path, limit: int = 50) -> int:
+    """How many other entries the log's folder holds (at most `limit`): 0 when the folder is outside
+    the allowed roots or unreadable. Only a count: the plan asks for the run directory only when
+    there is something beside the log to read."""
+    try:
+        for _d, dirnames, filenames in walk(path.resolve().parent, max_depth=1):
+            return min(limit, len(dirnames) + len(filenames) - 1)
+    except (InputError, OSError):
+        return 0
+    return 0
 
 
 def looks_binary(path: Path) -> str | None:

@@ -142,10 +142,10 @@ def diagnostic_commands(cls: Classification, logs: list[LogEvidence], facts: lis
             out.append(f"grep -n -i -E 'error|exception|killed|signal|exitcode' {q} | grep -v -i -E 'watchdog|timeout|ProcessGroupNCCL' | head -5"
                        "   # the first error of any rank: collective timeouts follow it")
         if cls.primary in (FailureClass.NAN_INF, FailureClass.OPTIMIZATION_DIVERGENCE, FailureClass.STALLED):
-            out.append(f"ml-skills watch-run {q} --interval 60   # on the relaunched run: alerts at the first NaN, loss spike or stall")
+            out.append(f"ml-skills watch-run {q} --interval 60   # on the relaunch: alerts at a NaN, a loss spike or a stall")
         out += _resume_point(cls, facts, log_target)
-        launch = fact(facts, "launch_command")
-        if launch is None:
+        beside = max((log.siblings for log in logs if log.source == log_target), default=0)
+        if fact(facts, "launch_command") is None and beside:
             out.append(f"ml-skills check-failed-run {shlex.quote(str(Path(log_target).parent))}"
-                       "   # the run directory too: its configs, launch command and checkpoints make the plan exact")
+                       f"   # the {beside} other file(s) beside the log: configs, launch command, checkpoints")
     return out

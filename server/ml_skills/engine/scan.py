@@ -123,7 +123,7 @@ def scan_log(
     p = logfile.check_readable(path)
     name = source or str(path)
     st = p.stat()
-    ev = LogEvidence(source=name, size_bytes=st.st_size, mtime=datetime.fromtimestamp(st.st_mtime, UTC))
+    ev = LogEvidence(source=name, size_bytes=st.st_size, mtime=datetime.fromtimestamp(st.st_mtime, UTC), siblings=logfile.siblings(p))
     why = logfile.looks_binary(p)
     if why:
         ev.status = EvidenceStatus.ERROR
