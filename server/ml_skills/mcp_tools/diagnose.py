@@ -55,8 +55,9 @@ def _quoted(b: Brief, marker: str) -> Brief:
     """The brief as the model gets it: every field that can carry log or source text marked as quoted data.
 
     The report file keeps the plain text; here a log line that reads like an instruction (in the
-    evidence, the root cause, a ruled-out reason, the run's facts, a tracker's report line or the
-    insufficient-evidence note) sits between this call's markers; decisive_lines is fenced already.
+    evidence, the root cause, the run's facts, a tracker's report line or the insufficient-evidence
+    note) sits between this call's markers; decisive_lines is fenced already. Ruled-out reasons are
+    the engine's own words (a signature id, a line number, a score: engine/classify.py), never log text.
     """
     def q(t: str | None) -> str | None:
         return quote_inline(t, marker) if t else t
@@ -64,7 +65,6 @@ def _quoted(b: Brief, marker: str) -> Brief:
     rc = b.root_cause
     return b.model_copy(update={
         "evidence": [q(e) for e in b.evidence],
-        "ruled_out": [q(r) for r in b.ruled_out],
         "root_cause": rc.model_copy(update={"proximate": q(rc.proximate), "root": q(rc.root), "contributing": [q(x) for x in rc.contributing]}),
         "run_facts": q(b.run_facts) or "",
         "report_lines": [q(x) for x in b.report_lines],
