@@ -422,11 +422,13 @@ def analyse(
         shown = points
     else:
         found: dict[AnomalyKind, Anomaly] = {}
-        for rank, g in sorted(groups.items()):
+        # lines with no rank prefix (the trainer's own summaries, a NaN dict) are a series of their own, not dropped
+        everyone = {**groups, **({None: g} if (g := by_rank(points).get(None)) else {})}
+        for rank, g in sorted(everyone.items(), key=lambda kv: -1 if kv[0] is None else kv[0]):
             nan = exact_nan if exact_nan is not None and exact_nan.rank == rank else None
             gmax = exact_grad_max if exact_grad_max is not None and exact_grad_max.rank == rank else None
             for a in _detect(g, nan, gmax, task):
-                a = a.model_copy(update={"detail": f"rank {rank}: {a.detail}"})
+                a = a.model_copy(update={"detail": f"rank {rank}: {a.detail}"}) if rank is not None else a
                 if a.kind not in found or (a.line_no or 0) < (found[a.kind].line_no or 0):
                     found[a.kind] = a
         anomalies = list(found.values())
