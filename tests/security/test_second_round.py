@@ -1,0 +1,138 @@
+"""Issue 14's second round: attacks written by someone who did not write the fixes.
+
+Each test is one attack that broke a claim of docs/security.md or docs/policy.md, through a real
+server process and the MCP SDK's client over stdio (or the real CLI), with real processes, real
+files and real checkpoints. Each failed on the code before its fix.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+import safetensors.torch
+import torch
+
+from tests.mcp.conftest import Server, answer, text
+from tests.security.racer import __file__ as RACER  # noqa: N812 - the attackers' swap loop
+
+pytestmark = pytest.mark.slow  # each test starts a real server (about 5-30 s on 2 shared cores)
+
+
+def roots(tmp_path: Path) -> tuple[Path, Path]:
+    """An allowed root R and a directory O beside it, outside the roots."""
+    r, o = tmp_path / "root", tmp_path / "outside"
+    r.mkdir()
+    o.mkdir()
+    return r, o
+
+
+def srv_for(tmp_path: Path, r: Path) -> Server:
+    s = Server(tmp_path, roots=[r])
+    s.out = tmp_path / "out"
+    return s
+
+
+def restart(f: Path) -> dict:
+    return {"action": {"kind": "restart-unchanged", "command_file": str(f)}}
+
+
+# ---------------------------------------------------------------- restart: the launcher is the program that runs
+
+
+def test_a_recorded_command_cannot_run_another_program_under_a_launchers_name(tmp_path: Path) -> None:
+    """'It runs only a launcher's record ... starting with python, torchrun, ...; any other file, a
+    script or a sh -c line is refused.' A `PATH=` prefix, a path to a file named `python`, or a
+    launcher told to run a non-Python program (`torchrun --no-python`, `srun`, `mpirun`) turned
+    the check on the first word into any program, even when the person accepts what reads as a
+    training launch."""
+    r, o = roots(tmp_path)
+    fake = o / "bin" / "python"
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\ntouch {o}/PWNED_$1\n")
+    fake.chmod(0o755)
+    shell = f"sh -c 'touch {o}/PWNED_sh'"
+    lines = {
+        "path-prefix": f"PATH={fake.parent} python path-prefix",
+        "abs-launcher": f"{fake} abs-launcher",
+        "ld-preload": f"LD_PRELOAD={o}/evil.so python -c pass",
+        "torchrun-no-python": f"torchrun --no-python {shell}",
+        "torchrun-no-python-eq": f"torchrun --no_python {shell}",
+        "srun": f"srun {shell}",
+        "mpirun": f"mpirun -n 1 {shell}",
+        "horovodrun": f"horovodrun -np 1 {shell}",
+        "accelerate": f"accelerate launch --no_python {shell}",
+        "deepspeed": f"deepspeed --no_python {shell}",
+    }
+    srv = srv_for(tmp_path, r)
+    for name, line in lines.items():
+        d = r / name
+        d.mkdir()
+        (d / "command.txt").write_text(line + "\n")
+        res = anyio.run(lambda: _call(srv, restart(d / "command.txt"), answer("accept")))
+        assert res.is_error, (name, text(res)[:300])
+        assert "not restarted" in text(res) or "not a training launch" in text(res), (name, text(res)[:300])
+    time.sleep(1)
+    assert not [p.name for p in o.iterdir() if p.name.startswith("PWNED")]
+
+
+def test_an_ordinary_recorded_launch_still_runs_after_the_person_accepts(tmp_path: Path) -> None:
+    """The refusals above must not refuse what launchers really record (env prefixes included)."""
+    r, o = roots(tmp_path)
+    (r / "train.py").write_text(f"open({str(o / 'RAN')!r}, 'w').write('ok')\n")
+    (r / "command.txt").write_text("CUDA_VISIBLE_DEVICES=0 PYTHONPATH=. python train.py --lr 3e-4\n")
+    srv = srv_for(tmp_path, r)
+    res = anyio.run(lambda: _call(srv, restart(r / "command.txt"), answer("accept")))
+    assert not res.is_error and '"ran":true' in text(res), text(res)[:300]
+    end = time.monotonic() + 20
+    while not (o / "RAN").exists() and time.monotonic() < end:
+        time.sleep(0.2)
+    assert (o / "RAN").exists()
+
+
+async def _call(srv: Server, args: dict, elicit=None):
+    async with srv.client(elicit=elicit) as c:
+        return await c.call_tool("request_action", args)
+
+
+# ---------------------------------------------------------------- repoint: the write stays where the check was
+
+
+def test_a_safe_repoint_never_writes_outside_the_roots_while_its_folder_is_swapped(tmp_path: Path) -> None:
+    """'Nothing is overwritten but a resume pointer' inside the roots. A safe repoint runs without
+    asking; it checked `R/run/latest`, then created its temporary file and renamed it by path. With
+    `R/run` swapped for a link to `O/run` in a loop, the rename landed on `O/run/latest`, a file
+    outside the roots, without anyone being asked (23 of 150 attempts before the fix)."""
+    r, o = roots(tmp_path)
+    (r / "run").mkdir()
+    (r / "ck").mkdir()
+    (o / "run").mkdir()
+    safetensors.torch.save_file({"w": torch.zeros(4)}, str(r / "ck" / "b.safetensors"))
+    (r / "run" / "latest").write_text("gone\n")
+    (o / "run" / "latest").write_text("ORIGINAL\n")
+    (r / "evil").symlink_to(o / "run")
+    srv = srv_for(tmp_path, r)
+    act = {"action": {"kind": "repoint-checkpoint", "pointer_file": str(r / "run" / "latest"),
+                      "checkpoint": str(r / "ck" / "b.safetensors")}}
+
+    async def go() -> list[str]:
+        out = []
+        async with srv.client() as c:
+            for _ in range(250):
+                out.append(text(await c.call_tool("request_action", act)))
+        return out
+
+    racer = subprocess.Popen([sys.executable, RACER, str(r / "run"), str(r / "evil"), "600"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        outs = anyio.run(go)
+    finally:
+        racer.kill()
+        racer.wait()
+    assert (o / "run" / "latest").read_text() == "ORIGINAL\n"
+    assert sorted(p.name for p in (o / "run").iterdir()) == ["latest"]  # no temporary file left there either
+    assert any('"ran":true' in t for t in outs)  # the race was really run: some repoints went through
