@@ -18,7 +18,7 @@ import safetensors.torch
 import torch
 
 from tests.mcp.conftest import Server, answer, text
-from tests.security.racer import __file__ as RACER  # noqa: N812 - the attackers' swap loop
+from tests.security.racer import __file__ as RACER  # the attackers' swap loop
 
 pytestmark = pytest.mark.slow  # each test starts a real server (about 5-30 s on 2 shared cores)
 
@@ -73,9 +73,9 @@ def test_a_recorded_command_cannot_run_another_program_under_a_launchers_name(tm
         d = r / name
         d.mkdir()
         (d / "command.txt").write_text(line + "\n")
-        res = anyio.run(lambda: _call(srv, restart(d / "command.txt"), answer("accept")))
+        res = anyio.run(_call, srv, restart(d / "command.txt"), answer("accept"))
         assert res.is_error, (name, text(res)[:300])
-        assert "not restarted" in text(res) or "not a training launch" in text(res), (name, text(res)[:300])
+        assert "not on the server's PATH" not in text(res), (name, text(res)[:300])  # refused for what it runs, not by luck
     time.sleep(1)
     assert not [p.name for p in o.iterdir() if p.name.startswith("PWNED")]
 
@@ -86,7 +86,7 @@ def test_an_ordinary_recorded_launch_still_runs_after_the_person_accepts(tmp_pat
     (r / "train.py").write_text(f"open({str(o / 'RAN')!r}, 'w').write('ok')\n")
     (r / "command.txt").write_text("CUDA_VISIBLE_DEVICES=0 PYTHONPATH=. python train.py --lr 3e-4\n")
     srv = srv_for(tmp_path, r)
-    res = anyio.run(lambda: _call(srv, restart(r / "command.txt"), answer("accept")))
+    res = anyio.run(_call, srv, restart(r / "command.txt"), answer("accept"))
     assert not res.is_error and '"ran":true' in text(res), text(res)[:300]
     end = time.monotonic() + 20
     while not (o / "RAN").exists() and time.monotonic() < end:

@@ -14,9 +14,11 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal as signals
 import stat
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -153,6 +155,13 @@ def _prepare_kill(a: KillProcess) -> Prepared:
 RECORDED_COMMAND_FILES = ("command.txt", "cmd.txt", "command")
 _LAUNCHER = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun|deepspeed|accelerate|srun|mpirun|horovodrun)$")
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}=")
+# Variables that choose which program runs or what it loads before it starts: set from a recorded
+# line, they turn "python train.py" into any program (PATH=/elsewhere python, LD_PRELOAD=evil.so).
+_PROGRAM_ENV = re.compile(r"^(PATH|LD_\w+|DYLD_\w+|PYTHONHOME|PYTHONSTARTUP|PYTHONEXECUTABLE|BASH_ENV|ENV|SHELL|IFS)$")
+# Launchers that start any program they are given: what they start must itself be a Python launcher.
+_ANY_PROGRAM = {"srun", "mpirun", "horovodrun"}
+_PY_LAUNCHERS = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun|deepspeed|accelerate)$")
+_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "csh", "tcsh", "fish", "busybox", "env", "exec", "xargs", "perl", "ruby", "node"}
 MAX_COMMAND_FILE = 64 * 1024
 
 
@@ -192,7 +201,48 @@ def _recorded_command(f: Path) -> tuple[str, dict[str, str], list[str]]:
     if not words or not _LAUNCHER.match(Path(words[0]).name):
         raise PolicyError(f"{quoted(str(f))} does not record a training launch (python, torchrun, deepspeed, accelerate, srun, "
                           f"mpirun, horovodrun): {quoted(redact(lines[0]), 200)} is not restarted")
-    return lines[0], env, words
+    _only_a_training_launch(f, lines[0], env, words)
+    return lines[0], env, [_launcher_program(f, words[0]), *words[1:]]
+
+
+def _not_a_launch(f: Path, line: str, why: str) -> PolicyError:
+    return PolicyError(f"{quoted(str(f))} does not record a training launch ({why}): {quoted(redact(line), 200)} is not restarted")
+
+
+def _launcher_program(f: Path, word: str) -> str:
+    """The launcher's executable, found on the server's own PATH: a recorded line cannot name
+    another program (a file called python elsewhere) and have it run as the launcher."""
+    found = shutil.which(Path(word).name)
+    if "/" not in word:
+        if found is None:
+            raise PolicyError(f"{quoted(str(f))}: {quoted(word)} is not on the server's PATH: nothing to start")
+        return found
+    same = {os.path.realpath(x) for x in (found, sys.executable if Path(sys.executable).name == Path(word).name else None) if x}
+    if os.path.realpath(word) not in same:
+        raise PolicyError(f"{quoted(str(f))} names its launcher by a path ({quoted(word)}) that is not the server's own "
+                          f"{quoted(Path(word).name)}: a file of that name elsewhere is any program; record the launcher by "
+                          "name, or start the server from the environment that has it")
+    return word
+
+
+def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list[str]) -> None:
+    """Refuse what runs a program other than the launcher's Python: variables that pick the program,
+    --no-python, and a shell started by srun, mpirun or horovodrun."""
+    bad_env = sorted(k for k in env if _PROGRAM_ENV.match(k))
+    if bad_env:
+        raise _not_a_launch(f, line, f"it sets {', '.join(bad_env)}, which chooses the program that runs or what it loads")
+    if any(w.split("=")[0] in ("--no-python", "--no_python") for w in words[1:]):
+        raise _not_a_launch(f, line, "--no-python starts a program that is not Python")
+    names = [Path(w).name for w in words[1:]]
+    shell = next((n for n in names if n in _SHELLS), None)
+    if shell:
+        raise _not_a_launch(f, line, f"it starts {shell}, not a training script")
+    if Path(words[0]).name in _ANY_PROGRAM:
+        inner = next((i for i, n in enumerate(names, 1) if _PY_LAUNCHERS.match(n)), None)
+        if inner is None:
+            raise _not_a_launch(f, line, f"{Path(words[0]).name} starts any program; the one it starts must be python, "
+                                         "torchrun, deepspeed or accelerate")
+        _launcher_program(f, words[inner])
 
 
 def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) -> Prepared:
