@@ -13,13 +13,13 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import shlex
 import shutil
 import signal as signals
 import stat
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,7 +31,7 @@ from pydantic import Field
 from ml_skills.collectors.checkpoints import WEIGHT_SUFFIXES, inspect_dir, inspect_file
 from ml_skills.errors import InputError, MLSkillsError, PolicyError, TargetNotFound
 from ml_skills.models import ActionKind, CheckpointInfo, Model
-from ml_skills.safety.paths import confine
+from ml_skills.safety.paths import confine, open_fd, within
 from ml_skills.safety.quoting import strip_invisible
 from ml_skills.safety.redact import redact
 
@@ -281,12 +281,19 @@ VERIFIED_DIR_FORMATS = {"fsdp-dcp", "deepspeed", "sharded", "dir"}
 MAX_CHECKPOINT_FILES = 2000
 
 
-def _read_pointer(pointer: Path) -> tuple[str, os.stat_result]:
+def _pointer_dir(pointer: Path, roots: Sequence[Path]) -> int:
+    """A held fd on the pointer's folder, opened from its root with no symlink followed: what is read
+    and written through it stays in the folder that was checked, even if its path is swapped meanwhile."""
+    with within(roots):
+        return open_fd(pointer.parent, "dir")
+
+
+def _read_pointer(pointer: Path, dfd: int) -> tuple[str, os.stat_result]:
     """The pointer's text and stat, or a refusal when it is not a small, one-line, non-executable text file."""
     if not POINTER_NAME.match(pointer.name):
         raise PolicyError(f"{quoted(str(pointer))} is not a resume pointer: repoint-checkpoint writes only a pointer file "
                           "(latest*, last_checkpoint, resume*) holding a path")
-    fd = os.open(pointer, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    fd = os.open(pointer.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -365,7 +372,11 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
     ckpt = confine(a.checkpoint, roots, want="any")
     if ckpt == pointer:
         raise PolicyError("the pointer cannot point at itself")
-    old, st = _read_pointer(pointer)
+    dfd = _pointer_dir(pointer, roots)
+    try:
+        old, st = _read_pointer(pointer, dfd)
+    finally:
+        os.close(dfd)
     info = _verified(ckpt)
     new = _pointer_text(pointer, old, ckpt)
     also: list[ActionKind] = []
@@ -386,26 +397,35 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
         # Everything is checked again now, after the approval: the pointer and the checkpoint may have changed meanwhile.
         p_now = confine(a.pointer_file, roots)
         c_now = confine(a.checkpoint, roots, want="any")
-        old_now, st_now = _read_pointer(p_now)
         info_now = _verified(c_now)
-        if (p_now, c_now) != (pointer, ckpt) or old_now != old or (st_now.st_mode, st_now.st_ino) != (st.st_mode, st.st_ino) \
-                or _ckpt_identity(info_now) != identity["checkpoint"]:
-            raise PolicyError(f"{quoted(str(pointer))} or {quoted(str(ckpt))} changed since the action was prepared: nothing was written")
-        backup.parent.mkdir(parents=True, exist_ok=True)
-        with open(backup, "x", encoding="utf-8") as fh:
-            fh.write(old)
-        os.chmod(backup, stat.S_IMODE(st.st_mode))
-        fd, tmp = tempfile.mkstemp(prefix=".repoint.", dir=pointer.parent)
+        dfd = _pointer_dir(p_now, roots)  # everything below goes through this fd: the folder checked is the one written
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(new)
-                fh.flush()
-                os.fchmod(fh.fileno(), stat.S_IMODE(st.st_mode))
-                os.fsync(fh.fileno())
-            os.replace(tmp, pointer)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+            old_now, st_now = _read_pointer(p_now, dfd)
+            if (p_now, c_now) != (pointer, ckpt) or old_now != old or (st_now.st_mode, st_now.st_ino) != (st.st_mode, st.st_ino) \
+                    or _ckpt_identity(info_now) != identity["checkpoint"]:
+                raise PolicyError(f"{quoted(str(pointer))} or {quoted(str(ckpt))} changed since the action was prepared: "
+                                  "nothing was written")
+            backup.parent.mkdir(parents=True, exist_ok=True)
+            with open(backup, "x", encoding="utf-8") as fh:
+                fh.write(old)
+            os.chmod(backup, stat.S_IMODE(st.st_mode))
+            tmp = f".repoint.{secrets.token_hex(8)}"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(new)
+                    fh.flush()
+                    os.fchmod(fh.fileno(), stat.S_IMODE(st.st_mode))
+                    os.fsync(fh.fileno())
+                os.replace(tmp, pointer.name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            except BaseException:
+                try:
+                    os.unlink(tmp, dir_fd=dfd)
+                except FileNotFoundError:
+                    pass
+                raise
+        finally:
+            os.close(dfd)
         return (f"{pointer} now holds {new.strip()} (was: {old.strip()[:200] or 'empty'}); the old content is kept in {backup}; "
                 f"undo: cp {shlex.quote(str(backup))} {shlex.quote(str(pointer))}")
 
