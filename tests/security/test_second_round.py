@@ -136,3 +136,34 @@ def test_a_safe_repoint_never_writes_outside_the_roots_while_its_folder_is_swapp
     assert (o / "run" / "latest").read_text() == "ORIGINAL\n"
     assert sorted(p.name for p in (o / "run").iterdir()) == ["latest"]  # no temporary file left there either
     assert any('"ran":true' in t for t in outs)  # the race was really run: some repoints went through
+
+
+def test_repoint_never_overwrites_a_script_a_config_or_a_log_named_like_a_pointer(tmp_path: Path) -> None:
+    """'Nothing is overwritten but a resume pointer' (latest*, resume*, last_checkpoint). `resume.py`,
+    `resume.sh`, `latest_config.yaml` and `latest.log` match the names and hold one line, but they
+    are a script, a config and a log: a safe repoint, asked of no one, rewrote each of them."""
+    r, _ = roots(tmp_path)
+    run = r / "run"
+    run.mkdir()
+    safetensors.torch.save_file({"w": torch.zeros(4)}, str(run / "b.safetensors"))
+    files = {"resume.py": "import os; os.system('echo resumed')\n", "resume.sh": "python train.py --resume ckpt\n",
+             "latest_config.yaml": "lr: 0.1\n", "latest.log": "step 10 loss 2.3\n", "resume_from.json": '{"step": 3}\n'}
+    for name, body in files.items():
+        (run / name).write_text(body)
+    srv = srv_for(tmp_path, r)
+
+    async def go() -> list:
+        async with srv.client(elicit=answer("accept")) as c:
+            return [await c.call_tool("request_action", {"action": {"kind": "repoint-checkpoint", "pointer_file": str(run / n),
+                                                                    "checkpoint": str(run / "b.safetensors")}}) for n in files]
+
+    for name, res in zip(files, anyio.run(go), strict=True):
+        assert res.is_error and "not a resume pointer" in text(res), (name, text(res)[:300])
+    assert {n: (run / n).read_text() for n in files} == files
+    # the pointers that launchers really write are still rewritten
+    for name in ("latest", "resume_from.txt", "last_checkpoint"):
+        (run / name).write_text("old\n")
+        res = anyio.run(_call, srv, {"action": {"kind": "repoint-checkpoint", "pointer_file": str(run / name),
+                                                "checkpoint": str(run / "b.safetensors")}})
+        assert '"ran":true' in text(res), (name, text(res)[:300])
+        assert (run / name).read_text() == "b.safetensors\n"
