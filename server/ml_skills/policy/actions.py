@@ -275,6 +275,10 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
 # Resume pointers: small text files naming the checkpoint to resume from (DeepSpeed `latest`,
 # Megatron `latest_checkpointed_iteration.txt`, detectron2 `last_checkpoint`, resume_from.txt).
 POINTER_NAME = re.compile(r"(?i)^(latest|last_checkpoint|resume)[\w.-]{0,64}$")
+# What pointers are called (latest, latest_universal, last_checkpoint, resume_from.txt, Megatron's
+# latest_checkpointed_iteration.txt): no extension, or .txt. resume.py, latest.sh, latest_config.yaml
+# match the names too, and are a script, a program and a config.
+POINTER_SUFFIXES = ("", ".txt")
 MAX_POINTER_BYTES = 4096
 VERIFIED_FILE_FORMATS = {"safetensors", "torch-zip", "hdf5"}
 VERIFIED_DIR_FORMATS = {"fsdp-dcp", "deepspeed", "sharded", "dir"}
@@ -290,9 +294,10 @@ def _pointer_dir(pointer: Path, roots: Sequence[Path]) -> int:
 
 def _read_pointer(pointer: Path, dfd: int) -> tuple[str, os.stat_result]:
     """The pointer's text and stat, or a refusal when it is not a small, one-line, non-executable text file."""
-    if not POINTER_NAME.match(pointer.name):
+    if not POINTER_NAME.match(pointer.name) or pointer.suffix.lower() not in POINTER_SUFFIXES:
         raise PolicyError(f"{quoted(str(pointer))} is not a resume pointer: repoint-checkpoint writes only a pointer file "
-                          "(latest*, last_checkpoint, resume*) holding a path")
+                          "(latest*, last_checkpoint, resume*, with no extension or .txt) holding a path; a script, config "
+                          "or log named like one is never rewritten")
     fd = os.open(pointer.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
     try:
         st = os.fstat(fd)
