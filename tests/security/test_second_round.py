@@ -7,6 +7,8 @@ files and real checkpoints. Each failed on the code before its fix.
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 import time
@@ -18,6 +20,7 @@ import safetensors.torch
 import torch
 
 from tests.mcp.conftest import Server, answer, text
+from tests.security import fakes
 from tests.security.racer import __file__ as RACER  # the attackers' swap loop
 
 pytestmark = pytest.mark.slow  # each test starts a real server (about 5-30 s on 2 shared cores)
@@ -167,3 +170,38 @@ def test_repoint_never_overwrites_a_script_a_config_or_a_log_named_like_a_pointe
                                                 "checkpoint": str(run / "b.safetensors")}})
         assert '"ran":true' in text(res), (name, text(res)[:300])
         assert (run / name).read_text() == "b.safetensors\n"
+
+
+# ---------------------------------------------------------------- secrets: grep_log is not an oracle
+
+
+def test_grep_log_cannot_spell_out_a_redacted_secret_one_character_at_a_time(tmp_path: Path) -> None:
+    """'Secrets never leave the server.' grep_log redacted the lines it returned, but matched the
+    pattern against the raw line and returned `total_matches` and `match_lines`: `api-key g`,
+    `api-key gh`, ... told a caller each next character of a value it only ever saw as [REDACTED]
+    (the first 12 characters of a GitHub token in 200 calls). A line matches only as it is shown."""
+    r, _ = roots(tmp_path)
+    token = fakes.github()
+    secret_pw = "Xq7" + token[-12:]
+    log = r / "train.log"
+    log.write_text(f"step 1 loss 2.0\n--api-key {token}\npassword: {secret_pw}\nAuthorization: Bearer {token}\nstep 2 loss 1.9\n")
+    srv = srv_for(tmp_path, r)
+
+    async def go() -> list[dict]:
+        async with srv.client() as c:
+            probes = [f"api-key {token[:n]}" for n in (1, 4, 8, 20, len(token))]
+            probes += [f"password: {secret_pw[:n]}" for n in (1, 3, 8)]
+            probes += [f"Bearer {token[:5]}", token[4:14], f"{token[-6:]}$"]
+            return [json.loads(text(await c.call_tool("grep_log", {"path": str(log), "pattern": re.escape(p)}))) for p in probes]
+
+    for res in anyio.run(go):
+        assert res["total_matches"] == 0 and res["match_lines"] == [], res
+    # the same call still finds what it shows: the redacted line, and ordinary text
+    async def shown() -> tuple[dict, dict]:
+        async with srv.client() as c:
+            a = json.loads(text(await c.call_tool("grep_log", {"path": str(log), "pattern": r"api-key \[REDACTED\]"})))
+            b = json.loads(text(await c.call_tool("grep_log", {"path": str(log), "pattern": "loss"})))
+            return a, b
+
+    a, b = anyio.run(shown)
+    assert a["total_matches"] == 1 and b["total_matches"] == 2 and b["match_lines"] == [1, 5]
