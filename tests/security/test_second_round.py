@@ -206,3 +206,51 @@ def test_grep_log_cannot_spell_out_a_redacted_secret_one_character_at_a_time(tmp
     a, b = anyio.run(shown)
     assert a["total_matches"] == 1 and "--api-key [REDACTED]" in a["text"] and token not in a["text"]
     assert b["total_matches"] == 2 and b["match_lines"] == [1, 5]
+
+
+# ---------------------------------------------------------------- read_report: the same rules as every other read
+
+
+def test_read_report_never_returns_a_report_outside_the_roots_while_its_folder_is_swapped(tmp_path: Path) -> None:
+    """'No check-then-open': read_report confined the path, then opened it by name with open(); with
+    its folder swapped for a link out of the roots in a loop, 4 of 200 calls returned the fields of a
+    report outside the roots."""
+    r, o = roots(tmp_path)
+    (r / "rep").mkdir()
+    (o / "rep").mkdir()
+    (r / "rep" / "check-failed-run.json").write_text('{"schema_version": 1, "primary_cause": "inside"}')
+    (o / "rep" / "check-failed-run.json").write_text('{"schema_version": 1, "primary_cause": "OUTSIDE_PLANTED"}')
+    (r / "evil").symlink_to(o / "rep")
+    srv = srv_for(tmp_path, r)
+
+    async def go() -> list[str]:
+        async with srv.client() as c:
+            return [text(await c.call_tool("read_report", {"path": str(r / "rep" / "check-failed-run.json"),
+                                                             "fields": ["primary_cause"]})) for _ in range(300)]
+
+    racer = subprocess.Popen([sys.executable, RACER, str(r / "rep"), str(r / "evil"), "600"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        outs = anyio.run(go)
+    finally:
+        racer.kill()
+        racer.wait()
+    assert not [t for t in outs if "OUTSIDE_PLANTED" in t]
+    assert any('"inside"' in t for t in outs)
+
+
+def test_read_report_on_json_nested_100000_deep_is_a_clear_refusal(tmp_path: Path) -> None:
+    """Section 9: 'JSON goes through safety/untrusted_json.loads ... nesting deeper than 64 levels is
+    refused.' read_report parsed with json.loads and answered 'failed unexpectedly (RecursionError)'."""
+    r, _ = roots(tmp_path)
+    (r / "check-failed-run.json").write_text('{"schema_version": 1, "primary_cause": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    srv = srv_for(tmp_path, r)
+
+    async def go():
+        async with srv.client() as c:
+            return await c.call_tool("read_report", {"path": str(r / "check-failed-run.json"), "fields": ["primary_cause"]})
+
+    res = anyio.run(go)
+    assert res.is_error
+    assert "unexpectedly" not in text(res) and "RecursionError" not in text(res), text(res)
+    assert "check-failed-run.json" in text(res)
