@@ -254,3 +254,31 @@ def test_read_report_on_json_nested_100000_deep_is_a_clear_refusal(tmp_path: Pat
     assert res.is_error
     assert "unexpectedly" not in text(res) and "RecursionError" not in text(res), text(res)
     assert "check-failed-run.json" in text(res)
+
+
+def test_a_restart_never_reads_a_command_file_outside_the_roots_while_its_folder_is_swapped(tmp_path: Path) -> None:
+    """'No check-then-open' and 'only a launcher's record inside the roots': restart-unchanged confined
+    `R/run/command.txt`, then read it by name; with `R/run` swapped for a link to `O/run` in a loop,
+    the refusal quoted the first line of `O/run/command.txt`, a file outside the roots."""
+    r, o = roots(tmp_path)
+    (r / "run").mkdir()
+    (o / "run").mkdir()
+    (r / "run" / "command.txt").write_text("python -c pass\n")
+    (o / "run" / "command.txt").write_text("OUTSIDE_PLANTED --from-outside\n")
+    (r / "evil").symlink_to(o / "run")
+    srv = srv_for(tmp_path, r)
+
+    async def go() -> list[str]:
+        async with srv.client() as c:  # no elicitation: nothing can run, only the preparation is raced
+            return [text(await c.call_tool("request_action", restart(r / "run" / "command.txt"))) for _ in range(300)]
+
+    racer = subprocess.Popen([sys.executable, RACER, str(r / "run"), str(r / "evil"), "600"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        outs = anyio.run(go)
+    finally:
+        racer.kill()
+        racer.wait()
+    assert not [t for t in outs if "OUTSIDE_PLANTED" in t]
+    assert "OUTSIDE_PLANTED" not in srv.audit.read_text()
+    assert any("no-elicitation" in t for t in outs)
