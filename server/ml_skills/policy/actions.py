@@ -176,15 +176,25 @@ def quoted(text: str, limit: int = 500) -> str:
     return '"' + (text if len(text) <= limit else text[:limit] + "...") + '"'
 
 
-def _recorded_command(f: Path) -> tuple[str, dict[str, str], list[str]]:
-    """(the recorded line, environment assignments, argv) of a launcher's command file, or a clear refusal."""
+def _recorded_command(f: Path, dfd: int) -> tuple[str, dict[str, str], list[str]]:
+    """(the recorded line, environment assignments, argv) of a launcher's command file, read through
+    `dfd` (its folder, held: see _held_dir), or a clear refusal."""
     if f.name not in RECORDED_COMMAND_FILES:
         raise PolicyError(f"{quoted(str(f))} is not a recorded launch command: restart-unchanged runs only a command a launcher "
                           f"recorded ({', '.join(RECORDED_COMMAND_FILES)}), never an arbitrary file or a script")
-    st = f.stat()
-    if st.st_size > MAX_COMMAND_FILE:
-        raise InputError(f"{quoted(str(f))} is {st.st_size} bytes: a recorded command is one line")
-    raw = f.read_bytes()
+    try:
+        fd = os.open(f.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+    except OSError as e:
+        raise PolicyError(f"{quoted(str(f))} cannot be opened as a plain file ({e.strerror or e}): nothing was started") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise PolicyError(f"{quoted(str(f))} is not a regular file")
+        if st.st_size > MAX_COMMAND_FILE:
+            raise InputError(f"{quoted(str(f))} is {st.st_size} bytes: a recorded command is one line")
+        raw = os.read(fd, MAX_COMMAND_FILE + 1)
+    finally:
+        os.close(fd)
     if b"\x00" in raw:
         raise InputError(f"{quoted(str(f))} holds binary data, not a recorded command")
     lines = [ln.strip() for ln in raw.decode("utf-8", errors="replace").splitlines() if ln.strip() and not ln.strip().startswith("#")]
@@ -247,18 +257,27 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
 
 def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) -> Prepared:
     f = confine(a.command_file, roots)
-    line, env, argv = _recorded_command(f)
+    dfd = _held_dir(f, roots)
+    try:
+        line, env, argv = _recorded_command(f, dfd)
+    finally:
+        os.close(dfd)
     digest = hashlib.sha256(line.encode()).hexdigest()
 
     def run() -> str:
-        again, _, _ = _recorded_command(confine(a.command_file, roots))
-        if hashlib.sha256(again.encode()).hexdigest() != digest:
-            raise PolicyError(f"{quoted(str(f))} changed since the person approved it: nothing was started")
-        out_dir.mkdir(parents=True, exist_ok=True)
-        log = out_dir / f"restart-{datetime.now(UTC):%Y%m%dT%H%M%S%f}.log"
-        with open(log, "ab") as out:
-            proc = subprocess.Popen(argv, cwd=f.parent, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True, env={**os.environ, **env})
+        f_now = confine(a.command_file, roots)
+        dfd = _held_dir(f_now, roots)
+        try:
+            again, _, _ = _recorded_command(f_now, dfd)
+            if f_now != f or hashlib.sha256(again.encode()).hexdigest() != digest:
+                raise PolicyError(f"{quoted(str(f))} changed since the person approved it: nothing was started")
+            out_dir.mkdir(parents=True, exist_ok=True)
+            log = out_dir / f"restart-{datetime.now(UTC):%Y%m%dT%H%M%S%f}.log"
+            with open(log, "ab") as out:  # started in the folder that was read (its held fd), not whatever its path names now
+                proc = subprocess.Popen(argv, cwd=f"/proc/self/fd/{dfd}", pass_fds=(dfd,), stdin=subprocess.DEVNULL, stdout=out,
+                                        stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, **env})
+        finally:
+            os.close(dfd)
         return f"started pid {proc.pid}: {redact(line)[:300]} (output in {log})"
 
     shown = redact(line)
@@ -285,8 +304,8 @@ VERIFIED_DIR_FORMATS = {"fsdp-dcp", "deepspeed", "sharded", "dir"}
 MAX_CHECKPOINT_FILES = 2000
 
 
-def _pointer_dir(pointer: Path, roots: Sequence[Path]) -> int:
-    """A held fd on the pointer's folder, opened from its root with no symlink followed: what is read
+def _held_dir(pointer: Path, roots: Sequence[Path]) -> int:
+    """A held fd on the file's folder, opened from its root with no symlink followed: what is read
     and written through it stays in the folder that was checked, even if its path is swapped meanwhile."""
     with within(roots):
         return open_fd(pointer.parent, "dir")
@@ -377,7 +396,7 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
     ckpt = confine(a.checkpoint, roots, want="any")
     if ckpt == pointer:
         raise PolicyError("the pointer cannot point at itself")
-    dfd = _pointer_dir(pointer, roots)
+    dfd = _held_dir(pointer, roots)
     try:
         old, st = _read_pointer(pointer, dfd)
     finally:
@@ -403,7 +422,7 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
         p_now = confine(a.pointer_file, roots)
         c_now = confine(a.checkpoint, roots, want="any")
         info_now = _verified(c_now)
-        dfd = _pointer_dir(p_now, roots)  # everything below goes through this fd: the folder checked is the one written
+        dfd = _held_dir(p_now, roots)  # everything below goes through this fd: the folder checked is the one written
         try:
             old_now, st_now = _read_pointer(p_now, dfd)
             if (p_now, c_now) != (pointer, ckpt) or old_now != old or (st_now.st_mode, st_now.st_ino) != (st.st_mode, st.st_ino) \
