@@ -282,3 +282,18 @@ def test_a_restart_never_reads_a_command_file_outside_the_roots_while_its_folder
     assert not [t for t in outs if "OUTSIDE_PLANTED" in t]
     assert "OUTSIDE_PLANTED" not in srv.audit.read_text()
     assert any("no-elicitation" in t for t in outs)
+
+
+def test_a_restart_is_never_approved_from_a_question_that_cuts_the_command(tmp_path: Path) -> None:
+    """'Shown to the person exactly.' The question cut the recorded command at 1,000 characters with
+    '...': 150 harmless `-W ignore` flags filled it, and the `-c` code after them, which the person
+    never saw, ran once they accepted."""
+    r, o = roots(tmp_path)
+    (r / "command.txt").write_text("python " + "-W ignore " * 150 + f"-c \"open({str(o / 'PWNED')!r}, 'w')\"\n")
+    srv = srv_for(tmp_path, r)
+    person = answer("accept")
+    res = anyio.run(_call, srv, restart(r / "command.txt"), person)
+    time.sleep(1)
+    assert not (o / "PWNED").exists()
+    assert res.is_error or '"ran":false' in text(res), text(res)[:300]
+    assert all("PWNED" in q for q in person.shown)  # if the person was asked at all, the question held the whole command
