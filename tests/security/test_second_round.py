@@ -289,11 +289,16 @@ def test_a_restart_is_never_approved_from_a_question_that_cuts_the_command(tmp_p
     '...': 150 harmless `-W ignore` flags filled it, and the `-c` code after them, which the person
     never saw, ran once they accepted."""
     r, o = roots(tmp_path)
-    (r / "command.txt").write_text("python " + "-W ignore " * 150 + f"-c \"open({str(o / 'PWNED')!r}, 'w')\"\n")
     srv = srv_for(tmp_path, r)
-    person = answer("accept")
-    res = anyio.run(_call, srv, restart(r / "command.txt"), person)
-    time.sleep(1)
-    assert not (o / "PWNED").exists()
-    assert res.is_error or '"ran":false' in text(res), text(res)[:300]
-    assert all("PWNED" in q for q in person.shown)  # if the person was asked at all, the question held the whole command
+    for flags in (150, 400):  # 1,544 characters (once cut at 1,000) and 4,044
+        (r / "command.txt").write_text("python " + "-W ignore " * flags + f"-c \"open({str(o / 'PWNED')!r}, 'w')\"\n")
+        person = answer("accept")
+        res = anyio.run(_call, srv, restart(r / "command.txt"), person)
+        time.sleep(1)
+        # either the person saw the whole command, code included, before it ran, or nothing ran and nobody was asked
+        if person.shown:
+            assert all("PWNED" in q for q in person.shown), person.shown[0][-200:]
+        else:
+            assert res.is_error and "too long to show" in text(res), text(res)[:300]
+            assert not (o / "PWNED").exists()
+        (o / "PWNED").unlink(missing_ok=True)

@@ -163,6 +163,7 @@ _ANY_PROGRAM = {"srun", "mpirun", "horovodrun"}
 _PY_LAUNCHERS = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun|deepspeed|accelerate)$")
 _SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "csh", "tcsh", "fish", "busybox", "env", "exec", "xargs", "perl", "ruby", "node"}
 MAX_COMMAND_FILE = 64 * 1024
+MAX_SHOWN_COMMAND = 2000  # characters of a recorded command the question shows; a longer one is refused, never cut
 
 
 _ESCAPE = {"\n": "\\n", "\t": "\\t"}
@@ -281,13 +282,16 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
         return f"started pid {proc.pid}: {redact(line)[:300]} (output in {log})"
 
     shown = redact(line)
+    if len(quoted(shown, MAX_SHOWN_COMMAND + 1)) > MAX_SHOWN_COMMAND + 2:  # the person must see all of what runs, never "..."
+        raise PolicyError(f"{quoted(str(f))} records a command of {len(line)} characters: too long to show the person whole in "
+                          f"the question (at most {MAX_SHOWN_COMMAND}), so it is not restarted from here; run it yourself")
     return Prepared(
         action=a, kind=ActionKind.RESTART_UNCHANGED, target=str(f),
         summary=f"start a new process, in {quoted(str(f.parent))}, running the command recorded in {quoted(f.name)} exactly: "
-                f"{quoted(shown, 1000)}" + (" ([REDACTED] parts are passed as recorded)" if shown != line else ""),
+                f"{quoted(shown, MAX_SHOWN_COMMAND)}" + (" ([REDACTED] parts are passed as recorded)" if shown != line else ""),
         impact="starts a new run with the recorded command; it uses the same resources (GPUs, nodes, a paid job) as the original",
         undo="stop it with kill-worker on the pid this returns",
-        manual=f"cd {shlex.quote(str(f.parent))} && {shown[:1000]}", identity={"command_sha256": digest}, run=run,
+        manual=f"cd {shlex.quote(str(f.parent))} && {shown}", identity={"command_sha256": digest}, run=run,
     )
 
 
