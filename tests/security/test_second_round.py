@@ -302,3 +302,21 @@ def test_a_restart_is_never_approved_from_a_question_that_cuts_the_command(tmp_p
             assert res.is_error and "too long to show" in text(res), text(res)[:300]
             assert not (o / "PWNED").exists()
         (o / "PWNED").unlink(missing_ok=True)
+
+
+def test_a_repoint_never_writes_its_backup_through_a_link_planted_in_the_out_dir(tmp_path: Path) -> None:
+    """'Nothing is overwritten but a resume pointer': the out dir defaults to the first allowed root,
+    where anyone who can write a run can plant `repoint-backups` as a link out of the roots. A safe
+    repoint, asked of no one, then created its backup file in that outside directory."""
+    r, o = roots(tmp_path)
+    run = r / "run"
+    run.mkdir()
+    safetensors.torch.save_file({"w": torch.zeros(4)}, str(run / "b.safetensors"))
+    (run / "latest").write_text("gone\n")
+    (r / "repoint-backups").symlink_to(o)
+    srv = Server(tmp_path, roots=[r])
+    srv.out = r  # the default: the first allowed root
+    act = {"action": {"kind": "repoint-checkpoint", "pointer_file": str(run / "latest"), "checkpoint": str(run / "b.safetensors")}}
+    res = anyio.run(_call, srv, act)
+    assert list(o.iterdir()) == []
+    assert '"ran":true' not in text(res) and (run / "latest").read_text() == "gone\n", text(res)[:300]
