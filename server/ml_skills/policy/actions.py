@@ -308,6 +308,32 @@ VERIFIED_DIR_FORMATS = {"fsdp-dcp", "deepspeed", "sharded", "dir"}
 MAX_CHECKPOINT_FILES = 2000
 
 
+def _write_backup(backup: Path, text: str, mode: int) -> None:
+    """Create the backup as a new file in out_dir/repoint-backups, never through a link: the out dir is
+    the first allowed root by default, where anyone who writes runs could plant `repoint-backups` -> elsewhere."""
+    backup.parent.parent.mkdir(parents=True, exist_ok=True)
+    ofd = os.open(backup.parent.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        try:
+            os.mkdir(backup.parent.name, 0o700, dir_fd=ofd)
+        except FileExistsError:
+            pass
+        try:
+            bfd = os.open(backup.parent.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=ofd)
+        except OSError as e:
+            raise PolicyError(f"{quoted(str(backup.parent))} is not a plain directory ({e.strerror or e}): the old pointer "
+                              "cannot be kept, so nothing was written") from None
+        try:
+            fd = os.open(backup.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=bfd)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+                os.fchmod(fh.fileno(), mode)
+        finally:
+            os.close(bfd)
+    finally:
+        os.close(ofd)
+
+
 def _held_dir(pointer: Path, roots: Sequence[Path]) -> int:
     """A held fd on the file's folder, opened from its root with no symlink followed: what is read
     and written through it stays in the folder that was checked, even if its path is swapped meanwhile."""
@@ -433,10 +459,7 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
                     or _ckpt_identity(info_now) != identity["checkpoint"]:
                 raise PolicyError(f"{quoted(str(pointer))} or {quoted(str(ckpt))} changed since the action was prepared: "
                                   "nothing was written")
-            backup.parent.mkdir(parents=True, exist_ok=True)
-            with open(backup, "x", encoding="utf-8") as fh:
-                fh.write(old)
-            os.chmod(backup, stat.S_IMODE(st.st_mode))
+            _write_backup(backup, old, stat.S_IMODE(st.st_mode))
             tmp = f".repoint.{secrets.token_hex(8)}"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
             try:
