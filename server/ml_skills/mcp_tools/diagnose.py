@@ -7,7 +7,6 @@ facts as fields (clients hand their model one or the other), never the whole fil
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Annotated, Any, ClassVar
 
@@ -16,13 +15,14 @@ from pydantic import Field, PrivateAttr
 
 from ml_skills.engine.pipeline import DiagnoseRequest
 from ml_skills.engine.pipeline import diagnose as run_engine
-from ml_skills.errors import InputError
+from ml_skills.errors import InputError, UnreadableInput
 from ml_skills.mcp_tools.common import WRITES_REPORT, ToolResult, config, roots, tool, tracker_target
 from ml_skills.models import Diagnosis, EvidenceStatus, Framework, Task
 from ml_skills.render import brief, json_report
 from ml_skills.render import fields as fields_mod
 from ml_skills.render.brief import Brief, Part
-from ml_skills.safety.paths import confine, confine_new
+from ml_skills.safety import untrusted_json
+from ml_skills.safety.paths import confine, confine_new, normalise_roots, read_capped, within
 from ml_skills.safety.quoting import new_marker, quote_inline, strip_invisible
 from ml_skills.safety.redact import stripped_count
 
@@ -173,14 +173,15 @@ def read_report(
     p = confine(path, [*roots(), cfg.out_dir], want="file") if path else cfg.out_dir / json_report.FILENAME
     if not p.is_file():
         raise InputError(f"no report at {p}: call diagnose first, or give the path of a check-failed-run.json")
-    with open(p, "rb") as f:
-        raw = f.read(MAX_REPORT_BYTES + 1)
-    if len(raw) > MAX_REPORT_BYTES:
-        raise InputError(f"{p} is over {MAX_REPORT_BYTES // (1024 * 1024)} MiB: not a report diagnose wrote")
+    try:  # opened through held fds from its root, as every other read: a folder swapped meanwhile is refused
+        with within(normalise_roots([*roots(), cfg.out_dir])):
+            raw = read_capped(p, MAX_REPORT_BYTES)
+    except UnreadableInput:
+        raise InputError(f"{p} is over {MAX_REPORT_BYTES // (1024 * 1024)} MiB or unreadable: not a report diagnose wrote") from None
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"{p} is not a JSON report ({e}): give the path of a check-failed-run.json") from None
+        data = untrusted_json.loads(raw)
+    except ValueError as e:
+        raise InputError(f"{p} is not a JSON report ({str(e)[:200]}): give the path of a check-failed-run.json") from None
     if not isinstance(data, dict) or "primary_cause" not in data or "schema_version" not in data:
         raise InputError(f"{p} is not a check-failed-run.json (no schema_version or primary_cause)")
     picked, stripped = _strip_all(fields_mod.select(data, paths))

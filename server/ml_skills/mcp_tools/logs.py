@@ -13,6 +13,7 @@ from ml_skills.mcp_tools.common import ToolResult, roots, tool
 from ml_skills.models import EvidenceStatus
 from ml_skills.safety.paths import confine
 from ml_skills.safety.quoting import DEFAULT_MAX_CHARS, fence, new_marker
+from ml_skills.safety.redact import as_shown
 from ml_skills.safety.regex import LinePattern
 
 PathArg = Annotated[str, Field(min_length=1, max_length=4096, description="Log file, absolute or relative to the first allowed root.")]
@@ -85,6 +86,20 @@ def read_log_window(
     return res
 
 
+class _ShownLines:
+    """A caller's pattern matched against each line as it would be shown (redacted), never the raw
+    line: otherwise match counts spell out a secret one character at a time (`api-key g`, `api-key gh`, ...)."""
+
+    def __init__(self, rx: LinePattern) -> None:
+        self.rx = rx
+        self.note = rx.note
+
+    def search(self, text: str) -> bool:
+        # The raw line first (cheap): redacting only lines that match keeps a narrow search as fast as before.
+        # So a pattern must match the line and the line as shown; the mask itself is not searchable.
+        return bool(self.rx.search(text)) and bool(self.rx.search(as_shown(text)))
+
+
 @tool(title="Search a log")
 def grep_log(
     path: PathArg,
@@ -95,7 +110,7 @@ def grep_log(
     max_chars: MaxChars = DEFAULT_MAX_CHARS,
 ) -> GrepResult:
     """Find the lines of a log matching a regular expression, with context; each line is prefixed 'N: '."""
-    rx = LinePattern(pattern, ignore_case)
+    rx = _ShownLines(LinePattern(pattern, ignore_case))
     p = _open(path)
     blocks, total = logfile.grep(p, rx, context, max_matches)
     out: list[str] = []

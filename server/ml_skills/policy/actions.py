@@ -13,11 +13,13 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import shlex
+import shutil
 import signal as signals
 import stat
 import subprocess
-import tempfile
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,7 +31,7 @@ from pydantic import Field
 from ml_skills.collectors.checkpoints import WEIGHT_SUFFIXES, inspect_dir, inspect_file
 from ml_skills.errors import InputError, MLSkillsError, PolicyError, TargetNotFound
 from ml_skills.models import ActionKind, CheckpointInfo, Model
-from ml_skills.safety.paths import confine
+from ml_skills.safety.paths import confine, open_fd, within
 from ml_skills.safety.quoting import strip_invisible
 from ml_skills.safety.redact import redact
 
@@ -153,7 +155,15 @@ def _prepare_kill(a: KillProcess) -> Prepared:
 RECORDED_COMMAND_FILES = ("command.txt", "cmd.txt", "command")
 _LAUNCHER = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun|deepspeed|accelerate|srun|mpirun|horovodrun)$")
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}=")
+# Variables that choose which program runs or what it loads before it starts: set from a recorded
+# line, they turn "python train.py" into any program (PATH=/elsewhere python, LD_PRELOAD=evil.so).
+_PROGRAM_ENV = re.compile(r"^(PATH|LD_\w+|DYLD_\w+|PYTHONHOME|PYTHONSTARTUP|PYTHONEXECUTABLE|BASH_ENV|ENV|SHELL|IFS)$")
+# Launchers that start any program they are given: what they start must itself be a Python launcher.
+_ANY_PROGRAM = {"srun", "mpirun", "horovodrun"}
+_PY_LAUNCHERS = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun|deepspeed|accelerate)$")
+_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "csh", "tcsh", "fish", "busybox", "env", "exec", "xargs", "perl", "ruby", "node"}
 MAX_COMMAND_FILE = 64 * 1024
+MAX_SHOWN_COMMAND = 2000  # characters of a recorded command the question shows; a longer one is refused, never cut
 
 
 _ESCAPE = {"\n": "\\n", "\t": "\\t"}
@@ -167,15 +177,25 @@ def quoted(text: str, limit: int = 500) -> str:
     return '"' + (text if len(text) <= limit else text[:limit] + "...") + '"'
 
 
-def _recorded_command(f: Path) -> tuple[str, dict[str, str], list[str]]:
-    """(the recorded line, environment assignments, argv) of a launcher's command file, or a clear refusal."""
+def _recorded_command(f: Path, dfd: int) -> tuple[str, dict[str, str], list[str]]:
+    """(the recorded line, environment assignments, argv) of a launcher's command file, read through
+    `dfd` (its folder, held: see _held_dir), or a clear refusal."""
     if f.name not in RECORDED_COMMAND_FILES:
         raise PolicyError(f"{quoted(str(f))} is not a recorded launch command: restart-unchanged runs only a command a launcher "
                           f"recorded ({', '.join(RECORDED_COMMAND_FILES)}), never an arbitrary file or a script")
-    st = f.stat()
-    if st.st_size > MAX_COMMAND_FILE:
-        raise InputError(f"{quoted(str(f))} is {st.st_size} bytes: a recorded command is one line")
-    raw = f.read_bytes()
+    try:
+        fd = os.open(f.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+    except OSError as e:
+        raise PolicyError(f"{quoted(str(f))} cannot be opened as a plain file ({e.strerror or e}): nothing was started") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise PolicyError(f"{quoted(str(f))} is not a regular file")
+        if st.st_size > MAX_COMMAND_FILE:
+            raise InputError(f"{quoted(str(f))} is {st.st_size} bytes: a recorded command is one line")
+        raw = os.read(fd, MAX_COMMAND_FILE + 1)
+    finally:
+        os.close(fd)
     if b"\x00" in raw:
         raise InputError(f"{quoted(str(f))} holds binary data, not a recorded command")
     lines = [ln.strip() for ln in raw.decode("utf-8", errors="replace").splitlines() if ln.strip() and not ln.strip().startswith("#")]
@@ -192,51 +212,142 @@ def _recorded_command(f: Path) -> tuple[str, dict[str, str], list[str]]:
     if not words or not _LAUNCHER.match(Path(words[0]).name):
         raise PolicyError(f"{quoted(str(f))} does not record a training launch (python, torchrun, deepspeed, accelerate, srun, "
                           f"mpirun, horovodrun): {quoted(redact(lines[0]), 200)} is not restarted")
-    return lines[0], env, words
+    _only_a_training_launch(f, lines[0], env, words)
+    return lines[0], env, [_launcher_program(f, words[0]), *words[1:]]
+
+
+def _not_a_launch(f: Path, line: str, why: str) -> PolicyError:
+    return PolicyError(f"{quoted(str(f))} does not record a training launch ({why}): {quoted(redact(line), 200)} is not restarted")
+
+
+def _launcher_program(f: Path, word: str) -> str:
+    """The launcher's executable, found on the server's own PATH: a recorded line cannot name
+    another program (a file called python elsewhere) and have it run as the launcher."""
+    found = shutil.which(Path(word).name)
+    if "/" not in word:
+        if found is None:
+            raise PolicyError(f"{quoted(str(f))}: {quoted(word)} is not on the server's PATH: nothing to start")
+        return found
+    same = {os.path.realpath(x) for x in (found, sys.executable if Path(sys.executable).name == Path(word).name else None) if x}
+    if os.path.realpath(word) not in same:
+        raise PolicyError(f"{quoted(str(f))} names its launcher by a path ({quoted(word)}) that is not the server's own "
+                          f"{quoted(Path(word).name)}: a file of that name elsewhere is any program; record the launcher by "
+                          "name, or start the server from the environment that has it")
+    return word
+
+
+def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list[str]) -> None:
+    """Refuse what runs a program other than the launcher's Python: variables that pick the program,
+    --no-python, and a shell started by srun, mpirun or horovodrun."""
+    bad_env = sorted(k for k in env if _PROGRAM_ENV.match(k))
+    if bad_env:
+        raise _not_a_launch(f, line, f"it sets {', '.join(bad_env)}, which chooses the program that runs or what it loads")
+    if any(w.split("=")[0] in ("--no-python", "--no_python") for w in words[1:]):
+        raise _not_a_launch(f, line, "--no-python starts a program that is not Python")
+    names = [Path(w).name for w in words[1:]]
+    shell = next((n for n in names if n in _SHELLS), None)
+    if shell:
+        raise _not_a_launch(f, line, f"it starts {shell}, not a training script")
+    if Path(words[0]).name in _ANY_PROGRAM:
+        inner = next((i for i, n in enumerate(names, 1) if _PY_LAUNCHERS.match(n)), None)
+        if inner is None:
+            raise _not_a_launch(f, line, f"{Path(words[0]).name} starts any program; the one it starts must be python, "
+                                         "torchrun, deepspeed or accelerate")
+        _launcher_program(f, words[inner])
 
 
 def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) -> Prepared:
     f = confine(a.command_file, roots)
-    line, env, argv = _recorded_command(f)
+    dfd = _held_dir(f, roots)
+    try:
+        line, env, argv = _recorded_command(f, dfd)
+    finally:
+        os.close(dfd)
     digest = hashlib.sha256(line.encode()).hexdigest()
 
     def run() -> str:
-        again, _, _ = _recorded_command(confine(a.command_file, roots))
-        if hashlib.sha256(again.encode()).hexdigest() != digest:
-            raise PolicyError(f"{quoted(str(f))} changed since the person approved it: nothing was started")
-        out_dir.mkdir(parents=True, exist_ok=True)
-        log = out_dir / f"restart-{datetime.now(UTC):%Y%m%dT%H%M%S%f}.log"
-        with open(log, "ab") as out:
-            proc = subprocess.Popen(argv, cwd=f.parent, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True, env={**os.environ, **env})
+        f_now = confine(a.command_file, roots)
+        dfd = _held_dir(f_now, roots)
+        try:
+            again, _, _ = _recorded_command(f_now, dfd)
+            if f_now != f or hashlib.sha256(again.encode()).hexdigest() != digest:
+                raise PolicyError(f"{quoted(str(f))} changed since the person approved it: nothing was started")
+            out_dir.mkdir(parents=True, exist_ok=True)
+            log = out_dir / f"restart-{datetime.now(UTC):%Y%m%dT%H%M%S%f}.log"
+            with open(log, "ab") as out:  # started in the folder that was read (its held fd), not whatever its path names now
+                proc = subprocess.Popen(argv, cwd=f"/proc/self/fd/{dfd}", pass_fds=(dfd,), stdin=subprocess.DEVNULL, stdout=out,
+                                        stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, **env})
+        finally:
+            os.close(dfd)
         return f"started pid {proc.pid}: {redact(line)[:300]} (output in {log})"
 
     shown = redact(line)
+    if len(quoted(shown, MAX_SHOWN_COMMAND + 1)) > MAX_SHOWN_COMMAND + 2:  # the person must see all of what runs, never "..."
+        raise PolicyError(f"{quoted(str(f))} records a command of {len(line)} characters: too long to show the person whole in "
+                          f"the question (at most {MAX_SHOWN_COMMAND}), so it is not restarted from here; run it yourself")
     return Prepared(
         action=a, kind=ActionKind.RESTART_UNCHANGED, target=str(f),
         summary=f"start a new process, in {quoted(str(f.parent))}, running the command recorded in {quoted(f.name)} exactly: "
-                f"{quoted(shown, 1000)}" + (" ([REDACTED] parts are passed as recorded)" if shown != line else ""),
+                f"{quoted(shown, MAX_SHOWN_COMMAND)}" + (" ([REDACTED] parts are passed as recorded)" if shown != line else ""),
         impact="starts a new run with the recorded command; it uses the same resources (GPUs, nodes, a paid job) as the original",
         undo="stop it with kill-worker on the pid this returns",
-        manual=f"cd {shlex.quote(str(f.parent))} && {shown[:1000]}", identity={"command_sha256": digest}, run=run,
+        manual=f"cd {shlex.quote(str(f.parent))} && {shown}", identity={"command_sha256": digest}, run=run,
     )
 
 
 # Resume pointers: small text files naming the checkpoint to resume from (DeepSpeed `latest`,
 # Megatron `latest_checkpointed_iteration.txt`, detectron2 `last_checkpoint`, resume_from.txt).
 POINTER_NAME = re.compile(r"(?i)^(latest|last_checkpoint|resume)[\w.-]{0,64}$")
+# What pointers are called (latest, latest_universal, last_checkpoint, resume_from.txt, Megatron's
+# latest_checkpointed_iteration.txt): no extension, or .txt. resume.py, latest.sh, latest_config.yaml
+# match the names too, and are a script, a program and a config.
+POINTER_SUFFIXES = ("", ".txt")
 MAX_POINTER_BYTES = 4096
 VERIFIED_FILE_FORMATS = {"safetensors", "torch-zip", "hdf5"}
 VERIFIED_DIR_FORMATS = {"fsdp-dcp", "deepspeed", "sharded", "dir"}
 MAX_CHECKPOINT_FILES = 2000
 
 
-def _read_pointer(pointer: Path) -> tuple[str, os.stat_result]:
+def _write_backup(backup: Path, text: str, mode: int) -> None:
+    """Create the backup as a new file in out_dir/repoint-backups, never through a link: the out dir is
+    the first allowed root by default, where anyone who writes runs could plant `repoint-backups` -> elsewhere."""
+    backup.parent.parent.mkdir(parents=True, exist_ok=True)
+    ofd = os.open(backup.parent.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        try:
+            os.mkdir(backup.parent.name, 0o700, dir_fd=ofd)
+        except FileExistsError:
+            pass
+        try:
+            bfd = os.open(backup.parent.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=ofd)
+        except OSError as e:
+            raise PolicyError(f"{quoted(str(backup.parent))} is not a plain directory ({e.strerror or e}): the old pointer "
+                              "cannot be kept, so nothing was written") from None
+        try:
+            fd = os.open(backup.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=bfd)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+                os.fchmod(fh.fileno(), mode)
+        finally:
+            os.close(bfd)
+    finally:
+        os.close(ofd)
+
+
+def _held_dir(pointer: Path, roots: Sequence[Path]) -> int:
+    """A held fd on the file's folder, opened from its root with no symlink followed: what is read
+    and written through it stays in the folder that was checked, even if its path is swapped meanwhile."""
+    with within(roots):
+        return open_fd(pointer.parent, "dir")
+
+
+def _read_pointer(pointer: Path, dfd: int) -> tuple[str, os.stat_result]:
     """The pointer's text and stat, or a refusal when it is not a small, one-line, non-executable text file."""
-    if not POINTER_NAME.match(pointer.name):
+    if not POINTER_NAME.match(pointer.name) or pointer.suffix.lower() not in POINTER_SUFFIXES:
         raise PolicyError(f"{quoted(str(pointer))} is not a resume pointer: repoint-checkpoint writes only a pointer file "
-                          "(latest*, last_checkpoint, resume*) holding a path")
-    fd = os.open(pointer, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                          "(latest*, last_checkpoint, resume*, with no extension or .txt) holding a path; a script, config "
+                          "or log named like one is never rewritten")
+    fd = os.open(pointer.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -315,7 +426,11 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
     ckpt = confine(a.checkpoint, roots, want="any")
     if ckpt == pointer:
         raise PolicyError("the pointer cannot point at itself")
-    old, st = _read_pointer(pointer)
+    dfd = _held_dir(pointer, roots)
+    try:
+        old, st = _read_pointer(pointer, dfd)
+    finally:
+        os.close(dfd)
     info = _verified(ckpt)
     new = _pointer_text(pointer, old, ckpt)
     also: list[ActionKind] = []
@@ -336,26 +451,32 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
         # Everything is checked again now, after the approval: the pointer and the checkpoint may have changed meanwhile.
         p_now = confine(a.pointer_file, roots)
         c_now = confine(a.checkpoint, roots, want="any")
-        old_now, st_now = _read_pointer(p_now)
         info_now = _verified(c_now)
-        if (p_now, c_now) != (pointer, ckpt) or old_now != old or (st_now.st_mode, st_now.st_ino) != (st.st_mode, st.st_ino) \
-                or _ckpt_identity(info_now) != identity["checkpoint"]:
-            raise PolicyError(f"{quoted(str(pointer))} or {quoted(str(ckpt))} changed since the action was prepared: nothing was written")
-        backup.parent.mkdir(parents=True, exist_ok=True)
-        with open(backup, "x", encoding="utf-8") as fh:
-            fh.write(old)
-        os.chmod(backup, stat.S_IMODE(st.st_mode))
-        fd, tmp = tempfile.mkstemp(prefix=".repoint.", dir=pointer.parent)
+        dfd = _held_dir(p_now, roots)  # everything below goes through this fd: the folder checked is the one written
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(new)
-                fh.flush()
-                os.fchmod(fh.fileno(), stat.S_IMODE(st.st_mode))
-                os.fsync(fh.fileno())
-            os.replace(tmp, pointer)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+            old_now, st_now = _read_pointer(p_now, dfd)
+            if (p_now, c_now) != (pointer, ckpt) or old_now != old or (st_now.st_mode, st_now.st_ino) != (st.st_mode, st.st_ino) \
+                    or _ckpt_identity(info_now) != identity["checkpoint"]:
+                raise PolicyError(f"{quoted(str(pointer))} or {quoted(str(ckpt))} changed since the action was prepared: "
+                                  "nothing was written")
+            _write_backup(backup, old, stat.S_IMODE(st.st_mode))
+            tmp = f".repoint.{secrets.token_hex(8)}"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(new)
+                    fh.flush()
+                    os.fchmod(fh.fileno(), stat.S_IMODE(st.st_mode))
+                    os.fsync(fh.fileno())
+                os.replace(tmp, pointer.name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            except BaseException:
+                try:
+                    os.unlink(tmp, dir_fd=dfd)
+                except FileNotFoundError:
+                    pass
+                raise
+        finally:
+            os.close(dfd)
         return (f"{pointer} now holds {new.strip()} (was: {old.strip()[:200] or 'empty'}); the old content is kept in {backup}; "
                 f"undo: cp {shlex.quote(str(backup))} {shlex.quote(str(pointer))}")
 

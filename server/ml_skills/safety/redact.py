@@ -183,6 +183,17 @@ def redact(text: str) -> str:
     return new
 
 
+def as_shown(text: str) -> str:
+    """The text as every output channel shows it (stripped, redacted), without counting anything:
+    for matching a caller's pattern against what the caller may see, never against the raw secret."""
+    count, stripped = _count.get(), _stripped.get()
+    try:
+        return redact_counted(text)[0]
+    finally:
+        _count.set(count)
+        _stripped.set(stripped)
+
+
 def redaction_count() -> int:
     return _count.get()
 
