@@ -374,6 +374,10 @@ HISTORY = [
       "subprocess' with no return code in the slice (526); a log that stops at global step 241 (512, asks for the process "
       "state). Also seen: 'first non-finite val_loss at step 0 (line 3)' for an eval block that says epoch 5.0 (527, "
       "line number read as the step); 'diverged' for completed runs whose result is degraded (519, 527)")),
+    ("(not yet scored) cases 530-554", "-", "-", "-",
+     ("issue 13's third prospective batch: collected for a prospective score at the end of the session; not yet "
+      "scored. 25 real failure logs from public issues and committed files, labelled from their threads before the "
+      "engine was run on any of them (tests/corpus/README.md)")),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
@@ -475,6 +479,9 @@ HEALTHY_HISTORY = [
      ("prospective: the 41 logs were collected and labelled before the engine was run on any of them (no case was "
       "chosen or dropped by its result) and scored before any engine change; by label: completed 4/14, recovered 0/3, "
       "running 14/17 (0/17 strict), degraded 2/7")),
+    ("(not yet scored) cases 042-051", "-", "-",
+     ("a second prospective healthy batch: collected for a prospective score at the end of the session; not yet "
+      "scored (tests/healthy/README.md)")),
 ]
 HEALTHY_NOTE = (
     "What failed on the healthy set, as general behaviours (measured at 060af2c, before any change): "
