@@ -479,7 +479,7 @@ HEALTHY_HISTORY = [
      ("prospective: the 41 logs were collected and labelled before the engine was run on any of them (no case was "
       "chosen or dropped by its result) and scored before any engine change; by label: completed 4/14, recovered 0/3, "
       "running 14/17 (0/17 strict), degraded 2/7")),
-    ("(not yet scored) cases 042-051", "-", "-",
+    ("(not yet scored) cases 042-052", "-", "-",
      ("a second prospective healthy batch: collected for a prospective score at the end of the session; not yet "
       "scored (tests/healthy/README.md)")),
 ]
