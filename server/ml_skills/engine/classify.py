@@ -143,11 +143,15 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
         # signature on its last line, e.g. a TypeError inside save_model is a checkpoint failure.
         superseded: set[tuple[str, int]] = set()
         callers = callers_of_chained(log.tracebacks)
+        last_tb = max((i for i, tb in enumerate(log.tracebacks) if not _WRAPPERS.search(tb.exc_type)), default=-1)
         for i, tb in enumerate(log.tracebacks):
             if _WRAPPERS.search(tb.exc_type) or tb.message.startswith("Traceback (most recent call last)"):
                 continue
             cls, rw, rule = traceback_class(callers.get(i, tb), hits_by_line)
             if cls is None:
+                ending = _unclassified_ending(log, tb, i == last_tb, hits_by_line, last_prog)
+                if ending is not None:
+                    signals.append(ending)
                 continue
             w = TRACEBACK_W * rw * (0.6 if tb.chained and not tb.exc_type.endswith(")") else 1.0)
             role = Role.CAUSE
@@ -197,6 +201,27 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
     return signals
 
 
+UNCLASSIFIED = "unclassified-exception"
+
+
+def _unclassified_ending(log: LogEvidence, tb, last: bool, hits_by_line: dict[tuple[str, int], list[SignatureHit]],
+                         last_prog: int | None) -> Signal | None:
+    """The log's last exception, of a type no rule classes and its frames place nowhere: the run's code raised it.
+
+    What ended a run is never dropped because its type is unknown (a NameError in the model code): it is named
+    as an error in the user's code or its setup, config-error in this taxonomy (as KeyError, TypeError and
+    ValueError are), but with a symptom's strength and confidence: it says where the run ended, not why, so
+    any cause the log names outranks it. Only the last exception counts, and only if the run did not go on.
+    """
+    if not last or hits_by_line.get((tb.source, tb.line_no)) or _survived(log, tb.line_no, last_prog):
+        return None
+    if tb.exc_type.rsplit(".", 1)[-1] in ("KeyboardInterrupt", "SystemExit", "StopIteration", "GeneratorExit"):
+        return None
+    text = f"{tb.exc_type}: {tb.message}" if tb.message else tb.exc_type
+    return Signal(FailureClass.CONFIG_ERROR, ROLE_W[Role.SYMPTOM], "traceback", f"traceback:{UNCLASSIFIED}",
+                  tb.source, tb.line_no, text, Role.SYMPTOM)
+
+
 def _anomaly_signal(a: Anomaly, kind: str = "anomaly") -> Signal:
     return Signal(a.failure_class, ANOMALY_W[a.severity], kind, a.kind.value, a.source, a.line_no, a.detail,
                   Role.CAUSE if a.severity is Severity.CRITICAL else Role.SYMPTOM)
@@ -205,9 +230,8 @@ def _anomaly_signal(a: Anomaly, kind: str = "anomaly") -> Signal:
 def _memory_flat(logs: list[LogEvidence]) -> tuple[bool, str]:
     for log in logs:
         for s in log.trajectory.series:
-            if s.name == "mem" and s.count >= 4 and s.min and s.max is not None and s.min > 0:
-                if s.max / s.min < 1.3:
-                    return True, f"logged memory stayed flat ({s.min:.4g}-{s.max:.4g}) up to the kill"
+            if s.name == "mem" and s.count >= 4 and s.min and s.max is not None and s.min > 0 and s.max / s.min < 1.3:
+                return True, f"logged memory stayed flat ({s.min:.4g}-{s.max:.4g}) up to the kill"
     return False, ""
 
 
