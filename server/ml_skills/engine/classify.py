@@ -124,7 +124,8 @@ def _survived(log: LogEvidence, line_no: int, last_prog: int | None) -> bool:
     progress = 0
     for text in after:
         parsed = parse_line(text)
-        if parsed is not None and parsed[1] is not None:
+        # a step counter, or a training loss on a line of its own (Keras' '19/19 - 12s - loss: 0.0809' per epoch)
+        if parsed is not None and (parsed[1] is not None or "loss" in parsed[0]):
             progress += 1
             if progress >= SURVIVED_MIN_PROGRESS:
                 return True

@@ -46,7 +46,9 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
                 and s.kind in ("signature", "traceback") and not (s.kind == "signature" and s.failure_class in alive)
                 # a Ctrl-C (KeyboardInterrupt, read as stalled) ended a process that had stopped progressing
                 and not (s.kind == "traceback" and s.failure_class is FailureClass.STALLED)]
-    survived = [s for s in signals if s.survived and s.role.value == "cause"]
+    # a WARNING or INFO line the run went on past (tensorboardX's 'NaN or Inf found in input tensor') is not a failure
+    # it recovered from: the program itself judged it not fatal
+    survived = [s for s in signals if s.survived and not s.warning and s.role.value == "cause"]
     completed = any("completed-marker" in log.frameworks for log in logs)
     kinds = {a.kind for log in logs for a in log.trajectory.anomalies} | {a.kind for s in sources for a in s.signals}
     if cls.primary in (FailureClass.NAN_INF, FailureClass.OPTIMIZATION_DIVERGENCE) and (
