@@ -170,8 +170,13 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
             survived = _survived(log, tb.line_no, last_prog)
             if survived:
                 w *= SURVIVED
+            # a traceback its program logged at WARNING or INFO level (torch._dynamo's '[WARNING] WON'T CONVERT ... due to:'
+            # with the compile error under it) was caught and reported: the run went on from it, it did not end there
+            logged = _logged_below_error(log, tb, line_hits)
+            if logged:
+                w *= WARNING_DAMP
             text = f"{tb.exc_type}: {tb.message}" if tb.message else tb.exc_type
-            signals.append(Signal(cls, w, "traceback", f"traceback:{rule}", tb.source, tb.line_no, text, role, survived))
+            signals.append(Signal(cls, w, "traceback", f"traceback:{rule}", tb.source, tb.line_no, text, role, survived, logged))
         for h in log.hits:
             same = hits_by_line[(h.source, h.line_no)]
             # one line, several signatures: a cause on the line silences symptoms of other classes
@@ -200,6 +205,23 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
         for a in src.signals:
             signals.append(_anomaly_signal(a, kind="source"))
     return signals
+
+
+def _raw_line(log: LogEvidence, line_no: int, line_hits: list[SignatureHit]) -> str | None:
+    tail = log.tail
+    if tail is not None and tail.start_line <= line_no < tail.start_line + len(tail.lines):
+        return tail.lines[line_no - tail.start_line]
+    return line_hits[0].text if line_hits else None
+
+
+def _logged_below_error(log: LogEvidence, tb, line_hits: list[SignatureHit]) -> bool:
+    """The exception line carries a WARNING/INFO level in its prefix: a logger reported a caught exception."""
+    raw = _raw_line(log, tb.line_no, line_hits)
+    if not raw:
+        return False
+    at = raw.find(tb.exc_type)
+    prefix = raw[:at] if at > 0 else ""
+    return bool(prefix) and (bool(re.search(r"\[?(WARNING|WARN|INFO|DEBUG)\]?[\s:]", prefix)) or bool(re.match(r"^\s*[WI]\d{4} ", prefix)))
 
 
 UNCLASSIFIED = "unclassified-exception"
@@ -260,6 +282,13 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
         ends = [s for s in signals if s.role is Role.SYMPTOM and s.kind == "signature" and not s.survived and not s.warning]
         if ends:
             max(ends, key=lambda s: (s.weight, -(s.line_no or 0))).weight *= 1.3
+    # warnings yield to an ending: when a line that is no warning and was not survived (a scheduler's kill, an
+    # exception, a signal) is there, lines logged as warnings (however many: a compiler warning repeated per graph
+    # break) cannot outrank it
+    if any(s.kind in ("signature", "traceback") and s.role is not Role.HINT and not s.warning and not s.survived for s in signals):
+        for s in signals:
+            if s.warning:
+                s.weight *= WARNING_DAMP
     numeric_before_crash(signals)
     anomalies_below_the_ending(signals)
     peers_follow_a_death(signals)
