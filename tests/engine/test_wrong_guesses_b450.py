@@ -55,3 +55,34 @@ def test_a_real_run_asking_for_cuda_on_a_cpu_build_is_config_error(tmp_path):
         pytest.skip("this torch build has CUDA: " + text[-200:])
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.primary_cause is not None and d.primary_cause.value == "config-error", d.root_cause
+
+
+def test_one_process_whose_first_step_logged_its_loss_is_not_stalled_corpus_515():
+    d = diagnose(DiagnoseRequest(target=str(_case("515"))))
+    assert d.primary_cause is None or d.primary_cause.value != "stalled", d.root_cause
+
+
+def test_a_bare_first_step_announcement_still_reads_as_a_possible_hang_corpus_359():
+    d = diagnose(DiagnoseRequest(target=str(next(CORPUS.glob("359-*")) / "train.log")))
+    assert d.primary_cause is not None and d.primary_cause.value == "stalled", d.root_cause
+
+
+FIRST_STEP_THEN_STOP = """
+    import torch
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(16, 4)
+    loss = model(x).pow(2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+    print(f"Global step 0: Train loss: {loss.item():.4f}", flush=True)
+"""
+
+
+def test_a_real_single_process_run_stopping_after_its_first_logged_step_is_not_called_a_hang(tmp_path):
+    (tmp_path / "train.py").write_text(textwrap.dedent(FIRST_STEP_THEN_STOP))
+    log = tmp_path / "train.log"
+    with open(log, "wb") as out:
+        subprocess.run([sys.executable, "train.py"], cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, timeout=120, check=True)
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is None or d.primary_cause.value != "stalled", d.root_cause
