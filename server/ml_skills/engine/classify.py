@@ -113,8 +113,50 @@ def _last_progress_line(log: LogEvidence) -> int | None:
     return lp.line_no if lp else None
 
 
+_DIGITS = re.compile(r"\d+")
+RETRY_OPENING = 10
+_STACKISH = re.compile(r'(^\s*File "|^\s*-+>|Traceback|^\S+ in \w+\(|^\s*\d+\s+\S)')
+
+
+def clean_retry_start(log: LogEvidence) -> int | None:
+    """The line where a later attempt, appended to the same log after a failure, starts and then runs without error.
+
+    A retry prints its start-up again: a non-metric line seen once before the last failure (digits, such as
+    timestamps, aside) comes back once after it. If nothing fatal follows that line, the run went on past the
+    earlier failure the way it goes on past a survived error (healthy 006: a Hydra error, then a second attempt
+    that trained, tested and closed its loggers).
+    """
+    tail = log.tail
+    fatal = sorted({t.line_no for t in log.tracebacks} | {h.line_no for h in log.hits if h.role is not Role.HINT})
+    if tail is None or not fatal or tail.start_line > 1:
+        return None
+    last_fatal = fatal[-1]
+    norm = [_DIGITS.sub("#", x.strip()) for x in tail.lines]
+    # the log's opening lines (its first ten that say something), before any failure: what a start-up prints
+    before: dict[str, int] = {}
+    opening = [i for i, x in enumerate(norm) if x][:RETRY_OPENING]
+    for i in opening:
+        x = norm[i]
+        if tail.start_line + i >= fatal[0]:
+            break
+        if (len(x) > 20 and not tail.lines[i][:1].isspace() and parse_line(tail.lines[i]) is None and not _ERROR_WORDS.search(x) and not _STACKISH.search(x)
+                and len(re.findall(r"[A-Za-z]{3,}", x)) >= 2):
+            before[x] = norm.count(x)
+    for i, x in enumerate(norm):
+        n = tail.start_line + i
+        if n <= last_fatal:
+            continue
+        if before.get(x) == 2:
+            # a retry runs code again; a stack printed again (a notebook's traceback, a second worker's) is no retry
+            return None if any(_STACKISH.search(y) for y in tail.lines[i:]) else n
+    return None
+
+
 def _survived(log: LogEvidence, line_no: int, last_prog: int | None) -> bool:
     """Did training make real progress after this line (not just prefetched batches)?"""
+    retry = clean_retry_start(log)
+    if retry is not None and line_no < retry:
+        return True  # a later attempt started after it and ran without error
     if last_prog is None or line_no >= last_prog:
         return False
     tail = log.tail
@@ -318,7 +360,12 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
         scores[cls] = ws[0] + 0.25 * sum(ws[1:6])
 
     ranked = sorted(scores.items(), key=lambda t: -t[1])
-    if not ranked or ranked[0][1] < MIN_PRIMARY:
+    # a class whose every signal the run went on past (a later attempt ran clean after it) did not end the run
+    past = bool(ranked) and all(s.survived for s in by_class[ranked[0][0]]) and any(
+        clean_retry_start(log) is not None for log in logs)
+    if past:
+        notes.append(f"{ranked[0][0].value} came before a later attempt that ran without error: the run went on past it")
+    if not ranked or ranked[0][1] < MIN_PRIMARY or past:
         return Classification(
             primary=None, confidence=0.0, scores={k.value: round(v, 3) for k, v in scores.items()},
             ruled_out=[RuledOut(failure_class=c, reason=f"too little evidence (score {v:.2f})") for c, v in ranked],
