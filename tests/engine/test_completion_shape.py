@@ -2,7 +2,8 @@
 
 Real logs: healthy 005 (fairseq 'num_updates: 25 >= max_update: 25' before the last checkpoint save), 008
 (detectron2 'Overall training speed ... Total training time' after iter 299), 010 (YOLOv5 'N epochs completed in'
-then the best model's validation table), 013 (a DeepSpeed run's last save, then the shell prompt it returned to).
+then the best model's validation table), 013 (a DeepSpeed run's last save, then the shell prompt it returned to), 019 (a
+script's 'Process completed successfully.' after its last step, about the process as a whole).
 Real runs: a PyTorch loop that prints its total training time and exits; the same with an exception after the
 summary, which is not a completion.
 """
@@ -20,7 +21,7 @@ from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 HEALTHY = Path(__file__).resolve().parents[1] / "healthy"
 
 
-@pytest.mark.parametrize("case", ["005", "008", "010", "013"])
+@pytest.mark.parametrize("case", ["005", "008", "010", "013", "019"])
 def test_a_whole_run_summary_after_the_last_step_is_completion(case):
     d = diagnose(DiagnoseRequest(target=str(next(HEALTHY.glob(f"{case}-*")) / "train.log")))
     assert d.primary_cause is None, d.root_cause
