@@ -70,12 +70,13 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
         return RunStatus.CRASHED
     if _cut_in_traceback(logs):  # the log ends in a traceback's frames: an exception ended the run, the paste lost its last line
         return RunStatus.CRASHED
-    if completed:
-        return RunStatus.COMPLETED
     degraded = {AnomalyKind.TRAIN_VAL_DIVERGENCE, AnomalyKind.THROUGHPUT_COLLAPSE, AnomalyKind.EARLY_PERFECT_VALIDATION,
                 AnomalyKind.VALIDATION_METRIC_NEAR_ZERO, AnomalyKind.VALIDATION_METRIC_FROZEN, AnomalyKind.LOSS_FROZEN}
+    # a run that finished with a useless result (every AP zero, a frozen loss) finished degraded, not well
     if kinds & degraded or cls.primary is FailureClass.EVALUATION_MISMATCH:
         return RunStatus.DEGRADED
+    if completed:
+        return RunStatus.COMPLETED
     if survived:
         return RunStatus.RECOVERED
     return RunStatus.UNKNOWN
