@@ -374,6 +374,22 @@ HISTORY = [
       "subprocess' with no return code in the slice (526); a log that stops at global step 241 (512, asks for the process "
       "state). Also seen: 'first non-finite val_loss at step 0 (line 3)' for an eval block that says epoch 5.0 (527, "
       "line number read as the step); 'diverged' for completed runs whose result is degraded (519, 527)")),
+    ("branch acc-fix (after 0e4877c) on cases 450-491 and 501-529", "53/71", "29/36", "24/35",
+     ("TUNED, not prospective: the same two batches after changes made by reading their misses and the healthy set's "
+      "(the prospective figures are the two rows above and stay the headline). Before, with main at a1fd75f: 47/71 "
+      "(450-491 29/42, 501-529 18/29), 4 wrong guesses (450, 452, 453, 515), 20 abstentions; after: 53/71 (450-491 "
+      "33/42, 501-529 20/29), 0 wrong, 18 abstentions; whole corpus 444/486 -> 450/486, wrong guesses 4 -> 0, run "
+      "status 428/482 -> 428/482 (459, 516 and 517 right, 397 and 401 now degraded where the corpus labels them "
+      "completed: the healthy set's convention, a finished run with a useless result is degraded, now holds). Mechanisms "
+      "(tests/engine/test_last_exception.py, test_went_on_past.py, test_wrong_guesses_b450.py, test_completion_shape.py, "
+      "test_attempts.py, test_batch_noise.py, test_zero_scores.py): the log's last exception ends the run whatever its "
+      "type (config-error at a symptom's confidence when no rule or frame places it; an EOFError/UnpicklingError inside "
+      "a load is a truncated saved file: 517); frame patterns match 'metric' only as its own word (450); tensors on two "
+      "devices is config-error (452); tracebacks logged at WARNING/INFO level, and warnings generally, yield to a "
+      "non-warning ending such as a scheduler kill (453); a first step that logged its loss in a log with no sign of "
+      "shared work is no stall (515); every AP/mAP/BLEU exactly 0 in the last lines, after training began and with "
+      "nothing fatal after, is evaluation-mismatch, degraded (459, 516). Not done: chance-level or frozen losses "
+      "(454-456, 460) and platform failures without a known wording (461-463, 504, 513, 514)")),
     ("(not yet scored) cases 530-554", "-", "-", "-",
      ("issue 13's third prospective batch: collected for a prospective score at the end of the session; not yet "
       "scored. 25 real failure logs from public issues and committed files, labelled from their threads before the "
@@ -479,6 +495,14 @@ HEALTHY_HISTORY = [
      ("prospective: the 41 logs were collected and labelled before the engine was run on any of them (no case was "
       "chosen or dropped by its result) and scored before any engine change; by label: completed 4/14, recovered 0/3, "
       "running 14/17 (0/17 strict), degraded 2/7")),
+    ("branch acc-fix (after 0e4877c) on cases 001-041", "1/34 (3%)", "34/40 (85%); 18/40 (45%) if unknown is never right",
+     ("TUNED, not prospective: after changes made by reading this set's misses (and batches 450-529); before, with main "
+      "at a1fd75f: false alarms 4/34, status right 22/40 (8/40 strict). Fixed: completion read from a whole-run summary "
+      "after the last step (005, 008, 010, 013, 019), INFO-level allocation failures the run went 85 epochs past (020), "
+      "a warning is neither a crash nor a recovery (027), batch-of-two noise is no divergence (021), a clean retry after "
+      "a failed attempt is recovered with no class (006), every AP zero in the summary is degraded and a finished run "
+      "with a useless result is degraded, not completed (009, 016, 032, 033). Not done: a recovered loss spike (012), "
+      "every loss term 0.0 (034), a loss plateau in a CSV (022), 011's Epoch[4] of 5 and 030's start-up hang")),
     ("(not yet scored) cases 042-052", "-", "-",
      ("a second prospective healthy batch: collected for a prospective score at the end of the session; not yet "
       "scored (tests/healthy/README.md)")),
