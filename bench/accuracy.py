@@ -390,7 +390,7 @@ HISTORY = [
       "shared work is no stall (515); every AP/mAP/BLEU exactly 0 in the last lines, after training began and with "
       "nothing fatal after, is evaluation-mismatch, degraded (459, 516). Not done: chance-level or frozen losses "
       "(454-456, 460) and platform failures without a known wording (461-463, 504, 513, 514)")),
-    ("main a1fd75f, and again with acc-fix's changes (which never saw them), on cases 530-554 only", "16/25", "9/13", "7/12",
+    ("main a1fd75f, and again with acc-fix's changes (which never saw them), on cases 530-554 only", "16/25", "8/12", "8/13",
      ("issue 13's third prospective batch: 25 real failure logs from public issues and committed files, labelled from "
       "their threads before the engine was run on any of them, scored at the end of the session: 16 right, 4 wrong, 5 "
       "abstained, the same with and without acc-fix's tuning on batches 450-529 (it generalised to none of these). "
