@@ -113,8 +113,50 @@ def _last_progress_line(log: LogEvidence) -> int | None:
     return lp.line_no if lp else None
 
 
+_DIGITS = re.compile(r"\d+")
+RETRY_OPENING = 10
+_STACKISH = re.compile(r'(^\s*File "|^\s*-+>|Traceback|^\S+ in \w+\(|^\s*\d+\s+\S)')
+
+
+def clean_retry_start(log: LogEvidence) -> int | None:
+    """The line where a later attempt, appended to the same log after a failure, starts and then runs without error.
+
+    A retry prints its start-up again: a non-metric line seen once before the last failure (digits, such as
+    timestamps, aside) comes back once after it. If nothing fatal follows that line, the run went on past the
+    earlier failure the way it goes on past a survived error (healthy 006: a Hydra error, then a second attempt
+    that trained, tested and closed its loggers).
+    """
+    tail = log.tail
+    fatal = sorted({t.line_no for t in log.tracebacks} | {h.line_no for h in log.hits if h.role is not Role.HINT})
+    if tail is None or not fatal or tail.start_line > 1:
+        return None
+    last_fatal = fatal[-1]
+    norm = [_DIGITS.sub("#", x.strip()) for x in tail.lines]
+    # the log's opening lines (its first ten that say something), before any failure: what a start-up prints
+    before: dict[str, int] = {}
+    opening = [i for i, x in enumerate(norm) if x][:RETRY_OPENING]
+    for i in opening:
+        x = norm[i]
+        if tail.start_line + i >= fatal[0]:
+            break
+        if (len(x) > 20 and not tail.lines[i][:1].isspace() and parse_line(tail.lines[i]) is None and not _ERROR_WORDS.search(x) and not _STACKISH.search(x)
+                and len(re.findall(r"[A-Za-z]{3,}", x)) >= 2):
+            before[x] = norm.count(x)
+    for i, x in enumerate(norm):
+        n = tail.start_line + i
+        if n <= last_fatal:
+            continue
+        if before.get(x) == 2:
+            # a retry runs code again; a stack printed again (a notebook's traceback, a second worker's) is no retry
+            return None if any(_STACKISH.search(y) for y in tail.lines[i:]) else n
+    return None
+
+
 def _survived(log: LogEvidence, line_no: int, last_prog: int | None) -> bool:
     """Did training make real progress after this line (not just prefetched batches)?"""
+    retry = clean_retry_start(log)
+    if retry is not None and line_no < retry:
+        return True  # a later attempt started after it and ran without error
     if last_prog is None or line_no >= last_prog:
         return False
     tail = log.tail
@@ -124,7 +166,8 @@ def _survived(log: LogEvidence, line_no: int, last_prog: int | None) -> bool:
     progress = 0
     for text in after:
         parsed = parse_line(text)
-        if parsed is not None and parsed[1] is not None:
+        # a step counter, or a training loss on a line of its own (Keras' '19/19 - 12s - loss: 0.0809' per epoch)
+        if parsed is not None and (parsed[1] is not None or "loss" in parsed[0]):
             progress += 1
             if progress >= SURVIVED_MIN_PROGRESS:
                 return True
@@ -143,11 +186,15 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
         # signature on its last line, e.g. a TypeError inside save_model is a checkpoint failure.
         superseded: set[tuple[str, int]] = set()
         callers = callers_of_chained(log.tracebacks)
+        last_tb = max((i for i, tb in enumerate(log.tracebacks) if not _WRAPPERS.search(tb.exc_type)), default=-1)
         for i, tb in enumerate(log.tracebacks):
             if _WRAPPERS.search(tb.exc_type) or tb.message.startswith("Traceback (most recent call last)"):
                 continue
             cls, rw, rule = traceback_class(callers.get(i, tb), hits_by_line)
             if cls is None:
+                ending = _unclassified_ending(log, tb, i == last_tb, hits_by_line, last_prog)
+                if ending is not None:
+                    signals.append(ending)
                 continue
             w = TRACEBACK_W * rw * (0.6 if tb.chained and not tb.exc_type.endswith(")") else 1.0)
             role = Role.CAUSE
@@ -165,8 +212,13 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
             survived = _survived(log, tb.line_no, last_prog)
             if survived:
                 w *= SURVIVED
+            # a traceback its program logged at WARNING or INFO level (torch._dynamo's '[WARNING] WON'T CONVERT ... due to:'
+            # with the compile error under it) was caught and reported: the run went on from it, it did not end there
+            logged = _logged_below_error(log, tb, line_hits)
+            if logged:
+                w *= WARNING_DAMP
             text = f"{tb.exc_type}: {tb.message}" if tb.message else tb.exc_type
-            signals.append(Signal(cls, w, "traceback", f"traceback:{rule}", tb.source, tb.line_no, text, role, survived))
+            signals.append(Signal(cls, w, "traceback", f"traceback:{rule}", tb.source, tb.line_no, text, role, survived, logged))
         for h in log.hits:
             same = hits_by_line[(h.source, h.line_no)]
             # one line, several signatures: a cause on the line silences symptoms of other classes
@@ -197,6 +249,44 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
     return signals
 
 
+def _raw_line(log: LogEvidence, line_no: int, line_hits: list[SignatureHit]) -> str | None:
+    tail = log.tail
+    if tail is not None and tail.start_line <= line_no < tail.start_line + len(tail.lines):
+        return tail.lines[line_no - tail.start_line]
+    return line_hits[0].text if line_hits else None
+
+
+def _logged_below_error(log: LogEvidence, tb, line_hits: list[SignatureHit]) -> bool:
+    """The exception line carries a WARNING/INFO level in its prefix: a logger reported a caught exception."""
+    raw = _raw_line(log, tb.line_no, line_hits)
+    if not raw:
+        return False
+    at = raw.find(tb.exc_type)
+    prefix = raw[:at] if at > 0 else ""
+    return bool(prefix) and (bool(re.search(r"\[?(WARNING|WARN|INFO|DEBUG)\]?[\s:]", prefix)) or bool(re.match(r"^\s*[WI]\d{4} ", prefix)))
+
+
+UNCLASSIFIED = "unclassified-exception"
+
+
+def _unclassified_ending(log: LogEvidence, tb, last: bool, hits_by_line: dict[tuple[str, int], list[SignatureHit]],
+                         last_prog: int | None) -> Signal | None:
+    """The log's last exception, of a type no rule classes and its frames place nowhere: the run's code raised it.
+
+    What ended a run is never dropped because its type is unknown (a NameError in the model code): it is named
+    as an error in the user's code or its setup, config-error in this taxonomy (as KeyError, TypeError and
+    ValueError are), but with a symptom's strength and confidence: it says where the run ended, not why, so
+    any cause the log names outranks it. Only the last exception counts, and only if the run did not go on.
+    """
+    if not last or hits_by_line.get((tb.source, tb.line_no)) or _survived(log, tb.line_no, last_prog):
+        return None
+    if tb.exc_type.rsplit(".", 1)[-1] in ("KeyboardInterrupt", "SystemExit", "StopIteration", "GeneratorExit"):
+        return None
+    text = f"{tb.exc_type}: {tb.message}" if tb.message else tb.exc_type
+    return Signal(FailureClass.CONFIG_ERROR, ROLE_W[Role.SYMPTOM], "traceback", f"traceback:{UNCLASSIFIED}",
+                  tb.source, tb.line_no, text, Role.SYMPTOM)
+
+
 def _anomaly_signal(a: Anomaly, kind: str = "anomaly") -> Signal:
     return Signal(a.failure_class, ANOMALY_W[a.severity], kind, a.kind.value, a.source, a.line_no, a.detail,
                   Role.CAUSE if a.severity is Severity.CRITICAL else Role.SYMPTOM)
@@ -205,9 +295,8 @@ def _anomaly_signal(a: Anomaly, kind: str = "anomaly") -> Signal:
 def _memory_flat(logs: list[LogEvidence]) -> tuple[bool, str]:
     for log in logs:
         for s in log.trajectory.series:
-            if s.name == "mem" and s.count >= 4 and s.min and s.max is not None and s.min > 0:
-                if s.max / s.min < 1.3:
-                    return True, f"logged memory stayed flat ({s.min:.4g}-{s.max:.4g}) up to the kill"
+            if s.name == "mem" and s.count >= 4 and s.min and s.max is not None and s.min > 0 and s.max / s.min < 1.3:
+                return True, f"logged memory stayed flat ({s.min:.4g}-{s.max:.4g}) up to the kill"
     return False, ""
 
 
@@ -235,6 +324,13 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
         ends = [s for s in signals if s.role is Role.SYMPTOM and s.kind == "signature" and not s.survived and not s.warning]
         if ends:
             max(ends, key=lambda s: (s.weight, -(s.line_no or 0))).weight *= 1.3
+    # warnings yield to an ending: when a line that is no warning and was not survived (a scheduler's kill, an
+    # exception, a signal) is there, lines logged as warnings (however many: a compiler warning repeated per graph
+    # break) cannot outrank it
+    if any(s.kind in ("signature", "traceback") and s.role is not Role.HINT and not s.warning and not s.survived for s in signals):
+        for s in signals:
+            if s.warning:
+                s.weight *= WARNING_DAMP
     numeric_before_crash(signals)
     anomalies_below_the_ending(signals)
     peers_follow_a_death(signals)
@@ -264,7 +360,12 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
         scores[cls] = ws[0] + 0.25 * sum(ws[1:6])
 
     ranked = sorted(scores.items(), key=lambda t: -t[1])
-    if not ranked or ranked[0][1] < MIN_PRIMARY:
+    # a class whose every signal the run went on past (a later attempt ran clean after it) did not end the run
+    past = bool(ranked) and all(s.survived for s in by_class[ranked[0][0]]) and any(
+        clean_retry_start(log) is not None for log in logs)
+    if past:
+        notes.append(f"{ranked[0][0].value} came before a later attempt that ran without error: the run went on past it")
+    if not ranked or ranked[0][1] < MIN_PRIMARY or past:
         return Classification(
             primary=None, confidence=0.0, scores={k.value: round(v, 3) for k, v in scores.items()},
             ruled_out=[RuledOut(failure_class=c, reason=f"too little evidence (score {v:.2f})") for c, v in ranked],

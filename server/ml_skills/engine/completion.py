@@ -32,3 +32,42 @@ def final_counter(tail: list[str], tail_start: int, last_progress_line: int | No
         n, total = int(m["n"]), int(m["total"])
         return line_no if total > 1 and n == total else None
     return None
+
+
+# What a run prints once, after its last step, about the whole run: a budget compared with its limit ('num_updates:
+# 25 >= max_update: 25'), the duration of all training ('Total training time: 0:06:14', '3 epochs completed in 0.2
+# hours', 'Overall training speed: 298 iterations in 0:06:13'), training said to be over ('Training of experiment is
+# done'). Each is a summary of the run, not of a step: no step line prints it.
+_LIMIT = re.compile(r"(?i)\b(?P<n>\d+)\s*>=\s*max[\w ]{0,20}?[:=]?\s*(?P<total>\d+)\b")
+_SUMMARY = re.compile(
+    r"(?i)(\btotal (training |train )?time\b|\boverall training (speed|time)\b|\b(epochs?|iterations?|steps?) completed in\b|"
+    r"\btraining\b.{0,40}\b(is|was) (done|finished|complete|over)\b|"
+    # the process, job or script saying it ended well, about itself as a whole
+    r"\b(process|job|script|run|pipeline) (completed|finished|ended) successfully\b)")
+# a shell prompt on the log's last line: the process returned to its shell ('user@host:~/dir$ ', '(env) user@host:~$')
+_PROMPT = re.compile(r"^(\([\w.-]+\)\s*)?[\w.-]+@[\w.-]+:[^\s]*\s*[$#]\s*$")
+_ERROR = re.compile(r"(?i)(error|exception|traceback|killed|fatal|abort|fail|nan\b)")
+
+
+def summary_after_training(tail: list[str], tail_start: int, last_progress_line: int | None) -> int | None:
+    """The line of a whole-run summary printed after the last progress line, with no error anywhere after it.
+
+    The run's shape, not a framework's wording: a limit reached by its own counter, a duration for the whole of
+    training, or the shell prompt the process returned to, each after the last step and followed by nothing fatal.
+    """
+    if last_progress_line is None:
+        return None
+    # from just before the last progress line: a checkpoint save that follows the summary may be read as progress
+    after = [(tail_start + i, x) for i, x in enumerate(tail) if tail_start + i >= last_progress_line - 2]
+    if not after or any(_ERROR.search(x) for _, x in after if not _SUMMARY.search(x) and not _LIMIT.search(x)):
+        return None
+    for line_no, text in after:
+        m = _LIMIT.search(text)
+        if m is not None and int(m["n"]) >= int(m["total"]) > 0:
+            return line_no
+        if _SUMMARY.search(text):
+            return line_no
+    nonempty = [(n, x) for n, x in after if x.strip()]
+    if nonempty and nonempty[-1][0] > last_progress_line and _PROMPT.match(nonempty[-1][1].strip()):
+        return nonempty[-1][0]
+    return None

@@ -31,7 +31,7 @@ def loss_blowup(points: Sequence[MetricPoint]) -> Anomaly | None:
     first = vals[0]
     tail = statistics.median(vals[-max(2, len(vals) // 10) :])
     floor = max(abs(low), 1e-3)
-    if high > 3 * floor and high > first * 1.2 and tail > 2 * floor:
+    if high > 3 * floor and high > first * 1.2 and tail > 2 * floor and _level_rose(vals):
         o = _blowup_onset(after, max(3 * floor, first * 1.2), 2 * floor) or p
         rise = "" if o is p else f"from {at(o)} (line {o.line_no}, {o.values['loss']:.4g}) "
         return Anomaly(
@@ -42,6 +42,20 @@ def loss_blowup(points: Sequence[MetricPoint]) -> Anomaly | None:
                     f"and stays high (recent median {tail:.4g}, above its start {first:.4g}): divergence without NaN"),
         )
     return None
+
+
+def _level_rose(vals: list[float]) -> bool:
+    """The loss's level rose and stayed: the mean of its last window is twice the lowest mean of any window as long.
+
+    Single values swing: a per-batch loss over two samples goes from 0.2 to 3.7 and back in a healthy run (healthy
+    021). Means over windows of an eighth of the log (at least 3 logs) smooth that spread away; a blow-up moves them.
+    """
+    w = max(3, len(vals) // 8)
+    if len(vals) < 2 * w:
+        return True  # too few logs for two windows: the median checks above decide alone
+    sums = [sum(vals[i : i + w]) for i in range(len(vals) - w + 1)]
+    low = min(sums) / w
+    return sums[-1] / w > 2 * max(abs(low), 1e-3)
 
 
 def _blowup_onset(after: Sequence[tuple[MetricPoint, float]], high: float, stay: float) -> MetricPoint | None:

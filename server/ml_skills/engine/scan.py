@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import logfile
-from ml_skills.engine import completion, frameworks, gradmax, metric_lines, newlines, tracebacks
+from ml_skills.engine import completion, frameworks, gradmax, metric_lines, newlines, tracebacks, zeroscores
 from ml_skills.engine import metrics as metric_parser
 from ml_skills.engine.excerpts import Reader, quote_anomaly_lines, remember_offsets, remember_text
 from ml_skills.engine.lastprogress import check_stall, last_progress
@@ -29,6 +29,7 @@ from ml_skills.engine.matcher import Matcher
 from ml_skills.engine.points import values_text
 from ml_skills.engine.trajectories import analyse
 from ml_skills.models import (
+    AnomalyKind,
     EvidenceStatus,
     Excerpt,
     LogEvidence,
@@ -372,9 +373,17 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
     ev.tail = Excerpt(source=name, start_line=tail_start, lines=[redact(x) for x in tail_lines], truncated=tail_cut)
     progress = last_progress(name, points, tail_lines, tail_start)
     ev.trajectory = analyse(points, exact_nan=nan_point, exact_grad_max=grad_max, last_progress=progress, task=task)
+    if not any(a.kind is AnomalyKind.VALIDATION_METRIC_NEAR_ZERO for a in ev.trajectory.anomalies):
+        zero = zeroscores.zero_scores(tail_lines, tail_start, name)
+        # a result read from a summary, never over an ending: a kill or an exception after it ended the run
+        if zero is not None and not any(h.line_no >= (zero.line_no or 0) and h.role is not Role.HINT for h in ev.hits) \
+                and not any(t.line_no >= (zero.line_no or 0) for t in ev.tracebacks):
+            ev.trajectory.anomalies.append(zero)
     quote_anomaly_lines(ev, reader, {**metric_offsets, **point_offsets})
     if completed_line is None:  # no message, but the run's own counter reached its configured total
         completed_line = completion.final_counter(tail_lines, tail_start, progress.line_no if progress else None)
+    if completed_line is None:  # or a summary of the whole run printed after its last step
+        completed_line = completion.summary_after_training(tail_lines, tail_start, progress.line_no if progress else None)
     if completed_line is not None:
         ev.frameworks["completed-marker"] = completed_line
     elif ev.mtime is not None:

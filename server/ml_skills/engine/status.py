@@ -46,7 +46,9 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
                 and s.kind in ("signature", "traceback") and not (s.kind == "signature" and s.failure_class in alive)
                 # a Ctrl-C (KeyboardInterrupt, read as stalled) ended a process that had stopped progressing
                 and not (s.kind == "traceback" and s.failure_class is FailureClass.STALLED)]
-    survived = [s for s in signals if s.survived and s.role.value == "cause"]
+    # a WARNING or INFO line the run went on past (tensorboardX's 'NaN or Inf found in input tensor') is not a failure
+    # it recovered from: the program itself judged it not fatal
+    survived = [s for s in signals if s.survived and not s.warning and s.role.value == "cause"]
     completed = any("completed-marker" in log.frameworks for log in logs)
     kinds = {a.kind for log in logs for a in log.trajectory.anomalies} | {a.kind for s in sources for a in s.signals}
     if cls.primary in (FailureClass.NAN_INF, FailureClass.OPTIMIZATION_DIVERGENCE) and (
@@ -68,12 +70,13 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
         return RunStatus.CRASHED
     if _cut_in_traceback(logs):  # the log ends in a traceback's frames: an exception ended the run, the paste lost its last line
         return RunStatus.CRASHED
-    if completed:
-        return RunStatus.COMPLETED
     degraded = {AnomalyKind.TRAIN_VAL_DIVERGENCE, AnomalyKind.THROUGHPUT_COLLAPSE, AnomalyKind.EARLY_PERFECT_VALIDATION,
                 AnomalyKind.VALIDATION_METRIC_NEAR_ZERO, AnomalyKind.VALIDATION_METRIC_FROZEN, AnomalyKind.LOSS_FROZEN}
+    # a run that finished with a useless result (every AP zero, a frozen loss) finished degraded, not well
     if kinds & degraded or cls.primary is FailureClass.EVALUATION_MISMATCH:
         return RunStatus.DEGRADED
+    if completed:
+        return RunStatus.COMPLETED
     if survived:
         return RunStatus.RECOVERED
     return RunStatus.UNKNOWN

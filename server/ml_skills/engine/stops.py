@@ -17,6 +17,7 @@ from functools import cache
 
 from ml_skills.catalog.loader import compiled_exception_rules
 from ml_skills.engine.excerpts import LINE_QUOTE
+from ml_skills.engine.metrics import parse_line
 from ml_skills.engine.signals import MIN_PRIMARY, Signal
 from ml_skills.models import FailureClass, LogEvidence, Role
 from ml_skills.safety.redact import redact
@@ -40,6 +41,15 @@ _FIRST_SYNC = re.compile(
     r"workflow: \[\('train'|\b(step|iter|iteration)\s*[:=#]?\s*0\b(?![.,]?\d)|\[\s*0\s*/\s*\d+\s*\]|"
     r"(^|[\s:])0it \[|(^|\s)0%\|[^|]*\|\s*0/\d+)"
 )
+# the first step or batch is where ranks or workers first wait for each other: a line that only announces it (a bare
+# 'Epoch 0 step 0') may be a process stuck there, but a first step that logged its loss was done, and with no sign in
+# the log of processes sharing the work (distributed start-up, rank-prefixed lines, workers, MPI/Horovod) nobody else
+# held it up
+_FIRST_STEP_ONLY = re.compile(
+    r"(?i)^(\b(step|iter|iteration)\s*[:=#]?\s*0\b(?![.,]?\d)|\[\s*0\s*/\s*\d+\s*\]|(^|[\s:])0it \[|(^|\s)0%\|[^|]*\|\s*0/\d+)$"
+)
+_SHARED_WORK = re.compile(r"(?i)(\[rank\s*\d+\]|\brank\s*[:=]?\s*\d+|num_workers\s*[:=]\s*[1-9]|\bworker\s*\d+|horovod|mpirun|\bhvd\.|"
+                          r"local_rank|torchrun|torch\.distributed|deepspeed|accelerate launch|\bDDP\b)")
 # a process group shutting down after the work is done (c10d's store closing, destroy_process_group)
 _TEARDOWN = re.compile(r"(?i)(destroy|clean ?up|shut ?down|finished|closing|closed|exiting|terminat|uv_loop_close)")
 _FRAME = re.compile(r'^\s*File "[^"]+", line \d+')
@@ -96,8 +106,16 @@ def stop_signals(log: LogEvidence) -> list[Signal]:
         return []
     if any(h.line_no >= ending and h.role is not Role.HINT for h in log.hits):
         return []  # an error on the last lines (a launcher's exit code glued to a bar) says how it ended
+    shared = None
     for i, text in reversed(lines[-LAST_LINES:]):
         if (DIST_INIT.search(text) or _FIRST_SYNC.search(text)) and not _TEARDOWN.search(text):
+            m = _FIRST_SYNC.search(text)
+            if not DIST_INIT.search(text) and m is not None and _FIRST_STEP_ONLY.match(m.group(0)):
+                if shared is None:
+                    shared = any(DIST_INIT.search(x) or _SHARED_WORK.search(x) for _, x in lines)
+                parsed = parse_line(text)
+                if not shared and parsed is not None and parsed[0]:
+                    continue  # one process whose first step logged its loss had passed that step: it waited for nobody (corpus 515)
             return [_signal(log, i, AT_SYNC_POINT, text)]
     return []
 

@@ -1,0 +1,45 @@
+"""A run whose summary reports every detection or translation score as exactly zero.
+
+A detector that found nothing ('Average Precision for class 1: 0.0' ... 'Mean Average Precision: 0.000000', YOLOX's
+'the best AP is 0.00', Caffe's 'mAP = 0') or a translator whose BLEU is 0.000000 on every test set trained to a
+useless model, or is scored against the wrong labels: the run may have finished, but its result is not usable. Read
+from the log's last lines, where summaries are printed, and only when no such score there is above zero.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ml_skills.models import Anomaly, AnomalyKind, FailureClass, Severity
+
+_SCORE = re.compile(
+    r"(?i)(\bm?AP(50|75|@?[\d.:]+)?\b|average precision|\bbleu\b|_bleu\b)[^\n]{0,90}?(?:[:=]|->|\bis\b)\s*"
+    r"(?P<v>-?\d+(?:\.\d+)?)\s*%?\s*\.?\s*$")
+_COUNTER = re.compile(r"(?i)\b(iteration|iter|step|epoch)\b\D{0,5}(?P<n>\d+(\.\d+)?)")
+WINDOW = 40  # the summary block: the log's last lines
+
+
+def zero_scores(tail: list[str], tail_start: int, source: str) -> Anomaly | None:
+    seen: list[tuple[int, float]] = []
+    start = max(0, len(tail) - WINDOW)
+    for i in range(start, len(tail)):
+        m = _SCORE.search(tail[i])
+        if m is not None and "loss" not in tail[i].lower():
+            seen.append((tail_start + i, float(m["v"])))
+    if not seen or any(v != 0.0 for _, v in seen):
+        return None
+    line_no = seen[0][0]
+    # an evaluation before any training (Caffe's 'Iteration 0, Testing net') scores an untrained model: zero is expected
+    for text in reversed(tail[max(0, line_no - tail_start - 12) : line_no - tail_start]):
+        m = _COUNTER.search(text)
+        if m is not None:
+            if float(m["n"]) == 0:
+                return None
+            break
+    return Anomaly(
+        kind=AnomalyKind.VALIDATION_METRIC_NEAR_ZERO, failure_class=FailureClass.EVALUATION_MISMATCH,
+        severity=Severity.SIGNIFICANT, source=source, line_no=line_no,
+        detail=(f"every detection/translation score in the run's summary is exactly 0 ({len(seen)} from line {line_no}): "
+                "the model predicts nothing that matches the labels - a class/label mapping or annotation format that "
+                "does not fit the evaluator, or a model that never learned"),
+    )

@@ -1,0 +1,78 @@
+"""Degraded runs read from a summary whose every AP/mAP/BLEU is exactly 0 (issue 13, behaviour 4).
+
+Real logs: corpus 459 (a TF Faster R-CNN on MNIST with every class's AP 0.0 and mAP 0.000000), 516 (XLM's BLEU
+0.000000 on every valid/test direction at epoch 8), healthy 016 (Caffe DetectNet 'mAP = 0' after 3240 steps),
+032 and 033 (YOLOX 'Training of experiment is done and the best AP is 0.00'); corpus 010 (Caffe's 'Iteration 0,
+Testing net' scoring the untrained model, then killed) must not be read so. Real run: a detector whose scores
+never pass its threshold, so a real AP computation gives 0 for every class.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
+
+TESTS = Path(__file__).resolve().parents[1]
+
+
+def _log(suite: str, prefix: str) -> Path:
+    return next((TESTS / suite).glob(f"{prefix}-*")) / "train.log"
+
+
+@pytest.mark.parametrize(("suite", "case"), [("corpus", "459"), ("corpus", "516"), ("healthy", "016")])
+def test_every_score_zero_in_the_summary_is_an_evaluation_mismatch(suite, case):
+    d = diagnose(DiagnoseRequest(target=str(_log(suite, case))))
+    assert d.primary_cause is not None and d.primary_cause.value == "evaluation-mismatch", d.root_cause
+    assert d.run_status.value == "degraded"
+
+
+@pytest.mark.parametrize("case", ["032", "033"])
+def test_a_finished_run_whose_best_ap_is_zero_finished_degraded(case):
+    d = diagnose(DiagnoseRequest(target=str(_log("healthy", case))))
+    assert d.run_status.value == "degraded"
+
+
+def test_an_evaluation_of_the_untrained_model_at_iteration_0_is_not_read_corpus_010():
+    d = diagnose(DiagnoseRequest(target=str(_log("corpus", "010"))))
+    assert d.primary_cause is None or d.primary_cause.value != "evaluation-mismatch", d.root_cause
+
+
+DETECTOR = """
+    import torch
+    torch.manual_seed(0)
+    n, classes = 64, 3
+    feats = torch.randn(n, 8); labels = torch.randint(0, classes, (n,))
+    head = torch.nn.Linear(8, classes)
+    opt = torch.optim.SGD(head.parameters(), lr=0.1)
+    for step in range(1, 31):
+        loss = torch.nn.functional.cross_entropy(head(feats), labels)
+        opt.zero_grad(); loss.backward(); opt.step()
+        if step % 10 == 0:
+            print(f"step {step} loss {loss.item():.4f}", flush=True)
+    scores = torch.sigmoid(head(feats)).detach()
+    keep = scores > 0.99  # a confidence threshold no prediction reaches: no detections at all
+    aps = []
+    for c in range(classes):
+        hits = keep[:, c] & (labels == c)
+        tp = hits.sum().item(); npos = (labels == c).sum().item()
+        ap = 0.0 if tp == 0 else tp / max(1, keep[:, c].sum().item()) * tp / npos
+        aps.append(ap)
+        print(f"Average Precision for class {c}: {ap}", flush=True)
+    print(f"Mean Average Precision on VALID Set: {sum(aps) / classes:.6f}", flush=True)
+"""
+
+
+def test_a_real_detector_with_no_detections_finished_degraded(tmp_path):
+    (tmp_path / "train.py").write_text(textwrap.dedent(DETECTOR))
+    log = tmp_path / "train.log"
+    with open(log, "wb") as out:
+        subprocess.run([sys.executable, "train.py"], cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, timeout=120, check=True)
+    assert "Mean Average Precision on VALID Set: 0.000000" in log.read_text(), log.read_text()
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "evaluation-mismatch", d.root_cause
+    assert d.run_status.value == "degraded"
