@@ -245,7 +245,7 @@ def test_a_long_healthy_run_with_warnings_that_read_like_errors_is_no_failure(tm
     assert d.primary_cause is None and d.anomalies == [], (d.primary_cause, d.anomalies)
     assert d.run_status.value == "completed" and d.decision.value == "GO"
     assert [f.fix_id for f in d.fixes] == ["verify-outputs"] and d.fixes[0].risk.value == "safe"  # nothing to recover, outputs to check
-    assert d.fixes[0].command == "ml-skills verify-artifacts RUN_DIR"
+    assert d.fixes[0].command == f"ml-skills verify-artifacts {log.parent}"  # filled in from the log, never a placeholder
 
 
 def _interrupted(tmp_path: Path, body: str, ready: str) -> Path:

@@ -10,7 +10,7 @@ RECOVERY = {ActionKind.REPOINT_CHECKPOINT, ActionKind.RESTART_UNCHANGED}
 def decide(cls: Classification, fixes: list[Fix], insufficient: str | None, completed_clean: bool = False) -> tuple[Decision, str]:
     if completed_clean:
         return Decision.GO, ("the run completed with no failure signature, traceback or metric anomaly: nothing to recover; "
-                             "before promoting it, check its artifacts (ml-skills verify-artifacts RUN_DIR)")
+                             "before promoting it, check its artifacts (ml-skills verify-artifacts on the run directory)")
     if cls.primary is None or insufficient:
         return Decision.NO_GO, "evidence is insufficient to act on: collect what is named under 'Insufficient evidence' first"
     # a recovery counts only if nothing a person must approve is ranked before it (a full disk

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from pathlib import Path
 
 from ml_skills.catalog.loader import exception_rules, signatures
 from ml_skills.catalog.loader import fixes as fix_catalog
@@ -216,7 +217,8 @@ def plan(cls: Classification, signals: list[Signal], logs: list[LogEvidence], in
     if cls.primary is None:  # a clean finished run has nothing to fix, only outputs to check; otherwise evidence is missing
         f = fix_catalog()["verify-outputs" if completed_clean else "collect-more-evidence"]
         risk, rule = risk_of(f.kind)
-        cmd = f"ml-skills verify-artifacts {shlex.quote(inv.root) if inv else 'RUN_DIR'}" if completed_clean else None
+        run_dir = inv.root if inv else next((str(Path(x.source).parent) for x in logs if Path(x.source).is_absolute()), None)
+        cmd = f"ml-skills verify-artifacts {shlex.quote(run_dir)}" if completed_clean and run_dir else None
         return [Fix(rank=1, fix_id=f.id, action=f.action, kind=f.kind, risk=risk, risk_rule=rule, expected_impact=f.impact,
                     time_to_try=f.time_to_try, validation=f.validation, command=cmd)], [cmd] if cmd else []
     cand = {fid: cw for fid, cw in _candidates(cls, signals, logs, inv).items()
