@@ -42,7 +42,7 @@ def test_trainer_that_saw_only_shard_zero_is_diagnosed_as_memorisation(tmp_path,
     proc, rep = cli(str(r.log))
     assert proc.returncode == 0, proc.stderr
     assert rep["primary_cause"] == "evaluation-mismatch"
-    assert rep["run_status"] == "completed"
+    assert rep["run_status"] == "degraded"  # it ran to its end, with a useless result: completed-but-degraded
     last_line = epochs[-1][0]
     assert rep["root_cause"]["proximate_line"]["line_no"] == last_line
     assert "memorisation" in rep["root_cause"]["root"]
@@ -83,7 +83,7 @@ def test_validation_copied_from_training_is_perfect_too_early(tmp_path, cli):
     proc, rep = cli(str(r.log))
     assert proc.returncode == 0, proc.stderr
     assert rep["primary_cause"] == "evaluation-mismatch"
-    assert rep["run_status"] == "completed"
+    assert rep["run_status"] == "degraded"  # it ran to its end, with a useless result: completed-but-degraded
     assert rep["root_cause"]["proximate_line"]["line_no"] == first_line
     assert "train/validation overlap" in rep["root_cause"]["root"]
     assert any(a["kind"] == "early-perfect-validation" and a["line_no"] == first_line for a in rep["anomalies"])

@@ -31,7 +31,7 @@ def loss_blowup(points: Sequence[MetricPoint]) -> Anomaly | None:
     first = vals[0]
     tail = statistics.median(vals[-max(2, len(vals) // 10) :])
     floor = max(abs(low), 1e-3)
-    if high > 3 * floor and high > first * 1.2 and tail > 2 * floor and _level_rose(vals):
+    if high > 3 * floor and high > first * 1.2 and tail > 2 * floor and _level_rose(vals, low_i):
         o = _blowup_onset(after, max(3 * floor, first * 1.2), 2 * floor) or p
         rise = "" if o is p else f"from {at(o)} (line {o.line_no}, {o.values['loss']:.4g}) "
         return Anomaly(
@@ -44,18 +44,23 @@ def loss_blowup(points: Sequence[MetricPoint]) -> Anomaly | None:
     return None
 
 
-def _level_rose(vals: list[float]) -> bool:
-    """The loss's level rose and stayed: the mean of its last window is twice the lowest mean of any window as long.
+def _level_rose(vals: list[float], low_i: int) -> bool:
+    """The loss's level rose and stayed: the mean of its last window is twice the lowest mean of any window as long,
+    or no value after the low ever came back within 3x of it.
 
     Single values swing: a per-batch loss over two samples goes from 0.2 to 3.7 and back in a healthy run (healthy
     021). Means over windows of an eighth of the log (at least 3 logs) smooth that spread away; a blow-up moves them.
+    A loss that jumps at its second step and then decays, still far above where it began, has no low window to rise
+    from: that every later value stays far above the low is the rise (the lab's Adam at lr 3.0).
     """
     w = max(3, len(vals) // 8)
     if len(vals) < 2 * w:
         return True  # too few logs for two windows: the median checks above decide alone
     sums = [sum(vals[i : i + w]) for i in range(len(vals) - w + 1)]
-    low = min(sums) / w
-    return sums[-1] / w > 2 * max(abs(low), 1e-3)
+    if sums[-1] / w > 2 * max(abs(min(sums) / w), 1e-3):
+        return True
+    later = vals[low_i + 1 :]
+    return bool(later) and min(later) > 3 * max(abs(vals[low_i]), 1e-3)
 
 
 def _blowup_onset(after: Sequence[tuple[MetricPoint, float]], high: float, stay: float) -> MetricPoint | None:
