@@ -374,7 +374,7 @@ HISTORY = [
       "subprocess' with no return code in the slice (526); a log that stops at global step 241 (512, asks for the process "
       "state). Also seen: 'first non-finite val_loss at step 0 (line 3)' for an eval block that says epoch 5.0 (527, "
       "line number read as the step); 'diverged' for completed runs whose result is degraded (519, 527)")),
-    ("branch acc-fix (after 0e4877c) on cases 450-491 and 501-529", "53/71", "29/36", "24/35",
+    ("branch acc-fix (after 0e4877c), re-scoring cases 450-491 and 501-529 (TUNED)", "53/71", "29/36", "24/35",
      ("TUNED, not prospective: the same two batches after changes made by reading their misses and the healthy set's "
       "(the prospective figures are the two rows above and stay the headline). Before, with main at a1fd75f: 47/71 "
       "(450-491 29/42, 501-529 18/29), 4 wrong guesses (450, 452, 453, 515), 20 abstentions; after: 53/71 (450-491 "
