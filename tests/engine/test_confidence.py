@@ -3,7 +3,6 @@ on the held-out half, and real runs get the figure of the evidence they rest on.
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 import textwrap
@@ -13,17 +12,12 @@ import pytest
 from ml_skills.engine.confidence import ACCURACY, KINDS
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 
-BENCH = Path(__file__).parents[2] / "bench" / "accuracy.py"
+from tests.engine import accuracy_bench
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("accuracy_bench_conf", BENCH)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return accuracy_bench.load()
 
 
 def test_the_engines_confidences_are_the_fit_on_the_dev_half_of_the_prospective_verdicts(bench):

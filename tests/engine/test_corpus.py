@@ -6,7 +6,6 @@ change that loses cases fails here; raise them when the engine gets better.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -14,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).parents[2] / "bench" / "accuracy.py"
+from tests.engine import accuracy_bench
+
 # Cases 343-355 (thin classes) added 7 abstentions. Then a log that stops where ranks or workers wait (distributed
 # start-up, the first collective, the first step or batch), or a stack cut while it waited, became a weak stalled
 # signal (engine/stops.py): 7 of the 9 hang abstentions right. Cases 356-370 (logs that stop with no error, collected
@@ -30,18 +30,10 @@ DEV_TOP1_FLOOR = 0.92  # reached: 235/253 = 0.929 on the odd-numbered (dev) corp
 HELD_OUT_TOP1_FLOOR = 0.90  # reached: 231/254 = 0.909 on the even-numbered (held-out) corpus cases
 
 
-def _bench():
-    spec = importlib.util.spec_from_file_location("accuracy_bench", BENCH)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
 
 @pytest.fixture(scope="module")
 def results():
-    return _bench().run_all(lab=Path("/nonexistent"))
+    return accuracy_bench.load().run_all(lab=Path("/nonexistent"))
 
 
 def test_corpus_is_all_there(results):
@@ -124,7 +116,7 @@ def test_decisive_line_is_cited_for_right_answers(results):
 
 
 def test_report_is_written(tmp_path):
-    bench = _bench()
+    bench = accuracy_bench.load()
     out = tmp_path / "accuracy.md"
     assert bench.main(["--out", str(out), "--quiet", "--lab", str(tmp_path)]) == 0
     text = out.read_text()
@@ -140,12 +132,12 @@ def test_lab_runs_with_a_case_json_are_scored_in_their_own_column(tmp_path):
                        timeout=60, check=False)
     (run / "case.json").write_text(json.dumps({"primary_cause": "oom", "acceptable": ["process-crash"],
                                                "decisive_lines": ["Killed"], "run_status": "crashed"}))
-    lab = [r for r in _bench().run_all(lab=tmp_path / "runs") if r.suite == "lab"]
+    lab = [r for r in accuracy_bench.load().run_all(lab=tmp_path / "runs") if r.suite == "lab"]
     assert [(r.name, r.correct, r.cited) for r in lab] == [("sigkill", True, True)]
 
 
 def test_missing_lab_directory_is_a_one_line_error(tmp_path, capsys):
-    assert _bench().main(["--out", str(tmp_path / "a.md"), "--lab", str(tmp_path / "nope")]) == 2
+    assert accuracy_bench.load().main(["--out", str(tmp_path / "a.md"), "--lab", str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: no lab directory") and err.count("\n") == 1
 

@@ -9,15 +9,15 @@ when the engine gets better; docs/accuracy.md ("Healthy and recovered runs") has
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.engine import accuracy_bench
+
 ROOT = Path(__file__).parents[2]
-BENCH = ROOT / "bench" / "accuracy.py"
 CHECK = ROOT / "tests" / "healthy" / "check_healthy.py"
 
 # Today's measured figures (2026-12-01, engine at 060af2c), not the goal:
@@ -29,18 +29,10 @@ MIN_CASES = 40
 pytestmark = pytest.mark.slow  # about 8 s: the engine on every healthy log
 
 
-def _bench():
-    spec = importlib.util.spec_from_file_location("accuracy_bench_healthy", BENCH)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
 
 @pytest.fixture(scope="module")
 def bench():
-    return _bench()
+    return accuracy_bench.load()
 
 
 @pytest.fixture(scope="module")

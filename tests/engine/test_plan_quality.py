@@ -8,16 +8,15 @@ above the torch the run printed), checked from fixes.toml apart from the planner
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
+from tests.engine import accuracy_bench
+
 ROOT = Path(__file__).parents[2]
-BENCH = ROOT / "bench" / "accuracy.py"
 # measured at bd869e3 (main after the plan-fit merge) on labels written before any plan was scored
 MATCHABLE_FLOOR = 114  # labelled cases whose working fix has a catalog equivalent: 114 of 127
 FIRST_FLOOR = 0.45  # reached: 52/114 = 0.456 working fix ranked first
@@ -29,18 +28,10 @@ CITED_FLOOR = 0.96  # reached: 1259/1297 = 0.971 listed fixes name the evidence 
 MEAN_FIXES_CEILING = 3.0  # reached: 2.81 fixes per report that names a class; a padded list would raise it
 
 
-def _bench():
-    spec = importlib.util.spec_from_file_location("accuracy_bench_plan", BENCH)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
 
 @pytest.fixture(scope="module")
 def bench():
-    return _bench()
+    return accuracy_bench.load()
 
 
 @pytest.fixture(scope="module")
