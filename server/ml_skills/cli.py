@@ -277,11 +277,9 @@ def check_failed_run(args: argparse.Namespace) -> int:
     given = [x for x in (args.target, args.traceback, args.pid, args.proc, args.wandb, args.mlflow, args.vertex_pipeline) if x is not None]
     if not given:
         raise InputError("nothing to diagnose: give a log path, an artifact directory, --traceback, --pid, --proc, --wandb, --mlflow or --vertex-pipeline")
-    if len(given) > 1 and not (args.target and args.artifacts is None and len(given) == 1):
-        if sum(x is not None for x in (args.traceback, args.pid, args.proc, args.wandb, args.mlflow, args.vertex_pipeline)) > 1 or (
-            args.target and any(x is not None for x in (args.traceback, args.pid, args.proc, args.wandb, args.mlflow, args.vertex_pipeline))
-        ):
-            raise InputError("give one target at a time (a path, --traceback, --pid, --proc, --wandb, --mlflow or --vertex-pipeline); use --artifacts for a directory to read alongside")
+    others = [x for x in (args.traceback, args.pid, args.proc, args.wandb, args.mlflow, args.vertex_pipeline) if x is not None]
+    if len(given) > 1 and (len(others) > 1 or (args.target and others)):
+        raise InputError("give one target at a time (a path, --traceback, --pid, --proc, --wandb, --mlflow or --vertex-pipeline); use --artifacts for a directory to read alongside")
     req = DiagnoseRequest(
         target=args.target,
         traceback_text=_read_paste(args.traceback) if args.traceback is not None else None,
@@ -308,7 +306,7 @@ def check_failed_run(args: argparse.Namespace) -> int:
 
 
 def _warm_cache() -> int:
-    from ml_skills.engine import dbcache, scan  # noqa: PLC0415 - keep `ml-skills --help` light
+    from ml_skills.engine import dbcache, scan
 
     scan.warm_cache()
     where = dbcache.cache_dir()
@@ -340,7 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except Exception as e:  # noqa: BLE001 - the one place that turns surprises into one line
+    except Exception as e:
         if getattr(args, "debug", False):
             raise
         print(f"ml-skills: internal error: {type(e).__name__}: {redact(str(e))} (rerun with --debug for the traceback, and report it)", file=sys.stderr)

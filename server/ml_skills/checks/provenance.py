@@ -15,12 +15,13 @@ waited on or read without end. The roots are the MCP call's, or (CLI) the direct
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 from pathlib import Path
 
-from ml_skills.collectors.checkpoints import WEIGHT_SUFFIXES, inspect_dir, inspect_file
 from ml_skills.checks.report import Check, CheckReport, Verdict
+from ml_skills.collectors.checkpoints import WEIGHT_SUFFIXES, inspect_dir, inspect_file
 from ml_skills.errors import InputError, TargetNotFound, UnreadableInput
 from ml_skills.safety import paths, untrusted_json
 
@@ -98,7 +99,7 @@ def _metrics(files: list[Path]) -> Check:
             return Check(name="held-out metrics", verdict=Verdict.FAIL, detail=f"{p.name} is not valid JSON ({e})", fix="rewrite the metrics file")
         nums = {k: v for k, v in (data.items() if isinstance(data, dict) else []) if isinstance(v, (int, float)) and not isinstance(v, bool)}
         if nums:
-            bad = [k for k, v in nums.items() if v != v or v in (float("inf"), float("-inf"))]
+            bad = [k for k, v in nums.items() if not math.isfinite(v)]
             if bad:
                 return Check(name="held-out metrics", verdict=Verdict.FAIL, detail=f"{p.name}: non-finite {', '.join(bad)}", fix="re-run evaluation")
             shown = ", ".join(f"{k}={v:g}" for k, v in list(nums.items())[:4])
@@ -116,7 +117,7 @@ def _manifest(root: Path, files: list[Path]) -> tuple[Check, Check, dict]:
     try:
         data = _json(path)
         if not isinstance(data, dict):
-            raise ValueError("not a JSON object")
+            raise ValueError("not a JSON object")  # noqa: TRY004 - caught below with the other unreadable-manifest errors
     except (OSError, ValueError, InputError) as e:
         fail = Check(name="manifest", verdict=Verdict.FAIL, detail=f"{path.name} unreadable: {e}", fix="rewrite the manifest")
         return fail, Check(name="run-scoped prefix", verdict=Verdict.FAIL, detail="manifest unreadable"), {}

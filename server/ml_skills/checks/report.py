@@ -36,7 +36,7 @@ class CheckReport(Model):
     facts: dict[str, str] = Field(default_factory=dict)
 
     @classmethod
-    def gate(cls, kind: str, target: str, checks: list[Check], required: set[str], facts: dict[str, str] | None = None) -> "CheckReport":
+    def gate(cls, kind: str, target: str, checks: list[Check], required: set[str], facts: dict[str, str] | None = None) -> CheckReport:
         from datetime import UTC
 
         failing = [c for c in checks if c.name in required and c.verdict is not Verdict.PASS]

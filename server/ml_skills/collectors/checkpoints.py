@@ -261,7 +261,7 @@ def _dcp(files: dict[str, Path]) -> tuple[bool, str] | None:
         return False, f"distcp shards missing for {_missing(gaps, n)}"
     empty = [n for n in shards if _size(files[n]) == 0]
     if empty:
-        return False, f"empty shard {sorted(empty)[0]} (truncated save)"
+        return False, f"empty shard {min(empty)} (truncated save)"
     return True, f"torch.distributed.checkpoint: .metadata and {len(shards)} shard(s) (shard contents are described by .metadata, not unpickled)"
 
 

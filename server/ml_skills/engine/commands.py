@@ -112,9 +112,9 @@ def _resume_point(cls: Classification, facts: list[RunFact], log_target: str) ->
         return []
     folder = path if path.endswith("/") or "." not in Path(path).name else str(Path(path).parent)
     where = "" if folder.startswith("/") else ", from the run's working directory"
-    return [f"ml-skills check-failed-run {shlex.quote(log_target)} --artifacts {shlex.quote(folder)}"
-            f"   # checks the checkpoint saved at line {last.line_no} ({last.value}) without loading it{where}, "
-            "and builds the resume command"]
+    return [(f"ml-skills check-failed-run {shlex.quote(log_target)} --artifacts {shlex.quote(folder)}"
+             f"   # checks the checkpoint saved at line {last.line_no} ({last.value}) without loading it{where}, "
+             "and builds the resume command")]
 
 
 def diagnostic_commands(cls: Classification, logs: list[LogEvidence], facts: list[RunFact], log_target: str | None) -> list[str]:

@@ -14,6 +14,7 @@ only trusted when it is a regular file owned by this user and writable by no one
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import platform
@@ -108,14 +109,10 @@ def compiled(hs: Any, expressions: Sequence[bytes], ids: Sequence[int], flags: S
     path = cache_dir() / f"hs-{key}.db"
     payload = _read(path, key)
     if payload is not None:
-        try:
+        with contextlib.suppress(Exception):  # a foreign or damaged database: compile instead
             return hs.loadb(payload, mode)
-        except Exception:  # noqa: BLE001 - a foreign or damaged database: compile instead
-            pass
     db = hs.Database(mode=mode)
     db.compile(expressions=list(expressions), ids=list(ids), elements=len(expressions), flags=list(flags))
-    try:
+    with contextlib.suppress(Exception):  # serializing is an optimisation; never fail a scan for it
         _write(path, key, hs.dumpb(db))
-    except Exception:  # noqa: BLE001 - serializing is an optimisation; never fail a scan for it
-        pass
     return db

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import statistics
 from collections.abc import Sequence
@@ -77,7 +78,7 @@ def no_progress(points: Sequence[MetricPoint], last_progress: ProgressPoint | No
     if last_progress is None or last_progress.time is None or last_stamp is None:
         return None
     times = sorted({p.time for p in points if p.time is not None})[-50:]
-    gaps = [(b - a).total_seconds() for a, b in zip(times, times[1:]) if b > a]
+    gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(times) if b > a]
     if len(gaps) < 2 or abs((mtime - last_stamp).total_seconds()) > CLOCK_SLACK_SECONDS:
         return None
     cadence = statistics.median(gaps)

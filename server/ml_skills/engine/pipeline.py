@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import re
-import shlex
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,13 +19,13 @@ from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import artifacts as artifact_collector
 from ml_skills.engine import excerpts, ranks, scan
 from ml_skills.engine.classify import EXTERNAL_KILL, classify
-from ml_skills.engine.decide import decide
 from ml_skills.engine.commands import diagnostic_commands
+from ml_skills.engine.decide import decide
 from ml_skills.engine.facts import contributing_facts, run_facts
 from ml_skills.engine.plan import plan
 from ml_skills.engine.signals import Signal
-from ml_skills.engine.stops import MEANING as STOP_MEANING
 from ml_skills.engine.status import completed_clean, fmt_number, insufficient_evidence, run_status
+from ml_skills.engine.stops import MEANING as STOP_MEANING
 from ml_skills.errors import InputError, TargetNotFound
 from ml_skills.models import (
     ArtifactInventory,

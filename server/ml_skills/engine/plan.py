@@ -17,7 +17,6 @@ from ml_skills.engine.classify import EXTERNAL_KILL
 from ml_skills.engine.facts import fact, version_below
 from ml_skills.engine.signals import Signal
 from ml_skills.models import (
-    ActionKind,
     AnomalyKind,
     ArtifactInventory,
     Classification,

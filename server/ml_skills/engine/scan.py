@@ -55,14 +55,14 @@ MAX_POINTS_KEPT = 50_000
 _MARKERS: list[tuple[str, str, bool]] = [
     # Hydra's instantiate error without HYDRA_FULL_ERROR is its own short traceback (tracebacks.parse_hydra)
     ("traceback", r"(Original )?Traceback \(most recent call last\):|^(\[rank\d+\]:\s*)?Error in call to target '[\w.]+':\s*$", False),
-    ("completed", r"(?i)(training (completed|finished|complete|done)\b|'train_runtime'|\"train_runtime\"|`Trainer\.fit` stopped: `max_(epochs|steps)=\d+` reached|Training complete in|finished training|saving final model|Done training|training_done|"
+    ("completed", (r"(?i)(training (completed|finished|complete|done)\b|'train_runtime'|\"train_runtime\"|`Trainer\.fit` stopped: `max_(epochs|steps)=\d+` reached|Training complete in|finished training|saving final model|Done training|training_done|"
      # the process's own runner saying it ended well: an IDE, LSF's job report, SLURM's sacct, HF's closing metrics block
-     r"Process finished with exit code 0\b|^Successfully completed\.|\bState: COMPLETED\b|\*{5} train metrics \*{5})", True),
+     r"Process finished with exit code 0\b|^Successfully completed\.|\bState: COMPLETED\b|\*{5} train metrics \*{5})"), True),
     # a validation metric in the chunk: on sampled logs its lines are all parsed (see _eval_lines)
     ("eval", metric_lines.EVAL, True),
     # a checkpoint written: resume points for the plan (engine/facts.py reads the last few)
-    ("saved", r"(?i)(saving (model )?checkpoint|saved? (a |the )?(model )?checkpoint|checkpoint (was )?saved|saving (the )?(best )?model (to|at|weights)|"
-              r"model (weights )?saved (to|at|in)|saving model to|saved model to|saving current state to|saving weights to)", False),
+    ("saved", (r"(?i)(saving (model )?checkpoint|saved? (a |the )?(model )?checkpoint|checkpoint (was )?saved|saving (the )?(best )?model (to|at|weights)|"
+              r"model (weights )?saved (to|at|in)|saving model to|saved model to|saving current state to|saving weights to)"), False),
 ]
 HEAD_LINES = 300  # the first lines, where runs print their configuration (engine/facts.py)
 HEAD_BYTES = 64 * 1024
@@ -201,7 +201,7 @@ def from_metrics(points: list[MetricPoint], *, source: str, task: Task | None = 
     last = points[-1] if points else None
     progress = ProgressPoint(source=source, line_no=last.line_no, step=last.step, epoch=last.epoch, time=last.time,
                              text=values_text(last.values, canonical_order=True)) if last else None
-    nan = next((p for p in points if any(v != v or abs(v) == float("inf") for v in p.values.values())), None)
+    nan = next((p for p in points if not all(math.isfinite(v) for v in p.values.values())), None)
     ev.trajectory = analyse(points, exact_nan=nan, last_progress=progress, task=task)
     return ev
 
@@ -321,7 +321,7 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
                              split="eval" if all(k.startswith("val_") for k in values) else "train",
                              time=metric_parser.parse_timestamp(text[:200]), rank=metric_lines.rank_of(text),
                              batch=batch, batches=batches)
-            if nan_point is None and any(v != v or v in (float("inf"), float("-inf")) for v in values.values()):
+            if nan_point is None and not all(math.isfinite(v) for v in values.values()):
                 nan_point = mp
                 point_offsets[mline] = offset + s
             gn = values.get("grad_norm")

@@ -3,6 +3,7 @@ artifact that would: the two judgements made from all evidence after classificat
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -96,7 +97,7 @@ def _after_nan(logs: list[LogEvidence]) -> RunStatus:
 
 
 def _bad(v: float | None) -> bool:
-    return v is None or v != v or v in (float("inf"), float("-inf"))
+    return v is None or not math.isfinite(v)
 
 
 def _completed_after(terminal: list[Signal], logs: list[LogEvidence]) -> bool:

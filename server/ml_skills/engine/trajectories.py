@@ -304,7 +304,7 @@ def _val_rising_streak(train: list[tuple[MetricPoint, float]], val: list[tuple[M
         return False
     vv = [v for _, v in val]
     tail = vv[-RISING_EVALS - 1:]
-    if any(b <= a for a, b in zip(tail, tail[1:])) or tail[-1] < 1.05 * tail[0]:
+    if any(b <= a for a, b in itertools.pairwise(tail)) or tail[-1] < 1.05 * tail[0]:
         return False
     start = val[-RISING_EVALS - 1][0].line_no
     span = [v for p, v in train if p.line_no >= start]

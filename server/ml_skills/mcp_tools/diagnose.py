@@ -17,7 +17,7 @@ from ml_skills.engine.pipeline import DiagnoseRequest
 from ml_skills.engine.pipeline import diagnose as run_engine
 from ml_skills.errors import InputError, UnreadableInput
 from ml_skills.mcp_tools.common import WRITES_REPORT, ToolResult, config, roots, tool, tracker_target
-from ml_skills.models import Diagnosis, EvidenceStatus, Framework, Task
+from ml_skills.models import EvidenceStatus, Framework, Task
 from ml_skills.render import brief, json_report
 from ml_skills.render import fields as fields_mod
 from ml_skills.render.brief import Brief, Part
