@@ -293,7 +293,8 @@ def test_cli_end_to_end_by_name(tmp_path, kids):
     out = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", "--proc", name, "--out-dir", str(tmp_path / "o")],
                          check=False, capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert f"Target: process '{name}' (proc)" in out.stdout and f"Process: pid {p.pid} python, running" in out.stdout
+    exe = Path(sys.executable).name  # the child runs under the interpreter the tests run under: python or python3
+    assert f"Target: process '{name}' (proc)" in out.stdout and f"Process: pid {p.pid} {exe}, running" in out.stdout
     assert "Status: running" in out.stdout
 
 
