@@ -57,16 +57,22 @@ class AuditLog:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
 
+    def _open(self) -> int:
+        """The log opened for appending (created if missing), never through a link, and only a regular file."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(f"{self.path} is not a regular file")
+        return fd
+
     def append(self, entry: AuditEntry) -> None:
         """Write one redacted entry; AuditError when it cannot be written whole."""
         line = (json.dumps(_redact_value(entry.model_dump(mode="json")), separators=(",", ":"), ensure_ascii=False) + "\n").encode("utf-8")
         with _lock:
             try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+                fd = self._open()
                 try:
-                    if not stat.S_ISREG(os.fstat(fd).st_mode):
-                        raise OSError(f"{self.path} is not a regular file")
                     if os.write(fd, line) != len(line):
                         raise OSError("short write")
                     os.fsync(fd)
@@ -79,13 +85,7 @@ class AuditLog:
         """At start-up: the log can be opened for appending (created empty if missing), or a clear error."""
         with _lock:
             try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
-                try:
-                    if not stat.S_ISREG(os.fstat(fd).st_mode):
-                        raise OSError(f"{self.path} is not a regular file")
-                finally:
-                    os.close(fd)
+                os.close(self._open())
             except OSError as e:
                 raise AuditError(f"the audit log {self.path} cannot be written ({getattr(e, 'strerror', None) or e}): "
                                  "give a writable file to --audit-log") from None
