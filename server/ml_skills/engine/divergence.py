@@ -154,15 +154,17 @@ def loss_frozen(points: Sequence[MetricPoint]) -> Anomaly | None:
         return None
     last = s[-1][1]
     run = trailing_run(s)
-    steps = {p.step for p, _ in run if p.step is not None}
-    logs = len(steps) if steps else len(run)  # one step printed again (a bar redrawn, a summary line) is not a new log
+    # one step printed again (a bar redrawn, a summary line) is not a new log; a bar's count (8144/8144) in each epoch is
+    marks = {(p.epoch, p.step) for p, _ in run if p.step is not None or p.epoch is not None}
+    logs = len(marks) if marks else len(run)
     if logs < FROZEN_LOGS or abs(last) < 0.01 or _digits(last) < FROZEN_DIGITS:
         return None
     moved = len(run) < len(s)  # the loss changed before it froze: a run that was training stopped changing
     newest, first = run[-1][0], run[0][0]
     others = {k for k in newest.values if k not in ("loss", "lr")}
-    if not moved and not any(all(p.values.get(k) == newest.values[k] for p, _ in run) for k in others):
-        return None  # a constant that never moved, with no second metric frozen beside it, need not be a network
+    epochs = {p.epoch for p, _ in run if p.epoch is not None}
+    if not moved and len(epochs) < FROZEN_LOGS and not any(all(p.values.get(k) == newest.values[k] for p, _ in run) for k in others):
+        return None  # a constant that never moved, over a few steps, with no second metric frozen beside it, need not be a network
     chance = next((k for k in range(2, 1001) if abs(math.log(k) - last) < 5e-4), None)
     why = f" = ln {chance}, the loss of a uniform guess over {chance} classes" if chance else ""
     return Anomaly(
@@ -171,4 +173,70 @@ def loss_frozen(points: Sequence[MetricPoint]) -> Anomaly | None:
         detail=(f"training loss {last:g}{why} at each of the last {logs} logs from {at(first)} (line {first.line_no}): "
                 "the network no longer changes - its outputs saturated (collapsed softmax, dead units) and no gradient "
                 "flows, typically after a learning rate too high for the model or outputs on the wrong scale"),
+    )
+
+
+# -ln(FLT_MIN): the per-sample cross-entropy when the true class's probability underflows float32 and the loss clamps
+# it there (Caffe's SoftmaxWithLoss, `-log(max(p, FLT_MIN))`); a frame loss weighted by k prints k times it
+FLT_MIN_LOSS = -math.log(1.1754943508222875e-38)
+CHANCE_LOGS = 3  # logs in a row at the uniform guess's loss
+CHANCE_REL = 0.005  # within 0.5% of ln C: a network at its random start is there too, so time at it is what counts
+CHANCE_EPOCHS = 2  # epochs spent there: no healthy classifier is still at chance two epochs in
+UNIFORM_DIGITS = 5  # ln C printed to this many digits, log after log: outputs exactly uniform (zero logits)
+
+
+def _uniform_classes(v: float, rel: float) -> int | None:
+    """C when v is the loss of a uniform guess over C classes (ln C) within `rel`, else None."""
+    c = round(math.exp(v)) if 0.5 < v < 12 else 0
+    return c if c >= 2 and abs(math.log(c) - v) <= rel * v else None
+
+
+def _at_chance_accuracy(p: MetricPoint, classes: int) -> bool:
+    """An accuracy printed beside the loss sits at 1/C (as a fraction or a percent)."""
+    accs = [v for k, v in p.values.items() if k in ("acc", "val_acc") and finite(v)]
+    return bool(accs) and all(abs((a / 100 if a > 1 else a) * classes - 1) <= 0.15 for a in accs)
+
+
+def loss_collapsed(points: Sequence[MetricPoint]) -> Anomaly | None:
+    """The loss pinned at a value that only a collapsed network prints: its outputs no longer depend on the input.
+
+    Three readings, each of a number that means something whatever the framework: 87.3365 (or a weighted multiple),
+    -ln(FLT_MIN), the clamped loss of a probability that underflowed for every sample; ln C to five or more printed
+    digits log after log, after another value, a prediction exactly uniform over C classes (all logits equal); and ln C with an
+    accuracy of 1/C beside it for two epochs or more, a guess no better than chance long after any start-up.
+    """
+    s = [(p, p.values["loss"]) for p in points if "loss" in p.values and finite(p.values["loss"])]
+    if len(s) < 2:
+        return None
+    tail = s[-CHANCE_LOGS:]
+    first, last = tail[0][0], tail[-1][1]
+    why = None
+    if len(tail) >= 2 and all(abs(v / FLT_MIN_LOSS - round(v / FLT_MIN_LOSS)) * FLT_MIN_LOSS <= 5e-4 * max(1, round(v / FLT_MIN_LOSS))
+                              and 1 <= round(v / FLT_MIN_LOSS) <= 1000 for _, v in s[-2:]):
+        first = s[-2][0]
+        why = (f"= {round(last / FLT_MIN_LOSS)} x 87.3365, -ln(FLT_MIN): " if round(last / FLT_MIN_LOSS) > 1 else "= -ln(FLT_MIN), ") + \
+            "the loss clamped where the true class's probability underflowed to zero for every sample"
+    elif (c := _uniform_classes(last, CHANCE_REL)) is not None:
+        # exact: among the last logs (a smoothed average may be printed between them), at least CHANCE_LOGS at ln C
+        # to every one of five or more printed digits, the newest of the last two among them
+        exact = [(p, v) for p, v in s[-3 * CHANCE_LOGS:] if _digits(v) >= UNIFORM_DIGITS
+                 and abs(v - math.log(c)) <= 10 ** (math.floor(math.log10(v)) - _digits(v) + 1)]  # one unit of the last digit
+        epochs = [p.epoch for p, _ in tail if p.epoch is not None]
+        chance = (len(tail) == CHANCE_LOGS and all(_uniform_classes(v, CHANCE_REL) == c and _at_chance_accuracy(p, c) for p, v in tail)
+                  and len(epochs) == len(tail) and epochs[-1] - epochs[0] >= CHANCE_EPOCHS)
+        # ...and a different loss before them: a head initialised at zero prints ln C exactly at its first steps
+        moved = bool(exact) and any(v != exact[0][1] for _, v in s[: s.index(exact[0])])
+        if len(exact) >= CHANCE_LOGS and moved and exact[-1][0] in (p for p, _ in s[-2:]):
+            first, last = exact[0][0], exact[-1][1]
+            why = f"= ln {c} to every printed digit, the loss of a prediction exactly uniform over {c} classes (all logits equal)"
+        elif chance:
+            why = f"= ln {c} with an accuracy of 1/{c} beside it for {epochs[-1] - epochs[0]:g} epochs: a guess no better than chance"
+    if why is None:
+        return None
+    return Anomaly(
+        kind=AnomalyKind.LOSS_FROZEN, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE, severity=Severity.SIGNIFICANT,
+        source=first.source, line_no=first.line_no, step=first.step,
+        detail=(f"training loss {last:g} {why}, from {at(first)} (line {first.line_no}) to the end: the network's outputs "
+                "collapsed and no longer depend on the input - typically a learning rate too high for the model, outputs "
+                "on the wrong scale, or labels the loss cannot reach"),
     )

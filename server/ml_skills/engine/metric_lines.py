@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
+from ml_skills.engine import tables
 from ml_skills.engine.matcher import Matcher, ScanLimit
 
 EVAL = r"(?i)\b(val|eval|valid|validation|test|dev)[_ /-]?(lm[_ ])?(loss|acc|accuracy|top1|f1|ppl|perplexity)\b"
@@ -49,6 +50,30 @@ def loss_lines(chunk: bytes, budget: int | None) -> list[int]:
             break
         pos = nxt + 1 if not stride else max(nxt + 1, s + stride)
     return starts
+
+
+Row = tuple[dict[str, float], float | None, float | None]
+
+
+def table_rows(chunk: bytes, starts: list[int]) -> dict[int, Row]:
+    """Rows of the metric tables whose header is one of the lines at `starts`, parsed, by start offset.
+
+    A table's rows are the lines right below its header that read as rows of it; the first line that
+    does not ends the table (a blank line, a '...', the next report).
+    """
+    rows: dict[int, Row] = {}
+    for s in starts:
+        e = chunk.find(b"\n", s)
+        head = tables.header(chunk[s : (len(chunk) if e < 0 else e)].decode("utf-8", errors="replace"))
+        n = 0
+        while head is not None and e >= 0 and n < tables.MAX_ROWS:
+            pos, e = e + 1, chunk.find(b"\n", e + 1)
+            parsed = tables.row(head, chunk[pos : (len(chunk) if e < 0 else e)].decode("utf-8", errors="replace"))
+            if parsed is None:
+                break
+            rows[pos] = parsed
+            n += 1
+    return rows
 
 
 def accuracy_lines(chunk: bytes) -> set[int]:

@@ -291,8 +291,10 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
 
         # metrics: every loss line on small logs, an even sample on huge ones, plus exact events
         starts = metric_lines.loss_lines(chunk, budget)
+        rows: dict[int, metric_lines.Row] = {}
         if budget is None:
-            starts = sorted(set(starts) | metric_lines.accuracy_lines(chunk))
+            rows = metric_lines.table_rows(chunk, starts)
+            starts = sorted(set(starts) | metric_lines.accuracy_lines(chunk) | rows.keys())
         if budget is not None and eval_in_chunk:
             exact_lines |= metric_lines.eval_lines(chunk, engine)
         if exact_lines:
@@ -304,7 +306,7 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
             e = chunk.find(b"\n", s)
             raw = chunk[s : (len(chunk) if e < 0 else e)]
             text = raw.decode("utf-8", errors="replace")
-            parsed = metric_parser.parse_line(text)
+            parsed = rows[s] if s in rows else metric_parser.parse_line(text)
             if parsed is None:
                 continue
             values, step, epoch = parsed

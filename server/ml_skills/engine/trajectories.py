@@ -11,7 +11,7 @@ import itertools
 import statistics
 from collections.abc import Sequence
 
-from ml_skills.engine.divergence import loss_absurd, loss_blowup, loss_frozen, loss_jump
+from ml_skills.engine.divergence import loss_absurd, loss_blowup, loss_collapsed, loss_frozen, loss_jump
 from ml_skills.engine.points import at, iterations_before, trailing_run
 from ml_skills.engine.points import finite as _finite
 from ml_skills.engine.points import fmt as _fmt
@@ -383,7 +383,7 @@ def _detect(points: Sequence[MetricPoint], exact_nan: MetricPoint | None, exact_
     nan = _nan_onset(points, exact_nan)
     if nan:
         anomalies.append(nan)
-    blowup = None if nan else (loss_blowup(points) or loss_jump(points) or loss_absurd(points) or loss_frozen(points))
+    blowup = None if nan else (loss_blowup(points) or loss_jump(points) or loss_absurd(points) or loss_frozen(points) or loss_collapsed(points))
     # a grad-norm jump just before the NaN is the NaN's precursor, cited in its finding with its numbers: one event,
     # not a second failure competing with it (the same history gives the same answer from a log or a tracker)
     spike = None if nan is not None and PRECURSOR_WORDS in nan.detail else _grad_spike(points, exact_grad_max)

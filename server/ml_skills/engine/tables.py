@@ -1,0 +1,91 @@
+"""Metric tables: a header line of column names, then one row of numbers per epoch or step.
+
+Chainer's PrintReport (`epoch  main/loss  validation/main/loss  main/accuracy ...`), Flair's loss.tsv
+(`EPOCH<TAB>TIMESTAMP<TAB>...<TAB>TRAIN_LOSS<TAB>DEV_LOSS<TAB>DEV_F1`) and Keras' CSVLogger
+(`epoch,loss,accuracy,val_loss,val_accuracy`) print their metrics this way. A row holds no metric name,
+so a line-at-a-time reader sees bare numbers; the header gives each column its meaning.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ml_skills.engine.metrics import EPOCH_KEYS, STEP_KEYS, canonical
+
+_NAME = re.compile(r"[A-Za-z][\w/.\-]*$")
+_WORDS = re.compile(r"[/_.\-]+")
+_VAL = {"val", "valid", "validation", "eval", "evaluation", "test", "dev"}
+_QUALIFIERS = {"main", "train", "training", "sparse", "categorical", "binary", "avg", "mean", "total"}
+_BASE = {"loss": "loss", "acc": "acc", "accuracy": "acc", "top1": "acc", "f1": "acc", "lr": "lr", "learning_rate": "lr"}
+MAX_COLUMNS = 64
+MAX_ROWS = 100_000  # per table: a header followed by more numbers than any report prints is not one
+
+
+@dataclass(frozen=True)
+class Header:
+    sep: str | None  # None: runs of whitespace
+    keys: tuple[str | None, ...]  # canonical metric name, "step", "epoch", or None for a column we do not read
+
+
+def _split(line: str, sep: str | None) -> list[str]:
+    return [t.strip() for t in line.strip().split(sep)] if sep else line.split()
+
+
+def _column(name: str) -> str | None:
+    """The canonical meaning of one column name: `validation/main/loss` -> val_loss, `DEV_F1` -> val_acc."""
+    k = name.lower()
+    if k in STEP_KEYS:
+        return "step"
+    if k in EPOCH_KEYS:
+        return "epoch"
+    if (c := canonical(k)) is not None:
+        return c
+    words = [w for w in _WORDS.split(k) if w]
+    if len(words) >= 2 and "_".join(words[-2:]) in _BASE:
+        words = [*words[:-2], "_".join(words[-2:])]
+    base = _BASE.get(words[-1]) if words else None
+    if base is None or not all(w in _VAL or w in _QUALIFIERS for w in words[:-1]):
+        return None  # `per_class_accuracy`, `bad_epochs`: a column of another meaning
+    if any(w in _VAL for w in words):
+        return {"loss": "val_loss", "acc": "val_acc"}.get(base)
+    return base
+
+
+def header(line: str) -> Header | None:
+    """The line as a metric table's header, or None: three or more column names, at least half of them known, one a
+    loss or an accuracy."""
+    text = line.strip()
+    if not text or len(text) > 2000:
+        return None
+    sep = "\t" if "\t" in text else "," if "," in text else None
+    names = _split(text, sep)
+    if not 3 <= len(names) <= MAX_COLUMNS or not all(_NAME.match(n) for n in names):
+        return None
+    keys = tuple(_column(n) for n in names)
+    if not any(k in ("loss", "val_loss", "acc", "val_acc") for k in keys) or 2 * sum(k is not None for k in keys) < len(keys):
+        return None  # no loss or accuracy column, or mostly words we cannot read: a sentence, not a header
+    return Header(sep=sep, keys=keys)
+
+
+def row(head: Header, line: str) -> tuple[dict[str, float], float | None, float | None] | None:
+    """(values, step, epoch) of one row under `head`, or None when the line is not a row of that table."""
+    cells = _split(line, head.sep)
+    if len(cells) != len(head.keys):
+        return None
+    values: dict[str, float] = {}
+    step = epoch = None
+    for key, cell in zip(head.keys, cells, strict=True):
+        if key is None:
+            continue
+        try:
+            v = float(cell)
+        except ValueError:
+            return None  # a column we read that holds no number: not a row (a repeated header, prose)
+        if key == "step":
+            step = v
+        elif key == "epoch":
+            epoch = v
+        else:
+            values[key] = v
+    return (values, step, epoch) if values else None
