@@ -399,6 +399,18 @@ HISTORY = [
       "ML step whose driver log says Rscript was not found although the run was marked successful (548); a test set "
       "with zero gold entities and every F score -1 (549); an Argo pod's 'exitCode 137, reason Error, phase Failed' "
       "(550)")),
+    ("main 8392e76 (and b3b3f30, the session's start engine: the same 34 verdicts) on cases 555-588 only", "23/34",
+     "10/17", "13/17",
+     ("issue 13's fourth prospective batch (2026-12-01 evening): 34 real failure logs (7 whole or sliced committed LSF "
+      "reports, 27 excerpts from public issues; cascades 556, 559-561, 570, 571, 585, 587), labelled from their threads "
+      "by a helper that never ran the engine, scored before any change they prompted: 23 right, 4 wrong, 7 abstained. "
+      "The session's engine changes before it (metric tables, a collapsed network's loss) changed none of these verdicts. "
+      "Wrong: an LSF report of two attempts whose second ended on a full disk, read as the first attempt's OOM (560); an "
+      "output folder's mkdir failing for a missing parent, read as data (569), as was a profiling-stats file missing "
+      "after a finished 10-hour run (585); MXNet's 'fewer inputs than a batch' check read as a native crash (579). "
+      "Abstained: Azure ML's storage permission refusal (557), a DeepSpeed fp16 loss scale halving to 2 (561), a Paddle "
+      "v1 trainer killed as its memory grew (563), a run stuck at epoch 0 overnight (574), SageMaker unable to assume "
+      "its role (575), a missing ECR repository (576), a loss jump at epoch 20 that never recovers (584)")),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
@@ -515,6 +527,12 @@ HEALTHY_HISTORY = [
       "optimization-divergence, degraded (044, the false alarm); two whole nlpia2 training files ending 'End of "
       "training' with a test perplexity left unknown (042, 052); YOLOv5's 'bbox AP 0.0' after training not read as "
       "degraded (046)")),
+    ("main 8392e76 (and b3b3f30: the same) on cases 053-068 only", "0/16 (0%)", "12/16 (75%)",
+     ("issue 13's third prospective healthy batch, labelled by a helper that never ran the engine, scored before any "
+      "change: no false alarm; status wrong on a DeepSpeed fp16 warm-up whose loss scale halves and then holds "
+      "(055, recovered, read unknown), a Lightning fit stopped early at epoch 9 of 20 (060) and a Keras notebook at "
+      "Epoch 100/100 with its evaluate() line (063), both completed and read unknown, and a Keras run still going read "
+      "completed (062)")),
 ]
 HEALTHY_NOTE = (
     "What failed on the healthy set, as general behaviours (measured at 060af2c, before any change): "

@@ -63,3 +63,15 @@ def test_a_real_run_printing_its_total_training_time_completed(tmp_path):
 def test_a_real_run_failing_after_its_summary_is_not_completed(tmp_path):
     d = diagnose(DiagnoseRequest(target=str(_run(tmp_path, "fail"))))
     assert d.run_status.value == "crashed"
+
+
+def test_a_keras_header_for_the_last_epoch_with_no_bar_below_is_still_running_healthy_062():
+    """Keras prints 'Epoch 16/16' as the epoch starts: a log that ends on it is mid-epoch, not finished."""
+    d = diagnose(DiagnoseRequest(target=str(next(HEALTHY.glob("062-*")) / "train.log")))
+    assert d.run_status.value != "completed"
+
+
+def test_keras_last_epoch_bar_at_its_end_then_evaluate_is_completed_healthy_063():
+    """'Epoch 100/100' and its bar at 4451/4451, then model.evaluate()'s own bar: training finished."""
+    d = diagnose(DiagnoseRequest(target=str(next(HEALTHY.glob("063-*")) / "train.log")))
+    assert d.run_status.value == "completed"

@@ -85,6 +85,11 @@ WRITES = {
         plt.savefig(out)
     plot_history(history, "figures/run1/loss.png")
     """,
+    # the output folder made with a non-recursive mkdir while its parent does not exist (corpus 569's shape)
+    "mkdir": """
+    folder = os.path.join("outputs", "sweep1", "run-0")
+    if not os.path.exists(folder): os.mkdir(folder)
+    """,
 }
 
 

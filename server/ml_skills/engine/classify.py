@@ -152,11 +152,38 @@ def clean_retry_start(log: LogEvidence) -> int | None:
     return None
 
 
+# the closing verdict of a scheduler's job report (LSF's), printed once per job: a file of several such reports holds
+# several attempts, each report closing the output above it
+_REPORT_END = re.compile(r"^(Exited with exit code \d+\.|Exited with signal termination: \w+\.?|Successfully completed\.)\s*$")
+
+
+def last_attempt_start(log: LogEvidence) -> int | None:
+    """The first line of the last attempt, when the log appends several jobs' outputs each closed by its job report.
+
+    A resubmitted job's output is appended to the same file after the first job's report; what ended the run is
+    what ended the last attempt, and a failure of an earlier one (an OOM at batch 16, then a resubmission at batch
+    12) is history, as a survived error is. None when the log holds one attempt (or the report is outside the tail).
+    """
+    tail = log.tail
+    if tail is None:
+        return None
+    ends = [tail.start_line + i for i, x in enumerate(tail.lines) if _REPORT_END.match(x)]
+    later = [e for e in ends if any(e < n for n in _fatal_lines(log))]
+    return later[-1] + 1 if later else None
+
+
+def _fatal_lines(log: LogEvidence) -> set[int]:
+    return {t.line_no for t in log.tracebacks} | {h.line_no for h in log.hits if h.role is not Role.HINT}
+
+
 def _survived(log: LogEvidence, line_no: int, last_prog: int | None) -> bool:
     """Did training make real progress after this line (not just prefetched batches)?"""
     retry = clean_retry_start(log)
     if retry is not None and line_no < retry:
         return True  # a later attempt started after it and ran without error
+    attempt = last_attempt_start(log)
+    if attempt is not None and line_no < attempt:
+        return True  # a later attempt was launched after it: the run went on past it (and ended for its own reason)
     if last_prog is None or line_no >= last_prog:
         return False
     tail = log.tail

@@ -15,6 +15,11 @@ _COUNTER = re.compile(
     r"(?i)\b(?P<what>epoch|step|iter|iteration|global step)s?\s*[:#]?\s*\[?\s*(?P<n>\d+)\s*/\s*(?P<total>\d+)\s*\]?")
 
 
+_KERAS_HEADER = re.compile(r"^\s*Epoch \d+/\d+\s*$")
+# the epoch's bar (or, with verbose=2, its one summary line) as Keras prints it at the epoch's end
+_KERAS_DONE = re.compile(r"^\s*(?:(?P<i>\d+)/(?P<n>\d+) (?:\[=+\]|- \d)|(?:-\s*)?\d+s - loss)")
+
+
 def final_counter(tail: list[str], tail_start: int, last_progress_line: int | None) -> int | None:
     """The line of the last epoch/step counter if it names the last of its total and is the run's last progress.
 
@@ -27,6 +32,14 @@ def final_counter(tail: list[str], tail_start: int, last_progress_line: int | No
         if m is None:
             continue
         line_no = tail_start + i
+        if _KERAS_HEADER.match(tail[i]):
+            # Keras prints 'Epoch 16/16' as the epoch begins: the epoch ended only if its bar reached its own end
+            # below it ('4451/4451 [====...] - loss: ...'); what follows then (evaluate(), predict()) is not training
+            nxt = next((x for x in tail[i + 1 :] if x.strip()), None)
+            bar = _KERAS_DONE.match(nxt) if nxt is not None else None
+            if bar is None:
+                return None
+            return line_no if int(m["n"]) == int(m["total"]) > 1 and bar["i"] == bar["n"] else None
         if last_progress_line is not None and line_no < last_progress_line - 2:
             return None  # training went on past this counter (or the counter is not the training's)
         n, total = int(m["n"]), int(m["total"])
