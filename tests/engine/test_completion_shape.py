@@ -21,7 +21,7 @@ from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 HEALTHY = Path(__file__).resolve().parents[1] / "healthy"
 
 
-@pytest.mark.parametrize("case", ["005", "008", "010", "013", "019"])
+@pytest.mark.parametrize("case", ["005", "008", "010", "013", "019", "042", "052"])
 def test_a_whole_run_summary_after_the_last_step_is_completion(case):
     d = diagnose(DiagnoseRequest(target=str(next(HEALTHY.glob(f"{case}-*")) / "train.log")))
     assert d.primary_cause is None, d.root_cause

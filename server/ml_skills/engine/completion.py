@@ -54,7 +54,7 @@ def final_counter(tail: list[str], tail_start: int, last_progress_line: int | No
 _LIMIT = re.compile(r"(?i)\b(?P<n>\d+)\s*>=\s*max[\w ]{0,20}?[:=]?\s*(?P<total>\d+)\b")
 _SUMMARY = re.compile(
     r"(?i)(\btotal (training |train )?time\b|\boverall training (speed|time)\b|\b(epochs?|iterations?|steps?) completed in\b|"
-    r"\btraining\b.{0,40}\b(is|was) (done|finished|complete|over)\b|"
+    r"\btraining\b.{0,40}\b(is|was) (done|finished|complete|over)\b|\bend of training\b|"
     # the process, job or script saying it ended well, about itself as a whole
     r"\b(process|job|script|run|pipeline) (completed|finished|ended) successfully\b)")
 # a shell prompt on the log's last line: the process returned to its shell ('user@host:~/dir$ ', '(env) user@host:~$')

@@ -14,7 +14,7 @@ from ml_skills.models import Anomaly, AnomalyKind, FailureClass, Severity
 
 _SCORE = re.compile(
     r"(?i)(\bm?AP(50|75|@?[\d.:]+)?\b|average precision|\bbleu\b|_bleu\b)[^\n]{0,90}?(?:[:=]|->|\bis\b)\s*"
-    r"(?P<v>-?\d+(?:\.\d+)?)\s*%?\s*\.?\s*$")
+    r"(?P<v>-?\d+(?:\.\d+)?)\s*%?\s*\.?[}\])]*\s*$")  # also a printed dict: "{'bbox AP': 0.0}"
 _COUNTER = re.compile(r"(?i)\b(iteration|iter|step|epoch)\b\D{0,5}(?P<n>\d+(\.\d+)?)")
 WINDOW = 40  # the summary block: the log's last lines
 
