@@ -1,6 +1,7 @@
 """Measure triage-runs: N run directories with 1 and 2 workers, beside N sequential check-failed-run processes.
 
     PYTHONPATH=server:. python bench/triage.py --runs 200 --size 1M
+    PYTHONPATH=server:. python bench/triage.py --runs 1000 --size 1M-10M --distinct 10 --sample 10 --ray
 
 Each run directory holds one generated training log (bench/genlog.py: real corpus failures
 planted in a realistic mix of formats; `--distinct` logs with different seeds, hard-linked
@@ -94,13 +95,20 @@ def stop_ray(head: subprocess.Popen[bytes]) -> None:
         pass
 
 
-def build(root: Path, runs: int, size: int, distinct: int) -> Path:
+def sizes(spec: str, distinct: int) -> list[int]:
+    """Bytes of each distinct log: one size ('1M'), or a range ('1M-10M') spread evenly over the distinct logs."""
+    lo, _, hi = spec.partition("-")
+    a, b = parse_size(lo), parse_size(hi or lo)
+    return [a + (b - a) * i // max(1, distinct - 1) for i in range(distinct)]
+
+
+def build(root: Path, runs: int, size: str, distinct: int) -> Path:
     src = root / "src"
     src.mkdir()
     logs = []
-    for i in range(distinct):
+    for i, n in enumerate(sizes(size, distinct)):
         p = src / f"log{i}.log"
-        generate(p, size, seed=i)
+        generate(p, n, seed=i)
         logs.append(p)
     grid = root / "grid"
     for i in range(runs):
@@ -118,14 +126,14 @@ def groups(out: Path) -> list[tuple[str | None, int, list[str]]]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=200)
-    ap.add_argument("--size", default="1M", help="bytes per log: 100K, 1M, 10M")
+    ap.add_argument("--size", default="1M", help="bytes per log: 100K, 1M, 10M, or a range 1M-10M over the distinct logs")
     ap.add_argument("--distinct", type=int, default=8, help="different generated logs, shared by hard links")
     ap.add_argument("--sample", type=int, default=10, help="sequential check-failed-run processes timed")
     ap.add_argument("--ray", action="store_true", help="also on a Ray head started here (2 CPUs, loopback); wall time only")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-triage-"))
     try:
-        grid = build(root, args.runs, parse_size(args.size), args.distinct)
+        grid = build(root, args.runs, args.size, args.distinct)
         py = [sys.executable, "-m", "ml_skills.cli"]
         rows = []
         for w in (1, 2):

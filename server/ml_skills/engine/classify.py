@@ -58,7 +58,7 @@ _WARNING = re.compile(r"(Warning:|WARNING|\bwarn(ing)?s?\.|\[W \w|^W\d{4} |\bW\d
 # scratch'): it reports a choice the run made and went on from, not a failure, unless it carries an error's words
 # (TF's 'INFO:tensorflow:Error reported to Coordinator', a metric line whose loss is nan).
 _INFO_LEVEL = re.compile(r"(^|[\s\[|(:-])(INFO|DEBUG)(\s*[\]|:-]|\s)|^[ID]\d{4} \d\d:\d\d:\d\d")
-_ERROR_WORDS = re.compile(r"(?i)(error|fail|exception|fatal|abort|killed|\bnan\b|\binf\b|infinity|timed? ?out|denied|refused|"
+_ERROR_WORDS = re.compile(r"(?i)(error|fail|exception|fatal|abort|killed|\bnan\b|\binf\b|infinity|overflow|timed? ?out|denied|refused|"
                           r"exhausted|out of memory|corrupt|illegal|segmentation|traceback|exit ?code|signal)")
 _WRAPPERS = re.compile(r"(RayTaskError|ChildFailedError|CalledProcessError|ProcessRaisedException|HydraException|SystemExit|TrainingFailedError|TuneError)")
 
