@@ -411,6 +411,18 @@ HISTORY = [
       "Abstained: Azure ML's storage permission refusal (557), a DeepSpeed fp16 loss scale halving to 2 (561), a Paddle "
       "v1 trainer killed as its memory grew (563), a run stuck at epoch 0 overnight (574), SageMaker unable to assume "
       "its role (575), a missing ECR repository (576), a loss jump at epoch 20 that never recovers (584)")),
+    ("main f6532a2 (and b3b3f30, the session's start engine: the same 37 verdicts) on cases 589-625 only", "22/37",
+     "11/19", "11/18",
+     ("issue 13's fifth prospective batch (2026-12-01 evening): 37 real failure logs (7 committed train.err/run.err/"
+      "slurm.err files, 30 excerpts; the decisive line not last in 12), labelled by a helper that never ran the engine, "
+      "scored before any change they prompted, after the session's changes for batch 555-588 (which changed none of "
+      "these 37 verdicts): 22 right, 2 wrong, 13 abstained. Wrong: a Whisper fine-tune whose eval loss goes NaN read as "
+      "an evaluation mismatch (605), an FSDP resume whose DCP checkpoint layout does not match read as NCCL (613). "
+      "Abstained: hangs after an evaluation or a snapshot (589, 594), Azure's OutOfQuota and core-quota refusals (596, "
+      "597), a PaddleDetection loss climbing 4.8 -> 16.7 with AMP scale drops (598), a SpeechBrain WER of 98 (606), "
+      "libmxnet's native abort stack on SageMaker (608), ZenML and Metaflow orchestration failures (609, 610, 612), an "
+      "XLA TPU HBM exhaustion (616), YOLOv5 mAP 0 over a split with no labels (619), a fastai loss rising 2.76 -> 6 "
+      "(620)")),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
@@ -533,6 +545,12 @@ HEALTHY_HISTORY = [
       "(055, recovered, read unknown), a Lightning fit stopped early at epoch 9 of 20 (060) and a Keras notebook at "
       "Epoch 100/100 with its evaluate() line (063), both completed and read unknown, and a Keras run still going read "
       "completed (062)")),
+    ("main f6532a2 (and b3b3f30: the same) on cases 069-101 only", "2/30 (7%)", "20/33 (61%)",
+     ("issue 13's fourth prospective healthy batch (31 committed train.log / stderr files read in the index's order, 2 "
+      "issue pastes), labelled by a helper that never ran the engine, scored before any change: false alarms on a DDP "
+      "run whose c10d socket warnings were read as a start-up hang (074) and a Ray Tune log whose last attempt finished "
+      "after failed ones (099, config-error); completed runs read unknown (070, 081, 085, 087, 089, 093, 094), degraded "
+      "ones unknown or completed (080, 082, 092), a running one completed (096)")),
 ]
 HEALTHY_NOTE = (
     "What failed on the healthy set, as general behaviours (measured at 060af2c, before any change): "
