@@ -76,3 +76,10 @@ def test_a_real_detector_with_no_detections_finished_degraded(tmp_path):
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.primary_cause is not None and d.primary_cause.value == "evaluation-mismatch", d.root_cause
     assert d.run_status.value == "degraded"
+
+
+def test_a_yolo_validation_over_images_with_no_labels_is_an_evaluation_mismatch_corpus_619():
+    """YOLOv5's test.py: 'all 29 0 0 0 0 0' - 29 images, 0 labels, every score 0 (the split's labels were not found)."""
+    d = diagnose(DiagnoseRequest(target=str(_log("corpus", "619"))))
+    assert d.primary_cause is not None and d.primary_cause.value == "evaluation-mismatch", d.root_cause
+    assert "0 labels" in d.root_cause.proximate

@@ -56,7 +56,12 @@ _SUMMARY = re.compile(
     r"(?i)(\btotal (training |train )?time\b|\boverall training (speed|time)\b|\b(epochs?|iterations?|steps?) completed in\b|"
     r"\btraining\b.{0,40}\b(is|was) (done|finished|complete|over)\b|\bend of training\b|"
     # the process, job or script saying it ended well, about itself as a whole
-    r"\b(process|job|script|run|pipeline) (completed|finished|ended) successfully\b)")
+    r"\b(process|job|script|run|pipeline) (completed|finished|ended) successfully\b|"
+    # the same in the other languages training scripts print in: Chinese (training/task finished, total time taken),
+    # Japanese, Korean, Spanish, Portuguese, German, French, Indonesian
+    r"(训练|訓練|任务|任務)[^\n]{0,8}(完成|结束|結束)|总耗时|總耗時|学習(が)?(完了|終了)|학습\s*(완료|종료)|"
+    r"\bentrenamiento (completado|finalizado|terminado)\b|\btreinamento (conclu[ií]do|finalizado)\b|"
+    r"\bTraining (abgeschlossen|beendet)\b|\bentra[iî]nement termin[eé]\b|\btraining selesai\b)")
 # a shell prompt on the log's last line: the process returned to its shell ('user@host:~/dir$ ', '(env) user@host:~$')
 _PROMPT = re.compile(r"^(\([\w.-]+\)\s*)?[\w.-]+@[\w.-]+:[^\s]*\s*[$#]\s*$")
 _ERROR = re.compile(r"(?i)(error|exception|traceback|killed|fatal|abort|fail|nan\b)")

@@ -88,6 +88,18 @@ def _blocking_frames() -> re.Pattern[str]:
     return next(frames for rule, _, _, frames in compiled_exception_rules() if rule.id == "user-interrupt")
 
 
+_BAR_FRAME = re.compile(r"\d{1,3}%\|")
+
+
+def last_frame(text: str) -> str:
+    """A progress bar's newest frame: a line of redrawn frames (joined by carriage returns, or run together where a
+    copy dropped them) is where the bar got to, not where it started ('0/28 ... 1/28 ... 28/28' is past its first batch)."""
+    if "\r" in text:
+        text = next((f for f in reversed(text.split("\r")) if f.strip()), text)
+    starts = [m.start() for m in _BAR_FRAME.finditer(text)]
+    return text[starts[-1]:] if len(starts) > 1 else text
+
+
 def stop_signals(log: LogEvidence) -> list[Signal]:
     """A weak stalled signal from how the log ends, or none."""
     if "completed-marker" in log.frameworks or not log.tail or not log.tail.lines:
@@ -107,7 +119,8 @@ def stop_signals(log: LogEvidence) -> list[Signal]:
     if any(h.line_no >= ending and h.role is not Role.HINT for h in log.hits):
         return []  # an error on the last lines (a launcher's exit code glued to a bar) says how it ended
     shared = None
-    for i, text in reversed(lines[-LAST_LINES:]):
+    for i, raw in reversed(lines[-LAST_LINES:]):
+        text = last_frame(raw)
         if (DIST_INIT.search(text) or _FIRST_SYNC.search(text)) and not _TEARDOWN.search(text):
             m = _FIRST_SYNC.search(text)
             if not DIST_INIT.search(text) and m is not None and _FIRST_STEP_ONLY.match(m.group(0)):

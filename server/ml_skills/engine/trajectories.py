@@ -107,7 +107,8 @@ def _nan_onset(points: Sequence[MetricPoint], exact_nan: MetricPoint | None) -> 
     if first is None:
         return None
     i, p, bad = first
-    if bad == ["val_loss"]:
+    zeroed = _zeroed_loss(points[i:]) if bad == ["val_loss"] else None
+    if bad == ["val_loss"] and zeroed is None:
         later = [q.values["loss"] for q in points[i:] if "loss" in q.values]
         if later and all(_finite(v) for v in later):
             # training stays finite while every evaluation says nan: the evaluation is broken, not the optimisation
@@ -160,11 +161,32 @@ def _nan_onset(points: Sequence[MetricPoint], exact_nan: MetricPoint | None) -> 
     else:
         why = (f"after {count} stable {unit} with no warning rise in gradient norm{at_lr}: a corrupt late "
                "batch or a numerically unsafe op on rare inputs")
+    if zeroed is not None:
+        why += (f"; the training loss then logs exactly 0 (line {zeroed.line_no}) after a positive value, which is how a "
+                "logger that drops non-finite losses from its average (HF Trainer's logging_nan_inf_filter) shows a "
+                "window of steps that were all nan")
     return Anomaly(
         kind=AnomalyKind.NAN_ONSET, failure_class=FailureClass.NAN_INF, severity=Severity.CRITICAL,
         source=p.source, line_no=p.line_no, step=p.step,
         detail=f"first non-finite {', '.join(bad)} at {where} (line {p.line_no}), {why}",
     )
+
+
+def _zeroed_loss(points: Sequence[MetricPoint]) -> MetricPoint | None:
+    """A training loss of exactly 0 logged right after a positive one: the steps behind it were non-finite and dropped.
+
+    No objective of a run that was at 1.5 reaches exactly 0.0 in one logging interval; a logger that skips nan/inf
+    losses when it averages them (HF Trainer's default logging_nan_inf_filter) logs 0.0 for a window of only nan steps.
+    """
+    prev = None
+    for q in points:
+        v = q.values.get("loss")
+        if v is None or not _finite(v):
+            continue
+        if v == 0.0 and prev is not None and prev >= 0.1:
+            return q
+        prev = v
+    return None
 
 
 PRECURSOR_WORDS = "with the gradient norm exploding just before it"

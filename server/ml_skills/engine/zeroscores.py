@@ -19,7 +19,27 @@ _COUNTER = re.compile(r"(?i)\b(iteration|iter|step|epoch)\b\D{0,5}(?P<n>\d+(\.\d
 WINDOW = 40  # the summary block: the log's last lines
 
 
+# a YOLO validation row: 'all', images, labels (instances), then P, R, mAP@.5, mAP@.5:.95 (YOLOv5 to v8)
+_YOLO_ALL = re.compile(r"^\s*all\s+(?P<images>\d+)\s+(?P<labels>\d+)(?P<scores>(?:\s+\d*\.?\d+){4,})\s*$")
+
+
+def _unlabelled_split(tail: list[str], tail_start: int, source: str) -> Anomaly | None:
+    """A YOLO validation row over images with no labels at all: every score is 0 because nothing can be matched."""
+    for i in range(len(tail) - 1, max(-1, len(tail) - WINDOW - 1), -1):
+        m = _YOLO_ALL.match(tail[i])
+        if m is not None and int(m["images"]) > 0 and int(m["labels"]) == 0:
+            return Anomaly(
+                kind=AnomalyKind.VALIDATION_METRIC_NEAR_ZERO, failure_class=FailureClass.EVALUATION_MISMATCH,
+                severity=Severity.SIGNIFICANT, source=source, line_no=tail_start + i,
+                detail=(f"the evaluation ran over {m['images']} images with 0 labels (line {tail_start + i}): every score "
+                        "is 0 because there is nothing to match - the split's label files were not found or not read "
+                        "(label paths, the images/ -> labels/ naming, an empty or wrong-format label set)"))
+    return None
+
+
 def zero_scores(tail: list[str], tail_start: int, source: str) -> Anomaly | None:
+    if (unlabelled := _unlabelled_split(tail, tail_start, source)) is not None:
+        return unlabelled
     seen: list[tuple[int, float]] = []
     start = max(0, len(tail) - WINDOW)
     for i in range(start, len(tail)):
