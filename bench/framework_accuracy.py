@@ -1,6 +1,6 @@
 """Score the report's framework against the labels of the corpus and healthy logs (docs/accuracy.md, "Framework").
 
-    python bench/framework.py [--half dev|held-out|all] [--wrong]   # fast: scans each log, no full diagnosis
+    python bench/framework_accuracy.py [--half dev|held-out|all] [--wrong]   # fast: scans each log, no full diagnosis
 
 bench/accuracy.py calls `report()` with the framework each full diagnosis reported. A log *names* its
 framework when the label's own name or package is written in it (NAMES, below: a frame path, a launcher, a
@@ -41,10 +41,16 @@ NAMES: dict[str, str] = {
 # The healthy set's finer labels, on the report's vocabulary (the finer name is the report's framework_detail).
 COARSE = {"keras": "tensorflow", "caffe": "other", "mxnet": "other", "paddle": "other", "mindspore": "other",
           "ultralytics": "pytorch", "detectron2": "pytorch", "fairseq": "pytorch", "mmdet": "pytorch"}
-# The figure measured with this scorer on the detector as it was before it was changed on any of these logs
-# (engine/frameworks.py at b3b3f30): the prospective one.
-BEFORE = {"named": "181/280 (65%)", "dev": "93/143 (65%)", "held-out": "88/137 (64%)", "all": "181/507 (36%)",
-          "healthy": "9/12 (75%)"}
+# Figures measured with this scorer. The first on the detector as it was before it was changed on any of these logs
+# (engine/frameworks.py at b3b3f30): the prospective one. The second after it was developed on the dev half only: its
+# held-out column is the clean estimate; the held-out misses were then read and four general gaps fixed (a negative
+# loss in the Trainer's dict, Keras's ETA bar, FSDP's frame path, torch_* packages and TORCH_* variables).
+HISTORY = {
+    "before the change (prospective)": {"named": "181/280 (65%)", "dev": "93/143 (65%)", "held-out": "88/137 (64%)",
+                                        "all": "181/507 (36%)", "healthy": "9/12 (75%)"},
+    "developed on dev, held-out first met": {"named": "270/280 (96%)", "dev": "141/143 (99%)", "held-out": "129/137 (94%)",
+                                             "all": "285/507 (56%)", "healthy": "12/12 (100%)"},
+}
 
 
 @dataclass
@@ -112,19 +118,24 @@ def report(rows: list[Row]) -> list[str]:
     wrong = [r for r in rows if r.named and not r.right]
     detail = [r for r in rows if r.detail_label and r.named]
     out = ["", "## Framework", "",
-           "The report's `framework` against the case's label (tests/corpus/README.md), scored by bench/framework.py. "
-           "A log *names* its framework when the label's name or package is written in it (a frame path, a launcher, a "
-           "banner, a logger prefix); the figures are on those logs, split into the dev half (odd numbers, the detector was "
-           "developed on them) and the held-out half (even numbers).", "",
-           "| measure | named, all | named, dev (odd) | named, held-out (even) | every corpus log | healthy (named) |",
+           ("The report's `framework` against the case's label (tests/corpus/README.md, tests/healthy/README.md), scored by "
+            "bench/framework_accuracy.py. A log *names* its framework when the label's name or package is written in it (a "
+            "frame path, a launcher, a banner, a logger prefix: NAMES there); the first three columns are on those logs, "
+            "split into the dev half (odd numbers: the detector was developed on them) and the held-out half (even numbers)."),
+           "", "| detector | named, all | named, dev (odd) | named, held-out (even) | every corpus log | healthy (named) |",
            "| --- | --- | --- | --- | --- | --- |",
-           f"| before the change (prospective) | {BEFORE['named']} | {BEFORE['dev']} | {BEFORE['held-out']} | {BEFORE['all']} | {BEFORE['healthy']} |",
+           *[f"| {k} | {v['named']} | {v['dev']} | {v['held-out']} | {v['all']} | {v['healthy']} |" for k, v in HISTORY.items()],
            f"| this run | {f['named']} | {f['named dev']} | {f['named held-out']} | {f['all']} | {f['healthy (named)']} |", ""]
     if detail:
-        out += [f"The finer name (`framework_detail`: keras, caffe, ultralytics...) is right on "
-                f"{_pct(sum(r.detail == r.detail_label for r in detail), len(detail))} of the named logs labelled with one.", ""]
-    out += [f"Logs that do not name their labelled framework ({len(unnamed)}; it cannot be read from them): "
-            + (", ".join(f"{r.name} ({r.label})" for r in unnamed) or "none") + ".", "", "Named, but reported wrong:", ""]
+        out += [(f"The finer name (`framework_detail`: keras, caffe, ultralytics...) is right on "
+                 f"{_pct(sum(r.detail == r.detail_label for r in detail), len(detail))} of the named logs labelled with one."), ""]
+    out += [(f"Logs that do not name their labelled framework ({len(unnamed)} of {len(corpus)}; the label cannot be read "
+             f"from them, and the report says unknown on {sum(r.detected == 'unknown' for r in unnamed)}, the label on "
+             f"{sum(r.right for r in unnamed)}, another framework on {sum(r.detected not in ('unknown', r.label) for r in unnamed)}, "
+             "mostly the PyTorch under an unnamed wrapper or platform), by label:"), ""]
+    for label in sorted({r.label for r in unnamed}):
+        out.append(f"- {label}: " + ", ".join(r.name.split("-", 1)[0] for r in unnamed if r.label == label))
+    out += ["", "Named, but reported wrong:", ""]
     out += [f"- {r.name}: label {r.label}{f' ({r.detail_label})' if r.detail_label else ''}, reported {r.detected}"
             f"{f' ({r.detail})' if r.detail else ''}" for r in wrong] or ["None."]
     return out
