@@ -117,3 +117,18 @@ def test_framework_accuracy_floor_on_every_log_that_names_it() -> None:
     assert share(named) >= NAMED_FLOOR, wrong
     assert share([r for r in named if r.half == "held-out"]) >= HELD_OUT_FLOOR, wrong
     assert share([r for r in rows if r.named and r.suite == "healthy"]) >= HEALTHY_FLOOR
+
+
+def test_a_vertex_pipeline_target_is_vertex(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The platform that ran the job names the framework, even when the failed task's lines do not (a permission
+    error before any code ran)."""
+    from ml_skills.collectors import gcp
+
+    from tests.fakes.vertex_api import PROJECT, REGION, VertexFake, load
+
+    with VertexFake() as fake:
+        monkeypatch.setenv(gcp.VERTEX_ENV, fake.endpoint)
+        monkeypatch.setenv(gcp.LOGGING_ENV, fake.endpoint)
+        monkeypatch.setenv(gcp.TIMEOUT_ENV, "2")
+        d = diagnose(DiagnoseRequest(vertex_pipeline=load(fake, "permission"), project=PROJECT, region=REGION, once=True))
+    assert (d.framework.value, d.framework_source) == ("vertex", "detected")

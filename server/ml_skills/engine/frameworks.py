@@ -40,13 +40,13 @@ MARKERS: list[tuple[str, str]] = [
     ("megatron", r"(?i)megatron"),
     ("deepspeed", r"(?i)(deepspeed|\bzero_optimization\b|\[launch\.py:\d+:)"),
     ("lightning", r"(pytorch_lightning|lightning\.pytorch|lightning_fabric|lightning/(pytorch|fabric)|lightning\.fabric|LOCAL_RANK: \d+ - CUDA_VISIBLE_DEVICES|`Trainer\.fit`|\bv_num=|GPU available: (True|False)|\| Name +\| Type +\| Params)"),
-    ("hf-trainer", r"(transformers/|\btransformers\.(trainer|models|modeling|utils|generation|tokenization|configuration)|\*\*\*\*\* Running training \*\*\*\*\*|'train_runtime'|\{'loss': -?[0-9.naei]+, '(grad_norm|learning_rate)'|from transformers import|huggingface_hub|huggingface\.co/)"),
+    ("hf-trainer", r"(\btransformers[/\\]|\btransformers\.(trainer|models|modeling|utils|generation|tokenization|configuration)|\*\*\*\*\* Running training \*\*\*\*\*|'train_runtime'|\{'loss': -?[0-9.naei]+, '(grad_norm|learning_rate)'|from transformers import|huggingface_hub|huggingface\.co/)"),
     ("fsdp", r"(FullyShardedDataParallel|\bFSDP\b|fully_sharded|torch[./]distributed[./]fsdp)"),
     # base libraries
     ("pytorch", r"(torch[/\\._]|\bTORCH_[A-Z_]+=|(?i:\bpytorch)|/aten/src/|\btorch \d|\bPyTorch\b|torchrun|\[rank\d+\]:|ProcessGroup(NCCL|Gloo)|\bc10d\b|\bc10::|Tried to allocate \d|DataLoader worker|(?i:caffe2)|(?i:\bgloo\b))"),
     ("tensorflow", r"((?i:tensorflow)|\btf\.(keras|data|function|compat|errors|distribute|config|train|estimator|contrib)\b)"),
-    ("tensorflow-startup", r"(\b[IWE]\d{4}? ?[0-9:. ]*tensorflow/|[IWE] tensorflow/|cpu_feature_guard|oneDNN custom operations|Successfully opened dynamic library|TF-TRT Warning|Unable to register cu(DNN|FFT|BLAS) factory)"),
-    ("keras", r"(?i)(\bkeras\b|Using TensorFlow backend|\d+/\d+ \[=*[>.]*\] - (ETA: )?\d+m?s)"),
+    ("tensorflow-startup", r"(cpu_feature_guard|oneDNN custom operations|This TensorFlow binary is optimized|Successfully opened dynamic library|dso_loader|TF-TRT Warning|Unable to register cu(DNN|FFT|BLAS) factory|Could not find cuda drivers)"),
+    ("keras", r"(?i)(\bkeras\b|Using TensorFlow backend|\d+/\d+ \[=*[>.]*\] - (ETA: )?\d+m?s|^\d+/\d+ - \d+m?s - |\d+/\d+ (\xe2\x94\x81)+ )"),  # bars of Keras 2 (verbose 1, 2), Keras 3
     ("jax", r"(\bjax|\bflax\b|XlaRuntimeError|\boptax\b|\bJAX|external/xla/|external/org_tensorflow/)"),
     ("xla", r"\bXLA\b"),
     ("caffe", r"((?i:caffe[^2])|\b(solver|net|syncedmem|layer_factory|blob)\.(cpp|hpp):\d+\]|\b(Test|Train) net output #\d+:|Iteration \d+, Testing net \(#\d+\)|Learning Rate Policy: |Ignoring source layer )"),
@@ -136,7 +136,7 @@ def decide(logs: Iterable[LogEvidence]) -> tuple[str, str | None]:
     for name in terminal:  # the terminal traceback's frames are evidence as strong as any marked chunk
         counts[name] = counts.get(name, 0) + 1
     base = _base(counts, terminal)
-    detail = next((d for d, fw in DETAIL.items() if counts.get(d) and fw == DETAIL.get(base or "", base)), None)
+    detail = next((d for d, fw in DETAIL.items() if counts.get(d) and fw == base and base in VOCABULARY), None)
     platform = next((p for p in PLATFORMS if counts.get(p)), None)
     if platform is not None:
         return (platform, None) if platform in VOCABULARY else ("other", platform)

@@ -186,9 +186,11 @@ def _scan_directory(root: Path, req: DiagnoseRequest, exclude: set[str] = frozen
     return inv, logs, notes
 
 
-def _framework(req: DiagnoseRequest, logs: list[LogEvidence]) -> tuple[Framework, str, str | None]:
+def _framework(req: DiagnoseRequest, logs: list[LogEvidence], target_kind: str) -> tuple[Framework, str, str | None]:
     if req.framework is not None:
         return req.framework, "given", None
+    if target_kind == "vertex-pipeline":  # the platform that ran the job names it, as in a log (engine/frameworks.py)
+        return Framework.VERTEX, "detected", None
     fw, detail = frameworks.decide(logs)
     if fw == "unknown":
         return Framework.UNKNOWN, "unknown", None
@@ -348,7 +350,7 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
     ranks.drop_stalls_of_ended_run(all_logs)
     cls, signals = classify(all_logs, ev.sources)
     ranks.keep_silent_rank_open(cls, all_logs, signals)
-    framework, fw_source, fw_detail = _framework(req, all_logs)
+    framework, fw_source, fw_detail = _framework(req, all_logs, ev.target_kind)
     status = run_status(cls, signals, all_logs, ev.sources)
     clean = completed_clean(cls, status, all_logs, ev.sources)
     insufficient = None if clean else insufficient_evidence(cls, logs, ev.sources, signals)
