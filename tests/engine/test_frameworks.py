@@ -76,6 +76,16 @@ def test_the_terminal_tracebacks_frames_decide_between_libraries() -> None:
     assert frameworks.decide([ev]) == ("pytorch", None)
 
 
+def test_hyperscan_and_the_re_fallback_find_the_same_markers_on_real_logs() -> None:
+    pytest.importorskip("hyperscan")
+    patterns = [p for _, p in frameworks.MARKERS]
+    fast, slow = (frameworks.Matcher(patterns, single=[True] * len(patterns), engine=e) for e in ("hyperscan", "re"))
+    logs = [*sorted(CORPUS.glob("*/train.log"))[::5], *sorted(LOGS.glob("*.log"))]
+    for log in logs:
+        body = log.read_bytes()
+        assert {i for i, _ in fast.find(body)} == {i for i, _ in slow.find(body)}, log
+
+
 def test_the_report_prints_the_finer_name() -> None:
     d = diagnose(DiagnoseRequest(target=str(_case("530"))))
     assert text.framework(d) == "other, caffe (detected)"
