@@ -31,7 +31,7 @@ TRACEBACK_CHUNKS = 16  # chunks holding a traceback read for markers, at most
 MARKERS: list[tuple[str, str]] = [
     # platforms that ran the job
     ("kubeflow", r"(?i)(kubeflow|\bkfp[._ /-]|argoproj|\bargo\b|\b(tf|pytorch|mpi)job\b|ml-pipeline)"),
-    ("vertex", r"(?i)(aiplatform|vertex ai|\bvertex\b|customjob|ml\.googleapis\.com|ai-platform|cloud ?ml\b|ml-engine|xmanager)"),
+    ("vertex", r"(?i)(aiplatform|\bvertex[-_ ]?ai\b|gcloud ai |customjob|ml\.googleapis\.com|ai-platform|cloud ?ml\b|ml-engine|xmanager)"),
     ("ray", r"(\bray::|raylet|ray_worker|\bRay(Task|Actor)Error|ActorDiedError|\bray\.(exceptions|tune|train|init|util|data)\b|\bray/|\((\w+ )?pid=\d+(, ip=[0-9.]+)?\)|\bRay (Train|Tune)\b)"),
     ("sagemaker", r"(?i)(sagemaker|ExecuteUserScriptError|AlgorithmError)"),
     ("azureml", r"(?i)(azureml|azure ml\b|azure machine learning)"),
