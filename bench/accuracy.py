@@ -47,6 +47,9 @@ from ml_skills.engine.pipeline import DiagnoseRequest, diagnose  # noqa: E402
 from ml_skills.engine.stops import CONFIDENCE_CAP  # noqa: E402
 from ml_skills.models import FailureClass  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+import framework_accuracy  # noqa: E402
+
 CLASSES = [c.value for c in FailureClass]
 NONE = "(none)"
 _RANK_PREFIX = re.compile(r"^\[rank\d+\]:\s*")
@@ -77,6 +80,8 @@ class CaseResult:
     facts: dict[str, str] = field(default_factory=dict)  # the first value of each run fact
     fix_worked: list[str] | None = None  # the label: None when the thread names no fix
     fix_note: str = ""
+    framework: str = ""  # the report's framework and finer name (docs/accuracy.md, Framework)
+    framework_detail: str | None = None
 
     @property
     def correct(self) -> bool:
@@ -127,6 +132,7 @@ def score_case(case: Path, suite: str) -> CaseResult:
         fixes=[f.fix_id for f in d.fixes], fixes_cited=sum(bool(f.because) for f in d.fixes), commands=list(d.next_commands),
         facts={f.name: f.value for f in reversed(d.facts)},  # reversed: the first fact of a name wins, as engine/facts.fact
         fix_worked=meta.get("fix_that_worked"), fix_note=meta.get("fix_note", ""),
+        framework=d.framework.value, framework_detail=d.framework_detail,
     )
 
 
@@ -169,6 +175,8 @@ class HealthyResult:
     proximate: str
     insufficient: str | None
     seconds: float = 0.0
+    engine_framework: str = ""
+    engine_framework_detail: str | None = None
 
     @property
     def false_alarm(self) -> bool:
@@ -205,6 +213,7 @@ def score_healthy(case: Path) -> HealthyResult:
         engine_status=d.run_status.value, engine_class=d.primary_cause.value if d.primary_cause else NONE,
         confidence=d.primary_cause_confidence, proximate=d.root_cause.proximate,
         insufficient=d.insufficient_evidence, seconds=took,
+        engine_framework=d.framework.value, engine_framework_detail=d.framework_detail,
     )
 
 
@@ -977,7 +986,17 @@ def report(rs: list[CaseResult], hs: list[HealthyResult] | None = None) -> str:
               for r in uncited] or ["None."]
     parts += plan_report(rs)
     parts += healthy_report(hs or [])
+    parts += framework_accuracy.report(framework_rows(rs, hs or []))
     return "\n".join(parts) + "\n"
+
+
+def framework_rows(rs: list[CaseResult], hs: list[HealthyResult]) -> list:
+    """The report's framework on every corpus and healthy case that has a framework label."""
+    rows = [framework_accuracy.row(ROOT / "tests" / "corpus" / r.name, "corpus", r.framework, r.framework_detail)
+            for r in rs if r.suite == "corpus"]
+    rows += [framework_accuracy.row(ROOT / "tests" / "healthy" / h.name, "healthy", h.engine_framework, h.engine_framework_detail)
+             for h in hs]
+    return [r for r in rows if r is not None]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -94,6 +94,11 @@ class Framework(StrEnum):
     HF_TRAINER = "hf-trainer"
     TENSORFLOW = "tensorflow"
     JAX = "jax"
+    MEGATRON = "megatron"
+    RAY = "ray"
+    KUBEFLOW = "kubeflow"
+    VERTEX = "vertex"
+    OTHER = "other"  # a framework or platform outside this list; Diagnosis.framework_detail names it
     UNKNOWN = "unknown"
 
 
@@ -470,6 +475,9 @@ class Diagnosis(Model):
     target_kind: str = Field(description="log, directory, traceback, ssh, pid, proc, wandb, mlflow or vertex-pipeline.")
     framework: Framework = Field(description="Training framework, given with --framework or detected from the log.")
     framework_source: str = Field(description="given, detected or unknown")
+    framework_detail: str | None = Field(None, description="A finer name when the log shows one: the library under "
+                                         "`other` (caffe, paddle, mxnet, mindspore, sagemaker, azureml...) or a project "
+                                         "on a listed framework (keras, ultralytics, detectron2, fairseq, mmdet).")
     task: Task | None = Field(None, description="The task given with --task, if any.")
     run_status: RunStatus = Field(description="What state the run is in.")
     primary_cause: FailureClass | None = Field(description="The one primary failure class, or null when the evidence cannot decide.")

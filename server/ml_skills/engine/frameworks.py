@@ -1,29 +1,90 @@
-"""Which frameworks wrote a log, from markers read where a framework shows itself.
+"""Which framework wrote a log, from markers read where a framework shows itself, and its terminal traceback.
 
-The head of a log names its framework (imports, banners, config dumps), and so do its
-tracebacks' file paths and its tail; the chunks in between are step lines. The markers are read
-there only, not in every chunk: `[rankN]:` and `torch.` are on every line of some logs, and in the
-main signature database these markers cost a quarter of its time. A log of up to three chunks is
-read for them whole.
+The head of a log names its framework (imports, banners, config dumps, launcher lines), and so do its
+tracebacks' file paths and its tail; the chunks in between are step lines. The markers are read there
+only, not in every chunk: `[rankN]:` and `torch.` are on every line of some logs, and in the main
+signature database these markers cost a quarter of its time. A log of up to three chunks is read for
+them whole.
+
+`decide` weighs the evidence in layers, because a log holds several libraries' lines: a platform that
+ran the job (Kubeflow, Vertex AI, Ray, SageMaker) names it first; under it, the base library is the one
+whose frames raised the terminal exception (a PyTorch traceback after TensorFlow's start-up lines is
+PyTorch), else the one with most marked chunks, start-up lines of a library imported on the side
+counting only when nothing else is named; a wrapper of PyTorch (Megatron, DeepSpeed, Lightning, the HF
+Trainer, FSDP) beats plain PyTorch when its frames or lines are present. A finer name (keras, caffe,
+ultralytics...) is kept as the detail.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from functools import cache
 
 from ml_skills.engine.matcher import Matcher
+from ml_skills.models import LogEvidence
 
 HEAD_CHUNKS = 2
 TRACEBACK_CHUNKS = 16  # chunks holding a traceback read for markers, at most
+
+# marker name -> pattern. A name is a framework of the report's vocabulary or a finer one (DETAIL).
 MARKERS: list[tuple[str, str]] = [
-    ("lightning", r"(pytorch_lightning|lightning\.pytorch|lightning_fabric|lightning/pytorch|LOCAL_RANK: \d+ - CUDA_VISIBLE_DEVICES|`Trainer\.fit`)"),
-    ("deepspeed", r"(?i)(deepspeed|\bzero_optimization\b|DeepSpeedEngine)"),
-    ("fsdp", r"(FullyShardedDataParallel|\bFSDP\b|fully_sharded|torch\.distributed\.fsdp)"),
-    ("hf-trainer", r"(transformers/trainer\.py|\*\*\*\*\* Running training \*\*\*\*\*|'train_runtime'|\{'loss': [0-9.naei]+, 'grad_norm'|\{'loss': [0-9.naei]+, 'learning_rate'|transformers\.trainer)"),
-    ("tensorflow", r"(tensorflow|keras\b|Keras|tf\.keras|I tensorflow/)"),
-    ("jax", r"(\bjax\b|jaxlib|\bflax\b|XlaRuntimeError|optax)"),
-    ("pytorch", r"(torch/|torch\.|\btorch \d|\bPyTorch\b|torchrun|\[rank\d+\]:)"),
+    # platforms that ran the job
+    ("kubeflow", r"(?i)(kubeflow|\bkfp[._ /-]|argoproj|\bargo\b|\b(tf|pytorch|mpi)job\b|ml-pipeline)"),
+    ("vertex", r"(?i)(aiplatform|\bvertex[-_ ]?ai\b|gcloud ai |customjob|ml\.googleapis\.com|ai-platform|cloud ?ml\b|ml-engine|xmanager)"),
+    ("ray", r"(\bray::|raylet|ray_worker|\bRay(Task|Actor)Error|ActorDiedError|\bray\.(exceptions|tune|train|init|util|data)\b|\bray/|\((\w+ )?pid=\d+(, ip=[0-9.]+)?\)|\bRay (Train|Tune)\b)"),
+    ("sagemaker", r"(?i)(sagemaker|ExecuteUserScriptError|AlgorithmError)"),
+    ("azureml", r"(?i)(azureml|azure ml\b|azure machine learning)"),
+    ("watson", r"(?i)watson"),
+    # wrappers of PyTorch
+    ("megatron", r"(?i)megatron"),
+    ("deepspeed", r"(?i)(deepspeed|\bzero_optimization\b|\[launch\.py:\d+:)"),
+    ("lightning", r"(pytorch_lightning|lightning\.pytorch|lightning_fabric|lightning/(pytorch|fabric)|lightning\.fabric|LOCAL_RANK: \d+ - CUDA_VISIBLE_DEVICES|`Trainer\.fit`|\bv_num=|GPU available: (True|False)|\| Name +\| Type +\| Params)"),
+    ("hf-trainer", r"(\btransformers[/\\]|\btransformers\.(trainer|models|modeling|utils|generation|tokenization|configuration)|\*\*\*\*\* Running training \*\*\*\*\*|'train_runtime'|\{'loss': -?[0-9.naei]+, '(grad_norm|learning_rate)'|from transformers import|huggingface_hub|huggingface\.co/)"),
+    ("fsdp", r"(FullyShardedDataParallel|\bFSDP\b|fully_sharded|torch[./]distributed[./]fsdp)"),
+    # base libraries
+    ("pytorch", r"(torch[/\\._]|\bTORCH_[A-Z_]+=|(?i:\bpytorch)|/aten/src/|\btorch \d|\bPyTorch\b|torchrun|\[rank\d+\]:|ProcessGroup(NCCL|Gloo)|\bc10d\b|\bc10::|Tried to allocate \d|DataLoader worker|(?i:caffe2)|(?i:\bgloo\b))"),
+    ("tensorflow", r"((?i:tensorflow)|\btf\.(keras|data|function|compat|errors|distribute|config|train|estimator|contrib)\b)"),
+    ("tensorflow-startup", r"(cpu_feature_guard|oneDNN custom operations|This TensorFlow binary is optimized|Successfully opened dynamic library|dso_loader|TF-TRT Warning|Unable to register cu(DNN|FFT|BLAS) factory|Could not find cuda drivers)"),
+    ("keras", r"(?i)(\bkeras\b|Using TensorFlow backend|\d+/\d+ \[=*[>.]*\] - (ETA: )?\d+m?s|^\d+/\d+ - \d+m?s - |\d+/\d+ (\xe2\x94\x81)+ )"),  # bars of Keras 2 (verbose 1, 2), Keras 3
+    ("jax", r"(\bjax|\bflax\b|XlaRuntimeError|\boptax\b|\bJAX|external/xla/|external/org_tensorflow/)"),
+    ("xla", r"\bXLA\b"),
+    ("caffe", r"((?i:caffe[^2])|\b(solver|net|syncedmem|layer_factory|blob)\.(cpp|hpp):\d+\]|\b(Test|Train) net output #\d+:|Iteration \d+, Testing net \(#\d+\)|Learning Rate Policy: |Ignoring source layer )"),
+    ("paddle", r"(?i)paddle"),
+    ("mxnet", r"(?i)(mxnet|\bgluon\b)"),
+    ("mindspore", r"(?i)mindspore"),
+    ("chainer", r"(?i)chainer"),
+    ("darknet", r"(?i)darknet"),
+    ("cntk", r"(?i)\bcntk\b"),
+    ("mlx", r"\bmlx\b"),
+    ("bigdl", r"(?i)bigdl"),
+    # finer names of PyTorch projects
+    ("ultralytics", r"(?i)(ultralytics|yolov5|yolov8)"),
+    ("detectron2", r"detectron2"),
+    ("fairseq", r"fairseq"),
+    ("mmdet", r"\b(mmdet|mmcv|mmengine)\b"),
+    ("torchbiggraph", r"torchbiggraph"),
+    ("nanogpt", r"iter \d+: loss [0-9.]+, time [0-9.]+ms, mfu"),
 ]
+
+PLATFORMS = ["kubeflow", "vertex", "ray", "sagemaker", "azureml", "watson"]
+WRAPPERS = ["megatron", "deepspeed", "lightning", "hf-trainer", "fsdp"]
+BASES = ["pytorch", "jax", "tensorflow", "caffe", "paddle", "mxnet", "mindspore", "chainer", "darknet", "cntk", "mlx", "bigdl"]
+# finer name -> the framework of the report's vocabulary it stands under
+DETAIL = {"sagemaker": "other", "azureml": "other", "watson": "other", "keras": "tensorflow",
+          "ultralytics": "pytorch", "detectron2": "pytorch", "fairseq": "pytorch", "mmdet": "pytorch",
+          "torchbiggraph": "pytorch", "nanogpt": "pytorch",
+          **{b: "other" for b in BASES[3:]}}
+VOCABULARY = {"pytorch", "lightning", "deepspeed", "fsdp", "hf-trainer", "tensorflow", "jax", "megatron", "ray", "kubeflow", "vertex"}
+# a frame's package (site-packages/<pkg>/ or a source tree of that name) -> marker name
+PACKAGES = {"torch": "pytorch", "torchvision": "pytorch", "torchaudio": "pytorch", "tensorflow": "tensorflow",
+            "keras": "keras", "tf_keras": "keras", "jax": "jax", "jaxlib": "jax", "flax": "jax", "optax": "jax",
+            "pytorch_lightning": "lightning", "lightning": "lightning", "lightning_fabric": "lightning",
+            "deepspeed": "deepspeed", "megatron": "megatron", "transformers": "hf-trainer", "ray": "ray",
+            "kfp": "kubeflow", "paddle": "paddle", "mxnet": "mxnet", "mindspore": "mindspore", "chainer": "chainer",
+            "caffe": "caffe", "ultralytics": "ultralytics", "detectron2": "detectron2", "fairseq": "fairseq",
+            "mmdet": "mmdet", "mmcv": "mmdet", "mmengine": "mmdet", "torchbiggraph": "torchbiggraph"}
+_PKG = re.compile(r"(?:^|[/\\])(" + "|".join(sorted(PACKAGES, key=len, reverse=True)) + r")[/\\]")
 
 
 @cache
@@ -48,3 +109,61 @@ class Tally:
         for idx, _ in _matcher(self.engine).find(chunk):
             name = MARKERS[idx][0]
             self.counts[name] = self.counts.get(name, 0) + 1
+
+
+def frame_packages(frames: Iterable[str]) -> list[str]:
+    """Marker names of the frames' packages, outermost first (a frame is 'path:function')."""
+    out: list[str] = []
+    for f in frames:
+        path = f.rsplit(":", 1)[0]
+        m = None
+        for m in _PKG.finditer(path):
+            pass
+        if m is not None:
+            out.append(PACKAGES[m.group(1)])
+    return out
+
+
+def decide(logs: Iterable[LogEvidence]) -> tuple[str, str | None]:
+    """(framework of the report's vocabulary or 'unknown', finer name or None) from the logs' markers and frames."""
+    counts: dict[str, int] = {}
+    terminal: list[str] = []
+    for log in logs:
+        for k, v in log.frameworks.items():
+            counts[k] = counts.get(k, 0) + v
+        if log.tracebacks:
+            terminal = frame_packages(log.tracebacks[-1].frames)
+    for name in terminal:  # the terminal traceback's frames are evidence as strong as any marked chunk
+        counts[name] = counts.get(name, 0) + 1
+    base = _base(counts, terminal)
+    detail = next((d for d, fw in DETAIL.items() if counts.get(d) and fw == base and base in VOCABULARY), None)
+    platform = next((p for p in PLATFORMS if counts.get(p)), None)
+    if platform is not None:
+        return (platform, None) if platform in VOCABULARY else ("other", platform)
+    wrapper = next((w for w in WRAPPERS if counts.get(w)), None)
+    if wrapper is not None and base in (None, "pytorch"):
+        return wrapper, detail
+    if base is None:
+        return "unknown", None
+    if base in VOCABULARY:
+        return base, detail
+    return "other", base
+
+
+def _base(counts: dict[str, int], terminal: list[str]) -> str | None:
+    """The base library: the outermost one among the terminal traceback's frames, else the most marked."""
+    for name in terminal:
+        if name in BASES:
+            return name
+        if DETAIL.get(name) in BASES[:3]:
+            return DETAIL[name]
+    named = {b: counts.get(b, 0) for b in BASES if counts.get(b)}
+    if counts.get("keras"):
+        named["tensorflow"] = named.get("tensorflow", 0) + counts["keras"]
+    if len(named) > 1 and "tensorflow" in named and named["tensorflow"] <= counts.get("tensorflow-startup", 0):
+        del named["tensorflow"]  # start-up lines of TensorFlow imported on the side (by tensorboard, transformers)
+    if not named and counts.get("xla"):
+        return "jax"
+    if not named:
+        return None
+    return max(named, key=lambda b: (named[b], -BASES.index(b)))

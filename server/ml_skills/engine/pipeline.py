@@ -17,7 +17,7 @@ from pydantic import Field
 from ml_skills import __version__
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import artifacts as artifact_collector
-from ml_skills.engine import excerpts, ranks, scan
+from ml_skills.engine import excerpts, frameworks, ranks, scan
 from ml_skills.engine.classify import EXTERNAL_KILL, classify
 from ml_skills.engine.commands import diagnostic_commands
 from ml_skills.engine.decide import decide
@@ -186,17 +186,15 @@ def _scan_directory(root: Path, req: DiagnoseRequest, exclude: set[str] = frozen
     return inv, logs, notes
 
 
-def _framework(req: DiagnoseRequest, logs: list[LogEvidence]) -> tuple[Framework, str]:
+def _framework(req: DiagnoseRequest, logs: list[LogEvidence], target_kind: str) -> tuple[Framework, str, str | None]:
     if req.framework is not None:
-        return req.framework, "given"
-    counts: dict[str, int] = {}
-    for log in logs:
-        for k, v in log.frameworks.items():
-            counts[k] = counts.get(k, 0) + v
-    for fw in ("hf-trainer", "lightning", "deepspeed", "fsdp", "jax", "tensorflow", "pytorch"):
-        if counts.get(fw):
-            return Framework(fw), "detected"
-    return Framework.UNKNOWN, "unknown"
+        return req.framework, "given", None
+    if target_kind == "vertex-pipeline":  # the platform that ran the job names it, as in a log (engine/frameworks.py)
+        return Framework.VERTEX, "detected", None
+    fw, detail = frameworks.decide(logs)
+    if fw == "unknown":
+        return Framework.UNKNOWN, "unknown", None
+    return Framework(fw), "detected", detail
 
 
 def _root_cause(cls: Classification, signals: list[Signal], logs: list[LogEvidence]) -> RootCause:
@@ -352,7 +350,7 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
     ranks.drop_stalls_of_ended_run(all_logs)
     cls, signals = classify(all_logs, ev.sources)
     ranks.keep_silent_rank_open(cls, all_logs, signals)
-    framework, fw_source = _framework(req, all_logs)
+    framework, fw_source, fw_detail = _framework(req, all_logs, ev.target_kind)
     status = run_status(cls, signals, all_logs, ev.sources)
     clean = completed_clean(cls, status, all_logs, ev.sources)
     insufficient = None if clean else insufficient_evidence(cls, logs, ev.sources, signals)
@@ -391,6 +389,7 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
         target_kind=ev.target_kind,
         framework=framework,
         framework_source=fw_source,
+        framework_detail=fw_detail,
         task=req.task,
         run_status=status,
         primary_cause=cls.primary,

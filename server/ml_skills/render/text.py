@@ -19,7 +19,8 @@ NO_NEXT_COMMAND = "none derived: no command could be filled in from this evidenc
 def framework(d: Diagnosis) -> str:
     if d.framework_source == "unknown":
         return "unknown"
-    return f"{d.framework.value} ({d.framework_source})"
+    detail = f", {d.framework_detail}" if d.framework_detail else ""
+    return f"{d.framework.value}{detail} ({d.framework_source})"
 
 
 def primary_cause(d: Diagnosis) -> str:
