@@ -16,7 +16,10 @@ from ml_skills.errors import InputError, MLSkillsError
 from ml_skills.safety.redact import redact, redact_value
 
 MAX_PASTE_BYTES = 64 * 1024 * 1024
-FRAMEWORKS = ["pytorch", "lightning", "deepspeed", "fsdp", "hf-trainer", "tensorflow", "jax"]
+# models.Framework's values but 'unknown', written out so that parsing the command line does not import pydantic
+# (tests/test_cli.py keeps the two the same)
+FRAMEWORKS = ["pytorch", "lightning", "deepspeed", "fsdp", "hf-trainer", "tensorflow", "jax", "megatron", "ray", "kubeflow",
+              "vertex", "other"]
 
 
 def _positive(text: str) -> int:
