@@ -77,8 +77,8 @@ def _kill_time(cls: Classification, decisive: str, tail: list[str]) -> list[str]
     except ValueError:
         return []
     since, until = (when - timedelta(minutes=5)).strftime("%Y-%m-%d %H:%M"), (when + timedelta(minutes=30)).strftime("%Y-%m-%d %H:%M")
-    return [f"journalctl -k --since '{since}' --until '{until}' --no-pager | grep -i -E 'killed process|out of memory|oom'"
-            f"   # the kernel's kill record after the log's last time ({when:%Y-%m-%d %H:%M}); without journald: dmesg -T"]
+    return [(f"journalctl -k --since '{since}' --until '{until}' --no-pager | grep -i -E 'killed process|out of memory|oom'"
+             f"   # the kernel's kill record after the log's last time ({when:%Y-%m-%d %H:%M}); without journald: dmesg -T")]
 
 
 def _tail(logs: list[LogEvidence], n: int = 80) -> list[str]:
