@@ -23,6 +23,7 @@ from ml_skills.models import (
     FailureClass,
     Fix,
     Level,
+    LineRef,
     LogEvidence,
     Risk,
     RunFact,
@@ -178,6 +179,43 @@ def _oom_at_eval(cls: Classification, logs: list[LogEvidence]) -> bool:
     return False
 
 
+_UNREACHABLE = re.compile(r"(?i)couldn't connect|could not connect|connection|timed? ?out|offline|resolve|proxy|\bSSL|max retries|unreachable")
+# the program cannot fit at all: XLA's static buffer assignment at compile time says how much it needs, before any step
+_COMPILE_OOM = re.compile(r"(?i)BufferAssignment|compile permanent error|Ran out of memory in memory space|during compilation|while compiling")
+
+
+_OWN_CHECKPOINT = re.compile(r"(?i)\bresum|\brestor|history checkpoint|(latest|last|previous) checkpoint")
+
+
+def _lines_before(ref: LineRef, logs: list[LogEvidence], n: int) -> list[str]:
+    for log in logs:
+        if log.source == ref.source and log.tail is not None:
+            rel = ref.line_no - log.tail.start_line
+            return log.tail.lines[max(0, rel - n) : rel + 1] if rel >= 0 else []
+    return []
+
+
+def _lines_after(ref: LineRef, logs: list[LogEvidence], n: int) -> list[str]:
+    for log in logs:
+        if log.source == ref.source and log.tail is not None:
+            rel = ref.line_no - log.tail.start_line
+            return log.tail.lines[rel + 1 : rel + 1 + n] if rel >= 0 else []
+    return []
+
+
+def _fits_the_device(cls: Classification, logs: list[LogEvidence]) -> str | None:
+    """Why a larger accelerator is not the fix (None when it is): it is only when the model cannot fit this one at all."""
+    if cls.decisive is None:
+        return "no out-of-memory line to read the size from"
+    ran = next((lp for log in logs if log.source == cls.decisive.source and (lp := log.trajectory.last_progress) is not None), None)
+    if ran is not None:
+        return f"training ran before the out-of-memory (progress at {_where(ran.source, ran.line_no)}): the model fits at some size"
+    text = "\n".join([cls.decisive.text, *_lines_after(cls.decisive, logs, 3)])  # XLA prints its buffer assignment below the error
+    if _COMPILE_OOM.search(text):
+        return None
+    return "the out-of-memory line does not say the program cannot fit the device at all (as a compile-time buffer assignment does)"
+
+
 _OOM_NUMBERS = re.compile(r"([\d.]+) GiB already allocated.*?([\d.]+) GiB reserved in total")
 _OOM_UNALLOCATED = re.compile(r"([\d.]+) GiB is allocated by PyTorch, and ([\d.]+) (GiB|MiB) is reserved by PyTorch but unallocated")
 
@@ -199,6 +237,15 @@ def _ruled_out_by_evidence(fid: str, cls: Classification, logs: list[LogEvidence
     """Fixes a signature names in general that the decisive line itself contradicts."""
     if fid == "eval-batch-size" and not _oom_at_eval(cls, logs):
         return "the out-of-memory did not come during evaluation"
+    if fid == "offline-local-model" and not (cls.decisive is not None and _UNREACHABLE.search(cls.decisive.text)):
+        return "the failing line does not say the Hub could not be reached"
+    if fid == "larger-accelerator":
+        return _fits_the_device(cls, logs)
+    if fid == "redownload-verify-file" and cls.decisive is not None:
+        around = _lines_before(cls.decisive, logs, 40) + _lines_after(cls.decisive, logs, 40)  # the load's context, its traceback
+        own = next((x for x in around if _OWN_CHECKPOINT.search(x)), None)
+        if own is not None:
+            return "the file is the run's own checkpoint, being resumed from, not a download"
     if fid == "expandable-segments" and cls.decisive is not None:
         old, new = _OOM_NUMBERS.search(cls.decisive.text), _OOM_UNALLOCATED.search(cls.decisive.text)
         if old:
