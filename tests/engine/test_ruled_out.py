@@ -1,12 +1,15 @@
 """Ruled out, with reasons: a competing class loses for a reason that cites its own line and the line that beats it.
 
-Real corpus logs where more than one class has signals (tests/corpus/*/case.json cites each thread). The line
-numbers are found in the log by the text of the line, not written down, so the test checks what the report
-says against the log itself.
+Real corpus logs where more than one class has signals (tests/corpus/*/case.json cites each thread), and a
+real PyTorch run (procs/skip_then_nan.py) that logs a data error, skips the batch, trains on and dies of an
+overflowing loss. The line numbers are found in the log by the text of the line, not written down, so the
+test checks what the report says against the log itself.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -49,13 +52,13 @@ def test_a_competitor_loses_for_a_reason_that_cites_its_line_and_the_line_that_b
     assert "signatures matched" not in reason and "scores" not in reason
 
 
-def test_a_class_with_no_signal_is_ruled_out_by_what_it_would_take_not_a_count() -> None:
+def test_a_class_with_no_signal_is_ruled_out_by_what_its_failure_would_be_not_a_count() -> None:
     log = _case("071-")
     d = diagnose(DiagnoseRequest(target=str(log)))
     silent = [r for r in d.ruled_out if r.reason.startswith("no evidence")]
     assert silent, d.ruled_out
     for r in silent:
-        assert "it would take" in r.reason and "signatures matched" not in r.reason
+        assert "its failure would be" in r.reason and "signatures matched" not in r.reason
         assert f"cuda-oom at line {_line(log, 'CUDA out of memory')}" in r.reason  # the failure it would have to explain
 
 
@@ -68,6 +71,24 @@ def test_every_competitor_reason_in_the_corpus_names_a_line() -> None:
             if d.primary_cause is None:
                 continue
             assert "signatures matched" not in r.reason
-            assert "at line" in r.reason or "it would take" in r.reason, (case.name, r)
+            assert "at line" in r.reason or "its failure would be" in r.reason, (case.name, r)
             named += 1
     assert named > 50
+
+
+@pytest.mark.slow
+def test_a_data_error_the_run_went_on_past_is_ruled_out_by_the_progress_after_it(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    log = tmp_path / "train.log"
+    with open(log, "wb") as out:
+        subprocess.run([sys.executable, "-u", str(Path(__file__).parent / "procs" / "skip_then_nan.py"), str(tmp_path)], stdout=out,
+                       stderr=subprocess.STDOUT, cwd=tmp_path, timeout=180, check=False,
+                       env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)})
+    lines = log.read_text().splitlines()
+    assert "FloatingPointError: Loss is" in lines[-1], lines[-5:]
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is FailureClass.NAN_INF
+    reason = next(r.reason for r in d.ruled_out if r.failure_class is FailureClass.DATA_PIPELINE)
+    missing = _line(log, "No such file or directory")
+    went_on = next(i for i, x in enumerate(lines, start=1) if i > missing and x.startswith("step ") and "| loss" in x)
+    assert f"at line {missing} came before later training progress (lines {went_on}-" in reason, reason

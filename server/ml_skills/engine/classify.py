@@ -154,6 +154,16 @@ def clean_retry_start(log: LogEvidence) -> int | None:
     return None
 
 
+def _progress_after(log: LogEvidence, line_no: int) -> tuple[int, int] | None:
+    """The first and last training-progress lines after `line_no` in the log's tail: where the run went on."""
+    tail = log.tail
+    if tail is None:
+        return None
+    found = [tail.start_line + i for i, text in enumerate(tail.lines)
+             if tail.start_line + i > line_no and (p := parse_line(text)) is not None and (p[1] is not None or "loss" in p[0])]
+    return (found[0], found[-1]) if found else None
+
+
 def _survived(log: LogEvidence, line_no: int, last_prog: int | None) -> bool:
     """Did training make real progress after this line (not just prefetched batches)?"""
     retry = clean_retry_start(log)
@@ -385,14 +395,14 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
 
     contributing: list[FailureClass] = []
     ruled: list[RuledOut] = []
-    progress = {log.source: _last_progress_line(log) for log in logs}
     retry = {log.source: clean_retry_start(log) for log in logs}
     generic = generic_signatures()
     for cls, score in ranked[1:]:
         sig = sorted(by_class[cls], key=lambda s: (-s.weight, s.line_no or 0))
         best = sig[0]
         if all(s.survived for s in sig):
-            ruled.append(RuledOut(failure_class=cls, reason=losing.survived(best, progress.get(best.source), retry.get(best.source))))
+            went_on = next((_progress_after(log, best.line_no) for log in logs if log.source == best.source and best.line_no), None)
+            ruled.append(RuledOut(failure_class=cls, reason=losing.survived(best, went_on, retry.get(best.source))))
         elif all(s.warning for s in sig):
             ruled.append(RuledOut(failure_class=cls, reason=losing.warned(best, decisive)))
         elif all(s.source == decisive.source and (s.line_no or 0) > decisive_line for s in sig) and all(s.role is not Role.CAUSE or s.kind == "traceback" for s in sig):

@@ -41,12 +41,12 @@ def at(s: Signal, ref: Signal | None = None) -> str:
     return f"{s.label.removeprefix('traceback:')}{where}{other}"
 
 
-def survived(best: Signal, progress: int | None, retry: int | None) -> str:
-    """The run went on after it: a later attempt that ran clean, or training progress up to a later line."""
+def survived(best: Signal, progress: tuple[int, int] | None, retry: int | None) -> str:
+    """The run went on after it: a later attempt that ran clean, or training progress from one later line to another."""
     if retry is not None and best.line_no is not None and best.line_no < retry:
         return f"{at(best)} came before a later attempt (from line {retry}) that ran without error, so the run went on past it"
-    upto = f" (progress up to line {progress})" if progress and best.line_no and progress > best.line_no else ""
-    return f"{at(best)} came before later training progress{upto}, so the run survived it"
+    lines = f" (lines {progress[0]}-{progress[1]})" if progress else ""
+    return f"{at(best)} came before later training progress{lines}, so the run survived it"
 
 
 def warned(best: Signal, decisive: Signal) -> str:
@@ -90,4 +90,4 @@ def weaker(best: Signal, sig: list[Signal], decisive: Signal, primary: FailureCl
 
 def no_signal(cls: FailureClass, decisive: Signal) -> str:
     """A likely-confused class that left no signal: what it would have had to show."""
-    return f"no evidence: it would take {WOULD_SHOW[cls]}; the failure is {at(decisive)}"
+    return f"no evidence: its failure would be {WOULD_SHOW[cls]}; this one is {at(decisive)}"
