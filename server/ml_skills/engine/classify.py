@@ -416,7 +416,7 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
     seen = {primary, *contributing, *(r.failure_class for r in ruled)}
     for cls in CONFUSABLE.get(primary, []):
         if cls not in seen:
-            ruled.append(RuledOut(failure_class=cls, reason=losing.no_signal(cls, decisive)))
+            ruled.append(RuledOut(failure_class=cls, reason=losing.no_signal(cls)))
 
     reasons = [f"{decisive.kind} {decisive.label}: {decisive.text[:200]}"]
     reasons += [f"also {s.kind} {s.label} at line {s.line_no}" for s in psigs[1:4]]

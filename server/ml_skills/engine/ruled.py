@@ -14,19 +14,19 @@ from ml_skills.models import FailureClass, Role
 
 # What a class would have to show to be the cause: said of a likely-confused class that left no signal.
 WOULD_SHOW: dict[FailureClass, str] = {
-    FailureClass.NAN_INF: "a NaN/Inf loss or gradient, or a failed finite check",
-    FailureClass.OOM: "an out-of-memory error, or a kill by the OOM killer (Killed, exit 137)",
+    FailureClass.NAN_INF: "a NaN/Inf loss or gradient",
+    FailureClass.OOM: "an out-of-memory error or an OOM kill (Killed, exit 137)",
     FailureClass.OPTIMIZATION_DIVERGENCE: "a finite loss that rises or blows up",
     FailureClass.CUDA_RUNTIME: "a CUDA or driver error (illegal memory access, device-side assert)",
-    FailureClass.NCCL_DISTRIBUTED: "a collective error or timeout (NCCL/Gloo error, watchdog, lost rank)",
-    FailureClass.DATA_PIPELINE: "an error reading or batching data (a loader worker's exception, a bad sample)",
+    FailureClass.NCCL_DISTRIBUTED: "a collective error or timeout (NCCL/Gloo, watchdog, lost rank)",
+    FailureClass.DATA_PIPELINE: "an error reading or batching data",
     FailureClass.CONFIG_ERROR: "a bad argument, flag or config key",
-    FailureClass.IO_CHECKPOINT: "a failed read or write of a file or checkpoint (missing, full disk, truncated)",
+    FailureClass.IO_CHECKPOINT: "a failed file or checkpoint read/write (missing, disk full, truncated)",
     FailureClass.STALLED: "a log that goes silent while the process lives",
-    FailureClass.PROCESS_CRASH: "a process dying on a signal (segmentation fault, abort, kill)",
-    FailureClass.EVALUATION_MISMATCH: "validation metrics at odds with training (near zero, frozen, diverging)",
+    FailureClass.PROCESS_CRASH: "a process dying on a signal (segfault, abort, kill)",
+    FailureClass.EVALUATION_MISMATCH: "validation metrics at odds with training",
     FailureClass.PIPELINE_ORCHESTRATION: "an orchestrator's task or pod failure",
-    FailureClass.CLOUD_PERMISSIONS_QUOTA: "a permission or quota refusal (403, quota exceeded, a resource limit)",
+    FailureClass.CLOUD_PERMISSIONS_QUOTA: "a permission or quota refusal (403, quota exceeded)",
 }
 
 
@@ -88,6 +88,6 @@ def weaker(best: Signal, sig: list[Signal], decisive: Signal, primary: FailureCl
     return f"weaker evidence: {mine} scores {score:.2f} against {top:.2f} for {theirs}"
 
 
-def no_signal(cls: FailureClass, decisive: Signal) -> str:
-    """A likely-confused class that left no signal: what it would have had to show."""
-    return f"no evidence: its failure would be {WOULD_SHOW[cls]}; this one is {at(decisive)}"
+def no_signal(cls: FailureClass) -> str:
+    """A likely-confused class that left no signal: what its failure would have looked like."""
+    return f"no evidence: no signal of its own; its failure would be {WOULD_SHOW[cls]}"
