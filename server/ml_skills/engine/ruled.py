@@ -15,7 +15,7 @@ from ml_skills.models import FailureClass, Role
 # What a class would have to show to be the cause: said of a likely-confused class that left no signal.
 WOULD_SHOW: dict[FailureClass, str] = {
     FailureClass.NAN_INF: "a NaN/Inf loss or gradient",
-    FailureClass.OOM: "an out-of-memory error or an OOM kill (Killed, exit 137)",
+    FailureClass.OOM: "an out-of-memory error, or a kill while memory grew (the kernel's oom-kill)",
     FailureClass.OPTIMIZATION_DIVERGENCE: "a finite loss that rises or blows up",
     FailureClass.CUDA_RUNTIME: "a CUDA or driver error (illegal memory access, device-side assert)",
     FailureClass.NCCL_DISTRIBUTED: "a collective error or timeout (NCCL/Gloo, watchdog, lost rank)",
