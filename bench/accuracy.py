@@ -749,6 +749,12 @@ PLAN_HISTORY: list[tuple[str, str, str, str, str, str, str]] = [
       "error (WinError 1455) is its own signature with fewer DataLoader workers first; a write failure inside a checkpoint "
       "save (cannot be opened, EIO) is a storage failure, not the call site; a cuBLAS/cuDNN library error lists a build "
       "mismatch before an index check; each later fix a signature lists is 0.15 (was 0.08) less sure")),
+    ("plan15 (missing fixes added, their 7 labels re-mapped)", "122 of 128", "59/122 (48%)", "98/122 (80%)", "0/527 (0%)",
+     "512/527 (97%) / 254/527 (48%)",
+     ("TUNED: the 7 cases labelled `[]` whose missing fix is general now name it (retry-capacity-later, authenticate-job, "
+      "request-fewer-resources, redownload-verify-file, offline-local-model, larger-accelerator twice); 5 of them rank it in "
+      "the top 3, the two XLA compile-time OOMs 4th; no other labelled case moved. Next commands without DIR 238 -> 254 "
+      "from commands fitted to the death (a core's stack, the kernel's segfault or kill record, the CPU's extensions)")),
 ]
 PLAN_NOTE = (
     "What the misses at bd869e3 have in common (the table below lists each): "

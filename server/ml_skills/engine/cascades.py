@@ -24,7 +24,7 @@ _CPP_ABORT = re.compile(r"(?i)terminate called")
 
 
 @cache
-def _generic() -> frozenset[str]:
+def generic_signatures() -> frozenset[str]:
     """Signatures that say how a failure surfaced (an exit code, a signal), not what failed."""
     return frozenset(s.id for s in signatures() if s.generic)
 
@@ -39,7 +39,7 @@ def generic_after_specific(signals: list[Signal]) -> None:
     class (weight >= MIN_PRIMARY, not survived, not a warning) comes earlier in the same log or on the
     same line, the generic one becomes a symptom, so it neither wins nor takes the root-cause lead.
     """
-    generic = _generic()
+    generic = generic_signatures()
     specific = [s for s in signals if s.label not in generic and s.role is not Role.HINT and not s.survived
                 and not s.warning and s.weight >= MIN_PRIMARY and s.line_no is not None]
     carried = [s for s in signals if s.kind == "signature" and s.label != NATIVE_ABORT and s.role is not Role.HINT
@@ -100,7 +100,7 @@ CONTRIBUTING_W = 0.3
 def _bare_stop(s: Signal) -> bool:
     """A stop that does not say why: a Ctrl-C, a SIGTERM/SIGKILL, an exit code. A person or a scheduler may have
     stopped the run because of the very trend in its metrics (600 epochs at a loss of 1e31, then a kill)."""
-    return s.label in _generic() or s.label in _BARE_STOPS or s.label.endswith(":user-interrupt")
+    return s.label in generic_signatures() or s.label in _BARE_STOPS or s.label.endswith(":user-interrupt")
 
 
 _BARE_STOPS = frozenset({"sigkill-exit-137", "sigkill-external"})

@@ -15,9 +15,11 @@ import re
 from functools import cache
 
 from ml_skills.catalog.loader import signatures
+from ml_skills.engine import ruled as losing
 from ml_skills.engine.cascades import (
     anomalies_below_the_ending,
     generic_after_specific,
+    generic_signatures,
     numeric_before_crash,
     peers_follow_a_death,
 )
@@ -174,6 +176,16 @@ def last_attempt_start(log: LogEvidence) -> int | None:
 
 def _fatal_lines(log: LogEvidence) -> set[int]:
     return {t.line_no for t in log.tracebacks} | {h.line_no for h in log.hits if h.role is not Role.HINT}
+
+
+def _progress_after(log: LogEvidence, line_no: int) -> tuple[int, int] | None:
+    """The first and last training-progress lines after `line_no` in the log's tail: where the run went on."""
+    tail = log.tail
+    if tail is None:
+        return None
+    found = [tail.start_line + i for i, text in enumerate(tail.lines)
+             if tail.start_line + i > line_no and (p := parse_line(text)) is not None and (p[1] is not None or "loss" in p[0])]
+    return (found[0], found[-1]) if found else None
 
 
 def _survived(log: LogEvidence, line_no: int, last_prog: int | None) -> bool:
@@ -410,30 +422,28 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
 
     contributing: list[FailureClass] = []
     ruled: list[RuledOut] = []
+    retry = {log.source: clean_retry_start(log) for log in logs}
+    generic = generic_signatures()
     for cls, score in ranked[1:]:
         sig = sorted(by_class[cls], key=lambda s: (-s.weight, s.line_no or 0))
         best = sig[0]
-        where = f"{best.label} at line {best.line_no}" if best.line_no else best.label
         if all(s.survived for s in sig):
-            ruled.append(RuledOut(failure_class=cls, reason=f"{where} came before later training progress, so the run survived it"))
+            went_on = next((_progress_after(log, best.line_no) for log in logs if log.source == best.source and best.line_no), None)
+            ruled.append(RuledOut(failure_class=cls, reason=losing.survived(best, went_on, retry.get(best.source))))
         elif all(s.warning for s in sig):
-            ruled.append(RuledOut(failure_class=cls, reason=f"only in warnings or INFO-level lines ({where}), not in the failure"))
+            ruled.append(RuledOut(failure_class=cls, reason=losing.warned(best, decisive)))
         elif all(s.source == decisive.source and (s.line_no or 0) > decisive_line for s in sig) and all(s.role is not Role.CAUSE or s.kind == "traceback" for s in sig):
-            ruled.append(RuledOut(failure_class=cls, reason=f"secondary: {where} follows the primary failure at line {decisive_line} (cascade)"))
+            ruled.append(RuledOut(failure_class=cls, reason=losing.follows(best, decisive)))
         elif decisive.role is Role.CAUSE and all(s.role is Role.SYMPTOM for s in sig):
-            ruled.append(RuledOut(failure_class=cls, reason=(f"secondary: {where} ({best.source.rsplit('/', 1)[-1]}) is how other "
-                                                             f"processes saw the primary failure (cascade), not a cause of its own")))
+            ruled.append(RuledOut(failure_class=cls, reason=losing.symptom(best, decisive)))
         elif score >= 0.35 * top and any(s.role is Role.HINT or s.kind == "anomaly" for s in sig):
             contributing.append(cls)
         else:
-            ruled.append(RuledOut(failure_class=cls, reason=f"weaker evidence: {where} scores {score:.2f} against {top:.2f}"))
+            ruled.append(RuledOut(failure_class=cls, reason=losing.weaker(best, sig, decisive, primary, psigs, generic, score, top)))
     seen = {primary, *contributing, *(r.failure_class for r in ruled)}
-    n_sigs: dict[FailureClass, int] = {}
-    for s in signatures():
-        n_sigs[s.failure_class] = n_sigs.get(s.failure_class, 0) + 1
     for cls in CONFUSABLE.get(primary, []):
         if cls not in seen:
-            ruled.append(RuledOut(failure_class=cls, reason=f"no evidence: none of its {n_sigs.get(cls, 0)} signatures matched and no anomaly points to it"))
+            ruled.append(RuledOut(failure_class=cls, reason=losing.no_signal(cls)))
 
     reasons = [f"{decisive.kind} {decisive.label}: {decisive.text[:200]}"]
     reasons += [f"also {s.kind} {s.label} at line {s.line_no}" for s in psigs[1:4]]

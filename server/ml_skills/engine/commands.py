@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from ml_skills.engine.facts import fact
@@ -30,6 +31,54 @@ _AWS_LIMIT = re.compile(r"service limit '([^']{3,120})'")
 _USAGE = re.compile(r"^usage: ([\w.-]+\.py)\b")
 _PY_FRAME = re.compile(r'File "([^"]+\.py)", line \d+, in <module>')
 _HYDRA = re.compile(r"(?i)hydra|omegaconf|ConfigAttributeError|ConfigKeyError|Key '[\w.]+' is not in struct")
+
+
+_CORE = re.compile(r"\(core dumped\)|core dumped")
+# a process's own crash line (the shell's, faulthandler's, a signal handler's), not a list of possible causes naming SIGSEGV
+_NATIVE = re.compile(r"[Ss]egmentation fault|Illegal instruction|Fatal Python error: (?:Segmentation|Illegal)|[Ss]ignal (?:11|4)\b|"
+                     r"(?:received|Caught|Signal:) ?(?:signal )?SIG(?:SEGV|ILL)\b")
+_ILLEGAL = re.compile(r"(?i)illegal instruction|\bSIGILL\b")
+_KILLED = re.compile(r"(?i)^\s*Killed\s*$|\bKilled\b.*\bpython|exit(?:code| code| status|ed with)?[:= ]+(?:137|-9)\b|\bSIGKILL\b|signal 9\b|"
+                     r"oom[-_ ]?kill|Out of memory: Killed process")
+_STAMP = re.compile(r"\b(20\d\d-[01]\d-[0-3]\d)[ T_]([0-2]\d:[0-5]\d)(?::[0-5]\d)?")
+
+
+def _native_crash(cls: Classification, decisive: str, tail: list[str]) -> list[str]:
+    """A crash in native code: the stack it left (a core) or, with no core, the library the kernel says it died in."""
+    if cls.primary not in (None, FailureClass.PROCESS_CRASH, FailureClass.CUDA_RUNTIME):
+        return []  # a crash that followed another failure (a bus error of a full /dev/shm, an OOM): that failure's commands
+    text = [decisive, *tail[-30:]]
+    if not any(_NATIVE.search(x) or _CORE.search(x) for x in text):
+        return []
+    out: list[str] = []
+    if any(_CORE.search(x) for x in text):
+        out.append("coredumpctl list --no-pager | tail -3; coredumpctl info --no-pager   # the crash's signal, executable and native stack, "
+                   "if systemd-coredump kept the core")
+        out.append("gdb -batch -ex 'thread apply all bt' \"$(command -v python)\" core*   # when the core was written to the run's "
+                   "working directory instead")
+    else:
+        out.append("dmesg -T | grep -E 'segfault at|trap invalid opcode|general protection' | tail -5"
+                   "   # the kernel names the library the process died in (no core was written)")
+    if any(_ILLEGAL.search(x) for x in text):
+        out.append("grep -o -w -E 'avx|avx2|avx512f|fma|sse4_2' /proc/cpuinfo | sort -u   # the CPU's vector extensions: "
+                   "a prebuilt wheel needing one the CPU lacks dies of an illegal instruction")
+    return out
+
+
+def _kill_time(cls: Classification, decisive: str, tail: list[str]) -> list[str]:
+    """A SIGKILL (the OOM killer, a scheduler): the kernel log around the time the log last printed."""
+    if cls.primary not in (FailureClass.OOM, FailureClass.PROCESS_CRASH) or not _KILLED.search(decisive):
+        return []
+    stamp = next((m for line in reversed([*tail, decisive]) if (m := _STAMP.search(line))), None)
+    if stamp is None:
+        return []
+    try:
+        when = datetime.strptime(f"{stamp.group(1)} {stamp.group(2)}", "%Y-%m-%d %H:%M")
+    except ValueError:
+        return []
+    since, until = (when - timedelta(minutes=5)).strftime("%Y-%m-%d %H:%M"), (when + timedelta(minutes=30)).strftime("%Y-%m-%d %H:%M")
+    return [(f"journalctl -k --since '{since}' --until '{until}' --no-pager | grep -i -E 'killed process|out of memory|oom'"
+             f"   # the kernel's kill record after the log's last time ({when:%Y-%m-%d %H:%M}); without journald: dmesg -T")]
 
 
 def _tail(logs: list[LogEvidence], n: int = 80) -> list[str]:
@@ -121,10 +170,7 @@ def diagnostic_commands(cls: Classification, logs: list[LogEvidence], facts: lis
     """Read-only commands that would add the evidence this diagnosis lacks, in the order to run them."""
     decisive = cls.decisive.text if cls.decisive else ""
     tail = _tail(logs)
-    out: list[str] = []
-    if any("core dumped" in line for line in tail):
-        out.append('coredumpctl debug --debugger-arguments="-batch -ex \'thread apply all bt\'"'
-                   "   # the native stack of the crash, if systemd kept the core")
+    out: list[str] = _native_crash(cls, decisive, tail) + _kill_time(cls, decisive, tail)
     out += _kubernetes(decisive, tail) + _files(decisive) + _cloud(decisive, tail)
     if cls.primary is FailureClass.CONFIG_ERROR:
         out += _launch_help(decisive, tail, facts)

@@ -111,7 +111,8 @@ def _saves(logs: Iterable[LogEvidence]) -> list[RunFact]:
             value = (path.group(1) if path else "") + (f" (step {step.group(1)})" if step else "")
             if value:
                 out.append(RunFact(name="checkpoint_saved", value=value.strip(), source=ln.source, line_no=ln.line_no, text=_cut(ln.text)))
-    return out[-KEPT["checkpoint_saved"]:]
+    # the scan keeps the newest saves, and before them the last one before a NaN when that is older: keep it too
+    return out if len(out) <= KEPT["checkpoint_saved"] else out[:1] + out[-(KEPT["checkpoint_saved"] - 1):]
 
 
 def run_facts(logs: list[LogEvidence], launch_command: str | None = None) -> list[RunFact]:

@@ -357,7 +357,7 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
     inv = ev.artifacts
     launch = inv.launch_command if inv else None
     facts = run_facts(all_logs, launch)
-    fixes, commands = plan(cls, signals, all_logs, inv, launch, completed_clean=clean, facts=facts)
+    fixes, commands = plan(cls, signals, all_logs, inv, launch, completed_clean=clean, facts=facts, sources=ev.sources)
     decision, why = decide(cls, fixes, insufficient, completed_clean=clean)
     root = _root_cause(cls, signals, all_logs)
     root.contributing = contributing_facts(cls.primary, facts) + root.contributing

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ml_skills.catalog.loader import exception_rules, signatures
 from ml_skills.catalog.loader import fixes as fix_catalog
-from ml_skills.engine.classify import EXTERNAL_KILL
+from ml_skills.engine.classify import EXTERNAL_KILL, LIVE_STATES
 from ml_skills.engine.facts import fact, version_below
 from ml_skills.engine.signals import Signal
 from ml_skills.models import (
@@ -23,15 +23,19 @@ from ml_skills.models import (
     FailureClass,
     Fix,
     Level,
+    LineRef,
     LogEvidence,
     Risk,
     RunFact,
+    SourceEvidence,
 )
 from ml_skills.policy.risk import risk_of
 
 IMPACT = {Level.HIGH: 3.0, Level.MEDIUM: 2.0, Level.LOW: 1.0}
 RISK_COST = {Risk.SAFE: 1.0, Risk.NEEDS_APPROVAL: 1.6, Risk.DANGEROUS: 4.0}
 MAX_FIXES = 5
+STOP_BEFORE_SAVE = "stop-before-next-save"
+HALTED = ("stalled", "hung", "stopped")  # a process the collector found alive but not making progress
 POSITION_STEP = 0.15  # a signature lists its fixes most likely first: each later one is that much less sure
 # fixes that only make sense when specific evidence names them, never as a class default
 # fixes for signals the engine derives (not catalog signatures): an external SIGKILL leaves the
@@ -39,7 +43,7 @@ POSITION_STEP = 0.15  # a signature lists its fixes most likely first: each late
 DERIVED_FIXES = {EXTERNAL_KILL: ["resume-valid-checkpoint", "check-kernel-oom", "save-on-signal"]}
 NEEDS_EVIDENCE = {"collect-more-evidence", "verify-outputs", "resume-valid-checkpoint", "fix-launch-command", "check-train-data-coverage",
                   "eval-batch-size", "expandable-segments", "dedupe-splits", "check-split-overlap", "raise-collective-timeout", "exclude-node",
-                  "one-gpu-per-rank"}
+                  "one-gpu-per-rank", STOP_BEFORE_SAVE}
 
 
 def _where(source: str, line_no: int | None) -> str:
@@ -175,6 +179,43 @@ def _oom_at_eval(cls: Classification, logs: list[LogEvidence]) -> bool:
     return False
 
 
+_UNREACHABLE = re.compile(r"(?i)couldn't connect|could not connect|connection|timed? ?out|offline|resolve|proxy|\bSSL|max retries|unreachable")
+# the program cannot fit at all: XLA's static buffer assignment at compile time says how much it needs, before any step
+_COMPILE_OOM = re.compile(r"(?i)BufferAssignment|compile permanent error|Ran out of memory in memory space|during compilation|while compiling")
+
+
+_OWN_CHECKPOINT = re.compile(r"(?i)\bresum|\brestor|history checkpoint|(latest|last|previous) checkpoint")
+
+
+def _lines_before(ref: LineRef, logs: list[LogEvidence], n: int) -> list[str]:
+    for log in logs:
+        if log.source == ref.source and log.tail is not None:
+            rel = ref.line_no - log.tail.start_line
+            return log.tail.lines[max(0, rel - n) : rel + 1] if rel >= 0 else []
+    return []
+
+
+def _lines_after(ref: LineRef, logs: list[LogEvidence], n: int) -> list[str]:
+    for log in logs:
+        if log.source == ref.source and log.tail is not None:
+            rel = ref.line_no - log.tail.start_line
+            return log.tail.lines[rel + 1 : rel + 1 + n] if rel >= 0 else []
+    return []
+
+
+def _fits_the_device(cls: Classification, logs: list[LogEvidence]) -> str | None:
+    """Why a larger accelerator is not the fix (None when it is): it is only when the model cannot fit this one at all."""
+    if cls.decisive is None:
+        return "no out-of-memory line to read the size from"
+    ran = next((lp for log in logs if log.source == cls.decisive.source and (lp := log.trajectory.last_progress) is not None), None)
+    if ran is not None:
+        return f"training ran before the out-of-memory (progress at {_where(ran.source, ran.line_no)}): the model fits at some size"
+    text = "\n".join([cls.decisive.text, *_lines_after(cls.decisive, logs, 3)])  # XLA prints its buffer assignment below the error
+    if _COMPILE_OOM.search(text):
+        return None
+    return "the out-of-memory line does not say the program cannot fit the device at all (as a compile-time buffer assignment does)"
+
+
 _OOM_NUMBERS = re.compile(r"([\d.]+) GiB already allocated.*?([\d.]+) GiB reserved in total")
 _OOM_UNALLOCATED = re.compile(r"([\d.]+) GiB is allocated by PyTorch, and ([\d.]+) (GiB|MiB) is reserved by PyTorch but unallocated")
 
@@ -196,6 +237,15 @@ def _ruled_out_by_evidence(fid: str, cls: Classification, logs: list[LogEvidence
     """Fixes a signature names in general that the decisive line itself contradicts."""
     if fid == "eval-batch-size" and not _oom_at_eval(cls, logs):
         return "the out-of-memory did not come during evaluation"
+    if fid == "offline-local-model" and not (cls.decisive is not None and _UNREACHABLE.search(cls.decisive.text)):
+        return "the failing line does not say the Hub could not be reached"
+    if fid == "larger-accelerator":
+        return _fits_the_device(cls, logs)
+    if fid == "redownload-verify-file" and cls.decisive is not None:
+        around = _lines_before(cls.decisive, logs, 40) + _lines_after(cls.decisive, logs, 40)  # the load's context, its traceback
+        own = next((x for x in around if _OWN_CHECKPOINT.search(x)), None)
+        if own is not None:
+            return "the file is the run's own checkpoint, being resumed from, not a download"
     if fid == "expandable-segments" and cls.decisive is not None:
         old, new = _OOM_NUMBERS.search(cls.decisive.text), _OOM_UNALLOCATED.search(cls.decisive.text)
         if old:
@@ -210,9 +260,37 @@ def _ruled_out_by_evidence(fid: str, cls: Classification, logs: list[LogEvidence
 
 
 def plan(cls: Classification, signals: list[Signal], logs: list[LogEvidence], inv: ArtifactInventory | None, launch_command: str | None,
-         *, completed_clean: bool = False, facts: list[RunFact] | None = None) -> tuple[list[Fix], list[str]]:
-    """Ranked fixes whose conditions hold, each citing what made it apply, and the commands to run next."""
+         *, completed_clean: bool = False, facts: list[RunFact] | None = None,
+         sources: list[SourceEvidence] | None = None) -> tuple[list[Fix], list[str]]:
+    """Ranked fixes whose conditions hold, each citing what made it apply, and the commands to run next.
+
+    `sources` name a process or tracker run that may still be there: its stack is dumped by its own pid, and a
+    NaN run that is still running and saving is stopped first.
+    """
     facts = facts or []
+    out, commands = _ranked(cls, signals, logs, inv, launch_command, completed_clean=completed_clean, facts=facts)
+    live = next((s for s in sources or [] if (s.state or "").lower() in LIVE_STATES), None)
+    there = next((s for s in sources or [] if s.kind == "process" and s.name.isdigit() and s.state in (*LIVE_STATES, *HALTED)), None)
+    if there is not None:  # the process itself, not a guess by name
+        spy = f"py-spy dump --pid {there.name}   # where each thread of the process is now (pip install py-spy; may need sudo)"
+        for i, f in enumerate(out):
+            if f.fix_id == "dump-stacks":
+                commands = [spy if c == f.command else c for c in commands]
+                out[i] = f.model_copy(update={"command": spy})
+    urgent = _stop_before_next_save(logs, facts, live)
+    if urgent is None:
+        return out, commands
+    # before anything else: the next save may replace the last good checkpoint with NaN weights
+    f = fix_catalog()[STOP_BEFORE_SAVE]
+    risk, rule = risk_of(f.kind)
+    first = Fix(rank=1, fix_id=f.id, action=f.action, kind=f.kind, risk=risk, risk_rule=rule, expected_impact=f.impact,
+                time_to_try=f.time_to_try, validation=f.validation, command=urgent[1], because=urgent[0])
+    rest = [x.model_copy(update={"rank": i}) for i, x in enumerate(out[: MAX_FIXES - 1], start=2)]
+    return [first, *rest], ([urgent[1]] if urgent[1] else []) + commands
+
+
+def _ranked(cls: Classification, signals: list[Signal], logs: list[LogEvidence], inv: ArtifactInventory | None, launch_command: str | None,
+            *, completed_clean: bool, facts: list[RunFact]) -> tuple[list[Fix], list[str]]:
     if cls.primary is None:  # a clean finished run has nothing to fix, only outputs to check; otherwise evidence is missing
         f = fix_catalog()["verify-outputs" if completed_clean else "collect-more-evidence"]
         risk, rule = risk_of(f.kind)
@@ -242,6 +320,49 @@ def plan(cls: Classification, signals: list[Signal], logs: list[LogEvidence], in
         if cmd:
             commands.append(cmd)
     return out, commands
+
+
+_STEP = re.compile(r"\(step (\d+)\)")
+
+
+def _stop_before_next_save(logs: list[LogEvidence], facts: list[RunFact], live: SourceEvidence | None) -> tuple[str, str | None] | None:
+    """(why, command) when a run that still runs went NaN and goes on saving checkpoints periodically.
+
+    Its next save writes NaN weights: over the last good checkpoint when the trainer keeps only the newest
+    (save_total_limit, keep_last_k), and in any case into the place a resume would look first. Stopping it
+    is the most urgent action; the last good checkpoint is the newest one saved before the loss blew up.
+    """
+    if live is None:
+        return None
+    bad = [a for log in logs for a in log.trajectory.anomalies
+           if a.kind in (AnomalyKind.NAN_ONSET, AnomalyKind.LOSS_BLOWUP) and a.line_no is not None]
+    nan = next((a for a in bad if a.kind is AnomalyKind.NAN_ONSET), None)
+    if nan is None:
+        return None
+    onset = min((a for a in bad if a.source == nan.source), key=lambda a: a.line_no or 0)
+    saves = [f for f in facts if f.name == "checkpoint_saved" and f.source == nan.source and f.line_no]
+    finite = [f for f in saves if (f.line_no or 0) < (nan.line_no or 0)]
+    after = [f for f in saves if (f.line_no or 0) > (nan.line_no or 0)]
+    if not finite and len(saves) < 2:
+        return None
+    steps = [int(m.group(1)) for f in saves if (m := _STEP.search(f.value))]
+    every = steps[-1] - steps[-2] if len(steps) >= 2 and steps[-1] > steps[-2] else None
+    where = f"process {live.name}" if live.kind == "process" else f"{live.kind} run {live.name} ({live.state})"
+    why = f"the loss went non-finite at {_where(nan.source, nan.line_no)} and the {where} is still running"
+    if finite:
+        last = finite[-1]
+        why += f"; the last good checkpoint is {last.value.split(' (step')[0]} ({_where(last.source or '', last.line_no)})"
+        if onset is not nan and (last.line_no or 0) > (onset.line_no or 0):  # saved while the loss was already blowing up
+            why += f", saved after the loss began to blow up at {_where(onset.source, onset.line_no)}: check it, an older one may be needed"
+    if after:
+        why += f"; {len(after)} save(s) since the NaN already"
+    if every:
+        why += f"; it saves every {every} steps, next at step {steps[-1] + every}"
+    cmd = None
+    if live.kind == "process" and live.name.isdigit():
+        cmd = (f"kill -STOP {live.name}   # pauses it before its next save; kill -CONT {live.name} undoes it, "
+               f"kill -TERM {live.name} ends it once the good checkpoint is copied aside")
+    return why, cmd
 
 
 _RESUME_FLAG = re.compile(r"(--(?:resume[\w-]*|resume_from_checkpoint|ckpt_path|load_checkpoint|checkpoint|init_from|restore[\w-]*))(?:[ =](\S+))?")

@@ -230,6 +230,8 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
     tb_total = 0
     completed_line: int | None = None
     saved: list[tuple[int, str]] = []  # (line_no, text) of the newest checkpoint-saved lines
+    before_nan: tuple[int, str] | None = None  # the last save before the first non-finite value: the last good checkpoint
+    nan_seen = False
     points: list[MetricPoint] = []
     metric_offsets: dict[int, int] = {}  # line_no -> byte offset, to quote an anomaly's own line
     nan_point: MetricPoint | None = None
@@ -272,6 +274,8 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
                 agg.last = (line_no, offset + start, line_text)
                 if idx in nan_sigs or idx in huge_gn:
                     exact_lines.add(start)
+                if idx in nan_sigs and not nan_seen:
+                    nan_seen, before_nan = True, (saved[-1] if saved else None)
                 continue
             marker = _MARKERS[idx - n_sigs][0]
             if marker == "traceback":
@@ -349,6 +353,8 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
         ends_with_newline = chunk.endswith(b"\n")
 
     ev.total_lines = line_base - 1 + (0 if ends_with_newline else 1)
+    if before_nan is not None and before_nan not in saved:  # older than the newest saves, and the one to go back to
+        saved = [before_nan, *saved]
     ev.saved_lines = [LogLine(source=name, line_no=n, text=redact(t)) for n, t in saved]
     ev.frameworks = fw.counts
     offsets: dict[int, int] = dict(point_offsets)
