@@ -432,6 +432,16 @@ HISTORY = [
       "libmxnet's native abort stack on SageMaker (608), ZenML and Metaflow orchestration failures (609, 610, 612), an "
       "XLA TPU HBM exhaustion (616), YOLOv5 mAP 0 over a split with no labels (619), a fastai loss rising 2.76 -> 6 "
       "(620)")),
+    ("main 43718c5 (and b3b3f30, the session's start engine: the same 34 verdicts) on cases 626-659 only", "23/34",
+     "10/17", "13/17",
+     ("issue 13's sixth prospective batch (2026-12-01 evening), collected after every engine change of the session and "
+      "scored before any change it prompted: 23 right, 1 wrong, 10 abstained - and not one verdict (class or status) "
+      "differs from the session's start engine: the general rules written that day for batches 555-625 and the user "
+      "trial reached none of these 34 logs. Wrong: a 2-node NCCL bootstrap 'socketStartConnect' failure read as a hang "
+      "(633). Abstained: a TF run stuck after its second checkpoint (630), NCCL 'connect returned Connection refused' "
+      "(631), a retinanet mAP of 0.64 in training and 0.04 in evaluate.py (640), a Keras accuracy collapsing 0.975 -> "
+      "0.075 (644), Azure's 'QuotaExceeded' run together as one word (646), a TFX rerun on KFP (648), BLEU 0 in three "
+      "translation runs (652-654), a batch of one into BatchNorm (655)")),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
@@ -560,6 +570,11 @@ HEALTHY_HISTORY = [
       "run whose c10d socket warnings were read as a start-up hang (074) and a Ray Tune log whose last attempt finished "
       "after failed ones (099, config-error); completed runs read unknown (070, 081, 085, 087, 089, 093, 094), degraded "
       "ones unknown or completed (080, 082, 092), a running one completed (096)")),
+    ("main 43718c5 (and b3b3f30: the same) on cases 102-116 only", "1/14 (7%)", "10/15 (67%)",
+     ("issue 13's fifth prospective healthy batch (committed training.log / nohup.out files), scored before any change, "
+      "the same verdicts as the session's start engine: a false alarm on a tabular ensemble whose first launch died "
+      "on a KeyError before a relaunch completed (115, data-pipeline); completed runs read unknown (102, 107, 110), a "
+      "degraded GAN unknown (111), a recovered relaunch unknown (113)")),
 ]
 HEALTHY_NOTE = (
     "What failed on the healthy set, as general behaviours (measured at 060af2c, before any change): "
