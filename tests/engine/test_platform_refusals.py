@@ -38,6 +38,7 @@ def _case(prefix: str) -> Path:
     ("612", "pipeline-orchestration", "failed (code 500)"),
     ("616", "oom", "That was not possible"),
     ("608", "process-crash", "abort+0x"),
+    ("646", "cloud-permissions-quota", "QuotaExceeded"),  # batch 626-659: the code run together as one word
 ])
 def test_a_refusal_is_named_from_its_words(case, cls, line):
     d = diagnose(DiagnoseRequest(target=str(_case(case))))

@@ -83,3 +83,10 @@ def test_a_yolo_validation_over_images_with_no_labels_is_an_evaluation_mismatch_
     d = diagnose(DiagnoseRequest(target=str(_log("corpus", "619"))))
     assert d.primary_cause is not None and d.primary_cause.value == "evaluation-mismatch", d.root_cause
     assert "0 labels" in d.root_cause.proximate
+
+
+@pytest.mark.parametrize("case", ["652", "654"])
+def test_bleu_zero_in_any_tools_format_is_an_evaluation_mismatch(case):
+    """multi-bleu.perl's 'BLEU = 0.00, 32.2/2.9/0.8/0.0 (BP=0.005, ...)' (652) and a loop's '... BLEU 0.00, <date>' (654)."""
+    d = diagnose(DiagnoseRequest(target=str(_log("corpus", case))))
+    assert d.primary_cause is not None and d.primary_cause.value == "evaluation-mismatch", d.root_cause

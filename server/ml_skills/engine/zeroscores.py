@@ -15,6 +15,9 @@ from ml_skills.models import Anomaly, AnomalyKind, FailureClass, Severity
 _SCORE = re.compile(
     r"(?i)(\bm?AP(50|75|@?[\d.:]+)?\b|average precision|\bbleu\b|_bleu\b)[^\n]{0,90}?(?:[:=]|->|\bis\b)\s*"
     r"(?P<v>-?\d+(?:\.\d+)?)\s*%?\s*\.?[}\])]*\s*$")  # also a printed dict: "{'bbox AP': 0.0}"
+# BLEU's score is the first number after its name in every tool's format: multi-bleu.perl and sacrebleu's
+# 'BLEU = 0.00, 32.2/2.9/0.8/0.0 (BP=0.005, ...)', fairseq's 'BLEU4 = 0.00', a training loop's '... BLEU 0.00, <date>'
+_BLEU = re.compile(r"(?i)\bBLEU[-_ ]?4?\s*(?:=|:)?\s*(?P<v>\d+(?:\.\d+)?)(?![\d.]|/)")
 _COUNTER = re.compile(r"(?i)\b(iteration|iter|step|epoch)\b\D{0,5}(?P<n>\d+(\.\d+)?)")
 WINDOW = 40  # the summary block: the log's last lines
 
@@ -43,7 +46,7 @@ def zero_scores(tail: list[str], tail_start: int, source: str) -> Anomaly | None
     seen: list[tuple[int, float]] = []
     start = max(0, len(tail) - WINDOW)
     for i in range(start, len(tail)):
-        m = _SCORE.search(tail[i])
+        m = _BLEU.search(tail[i]) or _SCORE.search(tail[i])
         if m is not None and "loss" not in tail[i].lower():
             seen.append((tail_start + i, float(m["v"])))
     if not seen or any(v != 0.0 for _, v in seen):
