@@ -338,8 +338,13 @@ def _missing_artifacts(inv: ArtifactInventory | None, status: RunStatus, cls: Cl
 
 
 def diagnose(req: DiagnoseRequest, progress: Progress | None = None) -> Diagnosis:
+    """A run directory of several attempts is read attempt by attempt (engine/attempts.py); anything else at once."""
+    from ml_skills.engine import attempts
+
     reset_redaction_count()
     with paths.scope(*_local_paths(req)):
+        if req.kind() == "directory" and (found := attempts.of_run(req.target)) is not None:
+            return attempts.diagnose(req, found, progress)
         ev = collect(req, progress)
         return analyse(req, ev)
 

@@ -7,21 +7,25 @@ grows with the number of runs by a record each, and with the number of workers b
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
 
 from pydantic import Field
 
-from ml_skills.models import Decision, FailureClass, Model, Risk, RunStatus, ToolInfo
+# an attempt's outcome and the repeat rule's verdict are check-failed-run's too: defined in ml_skills.models, re-exported
+from ml_skills.models import (
+    AttemptBrief,
+    Decision,
+    FailureClass,
+    Model,
+    Outcome,
+    Repeat,
+    RepeatVerdict,
+    Risk,
+    RunStatus,
+    ToolInfo,
+)
 
-
-class Outcome(StrEnum):
-    """Which row a run lands in: failures are grouped by fingerprint, the rest have a row each."""
-
-    FAILED = "failed"
-    COMPLETED = "completed"
-    RUNNING = "running"
-    UNDECIDED = "undecided"
-    UNREADABLE = "unreadable"
+__all__ = ["AttemptBrief", "AttemptRecord", "AttemptTask", "ExpectReport", "FixRef", "Group", "Outcome", "Repeat", "RepeatVerdict",
+           "RunRecord", "TriageReport"]
 
 
 class FixRef(Model):
@@ -63,31 +67,6 @@ class AttemptRecord(Model):
     duration_s: float | None = Field(None, description="ended - started, when both are known.")
     mtime: datetime | None = Field(None, description="When the newest log was last written.")
     error: str | None = None
-
-
-class AttemptBrief(Model):
-    attempt: int
-    outcome: Outcome
-    fingerprint: str | None
-    last_step: float | None
-    path: str
-
-
-class Repeat(StrEnum):
-    SAME_NO_PROGRESS = "same-failure-no-progress"
-    SAME_PROGRESSED = "same-failure-progressed"
-    DIFFERENT = "different-failure"
-    RECOVERED = "recovered"
-
-
-class RepeatVerdict(Model):
-    """The last attempt read against the one before it."""
-
-    kind: Repeat
-    previous_attempt: int
-    previous_step: float | None
-    last_step: float | None
-    reason: str
 
 
 class RunRecord(Model):

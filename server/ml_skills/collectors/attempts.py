@@ -1,0 +1,98 @@
+"""The attempts of one run: attempt-2/ folders, train.retry1.log, a resubmitted cell's lr0.1-retry1.
+
+An attempt is named by a word and a number: attempt-2/, retry_1/, train.restart3.log, or a
+resubmitted cell's directory `lr0.1-seed1-retry1` beside `lr0.1-seed1`. Without a number it is
+the first launch (attempt 0). Only directories are listed and files stat'ed (nothing is opened),
+at most two levels under a run and MAX_ENTRIES entries a directory. check-failed-run reads a run
+directory's attempts with `attempts_of`; triage-runs finds runs and their attempts with it too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from ml_skills.collectors.artifacts import _LOG as LOG_NAME
+
+MAX_ENTRIES = 2_000  # per directory looked into below a run
+
+_ATTEMPT = re.compile(r"(?i)(?:^|[-_.])(?:attempt|retry|restart|resubmit|rerun|try)[-_.]?(\d+)(?=$|[-_.])")
+
+
+def split_name(name: str) -> tuple[str, int]:
+    """('lr0.1-seed1', 2) for 'lr0.1-seed1-retry2'; (name, 0) when the name carries no attempt number."""
+    m = None
+    for m in _ATTEMPT.finditer(name):
+        pass
+    if m is None:
+        return name, 0
+    key = (name[: m.start()] + name[m.end():]).strip("-_.")
+    return key, int(m.group(1))
+
+
+def is_log(name: str) -> bool:
+    return bool(LOG_NAME.search(name))
+
+
+def entries(path: str) -> list[os.DirEntry[str]]:
+    with os.scandir(path) as it:
+        out = []
+        for e in it:
+            out.append(e)
+            if len(out) >= MAX_ENTRIES:
+                break
+        return sorted(out, key=lambda e: e.name)
+
+
+def isdir(e: os.DirEntry[str], follow: bool = True) -> bool:
+    """DirEntry.is_dir that says False, not raises, for a symlink loop (ELOOP)."""
+    try:
+        return e.is_dir(follow_symlinks=follow)
+    except OSError:
+        return False
+
+
+def newest_mtime(path: str, depth: int = 2) -> float | None:
+    """The newest mtime of the log files under `path` (two levels, bounded), or of the file itself."""
+    try:
+        if not os.path.isdir(path):
+            return os.stat(path).st_mtime
+        best: float | None = None
+        stack = [(path, 0)]
+        while stack:
+            d, level = stack.pop()
+            for e in entries(d):
+                try:
+                    if isdir(e, follow=False):
+                        if level < depth and not e.name.startswith("."):
+                            stack.append((e.path, level + 1))
+                    elif is_log(e.name) and not isdir(e):  # a FIFO or a device named like a log is a run the engine will refuse, not nothing
+                        m = e.stat(follow_symlinks=False).st_mtime
+                        best = m if best is None or m > best else best
+                except OSError:
+                    continue
+        return best
+    except OSError:
+        return None
+
+
+def has_log(path: str, depth: int = 2) -> bool:
+    return newest_mtime(path, depth) is not None
+
+
+def attempts_of(run_dir: str) -> list[tuple[int, str]]:
+    """(attempt number, path) of a run directory: attempt-N/ subdirectories and retry-numbered logs,
+    else the directory itself as the one attempt."""
+    found = entries(run_dir)
+    subdirs = [(n, e.path) for e in found if isdir(e) for key, n in [split_name(e.name)] if n and not key and has_log(e.path, 1)]
+    logs = [(split_name(e.name), e.path) for e in found if is_log(e.name) and not isdir(e)]
+    numbered = [(n, p) for (key, n), p in logs if n]
+    if not subdirs and not numbered:
+        return [(0, run_dir)]
+    keys = {split_name(Path(p).name)[0] for _, p in numbered}
+    firsts = [p for (key, n), p in logs if not n and key in keys]
+    unnumbered = [p for (_, n), p in logs if not n]
+    if not numbered and len(unnumbered) == 1:  # the first launch logged here, its relaunches into attempt-N/
+        firsts = unnumbered
+    return sorted(subdirs + numbered + [(0, p) for p in firsts[:1]])
