@@ -41,7 +41,7 @@ class AttemptTask(Model):
     attempt: int = Field(description="0 for the first launch, then the number in attempt-N / retryN.")
     path: str
     error: str | None = Field(None, description="Why discovery could not use this path (a symlink loop, no access).")
-    source: str = Field("path", description="path (a log or run directory) or mlflow (path is then the run id).")
+    source: str = Field("path", description="path (a log or run directory), mlflow (path is then the run id) or wandb (entity/project/run_id).")
     seen: datetime | None = Field(None, description="When the source says the run ended, for runs without a log file.")
 
 

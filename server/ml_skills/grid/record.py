@@ -31,7 +31,13 @@ def diagnose_attempt(task: AttemptTask, last: int = 500) -> AttemptRecord:
         return unreadable(redact(task.error))
     try:
         reset_redaction_count()
-        req = DiagnoseRequest(mlflow=task.path, last=last) if task.source == "mlflow" else DiagnoseRequest(target=task.path, last=last)
+        match task.source:
+            case "mlflow":
+                req = DiagnoseRequest(mlflow=task.path, last=last)
+            case "wandb":
+                req = DiagnoseRequest(wandb=task.path, last=last)
+            case _:
+                req = DiagnoseRequest(target=task.path, last=last)
         ev = collect(req)
         d = analyse(req, ev)
     except MLSkillsError as e:
