@@ -5,7 +5,8 @@ directory; relaunched with `resume`, it loads the newest checkpoint there and go
 failures really happen to it: at `long_sample_at` the batch holds one sample so long that its
 attention scores need terabytes, and the allocation fails (the same sample at the same step on
 every launch: a deterministic out-of-memory), and `kill_at` SIGKILLs it (what a preemption or a
-scheduler does: once, wherever the run happens to be).
+scheduler does: once, wherever the run happens to be). Under torchrun, `kill_at` may be a list:
+the step for each restart of the worker group (TORCHELASTIC_RESTART_COUNT), null for none.
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ def main() -> int:
         start = state["step"] + 1
         log(f"resumed from {saved[-1]} at step {state['step']}")
     log(f"training for {cfg['steps']} steps from step {start}")
+    kill_at = cfg.get("kill_at")
+    if isinstance(kill_at, list):
+        restart = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+        kill_at = kill_at[restart] if restart < len(kill_at) else None
     for step in range(start, cfg["steps"] + 1):
         i = (step * 32) % 256
         if cfg.get("long_sample_at") == step:
@@ -57,7 +62,7 @@ def main() -> int:
         if step % 10 == 0:
             torch.save({"step": step, "model": model.state_dict(), "optimizer": opt.state_dict()}, out / f"checkpoint-{step}.pt")
             log(f"saved checkpoint-{step}.pt")
-        if cfg.get("kill_at") == step:
+        if kill_at == step:
             os.kill(os.getpid(), signal.SIGKILL)
         time.sleep(0.002)
     log("training complete")

@@ -96,3 +96,47 @@ def attempts_of(run_dir: str) -> list[tuple[int, str]]:
     if not numbered and len(unnumbered) == 1:  # the first launch logged here, its relaunches into attempt-N/
         firsts = unnumbered
     return sorted(subdirs + numbered + [(0, p) for p in firsts[:1]])
+
+
+# ---------------------------------------------------------------- attempts inside one log
+
+MAX_SPLIT_BYTES = 64 * 1024 * 1024
+"""A log is split into attempts only up to this size (read whole); a bigger one is read as one run."""
+
+# torchelastic's agent, each time a worker group fails (torch/distributed/elastic/multiprocessing/api.py), whether
+# it then restarts the group or gives up: "failed (exitcode: -9) local_rank: 0 (pid: 25689) of binary: /usr/bin/python"
+_ELASTIC_FAILED = re.compile(rb"failed \(exitcode: -?\d+\) local_rank: \d+ \(pid: \d+\) of binary")
+# what the launcher raises when it gives up: after it, nothing else ran
+_ELASTIC_GAVE_UP = re.compile(rb"ChildFailedError")
+
+
+def log_attempts(path: str) -> list[tuple[int, int, str]] | None:
+    """(attempt, first line number, text) of each attempt a launcher restarted inside one log; None for one attempt.
+
+    torchrun --max-restarts relaunches its workers into the same stdout: every worker-group failure
+    ends an attempt, and whatever the workers print after it is the next one, unless the launcher
+    gave up there (its ChildFailedError block closes the log; it belongs to no attempt).
+    """
+    from ml_skills.collectors.logfile import check_readable
+    from ml_skills.safety.paths import open_binary
+
+    p = check_readable(path)
+    if p.stat().st_size > MAX_SPLIT_BYTES:
+        return None
+    with open_binary(p) as f:
+        data = f.read(MAX_SPLIT_BYTES + 1)
+    if len(data) > MAX_SPLIT_BYTES or _ELASTIC_FAILED.search(data) is None:
+        return None
+    lines = data.split(b"\n")
+    ends = [i for i, line in enumerate(lines) if _ELASTIC_FAILED.search(line)]
+    spans = []
+    start = 0
+    for end in ends:
+        spans.append((start, end + 1))
+        start = end + 1
+    rest = lines[start:]
+    if any(x.strip() for x in rest) and not any(_ELASTIC_GAVE_UP.search(x) for x in rest):
+        spans.append((start, len(lines)))  # the launcher went on: a last attempt still running or that finished
+    if len(spans) < 2:
+        return None
+    return [(n, a + 1, b"\n".join(lines[a:b]).decode("utf-8", errors="replace")) for n, (a, b) in enumerate(spans)]

@@ -9,19 +9,55 @@ same way triage-runs reads a relaunched cell.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ml_skills.collectors import artifacts as artifact_collector
-from ml_skills.collectors.attempts import attempts_of
+from ml_skills.collectors.attempts import attempts_of, log_attempts
 from ml_skills.engine import repeat
 from ml_skills.errors import MLSkillsError
-from ml_skills.models import AttemptBrief, Diagnosis, EvidenceItem, Outcome
+from ml_skills.models import AttemptBrief, Diagnosis, Evidence, EvidenceItem, Outcome
 from ml_skills.render.progress import Progress
 from ml_skills.safety.redact import redact, redact_value
 
 if TYPE_CHECKING:
     from ml_skills.engine.pipeline import DiagnoseRequest
+
+
+def of_log(req: DiagnoseRequest, ev: Evidence) -> tuple[str, list[tuple[int, int, str]]] | None:
+    """The log a launcher restarted its workers into and its attempts (collectors/attempts.py), oldest first; None
+    unless the target is that log, or a run directory whose only log it is."""
+    kind = req.kind()
+    if kind == "log" and req.target:
+        path = req.target
+    elif kind == "directory" and len(ev.logs) == 1 and Path(ev.logs[0].source).is_file():
+        path = ev.logs[0].source
+    else:
+        return None
+    try:
+        found = log_attempts(path)
+    except (OSError, MLSkillsError):
+        return None  # the whole-log diagnosis says what is wrong with the file
+    return (path, found) if found else None
+
+
+def with_log_attempts(req: DiagnoseRequest, d: Diagnosis, inside: tuple[str, list[tuple[int, int, str]]]) -> Diagnosis:
+    """The whole log's diagnosis (its line numbers, its excerpt), with each attempt read alone for the repeat rule."""
+    from ml_skills.engine import scan
+    from ml_skills.engine.pipeline import analyse
+
+    path, attempts = inside
+    briefs = []
+    for n, first, text in attempts:
+        where = f"{path} lines {first}-{first + text.count(chr(10))}"
+        log = scan.scan_text(text, source=where, last=req.last, task=req.task)
+        ev = Evidence(target=where, target_kind="log", collected_at=datetime.now(UTC), logs=[log])
+        briefs.append(repeat.brief_of(n, where, analyse(req.model_copy(update={"target": None, "traceback_text": text}), ev), [log]))
+    d = repeat.apply(d, briefs)
+    _say(d, briefs, f"a log of {len(attempts)} attempts a launcher restarted (torchelastic): the report reads the whole log; "
+                    "each attempt was also diagnosed alone to compare them")
+    return redact_value(d)
 
 
 def of_run(req_target: str | None) -> list[tuple[int, str]] | None:
@@ -63,14 +99,18 @@ def diagnose(req: DiagnoseRequest, attempts: list[tuple[int, str]], progress: Pr
     assert d is not None
     d = repeat.apply(d, briefs)
     names = ", ".join(f"{n} ({Path(p).name})" for n, p in attempts)
-    d.report_lines = [*d.report_lines, f"Attempts: {len(attempts)}, oldest first: " + "; ".join(_line(b) for b in briefs)]
-    if d.repeat is not None:
-        d.report_lines.append(f"Relaunch ({d.repeat.kind.value}): {d.repeat.reason}")
-    d.evidence.append(EvidenceItem(kind="note", text=(f"a run of {len(attempts)} attempts ({names}): the newest is the one diagnosed "
-                                                      "here; each earlier one was diagnosed alone to compare with it")))
+    _say(d, briefs, f"a run of {len(attempts)} attempts ({names}): the newest is the one diagnosed here; each earlier one was "
+                    "diagnosed alone to compare with it")
     d.evidence += [EvidenceItem(kind="note", text=n) for n in notes]
     d.target, d.target_kind = req.target, "directory"
     return redact_value(d)
+
+
+def _say(d: Diagnosis, briefs: list[AttemptBrief], note: str) -> None:
+    d.report_lines = [*d.report_lines, f"Attempts: {len(briefs)}, oldest first: " + "; ".join(_line(b) for b in briefs)]
+    if d.repeat is not None:
+        d.report_lines.append(f"Relaunch ({d.repeat.kind.value}): {d.repeat.reason}")
+    d.evidence.append(EvidenceItem(kind="note", text=note))
 
 
 def _line(b: AttemptBrief) -> str:

@@ -21,7 +21,9 @@ def run_of(name: str, records: list[AttemptRecord]) -> tuple[RunRecord, AttemptR
     records = sorted(records, key=lambda r: r.attempt)
     last = records[-1]
     briefs = [AttemptBrief(attempt=r.attempt, outcome=r.outcome, fingerprint=r.fingerprint, last_step=r.last_step, path=r.path) for r in records]
-    verdict = repeat_verdict(briefs) if len(records) > 1 else None
+    verdict = repeat_verdict(briefs) if len(records) > 1 else last.repeat
+    if len(records) == 1 and last.attempts_inside:  # one log a launcher restarted into: its attempts, read by the engine
+        briefs = last.attempts_inside
     decision, reason = decision_after(last.decision, last.decision_reason, verdict)
     if verdict is not None and verdict.kind is Repeat.SAME_NO_PROGRESS:  # its plan offers no relaunch (engine/repeat.py)
         last = last.model_copy(update={"fixes": [f for f in last.fixes if f.fix_id not in relaunch_fix_ids()]})
@@ -30,7 +32,7 @@ def run_of(name: str, records: list[AttemptRecord]) -> tuple[RunRecord, AttemptR
         name=name, path=last.path if len(records) == 1 else _common_parent([r.path for r in records]), outcome=last.outcome,
         failure_class=last.failure_class, fingerprint=last.fingerprint, decision=decision, decision_reason=reason,
         last_step=last.last_step, duration_s=sum(lost) if lost else None,
-        mtime=max((r.mtime for r in records if r.mtime), default=None), attempts=briefs if len(records) > 1 else [],
+        mtime=max((r.mtime for r in records if r.mtime), default=None), attempts=briefs if len(briefs) > 1 else [],
         repeat=verdict, error=last.error,
     )
     return run, last

@@ -67,6 +67,8 @@ class AttemptRecord(Model):
     duration_s: float | None = Field(None, description="ended - started, when both are known.")
     mtime: datetime | None = Field(None, description="When the newest log was last written.")
     error: str | None = None
+    attempts_inside: list[AttemptBrief] = Field(default_factory=list, description="Attempts a launcher restarted inside this one log.")
+    repeat: RepeatVerdict | None = Field(None, description="The repeat rule over attempts_inside; the decision above already follows it.")
 
 
 class RunRecord(Model):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from ml_skills.engine import attempts
 from ml_skills.engine import fingerprint as fp
 from ml_skills.engine.metrics import parse_timestamp
 from ml_skills.engine.pipeline import DiagnoseRequest, analyse, collect
@@ -40,6 +41,8 @@ def diagnose_attempt(task: AttemptTask, last: int = 500) -> AttemptRecord:
                 req = DiagnoseRequest(target=task.path, last=last)
         ev = collect(req)
         d = analyse(req, ev)
+        if (inside := attempts.of_log(req, ev)) is not None:  # a launcher's restarts inside one log
+            d = attempts.with_log_attempts(req, d, inside)
     except MLSkillsError as e:
         return unreadable(redact(str(e))[:500])
     except Exception as e:  # noqa: BLE001 - one bad run must not stop a grid of a thousand
@@ -76,4 +79,5 @@ def from_diagnosis(task: AttemptTask, d: Diagnosis, logs: list[LogEvidence]) -> 
         fixes=[FixRef(fix_id=f.fix_id, action=f.action[:200], risk=f.risk) for f in d.fixes[:TOP_FIXES]],
         last_step=last_step(d, logs), started=started, ended=ended, duration_s=duration, mtime=max(mtimes) if mtimes else None,
         error=d.insufficient_evidence[:300] if outcome is Outcome.UNDECIDED and d.insufficient_evidence else None,
+        attempts_inside=d.attempts, repeat=d.repeat,
     )
