@@ -100,8 +100,10 @@ def attempts_of(run_dir: str) -> list[tuple[int, str]]:
 
 # ---------------------------------------------------------------- attempts inside one log
 
-MAX_SPLIT_BYTES = 64 * 1024 * 1024
-"""A log is split into attempts only up to this size (read whole); a bigger one is read as one run."""
+MAX_SPLIT_BYTES = 1024 * 1024 * 1024
+"""A log is split into attempts only up to this size (one more streamed pass); a bigger one is read as one run."""
+MAX_ATTEMPTS = 16  # the newest ones kept: the rule reads the newest against the last failed before it
+MAX_LINE = 64 * 1024  # a longer line is kept cut
 
 # torchelastic's agent, each time a worker group fails (torch/distributed/elastic/multiprocessing/api.py), whether
 # it then restarts the group or gives up: "failed (exitcode: -9) local_rank: 0 (pid: 25689) of binary: /usr/bin/python"
@@ -110,33 +112,43 @@ _ELASTIC_FAILED = re.compile(rb"failed \(exitcode: -?\d+\) local_rank: \d+ \(pid
 _ELASTIC_GAVE_UP = re.compile(rb"ChildFailedError")
 
 
-def log_attempts(path: str) -> list[tuple[int, int, str]] | None:
-    """(attempt, first line number, text) of each attempt a launcher restarted inside one log; None for one attempt.
+def log_attempts(path: str, keep: int = 500) -> list[tuple[int, int, str]] | None:
+    """(attempt, first line number, its last `keep` lines) of each attempt a launcher restarted inside one log,
+    oldest first (the newest MAX_ATTEMPTS); None for one attempt.
 
     torchrun --max-restarts relaunches its workers into the same stdout: every worker-group failure
     ends an attempt, and whatever the workers print after it is the next one, unless the launcher
-    gave up there (its ChildFailedError block closes the log; it belongs to no attempt).
+    gave up there (its ChildFailedError block closes the log; it belongs to no attempt). The log is
+    streamed once, keeping each attempt's tail, as the engine keeps a log's.
     """
+    from collections import deque
+
     from ml_skills.collectors.logfile import check_readable
     from ml_skills.safety.paths import open_binary
 
     p = check_readable(path)
     if p.stat().st_size > MAX_SPLIT_BYTES:
         return None
+    spans: deque[tuple[int, deque[bytes]]] = deque(maxlen=MAX_ATTEMPTS)  # (last line number, its tail)
+    tail: deque[bytes] = deque(maxlen=keep)
+    line_no, rest_of_line, gave_up, count = 0, False, False, 0
     with open_binary(p) as f:
-        data = f.read(MAX_SPLIT_BYTES + 1)
-    if len(data) > MAX_SPLIT_BYTES or _ELASTIC_FAILED.search(data) is None:
+        while piece := f.readline(MAX_LINE):
+            cut_before, rest_of_line = rest_of_line, not piece.endswith(b"\n")
+            if cut_before:
+                continue  # the rest of an overlong line
+            line_no += 1
+            tail.append(piece.rstrip(b"\r\n"))
+            if _ELASTIC_FAILED.search(piece):
+                spans.append((line_no, tail))
+                tail, gave_up, count = deque(maxlen=keep), False, count + 1
+            elif _ELASTIC_GAVE_UP.search(piece):
+                gave_up = True
+    if any(x.strip() for x in tail) and not gave_up:
+        spans.append((line_no, tail))  # the launcher went on: a last attempt still running, or one that finished
+        count += 1
+    if count < 2:
         return None
-    lines = data.split(b"\n")
-    ends = [i for i, line in enumerate(lines) if _ELASTIC_FAILED.search(line)]
-    spans = []
-    start = 0
-    for end in ends:
-        spans.append((start, end + 1))
-        start = end + 1
-    rest = lines[start:]
-    if any(x.strip() for x in rest) and not any(_ELASTIC_GAVE_UP.search(x) for x in rest):
-        spans.append((start, len(lines)))  # the launcher went on: a last attempt still running or that finished
-    if len(spans) < 2:
-        return None
-    return [(n, a + 1, b"\n".join(lines[a:b]).decode("utf-8", errors="replace")) for n, (a, b) in enumerate(spans)]
+    first_n = count - len(spans)
+    return [(first_n + i, last - len(lines) + 1, b"\n".join(lines).decode("utf-8", errors="replace"))
+            for i, (last, lines) in enumerate(spans)]

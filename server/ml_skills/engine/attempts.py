@@ -21,6 +21,9 @@ from ml_skills.models import AttemptBrief, Diagnosis, Evidence, EvidenceItem, Ou
 from ml_skills.render.progress import Progress
 from ml_skills.safety.redact import redact, redact_value
 
+LAUNCHER_LINES = "launcher-child-failed"
+"""The catalog signature that matches torchelastic's per-failure line (and its ChildFailedError)."""
+
 if TYPE_CHECKING:
     from ml_skills.engine.pipeline import DiagnoseRequest
 
@@ -29,14 +32,15 @@ def of_log(req: DiagnoseRequest, ev: Evidence) -> tuple[str, list[tuple[int, int
     """The log a launcher restarted its workers into and its attempts (collectors/attempts.py), oldest first; None
     unless the target is that log, or a run directory whose only log it is."""
     kind = req.kind()
-    if kind == "log" and req.target:
-        path = req.target
-    elif kind == "directory" and len(ev.logs) == 1 and Path(ev.logs[0].source).is_file():
-        path = ev.logs[0].source
-    else:
+    if kind not in ("log", "directory") or len(ev.logs) != 1 or not Path(ev.logs[0].source).is_file():
         return None
+    log = ev.logs[0]
+    # the scan already found the launcher's lines: a log without one is not read again
+    if not any(h.signature_id == LAUNCHER_LINES for h in log.hits):
+        return None
+    path = log.source
     try:
-        found = log_attempts(path)
+        found = log_attempts(path, keep=req.last)
     except (OSError, MLSkillsError):
         return None  # the whole-log diagnosis says what is wrong with the file
     return (path, found) if found else None
