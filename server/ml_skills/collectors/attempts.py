@@ -104,6 +104,7 @@ MAX_SPLIT_BYTES = 1024 * 1024 * 1024
 """A log is split into attempts only up to this size (one more streamed pass); a bigger one is read as one run."""
 MAX_ATTEMPTS = 16  # the newest ones kept: the rule reads the newest against the last failed before it
 MAX_LINE = 64 * 1024  # a longer line is kept cut
+CHUNK = 1024 * 1024
 
 # torchelastic's agent, each time a worker group fails (torch/distributed/elastic/multiprocessing/api.py), whether
 # it then restarts the group or gives up: "failed (exitcode: -9) local_rank: 0 (pid: 25689) of binary: /usr/bin/python"
@@ -131,24 +132,35 @@ def log_attempts(path: str, keep: int = 500) -> list[tuple[int, int, str]] | Non
         return None
     spans: deque[tuple[int, deque[bytes]]] = deque(maxlen=MAX_ATTEMPTS)  # (last line number, its tail)
     tail: deque[bytes] = deque(maxlen=keep)
-    line_no, rest_of_line, gave_up, count = 0, False, False, 0
+    line_no, gave_up, count = 0, False, 0
+    pending = b""  # a line not ended yet, at most MAX_LINE bytes of it
     with open_binary(p) as f:
-        while piece := f.readline(MAX_LINE):
-            cut_before, rest_of_line = rest_of_line, not piece.endswith(b"\n")
-            if cut_before:
-                continue  # the rest of an overlong line
-            line_no += 1
-            tail.append(piece.rstrip(b"\r\n"))
-            if _ELASTIC_FAILED.search(piece):
-                spans.append((line_no, tail))
-                tail, gave_up, count = deque(maxlen=keep), False, count + 1
-            elif _ELASTIC_GAVE_UP.search(piece):
-                gave_up = True
+        while True:
+            chunk = f.read(CHUNK)
+            data = pending + chunk
+            end = len(data) if not chunk else data.rfind(b"\n") + 1
+            block, pending = data[:end], data[end:][:MAX_LINE]
+            if not _ELASTIC_FAILED.search(block) and not _ELASTIC_GAVE_UP.search(block):  # most of a log: no line looked at
+                n = block.count(b"\n") + (0 if block.endswith(b"\n") or not block else 1)
+                last = block.removesuffix(b"\n").rsplit(b"\n", keep)[-keep:] if block else []
+                tail.extend(x[:MAX_LINE] for x in last)
+                line_no += n
+            else:
+                for x in block.removesuffix(b"\n").split(b"\n"):
+                    line_no += 1
+                    tail.append(x[:MAX_LINE])
+                    if _ELASTIC_FAILED.search(x):
+                        spans.append((line_no, tail))
+                        tail, gave_up, count = deque(maxlen=keep), False, count + 1
+                    elif _ELASTIC_GAVE_UP.search(x):
+                        gave_up = True
+            if not chunk:
+                break
     if any(x.strip() for x in tail) and not gave_up:
         spans.append((line_no, tail))  # the launcher went on: a last attempt still running, or one that finished
         count += 1
     if count < 2:
         return None
     first_n = count - len(spans)
-    return [(first_n + i, last - len(lines) + 1, b"\n".join(lines).decode("utf-8", errors="replace"))
-            for i, (last, lines) in enumerate(spans)]
+    return [(first_n + i, last - len(kept) + 1, b"\n".join(kept).decode("utf-8", errors="replace"))
+            for i, (last, kept) in enumerate(spans)]
