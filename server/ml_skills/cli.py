@@ -147,6 +147,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("targets", nargs="*", metavar="TARGET", help="a directory of run directories, a run directory of attempts, or a glob of logs (quoted)")
     t.add_argument("--mlflow-experiment", action="append", default=[], metavar="ID",
                    help="also the FAILED and KILLED runs of this MLflow experiment (id or name; MLFLOW_TRACKING_URI); repeatable")
+    t.add_argument("--wandb", action="append", default=[], metavar="ENTITY/PROJECT",
+                   help="also the runs of this W&B project in --wandb-states (WANDB_API_KEY, WANDB_BASE_URL); repeatable")
+    t.add_argument("--wandb-states", metavar="STATES",
+                   help="with --wandb: the run states to list, comma-separated (default failed,crashed,killed; also preempted, "
+                        "finished, running; or all)")
     t.add_argument("--since", metavar="WHEN", help="only runs whose logs were written since: 6h, 2d, 30m, or a date (2026-11-30T14:00)")
     t.add_argument("--workers", type=_positive, help="worker processes (default: the number of cores); 1 runs in this process")
     t.add_argument("--expect", metavar="GRID", help="the cells that should exist: a CSV or YAML of cell names, or a glob of result files (quoted)")

@@ -460,6 +460,43 @@ class EvidenceItem(Model):
     line_no: int | None = None
 
 
+class Outcome(StrEnum):
+    """How an attempt (or a grid's run) ended, as the repeat rule and the grid's rows read it."""
+
+    FAILED = "failed"
+    COMPLETED = "completed"
+    RUNNING = "running"
+    UNDECIDED = "undecided"
+    UNREADABLE = "unreadable"
+
+
+class AttemptBrief(Model):
+    """One attempt of a relaunched run: enough to read it against the one before."""
+
+    attempt: int = Field(description="0 for the first launch, then the number in attempt-N / retryN.")
+    outcome: Outcome = Field(description="failed, completed, running, undecided (the engine could not decide) or unreadable.")
+    fingerprint: str | None = Field(description="12 hex digits of the hash of class | rule | normalised decisive line (failed attempts).")
+    last_step: float | None = Field(description="The furthest step the attempt reached.")
+    path: str = Field(description="The attempt's directory or log.")
+
+
+class Repeat(StrEnum):
+    SAME_NO_PROGRESS = "same-failure-no-progress"
+    SAME_PROGRESSED = "same-failure-progressed"
+    DIFFERENT = "different-failure"
+    RECOVERED = "recovered"
+
+
+class RepeatVerdict(Model):
+    """The last attempt read against the last failed one before it (engine/repeat.py)."""
+
+    kind: Repeat = Field(description="same-failure-no-progress (NO-GO), same-failure-progressed (GO), different-failure or recovered.")
+    previous_attempt: int = Field(description="The last failed attempt before the newest one.")
+    previous_step: float | None = Field(description="The furthest step that attempt reached.")
+    last_step: float | None = Field(description="The furthest step the newest attempt reached.")
+    reason: str = Field(description="The verdict in words; with no progress it starts 'relaunching will fail the same way'.")
+
+
 class ToolInfo(Model):
     name: str = "ml-skills"
     version: str
@@ -509,3 +546,9 @@ class Diagnosis(Model):
     sources: list[str] = Field(default_factory=list, description="What was read, with its status.")
     redactions: int = Field(0, description="How many secrets were redacted from this report.")
     plot: str | None = Field(None, description="Path of the metric plot PNG, when --plot was given.")
+    attempts: list[AttemptBrief] = Field(default_factory=list, description=(
+        "A run directory of several attempts (attempt-N/, train.retryN.log): each attempt diagnosed alone, oldest first; "
+        "the report is the newest one's."))
+    repeat: RepeatVerdict | None = Field(None, description=(
+        "The newest attempt read against the last failed one before it: the same failure with no progress past it is "
+        "NO-GO ('relaunching will fail the same way'), the same failure after getting further is GO."))

@@ -4,7 +4,10 @@ The operations were captured from wandb 0.31's public API (through wandb-core): 
 GetDefaultEntity, Run (RunFragment), RunHistoryKeys, RunParquetHistory (answered with no
 parquet files, so the client falls back to HistoryPage), HistoryPage (rows as JSON strings,
 paged by step range) and RunFiles (cursor-paged); file contents are served at the URL given
-in RunFiles. `faults[op]` holds faults consumed one per request of that operation:
+in RunFiles. Runs (a project's runs, `Api().runs`) is answered with the lightweight fragment the
+client asks for, filtered the way the server filters (the MongoDB-style operators of the
+`filters` JSON on state, createdAt, name and displayName), ordered by created_at and
+cursor-paged; an unknown project is a null project, as the server answers it. `faults[op]` holds faults consumed one per request of that operation:
 ("status", code, headers), ("body", bytes) or ("drip", seconds): the real answer sent one byte per
 interval, each byte well inside the client's per-read timeout.
 """
@@ -17,6 +20,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -30,6 +34,9 @@ class FakeRun:
     rows: list[dict[str, Any]]  # one dict per step, with _step
     files: dict[str, bytes] = field(default_factory=dict)
     system: dict[str, Any] = field(default_factory=dict)
+    display_name: str | None = None  # default: "<id>-display"
+    created_at: str = "2026-11-29T10:00:00"
+    heartbeat_at: str = "2026-11-29T10:20:00"
 
 
 class FakeWandb:
@@ -125,6 +132,8 @@ class FakeWandb:
         }
         if op in ("Viewer", "GetDefaultEntity"):
             return {"viewer": viewer}
+        if op == "Runs":
+            return self._runs(v)
         name = v.get("name") or v.get("runName") or v.get("run")
         run = self.runs.get(name) if v.get("project") == self.project and v.get("entity") == self.entity else None
         if run is None:
@@ -140,7 +149,7 @@ class FakeWandb:
                         "id": base64.b64encode(f"Run:{name}".encode()).decode(),
                         "tags": [],
                         "name": name,
-                        "displayName": f"{name}-display",
+                        "displayName": run.display_name or f"{name}-display",
                         "sweepName": None,
                         "state": run.state,
                         "config": json.dumps({k: {"value": x, "desc": None} for k, x in run.config.items()}),
@@ -148,8 +157,8 @@ class FakeWandb:
                         "jobType": None,
                         "commit": None,
                         "readOnly": False,
-                        "createdAt": "2026-11-29T10:00:00",
-                        "heartbeatAt": "2026-11-29T10:20:00",
+                        "createdAt": run.created_at,
+                        "heartbeatAt": run.heartbeat_at,
                         "description": None,
                         "notes": None,
                         "systemMetrics": json.dumps(run.system),
@@ -203,6 +212,72 @@ class FakeWandb:
                 }
             }
         raise AssertionError(f"the fake does not know operation {op}")
+
+
+    def _runs(self, v: dict[str, Any]) -> Any:
+        if v.get("project") != self.project or v.get("entity") != self.entity:
+            return {"project": None}
+        flt = json.loads(v.get("filters") or "{}")
+        found = [(n, r) for n, r in self.runs.items() if _matches(flt, _fields(n, r))]
+        order = v.get("order") or "+created_at"
+        assert order.lstrip("+-") == "created_at", f"the fake orders by created_at only, not {order}"
+        found.sort(key=lambda x: _when(x[1].created_at), reverse=order.startswith("-"))
+        start, size = int(v.get("cursor") or 0), int(v.get("perPage") or 50)
+        page = found[start : start + size]
+        edges = [{"node": {"projectId": "1", "id": base64.b64encode(f"Run:{n}".encode()).decode(), "tags": [], "name": n,
+                           "displayName": r.display_name or f"{n}-display", "sweepName": None, "state": r.state, "group": None,
+                           "jobType": None, "commit": None, "readOnly": False, "createdAt": r.created_at, "heartbeatAt": r.heartbeat_at,
+                           "description": None, "notes": None, "historyLineCount": len(r.rows), "user": {"name": "alice", "username": "alice"}},
+                  "cursor": str(start + i + 1)} for i, (n, r) in enumerate(page)]
+        return {"project": {"internalId": "1", "runCount": len(found), "readOnly": False,
+                            "runs": {"edges": edges, "pageInfo": {"endCursor": str(start + len(page)), "hasNextPage": start + size < len(found)}}}}
+
+
+def _fields(name: str, run: FakeRun) -> dict[str, Any]:
+    return {"name": name, "displayName": run.display_name or f"{name}-display", "state": run.state, "createdAt": run.created_at}
+
+
+def _when(text: str) -> datetime:
+    t = datetime.fromisoformat(text)
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+def _matches(flt: dict[str, Any], row: dict[str, Any]) -> bool:
+    """The operators of W&B's run filters (MongoDB's) this fake answers; any other is a test error, not a silent match."""
+    for key, want in flt.items():
+        if key == "$and":
+            ok = all(_matches(f, row) for f in want)
+        elif key == "$or":
+            ok = any(_matches(f, row) for f in want)
+        else:
+            assert key in row, f"the fake filters on {sorted(row)}, not {key}"
+            have = _when(row[key]) if key == "createdAt" else row[key]
+            conds = want if isinstance(want, dict) else {"$eq": want}
+            ok = all(_compare(op, have, _when(x) if key == "createdAt" and isinstance(x, str) else x) for op, x in conds.items())
+        if not ok:
+            return False
+    return True
+
+
+def _compare(op: str, have: Any, x: Any) -> bool:
+    match op:
+        case "$eq":
+            return have == x
+        case "$ne":
+            return have != x
+        case "$in":
+            return have in x
+        case "$nin":
+            return have not in x
+        case "$gte":
+            return have >= x
+        case "$gt":
+            return have > x
+        case "$lte":
+            return have <= x
+        case "$lt":
+            return have < x
+    raise AssertionError(f"the fake does not know filter operator {op}")
 
 
 def _operation(query: str) -> str:

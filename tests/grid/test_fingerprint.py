@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from ml_skills.grid.attempts import repeat_verdict, split_name
-from ml_skills.grid.fingerprint import fingerprint, normalise, signature
+from ml_skills.collectors.attempts import split_name
+from ml_skills.engine.fingerprint import fingerprint, normalise, signature
+from ml_skills.engine.repeat import repeat_verdict
 from ml_skills.grid.models import AttemptBrief, Outcome, Repeat
 
 SAME = [

@@ -239,11 +239,15 @@ def _config(run: tracker.TrackerRun, items: Any) -> None:
 # ---------------------------------------------------------------- public API
 
 
-def _from_api(entity: str, project: str, run_id: str) -> tracker.TrackerRun:
-    # bounded retries for wandb-core's GraphQL client; read when wandb sets itself up
+def client_settings() -> None:
+    """Bounded retries for wandb-core's GraphQL client, and no chatter; read when wandb sets itself up."""
     os.environ.setdefault("WANDB_SILENT", "true")
     os.environ.setdefault("WANDB__GRAPHQL_RETRY_MAX", "3")
     os.environ.setdefault("WANDB__GRAPHQL_RETRY_WAIT_MAX_SECONDS", "4")
+
+
+def _from_api(entity: str, project: str, run_id: str) -> tracker.TrackerRun:
+    client_settings()
     deadline = Deadline(tracker.deadline_s())
     name = f"{entity}/{project}/{run_id}"
     try:

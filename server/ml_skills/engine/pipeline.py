@@ -336,10 +336,19 @@ def _missing_artifacts(inv: ArtifactInventory | None, status: RunStatus, cls: Cl
 
 
 def diagnose(req: DiagnoseRequest, progress: Progress | None = None) -> Diagnosis:
+    """A run directory of several attempts, or a log a launcher restarted into, is also read attempt by attempt
+    (engine/attempts.py), for the repeat rule; anything else at once."""
+    from ml_skills.engine import attempts
+
     reset_redaction_count()
     with paths.scope(*_local_paths(req)):
+        if req.kind() == "directory" and (found := attempts.of_run(req.target)) is not None:
+            return attempts.diagnose(req, found, progress)
         ev = collect(req, progress)
-        return analyse(req, ev)
+        d = analyse(req, ev)
+        if (inside := attempts.of_log(req, ev)) is not None:
+            d = attempts.with_log_attempts(req, d, inside)
+        return d
 
 
 def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:

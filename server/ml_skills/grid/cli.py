@@ -11,6 +11,7 @@ from ml_skills.grid.discover import parse_since
 from ml_skills.grid.groups import Groups
 from ml_skills.grid.models import Group, Outcome, RunRecord
 from ml_skills.grid.triage import triage
+from ml_skills.grid.wandb_runs import parse_states
 from ml_skills.models import Decision
 
 FILENAME = "triage-runs.json"
@@ -21,8 +22,10 @@ def run(args: argparse.Namespace) -> int:
     from ml_skills.render import triage as text
     from ml_skills.safety.redact import redact_value
 
-    if not args.targets and not args.mlflow_experiment:
-        raise InputError("nothing to triage: give a directory of run directories, a quoted glob of logs, or --mlflow-experiment ID")
+    if not args.targets and not args.mlflow_experiment and not args.wandb:
+        raise InputError("nothing to triage: give a directory of run directories, a quoted glob of logs, --mlflow-experiment ID "
+                         "or --wandb ENTITY/PROJECT")
+    states = parse_states(args.wandb_states)
     since = parse_since(args.since) if args.since else None
     if args.expect and not glob.has_magic(args.expect):
         from ml_skills.grid.expect import read_grid
@@ -44,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
             show(what, len(groups.runs), total, "runs")
 
         report, _ = triage(args.targets, since=since, workers=args.workers, max_runs=args.max_runs, on_run=on_run,
-                           mlflow_experiments=tuple(args.mlflow_experiment), ray_address=args.ray)
+                           mlflow_experiments=tuple(args.mlflow_experiment), wandb_projects=tuple(args.wandb), wandb_states=states,
+                           ray_address=args.ray)
     if args.expect:
         from ml_skills.grid.expect import check_expected
 

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ml_skills.collectors.artifacts import _LOG as LOG_NAME
+from ml_skills.collectors.attempts import attempts_of, has_log, newest_mtime, split_name
+from ml_skills.collectors.attempts import entries as _entries
+from ml_skills.collectors.attempts import is_log as _is_log
+from ml_skills.collectors.attempts import isdir as _isdir
 from ml_skills.errors import InputError, MLSkillsError, TargetNotFound
-from ml_skills.grid.attempts import split_name
 from ml_skills.grid.models import AttemptTask
 
-MAX_ENTRIES = 2_000  # per directory looked into below a run
 Check = Callable[[str], str]
 """Raises for a path that may not be read (the MCP tool's confinement); returns the path to use."""
 
@@ -37,28 +38,6 @@ class Discovery:
         return [t for ts in self.runs.values() for t in ts]
 
 
-def _is_log(name: str) -> bool:
-    return bool(LOG_NAME.search(name))
-
-
-def _entries(path: str) -> list[os.DirEntry[str]]:
-    with os.scandir(path) as it:
-        out = []
-        for e in it:
-            out.append(e)
-            if len(out) >= MAX_ENTRIES:
-                break
-        return sorted(out, key=lambda e: e.name)
-
-
-def _isdir(e: os.DirEntry[str], follow: bool = True) -> bool:
-    """DirEntry.is_dir that says False, not raises, for a symlink loop (ELOOP)."""
-    try:
-        return e.is_dir(follow_symlinks=follow)
-    except OSError:
-        return False
-
-
 def _broken(path: str) -> str | None:
     """Why a path cannot be used, or None: loops and dangling links are told apart from other errors."""
     try:
@@ -70,52 +49,6 @@ def _broken(path: str) -> str | None:
             return f"{path} is a dangling symlink (to {os.readlink(path)})"
         return f"{path} cannot be read: {e.strerror or e}"
     return None
-
-
-def newest_mtime(path: str, depth: int = 2) -> float | None:
-    """The newest mtime of the log files under `path` (two levels, bounded), or of the file itself."""
-    try:
-        if not os.path.isdir(path):
-            return os.stat(path).st_mtime
-        best: float | None = None
-        stack = [(path, 0)]
-        while stack:
-            d, level = stack.pop()
-            for e in _entries(d):
-                try:
-                    if _isdir(e, follow=False):
-                        if level < depth and not e.name.startswith("."):
-                            stack.append((e.path, level + 1))
-                    elif _is_log(e.name) and not _isdir(e):  # a FIFO or a device named like a log is a run the engine will refuse, not nothing
-                        m = e.stat(follow_symlinks=False).st_mtime
-                        best = m if best is None or m > best else best
-                except OSError:
-                    continue
-        return best
-    except OSError:
-        return None
-
-
-def has_log(path: str, depth: int = 2) -> bool:
-    return newest_mtime(path, depth) is not None
-
-
-def attempts_of(run_dir: str) -> list[tuple[int, str]]:
-    """(attempt number, path) of a run directory: attempt-N/ subdirectories and retry-numbered logs,
-    else the directory itself as the one attempt."""
-    entries = _entries(run_dir)
-    subdirs = [(n, e.path) for e in entries if _isdir(e) for key, n in [split_name(e.name)] if n and not key and has_log(e.path, 1)]
-    logs = [(split_name(e.name), e.path) for e in entries if _is_log(e.name) and not _isdir(e)]
-    numbered = [(n, p) for (key, n), p in logs if n]
-    if not subdirs and not numbered:
-        return [(0, run_dir)]
-    keys = {split_name(Path(p).name)[0] for _, p in numbered}
-    firsts = [p for (key, n), p in logs if not n and key in keys]
-    unnumbered = [p for (_, n), p in logs if not n]
-    if not numbered and len(unnumbered) == 1:  # the first launch logged here, its relaunches into attempt-N/
-        firsts = unnumbered
-    out = sorted(subdirs + numbered + [(0, p) for p in firsts[:1]])
-    return out
 
 
 def discover(targets: list[str], since: datetime | None = None, max_runs: int | None = None, check: Check | None = None,

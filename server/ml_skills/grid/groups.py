@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime
 
-from ml_skills.grid.attempts import repeat_verdict
+from ml_skills.engine.repeat import decision_after, relaunch_fix_ids, repeat_verdict
 from ml_skills.grid.models import AttemptBrief, AttemptRecord, FixRef, Group, Outcome, Repeat, RunRecord
-from ml_skills.models import Decision
 
 ROW_ORDER = (Outcome.COMPLETED, Outcome.RUNNING, Outcome.UNDECIDED, Outcome.UNREADABLE)
 
@@ -22,18 +21,18 @@ def run_of(name: str, records: list[AttemptRecord]) -> tuple[RunRecord, AttemptR
     records = sorted(records, key=lambda r: r.attempt)
     last = records[-1]
     briefs = [AttemptBrief(attempt=r.attempt, outcome=r.outcome, fingerprint=r.fingerprint, last_step=r.last_step, path=r.path) for r in records]
-    verdict = repeat_verdict(briefs) if len(records) > 1 else None
-    decision, reason = last.decision, last.decision_reason
-    if verdict is not None and verdict.kind is Repeat.SAME_NO_PROGRESS:
-        decision, reason = Decision.NO_GO, verdict.reason
-    elif verdict is not None and verdict.kind is Repeat.SAME_PROGRESSED:
-        decision, reason = Decision.GO, verdict.reason
+    verdict = repeat_verdict(briefs) if len(records) > 1 else last.repeat
+    if len(records) == 1 and last.attempts_inside:  # one log a launcher restarted into: its attempts, read by the engine
+        briefs = last.attempts_inside
+    decision, reason = decision_after(last.decision, last.decision_reason, verdict)
+    if verdict is not None and verdict.kind is Repeat.SAME_NO_PROGRESS:  # its plan offers no relaunch (engine/repeat.py)
+        last = last.model_copy(update={"fixes": [f for f in last.fixes if f.fix_id not in relaunch_fix_ids()]})
     lost = [r.duration_s for r in records if r.outcome is Outcome.FAILED and r.duration_s is not None]
     run = RunRecord(
         name=name, path=last.path if len(records) == 1 else _common_parent([r.path for r in records]), outcome=last.outcome,
         failure_class=last.failure_class, fingerprint=last.fingerprint, decision=decision, decision_reason=reason,
         last_step=last.last_step, duration_s=sum(lost) if lost else None,
-        mtime=max((r.mtime for r in records if r.mtime), default=None), attempts=briefs if len(records) > 1 else [],
+        mtime=max((r.mtime for r in records if r.mtime), default=None), attempts=briefs if len(briefs) > 1 else [],
         repeat=verdict, error=last.error,
     )
     return run, last

@@ -21,7 +21,7 @@ PAGE = 1000
 
 def failed_runs(experiment: str, since: datetime | None = None, max_runs: int | None = None) -> list[AttemptTask]:
     """One task per failed or killed run (attempt from a `-retryN` style run name, else 0)."""
-    from ml_skills.grid.attempts import split_name
+    from ml_skills.collectors.attempts import split_name
 
     uri = os.environ.get("MLFLOW_TRACKING_URI", "").strip()
     if not uri:

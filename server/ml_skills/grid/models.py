@@ -7,21 +7,25 @@ grows with the number of runs by a record each, and with the number of workers b
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
 
 from pydantic import Field
 
-from ml_skills.models import Decision, FailureClass, Model, Risk, RunStatus, ToolInfo
+# an attempt's outcome and the repeat rule's verdict are check-failed-run's too: defined in ml_skills.models, re-exported
+from ml_skills.models import (
+    AttemptBrief,
+    Decision,
+    FailureClass,
+    Model,
+    Outcome,
+    Repeat,
+    RepeatVerdict,
+    Risk,
+    RunStatus,
+    ToolInfo,
+)
 
-
-class Outcome(StrEnum):
-    """Which row a run lands in: failures are grouped by fingerprint, the rest have a row each."""
-
-    FAILED = "failed"
-    COMPLETED = "completed"
-    RUNNING = "running"
-    UNDECIDED = "undecided"
-    UNREADABLE = "unreadable"
+__all__ = ["AttemptBrief", "AttemptRecord", "AttemptTask", "ExpectReport", "FixRef", "Group", "Outcome", "Repeat", "RepeatVerdict",
+           "RunRecord", "TriageReport"]
 
 
 class FixRef(Model):
@@ -37,7 +41,7 @@ class AttemptTask(Model):
     attempt: int = Field(description="0 for the first launch, then the number in attempt-N / retryN.")
     path: str
     error: str | None = Field(None, description="Why discovery could not use this path (a symlink loop, no access).")
-    source: str = Field("path", description="path (a log or run directory) or mlflow (path is then the run id).")
+    source: str = Field("path", description="path (a log or run directory), mlflow (path is then the run id) or wandb (entity/project/run_id).")
     seen: datetime | None = Field(None, description="When the source says the run ended, for runs without a log file.")
 
 
@@ -63,31 +67,8 @@ class AttemptRecord(Model):
     duration_s: float | None = Field(None, description="ended - started, when both are known.")
     mtime: datetime | None = Field(None, description="When the newest log was last written.")
     error: str | None = None
-
-
-class AttemptBrief(Model):
-    attempt: int
-    outcome: Outcome
-    fingerprint: str | None
-    last_step: float | None
-    path: str
-
-
-class Repeat(StrEnum):
-    SAME_NO_PROGRESS = "same-failure-no-progress"
-    SAME_PROGRESSED = "same-failure-progressed"
-    DIFFERENT = "different-failure"
-    RECOVERED = "recovered"
-
-
-class RepeatVerdict(Model):
-    """The last attempt read against the one before it."""
-
-    kind: Repeat
-    previous_attempt: int
-    previous_step: float | None
-    last_step: float | None
-    reason: str
+    attempts_inside: list[AttemptBrief] = Field(default_factory=list, description="Attempts a launcher restarted inside this one log.")
+    repeat: RepeatVerdict | None = Field(None, description="The repeat rule over attempts_inside; the decision above already follows it.")
 
 
 class RunRecord(Model):

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from ml_skills.engine import attempts
+from ml_skills.engine import fingerprint as fp
 from ml_skills.engine.metrics import parse_timestamp
 from ml_skills.engine.pipeline import DiagnoseRequest, analyse, collect
+from ml_skills.engine.repeat import last_step, outcome_of
 from ml_skills.errors import MLSkillsError
-from ml_skills.grid import fingerprint as fp
 from ml_skills.grid.models import AttemptRecord, AttemptTask, FixRef, Outcome
-from ml_skills.models import Diagnosis, LogEvidence, RunStatus
+from ml_skills.models import Diagnosis, LogEvidence
 from ml_skills.safety.redact import redact, reset_redaction_count
 
 TOP_FIXES = 3
-_SIGNAL_KINDS = {"signature", "traceback", "anomaly", "source", "stop"}
 
 
 def diagnose_attempt(task: AttemptTask, last: int = 500) -> AttemptRecord:
@@ -31,36 +32,22 @@ def diagnose_attempt(task: AttemptTask, last: int = 500) -> AttemptRecord:
         return unreadable(redact(task.error))
     try:
         reset_redaction_count()
-        req = DiagnoseRequest(mlflow=task.path, last=last) if task.source == "mlflow" else DiagnoseRequest(target=task.path, last=last)
+        match task.source:
+            case "mlflow":
+                req = DiagnoseRequest(mlflow=task.path, last=last)
+            case "wandb":
+                req = DiagnoseRequest(wandb=task.path, last=last)
+            case _:
+                req = DiagnoseRequest(target=task.path, last=last)
         ev = collect(req)
         d = analyse(req, ev)
+        if (inside := attempts.of_log(req, ev)) is not None:  # a launcher's restarts inside one log
+            d = attempts.with_log_attempts(req, d, inside)
     except MLSkillsError as e:
         return unreadable(redact(str(e))[:500])
     except Exception as e:  # noqa: BLE001 - one bad run must not stop a grid of a thousand
         return unreadable(f"internal error: {type(e).__name__}: {redact(str(e))[:400]}")
     return from_diagnosis(task, d, ev.logs)
-
-
-def outcome_of(d: Diagnosis) -> Outcome:
-    if d.primary_cause is not None:
-        return Outcome.FAILED
-    if d.run_status in (RunStatus.COMPLETED, RunStatus.RECOVERED):
-        return Outcome.COMPLETED
-    if d.run_status is RunStatus.RUNNING:
-        return Outcome.RUNNING
-    return Outcome.UNDECIDED
-
-
-def decisive_rule(d: Diagnosis) -> str | None:
-    """The signature, exception rule or detector behind the primary class: the engine lists the
-    primary class's strongest signal first in the evidence, as 'label: text' (other classes' carry a [tag])."""
-    if d.primary_cause is None:
-        return None
-    for item in d.evidence:
-        if item.kind in _SIGNAL_KINDS:
-            label = item.text.split(": ", 1)[0]
-            return None if "[" in label else label[:80]
-    return None
 
 
 def _times(logs: list[LogEvidence]) -> tuple[datetime | None, datetime | None]:
@@ -81,19 +68,16 @@ def _times(logs: list[LogEvidence]) -> tuple[datetime | None, datetime | None]:
 def from_diagnosis(task: AttemptTask, d: Diagnosis, logs: list[LogEvidence]) -> AttemptRecord:
     outcome = outcome_of(d)
     line = d.root_cause.proximate_line.text if d.root_cause.proximate_line else None
-    rule = decisive_rule(d)
-    sig = fp.signature(d.primary_cause.value if d.primary_cause else None, rule, line) if outcome is Outcome.FAILED else None
+    rule, sig, fingerprint = fp.of_diagnosis(d)
     started, ended = _times(logs)
     duration = (ended - started).total_seconds() if started and ended and ended >= started else None
     mtimes = [log.mtime for log in logs if log.mtime is not None] + ([task.seen] if task.seen else [])
-    # the furthest step any log reached (a progress line need not carry one: "saved checkpoint at step 30")
-    steps = [log.trajectory.last_step for log in logs if log.trajectory.last_step is not None]
-    step = max(steps) if steps else (d.last_progress.step if d.last_progress else None)
     return AttemptRecord(
         run=task.run, attempt=task.attempt, path=task.path, outcome=outcome, run_status=d.run_status,
-        failure_class=d.primary_cause, rule=rule, fingerprint=fp.fingerprint(sig) if sig else None, signature=sig,
+        failure_class=d.primary_cause, rule=rule, fingerprint=fingerprint, signature=sig,
         decisive_line=line[:300] if line else None, decision=d.decision, decision_reason=d.decision_reason[:400],
         fixes=[FixRef(fix_id=f.fix_id, action=f.action[:200], risk=f.risk) for f in d.fixes[:TOP_FIXES]],
-        last_step=step, started=started, ended=ended, duration_s=duration, mtime=max(mtimes) if mtimes else None,
+        last_step=last_step(d, logs), started=started, ended=ended, duration_s=duration, mtime=max(mtimes) if mtimes else None,
         error=d.insufficient_evidence[:300] if outcome is Outcome.UNDECIDED and d.insufficient_evidence else None,
+        attempts_inside=d.attempts, repeat=d.repeat,
     )

@@ -21,6 +21,7 @@ from ml_skills.grid.discover import Check, discover
 from ml_skills.grid.groups import Groups, run_of
 from ml_skills.grid.models import AttemptRecord, AttemptTask, Group, RunRecord, TriageReport
 from ml_skills.grid.record import diagnose_attempt
+from ml_skills.grid.wandb_runs import FAILED_STATES
 from ml_skills.models import ToolInfo
 
 OnRun = Callable[[RunRecord, Group, Groups, int], None]
@@ -82,14 +83,30 @@ def _mlflow(experiments: tuple[str, ...], since: datetime | None, max_runs: int 
     return runs
 
 
+def _wandb(projects: tuple[str, ...], since: datetime | None, max_runs: int | None, states: tuple[str, ...]) -> dict[str, list[AttemptTask]]:
+    if not projects:
+        return {}
+    from ml_skills.grid.wandb_runs import project_runs
+
+    runs: dict[str, list[AttemptTask]] = {}
+    for project in projects:
+        for t in project_runs(project, since, max_runs, states):
+            runs.setdefault(t.run if len(projects) == 1 else f"{project}/{t.run}", []).append(t)  # two projects may share a cell name
+    return runs
+
+
 def triage(targets: list[str], *, since: datetime | None = None, workers: int | None = None, max_runs: int | None = None,
            deadline_s: float | None = None, check: Check | None = None, on_run: OnRun | None = None,
-           keep_runs: bool = True, mlflow_experiments: tuple[str, ...] = (), ray_address: str | None = None) -> tuple[TriageReport, Groups]:
-    """Diagnose every run of the targets (and of the MLflow experiments' failed runs) with the engine
-    and group the failures by fingerprint."""
+           keep_runs: bool = True, mlflow_experiments: tuple[str, ...] = (), wandb_projects: tuple[str, ...] = (),
+           wandb_states: tuple[str, ...] = FAILED_STATES, ray_address: str | None = None) -> tuple[TriageReport, Groups]:
+    """Diagnose every run of the targets (and of the MLflow experiments' and W&B projects' failed runs)
+    with the engine and group the failures by fingerprint."""
     t0 = time.monotonic()
     deadline = t0 + deadline_s if deadline_s else None
-    found = discover(targets, since=since, max_runs=max_runs, check=check, extra=_mlflow(mlflow_experiments, since, max_runs))
+    extra = _mlflow(mlflow_experiments, since, max_runs)
+    for name, ts in _wandb(wandb_projects, since, max_runs, wandb_states).items():
+        extra[name if name not in extra else f"{name}~wandb"] = ts  # an MLflow run of the same name stays its own
+    found = discover(targets, since=since, max_runs=max_runs, check=check, extra=extra)
     tasks = found.tasks()
     if ray_address:
         from ml_skills.grid import ray_backend
@@ -114,6 +131,8 @@ def triage(targets: list[str], *, since: datetime | None = None, workers: int | 
     notes = list(found.notes)
     if mlflow_experiments and not any(t.source == "mlflow" for t in tasks):
         notes.append(f"no FAILED or KILLED runs in MLflow experiment(s) {', '.join(mlflow_experiments)}" + (" since then" if since else ""))
+    if wandb_projects and not any(t.source == "wandb" for t in tasks):
+        notes.append(f"no {' or '.join(wandb_states)} runs in W&B project(s) {', '.join(wandb_projects)}" + (" since then" if since else ""))
     complete = not found.capped
     if found.capped:
         notes.append(f"stopped at {max_runs} runs (the run cap): narrow the targets or raise the cap")
@@ -122,7 +141,7 @@ def triage(targets: list[str], *, since: datetime | None = None, workers: int | 
         complete = False
         notes.append(f"the deadline of {deadline_s:g} s passed after {done} of {len(found.runs)} runs: the rest were not diagnosed")
     report = TriageReport(
-        tool=ToolInfo(version=__version__), created_at=datetime.now(UTC), targets=list(targets) + [f"mlflow-experiment:{e}" for e in mlflow_experiments], since=since,
+        tool=ToolInfo(version=__version__), created_at=datetime.now(UTC), targets=list(targets) + [f"mlflow-experiment:{e}" for e in mlflow_experiments] + [f"wandb:{p}" for p in wandb_projects], since=since,
         backend=backend, workers=workers, elapsed_s=round(time.monotonic() - t0, 3),
         runs_total=len(found.runs), attempts_total=len(tasks), counts=groups.counts(), groups=groups.ordered(),
         runs=sorted(groups.runs, key=lambda r: r.name) if keep_runs else [], complete=complete, notes=notes,

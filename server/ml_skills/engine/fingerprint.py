@@ -4,12 +4,15 @@ Two runs that died of the same thing print the same line with different numbers 
 pid, the rank, the address, the time, the shard path): those are replaced by placeholders, in an
 order where the most specific shape goes first (a timestamp before its numbers, a path before
 the digits in it). Quoted words stay: KeyError 'adamw' and KeyError 'lion' are different bugs.
+triage-runs groups runs by it; the repeat rule (engine/repeat.py) compares a run's attempts by it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+
+from ml_skills.models import Diagnosis
 
 MAX_LINE = 240
 
@@ -56,3 +59,28 @@ def signature(failure_class: str | None, rule: str | None, line: str | None) -> 
 
 def fingerprint(sig: str) -> str:
     return hashlib.sha1(sig.encode("utf-8")).hexdigest()[:12]
+
+
+_SIGNAL_KINDS = {"signature", "traceback", "anomaly", "source", "stop"}
+
+
+def decisive_rule(d: Diagnosis) -> str | None:
+    """The signature, exception rule or detector behind the primary class: the engine lists the
+    primary class's strongest signal first in the evidence, as 'label: text' (other classes' carry a [tag])."""
+    if d.primary_cause is None:
+        return None
+    for item in d.evidence:
+        if item.kind in _SIGNAL_KINDS:
+            label = item.text.split(": ", 1)[0]
+            return None if "[" in label else label[:80]
+    return None
+
+
+def of_diagnosis(d: Diagnosis) -> tuple[str | None, str | None, str | None]:
+    """(rule, signature, fingerprint) of a failed diagnosis; the last two are None when no class was found."""
+    if d.primary_cause is None:
+        return None, None, None
+    line = d.root_cause.proximate_line.text if d.root_cause.proximate_line else None
+    rule = decisive_rule(d)
+    sig = signature(d.primary_cause.value, rule, line)
+    return rule, sig, fingerprint(sig)
