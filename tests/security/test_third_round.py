@@ -35,7 +35,7 @@ def cli(*args: str, cwd: Path, timeout: float = 180, limit_mb: int | None = None
 
         def pre() -> None:  # type: ignore[misc]
             resource.setrlimit(resource.RLIMIT_AS, (limit_mb << 20, limit_mb << 20))
-    return subprocess.run([sys.executable, "-m", "ml_skills.cli", *args], cwd=cwd, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "ml_skills.cli", *args], cwd=cwd, check=False, capture_output=True, text=True,
                           timeout=timeout, preexec_fn=pre, env=dict(os.environ))
 
 
@@ -55,7 +55,7 @@ def nan_run(run_dir: Path, *launcher_argv: str) -> Path:
                 f"sys.exit(subprocess.run([sys.executable, {str(NAN_TRAIN)!r}, '0.15']).returncode)\n")
     log = run_dir / "train.log"
     with log.open("w") as f:
-        subprocess.run([sys.executable, "-c", launcher, *launcher_argv], stdout=f, stderr=subprocess.STDOUT, timeout=120)
+        subprocess.run([sys.executable, "-c", launcher, *launcher_argv], check=False, stdout=f, stderr=subprocess.STDOUT, timeout=120)
     assert "FloatingPointError" in log.read_text()
     return log
 
@@ -87,3 +87,34 @@ def test_a_launch_line_in_the_log_never_makes_a_next_command_run_a_second_progra
         assert cmds, d  # the diagnosis still suggests its other commands
         for c in cmds:
             assert "curl" not in c and "curl" not in commands_started(c), (payload, c)
+
+
+# ---------------------------------------------------------------- triage_runs: every attempt stays in the roots
+
+
+async def _tool(srv: Server, name: str, args: dict) -> tuple[bool, str]:
+    async with srv.client() as c:
+        r = await c.call_tool(name, args)
+        return r.is_error, text(r) + json.dumps(r.structured_content or {})
+
+
+def test_triage_runs_never_reads_an_attempt_linked_out_of_the_roots_in_its_worker_processes(tmp_path: Path) -> None:
+    """'Every target, every run found under it ... are confined to the allowed roots' (triage_runs)
+    and promise 5. A run's `attempt-1` symlinked to a run outside the roots was diagnosed in a pool
+    worker, which starts with no active roots: the engine took the attempt's resolved path as its
+    root, and the outside run's decisive line came back in `quoted`. With one worker (in the
+    server's own thread) it was refused."""
+    r, o = roots(tmp_path)
+    nan_run(r / "runs" / "r1")
+    nan_run(r / "runs" / "r2")
+    (o / "secret-run").mkdir()
+    with (o / "secret-run" / "train.log").open("w") as f:  # a real failure whose decisive line names the planted value
+        subprocess.run([sys.executable, "-c", "open('/nonexistent/PLANTED_OUTSIDE/shard-00000.bin')"], check=False, stdout=f,
+                       stderr=subprocess.STDOUT, timeout=60)
+    (r / "runs" / "r2" / "attempt-1").symlink_to(o / "secret-run")
+    srv = Server(tmp_path, roots=[r])
+    for workers in (1, 2):
+        err, out = anyio.run(_tool, srv, "triage_runs", {"targets": [str(r / "runs")], "workers": workers})
+        assert not err, out
+        assert "PLANTED_OUTSIDE" not in out, (workers, out)
+        assert "outside the allowed roots" in out, (workers, out)  # the attempt is an unreadable row, not lost

@@ -8,7 +8,9 @@ untouched: there is no second classifier here.
 
 from __future__ import annotations
 
+import contextlib
 from datetime import datetime
+from pathlib import Path
 
 from ml_skills.engine.metrics import parse_timestamp
 from ml_skills.engine.pipeline import DiagnoseRequest, analyse, collect
@@ -16,6 +18,7 @@ from ml_skills.errors import MLSkillsError
 from ml_skills.grid import fingerprint as fp
 from ml_skills.grid.models import AttemptRecord, AttemptTask, FixRef, Outcome
 from ml_skills.models import Diagnosis, LogEvidence, RunStatus
+from ml_skills.safety import paths
 from ml_skills.safety.redact import redact, reset_redaction_count
 
 TOP_FIXES = 3
@@ -29,11 +32,15 @@ def diagnose_attempt(task: AttemptTask, last: int = 500) -> AttemptRecord:
 
     if task.error:
         return unreadable(redact(task.error))
+    # a pool worker starts with no active roots, and the engine would then take the attempt's own
+    # (resolved) path as its root: a symlinked attempt-1/ in a run would be read wherever it points
+    confined = paths.within([Path(r) for r in task.roots]) if task.roots is not None else contextlib.nullcontext()
     try:
         reset_redaction_count()
         req = DiagnoseRequest(mlflow=task.path, last=last) if task.source == "mlflow" else DiagnoseRequest(target=task.path, last=last)
-        ev = collect(req)
-        d = analyse(req, ev)
+        with confined:
+            ev = collect(req)
+            d = analyse(req, ev)
     except MLSkillsError as e:
         return unreadable(redact(str(e))[:500])
     except Exception as e:  # noqa: BLE001 - one bad run must not stop a grid of a thousand

@@ -22,6 +22,7 @@ from ml_skills.grid.groups import Groups, run_of
 from ml_skills.grid.models import AttemptRecord, AttemptTask, Group, RunRecord, TriageReport
 from ml_skills.grid.record import diagnose_attempt
 from ml_skills.models import ToolInfo
+from ml_skills.safety import paths
 
 OnRun = Callable[[RunRecord, Group, Groups, int], None]
 """on_run(run, its group, all groups so far, runs in total): called as each run is complete."""
@@ -91,6 +92,9 @@ def triage(targets: list[str], *, since: datetime | None = None, workers: int | 
     deadline = t0 + deadline_s if deadline_s else None
     found = discover(targets, since=since, max_runs=max_runs, check=check, extra=_mlflow(mlflow_experiments, since, max_runs))
     tasks = found.tasks()
+    active = paths.active_roots()
+    if active is not None:  # the caller's roots go with each task to the worker that reads it
+        tasks = [t.model_copy(update={"roots": [str(r) for r in active]}) for t in tasks]
     if ray_address:
         from ml_skills.grid import ray_backend
 
