@@ -118,3 +118,65 @@ def test_triage_runs_never_reads_an_attempt_linked_out_of_the_roots_in_its_worke
         assert not err, out
         assert "PLANTED_OUTSIDE" not in out, (workers, out)
         assert "outside the allowed roots" in out, (workers, out)  # the attempt is an unreadable row, not lost
+
+
+# ---------------------------------------------------------------- --expect grids: a hostile grid file gets a clear error
+
+
+def _grids(d: Path) -> dict[str, Path]:
+    """Grid files nobody wrote for: each is an error to say, never a crash, a hang or a blow-up."""
+    g = {"field-over-the-csv-limit.csv": "name\n" + "a" * 200_000 + "\n",
+         "nested-100000-deep.yaml": "cells: " + "[" * 100_000 + "]" * 100_000 + "\n"}
+    laughs, prev = "a: &a [x, x, x, x, x, x, x, x, x]\n", "a"  # 9**9 names once str() expands the aliases
+    for i in range(1, 9):
+        laughs += f"{chr(97 + i)}: &{chr(97 + i)} [{', '.join(['*' + prev] * 9)}]\n"
+        prev = chr(97 + i)
+    g["billion-laughs.yaml"] = laughs + f"cells: [*{prev}]\n"
+    out = {}
+    for name, body in g.items():
+        (d / name).write_text(body)
+        out[name] = d / name
+    sparse = d / "sparse-5gb.csv"
+    with sparse.open("wb") as f:
+        f.write(b"name\nr1\n")
+        f.truncate(5 << 30)
+    out[sparse.name] = sparse
+    return out
+
+
+def test_a_hostile_expect_grid_is_a_clear_error_in_bounded_time_and_memory(tmp_path: Path) -> None:
+    """Promise 9: 'every parser of untrusted bytes answers for any input, in time linear in the input
+    and memory bounded by a cap ... never "internal error"'. Before: a CSV field over 128 KiB and
+    YAML nested 100,000 deep were 'internal error' (csv.Error, RecursionError); YAML aliases nine
+    deep (about 300 bytes) made str() build 9**9 names (over 2 GB, a minute and counting); a 5 GB
+    sparse grid was read whole (`read_bytes()[:cap]`)."""
+    run = tmp_path / "runs" / "r1"
+    nan_run(run)
+    for name, grid in _grids(tmp_path).items():
+        p = cli("triage-runs", str(tmp_path / "runs"), "--expect", str(grid), "--workers", "1", "--out-dir", str(tmp_path / "out"),
+                cwd=tmp_path, timeout=60, limit_mb=1024)
+        assert p.returncode not in (0, 3), (name, p.returncode, p.stderr[-500:])
+        assert "internal error" not in p.stderr and "Traceback" not in p.stderr, (name, p.stderr[-500:])
+        assert grid.name in p.stderr and len(p.stderr.strip().splitlines()) == 1, (name, p.stderr[-500:])
+
+
+def test_triage_runs_never_names_a_result_file_outside_the_roots(tmp_path: Path) -> None:
+    """Promise 5 ('never lists outside names', as for list_artifacts). `results` (and a glob
+    `expect`) is confined only by its fixed leading folder: `R/res/*/*.json` with `R/res/sub`
+    linked to a folder outside the roots listed that folder's file names in
+    `expect.results_without_run`."""
+    r, o = roots(tmp_path)
+    nan_run(r / "runs" / "r1")
+    (o / "results").mkdir()
+    (o / "results" / "OUTSIDE_NAME.json").write_text("{}")
+    (r / "res").mkdir()
+    (r / "res" / "sub").symlink_to(o / "results")
+    (r / "res" / "mine").mkdir()
+    (r / "res" / "mine" / "r1.json").write_text("{}")
+    (r / "grid.csv").write_text("name\nr1\nr2\n")
+    srv = Server(tmp_path, roots=[r])
+    for args in ({"expect": str(r / "grid.csv"), "results": str(r / "res" / "*" / "*.json")}, {"expect": str(r / "res" / "*" / "*.json")}):
+        err, out = anyio.run(_tool, srv, "triage_runs", {"targets": [str(r / "runs")], "workers": 1, **args})
+        assert not err, out
+        assert "OUTSIDE_NAME" not in out, (args, out)
+        assert "outside the allowed roots were left out" in out, (args, out)

@@ -120,7 +120,7 @@ def triage_runs(
 
         grid = _confine_glob(expect, r) if glob.has_magic(expect) else str(confine(expect, r, want="file"))
         res = _confine_glob(results, r) if results else None
-        exp = check_expected(grid, res, report.runs)
+        exp = check_expected(grid, res, report.runs, check=_check(r))
     marker = new_marker()
     lines = [f"{g.fingerprint or g.outcome.value} ({g.example_run}): {g.example_line}" for g in report.groups[:MAX_GROUPS]
              if g.example_line and g.outcome in (Outcome.FAILED, Outcome.UNREADABLE, Outcome.UNDECIDED)]
