@@ -180,3 +180,16 @@ def test_triage_runs_never_names_a_result_file_outside_the_roots(tmp_path: Path)
         assert not err, out
         assert "OUTSIDE_NAME" not in out, (args, out)
         assert "outside the allowed roots were left out" in out, (args, out)
+
+
+def test_a_since_before_year_one_is_a_clear_error_in_the_cli_and_over_mcp(tmp_path: Path) -> None:
+    """'Bad input gets a clear error ... never a traceback.' `--since 99999999999999999999d` (and
+    triage_runs' `since`) overflowed datetime: 'internal error: OverflowError' from the CLI,
+    'failed unexpectedly' from the server."""
+    nan_run(tmp_path / "runs" / "r1")
+    p = cli("triage-runs", str(tmp_path / "runs"), "--since", "99999999999999999999d", "--workers", "1", "--out-dir",
+            str(tmp_path / "out"), cwd=tmp_path, timeout=60)
+    assert p.returncode not in (0, 3) and "internal error" not in p.stderr and "--since" in p.stderr, p.stderr
+    srv = Server(tmp_path, roots=[tmp_path])
+    err, out = anyio.run(_tool, srv, "triage_runs", {"targets": [str(tmp_path / "runs")], "since": "99999999999999999999d"})
+    assert err and "unexpectedly" not in out and "since" in out, out

@@ -224,7 +224,10 @@ def parse_since(text: str) -> datetime:
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", text)
     if m:
         secs = float(m.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[m.group(2)]
-        return datetime.fromtimestamp(datetime.now(UTC).timestamp() - secs, UTC)
+        try:  # 99999999999999999999d is before year 1: not a time
+            return datetime.fromtimestamp(datetime.now(UTC).timestamp() - secs, UTC)
+        except (OverflowError, ValueError, OSError):
+            raise InputError(f"--since {text!r} reaches before year 1: give a duration like 6h, 2d, 30m, or a date") from None
     try:
         t = datetime.fromisoformat(text.strip())
     except ValueError:
