@@ -193,3 +193,21 @@ def test_a_since_before_year_one_is_a_clear_error_in_the_cli_and_over_mcp(tmp_pa
     srv = Server(tmp_path, roots=[tmp_path])
     err, out = anyio.run(_tool, srv, "triage_runs", {"targets": [str(tmp_path / "runs")], "since": "99999999999999999999d"})
     assert err and "unexpectedly" not in out and "since" in out, out
+
+
+# ---------------------------------------------------------------- --plot: a file name is text, not mathtext
+
+
+def test_a_log_named_with_mathtext_never_ends_the_diagnosis_with_plot(tmp_path: Path) -> None:
+    """Promise 9: 'one bad file never turns the CLI's answer into "internal error"', and promise 4's
+    CLI last pass. The plot's title holds the log's file name, and matplotlib parsed `$...$` in it
+    as mathtext: `run$\\undefinedmacro{x}$.log` raised ParseFatalException, a multi-line
+    'internal error' (exit 3) after the report was already built."""
+    log = nan_run(tmp_path / "run")
+    for i, name in enumerate(["run$\\undefinedmacro{x}$.log", "run$" + "\\sqrt{" * 30 + "x" + "}" * 30 + "$.log", "a$^$b$_$.log"]):
+        named = log.with_name(name)
+        named.write_bytes(log.read_bytes())
+        out = tmp_path / f"out{i}"
+        p = cli("check-failed-run", str(named), "--plot", "--out-dir", str(out), cwd=tmp_path, timeout=120)
+        assert p.returncode == 0 and "internal error" not in p.stderr, (name, p.stderr[-800:])
+        assert (out / "check-failed-run.png").stat().st_size > 0 and (out / "check-failed-run.json").exists(), name
