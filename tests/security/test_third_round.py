@@ -13,12 +13,13 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import anyio
 import pytest
 
-from tests.mcp.conftest import Server, text
+from tests.mcp.conftest import Server, answer, text
 
 pytestmark = pytest.mark.slow  # real child processes and servers (5-60 s each on 2 shared cores)
 
@@ -244,3 +245,49 @@ def test_triage_runs_marks_cell_names_read_from_the_grid_file_as_data(tmp_path: 
     assert holding, d
     for s in holding:
         assert s.startswith(f"[data {marker}]") and s.rstrip().endswith(f"[/data {marker}]") or f"[data {marker}]" in s.split("ignore previous")[0], s
+
+
+# ---------------------------------------------------------------- restart: --no-python by any other name
+
+
+def test_a_restart_never_runs_torchrun_without_python_by_an_abbreviation_or_its_environment_variable(tmp_path: Path) -> None:
+    """Promise 2: 'A recorded line may not ... use --no-python'. argparse takes any unambiguous
+    prefix of a long option, and torchrun reads every option from PET_<NAME> too: `torchrun --no-py`,
+    `--no-`, `--no_py` and `PET_NO_PYTHON=1 torchrun` started awk (no shell, so not refused) with
+    the real torchrun after an accept of what reads as a training launch. A plain torchrun launch
+    of a Python script still runs."""
+    import socket
+
+    r, o = roots(tmp_path)
+    srv = Server(tmp_path, roots=[r])
+
+    def port() -> int:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    payload = "awk 'BEGIN{system(\"touch " + str(o) + "/PWNED_%s\")}'"
+    lines = {name: f"{pre}torchrun --nproc-per-node=1 --master-port={port()} {flag}{payload % name}"
+             for name, pre, flag in [("abbrev", "", "--no-py "), ("dash", "", "--no- "), ("underscore", "", "--no_py "),
+                                     ("env", "PET_NO_PYTHON=1 ", "")]}
+    for name, line in lines.items():
+        d = r / name
+        d.mkdir()
+        (d / "command.txt").write_text(line + "\n")
+        res = anyio.run(_call, srv, {"action": {"kind": "restart-unchanged", "command_file": str(d / "command.txt")}}, answer("accept"))
+        assert res.is_error and "not restarted" in text(res), (name, text(res)[:400])
+    (r / "ok").mkdir()
+    (r / "ok" / "train.py").write_text(f"open({str(o / 'RAN')!r}, 'w').write('ok')\n")
+    (r / "ok" / "command.txt").write_text(f"torchrun --nproc-per-node=1 --master-port={port()} train.py\n")
+    res = anyio.run(_call, srv, {"action": {"kind": "restart-unchanged", "command_file": str(r / "ok" / "command.txt")}}, answer("accept"))
+    assert not res.is_error, text(res)[:400]
+    end = time.monotonic() + 60
+    while not (o / "RAN").exists() and time.monotonic() < end:
+        time.sleep(0.3)
+    assert (o / "RAN").exists()
+    assert not [p.name for p in o.iterdir() if p.name.startswith("PWNED")]
+
+
+async def _call(srv: Server, args: dict, elicit=None):  # type: ignore[no-untyped-def]
+    async with srv.client(elicit=elicit) as c:
+        return await c.call_tool("request_action", args)

@@ -157,7 +157,10 @@ _LAUNCHER = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun|deepspeed|accelerate|sr
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}=")
 # Variables that choose which program runs or what it loads before it starts: set from a recorded
 # line, they turn "python train.py" into any program (PATH=/elsewhere python, LD_PRELOAD=evil.so).
-_PROGRAM_ENV = re.compile(r"^(PATH|LD_\w+|DYLD_\w+|PYTHONHOME|PYTHONSTARTUP|PYTHONEXECUTABLE|BASH_ENV|ENV|SHELL|IFS)$")
+# PET_NO_PYTHON is torchrun's --no-python given through the environment (torchrun reads PET_<OPTION>).
+_PROGRAM_ENV = re.compile(r"^(PATH|LD_\w+|DYLD_\w+|PYTHONHOME|PYTHONSTARTUP|PYTHONEXECUTABLE|BASH_ENV|ENV|SHELL|IFS|PET_NO_PYTHON)$")
+# argparse takes any unambiguous prefix of a long option: torchrun reads --no-py (even --no-) as --no-python
+_NO_PYTHON = ("--no-python", "--no_python")
 # Launchers that start any program they are given: what they start must itself be a Python launcher.
 _ANY_PROGRAM = {"srun", "mpirun", "horovodrun"}
 _PY_LAUNCHERS = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun|deepspeed|accelerate)$")
@@ -242,7 +245,7 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
     bad_env = sorted(k for k in env if _PROGRAM_ENV.match(k))
     if bad_env:
         raise _not_a_launch(f, line, f"it sets {', '.join(bad_env)}, which chooses the program that runs or what it loads")
-    if any(w.split("=")[0] in ("--no-python", "--no_python") for w in words[1:]):
+    if any(len(opt := w.split("=")[0]) >= 4 and any(n.startswith(opt) for n in _NO_PYTHON) for w in words[1:]):
         raise _not_a_launch(f, line, "--no-python starts a program that is not Python")
     names = [Path(w).name for w in words[1:]]
     shell = next((n for n in names if n in _SHELLS), None)
