@@ -291,3 +291,23 @@ def test_a_restart_never_runs_torchrun_without_python_by_an_abbreviation_or_its_
 async def _call(srv: Server, args: dict, elicit=None):  # type: ignore[no-untyped-def]
     async with srv.client(elicit=elicit) as c:
         return await c.call_tool("request_action", args)
+
+
+# ---------------------------------------------------------------- triage-runs: a big sweep loses no run unsaid
+
+
+def test_a_folder_of_2500_runs_is_triaged_whole(tmp_path: Path) -> None:
+    """'Bad input gets a clear error and loses nothing' and discover's 'never lost'. The cap of
+    2,000 entries meant for the folders below a run also cut the listing of the target itself:
+    2,500 run folders were read as 2,000 (an arbitrary 2,000: the cut came before the sort), with
+    no note and `complete` true. Counted here through --since, which skips every run after listing it."""
+    log = nan_run(tmp_path / "seed")
+    runs = tmp_path / "runs"
+    for i in range(2500):
+        (runs / f"run{i:05d}").mkdir(parents=True)
+        os.link(log, runs / f"run{i:05d}" / "train.log")
+    p = cli("triage-runs", str(runs), "--since", "0s", "--workers", "1", "--format", "json", "--out-dir", str(tmp_path / "out"),
+            cwd=tmp_path, timeout=300)
+    assert p.returncode == 0, p.stderr[-500:]
+    d = json.loads(p.stdout)
+    assert any("2500 runs last written before --since" in n for n in d["notes"]), d["notes"]

@@ -21,6 +21,7 @@ from ml_skills.grid.attempts import split_name
 from ml_skills.grid.models import AttemptTask
 
 MAX_ENTRIES = 2_000  # per directory looked into below a run
+MAX_RUN_DIRS = 100_000  # entries of a target directory (a sweep's folder of runs): past it the triage says so
 Check = Callable[[str], str]
 """Raises for a path that may not be read (the MCP tool's confinement); returns the path to use."""
 
@@ -32,6 +33,7 @@ class Discovery:
     skipped_old: int = 0
     skipped_no_log: list[str] = field(default_factory=list)
     capped: bool = False
+    listing_cut: bool = False  # a target directory held more entries than were read
 
     def tasks(self) -> list[AttemptTask]:
         return [t for ts in self.runs.values() for t in ts]
@@ -41,12 +43,12 @@ def _is_log(name: str) -> bool:
     return bool(LOG_NAME.search(name))
 
 
-def _entries(path: str) -> list[os.DirEntry[str]]:
+def _entries(path: str, cap: int = MAX_ENTRIES) -> list[os.DirEntry[str]]:
     with os.scandir(path) as it:
         out = []
         for e in it:
             out.append(e)
-            if len(out) >= MAX_ENTRIES:
+            if len(out) >= cap:
                 break
         return sorted(out, key=lambda e: e.name)
 
@@ -146,10 +148,14 @@ def discover(targets: list[str], since: datetime | None = None, max_runs: int | 
             _add_paths(found, [target], cut, max_runs, check, resubmissions=False)
             continue
         try:
-            entries = _entries(target)
+            entries = _entries(target, MAX_RUN_DIRS)  # not the 2,000 of a run's own folders: 2,500 runs once lost 500, unsaid
         except OSError as e:
             _add(found, Path(target).name, [AttemptTask(run=Path(target).name, attempt=0, path=target, error=f"{target} cannot be listed: {e.strerror or e}")], max_runs)
             continue
+        if len(entries) >= MAX_RUN_DIRS:
+            found.listing_cut = True
+            found.notes.append(f"{target} holds more than {MAX_RUN_DIRS:,} entries: only {MAX_RUN_DIRS:,} were read; "
+                               "give its subfolders or a glob to triage the rest")
         dirs = [e for e in entries if not e.name.startswith(".") and (_isdir(e) or _broken(e.path))]
         with_logs = [e for e in dirs if _broken(e.path) or has_log(e.path)]
         found.skipped_no_log += [e.name for e in dirs if e not in with_logs]

@@ -118,7 +118,7 @@ def triage(targets: list[str], *, since: datetime | None = None, workers: int | 
     notes = list(found.notes)
     if mlflow_experiments and not any(t.source == "mlflow" for t in tasks):
         notes.append(f"no FAILED or KILLED runs in MLflow experiment(s) {', '.join(mlflow_experiments)}" + (" since then" if since else ""))
-    complete = not found.capped
+    complete = not found.capped and not found.listing_cut
     if found.capped:
         notes.append(f"stopped at {max_runs} runs (the run cap): narrow the targets or raise the cap")
     done = len(groups.runs)
