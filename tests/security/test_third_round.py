@@ -311,3 +311,47 @@ def test_a_folder_of_2500_runs_is_triaged_whole(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr[-500:]
     d = json.loads(p.stdout)
     assert any("2500 runs last written before --since" in n for n in d["notes"]), d["notes"]
+
+
+STAND_IN = """#!/bin/sh
+# A stand-in for {name} (Slurm and MPI are not installed here): options first, then the program it starts, as {name} does.
+while [ $# -gt 0 ]; do case "$1" in -N|-n|-J|-p|-np|-H) shift 2;; -*) shift;; *) break;; esac; done
+exec "$@"
+"""
+
+
+def test_srun_mpirun_and_horovodrun_never_start_a_program_before_their_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Promise 2: '`srun`, `mpirun` and `horovodrun` must start a Python launcher'. The check asked
+    only that a word named python appear somewhere: `srun awk '...' python` starts awk (python is
+    awk's argument), and so does an executable in the run folder (`horovodrun -np 1 ./prep python`).
+    The launchers are stand-ins that start their first non-option word, as the real ones do; an
+    ordinary `srun -N 1 -J myjob python train.py` still runs."""
+    r, o = roots(tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("srun", "mpirun", "horovodrun"):
+        (bin_dir / name).write_text(STAND_IN.format(name=name))
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    srv = Server(tmp_path, roots=[r])
+    awk = "awk 'BEGIN{system(\"touch " + str(o) + "/PWNED_%s\")}'"
+    lines = {"srun": f"srun {awk % 'srun'} python", "mpirun": f"mpirun -np 1 {awk % 'mpirun'} python train.py",
+             "horovodrun": "horovodrun -np 1 ./prep python train.py"}
+    for name, line in lines.items():
+        d = r / name
+        d.mkdir()
+        (d / "prep").write_text(f"#!/bin/sh\ntouch {o}/PWNED_{name}\n")
+        (d / "prep").chmod(0o755)
+        (d / "command.txt").write_text(line + "\n")
+        res = anyio.run(_call, srv, {"action": {"kind": "restart-unchanged", "command_file": str(d / "command.txt")}}, answer("accept"))
+        assert res.is_error and "not restarted" in text(res), (name, text(res)[:400])
+    (r / "ok").mkdir()
+    (r / "ok" / "train.py").write_text(f"open({str(o / 'RAN')!r}, 'w').write('ok')\n")
+    (r / "ok" / "command.txt").write_text("srun -N 1 -J myjob python train.py\n")
+    res = anyio.run(_call, srv, {"action": {"kind": "restart-unchanged", "command_file": str(r / "ok" / "command.txt")}}, answer("accept"))
+    assert not res.is_error, text(res)[:400]
+    end = time.monotonic() + 30
+    while not (o / "RAN").exists() and time.monotonic() < end:
+        time.sleep(0.3)
+    assert (o / "RAN").exists()
+    assert not [p.name for p in o.iterdir() if p.name.startswith("PWNED")]

@@ -256,7 +256,20 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
         if inner is None:
             raise _not_a_launch(f, line, f"{Path(words[0]).name} starts any program; the one it starts must be python, "
                                          "torchrun, deepspeed or accelerate")
+        # 'python' anywhere is not enough: `srun awk '...' python` starts awk, with python as its argument
+        first = next((w for w in words[1:inner] if not w.startswith("-") and _is_program(w, f.parent)), None)
+        if first is not None:
+            raise _not_a_launch(f, line, f"{Path(words[0]).name} would start {quoted(first)} before any Python launcher")
         _launcher_program(f, words[inner])
+
+
+def _is_program(word: str, cwd: Path) -> bool:
+    """Whether a word between srun/mpirun and its Python launcher names a program it could start
+    (on PATH, or an executable file), rather than an option's value (-N 2, -J myjob)."""
+    if "/" not in word:
+        return shutil.which(word) is not None
+    p = Path(word) if Path(word).is_absolute() else cwd / word
+    return p.is_file() and os.access(p, os.X_OK)
 
 
 def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) -> Prepared:
