@@ -355,3 +355,30 @@ def test_srun_mpirun_and_horovodrun_never_start_a_program_before_their_python(tm
         time.sleep(0.3)
     assert (o / "RAN").exists()
     assert not [p.name for p in o.iterdir() if p.name.startswith("PWNED")]
+
+
+# ---------------------------------------------------------------- MLflow: the server's numbers are data too
+
+
+def test_an_mlflow_run_ending_in_year_146140482_never_ends_the_triage_or_the_diagnosis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Promise 9 ('MLflow answers ... a verdict, never a crash'): a run whose end_time is 2**62 ms
+    (the store takes any integer) made `datetime.fromtimestamp` raise, and both `triage-runs
+    --mlflow-experiment` and `check-failed-run --mlflow RUN` answered 'internal error'; a file-store
+    URI, which the client refuses in its constructor, was 'internal error' too. Through the real
+    MLflow client on a SQLite store."""
+    from mlflow.tracking import MlflowClient
+
+    db = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    c = MlflowClient(tracking_uri=db)
+    run = c.create_run(c.create_experiment("sweep"), run_name="cell-a")
+    c.set_terminated(run.info.run_id, status="FAILED", end_time=2**62)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", db)
+    p = cli("triage-runs", "--mlflow-experiment", "sweep", "--workers", "1", "--format", "json", "--out-dir", str(tmp_path / "out"),
+            cwd=tmp_path, timeout=240)
+    assert p.returncode == 0 and "internal error" not in p.stdout + p.stderr, p.stderr[-500:]
+    assert json.loads(p.stdout)["runs_total"] == 1
+    p = cli("check-failed-run", "--mlflow", run.info.run_id, "--out-dir", str(tmp_path / "out"), cwd=tmp_path, timeout=240)
+    assert p.returncode == 0 and "internal error" not in p.stderr, p.stderr[-500:]
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"file://{tmp_path / 'mlruns'}")
+    p = cli("triage-runs", "--mlflow-experiment", "sweep", "--workers", "1", "--out-dir", str(tmp_path / "out"), cwd=tmp_path, timeout=240)
+    assert p.returncode not in (0, 3) and "internal error" not in p.stderr and "MLflow" in p.stderr, p.stderr[-500:]
