@@ -382,3 +382,35 @@ def test_an_mlflow_run_ending_in_year_146140482_never_ends_the_triage_or_the_dia
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"file://{tmp_path / 'mlruns'}")
     p = cli("triage-runs", "--mlflow-experiment", "sweep", "--workers", "1", "--out-dir", str(tmp_path / "out"), cwd=tmp_path, timeout=240)
     assert p.returncode not in (0, 3) and "internal error" not in p.stderr and "MLflow" in p.stderr, p.stderr[-500:]
+
+
+# ---------------------------------------------------------------- restart: the manual line is the command, not a shell script
+
+
+def test_a_recorded_command_with_shell_syntax_is_refused_and_its_manual_line_never_runs_a_payload(tmp_path: Path) -> None:
+    """Promise 2: 'shown to the person exactly, run from an argument list, never through a shell'.
+    `python train.py; touch ...`, `&&`, `|`, `$(...)` and backticks passed every check (no word named
+    a shell), so the question showed a shell line whose meaning is not what runs, and the answer's
+    `manual` (what a client without elicitation is told to run) was `cd R && python train.py;
+    touch O/PWNED`: run by bash, as the agent would, it ran the payload."""
+    r, o = roots(tmp_path)
+    (r / "train.py").write_text("print('ok')\n")
+    srv = Server(tmp_path, roots=[r])
+    payload = f"touch {o}/PWNED"
+    lines = [f"python train.py --lr 0.1; {payload}_semi", f"python train.py --lr 0.1 && {payload}_and",
+             f"python train.py --lr 0.1 | {payload}_pipe", f"python train.py --name $({payload}_subst)",
+             f"python train.py --name `{payload}_tick`"]
+    for i, line in enumerate(lines):
+        d = r / f"c{i}"
+        d.mkdir()
+        (d / "train.py").write_text("print('ok')\n")
+        (d / "command.txt").write_text(line + "\n")
+        args = {"action": {"kind": "restart-unchanged", "command_file": str(d / "command.txt")}}
+        res = anyio.run(_call, srv, args)  # a client that cannot elicit: nothing runs, the answer says what to run by hand
+        if not res.is_error:
+            manual = json.loads(text(res)).get("manual") or ""
+            subprocess.run(["bash", "-c", manual], check=False, capture_output=True, timeout=60)
+        res = anyio.run(_call, srv, args, answer("accept"))
+        assert res.is_error and "shell" in text(res), (line, text(res)[:400])
+    time.sleep(1)
+    assert not [p.name for p in o.iterdir() if p.name.startswith("PWNED")]

@@ -242,6 +242,10 @@ def _launcher_program(f: Path, word: str) -> str:
 def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list[str]) -> None:
     """Refuse what runs a program other than the launcher's Python: variables that pick the program,
     --no-python, and a shell started by srun, mpirun or horovodrun."""
+    syntax = _shell_syntax(line)
+    if syntax:
+        raise _not_a_launch(f, line, f"it holds {syntax}: the question would show a shell line, but the command runs as one "
+                                     "argument list with no shell, and the answer's manual line would run it in a shell")
     bad_env = sorted(k for k in env if _PROGRAM_ENV.match(k))
     if bad_env:
         raise _not_a_launch(f, line, f"it sets {', '.join(bad_env)}, which chooses the program that runs or what it loads")
@@ -261,6 +265,24 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
         if first is not None:
             raise _not_a_launch(f, line, f"{Path(words[0]).name} would start {quoted(first)} before any Python launcher")
         _launcher_program(f, words[inner])
+
+
+_EXPANSION = re.compile(r"`|\$[\w{(]")
+
+
+def _shell_syntax(line: str) -> str | None:
+    """What in a recorded line only a shell gives a meaning: an operator (`;`, `&&`, `|`, `>`, a
+    subshell) or an expansion (`$VAR`, `$(...)`, backticks). A launcher records one command's words."""
+    lex = shlex.shlex(line, posix=True, punctuation_chars=True)
+    lex.whitespace_split = True
+    try:
+        op = next((w for w in lex if w and set(w) <= set("();<>|&")), None)
+    except ValueError:  # an unclosed quote: refused where the line is split
+        return None
+    if op is not None:
+        return f"the shell operator {quoted(op)}"
+    m = _EXPANSION.search(line)
+    return f"the shell expansion {quoted(m.group(0))}" if m else None
 
 
 def _is_program(word: str, cwd: Path) -> bool:
