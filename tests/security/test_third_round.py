@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -457,6 +458,13 @@ def test_a_run_folder_named_with_newlines_never_adds_a_line_to_a_report(tmp_path
             return text(await c.call_tool("diagnose", {"target": str(log)}))
 
     outs["diagnose over MCP"] = anyio.run(go)
+    from tests.security.test_last_pass import run_cli_pty
+
+    named = tmp_path / f"train\n{forged}\n.log"  # the progress line shows the log's own name
+    named.write_bytes(log.read_bytes())
+    _, term = run_cli_pty("check-failed-run", str(named), "--out-dir", str(tmp_path / "o3"))
+    assert "scanning " in term  # the progress line was drawn
+    assert not [line for line in re.split(r"[\r\n]", term) if line.startswith(forged)], term[:1500]
     for name, out in outs.items():
         assert "Decision:" in out or "failure group" in out, (name, out[:500])
-        assert not [line for line in out.splitlines() if line.startswith(forged)], (name, out[:1500])
+        assert not [line for line in re.split(r"[\r\n]", out) if line.startswith(forged)], (name, out[:1500])
