@@ -40,7 +40,7 @@ def test_triage_runs_is_read_only_confined_and_answers_with_groups(real_grid: Gr
             assert r["quoted"].startswith(f"[data {r['marker']}]") and "KeyError: 'adamw'" in r["quoted"]
             blocked = {x["run"]: x for x in r["relaunches"]}
             assert blocked["relaunch-nan"]["decision"] == "NO-GO" and blocked["relaunch-kill"]["decision"] == "GO"
-            assert r["expect"]["cells_without_run"] == ["never-ran"]
+            assert r["expect"]["cells_without_run"] == [f"[data {r['marker']}] never-ran [/data {r['marker']}]"]  # the grid file's text, quoted
             assert "runs" not in r  # groups, never every report
 
             capped = (await c.call_tool("triage_runs", {"targets": [str(real_grid.runs)], "max_runs": 3, "workers": 1})).structured_content

@@ -35,12 +35,12 @@ def is_log(name: str) -> bool:
     return bool(LOG_NAME.search(name))
 
 
-def entries(path: str) -> list[os.DirEntry[str]]:
+def entries(path: str, cap: int = MAX_ENTRIES) -> list[os.DirEntry[str]]:
     with os.scandir(path) as it:
         out = []
         for e in it:
             out.append(e)
-            if len(out) >= MAX_ENTRIES:
+            if len(out) >= cap:
                 break
         return sorted(out, key=lambda e: e.name)
 

@@ -265,7 +265,7 @@ def _info(run: tracker.TrackerRun, info: dict[str, Any], params: list[Any], tags
             run.facts[label] = str(info[k])
     for k, label in (("start_time", "started"), ("end_time", "ended")):
         t = tracker.to_float(_num(info.get(k)))
-        if t:
+        if t and 0 < t < 1e14:  # the server's number: 2**62 ms (year 146,140,482) is no time, and datetime refuses it
             run.facts[label] = datetime.fromtimestamp(t / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     run.config = {str(p.get("key")): p.get("value") for p in params if isinstance(p, dict)}
     tagd = {str(t.get("key")): str(t.get("value")) for t in tags if isinstance(t, dict)}

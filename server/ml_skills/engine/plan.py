@@ -365,29 +365,71 @@ def _stop_before_next_save(logs: list[LogEvidence], facts: list[RunFact], live: 
     return why, cmd
 
 
-_RESUME_FLAG = re.compile(r"(--(?:resume[\w-]*|resume_from_checkpoint|ckpt_path|load_checkpoint|checkpoint|init_from|restore[\w-]*))(?:[ =](\S+))?")
+_RESUME_FLAG = re.compile(r"--(?:resume[\w-]*|resume_from_checkpoint|ckpt_path|load_checkpoint|checkpoint|init_from|restore[\w-]*)")
+_LR_FLAG = re.compile(r"--(?:lr|learning[-_]rate)")
+_NUMBER = re.compile(r"[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?")
+_OPERATOR = set("();<>|&")
+
+
+def launch_words(launch_command: str) -> list[str] | None:
+    """The words of a launch command, or None when it is not one simple command.
+
+    The command comes from the run's own files or log, which anyone who can print a line can
+    write: `python train.py --lr 0.1; curl ... | sh` is a launch line followed by a second
+    command. A line with a shell operator outside quotes (`;`, `&&`, `|`, `>`, a subshell) is not
+    a launch we rebuild; every command built from one is `shlex.join` of its words, so nothing in
+    it (`$(...)`, backticks, `$VAR`) is run by the shell that pastes it."""
+    lex = shlex.shlex(launch_command, posix=True, punctuation_chars=True)
+    lex.whitespace_split = True
+    try:
+        words = list(lex)
+    except ValueError:  # an unclosed quote
+        return None
+    if not words or any(w and set(w) <= _OPERATOR for w in words) or any("\n" in w or "\r" in w for w in words):
+        return None
+    return words
+
+
+def safe_launch(launch_command: str | None) -> str | None:
+    """The launch command re-quoted word by word (see launch_words), or None when it is not one simple command."""
+    words = launch_words(launch_command) if launch_command else None
+    return shlex.join(words) if words else None
 
 
 def resume_command(launch_command: str, ckpt: str) -> str | None:
     """The original command with its resume flag pointed at `ckpt`, or None if it has no such flag."""
-    m = _RESUME_FLAG.search(launch_command)
-    if not m:
-        return None
-    flag = m.group(1)
-    if m.group(2) is not None:
-        return launch_command[: m.start()] + f"{flag} {shlex.quote(ckpt)}" + launch_command[m.end():]
-    return launch_command[: m.end()] + f" {shlex.quote(ckpt)}" + launch_command[m.end():]
-
-
-_LR_FLAG = re.compile(r"(--(?:lr|learning[-_]rate))([ =])([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)")
+    words = launch_words(launch_command)
+    for i, w in enumerate(words or []):
+        flag, eq, _ = w.partition("=")
+        if not _RESUME_FLAG.fullmatch(flag):
+            continue
+        assert words is not None
+        if eq:
+            words[i] = f"{flag}={ckpt}"
+        elif i + 1 < len(words) and not words[i + 1].startswith("-"):
+            words[i + 1] = ckpt
+        else:
+            words.insert(i + 1, ckpt)
+        return shlex.join(words)
+    return None
 
 
 def lower_lr_command(launch_command: str, factor: float = 3.0) -> str | None:
     """The original command with its learning-rate flag divided by `factor`, or None if it has none."""
-    m = _LR_FLAG.search(launch_command)
-    if not m:
-        return None
-    return launch_command[: m.start()] + f"{m.group(1)}{m.group(2)}{float(m.group(3)) / factor:.3g}" + launch_command[m.end():]
+    words = launch_words(launch_command)
+    for i, w in enumerate(words or []):
+        flag, eq, value = w.partition("=")
+        if not _LR_FLAG.fullmatch(flag):
+            continue
+        assert words is not None
+        if eq and _NUMBER.fullmatch(value):
+            words[i] = f"{flag}={float(value) / factor:.3g}"
+        elif not eq and i + 1 < len(words) and _NUMBER.fullmatch(words[i + 1]):
+            words[i + 1] = f"{float(words[i + 1]) / factor:.3g}"
+        else:
+            continue
+        return shlex.join(words)
+    return None
 
 
 def _script(launch: str | None) -> str | None:
@@ -397,7 +439,7 @@ def _script(launch: str | None) -> str | None:
 
 def _command_for(fid: str, inv: ArtifactInventory | None, launch: str | None, logs: list[LogEvidence],
                  facts: list[RunFact]) -> str | None:
-    launch = launch or (lc.value if (lc := fact(facts, "launch_command")) else None)
+    launch = safe_launch(launch or (lc.value if (lc := fact(facts, "launch_command")) else None))
     if fid == "lower-lr-add-warmup" and launch:
         cmd = lower_lr_command(launch)
         ckpt = inv.newest_valid_checkpoint if inv else None

@@ -22,6 +22,7 @@ from ml_skills.collectors.attempts import isdir as _isdir
 from ml_skills.errors import InputError, MLSkillsError, TargetNotFound
 from ml_skills.grid.models import AttemptTask
 
+MAX_RUN_DIRS = 100_000  # entries of a target directory (a sweep's folder of runs): past it the triage says so
 Check = Callable[[str], str]
 """Raises for a path that may not be read (the MCP tool's confinement); returns the path to use."""
 
@@ -33,6 +34,7 @@ class Discovery:
     skipped_old: int = 0
     skipped_no_log: list[str] = field(default_factory=list)
     capped: bool = False
+    listing_cut: bool = False  # a target directory held more entries than were read
 
     def tasks(self) -> list[AttemptTask]:
         return [t for ts in self.runs.values() for t in ts]
@@ -79,10 +81,14 @@ def discover(targets: list[str], since: datetime | None = None, max_runs: int | 
             _add_paths(found, [target], cut, max_runs, check, resubmissions=False)
             continue
         try:
-            entries = _entries(target)
+            entries = _entries(target, MAX_RUN_DIRS)  # not the 2,000 of a run's own folders: 2,500 runs once lost 500, unsaid
         except OSError as e:
             _add(found, Path(target).name, [AttemptTask(run=Path(target).name, attempt=0, path=target, error=f"{target} cannot be listed: {e.strerror or e}")], max_runs)
             continue
+        if len(entries) >= MAX_RUN_DIRS:
+            found.listing_cut = True
+            found.notes.append(f"{target} holds more than {MAX_RUN_DIRS:,} entries: only {MAX_RUN_DIRS:,} were read; "
+                               "give its subfolders or a glob to triage the rest")
         dirs = [e for e in entries if not e.name.startswith(".") and (_isdir(e) or _broken(e.path))]
         with_logs = [e for e in dirs if _broken(e.path) or has_log(e.path)]
         found.skipped_no_log += [e.name for e in dirs if e not in with_logs]
@@ -157,7 +163,10 @@ def parse_since(text: str) -> datetime:
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", text)
     if m:
         secs = float(m.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[m.group(2)]
-        return datetime.fromtimestamp(datetime.now(UTC).timestamp() - secs, UTC)
+        try:  # 99999999999999999999d is before year 1: not a time
+            return datetime.fromtimestamp(datetime.now(UTC).timestamp() - secs, UTC)
+        except (OverflowError, ValueError, OSError):
+            raise InputError(f"--since {text!r} reaches before year 1: give a duration like 6h, 2d, 30m, or a date") from None
     try:
         t = datetime.fromisoformat(text.strip())
     except ValueError:

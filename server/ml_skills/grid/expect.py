@@ -10,12 +10,15 @@ from __future__ import annotations
 import csv
 import glob
 import io
+from collections.abc import Callable
 from pathlib import Path
 
-from ml_skills.errors import InputError, TargetNotFound
+from ml_skills.errors import InputError, MLSkillsError, TargetNotFound, UnreadableInput
 from ml_skills.grid.models import ExpectReport, Outcome, RunRecord
+from ml_skills.safety import paths
 
 MAX_GRID_BYTES = 8 * 1024 * 1024
+MAX_NAME = 1024  # a cell name longer than this is not a name
 _NAME_COLUMNS = ("name", "cell", "run", "run_name", "id")
 
 
@@ -24,19 +27,23 @@ def read_grid(path: str) -> list[str]:
     p = Path(path)
     if not p.is_file():
         raise TargetNotFound(f"no grid file at {path}: give a CSV or YAML of cell names, or a quoted glob of result files")
-    raw = p.read_bytes()[: MAX_GRID_BYTES + 1]
-    if len(raw) > MAX_GRID_BYTES:
-        raise InputError(f"{path} is over 8 MiB: not a grid of cell names")
+    try:  # through a held fd, regular files only, never more than the cap in memory (a 5 GB file, a FIFO swapped in)
+        raw = paths.read_capped(p, MAX_GRID_BYTES)
+    except UnreadableInput as e:
+        raise InputError(f"{path}: {e}; a grid of cell names is a CSV or YAML under 8 MiB") from None
     text = raw.decode("utf-8", errors="replace")
     if p.suffix.lower() in (".yaml", ".yml"):
         return _from_yaml(path, text)
-    rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
+    try:
+        rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
+    except csv.Error as e:  # a field over the csv module's limit (128 KiB), a NUL byte
+        raise InputError(f"{path} is not a CSV of cell names: {e}") from None
     if not rows:
         return []
     header = [c.strip().lower() for c in rows[0]]
     col = next((header.index(c) for c in _NAME_COLUMNS if c in header), None)
     body = rows[1:] if col is not None else rows
-    return _unique(r[col or 0].strip() for r in body if len(r) > (col or 0) and r[col or 0].strip())
+    return _unique(_name(path, r[col or 0].strip()) for r in body if len(r) > (col or 0) and r[col or 0].strip())
 
 
 def _from_yaml(path: str, text: str) -> list[str]:
@@ -48,6 +55,8 @@ def _from_yaml(path: str, text: str) -> list[str]:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         raise InputError(f"{path} is not valid YAML: {str(e).splitlines()[0]}") from None
+    except RecursionError:  # PyYAML composes nested collections recursively
+        raise InputError(f"{path}: YAML nested too deep to be a list of cell names") from None
     if isinstance(data, dict):
         data = data.get("cells", data.get("runs"))
     if not isinstance(data, list):
@@ -56,9 +65,18 @@ def _from_yaml(path: str, text: str) -> list[str]:
     for item in data:
         if isinstance(item, dict):
             item = next((item[k] for k in _NAME_COLUMNS if k in item), None)
-        if item is not None:
-            names.append(str(item))
+        if item is None:
+            continue
+        if isinstance(item, (list, dict, set, tuple)):  # str() of aliased lists grows exponentially (billion laughs)
+            raise InputError(f"{path}: a cell name must be a string or a number, not a {type(item).__name__}")
+        names.append(_name(path, str(item)))
     return _unique(names)
+
+
+def _name(path: str, name: str) -> str:
+    if len(name) > MAX_NAME:
+        raise InputError(f"{path}: a cell name of {len(name)} characters is not a cell name (at most {MAX_NAME})")
+    return name
 
 
 def _unique(names) -> list[str]:  # type: ignore[no-untyped-def]
@@ -76,8 +94,26 @@ def _owner(path: str, cells: set[str]) -> str:
     return p.stem
 
 
-def check_expected(grid: str, results: str | None, runs: list[RunRecord]) -> ExpectReport:
-    """Cells with no run, runs with no result, results of failed runs, results of no run."""
+def _inside(files: list[str], check: Callable[[str], str] | None, notes: list[str]) -> list[str]:
+    """The matched files the check allows; a glob through a symlinked folder can match names outside the roots."""
+    if check is None:
+        return files
+    kept = []
+    for f in files:
+        try:
+            check(f)
+        except MLSkillsError:
+            continue
+        kept.append(f)
+    if len(kept) < len(files):
+        notes.append(f"{len(files) - len(kept)} matched file(s) outside the allowed roots were left out, unnamed")
+    return kept
+
+
+def check_expected(grid: str, results: str | None, runs: list[RunRecord], check: Callable[[str], str] | None = None) -> ExpectReport:
+    """Cells with no run, runs with no result, results of failed runs, results of no run.
+
+    `check` (the MCP tool's confinement) drops every matched result file it refuses, before any is named."""
     by_name = {r.name: r for r in runs}
     notes: list[str] = []
     if glob.has_magic(grid):
@@ -85,7 +121,7 @@ def check_expected(grid: str, results: str | None, runs: list[RunRecord]) -> Exp
         results = grid
     else:
         names = read_grid(grid)
-    files = sorted(glob.glob(results)) if results else []
+    files = _inside(sorted(glob.glob(results)), check, notes) if results else []
     if results and not files:
         notes.append(f"no result file matches {results}")
     cells = set(names) | set(by_name)

@@ -19,6 +19,14 @@ STATES = ("FAILED", "KILLED")
 PAGE = 1000
 
 
+def _when(ms: object) -> datetime | None:
+    """A run's end time, or None when the server's value is no time at all (2**62 ms is year 146,140,482)."""
+    try:
+        return datetime.fromtimestamp(float(ms) / 1000, UTC) if ms else None  # type: ignore[arg-type]
+    except (OverflowError, ValueError, OSError, TypeError):
+        return None
+
+
 def failed_runs(experiment: str, since: datetime | None = None, max_runs: int | None = None) -> list[AttemptTask]:
     """One task per failed or killed run (attempt from a `-retryN` style run name, else 0)."""
     from ml_skills.collectors.attempts import split_name
@@ -33,8 +41,8 @@ def failed_runs(experiment: str, since: datetime | None = None, max_runs: int | 
         from mlflow.tracking import MlflowClient
     except ImportError:
         raise InputError("--mlflow-experiment needs the mlflow client: pip install 'ml-skills[mlflow]'") from None
-    client = MlflowClient(tracking_uri=uri)
     try:
+        client = MlflowClient(tracking_uri=uri)  # refuses some stores (a file store) already here
         exp_id = experiment if experiment.isdigit() else None
         if exp_id is None:
             exp = client.get_experiment_by_name(experiment)
@@ -53,8 +61,7 @@ def failed_runs(experiment: str, since: datetime | None = None, max_runs: int | 
                     name = (r.data.tags.get("mlflow.runName") or r.info.run_id)[:200]
                     key, n = split_name(name)
                     end = r.info.end_time or r.info.start_time
-                    tasks.append(AttemptTask(run=key, attempt=n, path=r.info.run_id, source="mlflow",
-                                             seen=datetime.fromtimestamp(end / 1000, UTC) if end else None))
+                    tasks.append(AttemptTask(run=key, attempt=n, path=r.info.run_id, source="mlflow", seen=_when(end)))
                 token = page.token
                 if not token:
                     break

@@ -43,6 +43,8 @@ class AttemptTask(Model):
     error: str | None = Field(None, description="Why discovery could not use this path (a symlink loop, no access).")
     source: str = Field("path", description="path (a log or run directory), mlflow (path is then the run id) or wandb (entity/project/run_id).")
     seen: datetime | None = Field(None, description="When the source says the run ended, for runs without a log file.")
+    roots: list[str] | None = Field(None, description=(
+        "The allowed roots the attempt is read under (the MCP call's): a worker process does not inherit them, so they travel with the task."))
 
 
 class AttemptRecord(Model):

@@ -8,7 +8,9 @@ untouched: there is no second classifier here.
 
 from __future__ import annotations
 
+import contextlib
 from datetime import datetime
+from pathlib import Path
 
 from ml_skills.engine import attempts
 from ml_skills.engine import fingerprint as fp
@@ -18,6 +20,7 @@ from ml_skills.engine.repeat import last_step, outcome_of
 from ml_skills.errors import MLSkillsError
 from ml_skills.grid.models import AttemptRecord, AttemptTask, FixRef, Outcome
 from ml_skills.models import Diagnosis, LogEvidence
+from ml_skills.safety import paths
 from ml_skills.safety.redact import redact, reset_redaction_count
 
 TOP_FIXES = 3
@@ -30,6 +33,9 @@ def diagnose_attempt(task: AttemptTask, last: int = 500) -> AttemptRecord:
 
     if task.error:
         return unreadable(redact(task.error))
+    # a pool worker starts with no active roots, and the engine would then take the attempt's own
+    # (resolved) path as its root: a symlinked attempt-1/ in a run would be read wherever it points
+    confined = paths.within([Path(r) for r in task.roots]) if task.roots is not None else contextlib.nullcontext()
     try:
         reset_redaction_count()
         match task.source:
@@ -39,10 +45,11 @@ def diagnose_attempt(task: AttemptTask, last: int = 500) -> AttemptRecord:
                 req = DiagnoseRequest(wandb=task.path, last=last)
             case _:
                 req = DiagnoseRequest(target=task.path, last=last)
-        ev = collect(req)
-        d = analyse(req, ev)
-        if (inside := attempts.of_log(req, ev)) is not None:  # a launcher's restarts inside one log
-            d = attempts.with_log_attempts(req, d, inside)
+        with confined:
+            ev = collect(req)
+            d = analyse(req, ev)
+            if (inside := attempts.of_log(req, ev)) is not None:  # a launcher's restarts inside one log
+                d = attempts.with_log_attempts(req, d, inside)
     except MLSkillsError as e:
         return unreadable(redact(str(e))[:500])
     except Exception as e:  # noqa: BLE001 - one bad run must not stop a grid of a thousand

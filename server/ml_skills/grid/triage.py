@@ -23,6 +23,7 @@ from ml_skills.grid.models import AttemptRecord, AttemptTask, Group, RunRecord, 
 from ml_skills.grid.record import diagnose_attempt
 from ml_skills.grid.wandb_runs import FAILED_STATES
 from ml_skills.models import ToolInfo
+from ml_skills.safety import paths
 
 OnRun = Callable[[RunRecord, Group, Groups, int], None]
 """on_run(run, its group, all groups so far, runs in total): called as each run is complete."""
@@ -108,6 +109,9 @@ def triage(targets: list[str], *, since: datetime | None = None, workers: int | 
         extra[name if name not in extra else f"{name}~wandb"] = ts  # an MLflow run of the same name stays its own
     found = discover(targets, since=since, max_runs=max_runs, check=check, extra=extra)
     tasks = found.tasks()
+    active = paths.active_roots()
+    if active is not None:  # the caller's roots go with each task to the worker that reads it
+        tasks = [t.model_copy(update={"roots": [str(r) for r in active]}) for t in tasks]
     if ray_address:
         from ml_skills.grid import ray_backend
 
@@ -133,7 +137,7 @@ def triage(targets: list[str], *, since: datetime | None = None, workers: int | 
         notes.append(f"no FAILED or KILLED runs in MLflow experiment(s) {', '.join(mlflow_experiments)}" + (" since then" if since else ""))
     if wandb_projects and not any(t.source == "wandb" for t in tasks):
         notes.append(f"no {' or '.join(wandb_states)} runs in W&B project(s) {', '.join(wandb_projects)}" + (" since then" if since else ""))
-    complete = not found.capped
+    complete = not found.capped and not found.listing_cut
     if found.capped:
         notes.append(f"stopped at {max_runs} runs (the run cap): narrow the targets or raise the cap")
     done = len(groups.runs)

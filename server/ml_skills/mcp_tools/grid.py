@@ -21,7 +21,7 @@ from ml_skills.grid.triage import default_workers, triage
 from ml_skills.mcp_tools.common import READ_ONLY, ToolResult, roots, tool
 from ml_skills.models import EvidenceStatus, FailureClass, Model
 from ml_skills.safety.paths import confine
-from ml_skills.safety.quoting import clean, fence, new_marker
+from ml_skills.safety.quoting import clean, fence, new_marker, quote_inline
 
 MAX_NAMES = 20
 MAX_GROUPS = 30
@@ -120,8 +120,10 @@ def triage_runs(
 
         grid = _confine_glob(expect, r) if glob.has_magic(expect) else str(confine(expect, r, want="file"))
         res = _confine_glob(results, r) if results else None
-        exp = check_expected(grid, res, report.runs)
+        exp = check_expected(grid, res, report.runs, check=_check(r))
     marker = new_marker()
+    if exp is not None and exp.cells_without_run:  # names read from the grid file's text: quoted data, like a log line
+        exp.cells_without_run = [quote_inline(clean(n, 200).text, marker) for n in exp.cells_without_run]
     lines = [f"{g.fingerprint or g.outcome.value} ({g.example_run}): {g.example_line}" for g in report.groups[:MAX_GROUPS]
              if g.example_line and g.outcome in (Outcome.FAILED, Outcome.UNREADABLE, Outcome.UNDECIDED)]
     quoted = fence(lines, marker=marker, max_chars=20_000, label="decisive line of each group") if lines else None
@@ -132,7 +134,8 @@ def triage_runs(
         notes.append(f"{len(report.groups) - MAX_GROUPS} smaller groups left out; narrow the targets to see them")
     status = EvidenceStatus.OK if report.complete else EvidenceStatus.PARTIAL
     return TriageResult(status=status, truncated=not report.complete or len(report.groups) > MAX_GROUPS,
-                        stripped_chars=quoted.stripped if quoted else 0, marker=marker if quoted else None, notes=notes,
+                        stripped_chars=quoted.stripped if quoted else 0,
+                        marker=marker if quoted or (exp is not None and exp.cells_without_run) else None, notes=notes,
                         runs_total=report.runs_total, attempts_total=report.attempts_total, counts=report.counts,
                         groups=[_row(g) for g in report.groups[:MAX_GROUPS]], relaunches=relaunches, expect=exp,
                         quoted=quoted.text if quoted else "", complete=report.complete, elapsed_s=report.elapsed_s, workers=report.workers)

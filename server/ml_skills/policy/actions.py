@@ -157,7 +157,10 @@ _LAUNCHER = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun|deepspeed|accelerate|sr
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}=")
 # Variables that choose which program runs or what it loads before it starts: set from a recorded
 # line, they turn "python train.py" into any program (PATH=/elsewhere python, LD_PRELOAD=evil.so).
-_PROGRAM_ENV = re.compile(r"^(PATH|LD_\w+|DYLD_\w+|PYTHONHOME|PYTHONSTARTUP|PYTHONEXECUTABLE|BASH_ENV|ENV|SHELL|IFS)$")
+# PET_NO_PYTHON is torchrun's --no-python given through the environment (torchrun reads PET_<OPTION>).
+_PROGRAM_ENV = re.compile(r"^(PATH|LD_\w+|DYLD_\w+|PYTHONHOME|PYTHONSTARTUP|PYTHONEXECUTABLE|BASH_ENV|ENV|SHELL|IFS|PET_NO_PYTHON)$")
+# argparse takes any unambiguous prefix of a long option: torchrun reads --no-py (even --no-) as --no-python
+_NO_PYTHON = ("--no-python", "--no_python")
 # Launchers that start any program they are given: what they start must itself be a Python launcher.
 _ANY_PROGRAM = {"srun", "mpirun", "horovodrun"}
 _PY_LAUNCHERS = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun|deepspeed|accelerate)$")
@@ -239,10 +242,14 @@ def _launcher_program(f: Path, word: str) -> str:
 def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list[str]) -> None:
     """Refuse what runs a program other than the launcher's Python: variables that pick the program,
     --no-python, and a shell started by srun, mpirun or horovodrun."""
+    syntax = _shell_syntax(line)
+    if syntax:
+        raise _not_a_launch(f, line, f"it holds {syntax}: the question would show a shell line, but the command runs as one "
+                                     "argument list with no shell, and the answer's manual line would run it in a shell")
     bad_env = sorted(k for k in env if _PROGRAM_ENV.match(k))
     if bad_env:
         raise _not_a_launch(f, line, f"it sets {', '.join(bad_env)}, which chooses the program that runs or what it loads")
-    if any(w.split("=")[0] in ("--no-python", "--no_python") for w in words[1:]):
+    if any(len(opt := w.split("=")[0]) >= 4 and any(n.startswith(opt) for n in _NO_PYTHON) for w in words[1:]):
         raise _not_a_launch(f, line, "--no-python starts a program that is not Python")
     names = [Path(w).name for w in words[1:]]
     shell = next((n for n in names if n in _SHELLS), None)
@@ -253,7 +260,38 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
         if inner is None:
             raise _not_a_launch(f, line, f"{Path(words[0]).name} starts any program; the one it starts must be python, "
                                          "torchrun, deepspeed or accelerate")
+        # 'python' anywhere is not enough: `srun awk '...' python` starts awk, with python as its argument
+        first = next((w for w in words[1:inner] if not w.startswith("-") and _is_program(w, f.parent)), None)
+        if first is not None:
+            raise _not_a_launch(f, line, f"{Path(words[0]).name} would start {quoted(first)} before any Python launcher")
         _launcher_program(f, words[inner])
+
+
+_EXPANSION = re.compile(r"`|\$[\w{(]")
+
+
+def _shell_syntax(line: str) -> str | None:
+    """What in a recorded line only a shell gives a meaning: an operator (`;`, `&&`, `|`, `>`, a
+    subshell) or an expansion (`$VAR`, `$(...)`, backticks). A launcher records one command's words."""
+    lex = shlex.shlex(line, posix=True, punctuation_chars=True)
+    lex.whitespace_split = True
+    try:
+        op = next((w for w in lex if w and set(w) <= set("();<>|&")), None)
+    except ValueError:  # an unclosed quote: refused where the line is split
+        return None
+    if op is not None:
+        return f"the shell operator {quoted(op)}"
+    m = _EXPANSION.search(line)
+    return f"the shell expansion {quoted(m.group(0))}" if m else None
+
+
+def _is_program(word: str, cwd: Path) -> bool:
+    """Whether a word between srun/mpirun and its Python launcher names a program it could start
+    (on PATH, or an executable file), rather than an option's value (-N 2, -J myjob)."""
+    if "/" not in word:
+        return shutil.which(word) is not None
+    p = Path(word) if Path(word).is_absolute() else cwd / word
+    return p.is_file() and os.access(p, os.X_OK)
 
 
 def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) -> Prepared:

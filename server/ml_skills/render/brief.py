@@ -18,7 +18,7 @@ from pydantic import Field
 
 from ml_skills.models import Decision, Diagnosis, FailureClass, Level, Model, Risk, RunStatus
 from ml_skills.render import text
-from ml_skills.safety.quoting import fence
+from ml_skills.safety.quoting import fence, one_line
 
 QUOTED = "[quoted in decisive_lines]"
 """Stands for a log line where the report repeats one of decisive_lines (evidence, proximate cause): each is quoted once."""
@@ -131,7 +131,7 @@ def render(b: Brief) -> str:
     out += [f"Plot: {b.plot}"] if b.plot else []
     out += [f"Report: {b.report_path}"]
     out += ["Left out (name in detail, or read_report fields): " + "; ".join(b.left_out)] if b.left_out else []
-    return "\n".join(out) + "\n"
+    return "\n".join(x if x is b.decisive_lines else one_line(x) for x in out) + "\n"  # the fenced block is the one multi-line entry
 
 
 def _names(d: Diagnosis) -> dict[str, str]:

@@ -17,7 +17,21 @@ PANELS = [("loss", ("loss", "val_loss")), ("grad norm", ("grad_norm",)), ("learn
           ("throughput", ("throughput",)), ("accuracy", ("acc", "val_acc")), ("memory", ("mem",))]
 
 
+# text in a figure is data (a file name, a run name): never parsed as $mathtext$ or handed to LaTeX,
+# where `run$\foo{x}$.log` raised ParseFatalException and turned the whole diagnosis into 'internal error'
+PLAIN_TEXT = {"text.parse_math": False, "text.usetex": False}
+
+
 def write(d: Diagnosis, out_dir: str | os.PathLike[str]) -> Path:
+    try:
+        import matplotlib
+    except ImportError:
+        raise InputError("--plot needs matplotlib: pip install 'ml-skills[plot]'") from None
+    with matplotlib.rc_context(PLAIN_TEXT):
+        return _write(d, out_dir)
+
+
+def _write(d: Diagnosis, out_dir: str | os.PathLike[str]) -> Path:
     try:
         import matplotlib
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
+from ml_skills.safety.quoting import one_line
 from ml_skills.safety.redact import redact
 
 Progress = Callable[[str, float, "float | None", str], None]
@@ -54,7 +55,7 @@ class TerminalProgress:
         self.last = now
         width = 100
         # the file name comes from the disk: stripped of escapes and redacted before our own \r and erase code go around it
-        self.stream.write("\r" + redact(line(what, done, total, unit))[:width] + "\x1b[K")
+        self.stream.write("\r" + redact(one_line(line(what, done, total, unit)))[:width] + "\x1b[K")
         self.stream.flush()
         self.drawn = True
 

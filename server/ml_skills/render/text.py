@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ml_skills.models import Diagnosis, EvidenceItem, Fix, RuledOut
+from ml_skills.safety.quoting import one_line
 from ml_skills.safety.redact import redact
 
 MAX_EVIDENCE = 10
@@ -128,4 +129,4 @@ def render(d: Diagnosis, json_path: str | None = None, fence_marker: str | None 
         add(f"Report: {json_path}")
     if d.redactions:
         add(f"({d.redactions} secret(s) redacted)")
-    return redact("\n".join(out)) + "\n"  # the last step: file names and quoted lines stripped of escapes, then redacted
+    return redact("\n".join(one_line(x) for x in out)) + "\n"  # the last step: file names and quoted lines stripped of escapes, then redacted

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ml_skills.grid.models import Group, Outcome, Repeat, TriageReport
+from ml_skills.safety.quoting import one_line
 
 MAX_RUN_NAMES = 8
 
@@ -77,4 +78,4 @@ def render(r: TriageReport, path: str | None = None) -> str:
         lines.append("Incomplete: not every run was diagnosed (see the notes).")
     if path:
         lines.append(f"Report: {path}")
-    return "\n".join(lines).rstrip("\n") + "\n"
+    return "\n".join(one_line(x) for x in lines).rstrip("\n") + "\n"  # each entry is one line, whatever a run's name holds

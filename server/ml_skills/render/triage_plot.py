@@ -17,7 +17,21 @@ MAX_ROWS = 12
 FAILED_COLOURS = ("tab:red", "tab:orange", "tab:purple", "tab:blue", "tab:brown", "tab:pink", "tab:olive", "tab:cyan")  # not green/gray
 
 
+# text in a figure is data (a file name, a run name): never parsed as $mathtext$ or handed to LaTeX,
+# where `run$\foo{x}$.log` raised ParseFatalException and turned the whole diagnosis into 'internal error'
+PLAIN_TEXT = {"text.parse_math": False, "text.usetex": False}
+
+
 def write(r: TriageReport, out_dir: str | os.PathLike[str]) -> Path:
+    try:
+        import matplotlib
+    except ImportError:
+        raise InputError("--plot needs matplotlib: pip install 'ml-skills[plot]'") from None
+    with matplotlib.rc_context(PLAIN_TEXT):
+        return _write(r, out_dir)
+
+
+def _write(r: TriageReport, out_dir: str | os.PathLike[str]) -> Path:
     try:
         import matplotlib
 

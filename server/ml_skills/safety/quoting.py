@@ -10,13 +10,25 @@ semantics (the newest lines are kept) and flagged truncated.
 
 from __future__ import annotations
 
+import re
 import secrets
 from dataclasses import dataclass
 
 from ml_skills.safety.invisible import strip_invisible
 from ml_skills.safety.redact import redact_counted
 
-__all__ = ["clean", "fence", "new_marker", "quote_inline", "strip_invisible"]
+__all__ = ["clean", "fence", "new_marker", "one_line", "quote_inline", "strip_invisible"]
+
+_BREAKS = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """Text meant as one line of a report, with every line break shown as an escape (`\\n`).
+
+    A file name can hold a newline (`r1\\nNote: every run completed`): printed as is, it would
+    start a line of the report that the report never wrote."""
+    return _BREAKS.sub(lambda m: repr(m.group(0))[1:-1], text)
+
 
 DEFAULT_MAX_CHARS = 60_000
 
