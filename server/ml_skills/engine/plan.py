@@ -16,6 +16,7 @@ from ml_skills.catalog.loader import fixes as fix_catalog
 from ml_skills.engine.classify import EXTERNAL_KILL
 from ml_skills.engine.facts import fact, version_below
 from ml_skills.engine.signals import Signal
+from ml_skills.lazyre import lazy
 from ml_skills.models import (
     AnomalyKind,
     ArtifactInventory,
@@ -158,7 +159,7 @@ def _prerequisites(cls: Classification, signals: list[Signal]) -> set[str]:
 
 
 # an evaluation pass before the OOM: its progress line, or a traceback frame of an evaluation function
-_EVAL_CONTEXT = re.compile(r"(?i)(running evaluation|\beval(uat(e|ing|ion))?\b|validation|validating|val_dataloader|"
+_EVAL_CONTEXT = lazy(r"(?i)(running evaluation|\beval(uat(e|ing|ion))?\b|validation|validating|val_dataloader|"
                            r"\bin (eval\w*|evaluat\w*|valid\w*|test(_step|_epoch|ing)?|predict\w*|inference\w*)$)")
 
 
@@ -175,8 +176,8 @@ def _oom_at_eval(cls: Classification, logs: list[LogEvidence]) -> bool:
     return False
 
 
-_OOM_NUMBERS = re.compile(r"([\d.]+) GiB already allocated.*?([\d.]+) GiB reserved in total")
-_OOM_UNALLOCATED = re.compile(r"([\d.]+) GiB is allocated by PyTorch, and ([\d.]+) (GiB|MiB) is reserved by PyTorch but unallocated")
+_OOM_NUMBERS = lazy(r"([\d.]+) GiB already allocated.*?([\d.]+) GiB reserved in total")
+_OOM_UNALLOCATED = lazy(r"([\d.]+) GiB is allocated by PyTorch, and ([\d.]+) (GiB|MiB) is reserved by PyTorch but unallocated")
 
 
 def _ruled_out_by_facts(fid: str, facts: list[RunFact]) -> str | None:
@@ -244,7 +245,7 @@ def plan(cls: Classification, signals: list[Signal], logs: list[LogEvidence], in
     return out, commands
 
 
-_RESUME_FLAG = re.compile(r"(--(?:resume[\w-]*|resume_from_checkpoint|ckpt_path|load_checkpoint|checkpoint|init_from|restore[\w-]*))(?:[ =](\S+))?")
+_RESUME_FLAG = lazy(r"(--(?:resume[\w-]*|resume_from_checkpoint|ckpt_path|load_checkpoint|checkpoint|init_from|restore[\w-]*))(?:[ =](\S+))?")
 
 
 def resume_command(launch_command: str, ckpt: str) -> str | None:
@@ -258,7 +259,7 @@ def resume_command(launch_command: str, ckpt: str) -> str | None:
     return launch_command[: m.end()] + f" {shlex.quote(ckpt)}" + launch_command[m.end():]
 
 
-_LR_FLAG = re.compile(r"(--(?:lr|learning[-_]rate))([ =])([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)")
+_LR_FLAG = lazy(r"(--(?:lr|learning[-_]rate))([ =])([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)")
 
 
 def lower_lr_command(launch_command: str, factor: float = 3.0) -> str | None:

@@ -105,7 +105,10 @@ def warm_cache() -> int:
     _signature_matcher(None)
     frameworks._matcher(None)
     metric_lines._eval_matcher(None)
-    return 4
+    from ml_skills.engine import facts
+
+    facts._prefilter()
+    return 5
 
 
 def scan_log(

@@ -8,14 +8,13 @@ from the log's last lines, where summaries are printed, and only when no such sc
 
 from __future__ import annotations
 
-import re
-
+from ml_skills.lazyre import lazy
 from ml_skills.models import Anomaly, AnomalyKind, FailureClass, Severity
 
-_SCORE = re.compile(
+_SCORE = lazy(
     r"(?i)(\bm?AP(50|75|@?[\d.:]+)?\b|average precision|\bbleu\b|_bleu\b)[^\n]{0,90}?(?:[:=]|->|\bis\b)\s*"
     r"(?P<v>-?\d+(?:\.\d+)?)\s*%?\s*\.?\s*$")
-_COUNTER = re.compile(r"(?i)\b(iteration|iter|step|epoch)\b\D{0,5}(?P<n>\d+(\.\d+)?)")
+_COUNTER = lazy(r"(?i)\b(iteration|iter|step|epoch)\b\D{0,5}(?P<n>\d+(\.\d+)?)")
 WINDOW = 40  # the summary block: the log's last lines
 
 
