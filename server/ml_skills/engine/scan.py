@@ -118,7 +118,7 @@ def scan_log(
 
     `progress` (render/progress.py) is told the bytes read after each chunk; the scan never prints.
     A log of `parallel_bytes` or more is scanned in `workers` processes (engine/parallel.py; the
-    defaults come from the environment, else 256 MiB and every core); `chunk_size` is for tests.
+    defaults come from the environment, else 128 MiB and every core); `chunk_size` is for tests.
     """
     p = logfile.check_readable(path)
     name = source or str(path)
