@@ -47,11 +47,11 @@ def main(argv: list[str]) -> None:
         c0 = _cpu()
         out["matches"] = scan.signature_scan(path, engine=engine)
     elif what == "scan":
-        from ml_skills.engine import scan
+        from ml_skills.engine import gradmax, scan
 
         scan._matcher(None)
         if os.path.getsize(path) > scan.FULL_METRICS_BYTES:  # the grad-norm threshold scan of sampled logs
-            scan.gradmax._matcher(scan.gradmax.level_at_most(scan.gradmax.FLOOR), None)
+            gradmax._matcher(gradmax.level_at_most(gradmax.FLOOR), None)
         scan.newlines.use_vectors(os.path.getsize(path))  # numpy, for a log large enough to repay its import
         c0 = _cpu()
         ev = scan.scan_log(path)
