@@ -12,6 +12,7 @@ from importlib import resources
 
 from pydantic import BaseModel, ConfigDict
 
+from ml_skills.lazyre import lazy
 from ml_skills.models import FailureClass, FixTemplate, Signature
 
 
@@ -62,6 +63,6 @@ def exception_rules() -> tuple[ExceptionRule, ...]:
 @cache
 def compiled_exception_rules() -> tuple[tuple[ExceptionRule, re.Pattern[str], re.Pattern[str], re.Pattern[str] | None], ...]:
     return tuple(
-        (r, re.compile(r.exc_type), re.compile(r.message), re.compile(r.frames) if r.frames else None)
+        (r, lazy(r.exc_type), lazy(r.message), lazy(r.frames) if r.frames else None)
         for r in exception_rules()
     )

@@ -15,15 +15,16 @@ from pathlib import Path
 
 from ml_skills.collectors.checkpoints import WEIGHT_SUFFIXES, inspect_dir, inspect_file, inspect_latest
 from ml_skills.errors import InputError, TargetNotFound, UnreadableInput
+from ml_skills.lazyre import lazy
 from ml_skills.models import ArtifactInventory, CheckpointInfo
 from ml_skills.safety import paths
 
 MAX_FILES = 20_000
 MAX_DEPTH = 6
-_CONFIG = re.compile(r"(?i)^(train_args|training_args|args|config|hparams|deepspeed_config|ds_config|accelerate_config|trainer_state|params|hyperparams|cfg|launch)[\w.-]*\.(json|ya?ml|toml|cfg|ini|txt)$|\.(ya?ml)$")
-_LOG = re.compile(r"(?i)(\.log$|\.out$|\.err$|^nohup|^stdout|^stderr|^output\.txt$|^train.*\.txt$|^log.*\.txt$|^rank\d+.*\.txt$|^console)")
-_FAILURE = re.compile(r"(?i)(^error[\w.-]*\.json$|^core(\.\d+)?$|\.dmp$|^hs_err|^crash|traceback|\.stacktrace$|^stderr|torchelastic|^error_file|failure|^task[_-]?metadata)")
-_CKPT_DIR = re.compile(r"(?i)^(checkpoint[-_]?\d+|global_step\d+|step[-_]?\d+|epoch[-_=]?\d+|iter[-_]?\d+|ckpt[-_]?\d+|checkpoints?|last)$")
+_CONFIG = lazy(r"(?i)^(train_args|training_args|args|config|hparams|deepspeed_config|ds_config|accelerate_config|trainer_state|params|hyperparams|cfg|launch)[\w.-]*\.(json|ya?ml|toml|cfg|ini|txt)$|\.(ya?ml)$")
+_LOG = lazy(r"(?i)(\.log$|\.out$|\.err$|^nohup|^stdout|^stderr|^output\.txt$|^train.*\.txt$|^log.*\.txt$|^rank\d+.*\.txt$|^console)")
+_FAILURE = lazy(r"(?i)(^error[\w.-]*\.json$|^core(\.\d+)?$|\.dmp$|^hs_err|^crash|traceback|\.stacktrace$|^stderr|torchelastic|^error_file|failure|^task[_-]?metadata)")
+_CKPT_DIR = lazy(r"(?i)^(checkpoint[-_]?\d+|global_step\d+|step[-_]?\d+|epoch[-_=]?\d+|iter[-_]?\d+|ckpt[-_]?\d+|checkpoints?|last)$")
 _COMMAND_FILES = ("command.txt", "cmd.txt", "launch.sh", "run.sh", "train.sh", "command")
 MAX_SMALL_FILE = 64 * 1024  # a pointer or a command file; read no further
 

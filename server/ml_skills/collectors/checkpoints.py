@@ -27,11 +27,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ml_skills.errors import InputError
+from ml_skills.lazyre import lazy
 from ml_skills.models import CheckpointInfo
 from ml_skills.safety import paths, untrusted_json
 
 WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth", ".ckpt", ".bin", ".h5", ".keras", ".pkl", ".msgpack", ".npz")
-_STEP = re.compile(r"(?:checkpoint|global_step|step|iter|epoch|ckpt|model)[-_=]?(\d+)", re.IGNORECASE)
+_STEP = lazy(r"(?:checkpoint|global_step|step|iter|epoch|ckpt|model)[-_=]?(\d+)", re.IGNORECASE)
 MAX_SAFETENSORS_HEADER = 16 * 1024 * 1024  # parsed whole: parsed JSON takes up to ~26x its size in memory
 MAX_DIMS = 64
 # bits per element of every dtype safetensors 0.8 reads (its Dtype enum)
@@ -42,9 +43,9 @@ MAX_DIR_FILES = 2000
 MAX_DIR_DEPTH = 4
 MAX_INDEX_BYTES = 64 * 1024 * 1024  # a model.safetensors.index.json; real ones are a few MiB
 MAX_POINTER_BYTES = 4096
-_DS_MODEL = re.compile(r"(^mp_rank_\d+|^zero_pp_rank_\d+_mp_rank_\d+|^layer_\d+-model(_\d+-model)?)_states\.pt$|_model_states\.pt$")
-_DS_OPTIM = re.compile(r"^(?:bf16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_optim_states\.pt$")
-_DCP_SHARD = re.compile(r"^__(\d+)_(\d+)\.distcp$")
+_DS_MODEL = lazy(r"(^mp_rank_\d+|^zero_pp_rank_\d+_mp_rank_\d+|^layer_\d+-model(_\d+-model)?)_states\.pt$|_model_states\.pt$")
+_DS_OPTIM = lazy(r"^(?:bf16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_optim_states\.pt$")
+_DCP_SHARD = lazy(r"^__(\d+)_(\d+)\.distcp$")
 
 
 def step_of(name: str) -> int | None:
@@ -381,7 +382,7 @@ def inspect_dir(path: Path) -> CheckpointInfo:
     return info("dir", True, f"{len(files)} weight files, all valid")
 
 
-_ITERATION = re.compile(r"[0-9]{1,12}")  # ASCII digits only: str.isdigit() also accepts '²³', which int() refuses
+_ITERATION = lazy(r"[0-9]{1,12}")  # ASCII digits only: str.isdigit() also accepts '²³', which int() refuses
 
 
 def inspect_latest(pointer: Path) -> CheckpointInfo:

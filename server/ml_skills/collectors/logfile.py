@@ -116,18 +116,20 @@ def _display(text: str) -> str:
     return text
 
 
-def iter_chunks(path: Path, size: int = CHUNK, limit: int | None = None) -> Iterator[tuple[int, bytearray]]:
+def iter_chunks(path: Path, size: int = CHUNK, limit: int | None = None, start: int = 0) -> Iterator[tuple[int, bytearray]]:
     """Yield (byte offset, chunk) where each chunk ends at a newline (or at EOF, or at `limit`).
 
     The chunk is one reused buffer, valid until the next is read: reading into it avoids
     allocating (and page-faulting) a fresh 4 MiB object per chunk. The partial last line is
     dropped and read again with the next chunk. A line longer than a chunk is cut at the chunk
     boundary so memory stays bounded. With `limit`, at most that many bytes are read: a log that
-    grows faster than it is read still ends.
+    grows faster than it is read still ends. `start` begins at that byte: one of chunk_starts' offsets
+    yields the very chunks a pass from 0 yields from there on (a worker of a parallel pass).
     """
     buf = bytearray(size)
     with open_binary(path, buffering=0) as f:
-        offset = 0
+        offset = start
+        f.seek(start)
         while True:
             want = size if limit is None else min(size, limit - offset)
             if want <= 0:
@@ -148,6 +150,29 @@ def iter_chunks(path: Path, size: int = CHUNK, limit: int | None = None) -> Iter
                 f.seek(offset + cut + 1)
             yield offset, buf
             offset += len(buf)
+
+
+def chunk_starts(path: Path, limit: int, size: int = CHUNK, back: int = 64 * 1024) -> list[int]:
+    """The byte offset of every chunk iter_chunks(path, size, limit) yields, without reading the chunks:
+    each boundary is found by reading back from the end of its window to the last newline (a few KB,
+    the whole window only when one line fills it)."""
+    starts = [0]
+    with open_binary(path, buffering=0) as f:
+        b = 0
+        while b + size < limit:
+            end, cut = b + size, -1
+            while cut < 0 and end > b:
+                lo = max(b, end - back)
+                f.seek(lo)
+                block = f.read(end - lo)
+                if len(block) < end - lo:
+                    return starts  # the file shrank under us: the pass itself will see and flag it
+                k = block.rfind(b"\n")
+                cut = lo + k if k >= 0 else -1
+                end = lo
+            b = cut + 1 if cut >= 0 else b + size
+            starts.append(b)
+    return starts
 
 
 def tail(path: Path, n: int, max_bytes: int = 8 * 1024 * 1024, end: int | None = None) -> tuple[list[str], bool]:

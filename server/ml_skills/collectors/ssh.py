@@ -22,7 +22,6 @@ import time
 from dataclasses import dataclass, field
 
 from ml_skills.collectors import env_seconds
-from ml_skills.engine import scan
 from ml_skills.errors import InputError, SourceTimeout, SourceUnavailable, TargetNotFound
 from ml_skills.models import EvidenceStatus, LogEvidence, SourceEvidence
 from ml_skills.safety.redact import redact
@@ -253,6 +252,8 @@ def fetch(target: str, *, lines: int = TAIL_LINES, deadline: float = DEADLINE, c
 
 def collect(req) -> tuple[SourceEvidence, list[LogEvidence]]:
     """The COLLECTORS entry for user@host:/path: the remote log scanned exactly like a local one."""
+    from ml_skills.engine import scan  # not at import: the MCP server's read_remote_log imports this module to list tools
+
     deadline = env_seconds("ML_SKILLS_SSH_DEADLINE", DEADLINE)
     remote, got, problems = fetch(req.target, lines=max(req.last, TAIL_LINES), deadline=deadline,
                                   config=os.environ.get("ML_SKILLS_SSH_CONFIG") or None)

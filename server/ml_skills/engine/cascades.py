@@ -6,11 +6,11 @@ specific failure is how that failure surfaced; a NaN or blow-up followed by a CU
 
 from __future__ import annotations
 
-import re
 from functools import cache
 
 from ml_skills.catalog.loader import signatures
 from ml_skills.engine.signals import MIN_PRIMARY, ROLE_W, Signal
+from ml_skills.lazyre import lazy
 from ml_skills.models import FailureClass, Role
 
 # Generic errors whose own message goes on to name the failure, and over how many lines: a C++ abort's
@@ -20,7 +20,7 @@ CARRIES = {NATIVE_ABORT: 1, "nccl-error": 3}
 # only the C++ runtime's abort prints a message after it (its what()); glibc's heap checks ('free(): corrupted
 # unsorted chunks'), 'Aborted (core dumped)' or an illegal instruction name the failure themselves, and the line
 # after them is another process reacting (a peer's 'Connection closed by localRank 0', the agent's SIGTERM)
-_CPP_ABORT = re.compile(r"(?i)terminate called")
+_CPP_ABORT = lazy(r"(?i)terminate called")
 
 
 @cache

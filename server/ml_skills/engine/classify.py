@@ -29,6 +29,7 @@ from ml_skills.engine.exceptions import callers_of_chained, traceback_class
 from ml_skills.engine.metrics import parse_line
 from ml_skills.engine.signals import MIN_PRIMARY, ROLE_W, Signal
 from ml_skills.engine.stops import CONFIDENCE_CAP, stop_signals
+from ml_skills.lazyre import lazy
 from ml_skills.models import (
     Anomaly,
     Classification,
@@ -54,15 +55,15 @@ SURVIVED_MIN_PROGRESS = 3
 EXTERNAL_KILL = "sigkill-external"
 LIVE_STATES = ("running", "sleeping", "pipeline_state_running")
 QUOTE_WIDTH = 400  # a longer line is quoted around its match, so the cited text holds the decisive words
-_WARNING = re.compile(r"(Warning:|WARNING|\bwarn(ing)?s?\.|\[W \w|^W\d{4} |\bW\d{4} \d\d:|UserWarning|FutureWarning|DeprecationWarning|\bwarnings\.warn)")
+_WARNING = lazy(r"(Warning:|WARNING|\bwarn(ing)?s?\.|\[W \w|^W\d{4} |\bW\d{4} \d\d:|UserWarning|FutureWarning|DeprecationWarning|\bwarnings\.warn)")
 # A line its program logged at INFO or DEBUG level: logging's '- INFO -', 'INFO:name:', '[INFO]', loguru's '| INFO |',
 # glog's 'I0610 06:55:34'. The program itself judged it informational ('No checkpoint found. Initializing model from
 # scratch'): it reports a choice the run made and went on from, not a failure, unless it carries an error's words
 # (TF's 'INFO:tensorflow:Error reported to Coordinator', a metric line whose loss is nan).
-_INFO_LEVEL = re.compile(r"(^|[\s\[|(:-])(INFO|DEBUG)(\s*[\]|:-]|\s)|^[ID]\d{4} \d\d:\d\d:\d\d")
-_ERROR_WORDS = re.compile(r"(?i)(error|fail|exception|fatal|abort|killed|\bnan\b|\binf\b|infinity|overflow|timed? ?out|denied|refused|"
+_INFO_LEVEL = lazy(r"(^|[\s\[|(:-])(INFO|DEBUG)(\s*[\]|:-]|\s)|^[ID]\d{4} \d\d:\d\d:\d\d")
+_ERROR_WORDS = lazy(r"(?i)(error|fail|exception|fatal|abort|killed|\bnan\b|\binf\b|infinity|overflow|timed? ?out|denied|refused|"
                           r"exhausted|out of memory|corrupt|illegal|segmentation|traceback|exit ?code|signal)")
-_WRAPPERS = re.compile(r"(RayTaskError|ChildFailedError|CalledProcessError|ProcessRaisedException|HydraException|SystemExit|TrainingFailedError|TuneError)")
+_WRAPPERS = lazy(r"(RayTaskError|ChildFailedError|CalledProcessError|ProcessRaisedException|HydraException|SystemExit|TrainingFailedError|TuneError)")
 
 CONFUSABLE: dict[FailureClass, list[FailureClass]] = {
     FailureClass.NCCL_DISTRIBUTED: [FailureClass.OOM, FailureClass.PROCESS_CRASH, FailureClass.STALLED, FailureClass.CUDA_RUNTIME],
@@ -89,7 +90,7 @@ def _logged_as_warning() -> frozenset[str]:
 
 @cache
 def _signature_regexes() -> dict[str, re.Pattern[str]]:
-    return {s.id: re.compile(s.pattern) for s in signatures()}
+    return {s.id: lazy(s.pattern) for s in signatures()}
 
 
 def _around_match(text: str, signature_id: str, width: int = QUOTE_WIDTH) -> str:
@@ -115,9 +116,9 @@ def _last_progress_line(log: LogEvidence) -> int | None:
     return lp.line_no if lp else None
 
 
-_DIGITS = re.compile(r"\d+")
+_DIGITS = lazy(r"\d+")
 RETRY_OPENING = 10
-_STACKISH = re.compile(r'(^\s*File "|^\s*-+>|Traceback|^\S+ in \w+\(|^\s*\d+\s+\S)')
+_STACKISH = lazy(r'(^\s*File "|^\s*-+>|Traceback|^\S+ in \w+\(|^\s*\d+\s+\S)')
 
 
 def clean_retry_start(log: LogEvidence) -> int | None:
@@ -156,7 +157,7 @@ def clean_retry_start(log: LogEvidence) -> int | None:
 
 # the closing verdict of a scheduler's job report (LSF's), printed once per job: a file of several such reports holds
 # several attempts, each report closing the output above it
-_REPORT_END = re.compile(r"^(Exited with exit code \d+\.|Exited with signal termination: \w+\.?|Successfully completed\.)\s*$")
+_REPORT_END = lazy(r"^(Exited with exit code \d+\.|Exited with signal termination: \w+\.?|Successfully completed\.)\s*$")
 
 
 def last_attempt_start(log: LogEvidence) -> int | None:

@@ -13,34 +13,35 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from ml_skills.engine.facts import fact
+from ml_skills.lazyre import lazy
 from ml_skills.models import Classification, FailureClass, LogEvidence, RunFact
 
-_POD = re.compile(r"\bpods?[/ ]\\?[\"']?([a-z0-9][a-z0-9.-]{2,62})(?=[\s\"'\\,;)]|$)")
-_NAMESPACE = re.compile(r"\bnamespace[ =:\"']+([a-z0-9][a-z0-9-]{0,62})")
-_QUOTA = re.compile(r"exceeded quota: ([a-z0-9][a-z0-9.-]{0,62})")
-_MISSING = re.compile(r"(?:No such file or directory|FileNotFoundError|does not exist|not found)\W{0,4}[:\s]\s*['\"]?"
+_POD = lazy(r"\bpods?[/ ]\\?[\"']?([a-z0-9][a-z0-9.-]{2,62})(?=[\s\"'\\,;)]|$)")
+_NAMESPACE = lazy(r"\bnamespace[ =:\"']+([a-z0-9][a-z0-9-]{0,62})")
+_QUOTA = lazy(r"exceeded quota: ([a-z0-9][a-z0-9.-]{0,62})")
+_MISSING = lazy(r"(?:No such file or directory|FileNotFoundError|does not exist|not found)\W{0,4}[:\s]\s*['\"]?"
                       r"(/?[\w.~@+-]+(?:/[\w.~@+=-]+)+/?|[\w.~@+-]+\.\w{1,10})['\"]?")
-_DENIED = re.compile(r"(?:Permission denied|Read-only file system)\W{0,4}[:\s]\s*['\"]?(/[\w.~@+-]+(?:/[\w.~@+=-]+)*)['\"]?")
-_CUDA_STACK = re.compile(r"(?i)no kernel image|CUDA driver version is insufficient|CUDA_ERROR_NO_DEVICE|no CUDA-capable device|"
+_DENIED = lazy(r"(?:Permission denied|Read-only file system)\W{0,4}[:\s]\s*['\"]?(/[\w.~@+-]+(?:/[\w.~@+=-]+)*)['\"]?")
+_CUDA_STACK = lazy(r"(?i)no kernel image|CUDA driver version is insufficient|CUDA_ERROR_NO_DEVICE|no CUDA-capable device|"
                          r"libcu\w+\.so|undefined symbol|CUDA initialization|driver.*too old")
-_GCP_PERMISSION = re.compile(r"Permission '([a-z]+\.[\w.]+)' denied(?: on resource '(//[^']+)')?|does not have ([a-z]+\.[\w.]+) access")
-_SERVICE_ACCOUNT = re.compile(r"\b([\w.-]+@[\w-]+\.iam\.gserviceaccount\.com)\b")
-_GCP_PROJECT = re.compile(r"\bprojects/([a-z][a-z0-9-]{4,28}[a-z0-9])\b")
-_AWS_DENIED = re.compile(r"is not authorized to perform: ([\w-]+:\w+) on resource: (arn:aws[\w:/.*-]+)")
-_AWS_LIMIT = re.compile(r"service limit '([^']{3,120})'")
-_USAGE = re.compile(r"^usage: ([\w.-]+\.py)\b")
-_PY_FRAME = re.compile(r'File "([^"]+\.py)", line \d+, in <module>')
-_HYDRA = re.compile(r"(?i)hydra|omegaconf|ConfigAttributeError|ConfigKeyError|Key '[\w.]+' is not in struct")
+_GCP_PERMISSION = lazy(r"Permission '([a-z]+\.[\w.]+)' denied(?: on resource '(//[^']+)')?|does not have ([a-z]+\.[\w.]+) access")
+_SERVICE_ACCOUNT = lazy(r"\b([\w.-]+@[\w-]+\.iam\.gserviceaccount\.com)\b")
+_GCP_PROJECT = lazy(r"\bprojects/([a-z][a-z0-9-]{4,28}[a-z0-9])\b")
+_AWS_DENIED = lazy(r"is not authorized to perform: ([\w-]+:\w+) on resource: (arn:aws[\w:/.*-]+)")
+_AWS_LIMIT = lazy(r"service limit '([^']{3,120})'")
+_USAGE = lazy(r"^usage: ([\w.-]+\.py)\b")
+_PY_FRAME = lazy(r'File "([^"]+\.py)", line \d+, in <module>')
+_HYDRA = lazy(r"(?i)hydra|omegaconf|ConfigAttributeError|ConfigKeyError|Key '[\w.]+' is not in struct")
 
 
-_CORE = re.compile(r"\(core dumped\)|core dumped")
+_CORE = lazy(r"\(core dumped\)|core dumped")
 # a process's own crash line (the shell's, faulthandler's, a signal handler's), not a list of possible causes naming SIGSEGV
-_NATIVE = re.compile(r"[Ss]egmentation fault|Illegal instruction|Fatal Python error: (?:Segmentation|Illegal)|[Ss]ignal (?:11|4)\b|"
+_NATIVE = lazy(r"[Ss]egmentation fault|Illegal instruction|Fatal Python error: (?:Segmentation|Illegal)|[Ss]ignal (?:11|4)\b|"
                      r"(?:received|Caught|Signal:) ?(?:signal )?SIG(?:SEGV|ILL)\b")
-_ILLEGAL = re.compile(r"(?i)illegal instruction|\bSIGILL\b")
-_KILLED = re.compile(r"(?i)^\s*Killed\s*$|\bKilled\b.*\bpython|exit(?:code| code| status|ed with)?[:= ]+(?:137|-9)\b|\bSIGKILL\b|signal 9\b|"
+_ILLEGAL = lazy(r"(?i)illegal instruction|\bSIGILL\b")
+_KILLED = lazy(r"(?i)^\s*Killed\s*$|\bKilled\b.*\bpython|exit(?:code| code| status|ed with)?[:= ]+(?:137|-9)\b|\bSIGKILL\b|signal 9\b|"
                      r"oom[-_ ]?kill|Out of memory: Killed process")
-_STAMP = re.compile(r"\b(20\d\d-[01]\d-[0-3]\d)[ T_]([0-2]\d:[0-5]\d)(?::[0-5]\d)?")
+_STAMP = lazy(r"\b(20\d\d-[01]\d-[0-3]\d)[ T_]([0-2]\d:[0-5]\d)(?::[0-5]\d)?")
 
 
 def _native_crash(cls: Classification, decisive: str, tail: list[str]) -> list[str]:

@@ -8,16 +8,16 @@ completed.'). Either is read from the run's own counters, never from how old the
 
 from __future__ import annotations
 
-import re
+from ml_skills.lazyre import lazy
 
 # an epoch or step counter with its total: 'Epoch 5/5', 'epoch [10/10]', 'Epoch: [99/100]', 'iteration 1000/1000'
-_COUNTER = re.compile(
+_COUNTER = lazy(
     r"(?i)\b(?P<what>epoch|step|iter|iteration|global step)s?\s*[:#]?\s*\[?\s*(?P<n>\d+)\s*/\s*(?P<total>\d+)\s*\]?")
 
 
-_KERAS_HEADER = re.compile(r"^\s*Epoch \d+/\d+\s*$")
+_KERAS_HEADER = lazy(r"^\s*Epoch \d+/\d+\s*$")
 # the epoch's bar (or, with verbose=2, its one summary line) as Keras prints it at the epoch's end
-_KERAS_DONE = re.compile(r"^\s*(?:(?P<i>\d+)/(?P<n>\d+) (?:\[=+\]|- \d)|(?:-\s*)?\d+s - loss)")
+_KERAS_DONE = lazy(r"^\s*(?:(?P<i>\d+)/(?P<n>\d+) (?:\[=+\]|- \d)|(?:-\s*)?\d+s - loss)")
 
 
 def final_counter(tail: list[str], tail_start: int, last_progress_line: int | None) -> int | None:
@@ -51,8 +51,8 @@ def final_counter(tail: list[str], tail_start: int, last_progress_line: int | No
 # 25 >= max_update: 25'), the duration of all training ('Total training time: 0:06:14', '3 epochs completed in 0.2
 # hours', 'Overall training speed: 298 iterations in 0:06:13'), training said to be over ('Training of experiment is
 # done'). Each is a summary of the run, not of a step: no step line prints it.
-_LIMIT = re.compile(r"(?i)\b(?P<n>\d+)\s*>=\s*max[\w ]{0,20}?[:=]?\s*(?P<total>\d+)\b")
-_SUMMARY = re.compile(
+_LIMIT = lazy(r"(?i)\b(?P<n>\d+)\s*>=\s*max[\w ]{0,20}?[:=]?\s*(?P<total>\d+)\b")
+_SUMMARY = lazy(
     r"(?i)(\btotal (training |train )?time\b|\boverall training (speed|time)\b|\b(epochs?|iterations?|steps?) completed in\b|"
     r"\btraining\b.{0,40}\b(is|was) (done|finished|complete|over)\b|\bend of training\b|"
     # the process, job or script saying it ended well, about itself as a whole
@@ -63,8 +63,8 @@ _SUMMARY = re.compile(
     r"\bentrenamiento (completado|finalizado|terminado)\b|\btreinamento (conclu[ií]do|finalizado)\b|"
     r"\bTraining (abgeschlossen|beendet)\b|\bentra[iî]nement termin[eé]\b|\btraining selesai\b)")
 # a shell prompt on the log's last line: the process returned to its shell ('user@host:~/dir$ ', '(env) user@host:~$')
-_PROMPT = re.compile(r"^(\([\w.-]+\)\s*)?[\w.-]+@[\w.-]+:[^\s]*\s*[$#]\s*$")
-_ERROR = re.compile(r"(?i)(error|exception|traceback|killed|fatal|abort|fail|nan\b)")
+_PROMPT = lazy(r"^(\([\w.-]+\)\s*)?[\w.-]+@[\w.-]+:[^\s]*\s*[$#]\s*$")
+_ERROR = lazy(r"(?i)(error|exception|traceback|killed|fatal|abort|fail|nan\b)")
 
 
 def summary_after_training(tail: list[str], tail_start: int, last_progress_line: int | None) -> int | None:

@@ -5,11 +5,11 @@ line into its finding."""
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from ml_skills.collectors import logfile
 from ml_skills.engine import tracebacks
+from ml_skills.lazyre import lazy
 from ml_skills.models import AnomalyKind, Excerpt, LogEvidence
 from ml_skills.safety.paths import open_binary
 from ml_skills.safety.redact import redact
@@ -96,7 +96,7 @@ def excerpt_around(path: str | os.PathLike[str], source: str, line_no: int, befo
     return Excerpt(source=source, start_line=first, lines=[redact(x) for x in lines])
 
 
-_NONFINITE = re.compile(r"(?i)\b(nan|-?inf(inity)?)\b")
+_NONFINITE = lazy(r"(?i)\b(nan|-?inf(inity)?)\b")
 QUOTE_CHARS = 220
 LINE_QUOTE = "; the line reads: "  # separates an anomaly's finding from the log line it quotes
 

@@ -93,22 +93,48 @@ def _matcher(engine: str | None) -> Matcher:
 
 
 class Tally:
-    """Framework -> number of chunks that named it, over one pass."""
+    """Framework -> number of chunks that named it, over one pass.
+
+    The chunks read are kept as events (always read: the head and the last; holds a traceback), and the
+    counts are replayed from them, so the tallies of consecutive ranges of a log merge into the tally of
+    the whole (scanpass.py): only the first TRACEBACK_CHUNKS chunks with a traceback count.
+    """
 
     def __init__(self, engine: str | None):
         self.engine = engine
-        self.counts: dict[str, int] = {}
+        self._events: list[tuple[bool, bool, dict[str, int]]] = []  # (always read, holds a traceback, its markers)
         self._traceback_chunks = 0
 
     def read(self, chunk: bytes, chunk_no: int, last: bool, traceback: bool) -> None:
         """Count the chunk's markers if it is one where a framework shows itself."""
+        forced = chunk_no < HEAD_CHUNKS or last
         traceback = traceback and self._traceback_chunks < TRACEBACK_CHUNKS
-        if not (chunk_no < HEAD_CHUNKS or last or traceback):
+        if not (forced or traceback):
             return
         self._traceback_chunks += traceback
+        counts: dict[str, int] = {}
         for idx, _ in _matcher(self.engine).find(chunk):
             name = MARKERS[idx][0]
-            self.counts[name] = self.counts.get(name, 0) + 1
+            counts[name] = counts.get(name, 0) + 1
+        self._events.append((forced, traceback, counts))
+
+    def merge(self, later: Tally) -> None:
+        """Add the tally of the range of the log right after this one's."""
+        self._events += later._events
+        self._traceback_chunks += later._traceback_chunks
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        seen = 0
+        for forced, traceback, counts in self._events:
+            traceback = traceback and seen < TRACEBACK_CHUNKS
+            if not (forced or traceback):
+                continue
+            seen += traceback
+            for name, n in counts.items():
+                out[name] = out.get(name, 0) + n
+        return out
 
 
 def frame_packages(frames: Iterable[str]) -> list[str]:

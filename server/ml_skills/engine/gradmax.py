@@ -20,12 +20,12 @@ exact key, so the answer is the same either way.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
 
 from ml_skills.engine.matcher import Matcher, ScanLimit
+from ml_skills.lazyre import lazy
 
 KEY = r"(?i)\b(grad(ient)?[_ ]?norm|gnorm|total_norm|global_norm)['\"]?\s*[:=]\s*\[?['\"]?(tensor\()?"
 # The same key without the names before `norm`: checking them for every `norm` of every line costs
@@ -33,7 +33,7 @@ KEY = r"(?i)\b(grad(ient)?[_ ]?norm|gnorm|total_norm|global_norm)['\"]?\s*[:=]\s
 # 250.1`); their lines give no grad-norm value when parsed, and a chunk they crowd is scanned again
 # with KEY.
 LOOSE_KEY = r"(?i)norm['\"]?\s*[:=]\s*\[?['\"]?(tensor\()?"
-VALUE = re.compile(rb"(?i)(?:grad(?:ient)?[_ ]?norm|gnorm|total_norm|global_norm)['\"]?[ \t]*[:=][ \t]*\[?['\"]?(?:tensor\()?([0-9][0-9.]*(?:[eE][-+]?[0-9]+)?)")
+VALUE = lazy(rb"(?i)(?:grad(?:ient)?[_ ]?norm|gnorm|total_norm|global_norm)['\"]?[ \t]*[:=][ \t]*\[?['\"]?(?:tensor\()?([0-9][0-9.]*(?:[eE][-+]?[0-9]+)?)")
 MAX_K = 8  # levels stop at 9.9e8: above that every value is reported (and parsed)
 FLOOR = 1.0  # the grad-spike detector ignores maxima below 1.0
 REPORTS_PER_SCAN = 512  # more than this in one chunk: raise the threshold to their maximum and scan the chunk again

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import re
 import statistics
 from collections.abc import Sequence
 from datetime import datetime
@@ -11,6 +10,7 @@ from datetime import datetime
 from ml_skills.collectors import logfile
 from ml_skills.engine import metrics as metric_parser
 from ml_skills.engine.points import fmt, values_text
+from ml_skills.lazyre import lazy
 from ml_skills.models import Anomaly, AnomalyKind, FailureClass, LogEvidence, MetricPoint, ProgressPoint, Role, Severity
 from ml_skills.safety.redact import redact
 
@@ -18,10 +18,10 @@ STALL_CADENCES = 20  # no progress for 20 step intervals...
 STALL_MIN_SECONDS = 20.0  # ...and never less than this, so a pause to save or evaluate is not a hang
 CLOCK_SLACK_SECONDS = 120.0  # the log's clock must agree with the file's mtime to judge liveness
 
-_PROGRESS = re.compile(
+_PROGRESS = lazy(
     r"(?i)(\b(step|iter|iteration|epoch|batch|train|test|eval|val)\b\s*[:=#]?\s*\[?\s*\d+|\d+%\|.*\|\s*\d+/\d+|\[\s*\d+/\d+\])"
 )
-_NOT_TRAINING = re.compile(
+_NOT_TRAINING = lazy(
     r"(?i)(loading|download|\bmap\b|filter|tokeniz|generating|extracting|fetching|resolving|uploading|"
     r"saving|shards|error|traceback|warning|exception|usage:)"
 )

@@ -72,12 +72,14 @@ class Matcher:
     """Find which of many patterns match in a chunk of bytes, with the end offset of each match."""
 
     def __init__(self, patterns: Sequence[str], *, single: Sequence[bool] | None = None, engine: str | None = None,
-                 gates: Sequence[str | None] | None = None):
+                 gates: Sequence[str | None] | None = None, prefilter: bool = False):
+        """`prefilter`: Hyperscan may report a superset of the matches (it then accepts look-arounds and
+        back-references): for callers that confirm each reported line with `re`."""
         single = list(single) if single is not None else [False] * len(patterns)
         self.engine = engine or ("hyperscan" if _hs is not None else "re")
         self._gated_ids = [i for i, g in enumerate(gates or []) if g]
         self._gated = Matcher([patterns[i] for i in self._gated_ids], single=[single[i] for i in self._gated_ids],
-                              engine=self.engine) if self._gated_ids else None
+                              engine=self.engine, prefilter=prefilter) if self._gated_ids else None
         self._gate_id = len(patterns)  # every gate reports this id, once per chunk
         kept = [i for i in range(len(patterns)) if i not in set(self._gated_ids)]
         self._ids = kept + [self._gate_id] * len(self._gated_ids)
@@ -88,6 +90,7 @@ class Matcher:
                 raise RuntimeError("hyperscan is not installed")
             flags = [
                 _hs.HS_FLAG_MULTILINE | _hs.HS_FLAG_ALLOWEMPTY | (_hs.HS_FLAG_SINGLEMATCH if s else 0)
+                | (_hs.HS_FLAG_PREFILTER if prefilter else 0)
                 for s in self.single
             ]
             self._db = dbcache.compiled(_hs, [p.encode() for p in self.patterns], self._ids, flags, _hs.HS_MODE_BLOCK)

@@ -7,19 +7,19 @@ every validation-metric line of a chunk that has few (the sample would miss them
 
 from __future__ import annotations
 
-import re
 from functools import cache
 
 from ml_skills.engine import tables
 from ml_skills.engine.matcher import Matcher, ScanLimit
+from ml_skills.lazyre import lazy
 
 EVAL = r"(?i)\b(val|eval|valid|validation|test|dev)[_ /-]?(lm[_ ])?(loss|acc|accuracy|top1|f1|ppl|perplexity)\b"
 EVAL_LINES_PER_CHUNK = 256
 
-_LOSS = re.compile(rb"(?i)loss")
+_LOSS = lazy(rb"(?i)loss")
 # an accuracy printed on a line of its own, without a loss (MXNet's `Epoch[3] Train-accuracy=0.92` and
 # `Validation-accuracy=0.51`, hand-written loops): read on logs whose every metric line is parsed
-_ACCURACY = re.compile(rb"(?i)accuracy\s*[=:]")
+_ACCURACY = lazy(rb"(?i)accuracy\s*[=:]")
 
 
 def line_bounds(chunk: bytes, end: int) -> tuple[int, int]:
@@ -115,7 +115,7 @@ def eval_lines(chunk: bytes, engine: str | None) -> set[int]:
 
 # The rank a line belongs to when every rank writes to one log: torch's '[rank3]:', torchrun --tee's '[default3]:',
 # mpirun's '[1,3]<stdout>:', a script's own 'rank 3:' / 'rank=3 |' / '[R3]' / '[Rank 3]', Ray's '(RayTrainWorker pid=42)'.
-_RANK = re.compile(
+_RANK = lazy(
     r"^\s*(?:\[rank(?P<a>\d+)\]:|\[default(?P<b>\d+)\]:|\[\d+,(?P<c>\d+)\]<std(?:out|err)>:|"
     r"\(\w+ pid=(?P<d>\d+)(?:, ip=[\d.]+)?\)|"
     r"(?:.{0,80}?[\s|\[(-])?(?:\[R(?P<e>\d+)\]|\[?[Rr]ank[\s:=_]{0,2}(?P<f>\d+)\]?(?=[\s:|,\]/])))"

@@ -11,10 +11,10 @@ detector reads one vocabulary.
 from __future__ import annotations
 
 import math
-import re
 from datetime import datetime
 from functools import lru_cache
 
+from ml_skills.lazyre import lazy
 from ml_skills.safety import untrusted_json
 
 CANONICAL = ("loss", "val_loss", "grad_norm", "lr", "throughput", "acc", "val_acc", "mem", "step_time", "loss_scale")
@@ -42,25 +42,25 @@ STEP_KEYS = {"step", "global_step", "iteration", "iter", "steps", "global_steps"
 EPOCH_KEYS = {"epoch", "epochs", "train/epoch"}
 
 _NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|-?Infinity|inf|Inf|INF|-inf|-Inf)"
-_PAIR = re.compile(
+_PAIR = lazy(
     r"(?:^|[\s|,;{(\[-])['\"]?(?P<key>[A-Za-z_][\w/.\-]*(?: [A-Za-z_][\w/]*){0,2}(?: \([a-z]+\))?)['\"]?\s*(?:[:=]\s*)\[?(?:tensor\()?(?P<val>" + _NUM + r")(?=[\s,|;}\])%a-zA-Z]|$)"
 )
-_SEGMENT = re.compile(r"^\s*(?P<key>[A-Za-z_][\w/.\-]*(?: [a-z_][\w/]*){0,2})\s+(?P<val>" + _NUM + r")\s*[a-zA-Z%]{0,3}\s*$")
+_SEGMENT = lazy(r"^\s*(?P<key>[A-Za-z_][\w/.\-]*(?: [a-z_][\w/]*){0,2})\s+(?P<val>" + _NUM + r")\s*[a-zA-Z%]{0,3}\s*$")
 # `epoch 3`, `Epoch 3/10`, and the tutorials' `Epoch [3/10]` / `Epoch: [3/10]`
-_SPACE_PAIR = re.compile(r"\b(?P<key>step|iter|iteration|epoch|Epoch|Step|Iter|Iteration)(?:\s+|\s*:?\s*\[\s*)(?P<val>\d+(?:\.\d+)?)(?:\s*/\s*(?P<total>\d+))?\b")
+_SPACE_PAIR = lazy(r"\b(?P<key>step|iter|iteration|epoch|Epoch|Step|Iter|Iteration)(?:\s+|\s*:?\s*\[\s*)(?P<val>\d+(?:\.\d+)?)(?:\s*/\s*(?P<total>\d+))?\b")
 # `loss 2.31`, `train loss is 0.4`: matched on the lower-cased line, from the literal (the word before is checked after)
-_WORD_NUM = re.compile(r"loss\s+(?:is\s+)?(?P<val>" + _NUM.lower() + r")(?!\w|\.\d)")
+_WORD_NUM = lazy(r"loss\s+(?:is\s+)?(?P<val>" + _NUM.lower() + r")(?!\w|\.\d)")
 _WORD_BEFORE = {"train ": "loss", "val ": "val_loss", "valid ": "val_loss", "eval ": "val_loss", "test ": "val_loss"}
-_NAMED_NUM = re.compile(r"(?:^|[\s|,;(\[])(?P<key>[A-Za-z][\w/.]*)\s+(?P<val>" + _NUM + r")(?=[\s,|;)\]]|$)")
-_TQDM = re.compile(r"(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[(?P<elapsed>[\d:]+)<(?P<eta>[\d:?]+),\s*(?P<rate>\d+(?:\.\d+)?)\s*(?P<unit>[a-zA-Z/]+)(?P<rest>[^\]]*)\]")
-_TIMESTAMP = re.compile(
+_NAMED_NUM = lazy(r"(?:^|[\s|,;(\[])(?P<key>[A-Za-z][\w/.]*)\s+(?P<val>" + _NUM + r")(?=[\s,|;)\]]|$)")
+_TQDM = lazy(r"(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[(?P<elapsed>[\d:]+)<(?P<eta>[\d:?]+),\s*(?P<rate>\d+(?:\.\d+)?)\s*(?P<unit>[a-zA-Z/]+)(?P<rest>[^\]]*)\]")
+_TIMESTAMP = lazy(
     r"(?P<y>20\d\d)[-/](?P<mo>\d\d)[-/](?P<d>\d\d)[ T_](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d{1,6}))?"
 )
 # Megatron's iteration line prints a loss only when its average is > 0, so a NaN loss silently disappears from it
 # (training_log: `if avg > 0.0`); with nothing skipped (loss scale 1.0, or 0 skipped iterations) no loss field means NaN
-_MEGATRON_ITER = re.compile(r"^\s*iteration\s+\d+\s*/\s*\d+\s*\|")
-_MEGATRON_NOTHING_SKIPPED = re.compile(r"\|\s*loss scale: 1\.0\b|number of skipped iterations:\s*0\b")
-_ANY_LOSS = re.compile(r"(?i)loss(?! scale)")
+_MEGATRON_ITER = lazy(r"^\s*iteration\s+\d+\s*/\s*\d+\s*\|")
+_MEGATRON_NOTHING_SKIPPED = lazy(r"\|\s*loss scale: 1\.0\b|number of skipped iterations:\s*0\b")
+_ANY_LOSS = lazy(r"(?i)loss(?! scale)")
 # a line without any of these words (lower-cased) holds no metric; `in` on the lower-cased line beats a (?i) regex
 _HINTS = ("loss", "acc", "lr", "learning", "grad", "norm", "step", "iter", "epoch", "it/s", "samples", "tokens", "mem",
           "perplexity", "ppl")
@@ -235,14 +235,14 @@ def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None]
 # 'Epoch [8][208/2000]' and 'Epoch(train) [1][240/735]', the ImageNet example's 'Epoch: [8][208/2000]', GAN
 # scripts' '[Epoch 8/100] [Batch 208/2000]', loguru trainers' 'E6 iter[ 14/ 15]', the MNIST example's 'Train
 # Epoch: 8 [26624/60000 (44%)]' (samples, not batches), and a Keras bar '208/2000 [====' under its 'Epoch 8/100'.
-_EPOCH_ITER = re.compile(
+_EPOCH_ITER = lazy(
     r"(?i)(?:\bEpoch(?:\(\w+\))?\s*:?\s*\[\s*(?P<e1>\d+)\s*\]\s*\[\s*(?P<i1>\d+)\s*/\s*(?P<n1>\d+)\s*\]|"
     r"\[\s*Epoch\s+(?P<e2>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?:Batch|Iter(?:ation)?)\s+(?P<i2>\d+)\s*/\s*(?P<n2>\d+)\s*\]|"
     r"\bE(?P<e3>\d+)\s+iter\[\s*(?P<i3>\d+)\s*/\s*(?P<n3>\d+)\s*\]|"
     r"\bTrain Epoch:\s*(?P<e4>\d+)\s*\[\s*(?P<i4>\d+)\s*/\s*(?P<n4>\d+))"
 )
-KERAS_BAR = re.compile(r"^\s*(?P<i>\d+)/(?P<n>\d+) \[[=>.]")
-KERAS_EPOCH = re.compile(rb"(?m)^\s*Epoch (?P<e>\d+)/(?P<n>\d+)\s*$")
+KERAS_BAR = lazy(r"^\s*(?P<i>\d+)/(?P<n>\d+) \[[=>.]")
+KERAS_EPOCH = lazy(rb"(?m)^\s*Epoch (?P<e>\d+)/(?P<n>\d+)\s*$")
 
 
 def epoch_iteration(line: str) -> tuple[float, float, float] | None:

@@ -16,6 +16,7 @@ from ml_skills.catalog.loader import fixes as fix_catalog
 from ml_skills.engine.classify import EXTERNAL_KILL, LIVE_STATES
 from ml_skills.engine.facts import fact, version_below
 from ml_skills.engine.signals import Signal
+from ml_skills.lazyre import lazy
 from ml_skills.models import (
     AnomalyKind,
     ArtifactInventory,
@@ -162,7 +163,7 @@ def _prerequisites(cls: Classification, signals: list[Signal]) -> set[str]:
 
 
 # an evaluation pass before the OOM: its progress line, or a traceback frame of an evaluation function
-_EVAL_CONTEXT = re.compile(r"(?i)(running evaluation|\beval(uat(e|ing|ion))?\b|validation|validating|val_dataloader|"
+_EVAL_CONTEXT = lazy(r"(?i)(running evaluation|\beval(uat(e|ing|ion))?\b|validation|validating|val_dataloader|"
                            r"\bin (eval\w*|evaluat\w*|valid\w*|test(_step|_epoch|ing)?|predict\w*|inference\w*)$)")
 
 
@@ -179,12 +180,12 @@ def _oom_at_eval(cls: Classification, logs: list[LogEvidence]) -> bool:
     return False
 
 
-_UNREACHABLE = re.compile(r"(?i)couldn't connect|could not connect|connection|timed? ?out|offline|resolve|proxy|\bSSL|max retries|unreachable")
+_UNREACHABLE = lazy(r"(?i)couldn't connect|could not connect|connection|timed? ?out|offline|resolve|proxy|\bSSL|max retries|unreachable")
 # the program cannot fit at all: XLA's static buffer assignment at compile time says how much it needs, before any step
-_COMPILE_OOM = re.compile(r"(?i)BufferAssignment|compile permanent error|Ran out of memory in memory space|during compilation|while compiling")
+_COMPILE_OOM = lazy(r"(?i)BufferAssignment|compile permanent error|Ran out of memory in memory space|during compilation|while compiling")
 
 
-_OWN_CHECKPOINT = re.compile(r"(?i)\bresum|\brestor|history checkpoint|(latest|last|previous) checkpoint")
+_OWN_CHECKPOINT = lazy(r"(?i)\bresum|\brestor|history checkpoint|(latest|last|previous) checkpoint")
 
 
 def _lines_before(ref: LineRef, logs: list[LogEvidence], n: int) -> list[str]:
@@ -216,8 +217,8 @@ def _fits_the_device(cls: Classification, logs: list[LogEvidence]) -> str | None
     return "the out-of-memory line does not say the program cannot fit the device at all (as a compile-time buffer assignment does)"
 
 
-_OOM_NUMBERS = re.compile(r"([\d.]+) GiB already allocated.*?([\d.]+) GiB reserved in total")
-_OOM_UNALLOCATED = re.compile(r"([\d.]+) GiB is allocated by PyTorch, and ([\d.]+) (GiB|MiB) is reserved by PyTorch but unallocated")
+_OOM_NUMBERS = lazy(r"([\d.]+) GiB already allocated.*?([\d.]+) GiB reserved in total")
+_OOM_UNALLOCATED = lazy(r"([\d.]+) GiB is allocated by PyTorch, and ([\d.]+) (GiB|MiB) is reserved by PyTorch but unallocated")
 
 
 def _ruled_out_by_facts(fid: str, facts: list[RunFact]) -> str | None:
@@ -322,7 +323,7 @@ def _ranked(cls: Classification, signals: list[Signal], logs: list[LogEvidence],
     return out, commands
 
 
-_STEP = re.compile(r"\(step (\d+)\)")
+_STEP = lazy(r"\(step (\d+)\)")
 
 
 def _stop_before_next_save(logs: list[LogEvidence], facts: list[RunFact], live: SourceEvidence | None) -> tuple[str, str | None] | None:
@@ -365,9 +366,9 @@ def _stop_before_next_save(logs: list[LogEvidence], facts: list[RunFact], live: 
     return why, cmd
 
 
-_RESUME_FLAG = re.compile(r"--(?:resume[\w-]*|resume_from_checkpoint|ckpt_path|load_checkpoint|checkpoint|init_from|restore[\w-]*)")
-_LR_FLAG = re.compile(r"--(?:lr|learning[-_]rate)")
-_NUMBER = re.compile(r"[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?")
+_RESUME_FLAG = lazy(r"--(?:resume[\w-]*|resume_from_checkpoint|ckpt_path|load_checkpoint|checkpoint|init_from|restore[\w-]*)")
+_LR_FLAG = lazy(r"--(?:lr|learning[-_]rate)")
+_NUMBER = lazy(r"[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?")
 _OPERATOR = set("();<>|&")
 
 

@@ -14,22 +14,22 @@ ordered by line.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from ml_skills.engine.metrics import parse_timestamp
 from ml_skills.engine.signals import Signal
+from ml_skills.lazyre import lazy
 from ml_skills.models import AnomalyKind, Classification, FailureClass, LogEvidence, Role
 
 # torch's own prefix on rank output ("[rank1]: Traceback"), NCCL's "[Rank 1]", loggers' "rank1"
 # and the launcher's report of a rank it lost ('failed (exitcode: -9) local_rank: 1 (pid: 42)')
-RANK_TAG = re.compile(r"^\[rank(\d+)\]:|\[Rank (\d+)\]|\brank(\d+)\b|\blocal_rank:\s*(\d+)")
+RANK_TAG = lazy(r"^\[rank(\d+)\]:|\[Rank (\d+)\]|\brank(\d+)\b|\blocal_rank:\s*(\d+)")
 
 
 # per-rank log names: rank1.log, node-0.out, worker_3.log, or torchrun --log-dir's <run>/attempt_0/<rank>/stdout.log
-RANK_NAME = re.compile(r"(?i)(rank|node|worker|host|proc)[-_.]?\d")
+RANK_NAME = lazy(r"(?i)(rank|node|worker|host|proc)[-_.]?\d")
 
 
 def _rank_named(source: str) -> bool:
@@ -193,8 +193,8 @@ def keep_silent_rank_open(cls: Classification, logs: list[LogEvidence], signals:
 
 
 # The NCCL watchdog's report of the collective each rank timed out in, and a world size where the log gives one
-_WORK = re.compile(r"\[(?:PG (?P<pg>\S+) )?Rank (?P<rank>\d+)\][^\n]*?WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel>\d+))?")
-_WORLD = re.compile(r"(?i)\b(?:world[_ ]size|WORLD_SIZE|nranks)\s*[=:]?\s*(?P<n>\d+)\b")
+_WORK = lazy(r"\[(?:PG (?P<pg>\S+) )?Rank (?P<rank>\d+)\][^\n]*?WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel>\d+))?")
+_WORLD = lazy(r"(?i)\b(?:world[_ ]size|WORLD_SIZE|nranks)\s*[=:]?\s*(?P<n>\d+)\b")
 
 
 def collective_desync(logs: list[LogEvidence]) -> str:

@@ -14,19 +14,18 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import logfile
-from ml_skills.engine import completion, frameworks, gradmax, metric_lines, newlines, tracebacks, zeroscores
-from ml_skills.engine import metrics as metric_parser
+from ml_skills.engine import completion, frameworks, metric_lines, newlines, tracebacks, zeroscores
 from ml_skills.engine.excerpts import Reader, quote_anomaly_lines, remember_offsets, remember_text
 from ml_skills.engine.lastprogress import check_stall, last_progress
 from ml_skills.engine.matcher import Matcher
 from ml_skills.engine.points import values_text
+from ml_skills.engine.scanpass import TRACEBACKS_KEPT, Pass
 from ml_skills.engine.trajectories import analyse
 from ml_skills.models import (
     AnomalyKind,
@@ -47,9 +46,6 @@ from ml_skills.safety.redact import redact
 FULL_METRICS_BYTES = 2 * 1024 * 1024  # above this, sampled: parsing every line costs about 1 s per 10k lines
 SAMPLED_METRICS_PER_CHUNK = 48  # at most; fewer on longer logs so about SAMPLED_METRICS_TOTAL are parsed
 SAMPLED_METRICS_TOTAL = 2048
-HITS_KEPT_PER_SIGNATURE = 3
-TRACEBACKS_KEPT = 40
-MAX_POINTS_KEPT = 50_000
 
 # Internal markers: (name, pattern, report once per chunk)
 _MARKERS: list[tuple[str, str, bool]] = [
@@ -64,16 +60,6 @@ _MARKERS: list[tuple[str, str, bool]] = [
     ("saved", (r"(?i)(saving (model )?checkpoint|saved? (a |the )?(model )?checkpoint|checkpoint (was )?saved|saving (the )?(best )?model (to|at|weights)|"
               r"model (weights )?saved (to|at|in)|saving model to|saved model to|saving current state to|saving weights to)"), False),
 ]
-HEAD_LINES = 300  # the first lines, where runs print their configuration (engine/facts.py)
-HEAD_BYTES = 64 * 1024
-SAVED_KEPT = 5
-
-@dataclass
-class _SigAgg:
-    first: list[tuple[int, int, str]] = field(default_factory=list)  # (line_no, byte offset, text)
-    last: tuple[int, int, str] | None = None
-    count: int = 0
-
 
 # Below this size a process that has not compiled the Hyperscan database yet scans with `re`:
 # compiling it takes about 0.9 s, `re` reads a 1 KB log in 0.02 s and a 24 KB one in 0.2 s. A
@@ -87,6 +73,11 @@ def _engine_for(size: int, engine: str | None) -> str | None:
     if engine is not None or size >= SMALL_LOG_BYTES or None in _compiled or "hyperscan" in _compiled:
         return engine
     return "re"
+
+
+def new_pass(name: str, size: int, budget: int | None, engine: str | None, continued: bool = False) -> Pass:
+    matcher, sigs = _matcher(engine)
+    return Pass(name, size, budget, engine, matcher, sigs, _MARKERS, continued=continued)
 
 
 @cache
@@ -105,7 +96,10 @@ def warm_cache() -> int:
     _signature_matcher(None)
     frameworks._matcher(None)
     metric_lines._eval_matcher(None)
-    return 4
+    from ml_skills.engine import facts
+
+    facts._prefilter()
+    return 5
 
 
 def scan_log(
@@ -116,10 +110,15 @@ def scan_log(
     task: Task | None = None,
     engine: str | None = None,
     progress: Progress | None = None,
+    workers: int | None = None,
+    parallel_bytes: int | None = None,
+    chunk_size: int = logfile.CHUNK,
 ) -> LogEvidence:
     """Scan a whole log once and return what it holds. Raises InputError for unusable files.
 
     `progress` (render/progress.py) is told the bytes read after each chunk; the scan never prints.
+    A log of `parallel_bytes` or more is scanned in `workers` processes (engine/parallel.py; the
+    defaults come from the environment, else 128 MiB and every core); `chunk_size` is for tests.
     """
     p = logfile.check_readable(path)
     name = source or str(path)
@@ -134,10 +133,13 @@ def scan_log(
         ev.status = EvidenceStatus.NO_DATA
         ev.problems.append(f"{name} is empty")
         return ev
-    chunks = logfile.iter_chunks(p, limit=st.st_size)
+    from ml_skills.engine import parallel
+
+    ranges = parallel.plan(p, st.st_size, chunk_size, threshold=parallel_bytes, workers=workers)
+    chunks = logfile.iter_chunks(p, size=chunk_size, limit=st.st_size)
     if progress is not None:
         chunks = _reporting(chunks, f"scanning {p.name}", st.st_size, progress)
-    offsets = _run(ev, chunks, Reader(path=p, end=st.st_size), st.st_size, last, task, engine)
+    offsets = _run(ev, chunks, Reader(path=p, end=st.st_size), st.st_size, last, task, engine, chunk_size, ranges, progress)
     remember_offsets(name, st.st_ino, offsets)
     _flag_if_changed(ev, p, st)
     return ev
@@ -206,151 +208,31 @@ def from_metrics(points: list[MetricPoint], *, source: str, task: Task | None = 
     return ev
 
 
-def _head(name: str, chunk: bytes | bytearray) -> Excerpt:
-    """The log's first lines (at most HEAD_LINES, HEAD_BYTES), where runs print their configuration."""
-    lines = bytes(chunk[:HEAD_BYTES]).split(b"\n")
-    cut = len(chunk) > HEAD_BYTES
-    if cut or not lines[-1]:
-        lines = lines[:-1]  # half a line, or the empty piece after the last newline
-    return Excerpt(source=name, start_line=1, lines=[redact(logfile.decode(x)) for x in lines[:HEAD_LINES]],
-                   truncated=cut or len(lines) > HEAD_LINES)
-
-
-def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Task | None, engine: str | None) -> dict[int, int]:
+def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Task | None, engine: str | None,
+         chunk_size: int = logfile.CHUNK, ranges: list[tuple[int, int, int]] | None = None,
+         progress: Progress | None = None) -> dict[int, int]:
+    """The pass, then what is read back after it. `ranges` (parallel.py): (first chunk number, start, end)
+    byte ranges scanned in forked workers and merged, instead of walking `chunks`."""
     name = ev.source
     engine = _engine_for(size, engine)
-    budget = None if size <= FULL_METRICS_BYTES else max(8, min(SAMPLED_METRICS_PER_CHUNK, SAMPLED_METRICS_TOTAL * logfile.CHUNK // size))
-    matcher, sigs = _matcher(engine)
+    budget = None if size <= FULL_METRICS_BYTES else max(8, min(SAMPLED_METRICS_PER_CHUNK, SAMPLED_METRICS_TOTAL * chunk_size // size))
+    _, sigs = _matcher(engine)
     newlines.use_vectors(size)
-    n_sigs = len(sigs)
-    grad_record: gradmax.Record | None = None  # sampled logs: the exact largest grad norm so far
-    point_offsets: dict[int, int] = {}  # line -> byte offset of the exact events, for excerpts
-    aggs: dict[int, _SigAgg] = {}
-    tb_offsets: list[tuple[int, int]] = []  # (line_no, byte offset)
-    tb_total = 0
-    completed_line: int | None = None
-    saved: list[tuple[int, str]] = []  # (line_no, text) of the newest checkpoint-saved lines
-    before_nan: tuple[int, str] | None = None  # the last save before the first non-finite value: the last good checkpoint
-    nan_seen = False
-    points: list[MetricPoint] = []
-    metric_offsets: dict[int, int] = {}  # line_no -> byte offset, to quote an anomaly's own line
-    nan_point: MetricPoint | None = None
-    grad_max: MetricPoint | None = None
-    line_base = 1  # line number of the chunk's first line
-    nan_sigs = {i for i, s in enumerate(sigs) if s.id in ("loss-value-nan", "grad-norm-nonfinite")}
-    huge_gn = {i for i, s in enumerate(sigs) if s.id == "grad-norm-huge"}
-    ends_with_newline = True
+    if ranges is None:
+        part = new_pass(name, size, budget, engine)
+        for chunk_no, (offset, chunk) in enumerate(chunks):
+            part.feed(chunk_no, offset, chunk, reader)
+    else:
+        from ml_skills.engine import parallel
 
-    fw = frameworks.Tally(engine)
-    for chunk_no, (offset, chunk) in enumerate(chunks):
-        if chunk_no == 0:
-            ev.head = _head(name, chunk)
-        cursor, cursor_line = 0, line_base
-        continued = chunk_no > 0 and not ends_with_newline  # a line longer than a chunk: this chunk starts mid-line
-        exact_lines: set[int] = set()
-        eval_in_chunk = False
-        tb_before = tb_total
-        # matches come sorted by end offset, so all the matches of one line are consecutive: its bounds and
-        # text are found once per line, not once per match (a long line repeating a signature made that quadratic)
-        start, stop, line_text = 0, -1, ""
-        for idx, end in matcher.find(chunk):
-            if not start <= end - 1 <= stop:
-                start, stop = metric_lines.line_bounds(chunk, end)
-                line_text = ""
-            if start < cursor:  # matches come in order of end offset; rewind the count if needed
-                cursor, cursor_line = 0, line_base
-            cursor_line += newlines.count(chunk, cursor, start)
-            cursor = start
-            line_no = cursor_line
-            if idx < n_sigs:
-                agg = aggs.setdefault(idx, _SigAgg())
-                if agg.last is not None and agg.last[0] == line_no:
-                    continue  # same line matched twice
-                agg.count += 1
-                line_text = line_text or (logfile.decode_cut(reader.read(max(0, offset - logfile.CUT_CONTEXT), min(offset, logfile.CUT_CONTEXT)),
-                                                             chunk[start:stop]) if continued and start == 0 else logfile.decode(chunk[start:stop]))
-                if len(agg.first) < HITS_KEPT_PER_SIGNATURE:
-                    agg.first.append((line_no, offset + start, line_text))
-                agg.last = (line_no, offset + start, line_text)
-                if idx in nan_sigs or idx in huge_gn:
-                    exact_lines.add(start)
-                if idx in nan_sigs and not nan_seen:
-                    nan_seen, before_nan = True, (saved[-1] if saved else None)
-                continue
-            marker = _MARKERS[idx - n_sigs][0]
-            if marker == "traceback":
-                if tb_offsets and tb_offsets[-1][0] == line_no:
-                    continue  # one traceback per line: a line repeating the header starts one traceback
-                tb_total += 1
-                tb_offsets.append((line_no, offset + start))
-                if len(tb_offsets) > TRACEBACKS_KEPT:
-                    del tb_offsets[TRACEBACKS_KEPT // 2]  # keep the first half and the newest
-            elif marker == "completed":
-                completed_line = line_no
-            elif marker == "eval":
-                eval_in_chunk = True
-            elif marker == "saved" and (not saved or saved[-1][0] != line_no):
-                saved = [*saved[-(SAVED_KEPT - 1):], (line_no, logfile.decode(chunk[start:stop])[:400])]
-        fw.read(chunk, chunk_no, last=offset + len(chunk) >= size, traceback=tb_total > tb_before)
-
-        # metrics: every loss line on small logs, an even sample on huge ones, plus exact events
-        starts = metric_lines.loss_lines(chunk, budget)
-        rows: dict[int, metric_lines.Row] = {}
-        if budget is None:
-            rows = metric_lines.table_rows(chunk, starts)
-            starts = sorted(set(starts) | metric_lines.accuracy_lines(chunk) | rows.keys())
-        if budget is not None and eval_in_chunk:
-            exact_lines |= metric_lines.eval_lines(chunk, engine)
-        if exact_lines:
-            starts = sorted(set(starts) | exact_lines)
-        mcursor, mline = 0, line_base
-        for s in starts:
-            mline += newlines.count(chunk, mcursor, s)
-            mcursor = s
-            e = chunk.find(b"\n", s)
-            raw = chunk[s : (len(chunk) if e < 0 else e)]
-            text = raw.decode("utf-8", errors="replace")
-            parsed = rows[s] if s in rows else metric_parser.parse_line(text)
-            if parsed is None:
-                continue
-            values, step, epoch = parsed
-            batch = batches = None
-            if (ei := metric_parser.epoch_iteration(text)) is not None:
-                epoch, batch, batches = ei
-            elif epoch is None and (bar := metric_parser.KERAS_BAR.match(text)) is not None:
-                batch, batches = float(bar["i"]), float(bar["n"])
-                head = None  # the epoch is on its own header line above the bar ('Epoch 8/100')
-                for head in metric_parser.KERAS_EPOCH.finditer(chunk, max(0, s - 65536), s):
-                    pass
-                epoch = float(head["e"]) if head is not None else None
-            mp = MetricPoint(source=name, line_no=mline, step=step, epoch=epoch, values=values,
-                             split="eval" if all(k.startswith("val_") for k in values) else "train",
-                             time=metric_parser.parse_timestamp(text[:200]), rank=metric_lines.rank_of(text),
-                             batch=batch, batches=batches)
-            if nan_point is None and not all(math.isfinite(v) for v in values.values()):
-                nan_point = mp
-                point_offsets[mline] = offset + s
-            gn = values.get("grad_norm")
-            # the largest finite norm: an inf norm is the NaN onset's (kept above), not a spike to compare
-            if gn is not None and math.isfinite(gn) and (grad_record is None or gn > grad_record.value):
-                grad_max = mp
-                grad_record = gradmax.Record(value=gn, offset=offset + s)
-                point_offsets[mline] = offset + s
-            if len(points) >= MAX_POINTS_KEPT:
-                points = points[::2]  # thin evenly; the extremes are kept separately above
-                keep = {p.line_no for p in points} | {p.line_no for p in (nan_point, grad_max) if p is not None}
-                metric_offsets = {k: v for k, v in metric_offsets.items() if k in keep}
-            points.append(mp)
-            metric_offsets[mline] = offset + s
-        if budget is not None:  # sampling can step over a grad-norm spike: find the largest exactly
-            record = gradmax.scan_chunk(chunk, offset, grad_record, engine)
-            if record is not grad_record and record is not None and record.raw is not None:
-                grad_record = record
-                line_no = line_base + newlines.count(chunk, 0, record.offset - offset)
-                grad_max = _grad_point(name, record, line_no)
-                point_offsets[line_no] = record.offset
-        line_base = mline + newlines.count(chunk, mcursor)  # the metric loop already counted up to mcursor
-        ends_with_newline = chunk.endswith(b"\n")
+        part = parallel.run(ranges, name, size, budget, engine, reader, chunk_size, progress)
+    line_base, ends_with_newline = part.line_base, part.ends_with_newline
+    ev.head = part.head
+    aggs, tb_offsets, tb_total, completed_line, saved = part.aggs, part.tb_offsets, part.tb_total, part.completed_line, part.saved
+    before_nan = part.before_nan
+    points = [mp for _, mp in part.points]
+    nan_point, grad_max, point_offsets, metric_offsets = part.nan_point, part.grad_max, part.point_offsets, part.metric_offsets()
+    fw = part.fw
 
     ev.total_lines = line_base - 1 + (0 if ends_with_newline else 1)
     if before_nan is not None and before_nan not in saved:  # older than the newest saves, and the one to go back to
@@ -405,16 +287,6 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
             "validation-metric lines are all parsed)"
         )
     return offsets
-
-
-def _grad_point(name: str, record: gradmax.Record, line_no: int) -> MetricPoint:
-    """The metric point of a grad-norm record found by the scan (its line was not among the samples)."""
-    raw = record.raw or b""
-    parsed = metric_parser.parse_line(raw.decode("utf-8", errors="replace"))
-    values, step, epoch = parsed if parsed else ({}, None, None)
-    values = {**values, "grad_norm": values.get("grad_norm", record.value)}
-    return MetricPoint(source=name, line_no=line_no, step=step, epoch=epoch, values=values,
-                       time=metric_parser.parse_timestamp(raw[:200].decode("utf-8", errors="replace")))
 
 
 def is_terminal_role(role: Role) -> bool:

@@ -4,12 +4,12 @@ artifact that would: the two judgements made from all evidence after classificat
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 from ml_skills.engine.ranks import collective_desync
 from ml_skills.engine.signals import Signal
 from ml_skills.engine.stops import DIST_INIT, ends_in_traceback
+from ml_skills.lazyre import lazy
 from ml_skills.models import (
     AnomalyKind,
     Classification,
@@ -176,8 +176,8 @@ def insufficient_evidence(cls: Classification, logs: list[LogEvidence], sources:
     return None
 
 
-_FRAME = re.compile(r'^\s*(File "[^"]+", line \d+|-+> ?\[?\d+|Traceback \(most recent call last\))')
-_EXCEPTION = re.compile(r"^\s*(E\s+)?([A-Za-z_][\w.]*\.)?[A-Z]\w*(Error|Exception)(:|\s*$)")
+_FRAME = lazy(r'^\s*(File "[^"]+", line \d+|-+> ?\[?\d+|Traceback \(most recent call last\))')
+_EXCEPTION = lazy(r"^\s*(E\s+)?([A-Za-z_][\w.]*\.)?[A-Z]\w*(Error|Exception)(:|\s*$)")
 
 
 def _raised(logs: list[LogEvidence]) -> bool:

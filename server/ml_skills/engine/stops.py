@@ -19,6 +19,7 @@ from ml_skills.catalog.loader import compiled_exception_rules
 from ml_skills.engine.excerpts import LINE_QUOTE
 from ml_skills.engine.metrics import parse_line
 from ml_skills.engine.signals import MIN_PRIMARY, Signal
+from ml_skills.lazyre import lazy
 from ml_skills.models import FailureClass, LogEvidence, Role
 from ml_skills.safety.redact import redact
 
@@ -26,7 +27,7 @@ STOP_W = MIN_PRIMARY * 1.1  # enough to be named alone; any error, even a surviv
 CONFIDENCE_CAP = 0.45  # where a log stops is not proof that the process is still alive
 
 # what distributed initialisation prints (torch.distributed, DeepSpeed, Lightning, NCCL, accelerate)
-DIST_INIT = re.compile(
+DIST_INIT = lazy(
     r"(?i)(init_process_group|init_distributed|Initializing TorchBackend|Initializing distributed: GLOBAL_RANK|"
     r"initializing ddp: GLOBAL_RANK|Using (PyTorch )?DDP\b|"
     r"store_based_barrier|Waiting in store based barrier|Rendezvous|NCCL INFO (Bootstrap|NET/|Using network|comm 0x|"
@@ -35,7 +36,7 @@ DIST_INIT = re.compile(
 )
 # the first collectives of training (PyTorch's reducer, TF's MirroredStrategy), the training loop's start (mmcv's
 # workflow line), its first step or batch, and a bar still at its first item: where every rank or worker first waits
-_FIRST_SYNC = re.compile(
+_FIRST_SYNC = lazy(
     r"(?i)(Reducer buckets have been rebuilt|batch_all_reduce|all-reduces with algorithm|Running collective:|"
     r"Reduce to \S+ then broadcast to|NCCL INFO (Connected all (rings|trees)|Init COMPLETE|ncclCommInitRank)|"
     r"workflow: \[\('train'|\b(step|iter|iteration)\s*[:=#]?\s*0\b(?![.,]?\d)|\[\s*0\s*/\s*\d+\s*\]|"
@@ -45,15 +46,15 @@ _FIRST_SYNC = re.compile(
 # 'Epoch 0 step 0') may be a process stuck there, but a first step that logged its loss was done, and with no sign in
 # the log of processes sharing the work (distributed start-up, rank-prefixed lines, workers, MPI/Horovod) nobody else
 # held it up
-_FIRST_STEP_ONLY = re.compile(
+_FIRST_STEP_ONLY = lazy(
     r"(?i)^(\b(step|iter|iteration)\s*[:=#]?\s*0\b(?![.,]?\d)|\[\s*0\s*/\s*\d+\s*\]|(^|[\s:])0it \[|(^|\s)0%\|[^|]*\|\s*0/\d+)$"
 )
-_SHARED_WORK = re.compile(r"(?i)(\[rank\s*\d+\]|\brank\s*[:=]?\s*\d+|num_workers\s*[:=]\s*[1-9]|\bworker\s*\d+|horovod|mpirun|\bhvd\.|"
+_SHARED_WORK = lazy(r"(?i)(\[rank\s*\d+\]|\brank\s*[:=]?\s*\d+|num_workers\s*[:=]\s*[1-9]|\bworker\s*\d+|horovod|mpirun|\bhvd\.|"
                           r"local_rank|torchrun|torch\.distributed|deepspeed|accelerate launch|\bDDP\b)")
 # a process group shutting down after the work is done (c10d's store closing, destroy_process_group)
-_TEARDOWN = re.compile(r"(?i)(destroy|clean ?up|shut ?down|finished|closing|closed|exiting|terminat|uv_loop_close)")
-_FRAME = re.compile(r'^\s*File "[^"]+", line \d+')
-_CARETS = re.compile(r"^\s*[\^~]+\s*$")
+_TEARDOWN = lazy(r"(?i)(destroy|clean ?up|shut ?down|finished|closing|closed|exiting|terminat|uv_loop_close)")
+_FRAME = lazy(r'^\s*File "[^"]+", line \d+')
+_CARETS = lazy(r"^\s*[\^~]+\s*$")
 AT_SYNC_POINT, CUT_WAITING = "stopped-at-sync-point", "stack-cut-while-waiting"
 FINDING = {
     AT_SYNC_POINT: "the log stops with no error where ranks or workers wait for each other",
@@ -88,7 +89,7 @@ def _blocking_frames() -> re.Pattern[str]:
     return next(frames for rule, _, _, frames in compiled_exception_rules() if rule.id == "user-interrupt")
 
 
-_BAR_FRAME = re.compile(r"\d{1,3}%\|")
+_BAR_FRAME = lazy(r"\d{1,3}%\|")
 
 
 def last_frame(text: str) -> str:

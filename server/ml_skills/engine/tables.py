@@ -8,13 +8,13 @@ so a line-at-a-time reader sees bare numbers; the header gives each column its m
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from ml_skills.engine.metrics import EPOCH_KEYS, STEP_KEYS, canonical
+from ml_skills.lazyre import lazy
 
-_NAME = re.compile(r"[A-Za-z][\w/.\-]*$")
-_WORDS = re.compile(r"[/_.\-]+")
+_NAME = lazy(r"[A-Za-z][\w/.\-]*$")
+_WORDS = lazy(r"[/_.\-]+")
 _VAL = {"val", "valid", "validation", "eval", "evaluation", "test", "dev"}
 _QUALIFIERS = {"main", "train", "training", "sparse", "categorical", "binary", "avg", "mean", "total"}
 _BASE = {"loss": "loss", "acc": "acc", "accuracy": "acc", "top1": "acc", "f1": "acc", "lr": "lr", "learning_rate": "lr"}

@@ -9,24 +9,24 @@ event, since it is the one that names the failing sample code.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
+from ml_skills.lazyre import lazy
 from ml_skills.models import TracebackEvent
 from ml_skills.safety.redact import redact
 
 if TYPE_CHECKING:
     from ml_skills.engine.excerpts import Reader
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
-_START = re.compile(r"(Original )?Traceback \(most recent call last\):")
+ANSI = lazy(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_START = lazy(r"(Original )?Traceback \(most recent call last\):")
 # `in <module>` pasted into a GitHub issue outside a code block loses its `<module>` (read as an
 # HTML tag) and the indentation: the frame still says file and line.
-_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in\b ?(?P<func>\S*)')
-_EXC = re.compile(
+_FRAME = lazy(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in\b ?(?P<func>\S*)')
+_EXC = lazy(
     r"^(?P<type>[A-Za-z_][\w.]*(?:\([\w.]+\))?)(?::\s?(?P<msg>.*))?$"
 )
-_EXC_NAME = re.compile(
+_EXC_NAME = lazy(
     r"(Error|Exception|Interrupt|Exit|Failure|Fault|Timeout|Denied|Forbidden|Exhausted|NotFound|"
     r"Precondition|Iteration|Unauthorized|Unauthenticated|Aborted|Unavailable|Cancelled|"
     # C extension modules name their exceptions in lower case: struct.error, zlib.error, cv2.error, socket.timeout
@@ -36,8 +36,8 @@ _CHAIN = ("During handling of the above exception", "The above exception was the
 # Hydra's instantiate() without HYDRA_FULL_ERROR prints no traceback, only the target it called and
 # the exception's repr on the next line: "Error in call to target 'pkg.datasets.Speech':" then
 # "ValueError(\"Directory ... does not exist\")". The target is the one frame there is.
-HYDRA_TARGET = re.compile(r"^(?:\[rank\d+\]:\s*)?Error in call to target '(?P<target>[\w.]+)':\s*$")
-_REPR = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)\((?P<msg>.*?)\)?$")
+HYDRA_TARGET = lazy(r"^(?:\[rank\d+\]:\s*)?Error in call to target '(?P<target>[\w.]+)':\s*$")
+_REPR = lazy(r"^(?P<type>[A-Za-z_][\w.]*)\((?P<msg>.*?)\)?$")
 IGNORED = "Exception ignored in"
 _MAX_LINES = 400
 
@@ -132,7 +132,7 @@ def parse_at(lines: list[str], first_line_no: int, source: str, chained: bool = 
 
 
 # Indented as Python prints it, or at column 0 when a paste lost its indentation.
-_INDENTED_FRAME = re.compile(r'(?:^|  )File "[^"]+", line \d+, in\b')
+_INDENTED_FRAME = lazy(r'(?:^|  )File "[^"]+", line \d+, in\b')
 HEADLESS_LINES = 60  # how far into a log a cut-off traceback's first frame may sit
 
 

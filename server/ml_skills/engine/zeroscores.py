@@ -8,22 +8,21 @@ from the log's last lines, where summaries are printed, and only when no such sc
 
 from __future__ import annotations
 
-import re
-
+from ml_skills.lazyre import lazy
 from ml_skills.models import Anomaly, AnomalyKind, FailureClass, Severity
 
-_SCORE = re.compile(
+_SCORE = lazy(
     r"(?i)(\bm?AP(50|75|@?[\d.:]+)?\b|average precision|\bbleu\b|_bleu\b)[^\n]{0,90}?(?:[:=]|->|\bis\b)\s*"
     r"(?P<v>-?\d+(?:\.\d+)?)\s*%?\s*\.?[}\])]*\s*$")  # also a printed dict: "{'bbox AP': 0.0}"
 # BLEU's score is the first number after its name in every tool's format: multi-bleu.perl and sacrebleu's
 # 'BLEU = 0.00, 32.2/2.9/0.8/0.0 (BP=0.005, ...)', fairseq's 'BLEU4 = 0.00', a training loop's '... BLEU 0.00, <date>'
-_BLEU = re.compile(r"(?i)\bBLEU[-_ ]?4?\s*(?:=|:)?\s*(?P<v>\d+(?:\.\d+)?)(?![\d.]|/)")
-_COUNTER = re.compile(r"(?i)\b(iteration|iter|step|epoch)\b\D{0,5}(?P<n>\d+(\.\d+)?)")
+_BLEU = lazy(r"(?i)\bBLEU[-_ ]?4?\s*(?:=|:)?\s*(?P<v>\d+(?:\.\d+)?)(?![\d.]|/)")
+_COUNTER = lazy(r"(?i)\b(iteration|iter|step|epoch)\b\D{0,5}(?P<n>\d+(\.\d+)?)")
 WINDOW = 40  # the summary block: the log's last lines
 
 
 # a YOLO validation row: 'all', images, labels (instances), then P, R, mAP@.5, mAP@.5:.95 (YOLOv5 to v8)
-_YOLO_ALL = re.compile(r"^\s*all\s+(?P<images>\d+)\s+(?P<labels>\d+)(?P<scores>(?:\s+\d*\.?\d+){4,})\s*$")
+_YOLO_ALL = lazy(r"^\s*all\s+(?P<images>\d+)\s+(?P<labels>\d+)(?P<scores>(?:\s+\d*\.?\d+){4,})\s*$")
 
 
 def _unlabelled_split(tail: list[str], tail_start: int, source: str) -> Anomaly | None:

@@ -10,8 +10,6 @@ from typing import Annotated
 
 from pydantic import Field
 
-from ml_skills.checks import preflight as pf
-from ml_skills.checks.provenance import verify
 from ml_skills.checks.report import CheckReport
 from ml_skills.mcp_tools.common import ToolResult, roots, tool
 from ml_skills.models import EvidenceStatus
@@ -31,6 +29,8 @@ def verify_artifacts(
     """Check the artifact and provenance contract (valid weights, preprocessing, held-out metrics,
     frozen environment, manifest with matching hashes, run-scoped prefix, previous version still
     present). Fails closed: decision GO only when every required check passes."""
+    from ml_skills.checks.provenance import verify  # imported at the first call: tools/list stays fast
+
     d = confine(path, roots(), want="dir")
     prev = str(confine(previous, roots(), want="any")) if previous else None
     report = verify(d, prev, first_version=first_version)
@@ -52,6 +52,8 @@ def preflight_checks(
     and save-on-failure in the code, input completeness (no producer still writing), the memory
     budget of eager image decoding, a detached launch under the platform cap. The smoke run and
     throughput probe execute the script: ask the person to run `ml-skills preflight-run` for those."""
+    from ml_skills.checks import preflight as pf  # imported at the first call: tools/list stays fast
+
     s = confine(script, roots(), want="file")
     d = str(confine(data, roots(), want="dir")) if data else None
     report = pf.preflight(str(s), args=[], smoke_args=None, probe_args=None, samples_per_step=None, total_samples=None,

@@ -13,8 +13,6 @@ from typing import Annotated, Any, ClassVar
 import pydantic_core
 from pydantic import Field, PrivateAttr
 
-from ml_skills.engine.pipeline import DiagnoseRequest
-from ml_skills.engine.pipeline import diagnose as run_engine
 from ml_skills.errors import InputError, UnreadableInput
 from ml_skills.mcp_tools.common import WRITES_REPORT, ToolResult, config, roots, tool, tracker_target
 from ml_skills.models import EvidenceStatus, Framework, Task
@@ -119,6 +117,9 @@ def diagnose(
     w = tracker_target(wandb) if wandb is not None else None
     a = str(confine(artifacts, r, want="dir")) if artifacts else None
     out = confine_new(out_dir, r) if out_dir else config().out_dir
+    from ml_skills.engine.pipeline import DiagnoseRequest  # the engine is imported at the first call: tools/list stays fast
+    from ml_skills.engine.pipeline import diagnose as run_engine
+
     gone = stripped_count()
     d = run_engine(DiagnoseRequest(target=t, traceback_text=traceback_text, pid=pid, wandb=w, mlflow=mlflow,
                                    vertex_pipeline=vertex_pipeline, project=project, region=region, once=True,

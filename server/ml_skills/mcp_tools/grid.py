@@ -17,7 +17,6 @@ from pydantic import Field
 
 from ml_skills.errors import PathNotAllowed
 from ml_skills.grid.models import ExpectReport, FixRef, Group, Outcome
-from ml_skills.grid.triage import default_workers, triage
 from ml_skills.mcp_tools.common import READ_ONLY, ToolResult, roots, tool
 from ml_skills.models import EvidenceStatus, FailureClass, Model
 from ml_skills.safety.paths import confine
@@ -109,6 +108,7 @@ def triage_runs(
     With expect, also names cells with no run, runs with no result file and results of failed runs.
     Then call diagnose on one run of a group for its full report. Reads only; writes nothing."""
     from ml_skills.grid.discover import parse_since
+    from ml_skills.grid.triage import default_workers, triage  # the engine comes with it: imported at the first call
 
     r = roots()
     confined = [_confine_glob(t, r) if glob.has_magic(t) else str(confine(t, r, want="any")) for t in targets]

@@ -6,7 +6,6 @@ from typing import Annotated
 
 from pydantic import Field
 
-from ml_skills.collectors import process
 from ml_skills.mcp_tools.common import tool
 from ml_skills.mcp_tools.sources import SourceResult, source_result
 
@@ -19,6 +18,8 @@ def check_process(
     """Say whether a training process is busy, sleeping, stalled, hung, stopped, a zombie or gone:
     CPU and memory over a short sample, children, GPU use, and which logs it writes and when it
     last wrote them. Read-only: it never signals the process (request_action does that)."""
+    from ml_skills.collectors import process  # imported at the first call: tools/list stays fast
+
     ins = process.inspect(pid, sample_seconds=sample_seconds)
     return source_result(process.evidence(ins, [], process.STALL_AFTER))
 

@@ -6,7 +6,6 @@ from typing import Annotated
 
 from pydantic import Field
 
-from ml_skills.engine import scan as engine_scan
 from ml_skills.mcp_tools.common import ToolResult, roots, tool
 from ml_skills.mcp_tools.logs import PathArg
 from ml_skills.models import Anomaly, EvidenceStatus, FailureClass, LogTime, Model, Role, SeriesSummary, Severity
@@ -72,6 +71,8 @@ def scan_log(
     """Scan a whole log once: the failure signatures found (class, line), Python tracebacks, and the
     metric trajectory (last step, first NaN step, spikes, loss / val-loss / throughput trends, last
     progress). Call it after read_log_tail to locate the failure; use read_log_window on a line."""
+    from ml_skills.engine import scan as engine_scan  # the engine is imported at the first call: tools/list stays fast
+
     p = confine(path, roots())
     ev = engine_scan.scan_log(p, last=last)
     marker = new_marker()

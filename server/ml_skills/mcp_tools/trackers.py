@@ -7,9 +7,6 @@ from typing import Annotated
 
 from pydantic import Field
 
-from ml_skills.collectors import mlflow, wandb
-from ml_skills.engine import scan
-from ml_skills.engine.pipeline import DiagnoseRequest
 from ml_skills.mcp_tools.common import READ_ONLY_REMOTE, tool, tracker_target
 from ml_skills.mcp_tools.sources import SourceResult, source_result
 from ml_skills.models import LogEvidence, SourceEvidence, Trajectory
@@ -30,6 +27,8 @@ def _with_logs(src: SourceEvidence, logs: list[LogEvidence]) -> TrackerResult:
     for log in logs:
         if log.tail is not None:
             src.lines.extend(f"{log.source}: {line}" for line in log.tail.lines[-LOG_LINES:])
+    from ml_skills.engine import scan
+
     trajectory = scan.from_metrics(src.metrics, source=f"{src.kind}:{src.name}").trajectory
     src.metrics = []  # thousands of points (and NaN, which JSON cannot carry): the summary above stands for them
     return TrackerResult(**source_result(src).model_dump(), trajectory=trajectory)
@@ -52,6 +51,9 @@ def get_wandb_run(
     """Read a W&B run: state, config, summary, the whole metric history lined up by step (loss,
     grad_norm, lr, throughput, validation), GPU and host memory peaks, its files and the tail of
     its console log. Call it when the run was tracked in W&B; `diagnose` runs the full engine on it."""
+    from ml_skills.collectors import wandb  # imported at the first call (its HTTP client too): tools/list stays fast
+    from ml_skills.engine.pipeline import DiagnoseRequest
+
     target = tracker_target(run)
     return _with_logs(*wandb.collect(DiagnoseRequest(wandb=target)))
 
@@ -70,6 +72,9 @@ def get_mlflow_run(
     """Read an MLflow run: status, params, every page of its metric history lined up by step,
     system memory peaks, its artifact listing and the tail of its log artifacts. Call it when
     the run was tracked in MLflow; `diagnose` runs the full engine on it."""
+    from ml_skills.collectors import mlflow
+    from ml_skills.engine.pipeline import DiagnoseRequest
+
     return _with_logs(*mlflow.collect(DiagnoseRequest(mlflow=run_id)))
 
 

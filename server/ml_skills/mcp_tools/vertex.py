@@ -9,7 +9,6 @@ from typing import Annotated
 
 from pydantic import Field
 
-from ml_skills.collectors import vertex
 from ml_skills.mcp_tools.common import READ_ONLY_REMOTE, tool
 from ml_skills.mcp_tools.sources import SourceResult, source_result
 
@@ -22,6 +21,8 @@ def describe_vertex_job(
 ) -> SourceResult:
     """Describe a Vertex AI pipeline or custom job: its state, the failed task, the error code and
     message, and the ERROR entries Cloud Logging holds for it. Call it when the run is a Vertex job."""
+    from ml_skills.collectors import vertex  # imported at the first call: tools/list stays fast
+
     return source_result(vertex.describe(job, project, region))
 
 

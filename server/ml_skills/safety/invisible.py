@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import re
 
+from ml_skills.lazyre import lazy
+
 # CSI / OSC / other ESC sequences (and the C1 CSI), removed whole so their parameters go too.
-_ESCAPES = re.compile(r"\x1b\[[0-?]{0,64}[ -/]{0,16}[@-~]|\x1b\][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?|\x9b[0-?]{0,64}[ -/]{0,16}[@-~]")
+_ESCAPES = lazy(r"\x1b\[[0-?]{0,64}[ -/]{0,16}[@-~]|\x1b\][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?|\x9b[0-?]{0,64}[ -/]{0,16}[@-~]")
 
 # Default_Ignorable_Code_Point (DerivedCoreProperties.txt, Unicode 15.1) united with Cc and Cf
 # (UnicodeData.txt), minus tab and newline; tests/security/test_invisible.py checks it against the
@@ -27,9 +29,9 @@ INVISIBLE_CLASS = (
     "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
     "\U000e0000-\U000e0fff"  # tag characters, variation selectors supplement, reserved ignorables
 )
-_INVISIBLE = re.compile(f"[{INVISIBLE_CLASS}]+")
-_ANY = re.compile(f"[\x1b{INVISIBLE_CLASS}]")
-_ANY_ASCII = re.compile("[\x00-\x08\x0b-\x1f\x7f]")  # most log text is ASCII: a small class is scanned several times faster
+_INVISIBLE = lazy(f"[{INVISIBLE_CLASS}]+")
+_ANY = lazy(f"[\x1b{INVISIBLE_CLASS}]")
+_ANY_ASCII = lazy("[\x00-\x08\x0b-\x1f\x7f]")  # most log text is ASCII: a small class is scanned several times faster
 
 
 def strip_invisible(text: str) -> tuple[str, int]:

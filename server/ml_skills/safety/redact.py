@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel
 
+from ml_skills.lazyre import lazy
 from ml_skills.safety.invisible import strip_invisible
 
 MASK = "[REDACTED]"
@@ -49,44 +50,44 @@ _ASSIGN = (r"(?:['\"]?\s{0,3}[:=]\s{0,3}['\"]?|(?:" + _PCT + r"2[27])?" + _PCT +
 # Each rule also names lowercase needles, one of which must be in the text for the rule to run: a cheap
 # `in` test that skips most rules on ordinary log lines.
 _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
-    ("pem-private-key", ("private key",), re.compile(
+    ("pem-private-key", ("private key",), lazy(
         r"(?P<s>-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----(?:(?!-----END)[\s\S]){0,8000}(?:-----END [A-Z ]{0,40}PRIVATE KEY-----)?)")),
-    ("gcp-private-key-json", ('"private_key"',), re.compile(r'"private_key"\s{0,5}:\s{0,5}"(?P<s>[^"]{1,8000})"?')),
-    ("gcp-private-key-id", ("private_key_id", "client_secret"), re.compile(r'"(?:private_key_id|client_secret)"\s{0,5}:\s{0,5}"(?P<s>[^"\s]{8,200})"')),
+    ("gcp-private-key-json", ('"private_key"',), lazy(r'"private_key"\s{0,5}:\s{0,5}"(?P<s>[^"]{1,8000})"?')),
+    ("gcp-private-key-id", ("private_key_id", "client_secret"), lazy(r'"(?:private_key_id|client_secret)"\s{0,5}:\s{0,5}"(?P<s>[^"\s]{8,200})"')),
     # A PEM body line on its own (a key printed line by line is redacted one line at a time): 24-76
     # base64 characters with upper, lower case and a digit, so a bare git SHA (hex) is not one; a line
     # number prefix ('12: ', '  12 | ') as grep and the report print it is allowed.
-    ("pem-body-line", (), re.compile(
+    ("pem-body-line", (), lazy(
         r"(?m)^[\s'\">]{0,8}(?:\d{1,12}\s{0,4}[:|]\s{0,4})?(?P<s>(?=[A-Za-z0-9+/]{0,76}[A-Z])(?=[A-Za-z0-9+/]{0,76}[a-z])(?=[A-Za-z0-9+/]{0,76}[0-9])"
         r"[A-Za-z0-9+/]{24,76}={0,2})[\s'\",\\n]{0,8}$")),
-    ("aws-access-key-id", ("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"), re.compile(
+    ("aws-access-key-id", ("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"), lazy(
         r"(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})(?![A-Z0-9])")),
-    ("aws-secret", ("secret",), re.compile(
+    ("aws-secret", ("secret",), lazy(
         r"(?i)(?:aws_secret_access_key|secret_access_key|aws_secret|secretaccesskey)['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?P<s>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])")),
-    ("github-token", ("gh", "github_pat_"), re.compile(r"(?P<s>gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})(?![A-Za-z0-9])")),
-    ("hf-token", ("hf_",), re.compile(r"(?P<s>hf_[A-Za-z0-9]{30,255})(?![A-Za-z0-9])")),
-    ("openai-key", ("sk-",), re.compile(r"(?P<s>sk-(?:proj|ant|svcacct|admin)-[A-Za-z0-9_\-]{20,200}|sk-[A-Za-z0-9]{48}(?![A-Za-z0-9]))")),
-    ("sk-key", ("sk-",), re.compile(_GLUED + r"(?P<s>sk-[A-Za-z0-9_\-]{20,200})")),
-    ("wandb-v1-key", ("wandb_v1_",), re.compile(r"(?P<s>wandb_v1_[A-Za-z0-9_]{20,200})")),
-    ("wandb-keyword-key", ("key", "login"), re.compile(
+    ("github-token", ("gh", "github_pat_"), lazy(r"(?P<s>gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})(?![A-Za-z0-9])")),
+    ("hf-token", ("hf_",), lazy(r"(?P<s>hf_[A-Za-z0-9]{30,255})(?![A-Za-z0-9])")),
+    ("openai-key", ("sk-",), lazy(r"(?P<s>sk-(?:proj|ant|svcacct|admin)-[A-Za-z0-9_\-]{20,200}|sk-[A-Za-z0-9]{48}(?![A-Za-z0-9]))")),
+    ("sk-key", ("sk-",), lazy(_GLUED + r"(?P<s>sk-[A-Za-z0-9_\-]{20,200})")),
+    ("wandb-v1-key", ("wandb_v1_",), lazy(r"(?P<s>wandb_v1_[A-Za-z0-9_]{20,200})")),
+    ("wandb-keyword-key", ("key", "login"), lazy(
         r"(?i)(?:wandb[_-]?api[_-]?key|wandb\s{1,3}login|api_key|\bkey)['\"]?\s{0,3}[:= ]\s{0,3}['\"]?(?P<s>[0-9a-f]{40})\b")),
-    ("slack-token", ("xox",), re.compile(r"(?P<s>xox[abposr]-[A-Za-z0-9-]{10,200})")),
-    ("google-api-key", ("aiza",), re.compile(r"(?P<s>AIza[0-9A-Za-z_\-]{35})")),
-    ("jwt", ("eyj",), re.compile(r"(?P<s>eyJ[A-Za-z0-9_\-]{8,4000}\.eyJ[A-Za-z0-9_\-]{8,8000}\.[A-Za-z0-9_\-]{8,4000})")),
-    ("auth-header", ("authorization",), re.compile(
+    ("slack-token", ("xox",), lazy(r"(?P<s>xox[abposr]-[A-Za-z0-9-]{10,200})")),
+    ("google-api-key", ("aiza",), lazy(r"(?P<s>AIza[0-9A-Za-z_\-]{35})")),
+    ("jwt", ("eyj",), lazy(r"(?P<s>eyJ[A-Za-z0-9_\-]{8,4000}\.eyJ[A-Za-z0-9_\-]{8,8000}\.[A-Za-z0-9_\-]{8,4000})")),
+    ("auth-header", ("authorization",), lazy(
         r"(?i)" + _GLUED + r"(?:authorization|proxy-authorization)['\"]?(?:\s{0,3}[:=]\s{0,3}|" + _PCT + r"3A(?:" + _PCT + r"20)?)['\"]?"
         r"(?:bearer|basic|token|digest)(?:\s{1,3}|" + _PCT + r"20|\+)(?P<s>[A-Za-z0-9._~+/=\-]{6,4000})")),
-    ("bearer", ("bearer",), re.compile(r"(?i)" + _GLUED + r"bearer(?:\s{1,3}|" + _PCT + r"20|\+)(?P<s>[A-Za-z0-9._~+/=\-]{16,4000})")),
-    ("url-password", ("://",), re.compile(r"\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@]{1,200}:(?P<s>[^\s@/]{1,200})@")),
+    ("bearer", ("bearer",), lazy(r"(?i)" + _GLUED + r"bearer(?:\s{1,3}|" + _PCT + r"20|\+)(?P<s>[A-Za-z0-9._~+/=\-]{16,4000})")),
+    ("url-password", ("://",), lazy(r"\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@]{1,200}:(?P<s>[^\s@/]{1,200})@")),
     # .netrc: `machine H login U password P` on one line, or `password P` on a line of its own.
-    ("netrc-password", ("password",), re.compile(
+    ("netrc-password", ("password",), lazy(
         r"(?i)(?:(?<![A-Za-z0-9])(?:machine|login|default)\s{1,3}\S{0,200}\s{1,3}|(?m:^)[ \t]{0,20})password[ \t]{1,3}(?P<s>[^\s'\"]{1,1000})")),
     # --api-key X, --hf_token=X, --aws-secret-access-key 'X', and argv printed as a list: '--token', 'X'.
-    ("cli-secret-flag", _KEY_NEEDLES, re.compile(
+    ("cli-secret-flag", _KEY_NEEDLES, lazy(
         r"(?i)" + _START + r"--?[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"]?(?:\s{1,3}|=|,\s{0,2}|" + _PCT + r"3[Dd]|" + _PCT + r"20|\+)['\"]?(?P<s>[^\s'\",\]]{1,1000})")),
     # NAME=X, NAME: X, "name": "X", ?access_token=X&, X-API-KEY: X, and URL-encoded %3D / %3A.
     # A tokenizer's special tokens (`eos_token: </s>`, `pad_token = [PAD]`) and plain numbers are not secrets.
-    ("keyword-secret-assign", _KEY_NEEDLES, re.compile(
+    ("keyword-secret-assign", _KEY_NEEDLES, lazy(
         r"(?i)" + _START + r"[a-z0-9_.\-]{0,40}" + _KEYWORD + _ASSIGN + r"(?![<\[]|[0-9.]{1,30}(?![^\s'\",}&\])]))(?P<s>[^\s'\",}&\])]{4,1000})")),
 ]
 

@@ -13,10 +13,14 @@ import re
 
 from ml_skills.errors import InputError
 
-try:
-    import hyperscan as _hs
-except ImportError:  # pragma: no cover - platforms without a wheel
-    _hs = None
+
+def _hyperscan():  # type: ignore[no-untyped-def]
+    """The binding, imported at the first caller pattern (the server lists its tools without it)."""
+    try:
+        import hyperscan
+    except ImportError:  # pragma: no cover - platforms without a wheel
+        return None
+    return hyperscan
 
 
 class LinePattern:
@@ -28,6 +32,7 @@ class LinePattern:
         except re.error as e:
             raise InputError(f"pattern is not a valid regular expression ({e}): escape special characters such as ( [ . *") from None
         self.pattern = pattern
+        _hs = _hyperscan()
         self.literal = _hs is None
         self.note = "hyperscan is not installed: the pattern was matched as plain text" if self.literal else ""
         if self.literal:
