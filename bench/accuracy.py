@@ -533,6 +533,16 @@ HISTORY_NOTE = (
     " After the four batches of 2026-12-01, case 401 (pycocotools printing -1.000 for every AP: its sentinel for an "
     "AP with no ground truth to define it) became right through a new signature, coco-eval-no-ground-truth, written "
     "from cocoeval.py's summarize after reading that case: not a clean estimate."
+    " On the evening of 2026-12-01 three more batches were collected by helpers that never ran the engine (555-588, "
+    "589-625, 626-659), each scored before the changes it prompted (23/34, 22/37, 23/34). The changes written after "
+    "each (metric tables; a collapsed network's loss at -ln FLT_MIN, exactly ln C, or ln C with 1/C accuracy; the "
+    "last of several job reports in one log starts the last attempt; mkdir in an output write; native checks in a "
+    "data loader; platform refusals read from their words; workflow-node failures; XLA's allocator refusal; native "
+    "backtraces through abort(); a YOLO row with 0 labels; DCP planner errors are checkpoint errors; a loss of exactly "
+    "0 after an eval NaN; a bar's newest frame; completion in eight languages; BLEU in every tool's format) make the "
+    "cases they were written from right, but the batch collected after all of them (626-659) got exactly the same 34 "
+    "verdicts from the session's final engine as from its first: wordings and shapes learned from one batch did not "
+    "reach the next. The prospective figure is the one to quote."
 )
 
 
