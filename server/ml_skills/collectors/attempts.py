@@ -111,6 +111,16 @@ CHUNK = 1024 * 1024
 _ELASTIC_FAILED = re.compile(rb"failed \(exitcode: -?\d+\) local_rank: \d+ \(pid: \d+\) of binary")
 # what the launcher raises when it gives up: after it, nothing else ran
 _ELASTIC_GAVE_UP = re.compile(rb"ChildFailedError")
+# LSF's job report below a job's output (bsub -o appends every job to one file): its verdict line ends that job, so
+# a resubmitted job's output follows the earlier job's report (corpus 451, 560). Reports printed above their output
+# ('The output (if any) follows:') are not split: the verdict would fall before the job it closes.
+REPORT_END = r"^(Exited with exit code \d+\.|Exited with signal termination: \w+\.?|Successfully completed\.)\s*$"
+_REPORT_END = re.compile(REPORT_END.encode())
+_REPORT_END_ANY = re.compile(REPORT_END.encode(), re.MULTILINE)
+_REPORT_ABOVE = re.compile(rb"^The output \(if any\) follows:", re.MULTILINE)
+# the rest of such a report after its verdict: usage figures, the closing sentence, rules and blank lines
+_REPORT_REST = re.compile(rb"^\s*(Resource usage summary:|[A-Z][\w ]+ :\s.*|The output \(if any\) is above this job summary\.|"
+                          rb"Read file <.*> for std\w+ output of this job\.|PS:|-{10,})?\s*$")
 
 
 def log_attempts(path: str, keep: int = 500) -> list[tuple[int, int, str]] | None:
@@ -119,8 +129,9 @@ def log_attempts(path: str, keep: int = 500) -> list[tuple[int, int, str]] | Non
 
     torchrun --max-restarts relaunches its workers into the same stdout: every worker-group failure
     ends an attempt, and whatever the workers print after it is the next one, unless the launcher
-    gave up there (its ChildFailedError block closes the log; it belongs to no attempt). The log is
-    streamed once, keeping each attempt's tail, as the engine keeps a log's.
+    gave up there (its ChildFailedError block closes the log; it belongs to no attempt). LSF appends
+    each resubmitted job to the same output file, each job's output closed by its report's verdict.
+    The log is streamed once, keeping each attempt's tail, as the engine keeps a log's.
     """
     from collections import deque
 
@@ -140,7 +151,10 @@ def log_attempts(path: str, keep: int = 500) -> list[tuple[int, int, str]] | Non
             data = pending + chunk
             end = len(data) if not chunk else data.rfind(b"\n") + 1
             block, pending = data[:end], data[end:][:MAX_LINE]
-            if not _ELASTIC_FAILED.search(block) and not _ELASTIC_GAVE_UP.search(block):  # most of a log: no line looked at
+            if _REPORT_ABOVE.search(block):
+                return None
+            if not _ELASTIC_FAILED.search(block) and not _ELASTIC_GAVE_UP.search(block) and not _REPORT_END_ANY.search(block):
+                # most of a log: no line looked at
                 n = block.count(b"\n") + (0 if block.endswith(b"\n") or not block else 1)
                 last = block.removesuffix(b"\n").rsplit(b"\n", keep)[-keep:] if block else []
                 tail.extend(x[:MAX_LINE] for x in last)
@@ -149,14 +163,14 @@ def log_attempts(path: str, keep: int = 500) -> list[tuple[int, int, str]] | Non
                 for x in block.removesuffix(b"\n").split(b"\n"):
                     line_no += 1
                     tail.append(x[:MAX_LINE])
-                    if _ELASTIC_FAILED.search(x):
+                    if _ELASTIC_FAILED.search(x) or _REPORT_END.match(x):
                         spans.append((line_no, tail))
                         tail, gave_up, count = deque(maxlen=keep), False, count + 1
                     elif _ELASTIC_GAVE_UP.search(x):
                         gave_up = True
             if not chunk:
                 break
-    if any(x.strip() for x in tail) and not gave_up:
+    if any(not _REPORT_REST.match(x) for x in tail) and not gave_up:
         spans.append((line_no, tail))  # the launcher went on: a last attempt still running, or one that finished
         count += 1
     if count < 2:

@@ -9,18 +9,20 @@ same way triage-runs reads a relaunched cell.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ml_skills.collectors import artifacts as artifact_collector
-from ml_skills.collectors.attempts import attempts_of, log_attempts
+from ml_skills.collectors.attempts import REPORT_END, attempts_of, log_attempts
 from ml_skills.engine import repeat
 from ml_skills.errors import MLSkillsError
 from ml_skills.models import AttemptBrief, Diagnosis, Evidence, EvidenceItem, Outcome
 from ml_skills.render.progress import Progress
 from ml_skills.safety.redact import redact, redact_value
 
+_REPORT_END = re.compile(REPORT_END)
 LAUNCHER_LINES = "launcher-child-failed"
 """The catalog signature that matches torchelastic's per-failure line (and its ChildFailedError)."""
 
@@ -35,8 +37,9 @@ def of_log(req: DiagnoseRequest, ev: Evidence) -> tuple[str, list[tuple[int, int
     if kind not in ("log", "directory") or len(ev.logs) != 1 or not Path(ev.logs[0].source).is_file():
         return None
     log = ev.logs[0]
-    # the scan already found the launcher's lines: a log without one is not read again
-    if not any(h.signature_id == LAUNCHER_LINES for h in log.hits):
+    # the scan already found the launcher's lines, or the tail shows two job reports: a log without either is not read again
+    reports = sum(1 for x in (log.tail.lines if log.tail else []) if _REPORT_END.match(x))
+    if not any(h.signature_id == LAUNCHER_LINES for h in log.hits) and reports < 2:
         return None
     path = log.source
     try:
@@ -59,8 +62,8 @@ def with_log_attempts(req: DiagnoseRequest, d: Diagnosis, inside: tuple[str, lis
         ev = Evidence(target=where, target_kind="log", collected_at=datetime.now(UTC), logs=[log])
         briefs.append(repeat.brief_of(n, where, analyse(req.model_copy(update={"target": None, "traceback_text": text}), ev), [log]))
     d = repeat.apply(d, briefs)
-    _say(d, briefs, f"a log of {len(attempts)} attempts a launcher restarted (torchelastic): the report reads the whole log; "
-                    "each attempt was also diagnosed alone to compare them")
+    _say(d, briefs, f"a log of {len(attempts)} attempts (a launcher's restarts, or resubmitted jobs appended to one file): the "
+                    "report reads the whole log; each attempt was also diagnosed alone to compare them")
     return redact_value(d)
 
 

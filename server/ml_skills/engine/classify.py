@@ -15,6 +15,7 @@ import re
 from functools import cache
 
 from ml_skills.catalog.loader import signatures
+from ml_skills.collectors.attempts import REPORT_END
 from ml_skills.engine import ruled as losing
 from ml_skills.engine.cascades import (
     anomalies_below_the_ending,
@@ -157,7 +158,7 @@ def clean_retry_start(log: LogEvidence) -> int | None:
 
 # the closing verdict of a scheduler's job report (LSF's), printed once per job: a file of several such reports holds
 # several attempts, each report closing the output above it
-_REPORT_END = lazy(r"^(Exited with exit code \d+\.|Exited with signal termination: \w+\.?|Successfully completed\.)\s*$")
+_REPORT_END = lazy(REPORT_END)
 
 
 def last_attempt_start(log: LogEvidence) -> int | None:
