@@ -61,3 +61,20 @@ def test_a_quota_case_whose_label_is_raising_it_keeps_it_first() -> None:
 def test_a_truncated_checkpoint_the_run_resumes_from_is_not_redownloaded(prefix: str) -> None:
     fixes = _fixes(prefix)
     assert "redownload-verify-file" not in fixes and "atomic-checkpoint-save" in fixes, fixes
+
+
+def _plan_ids(case: str) -> list[str]:
+    log = next((Path(__file__).resolve().parents[1] / "corpus").glob(f"{case}-*")) / "train.log"
+    return [f.fix_id for f in diagnose(DiagnoseRequest(target=str(log))).fixes]
+
+
+def test_an_oom_while_placing_the_weights_gets_no_batch_advice_corpus_603():
+    """axolotl's QLoRA load: CUDA OOM in accelerate's set_module_tensor_to_device, before any step (the second user
+    trial's complaint: 'halve the batch' for an OOM while loading the model)."""
+    ids = _plan_ids("603")
+    assert "reduce-batch-grad-accum" not in ids and "activation-checkpointing" not in ids, ids
+    assert "larger-accelerator" in ids[:3], ids
+
+
+def test_an_oom_inside_the_training_step_keeps_the_batch_advice_corpus_005():
+    assert "reduce-batch-grad-accum" in _plan_ids("005")[:3]

@@ -211,6 +211,8 @@ def _fits_the_device(cls: Classification, logs: list[LogEvidence]) -> str | None
     ran = next((lp for log in logs if log.source == cls.decisive.source and (lp := log.trajectory.last_progress) is not None), None)
     if ran is not None:
         return f"training ran before the out-of-memory (progress at {_where(ran.source, ran.line_no)}): the model fits at some size"
+    if _placing_model(cls, logs) is not None:
+        return None  # the weights alone did not fit the device
     text = "\n".join([cls.decisive.text, *_lines_after(cls.decisive, logs, 3)])  # XLA prints its buffer assignment below the error
     if _COMPILE_OOM.search(text):
         return None
@@ -234,8 +236,32 @@ def _ruled_out_by_facts(fid: str, facts: list[RunFact]) -> str | None:
     return None
 
 
+# where a model's weights are put on the device: Module.to/.cuda (nn.Module._apply), accelerate's dispatch and
+# set_module_tensor_to_device, transformers' from_pretrained and its meta-model load, a state dict loaded onto the GPU
+_PLACING = lazy(r"(?m):(set_module_tensor_to_device|dispatch_model|load_checkpoint_and_dispatch|_load_state_dict_into_meta_model|"
+                r"from_pretrained|load_state_dict|_apply|cuda|to|_move_model_to_device|model_to_device)\s*$")
+_NO_BATCH_YET = ("reduce-batch-grad-accum", "activation-checkpointing", "eval-batch-size")
+
+
+def _placing_model(cls: Classification, logs: list[LogEvidence]) -> str | None:
+    """The frame that was putting the model's weights on the device when it ran out of memory, before any step."""
+    if cls.decisive is None or cls.primary is not FailureClass.OOM:
+        return None
+    for log in logs:
+        if log.source != cls.decisive.source or log.trajectory.last_progress is not None:
+            continue
+        tb = next((t for t in log.tracebacks if t.line_no == cls.decisive.line_no), None)
+        frames = [f for f in (tb.frames if tb else []) if not f.startswith(" ")]  # 'file:function', not the code lines
+        if frames and (m := _PLACING.search(frames[-1])):
+            return f"{frames[-1].rsplit('/', 1)[-1].split(':', 1)[0]}:{m.group(1)}"
+    return None
+
+
 def _ruled_out_by_evidence(fid: str, cls: Classification, logs: list[LogEvidence]) -> str | None:
     """Fixes a signature names in general that the decisive line itself contradicts."""
+    if fid in _NO_BATCH_YET and (where := _placing_model(cls, logs)) is not None:
+        return (f"the out-of-memory came while placing the model's weights on the device ({where}), before any step: "
+                "no batch or activation exists yet to shrink")
     if fid == "eval-batch-size" and not _oom_at_eval(cls, logs):
         return "the out-of-memory did not come during evaluation"
     if fid == "offline-local-model" and not (cls.decisive is not None and _UNREACHABLE.search(cls.decisive.text)):
