@@ -18,12 +18,27 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from ml_skills.engine import frameworks, parallel, scanpass
 from ml_skills.engine.scan import scan_log
 from ml_skills.models import AnomalyKind
 
 ROOT = Path(__file__).resolve().parents[2]
+# The product never forks from a process with more than one thread (parallel.plan), and a whole test session holds
+# threads other tests left (an MCP client's, a thread pool's): so these tests run in a fresh interpreter of their
+# own, started by the one test below that the session collects.
+INNER = os.environ.get("ML_SKILLS_PARALLEL_TESTS") == "inner"
+inner = pytest.mark.skipif(not INNER, reason="run in a fresh process by test_the_parallel_scan_in_a_fresh_process")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(INNER, reason="the outer run")
+def test_the_parallel_scan_in_a_fresh_process() -> None:
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__],
+                          env={**os.environ, "ML_SKILLS_PARALLEL_TESTS": "inner"}, cwd=ROOT,
+                          capture_output=True, text=True, timeout=1800, check=False)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    last = proc.stdout.strip().splitlines()[-1]
+    assert "5 passed, 1 skipped" in last, proc.stdout[-2000:]  # every test of the file, this one skipped inside
 LOGS = sorted(p for d in ("tests/corpus", "tests/real-logs") for p in (ROOT / d).rglob("*")
               if p.is_file() and p.suffix in (".log", ".txt", ".out", ".err") and p.stat().st_size > 0)
 
@@ -49,6 +64,7 @@ def spied(monkeypatch, tmp_path: Path) -> Path:
     return record
 
 
+@inner
 @pytest.mark.slow
 def test_every_corpus_log_scans_the_same_in_three_workers(monkeypatch, spied: Path) -> None:
     monkeypatch.setattr(scanpass, "TRACEBACKS_KEPT", 4)
@@ -67,6 +83,7 @@ def test_every_corpus_log_scans_the_same_in_three_workers(monkeypatch, spied: Pa
     assert forked >= 300  # most corpus logs are over 1 KiB: the parallel path really ran
 
 
+@inner
 @pytest.mark.slow
 def test_a_sampled_benchmark_log_scans_the_same_in_parallel(tmp_path: Path, spied: Path) -> None:
     log = tmp_path / "train.log"
@@ -86,6 +103,7 @@ def test_a_sampled_benchmark_log_scans_the_same_in_parallel(tmp_path: Path, spie
     assert ev.total_lines == truth["lines"]
 
 
+@inner
 def test_chunk_starts_are_the_chunks_of_a_pass(tmp_path: Path) -> None:
     """The boundaries a worker is given are those iter_chunks cuts, long lines (cut mid-line) included."""
     from ml_skills.collectors import logfile
@@ -102,6 +120,7 @@ def test_chunk_starts_are_the_chunks_of_a_pass(tmp_path: Path) -> None:
         assert again == walked
 
 
+@inner
 def test_a_threaded_process_scans_in_one_process(tmp_path: Path) -> None:
     """Forking beside other threads could leave a child waiting on a lock forever: not done."""
     import threading
@@ -119,6 +138,7 @@ def test_a_threaded_process_scans_in_one_process(tmp_path: Path) -> None:
     assert parallel.plan(log, log.stat().st_size, 4096, threshold=1, workers=2) is not None
 
 
+@inner
 def test_a_line_longer_than_a_chunk_is_never_cut_between_workers(tmp_path: Path, spied: Path) -> None:
     """A line longer than the chunks where the ranges would be cut, with a signature and a traceback header
     all along it: the ranges start after it instead (one line read by two workers would be counted, and read
