@@ -66,11 +66,29 @@ def test_damaged_record_log_gives_partial_evidence(offline_runs, tmp_path):
     shutil.copytree(offline_runs["diverging"], d)
     f = next(d.glob("*.wandb"))
     data = bytearray(f.read_bytes())
-    data[len(data) // 2] ^= 0xFF
+    data[_body_byte_near_middle(bytes(data))] ^= 0xFF  # not a padding byte, which no checksum covers
     f.write_bytes(bytes(data))
     src, _ = wandb_collector.collect(DiagnoseRequest(wandb=str(d)))
     assert src.status == "partial" and any("checksum mismatch" in m for m in src.missing)
     assert src.metrics
+
+
+def _body_byte_near_middle(data: bytes) -> int:
+    """A byte inside the body of the chunk nearest the middle of a .wandb file (7-byte file header, 32 KiB blocks,
+    chunks of crc32/length/type and a body)."""
+    bodies, block_start = [], 7
+    while block_start < len(data):
+        block_end = min(len(data), (block_start // 32768 + 1) * 32768)
+        at = block_start
+        while at + 7 <= block_end:
+            length, typ = int.from_bytes(data[at + 4 : at + 6], "little"), data[at + 6]
+            if typ == 0 and length == 0:
+                break
+            if length:
+                bodies.append(at + 7 + length // 2)
+            at += 7 + length
+        block_start = block_end
+    return min(bodies, key=lambda b: abs(b - len(data) // 2))
 
 
 def test_not_a_run_is_a_clear_error(tmp_path):
