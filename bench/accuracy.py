@@ -442,6 +442,18 @@ HISTORY = [
       "(631), a retinanet mAP of 0.64 in training and 0.04 in evaluate.py (640), a Keras accuracy collapsing 0.975 -> "
       "0.075 (644), Azure's 'QuotaExceeded' run together as one word (646), a TFX rerun on KFP (648), BLEU 0 in three "
       "translation runs (652-654), a batch of one into BatchNorm (655)")),
+    ("main af2ca5d (the same engine as dbda4a0, the previous session's end) on cases 660-693 only", "23/34",
+     "13/17", "10/17",
+     ("issue 13's seventh prospective batch (2026-12-01 night; 8 committed train.out files of 2-13 KB, 26 excerpts, "
+      "cascades in 666-673, 677, 685, 690), labelled by a helper that never ran the engine, scored before any change: "
+      "23 right, 3 wrong, 8 abstained. Wrong: LLaMA-Factory's eval TypeError in compute_loss (666) and rl4co's 51200 "
+      "vs 512 shape mismatch in the sanity check (670) read as evaluation mismatches (both config errors raised during "
+      "evaluation), a KFP v2 driver failing to open the outputs of an execution read as a process crash (688). "
+      "Abstained: Keras val accuracy 0.91 against evaluate() 0.50 on the same generator (661), an early-stopped "
+      "fine-tune evaluated on train data (662), Torch7's 'wrote fewer blocks than expected' (664), DINO's k-NN top-1 "
+      "below chance (671), NCCL ncclSystemError over Docker bridge sockets (675), a Kale step Pending in "
+      "ContainerCreating (678), cutorch 'cuda runtime error (30) : unknown error' (686), Flax's cuBLAS handle failure "
+      "with CUDNN_STATUS_ALLOC_FAILED (691)")),
 ]
 HISTORY_NOTE = (
     "Changes after 230551b are general rules for failure kinds that the task brief named as misses "
@@ -585,6 +597,12 @@ HEALTHY_HISTORY = [
       "the same verdicts as the session's start engine: a false alarm on a tabular ensemble whose first launch died "
       "on a KeyError before a relaunch completed (115, data-pipeline); completed runs read unknown (102, 107, 110), a "
       "degraded GAN unknown (111), a recovered relaunch unknown (113)")),
+    ("main af2ca5d (the same engine as dbda4a0) on cases 117-131 only", "2/12 (17%)", "8/15 (53%)",
+     ("issue 13's sixth prospective healthy batch (11 committed train.out files, 4 issue pastes), scored before any "
+      "change: false alarms on an RL run whose loss is NaN for its first episodes and then trains (117, nan-inf; its "
+      "status was read recovered, which is right) and on tensorboardX's 'OSError: handle is closed' tracebacks printed "
+      "after a GAN finished (126, nccl-distributed, crashed); completed runs read unknown (122, 125, 128), degraded "
+      "ones unknown or completed (121, 123, 131)")),
 ]
 HEALTHY_NOTE = (
     "What failed on the healthy set, as general behaviours (measured at 060af2c, before any change): "
