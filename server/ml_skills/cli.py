@@ -66,7 +66,6 @@ def build_parser() -> argparse.ArgumentParser:
     opt = c.add_argument_group("options")
     opt.add_argument("--framework", choices=FRAMEWORKS, help="narrow checks to a framework (default: detected)")
     opt.add_argument("--task", choices=["classification", "regression", "language-modeling"], help="tune expectations for the task")
-    opt.add_argument("--target", dest="target_column", metavar="COLUMN", help="label column, for label-range sanity")
     opt.add_argument("--last", type=_positive, default=500, help="lines of the log's tail to keep (default 500)")
     opt.add_argument("--artifacts", metavar="PATH", help="artifact directory to inventory alongside the target")
     opt.add_argument("--out-dir", default=".", help="where check-failed-run.json is written (default: current directory)")
@@ -293,7 +292,7 @@ def check_failed_run(args: argparse.Namespace) -> int:
         traceback_text=_read_paste(args.traceback) if args.traceback is not None else None,
         pid=args.pid, proc=args.proc, wandb=args.wandb, mlflow=args.mlflow, vertex_pipeline=args.vertex_pipeline,
         project=args.project, region=args.region, framework=args.framework, task=args.task,
-        target_column=args.target_column, last=args.last, artifacts=args.artifacts,
+        last=args.last, artifacts=args.artifacts,
         interval=args.interval, once=args.once,
     )
     with progress.terminal() as show:  # a status line on stderr, in a terminal only

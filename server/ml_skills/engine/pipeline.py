@@ -33,7 +33,6 @@ from ml_skills.models import (
     Diagnosis,
     Evidence,
     EvidenceItem,
-    Excerpt,
     FailureClass,
     Finding,
     FindingSeverity,
@@ -82,7 +81,6 @@ class DiagnoseRequest(Model):
     region: str | None = None
     framework: Framework | None = None
     task: Task | None = None
-    target_column: str | None = None
     last: int = Field(500, ge=1, le=100_000)
     artifacts: str | None = None
     interval: int = Field(60, ge=1)
@@ -427,7 +425,3 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
     d = redact_value(d)  # last guard: paths and sources too (a token can sit in a directory name)
     d.redactions = redaction_count()
     return d
-
-
-def excerpt_from_tail(log: LogEvidence, line_no: int) -> Excerpt | None:  # re-exported for scan
-    return excerpts.excerpt_from_tail(log, line_no)

@@ -287,7 +287,3 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
             "validation-metric lines are all parsed)"
         )
     return offsets
-
-
-def is_terminal_role(role: Role) -> bool:
-    return role is Role.CAUSE
