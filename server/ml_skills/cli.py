@@ -176,19 +176,19 @@ def triage_runs(args: argparse.Namespace) -> int:
 def preflight_run(args: argparse.Namespace) -> int:
     import shlex
 
-    from ml_skills.checks.preflight import preflight
+    from ml_skills.checks.preflight import PreflightOptions, preflight
 
     def split(x: str | None) -> list[str] | None:
         return shlex.split(x) if x is not None else None
 
-    report = preflight(
-        args.script, args=shlex.split(args.args), smoke_args=split(args.smoke_args), probe_args=split(args.probe_args),
+    report = preflight(PreflightOptions(
+        script=args.script, args=shlex.split(args.args), smoke_args=split(args.smoke_args), probe_args=split(args.probe_args),
         samples_per_step=args.samples_per_step, total_samples=args.total_samples, epochs=args.epochs,
         cost_per_hour=args.cost_per_hour, cap_hours=args.platform_cap_hours, data=args.data,
         expect_shards=args.expect_shards, marker=args.marker, shard_pattern=args.shard_pattern,
         quiet_seconds=args.quiet_seconds, memory_limit=args.memory_limit, decode_bytes=args.decode_bytes,
         launch=args.launch, results_archive=args.results_archive, timeout=args.timeout, out_dir=args.out_dir,
-    )
+    ))
     report = redact_value(report)
     path = _write_json(report, args.out_dir, "preflight-run.json")
     sys.stdout.write(report.model_dump_json(indent=2 if args.pretty else None) + "\n" if args.format == "json"
