@@ -42,13 +42,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "server"))
 
-from ml_skills.engine.confidence import ACCURACY, KINDS, MAX_CONFIDENCE, evidence_kind, label_of  # noqa: E402
-from ml_skills.engine.pipeline import DiagnoseRequest, diagnose  # noqa: E402
-from ml_skills.engine.stops import CONFIDENCE_CAP  # noqa: E402
-from ml_skills.models import FailureClass  # noqa: E402
+from ml_skills.engine.confidence import ACCURACY, KINDS, MAX_CONFIDENCE, evidence_kind, label_of
+from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
+from ml_skills.engine.stops import CONFIDENCE_CAP
+from ml_skills.models import FailureClass
 
 sys.path.insert(0, str(ROOT / "bench"))
-import framework_accuracy  # noqa: E402
+import framework_accuracy
 
 CLASSES = [c.value for c in FailureClass]
 NONE = "(none)"
@@ -327,15 +327,15 @@ HISTORY = [
     ("50f7906 on cases 410-424 only", "7/15", "4/7", "3/8",
      "platform failures around the code from public issues (SageMaker and SageMaker Pipelines, KFP on AWS and GCP, Azure ML pipelines, an Argo step, Cloud ML Engine quota), scored before any change, 0 wrong guesses: IAM AccessDenied/explicit deny, AssumeRoleWithWebIdentity, S3 PutObject and GCS 403s, a K80 quota of 0 and an Argo 'Error (exit code 64)' right; abstained: a SageMaker pipeline step's FailureReason that pprint wrapped over four lines (410), botocore's bodiless S3 '(403) when calling the HeadObject operation: Forbidden' (414), Azure ML's 'Job failed, job RunId is ... Error:' and 'AzureMLCompute job failed' (415, 417, 419), its backend's 'Failed to update outputs and mark job as failed' (416, 424) and 'not an owner or assigned user to the Compute Instance' (418); 15/15 after those wordings were added (410 through its acceptable class, from 'StepStatus': 'Failed'), the whole corpus's 13 earlier abstentions unchanged"),
     ("51991f6 on cases 390-401 only", "3/12", "1/6", "2/6",
-     "the two thinnest classes from public issues, scored before any change, 0 wrong guesses: right were mmdet losses at 1e26 (390), a Keras "
+     ("the two thinnest classes from public issues, scored before any change, 0 wrong guesses: right were mmdet losses at 1e26 (390), a Keras "
      "val_loss doubling while training loss falls (397), detectron2's all-zero AP on a custom set (400); abstained: a one-line mmdet blow-up "
      "(391), a SpeechBrain loss stuck at 1.06e+02 with WER 100 (392), Keras loss 14.5063/acc 0.1000 every epoch (393), a TF loss locked at "
      "0.6931 (394), Caffe's 87.3365 (395), a slow val_loss climb 0.677 -> 0.759 (396), identical dev scores every epoch (398), a frozen "
      "val_acc over 2 epochs (399), pycocotools all -1.000 (401); 6/12 after two general rules (a training loss identical to >= 4 printed "
      "digits at the last 5 logs is a frozen, saturated network; a validation loss higher at each of the last 4 evaluations, 5% in all, while "
-     "training falls is memorisation), which named no other case differently"),
+     "training falls is memorisation), which named no other case differently")),
     ("461746f on cases 430-442 only", "8/13", "4/6", "4/7",
-     "frameworks the corpus had least of, from public issues (PaddlePaddle, MXNet, MindSpore on Ascend, JAX and TF on TPU, "
+     ("frameworks the corpus had least of, from public issues (PaddlePaddle, MXNet, MindSpore on Ascend, JAX and TF on TPU, "
      "Megatron-LM, tf.keras), scored before any change, 0 wrong guesses: right were Paddle's 'FatalError: `Segmentation fault`' "
      "(431), XLA:TPU HBM OOMs from JAX and TF 1.15 (435, 436), device-side asserts in Megatron (438, 439), Paddle NaN losses "
      "(440, 441), tf.data's 'Cannot batch tensors with different shapes' (442); abstained: MindSpore's GetNext task failure "
@@ -344,7 +344,7 @@ HISTORY = [
      "adaptor whose signal header lies outside the excerpt (437); 13/13 after three wordings checked against the frameworks' "
      "source were added (Paddle's cuda_allocator 'Out of memory error on GPU N. Cannot allocate', MXNet's pooled storage "
      "manager 'cudaMalloc (retry) failed: out of memory', MindSpore's GetNext task error and its 'slow data processing' "
-     "warning, Open MPI's '[host:pid] Failing at address:' signal report), which named no other case differently"),
+     "warning, Open MPI's '[host:pid] Failing at address:' signal report), which named no other case differently")),
     ("060af2c on cases 450-491 only", "28/42", "14/21", "14/21",
      ("issue 13's prospective batch, collected and labelled before it was run and scored before any change: 6 whole "
       "committed LSF job reports (PaiNN, T5, JAX/big_vision) and 36 excerpts from public issues (Kubeflow/Kale/Vertex "
@@ -930,7 +930,7 @@ def calibration(rs: list[CaseResult]) -> str:
     if not verdicts:
         return "No prospective verdicts (bench/prospective.json): run `python bench/prospective.py`.\n"
     fitted = fit(verdicts)
-    lines = ["The confidence of a named class is the measured accuracy of verdicts of its kind (engine/confidence.py): "
+    lines = [("The confidence of a named class is the measured accuracy of verdicts of its kind (engine/confidence.py): "
              "what the verdict rests on, read from its strongest signal. It is measured on prospective verdicts: "
              "bench/prospective.py re-runs every History batch with the engine that first scored it, before the changes "
              "the batch prompted (cases 001-070 with the engine from before this scorer), so these are verdicts on logs "
@@ -938,7 +938,7 @@ def calibration(rs: list[CaseResult]) -> str:
              f"toward the pooled accuracy by {PRIOR_CASES} verdicts and capped at {MAX_CONFIDENCE}, and checked on the held-out "
              "half (even numbers). "
              "Abstentions name no class and have no confidence to calibrate; verdicts resting only on where a log stops "
-             f"stay capped at {CONFIDENCE_CAP} (engine/stops.py).", "",
+             f"stay capped at {CONFIDENCE_CAP} (engine/stops.py)."), "",
              "| kind | dev right | fitted confidence | in the engine | held-out right |", "| --- | --- | --- | --- | --- |"]
     for k in KINDS:
         dev = [v for v in verdicts if v["kind"] == k and v["half"] == "dev"]
@@ -950,8 +950,8 @@ def calibration(rs: list[CaseResult]) -> str:
         lines += ["", f"Prospective verdicts, {half} half ({len(pairs)} named a class; Brier score {brier(pairs):.3f}):", "",
                   "| confidence | verdicts | mean confidence | accuracy | gap |", "| --- | --- | --- | --- | --- |", *_bins(pairs)]
     now = [(r.confidence, r.correct) for r in rs if not r.abstained]
-    lines += ["", f"This engine on every case above (tuned on them, so not a clean estimate; {len(now)} named a class; "
-              f"Brier score {brier(now):.3f}):", "",
+    lines += ["", (f"This engine on every case above (tuned on them, so not a clean estimate; {len(now)} named a class; "
+              f"Brier score {brier(now):.3f}):"), "",
               "| confidence | verdicts | mean confidence | accuracy | gap |", "| --- | --- | --- | --- | --- |", *_bins(now)]
     return "\n".join(lines) + "\n"
 
@@ -990,11 +990,11 @@ def report(rs: list[CaseResult], hs: list[HealthyResult] | None = None) -> str:
                 "then `python bench/accuracy.py --lab DIR`)." if any(r.suite == "lab" for r in rs)
                 else "; no lab runs were present."),
              "",
-             "A case is right when the primary cause is the labelled class or one of its acceptable classes. "
+             ("A case is right when the primary cause is the labelled class or one of its acceptable classes. "
              "When the engine names no class it says *insufficient evidence* and what it needs; that is counted "
              "apart from a wrong guess. The corpus is split by case number into a dev half (odd numbers) and a "
              "held-out half (even numbers); the History section says which figures were measured before the engine "
-             "was changed on the cases they cover (those are the clean estimates).", "", "## Summary", "",
+             "was changed on the cases they cover (those are the clean estimates)."), "", "## Summary", "",
              "| measure | all | corpus dev (odd) | corpus held-out (even) | strong labels | real-logs | lab |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     groups = [rs, dev, held, [r for r in rs if r.strength == "strong"],
@@ -1008,16 +1008,16 @@ def report(rs: list[CaseResult], hs: list[HealthyResult] | None = None) -> str:
     if pro:
         named = [r for r in pro if r.get("predicted")]
         right = sum(r["predicted"] in [r["expected"], *r["acceptable"]] for r in named)
-        parts += ["", f"**Prospective** (each batch as the engine that first met it scored it, before the changes it prompted; "
+        parts += ["", (f"**Prospective** (each batch as the engine that first met it scored it, before the changes it prompted; "
                   f"re-run by bench/prospective.py): right {_pct(right, len(pro))}, wrong {_pct(len(named) - right, len(pro))}, "
                   f"abstained {_pct(len(pro) - len(named), len(pro))}. The figures above are on logs the engine was then "
-                  "tuned on; this line is the one to expect on logs nobody has tuned for."]
-    parts += ["", f"Run status matches the label in {_pct(status_right, len(status_ok))} "
-              f"of the labelled cases. Mean time per case: {sum(r.seconds for r in rs) / max(1, len(rs)):.2f} s.", "",
+                  "tuned on; this line is the one to expect on logs nobody has tuned for.")]
+    parts += ["", (f"Run status matches the label in {_pct(status_right, len(status_ok))} "
+              f"of the labelled cases. Mean time per case: {sum(r.seconds for r in rs) / max(1, len(rs)):.2f} s."), "",
               "## History", "", "| engine | all | dev | held-out | note |", "| --- | --- | --- | --- | --- |",
               *[f"| {c} | {a} | {d} | {h} | {n} |" for c, a, d, h, n in HISTORY],
-              f"| this run | {sum(r.correct for r in rs)}/{len(rs)} | {sum(r.correct for r in dev)}/{len(dev)} | "
-              f"{sum(r.correct for r in held)}/{len(held)} | |", "", HISTORY_NOTE, "",
+              (f"| this run | {sum(r.correct for r in rs)}/{len(rs)} | {sum(r.correct for r in dev)}/{len(dev)} | "
+              f"{sum(r.correct for r in held)}/{len(held)} | |"), "", HISTORY_NOTE, "",
               "## Calibration", "", calibration(rs),
               "## Confusion matrix (all cases)", "", confusion(rs),
               "## Cases it gets wrong", ""]

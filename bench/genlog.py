@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 from pathlib import Path
 
@@ -25,17 +24,17 @@ SIZES = {"K": 2**10, "M": 2**20, "G": 2**30}
 
 # Harmless lines real runs print (warnings that are not failures), verbatim wording.
 WARNINGS = [
-    "/usr/local/lib/python3.10/dist-packages/torch/utils/checkpoint.py:464: UserWarning: torch.utils.checkpoint: "
+    ("/usr/local/lib/python3.10/dist-packages/torch/utils/checkpoint.py:464: UserWarning: torch.utils.checkpoint: "
     "the use_reentrant parameter should be passed explicitly. In version 2.4 we will raise an exception if "
     "use_reentrant is not passed. use_reentrant=False is recommended, but if you need to preserve the current "
     "default behavior, you can pass use_reentrant=True. Refer to docs for more details on the differences "
-    "between the two variants.",
+    "between the two variants."),
     "  warnings.warn(",
-    "[rank{r}]:[W reducer.cpp:1360] Warning: find_unused_parameters=True was specified in DDP constructor, but did "
+    ("[rank{r}]:[W reducer.cpp:1360] Warning: find_unused_parameters=True was specified in DDP constructor, but did "
     "not find any unused parameters in the forward pass. This flag results in an extra traversal of the autograd "
-    "graph every iteration,  which can adversely affect performance.",
-    "huggingface/tokenizers: The current process just got forked, after parallelism has already been used. "
-    "Disabling parallelism to avoid deadlocks...",
+    "graph every iteration,  which can adversely affect performance."),
+    ("huggingface/tokenizers: The current process just got forked, after parallelism has already been used. "
+    "Disabling parallelism to avoid deadlocks..."),
 ]
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from accuracy import HISTORY  # noqa: E402
+from accuracy import HISTORY
 
 _HASH = re.compile(r"\b[0-9a-f]{7}\b")
 _PART = re.compile(r"([0-9a-f]{7}) \((\d+)-(\d+)\)")

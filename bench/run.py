@@ -25,9 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "server"), str(ROOT)]
 
-from bench.ckpt import GiB, big_run_dir  # noqa: E402
-from bench.genlog import generate, parse_size  # noqa: E402
-from bench.patterns import export  # noqa: E402
+from bench.ckpt import GiB, big_run_dir
+from bench.genlog import generate, parse_size
+from bench.patterns import export
 
 TIME = "/usr/bin/time"
 
@@ -153,7 +153,7 @@ def main() -> None:
             big = work / "big.log"
             print(f"generating {args.memory} log for the memory check ...", file=sys.stderr)
             generate(big, parse_size(args.memory), seed=3)
-            rbig, bj = probe("scan", str(big), repeat=1)
+            rbig, _bj = probe("scan", str(big), repeat=1)
             rows.append((f"full-log pass, {args.memory} log", rbig, big.stat().st_size, ""))
             cbig, _ = probe("cli", str(big), str(out), repeat=1)
             rows.append((f"check-failed-run, {args.memory} log", cbig, big.stat().st_size, "memory check"))

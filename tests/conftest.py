@@ -18,6 +18,7 @@ def run_cli(*args: str, cwd: str | os.PathLike[str] | None = None, stdin: bytes 
     return subprocess.run(
         [sys.executable, "-m", "ml_skills.cli", *args],
         cwd=cwd, input=stdin.decode() if stdin is not None else None, capture_output=True, text=True, timeout=timeout,
+        check=False,
     )
 
 

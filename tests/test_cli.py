@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-from pathlib import Path
 
 import jsonschema
 import pytest
@@ -96,8 +94,7 @@ def test_fifo_is_refused_without_hanging(tmp_path):
 def test_single_100mb_line(tmp_path):
     big = tmp_path / "one-line.log"
     with open(big, "wb") as f:
-        for _ in range(100):
-            f.write(b"x" * (1024 * 1024))
+        f.writelines(b"x" * (1024 * 1024) for _ in range(100))
         f.write(b" RuntimeError: CUDA error: an illegal memory access was encountered\n")
     proc = run_cli("check-failed-run", str(big), "--out-dir", str(tmp_path / "o"), "--format", "json", timeout=300)
     assert proc.returncode == 0, proc.stderr

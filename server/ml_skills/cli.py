@@ -66,7 +66,6 @@ def build_parser() -> argparse.ArgumentParser:
     opt = c.add_argument_group("options")
     opt.add_argument("--framework", choices=FRAMEWORKS, help="narrow checks to a framework (default: detected)")
     opt.add_argument("--task", choices=["classification", "regression", "language-modeling"], help="tune expectations for the task")
-    opt.add_argument("--target", dest="target_column", metavar="COLUMN", help="label column, for label-range sanity")
     opt.add_argument("--last", type=_positive, default=500, help="lines of the log's tail to keep (default 500)")
     opt.add_argument("--artifacts", metavar="PATH", help="artifact directory to inventory alongside the target")
     opt.add_argument("--out-dir", default=".", help="where check-failed-run.json is written (default: current directory)")
@@ -177,19 +176,19 @@ def triage_runs(args: argparse.Namespace) -> int:
 def preflight_run(args: argparse.Namespace) -> int:
     import shlex
 
-    from ml_skills.checks.preflight import preflight
+    from ml_skills.checks.preflight import PreflightOptions, preflight
 
     def split(x: str | None) -> list[str] | None:
         return shlex.split(x) if x is not None else None
 
-    report = preflight(
-        args.script, args=shlex.split(args.args), smoke_args=split(args.smoke_args), probe_args=split(args.probe_args),
+    report = preflight(PreflightOptions(
+        script=args.script, args=shlex.split(args.args), smoke_args=split(args.smoke_args), probe_args=split(args.probe_args),
         samples_per_step=args.samples_per_step, total_samples=args.total_samples, epochs=args.epochs,
         cost_per_hour=args.cost_per_hour, cap_hours=args.platform_cap_hours, data=args.data,
         expect_shards=args.expect_shards, marker=args.marker, shard_pattern=args.shard_pattern,
         quiet_seconds=args.quiet_seconds, memory_limit=args.memory_limit, decode_bytes=args.decode_bytes,
         launch=args.launch, results_archive=args.results_archive, timeout=args.timeout, out_dir=args.out_dir,
-    )
+    ))
     report = redact_value(report)
     path = _write_json(report, args.out_dir, "preflight-run.json")
     sys.stdout.write(report.model_dump_json(indent=2 if args.pretty else None) + "\n" if args.format == "json"
@@ -293,7 +292,7 @@ def check_failed_run(args: argparse.Namespace) -> int:
         traceback_text=_read_paste(args.traceback) if args.traceback is not None else None,
         pid=args.pid, proc=args.proc, wandb=args.wandb, mlflow=args.mlflow, vertex_pipeline=args.vertex_pipeline,
         project=args.project, region=args.region, framework=args.framework, task=args.task,
-        target_column=args.target_column, last=args.last, artifacts=args.artifacts,
+        last=args.last, artifacts=args.artifacts,
         interval=args.interval, once=args.once,
     )
     with progress.terminal() as show:  # a status line on stderr, in a terminal only

@@ -16,9 +16,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.ckpt import GiB, big_run_dir  # noqa: E402
-from ml_skills.collectors.artifacts import inventory  # noqa: E402
-from ml_skills.collectors.checkpoints import inspect_dir, inspect_file  # noqa: E402
+from ml_skills.collectors.artifacts import inventory
+from ml_skills.collectors.checkpoints import inspect_dir, inspect_file
+
+from bench.ckpt import GiB, big_run_dir
 
 
 def _rchar() -> int:
@@ -133,14 +134,13 @@ def test_a_hostile_pickle_is_never_unpickled(tmp_path):
 def test_a_pth_that_torch_cannot_load_is_not_a_valid_checkpoint(tmp_path):
     """A Python path file (site-packages' *.pth) or a text file named .pt is not a resume target."""
     import torch
-
     from ml_skills.collectors import checkpoints
 
     good = tmp_path / "model.pth"
     torch.save({"w": torch.zeros(3)}, good)
     text = tmp_path / "site.pth"
     text.write_text("import sys; sys.path.insert(0, '/opt/x')\n")
-    with pytest.raises(Exception):
+    with pytest.raises(pickle.UnpicklingError):
         torch.load(text, weights_only=True)  # the control: torch really cannot load it
     assert checkpoints.inspect_file(good).valid
     bad = checkpoints.inspect_file(text)

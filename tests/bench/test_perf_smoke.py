@@ -18,12 +18,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.genlog import generate  # noqa: E402
-from bench.patterns import export  # noqa: E402
-from ml_skills.collectors import logfile  # noqa: E402
-from ml_skills.engine import matcher as matcher_mod  # noqa: E402
-from ml_skills.engine import scan  # noqa: E402
-from ml_skills.models import AnomalyKind  # noqa: E402
+from ml_skills.collectors import logfile
+from ml_skills.engine import matcher as matcher_mod
+from ml_skills.engine import scan
+from ml_skills.models import AnomalyKind
+
+from bench.genlog import generate
+from bench.patterns import export
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +94,7 @@ def test_scan_is_not_grossly_slower_than_ripgrep(log50, tmp_path):
 
 
 def test_tail_reads_a_bounded_amount_whatever_the_size(log50):
-    path, truth = log50
+    path, _truth = log50
     lines, cut = logfile.tail(path, 500)
     assert len(lines) == 500 and not cut
     assert "Watchdog caught collective operation timeout" in lines[-1]

@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from ml_skills.catalog.loader import exception_rules, fixes, signatures
 from ml_skills.engine import matcher as matcher_mod
 from ml_skills.engine.matcher import Matcher, ScanLimit

@@ -38,9 +38,9 @@ def make_version(base: Path, run_id: str, previous: Path | None) -> Path:
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, d / "model.safetensors")
     (d / "labels.json").write_text(json.dumps({"0": "negative", "1": "positive"}))
     (d / "metrics.json").write_text(json.dumps({"heldout_accuracy": acc, "heldout_samples": 56}))
-    freeze = subprocess.run([sys.executable, "-m", "pip", "freeze"], capture_output=True, text=True).stdout
+    freeze = subprocess.run([sys.executable, "-m", "pip", "freeze"], capture_output=True, text=True, check=False).stdout
     (d / "requirements.txt").write_text(freeze)
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip() or "unknown"
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=False).stdout.strip() or "unknown"
     manifest = {
         "run_id": run_id, "git_commit": commit, "data_snapshot": hashlib.sha256(x.numpy().tobytes()).hexdigest(),
         "environment": f"python {sys.version.split()[0]}, torch {torch.__version__}", "shape": {"input": [8], "output": [2]},

@@ -22,7 +22,7 @@ def live_run(tmp_path):
         """Start the run and return its log once it holds `logged`: importing torch on a loaded machine can
         outlast a watch's --stall-after, and a run that has logged no step yet is rightly called stalled."""
         log = tmp_path / "train.log"
-        f = open(log, "w")
+        f = open(log, "w")  # noqa: SIM115 (closed in teardown, after the run is killed)
         p = subprocess.Popen([sys.executable, "-u", str(SCRIPT), *args], stdout=f, stderr=subprocess.STDOUT)
         procs.append((p, f))
         deadline = time.monotonic() + 300

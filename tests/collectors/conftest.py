@@ -23,6 +23,7 @@ def check_failed_run(
         capture_output=True,
         text=True,
         timeout=180,
+        check=False,
     )
     report = out / "check-failed-run.json"
     return proc, (json.loads(report.read_text()) if report.exists() else None)
@@ -34,7 +35,7 @@ def offline_runs(tmp_path_factory) -> dict[str, Path]:
     env = {**os.environ, "WANDB_DIR": str(root), "WANDB_SILENT": "true", "WANDB_MODE": "offline"}
     cmd = [sys.executable, "-m", "tests.collectors.wandb_offline"]
     subprocess.run([*cmd, "nan", "diverging", "healthy", "precursor"], cwd=ROOT, env=env, check=True, capture_output=True, timeout=300)
-    killed = subprocess.run([*cmd, "killed"], cwd=ROOT, env=env, capture_output=True, timeout=300)
+    killed = subprocess.run([*cmd, "killed"], cwd=ROOT, env=env, capture_output=True, timeout=300, check=False)
     assert killed.returncode == 137
     runs = {k: next((root / "wandb").glob(f"offline-run-*-{k}run")) for k in ("nan", "diverging", "healthy", "killed", "precursor")}
     return runs

@@ -13,7 +13,7 @@ import time
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 from tests.fakes.wire import reset, send_body
 
@@ -81,7 +81,7 @@ class FaultProxy:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def __enter__(self) -> FaultProxy:
+    def __enter__(self) -> Self:
         self.thread.start()
         return self
 

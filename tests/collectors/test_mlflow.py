@@ -41,29 +41,30 @@ def mlflow_server(tmp_path_factory):
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     t0 = time.monotonic()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mlflow",
-            "server",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            "1",
-            "--backend-store-uri",
-            f"sqlite:///{root}/mlflow.db",
-            "--artifacts-destination",
-            str(root / "artifacts"),
-        ],
-        cwd=root,
-        # the server's job runner (a dozen huey worker processes) is not under test and eats the shared cores
-        env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
-        stdout=open(root / "server.log", "wb"),
-        stderr=subprocess.STDOUT,
-    )
+    with open(root / "server.log", "wb") as server_log:  # the child holds its own copy of the descriptor
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mlflow",
+                "server",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--workers",
+                "1",
+                "--backend-store-uri",
+                f"sqlite:///{root}/mlflow.db",
+                "--artifacts-destination",
+                str(root / "artifacts"),
+            ],
+            cwd=root,
+            # the server's job runner (a dozen huey worker processes) is not under test and eats the shared cores
+            env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
+            stdout=server_log,
+            stderr=subprocess.STDOUT,
+        )
     try:
         while time.monotonic() - t0 < 240:  # a cold start (imports, sqlite migrations) is slow on a busy machine
             try:

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 from tests.fakes.wire import send_body
 
@@ -113,7 +113,7 @@ class FakeWandb:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def __enter__(self) -> FakeWandb:
+    def __enter__(self) -> Self:
         self.thread.start()
         return self
 

@@ -44,7 +44,8 @@ def check_case(path, name):
         return errs + ["missing train.log"], None
     if not os.path.isfile(case_p):
         return errs + ["missing case.json"], None
-    raw = open(log_p, "rb").read()
+    with open(log_p, "rb") as f:
+        raw = f.read()
     if not raw.strip():
         errs.append("train.log is empty")
     if len(raw) > MAX_LOG_BYTES:
@@ -52,35 +53,36 @@ def check_case(path, name):
     try:
         log = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        return errs + ["train.log is not UTF-8: %s" % e], None
+        return errs + [f"train.log is not UTF-8: {e}"], None
     if "```" in log:
         errs.append("train.log still contains markdown fences")
     try:
-        case = json.load(open(case_p, encoding="utf-8"))
+        with open(case_p, encoding="utf-8") as f:
+            case = json.load(f)
     except ValueError as e:
-        return errs + ["case.json is not valid JSON: %s" % e], None
+        return errs + [f"case.json is not valid JSON: {e}"], None
     if not KEYS <= set(case) <= KEYS | OPTIONAL:
         missing, extra = KEYS - set(case), set(case) - KEYS - OPTIONAL
-        errs.append("keys: missing=%s extra=%s" % (sorted(missing), sorted(extra)))
+        errs.append(f"keys: missing={sorted(missing)} extra={sorted(extra)}")
     pc = case.get("primary_cause")
     if pc not in CLASSES:
-        errs.append("bad primary_cause %r" % pc)
+        errs.append(f"bad primary_cause {pc!r}")
     acc = case.get("acceptable")
     if not isinstance(acc, list) or any(a not in CLASSES for a in acc):
         errs.append("acceptable must be a list of class names")
     elif pc in acc:
         errs.append("acceptable must not repeat primary_cause")
     if case.get("framework") not in FRAMEWORKS:
-        errs.append("bad framework %r" % case.get("framework"))
+        errs.append(f"bad framework {case.get('framework')!r}")
     if case.get("run_status") not in STATUSES:
-        errs.append("bad run_status %r" % case.get("run_status"))
+        errs.append(f"bad run_status {case.get('run_status')!r}")
     if case.get("label_strength") not in STRENGTHS:
-        errs.append("bad label_strength %r" % case.get("label_strength"))
+        errs.append(f"bad label_strength {case.get('label_strength')!r}")
     src, url = case.get("source", ""), case.get("url", "")
     if not (re.match(r"^[\w.-]+/[\w.-]+#\d+$", src) or re.match(r"^[\w.-]+/[\w.-]+:.+@[0-9a-f]{7,40}$", src)):
-        errs.append("bad source %r" % src)
+        errs.append(f"bad source {src!r}")
     if not url.startswith("https://"):
-        errs.append("bad url %r" % url)
+        errs.append(f"bad url {url!r}")
     dl = case.get("decisive_lines")
     if not isinstance(dl, list) or not 1 <= len(dl) <= 3:
         errs.append("decisive_lines must be a list of 1-3 strings")
@@ -89,10 +91,10 @@ def check_case(path, name):
             if not isinstance(d, str) or not d.strip():
                 errs.append("empty decisive line")
             elif d not in log:
-                errs.append("decisive line not in train.log: %r" % d[:80])
+                errs.append(f"decisive line not in train.log: {d[:80]!r}")
     for k in ("root_cause_summary", "note"):
         if not isinstance(case.get(k), str) or not case.get(k).strip():
-            errs.append("%s must be a non-empty string" % k)
+            errs.append(f"{k} must be a non-empty string")
     errs += check_plan_label(case)
     return errs, case
 
@@ -110,7 +112,7 @@ def check_plan_label(case):
     fw, note = case["fix_that_worked"], case.get("fix_note")
     if not isinstance(fw, list) or any(not isinstance(f, str) for f in fw):
         return ["fix_that_worked must be a list of fix ids"]
-    errs = ["fix_that_worked: %r is not a fix in catalog/fixes.toml" % f for f in fw if f not in fix_ids()]
+    errs = [f"fix_that_worked: {f!r} is not a fix in catalog/fixes.toml" for f in fw if f not in fix_ids()]
     if not isinstance(note, str) or not note.strip():
         errs.append("fix_note must say what worked (required with fix_that_worked)")
     return errs
@@ -127,16 +129,17 @@ def main():
         errs, case = check_case(os.path.join(root, name), name)
         log_p = os.path.join(root, name, "train.log")
         if os.path.isfile(log_p):
-            digest = hashlib.sha256(open(log_p, "rb").read().strip()).hexdigest()
+            with open(log_p, "rb") as f:
+                digest = hashlib.sha256(f.read().strip()).hexdigest()
             if digest in seen:
-                errs = errs + ["same train.log as %s" % seen[digest]]
+                errs = errs + [f"same train.log as {seen[digest]}"]
             seen.setdefault(digest, name)
         if case:
             sources[case.get("source")] += 1
         if errs:
             bad += 1
             for e in errs:
-                print("%s: %s" % (name, e))
+                print(f"{name}: {e}")
         elif case:
             counts[case["primary_cause"]] += 1
             if case["label_strength"] == "strong":
@@ -145,13 +148,13 @@ def main():
                 planned[case["primary_cause"]] += 1
     for s, n in sources.items():
         if n > 1:
-            print("warning: source %s used by %d cases" % (s, n))
-    print("\n%-26s %5s %7s %9s" % ("class", "cases", "strong", "fix-label"))
+            print(f"warning: source {s} used by {n} cases")
+    print(f"\n{'class':<26} {'cases':>5} {'strong':>7} {'fix-label':>9}")
     for c in CLASSES:
         flag = "" if counts[c] >= 3 else "  <-- below 3"
-        print("%-26s %5d %7d %9d%s" % (c, counts[c], strong[c], planned[c], flag))
-    print("%-26s %5d %7s %9d" % ("total valid", sum(counts.values()), "", sum(planned.values())))
-    print("%d case folder(s), %d invalid" % (len(names), bad))
+        print(f"{c:<26} {counts[c]:>5d} {strong[c]:>7d} {planned[c]:>9d}{flag}")
+    print(f"{'total valid':<26} {sum(counts.values()):>5d} {'':>7} {sum(planned.values()):>9d}")
+    print(f"{len(names)} case folder(s), {bad} invalid")
     return 1 if bad else 0
 
 

@@ -239,7 +239,7 @@ def test_platform_access_refusals_are_permission_failures(results):
 def test_corpus_cases_are_valid_and_no_log_is_counted_twice():
     """tests/corpus/check_corpus.py: every case well-formed, decisive lines verbatim, no two identical logs."""
     proc = subprocess.run([sys.executable, str(Path(__file__).parents[1] / "corpus" / "check_corpus.py")],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert " 0 invalid" in proc.stdout
 

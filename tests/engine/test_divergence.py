@@ -6,6 +6,7 @@ steps); it now keeps the prefix sorted. It is checked here against that plain de
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 
@@ -16,7 +17,7 @@ from ml_skills.models import MetricPoint
 
 def _by_definition(values: list[float]) -> int | None:
     """The index of the first finite loss that is 100x the median |loss| before it and never falls below 10x again."""
-    s = [v for v in values if v == v and abs(v) != float("inf")]
+    s = [v for v in values if not math.isnan(v) and abs(v) != float("inf")]
     for i in range(2, len(s)):
         base = statistics.median(abs(v) for v in s[:i])
         if base > 0 and s[i] > 100 * base and s[i] > 10 and all(w > 10 * base for w in s[i:]):

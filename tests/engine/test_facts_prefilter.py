@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from ml_skills.engine import facts, matcher
 from ml_skills.engine.scan import scan_log
 

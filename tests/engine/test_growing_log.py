@@ -52,4 +52,4 @@ def test_tail_line_numbers_of_a_log_that_grows_during_the_scan(tmp_path):
     if lp.line_no < changed.total_lines:  # the last counted line may be cut where the pass stopped reading
         assert line.startswith(f"step={int(lp.step)} ")
     else:
-        assert line.startswith(f"step={str(int(lp.step))}")
+        assert line.startswith(f"step={int(lp.step)!s}")

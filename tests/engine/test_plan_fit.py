@@ -14,7 +14,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from ml_skills.engine.facts import fact, run_facts, version_below
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 from ml_skills.engine.scan import scan_log

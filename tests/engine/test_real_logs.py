@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 
 CASES = sorted(p for p in (Path(__file__).parents[1] / "real-logs").iterdir() if p.is_dir())

@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 from ml_skills.engine.stops import CONFIDENCE_CAP
 
@@ -74,10 +73,9 @@ def _free_port() -> int:
 def _start(tmp_path: Path, code: str, *args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, Path]:
     script, log = tmp_path / "train.py", tmp_path / "train.log"
     script.write_text(code)
-    out = open(log, "wb")
-    proc = subprocess.Popen([sys.executable, str(script), *args], stdout=out, stderr=subprocess.STDOUT,
-                            env={**os.environ, **(env or {})})
-    out.close()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, str(script), *args], stdout=out, stderr=subprocess.STDOUT,
+                                env={**os.environ, **(env or {})})
     return proc, log
 
 

@@ -368,7 +368,7 @@ def test_validation_accuracy_of_a_model_copy_taken_before_training_is_an_evaluat
 
 
 def test_validation_accuracy_of_the_trained_model_is_not_frozen(tmp_path):
-    log, accs, vaccs = _frozen_eval_run(tmp_path, "model")
+    log, _accs, vaccs = _frozen_eval_run(tmp_path, "model")
     assert len(vaccs) == 6 and len(set(vaccs[-4:])) > 1, vaccs  # the situation really arose: the score moves
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert all(a.kind.value != "validation-metric-frozen" for a in d.anomalies), d.anomalies

@@ -64,7 +64,7 @@ def run(scenario: str, run_dir: Path, *args: str, env: dict[str, str] | None = N
     log = run_dir / log_name
     with open(log, "wb") as out:
         proc = subprocess.run(cmd, cwd=run_dir, stdout=out, stderr=subprocess.STDOUT, env=full_env,
-                              timeout=timeout, preexec_fn=preexec_fn)
+                              timeout=timeout, preexec_fn=preexec_fn, check=False)
     (run_dir / "command.txt").write_text(" ".join(["python", f"{scenario}.py", *args]) + "\n")
     return LabRun(run_dir=run_dir, log=log, returncode=proc.returncode, command=cmd)
 

@@ -34,7 +34,7 @@ same scenarios and assert the class, status, decisive line, cause, fixes and dec
 def _cli(cwd: Path, target: str, fmt: str) -> str:
     out = Path(tempfile.mkdtemp(prefix="lab-report-"))
     proc = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", target, "--out-dir", str(out), "--format", fmt],
-                          cwd=cwd, capture_output=True, text=True, timeout=120)
+                          cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"ml-skills failed on {cwd}/{target}: {proc.stderr.strip()}")
     return proc.stdout.replace(str(out), "<out-dir>")

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import time
-
 import anyio
 
 from ..checks.test_provenance import make_version

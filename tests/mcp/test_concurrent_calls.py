@@ -13,7 +13,7 @@ from tests.mcp.conftest import Server
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from bench.genlog import generate  # noqa: E402
+from bench.genlog import generate
 
 
 def test_two_scans_at_once_both_answer_like_one_at_a_time(tmp_path):

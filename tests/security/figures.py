@@ -13,7 +13,7 @@ import os
 ENV = "ML_SKILLS_FIGURES"
 
 
-def record(kind: str, what: str, n: int | float) -> None:
+def record(kind: str, what: str, n: float) -> None:
     path = os.environ.get(ENV)
     if not path:
         return

@@ -42,7 +42,7 @@ def parse_line(data: bytes) -> None:
     for line in text_of(data).splitlines()[:50] or [""]:
         got = metrics.parse_line(line)
         if got is not None:
-            values, step, epoch = got
+            values, step, _epoch = got
             assert all(isinstance(v, float) for v in values.values())
             assert step is None or isinstance(step, (int, float))
 
@@ -80,7 +80,7 @@ def safetensors_header(data: bytes) -> None:
             from safetensors import safe_open
 
             with safe_open(str(p), framework="pt") as f:
-                for k in f.keys():
+                for k in f.keys():  # noqa: SIM118 (safetensors' safe_open has keys() but is not iterable)
                     f.get_tensor(k)
 
 

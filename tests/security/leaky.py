@@ -49,6 +49,6 @@ def run_leaky(base: Path, pad_bytes: int = 0) -> LeakyRun:
            "--key-file", str(run_dir / "key.pem"), "--pad-bytes", str(pad_bytes)]
     log = run_dir / "train.log"
     with open(log, "wb") as out:
-        rc = subprocess.run(cmd, cwd=run_dir, stdout=out, stderr=subprocess.STDOUT, env=env, timeout=180).returncode
+        rc = subprocess.run(cmd, cwd=run_dir, stdout=out, stderr=subprocess.STDOUT, env=env, timeout=180, check=False).returncode
     (run_dir / "command.txt").write_text(" ".join(cmd[1:]) + "\n")
     return LeakyRun(p, run_dir, log, rc)

@@ -28,8 +28,8 @@ import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from ml_skills.safety.redact import redact
+
 from tests.conftest import run_cli
 from tests.mcp.conftest import Server, text
 from tests.security import fakes

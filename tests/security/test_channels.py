@@ -11,8 +11,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-
 from ml_skills.collectors import logfile
+
 from tests.conftest import run_cli
 from tests.mcp.conftest import Server, text
 from tests.security.figures import record

@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 
 import anyio
-
 from ml_skills.collectors import logfile
+
 from tests.conftest import run_cli
 from tests.mcp.conftest import Server, text
 from tests.security import fakes

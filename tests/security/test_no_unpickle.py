@@ -14,8 +14,8 @@ from pathlib import Path
 import anyio
 import pytest
 import torch
-
 from ml_skills.collectors import artifacts, checkpoints
+
 from tests.conftest import run_cli
 from tests.mcp.conftest import Server, text
 from tests.security.figures import record

@@ -25,9 +25,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from ml_skills.collectors import checkpoints, wandb
 from ml_skills.engine import gradmax, metric_lines, metrics, scan
+
 from tests.security.figures import record
 
 MEMORY_LIMIT = 2 * 1024**3  # address space for the CLI child: it needs about 0.6 GiB, set(range(10**12)) far more
@@ -165,7 +165,6 @@ def test_an_http_answer_nested_5000_deep_is_a_malformed_answer(tmp_path: Path) -
     import threading
 
     import httpx
-
     from ml_skills.collectors.http_api import Deadline, request_json
     from ml_skills.errors import SourceUnavailable
 
@@ -204,7 +203,7 @@ def test_safetensors_verdicts_match_what_the_library_reads(tmp_path: Path) -> No
         info = checkpoints.inspect_file(p)
         try:
             with safe_open(str(p), framework="pt") as f:
-                for k in f.keys():
+                for k in f.keys():  # noqa: SIM118 (safetensors' safe_open has keys() but is not iterable)
                     f.get_tensor(k)
             loads = True
         except Exception:  # noqa: BLE001  the library's verdict, whatever it raises

@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from ml_skills.safety.redact import redact
+
 from tests.security import fuzz_targets
 from tests.security.figures import record
 
 EXAMPLES: Counter[str] = Counter()
 """Examples hypothesis really ran, per test (recorded once the module is done)."""
 
-FRAGMENTS = [line.strip().strip('"') for line in open(fuzz_targets.__file__.replace("fuzz_targets.py", "fuzz.dict"))
+FRAGMENTS = [line.strip().strip('"') for line in Path(fuzz_targets.__file__).with_name("fuzz.dict").read_text().splitlines()
              if line.startswith('"')]
 secretish = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(min_size=0, max_size=40),
                                st.text(alphabet="abcdefABCDEF0123456789+/=_-", min_size=1, max_size=80)),
@@ -84,6 +84,7 @@ def test_every_parser_accepts_secret_and_marker_shaped_text(text: str) -> None:
 def test_a_secret_on_any_line_is_caught_wherever_the_tail_blocks_fall(tmp_path_factory, lines: list[str], pick: int) -> None:
     """The tail reads 64 KiB blocks backwards; lines are cut whole, so a secret on any line of a long log is redacted."""
     from ml_skills.collectors import logfile
+
     from tests.security.fakes import github
 
     secret = github()
@@ -101,6 +102,7 @@ def test_a_secret_on_any_line_is_caught_wherever_the_tail_blocks_fall(tmp_path_f
 @given(before=st.integers(min_value=1800, max_value=2100))
 def test_a_line_cut_for_length_never_shows_half_a_token(before: int) -> None:
     from ml_skills.collectors import logfile
+
     from tests.security.fakes import github
 
     secret = github()

@@ -7,8 +7,8 @@ import string
 import time
 
 import pytest
-
 from ml_skills.safety.redact import MASK, redact, redact_counted, redaction_count, reset_redaction_count
+
 from tests.security import fakes
 from tests.security.fakes import Planted
 from tests.security.figures import record

@@ -10,9 +10,9 @@ import unicodedata
 from urllib.parse import quote
 
 import pytest
-
 from ml_skills.safety.quoting import strip_invisible
 from ml_skills.safety.redact import MASK, redact, redact_counted
+
 from tests.security import fakes
 from tests.security.figures import record
 from tests.security.test_redact import MB, _timed, reference  # noqa: F401 - the shared 1 MB reference fixture

@@ -58,7 +58,8 @@ def run_tree(tmp_path: Path) -> Path:
     return run
 
 
-def test_hostile_calls_get_a_clear_error_an_audit_entry_and_no_side_effect(run_tree: Path, tmp_path: Path, sleeper) -> None:
+def test_hostile_calls_get_a_clear_error_an_audit_entry_and_no_side_effect(
+        run_tree: Path, tmp_path: Path, sleeper) -> None:  # noqa: F811 (the fixture imported above)
     victim = sleeper()
     srv = Server(tmp_path, roots=[run_tree])
     before = snapshot(run_tree, ())

@@ -19,6 +19,7 @@ import shlex
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ml_skills.checks.report import Check, CheckReport, Verdict
@@ -309,30 +310,37 @@ def _size(text: str) -> int:
     return int(float(m.group(1)) * 1024 ** " kmgt".index(m.group(2).lower() or " "))
 
 
-def preflight(
-    script: str,
-    *,
-    args: list[str],
-    smoke_args: list[str] | None,
-    probe_args: list[str] | None,
-    samples_per_step: int | None,
-    total_samples: int | None,
-    epochs: float,
-    cost_per_hour: float | None,
-    cap_hours: float | None,
-    data: str | None,
-    expect_shards: int | None,
-    marker: str | None,
-    shard_pattern: str,
-    quiet_seconds: float,
-    memory_limit: str | None,
-    decode_bytes: int,
-    launch: str | None,
-    results_archive: str | None,
-    timeout: float,
-    out_dir: str | None = None,
-) -> CheckReport:
-    s = Path(script)
+@dataclass(frozen=True, kw_only=True)
+class PreflightOptions:
+    """What preflight-run screens and with which limits: one object, so the CLI and the MCP tool say only what they set.
+
+    The defaults are the CLI's. `None` leaves a screen out (no smoke run, no data directory, no cap...).
+    """
+
+    script: str
+    args: list[str] = field(default_factory=list)
+    smoke_args: list[str] | None = None
+    probe_args: list[str] | None = None
+    samples_per_step: int | None = None
+    total_samples: int | None = None
+    epochs: float = 1.0
+    cost_per_hour: float | None = None
+    cap_hours: float | None = None
+    data: str | None = None
+    expect_shards: int | None = None
+    marker: str | None = None
+    shard_pattern: str = "*"
+    quiet_seconds: float = 60.0
+    memory_limit: str | None = None
+    decode_bytes: int = 1
+    launch: str | None = None
+    results_archive: str | None = None
+    timeout: float = 600.0
+    out_dir: str | None = None
+
+
+def preflight(o: PreflightOptions) -> CheckReport:
+    s = Path(o.script)
     if not s.is_file():
         raise TargetNotFound(f"no training script at {s}")
     checks: list[Check] = []
@@ -342,30 +350,31 @@ def preflight(
     source = _script_text(s)
     ck = checkpoint_check(tree, source)
     checks.append(ck)
-    facts: dict[str, str] = {"fingerprint": config_fingerprint(s, args)}
-    if smoke_args is not None and comp.verdict is Verdict.PASS:
-        c, _, _ = run_check("smoke run", s, smoke_args, timeout, Path(out_dir) / "preflight-smoke.log" if out_dir else None)
+    facts: dict[str, str] = {"fingerprint": config_fingerprint(s, o.args)}
+    if o.smoke_args is not None and comp.verdict is Verdict.PASS:
+        c, _, _ = run_check("smoke run", s, o.smoke_args, o.timeout, Path(o.out_dir) / "preflight-smoke.log" if o.out_dir else None)
         checks.append(c)
         required.add("smoke run")
-    if probe_args is not None and comp.verdict is Verdict.PASS:
-        c, out, _ = run_check("throughput probe run", s, probe_args, timeout, None)
+    if o.probe_args is not None and comp.verdict is Verdict.PASS:
+        c, out, _ = run_check("throughput probe run", s, o.probe_args, o.timeout, None)
         if c.verdict is Verdict.PASS:
-            c, f = throughput_check(out, samples_per_step, total_samples, epochs, cost_per_hour, cap_hours, ck.verdict is Verdict.PASS)
+            c, f = throughput_check(out, o.samples_per_step, o.total_samples, o.epochs, o.cost_per_hour, o.cap_hours,
+                                    ck.verdict is Verdict.PASS)
             facts.update(f)
         checks.append(c)
         required.add(c.name)
-    if data is not None:
-        checks.append(completeness_check(Path(data), expect_shards, marker, shard_pattern, quiet_seconds))
+    if o.data is not None:
+        checks.append(completeness_check(Path(o.data), o.expect_shards, o.marker, o.shard_pattern, o.quiet_seconds))
         required.add("input completeness")
-        mc, f = memory_check(Path(data), decode_bytes, _size(memory_limit) if memory_limit else None)
+        mc, f = memory_check(Path(o.data), o.decode_bytes, _size(o.memory_limit) if o.memory_limit else None)
         checks.append(mc)
         facts.update(f)
         required.add("memory budget")
-    checks.append(launch_check(launch, cap_hours))
-    if launch:
+    checks.append(launch_check(o.launch, o.cap_hours))
+    if o.launch:
         required.add("detached launch")
-    checks.append(archive_check(Path(results_archive) if results_archive else None, s, args))
-    if results_archive:
+    checks.append(archive_check(Path(o.results_archive) if o.results_archive else None, s, o.args))
+    if o.results_archive:
         required.add("results archive")
     required = {r for r in required if any(c.name == r and c.verdict is not Verdict.SKIP for c in checks)} | {"compile"}
-    return CheckReport.gate("preflight-run", f"{s} {shlex.join(args)}".strip(), checks, required, facts)
+    return CheckReport.gate("preflight-run", f"{s} {shlex.join(o.args)}".strip(), checks, required, facts)

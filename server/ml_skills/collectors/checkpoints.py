@@ -222,8 +222,8 @@ def _missing(gaps: list[int], n: int) -> str:
 
 def _deepspeed(files: dict[str, Path]) -> tuple[bool, str] | None:
     """A DeepSpeed folder (global_stepN/): model states, and ZeRO optimizer shards with no rank missing."""
-    optim = {n: _DS_OPTIM.match(n) for n in files}
-    optim = {n: m for n, m in optim.items() if m}
+    found = {n: _DS_OPTIM.match(n) for n in files}
+    optim = {n: m for n, m in found.items() if m}
     model = [n for n in files if _DS_MODEL.search(n) and n not in optim]
     if not optim and not model:
         return None

@@ -82,7 +82,7 @@ def looks_binary(path: Path) -> str | None:
     return None
 
 
-def decode(raw: bytes) -> str:
+def decode(raw: bytes | bytearray) -> str:
     """Bytes of one line to display text: invalid UTF-8 replaced, tqdm's \\r frames reduced to the last."""
     return _display(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
 
@@ -92,7 +92,7 @@ CUT_CONTEXT = 16 * 1024
 _CUT_HEAD = 4 * MAX_LINE_CHARS + CUT_CONTEXT
 
 
-def decode_cut(before: bytes, piece: bytes) -> str:
+def decode_cut(before: bytes, piece: bytes | bytearray) -> str:
     """A line whose start a byte cap cut off: redacted with the bytes before the cut as context, then shown like any line.
 
     The part not shown may hold the keyword (`AWS_SECRET_ACCESS_KEY=`) and the part shown its value;

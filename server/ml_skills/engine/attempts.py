@@ -109,7 +109,7 @@ def diagnose(req: DiagnoseRequest, attempts: list[tuple[int, str]], progress: Pr
     _say(d, briefs, f"a run of {len(attempts)} attempts ({names}): the newest is the one diagnosed here; each earlier one was "
                     "diagnosed alone to compare with it")
     d.evidence += [EvidenceItem(kind="note", text=n) for n in notes]
-    d.target, d.target_kind = req.target, "directory"
+    d.target, d.target_kind = run_dir, "directory"
     return redact_value(d)
 
 

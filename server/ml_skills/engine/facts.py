@@ -104,8 +104,8 @@ def _searcher(lines: list[Line]) -> Callable[[re.Pattern[str]], list[Line]]:
     are always searched with `re` (Python's \\w, \\d and (?i) are Unicode-aware, Hyperscan's are not)."""
     m = _prefilter()
     if m is None:
-        gated = [x for x in lines if _GATE.search(x[2])]
-        return lambda rx: gated
+        every = [x for x in lines if _GATE.search(x[2])]
+        return lambda rx: every
     encoded = [t.encode() for _, _, t in lines]
     starts = [0, *accumulate(len(e) + 1 for e in encoded)][:-1]
     everywhere = {i for i, (_, _, t) in enumerate(lines) if not t.isascii() or "\n" in t}

@@ -105,7 +105,7 @@ class Tally:
         self._events: list[tuple[bool, bool, dict[str, int]]] = []  # (always read, holds a traceback, its markers)
         self._traceback_chunks = 0
 
-    def read(self, chunk: bytes, chunk_no: int, last: bool, traceback: bool) -> None:
+    def read(self, chunk: bytes | bytearray, chunk_no: int, last: bool, traceback: bool) -> None:
         """Count the chunk's markers if it is one where a framework shows itself."""
         forced = chunk_no < HEAD_CHUNKS or last
         traceback = traceback and self._traceback_chunks < TRACEBACK_CHUNKS

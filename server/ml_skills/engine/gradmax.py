@@ -146,7 +146,7 @@ def _value_in(line: bytes) -> float | None:
     return best
 
 
-def _largest(chunk: bytes, ends: list[tuple[int, int]]) -> tuple[float, int, int] | None:
+def _largest(chunk: bytes | bytearray, ends: list[tuple[int, int]]) -> tuple[float, int, int] | None:
     """(value, line start, line end) of the largest reported grad norm; the first line holding it."""
     best: tuple[float, int, int] | None = None
     stop = -1
@@ -162,7 +162,7 @@ def _largest(chunk: bytes, ends: list[tuple[int, int]]) -> tuple[float, int, int
     return best
 
 
-def scan_chunk(chunk: bytes, offset: int, record: Record | None, engine: str | None) -> Record | None:
+def scan_chunk(chunk: bytes | bytearray, offset: int, record: Record | None, engine: str | None) -> Record | None:
     """The record, raised to this chunk's largest grad norm if that is larger (on a tie the earlier line wins)."""
     level = level_at_most(record.value if record is not None else FLOOR)
     limit: int | None = REPORTS_PER_SCAN

@@ -17,11 +17,14 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Sequence
+from types import ModuleType
 
 from ml_skills.engine import dbcache
 
 try:  # the fast path; a binary wheel exists for common platforms
-    import hyperscan as _hs
+    import hyperscan
+
+    _hs: ModuleType | None = hyperscan
 except ImportError:  # pragma: no cover - exercised by forcing the fallback in tests
     _hs = None
 
@@ -99,7 +102,7 @@ class Matcher:
         else:
             self._res = [re.compile(p.encode(), re.MULTILINE) for p in self.patterns]
 
-    def find(self, chunk: bytes, limit: int | None = None) -> list[tuple[int, int]]:
+    def find(self, chunk: bytes | bytearray, limit: int | None = None) -> list[tuple[int, int]]:
         """All (pattern index, end offset) matches in the chunk, sorted by offset.
 
         Patterns marked `single` report at most one match per call. With `limit`, the scan stops
@@ -129,7 +132,7 @@ class Matcher:
             scratch = self._local.scratch = self._scratch.clone()
         return scratch
 
-    def _scan(self, chunk: bytes, limit: int | None) -> list[tuple[int, int]]:
+    def _scan(self, chunk: bytes | bytearray, limit: int | None) -> list[tuple[int, int]]:
         found: list[tuple[int, int]] = []
         if self.engine == "hyperscan":
             # Hyperscan reports every end of a match: `errors\.\w+` once per letter of the word, a trailing
@@ -146,6 +149,7 @@ class Matcher:
                 found.append((idx, to))
                 return limit is not None and len(found) >= limit
 
+            assert _hs is not None  # __init__ refuses engine="hyperscan" without it
             try:
                 self._db.scan(chunk, match_event_handler=on_match, scratch=self._thread_scratch())
             except _hs.ScanTerminated:

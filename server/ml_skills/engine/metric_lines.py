@@ -22,7 +22,7 @@ _LOSS = lazy(rb"(?i)loss")
 _ACCURACY = lazy(rb"(?i)accuracy\s*[=:]")
 
 
-def line_bounds(chunk: bytes, end: int) -> tuple[int, int]:
+def line_bounds(chunk: bytes | bytearray, end: int) -> tuple[int, int]:
     """(start, stop) of the line in which a match ending at `end` lies."""
     pos = max(0, end - 1)
     start = chunk.rfind(b"\n", 0, pos) + 1 if pos > 0 else 0
@@ -32,7 +32,7 @@ def line_bounds(chunk: bytes, end: int) -> tuple[int, int]:
     return start, (len(chunk) if stop < 0 else stop)
 
 
-def loss_lines(chunk: bytes, budget: int | None) -> list[int]:
+def loss_lines(chunk: bytes | bytearray, budget: int | None) -> list[int]:
     """Start offsets of lines holding a loss value; every one, or an even sample of `budget`.
 
     Sampling jumps `stride` bytes and takes the next loss line from there, so its cost does not
@@ -55,7 +55,7 @@ def loss_lines(chunk: bytes, budget: int | None) -> list[int]:
 Row = tuple[dict[str, float], float | None, float | None]
 
 
-def table_rows(chunk: bytes, starts: list[int]) -> dict[int, Row]:
+def table_rows(chunk: bytes | bytearray, starts: list[int]) -> dict[int, Row]:
     """Rows of the metric tables whose header is one of the lines at `starts`, parsed, by start offset.
 
     A table's rows are the lines right below its header that read as rows of it; the first line that
@@ -76,7 +76,7 @@ def table_rows(chunk: bytes, starts: list[int]) -> dict[int, Row]:
     return rows
 
 
-def accuracy_lines(chunk: bytes) -> set[int]:
+def accuracy_lines(chunk: bytes | bytearray) -> set[int]:
     """Start offsets of the lines that print an accuracy (`accuracy=`, `accuracy:`).
 
     After a line's first match the search resumes at the next line, as in loss_lines: searching back
@@ -98,7 +98,7 @@ def _eval_matcher(engine: str | None) -> Matcher:
     return Matcher([EVAL], engine=engine)
 
 
-def eval_lines(chunk: bytes, engine: str | None) -> set[int]:
+def eval_lines(chunk: bytes | bytearray, engine: str | None) -> set[int]:
     """Start offsets of the chunk's validation-metric lines, when they are few.
 
     An even sample of a sampled log's metric lines holds few of its rare evaluation lines (one per

@@ -198,16 +198,16 @@ def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None]
             values.setdefault(c, val)
     if "|" in line:  # fairseq and many custom loggers: "step 100 | loss 2.31 | lr 0.0005"
         for seg in line.split("|"):
-            m = _SEGMENT.match(seg)
-            if not m:
+            sm = _SEGMENT.match(seg)
+            if not sm:
                 continue
-            key = m["key"].lower()
+            key = sm["key"].lower()
             if key in STEP_KEYS:
-                step = step if step is not None else float(m["val"])
+                step = step if step is not None else float(sm["val"])
             elif key in EPOCH_KEYS:
-                epoch = epoch if epoch is not None else float(m["val"])
+                epoch = epoch if epoch is not None else float(sm["val"])
             elif (c := canonical(key)) is not None:
-                values.setdefault(c, _num(m["val"]))
+                values.setdefault(c, _num(sm["val"]))
     for m in _WORD_NUM.finditer(low):
         s = m.start()
         if s and _is_word(low[s - 1]):

@@ -33,7 +33,6 @@ from ml_skills.models import (
     Diagnosis,
     Evidence,
     EvidenceItem,
-    Excerpt,
     FailureClass,
     Finding,
     FindingSeverity,
@@ -82,7 +81,6 @@ class DiagnoseRequest(Model):
     region: str | None = None
     framework: Framework | None = None
     task: Task | None = None
-    target_column: str | None = None
     last: int = Field(500, ge=1, le=100_000)
     artifacts: str | None = None
     interval: int = Field(60, ge=1)
@@ -160,7 +158,7 @@ def _collect(req: DiagnoseRequest, progress: Progress | None) -> Evidence:
     return ev
 
 
-def _scan_directory(root: Path, req: DiagnoseRequest, exclude: set[str] = frozenset(),
+def _scan_directory(root: Path, req: DiagnoseRequest, exclude: set[str] | frozenset[str] = frozenset(),
                     progress: Progress | None = None) -> tuple[ArtifactInventory, list[LogEvidence], list[str]]:
     if not root.exists():
         raise TargetNotFound(f"no file or directory at {root}")
@@ -235,9 +233,9 @@ def _root_cause(cls: Classification, signals: list[Signal], logs: list[LogEviden
             break
     root = meaning or f"{cls.primary.value} failure"
     desync = ranks.collective_desync(logs) if cls.primary is FailureClass.NCCL_DISTRIBUTED else ""
-    first = ranks.first_failing(logs, signals)
+    first_fail = ranks.first_failing(logs, signals)
     # when every rank only timed out, which one printed first is a few milliseconds of ordering, not a cause
-    rank_note = "" if desync and first is not None and first[0].kind == "symptom" else _first_rank(logs, signals)
+    rank_note = "" if desync and first_fail is not None and first_fail[0].kind == "symptom" else _first_rank(logs, signals)
     if rank_note:
         root += " " + rank_note
     if desync:
@@ -246,9 +244,9 @@ def _root_cause(cls: Classification, signals: list[Signal], logs: list[LogEviden
         root += " " + per_rank
     contributing = []
     for c in cls.contributing:
-        s = next((x for x in sorted(signals, key=lambda x: -x.weight) if x.failure_class is c), None)
-        if s:
-            contributing.append(f"{c.value}: {s.text[:160]}" + (f" (line {s.line_no})" if s.line_no else ""))
+        top = next((x for x in sorted(signals, key=lambda x: -x.weight) if x.failure_class is c), None)
+        if top:
+            contributing.append(f"{c.value}: {top.text[:160]}" + (f" (line {top.line_no})" if top.line_no else ""))
     return RootCause(proximate=proximate, proximate_line=d, root=root, contributing=contributing)
 
 
@@ -427,7 +425,3 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
     d = redact_value(d)  # last guard: paths and sources too (a token can sit in a directory name)
     d.redactions = redaction_count()
     return d
-
-
-def excerpt_from_tail(log: LogEvidence, line_no: int) -> Excerpt | None:  # re-exported for scan
-    return excerpts.excerpt_from_tail(log, line_no)

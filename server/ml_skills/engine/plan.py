@@ -127,19 +127,19 @@ def _candidates(cls: Classification, signals: list[Signal], logs: list[LogEviden
         elif inv is not None and not inv.checkpoints:
             why = f"no checkpoint in {inv.root}"
             add("save-periodically", 0.9)
-    if not cand:  # no evidence named a fix: the class's usual ones, said to be that
+    if not cand and primary is not None:  # no evidence named a fix: the class's usual ones, said to be that
         why = f"a usual fix for {primary.value}; nothing in the evidence names a more specific one"
-        for fid, f in fix_catalog().items():
-            if primary in f.classes and fid not in NEEDS_EVIDENCE:
+        for fid, tpl in fix_catalog().items():
+            if primary in tpl.classes and fid not in NEEDS_EVIDENCE:
                 add(fid, 0.4)
     if not (inv is not None and inv.newest_valid_checkpoint):
         cand.pop("resume-valid-checkpoint", None)
     for extra in cls.contributing:  # the first fix the contributing class's own strongest signal names
-        s = max((x for x in signals if x.failure_class is extra and x.kind == "signature" and x.label in sig_by_id),
-                key=lambda x: x.weight, default=None)
-        if s is not None and sig_by_id[s.label].fixes:
-            why = f"contributing factor {extra.value}: {s.label} at {_where(s.source, s.line_no)}"
-            add(sig_by_id[s.label].fixes[0], 0.3)
+        top = max((x for x in signals if x.failure_class is extra and x.kind == "signature" and x.label in sig_by_id),
+                  key=lambda x: x.weight, default=None)
+        if top is not None and sig_by_id[top.label].fixes:
+            why = f"contributing factor {extra.value}: {top.label} at {_where(top.source, top.line_no)}"
+            add(sig_by_id[top.label].fixes[0], 0.3)
     return cand
 
 
@@ -308,10 +308,10 @@ def plan(cls: Classification, signals: list[Signal], logs: list[LogEvidence], in
     if urgent is None:
         return out, commands
     # before anything else: the next save may replace the last good checkpoint with NaN weights
-    f = fix_catalog()[STOP_BEFORE_SAVE]
-    risk, rule = risk_of(f.kind)
-    first = Fix(rank=1, fix_id=f.id, action=f.action, kind=f.kind, risk=risk, risk_rule=rule, expected_impact=f.impact,
-                time_to_try=f.time_to_try, validation=f.validation, command=urgent[1], because=urgent[0])
+    tpl = fix_catalog()[STOP_BEFORE_SAVE]
+    risk, rule = risk_of(tpl.kind)
+    first = Fix(rank=1, fix_id=tpl.id, action=tpl.action, kind=tpl.kind, risk=risk, risk_rule=rule, expected_impact=tpl.impact,
+                time_to_try=tpl.time_to_try, validation=tpl.validation, command=urgent[1], because=urgent[0])
     rest = [x.model_copy(update={"rank": i}) for i, x in enumerate(out[: MAX_FIXES - 1], start=2)]
     return [first, *rest], ([urgent[1]] if urgent[1] else []) + commands
 

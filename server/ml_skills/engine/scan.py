@@ -261,8 +261,8 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
     tail_lines, tail_cut = reader.tail(last)
     tail_start = ev.total_lines - len(tail_lines) + 1
     ev.tail = Excerpt(source=name, start_line=tail_start, lines=[redact(x) for x in tail_lines], truncated=tail_cut)
-    progress = last_progress(name, points, tail_lines, tail_start)
-    ev.trajectory = analyse(points, exact_nan=nan_point, exact_grad_max=grad_max, last_progress=progress, task=task)
+    reached = last_progress(name, points, tail_lines, tail_start)
+    ev.trajectory = analyse(points, exact_nan=nan_point, exact_grad_max=grad_max, last_progress=reached, task=task)
     if not any(a.kind is AnomalyKind.VALIDATION_METRIC_NEAR_ZERO for a in ev.trajectory.anomalies):
         zero = zeroscores.zero_scores(tail_lines, tail_start, name)
         # a result read from a summary, never over an ending: a kill or an exception after it ended the run
@@ -271,9 +271,9 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
             ev.trajectory.anomalies.append(zero)
     quote_anomaly_lines(ev, reader, {**metric_offsets, **point_offsets})
     if completed_line is None:  # no message, but the run's own counter reached its configured total
-        completed_line = completion.final_counter(tail_lines, tail_start, progress.line_no if progress else None)
+        completed_line = completion.final_counter(tail_lines, tail_start, reached.line_no if reached else None)
     if completed_line is None:  # or a summary of the whole run printed after its last step
-        completed_line = completion.summary_after_training(tail_lines, tail_start, progress.line_no if progress else None)
+        completed_line = completion.summary_after_training(tail_lines, tail_start, reached.line_no if reached else None)
     if completed_line is not None:
         ev.frameworks["completed-marker"] = completed_line
     elif ev.mtime is not None:
@@ -287,7 +287,3 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
             "validation-metric lines are all parsed)"
         )
     return offsets
-
-
-def is_terminal_role(role: Role) -> bool:
-    return role is Role.CAUSE

@@ -86,7 +86,7 @@ def ends_in_traceback(log: LogEvidence) -> bool:
 @cache
 def _blocking_frames() -> re.Pattern[str]:
     """The frames of a process that was waiting: the catalog's rule for a Ctrl-C during a hang."""
-    return next(frames for rule, _, _, frames in compiled_exception_rules() if rule.id == "user-interrupt")
+    return next(frames for rule, _, _, frames in compiled_exception_rules() if rule.id == "user-interrupt" and frames is not None)
 
 
 _BAR_FRAME = lazy(r"\d{1,3}%\|")

@@ -96,7 +96,7 @@ def summarise(points: Sequence[MetricPoint]) -> list[SeriesSummary]:
 def _nan_onset(points: Sequence[MetricPoint], exact_nan: MetricPoint | None) -> Anomaly | None:
     first = None
     for i, p in enumerate(points):
-        bad = [k for k in ("loss", "grad_norm", "val_loss") if k in p.values and not _finite(p.values[k])]
+        bad: list[str] = [k for k in ("loss", "grad_norm", "val_loss") if k in p.values and not _finite(p.values[k])]
         if bad:
             first = (i, p, bad)
             break
@@ -445,7 +445,9 @@ def analyse(
     else:
         found: dict[AnomalyKind, Anomaly] = {}
         # lines with no rank prefix (the trainer's own summaries, a NaN dict) are a series of their own, not dropped
-        everyone = {**groups, **({None: g} if (g := by_rank(points).get(None)) else {})}
+        everyone: dict[int | None, list[MetricPoint]] = {r: g for r, g in groups.items()}
+        if unranked := by_rank(points).get(None):
+            everyone[None] = unranked
         for rank, g in sorted(everyone.items(), key=lambda kv: -1 if kv[0] is None else kv[0]):
             nan = exact_nan if exact_nan is not None and exact_nan.rank == rank else None
             gmax = exact_grad_max if exact_grad_max is not None and exact_grad_max.rank == rank else None

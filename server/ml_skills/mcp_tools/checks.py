@@ -56,10 +56,10 @@ def preflight_checks(
 
     s = confine(script, roots(), want="file")
     d = str(confine(data, roots(), want="dir")) if data else None
-    report = pf.preflight(str(s), args=[], smoke_args=None, probe_args=None, samples_per_step=None, total_samples=None,
-                          epochs=1.0, cost_per_hour=None, cap_hours=platform_cap_hours, data=d, expect_shards=expect_shards,
-                          marker=marker, shard_pattern=shard_pattern, quiet_seconds=60.0, memory_limit=memory_limit,
-                          decode_bytes=1, launch=launch, results_archive=None, timeout=60.0, out_dir=None)
+    # no smoke or probe run (they execute the script), so no args, timeout or out_dir; uint8 images, a 60 s quiet window
+    report = pf.preflight(pf.PreflightOptions(script=str(s), cap_hours=platform_cap_hours, data=d, expect_shards=expect_shards,
+                                              marker=marker, shard_pattern=shard_pattern, quiet_seconds=60.0,
+                                              memory_limit=memory_limit, decode_bytes=1, launch=launch))
     return GateResult(status=EvidenceStatus.OK, report=report)
 
 

@@ -129,10 +129,10 @@ def diagnose(
     marker = new_marker()
     b, notes = brief.build(d, str(path), marker, detail)
     status = EvidenceStatus.OK if d.primary_cause is not None else EvidenceStatus.PARTIAL
-    r = DiagnoseResult(status=status, redactions=d.redactions, stripped_chars=stripped, marker=marker, notes=notes,
-                       truncated=bool(notes), **dict(_quoted(b, marker)))
-    r._text = _report_text(r)  # the report's shape, each field that quotes the log marked as data
-    return r
+    result = DiagnoseResult(status=status, redactions=d.redactions, stripped_chars=stripped, marker=marker, notes=notes,
+                            truncated=bool(notes), **dict(_quoted(b, marker)))
+    result._text = _report_text(result)  # the report's shape, each field that quotes the log marked as data
+    return result
 
 
 def _report_text(r: DiagnoseResult) -> str:

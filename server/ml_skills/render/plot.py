@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ml_skills.errors import InputError
 from ml_skills.models import Diagnosis
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 FILENAME = "check-failed-run.png"
 PANELS = [("loss", ("loss", "val_loss")), ("grad norm", ("grad_norm",)), ("learning rate", ("lr",)),
@@ -19,7 +23,7 @@ PANELS = [("loss", ("loss", "val_loss")), ("grad norm", ("grad_norm",)), ("learn
 
 # text in a figure is data (a file name, a run name): never parsed as $mathtext$ or handed to LaTeX,
 # where `run$\foo{x}$.log` raised ParseFatalException and turned the whole diagnosis into 'internal error'
-PLAIN_TEXT = {"text.parse_math": False, "text.usetex": False}
+PLAIN_TEXT: dict[RcKeyType, Any] = {"text.parse_math": False, "text.usetex": False}
 
 
 def write(d: Diagnosis, out_dir: str | os.PathLike[str]) -> Path:

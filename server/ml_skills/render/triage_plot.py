@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ml_skills.errors import InputError
 from ml_skills.grid.models import Outcome, TriageReport
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 FILENAME = "triage-runs.png"
 MAX_ROWS = 12
@@ -19,7 +23,7 @@ FAILED_COLOURS = ("tab:red", "tab:orange", "tab:purple", "tab:blue", "tab:brown"
 
 # text in a figure is data (a file name, a run name): never parsed as $mathtext$ or handed to LaTeX,
 # where `run$\foo{x}$.log` raised ParseFatalException and turned the whole diagnosis into 'internal error'
-PLAIN_TEXT = {"text.parse_math": False, "text.usetex": False}
+PLAIN_TEXT: dict[RcKeyType, Any] = {"text.parse_math": False, "text.usetex": False}
 
 
 def write(r: TriageReport, out_dir: str | os.PathLike[str]) -> Path:
@@ -50,7 +54,8 @@ def _write(r: TriageReport, out_dir: str | os.PathLike[str]) -> Path:
         i = len(rows) - 1 - y
         colour = ("tab:green" if g.outcome is Outcome.COMPLETED else "tab:gray" if g.outcome is not Outcome.FAILED
                   else FAILED_COLOURS[i % len(FAILED_COLOURS)])
-        ax.scatter(xs, [y] * len(xs), s=18, alpha=0.7, color=colour)
+        # matplotlib's stubs say ArrayLike; datetimes are plotted through its date unit converter
+        ax.scatter(xs, [y] * len(xs), s=18, alpha=0.7, color=colour)  # type: ignore[arg-type]
         what = f"{g.failure_class.value if g.failure_class else '?'} {g.fingerprint}" if g.outcome is Outcome.FAILED else g.outcome.value
         labels.append(f"{what} ({g.count})")
     ax.set_yticks(range(len(labels)), labels, fontsize=8)

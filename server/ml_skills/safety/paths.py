@@ -21,13 +21,14 @@ are still resolved, kernel trees refused and files opened by the same walk from 
 from __future__ import annotations
 
 import errno
+import io
 import os
 import stat
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import Literal, cast
 
 from ml_skills.errors import PathNotAllowed, TargetNotFound, UnreadableInput
 
@@ -254,9 +255,10 @@ def open_fd(path: str | os.PathLike[str], want: Literal["file", "dir"] = "file")
     return fd
 
 
-def open_binary(path: str | os.PathLike[str], buffering: int = -1) -> BinaryIO:
+def open_binary(path: str | os.PathLike[str], buffering: int = -1) -> io.FileIO | io.BufferedReader:
     """`open(path, 'rb')` that cannot block on a FIFO, follow a swapped symlink or leave the roots."""
-    return os.fdopen(open_fd(path), "rb", buffering=buffering)  # type: ignore[return-value]
+    # typeshed types fdopen as BinaryIO for a non-literal `buffering`; at run time it is FileIO (0) or BufferedReader
+    return cast("io.FileIO | io.BufferedReader", os.fdopen(open_fd(path), "rb", buffering=buffering))
 
 
 def read_capped(path: str | os.PathLike[str], cap: int) -> bytes:

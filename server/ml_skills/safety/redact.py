@@ -1,18 +1,18 @@
 """Remove secrets from any text before it leaves the process, after removing what a reader cannot see.
 
 Patterns are precompiled, with bounded quantifiers only, so a 1 MB line cannot make them
-backtrack. Redaction is idempotent: the replacement never matches a pattern again. Every
-`Redacted` field of a boundary model passes through `redact` when the model is built, and the
-count of replacements is kept per context (`redaction_count`) so results can report it.
+backtrack. Redaction is idempotent: the replacement never matches a pattern again. A result model
+passes through `redact_value` when it is built, and the count of replacements is kept per context
+(`redaction_count`) so results can report it.
 """
 
 from __future__ import annotations
 
 import re
 from contextvars import ContextVar
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import AfterValidator, BaseModel
+from pydantic import BaseModel
 
 from ml_skills.lazyre import lazy
 from ml_skills.safety.invisible import strip_invisible
@@ -211,9 +211,6 @@ def stripped_count() -> int:
 def reset_stripped_count() -> None:
     _stripped.set(0)
 
-
-Redacted = Annotated[str, AfterValidator(redact)]
-"""A string field that is redacted whenever a model holding it is built."""
 
 
 def redact_value(value: Any) -> Any:

@@ -4,7 +4,7 @@ transformers may), so TensorFlow's start-up lines come first, then fails in torc
     pip install tensorflow-cpu==2.15.1   # in a separate venv with --system-site-packages, beside torch
     python tf_then_torch.py > tf-startup-then-torch-traceback.log 2>&1
 """
-import tensorflow as tf  # noqa: F401  start-up lines on stderr
+import tensorflow as tf  # start-up lines on stderr
 import torch
 
 tf.constant([1.0])  # TensorFlow initialises its runtime and logs

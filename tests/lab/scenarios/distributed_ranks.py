@@ -44,9 +44,8 @@ def launch(mode: str, grace: float, combined: bool) -> int:
         if combined:  # every rank writes to the launcher's own stdout, interleaved (torchrun's default)
             procs.append(subprocess.Popen(cmd))
             continue
-        log = open(f"rank{rank}.log", "wb")
-        procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT))
-        log.close()
+        with open(f"rank{rank}.log", "wb") as log:
+            procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT))
     where = "interleaved on stdout" if combined else "in rank0.log rank1.log"
     print(f"launched 2 ranks on tcp://127.0.0.1:{port}, logs {where}", flush=True)
     failed: dict[int, int] = {}
