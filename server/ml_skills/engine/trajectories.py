@@ -313,6 +313,7 @@ def _validation_frozen(points: Sequence[MetricPoint], vacc: list[tuple[MetricPoi
 
 
 RISING_EVALS = 4
+GAP_EVALS = 3  # evaluations in a row with validation accuracy under half the training accuracy
 
 
 def _val_rising_streak(train: list[tuple[MetricPoint, float]], val: list[tuple[MetricPoint, float]]) -> bool:
@@ -331,6 +332,45 @@ def _val_rising_streak(train: list[tuple[MetricPoint, float]], val: list[tuple[M
     start = val[-RISING_EVALS - 1][0].line_no
     span = [v for p, v in train if p.line_no >= start]
     return len(span) >= 2 and span[-1] < 0.95 * span[0]
+
+
+def _accuracy_gap(points: Sequence[MetricPoint]) -> Anomaly | None:
+    """Training accuracy high and validation accuracy under half of it at each of the last GAP_EVALS evaluations.
+
+    A model that scores 0.95 on what it trains on and 0.25 on held-out data evaluation after evaluation, with a
+    validation loss many times the training loss, is not slowly overfitting (that is the climbing validation loss
+    above): evaluation sees other inputs than training does (preprocessing, normalisation, BatchNorm statistics in
+    inference mode, a label order), or the held-out split is not the task trained on.
+    """
+    last_train: dict[str, tuple[MetricPoint, float]] = {}
+    pairs: list[tuple[MetricPoint, float, float, float | None, float | None]] = []
+    for p in points:
+        for k in ("acc", "loss"):
+            if k in p.values and _finite(p.values[k]):
+                last_train[k] = (p, p.values[k])
+        if "val_acc" in p.values and _finite(p.values["val_acc"]) and "acc" in last_train:
+            loss = last_train.get("loss")
+            vloss = p.values.get("val_loss")
+            pairs.append((p, last_train["acc"][1], p.values["val_acc"], loss[1] if loss else None,
+                          vloss if vloss is not None and _finite(vloss) else None))
+    if len(pairs) < GAP_EVALS:
+        return None
+    tail = pairs[-GAP_EVALS:]
+    scale = 100.0 if max(max(a, v) for _, a, v, _, _ in pairs) > 1.0 else 1.0
+    for _, acc, vacc, loss, vloss in tail:
+        if acc < 0.85 * scale or vacc > 0.5 * acc:
+            return None
+        if loss is None or vloss is None or vloss < 3 * max(loss, 1e-9):
+            return None
+    p, acc, vacc, loss, vloss = tail[-1]
+    return Anomaly(
+        kind=AnomalyKind.TRAIN_VAL_DIVERGENCE, failure_class=FailureClass.EVALUATION_MISMATCH,
+        severity=Severity.SIGNIFICANT, source=p.source, line_no=p.line_no, step=p.step,
+        detail=(f"training accuracy {acc:g} against validation accuracy {vacc:g} at each of the last {GAP_EVALS} "
+                f"evaluations (validation loss {vloss:.4g}, {vloss / max(loss or 0.0, 1e-9):.0f}x the training loss "
+                f"{loss:.4g}): evaluation does not see what training sees (preprocessing, normalisation, BatchNorm "
+                "in inference mode, label order) or the validation split is another task"),
+    )
 
 
 def _train_val(points: Sequence[MetricPoint], task: Task | None) -> list[Anomaly]:
@@ -379,6 +419,8 @@ def _train_val(points: Sequence[MetricPoint], task: Task | None) -> list[Anomaly
                 severity=Severity.SIGNIFICANT, source=p.source, line_no=p.line_no, step=p.step,
                 detail=f"validation loss {v:g} at the first evaluation: leakage or a trivial target",
             ))
+    if task in (None, Task.CLASSIFICATION) and not out and (gap_found := _accuracy_gap(points)):
+        out.append(gap_found)
     if task in (None, Task.CLASSIFICATION) and (frozen := _validation_frozen(points, vacc)):
         out.append(frozen)
     if task in (None, Task.CLASSIFICATION) and vacc and val and train:
