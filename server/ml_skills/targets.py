@@ -29,6 +29,7 @@ class TargetKind(StrEnum):
     WANDB = "wandb"
     MLFLOW = "mlflow"
     VERTEX_PIPELINE = "vertex-pipeline"
+    TENSORBOARD = "tensorboard"
 
 
 class Confine(StrEnum):
@@ -124,6 +125,15 @@ VERTEX_PIPELINE = Input(
     description="A Vertex AI pipeline or custom job (id or full resource name) instead of a target; one pass, no polling.",
     watch=True,
 )
+TENSORBOARD = Input(
+    field="tensorboard", flag="--tensorboard", noun="--tensorboard", phrase="TensorBoard event files",
+    metavar="DIR_OR_FILE", max_length=4096,
+    help="TensorBoard logs: a run directory of events.out.tfevents.* files, or one such file",
+    description=("TensorBoard logs instead of a target: a run directory holding events.out.tfevents.* files, or one such "
+                 "file, inside the allowed roots (scalars: loss, validation loss, lr, grad norm)."),
+    confine=Confine.PATH, watch=True,
+)
+
 KINDS: tuple[Kind, ...] = (
     Kind(TargetKind.LOG, TARGET, "{}"),
     Kind(TargetKind.DIRECTORY, TARGET, "{}"),
@@ -135,6 +145,8 @@ KINDS: tuple[Kind, ...] = (
     Kind(TargetKind.MLFLOW, MLFLOW, "mlflow run {}", "ml_skills.collectors.mlflow:collect", tool="get_mlflow_run"),
     Kind(TargetKind.VERTEX_PIPELINE, VERTEX_PIPELINE, "vertex pipeline {}", "ml_skills.collectors.vertex:collect",
          waits=True, tool="describe_vertex_job"),
+    Kind(TargetKind.TENSORBOARD, TENSORBOARD, "tensorboard {}", "ml_skills.collectors.tensorboard:collect",
+         tool="get_tensorboard_run"),
 )
 
 BY_KIND: dict[TargetKind, Kind] = {k.kind: k for k in KINDS}

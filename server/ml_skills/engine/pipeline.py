@@ -122,8 +122,8 @@ def collect(req: DiagnoseRequest, progress: Progress | None = None) -> Evidence:
 def _local_paths(req: DiagnoseRequest) -> list[str]:
     """The local files and directories a request names: without active roots, they are the roots.
 
-    A process named by the person (the CLI's --pid / --proc) brings its own evidence, the logs it
-    writes wherever they are: no roots then (the inventory still keeps to its own directory).
+    A process named by the person (an input confined as Confine.PROCESS) brings its own evidence, the
+    logs it writes wherever they are: no roots then (the inventory still keeps to its own directory).
     """
     given = req.given()
     if any(i.confine is Confine.PROCESS for i in given):
