@@ -18,6 +18,7 @@ from ml_skills.mcp_tools.app import INSTRUCTIONS
 from ml_skills.models import Diagnosis
 from ml_skills.targets import TargetKind
 
+from tests.conftest import run_cli
 from tests.mcp.conftest import Server
 
 PACKAGE = Path(targets.__file__).parent
@@ -78,9 +79,7 @@ def test_every_collector_named_in_the_registry_exists_and_only_those_are_looked_
 
 
 @pytest.mark.parametrize("command", ["check-failed-run", "watch-run"])
-def test_the_one_target_messages_name_every_input(cli, command, tmp_path):
-    from tests.conftest import run_cli
-
+def test_the_one_target_messages_name_every_input(command, tmp_path):
     proc = run_cli(command, "--out-dir", str(tmp_path)) if command == "check-failed-run" else run_cli(command)
     assert proc.returncode == 2
     for i in targets.cli_inputs(watch=command == "watch-run"):
