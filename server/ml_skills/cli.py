@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ml_skills import __version__
+from ml_skills import __version__, targets
 from ml_skills.errors import InputError, MLSkillsError
 from ml_skills.safety.redact import redact, redact_value
 
@@ -40,6 +40,22 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {redact(message)}\n")
 
 
+def _add_targets(p: argparse.ArgumentParser, inputs: list[targets.Input]) -> argparse._ArgumentGroup:
+    """The positional target and one flag per other target input, from the registry (targets.py)."""
+    group = p.add_argument_group("other targets")
+    for i in inputs:
+        if i.flag is None:
+            p.add_argument("target", nargs="?", help=i.help)
+            continue
+        extra: dict = {"nargs": "?", "const": "-"} if i.paste else {}
+        group.add_argument(i.flag, type=_positive if i.integer else str, metavar=i.metavar, help=i.help, **extra)
+    return group
+
+
+def _given(args: argparse.Namespace, inputs: list[targets.Input]) -> dict[targets.Input, object]:
+    return {i: v for i in inputs if (v := getattr(args, i.dest)) is not None}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="ml-skills", description="Diagnose failed or unstable ML training runs.")
     p.add_argument("--version", action="version", version=f"ml-skills {__version__}")
@@ -49,16 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser(
         "check-failed-run",
         help="diagnose a failed or unstable run",
-        description="Diagnose a run from a log, an artifact directory, a pasted traceback, a process, a tracker run or a pipeline job.",
+        description="Diagnose a run from one target: " + targets.choices(targets.cli_inputs()) + ".",
     )
-    c.add_argument("target", nargs="?", help="log file, artifact directory, or user@host:/path/to/train.log")
-    src = c.add_argument_group("other targets")
-    src.add_argument("--traceback", nargs="?", const="-", metavar="FILE", help="pasted traceback or log text: a file, or '-' / nothing for stdin")
-    src.add_argument("--pid", type=_positive, help="a live (or just-ended) training process")
-    src.add_argument("--proc", metavar="NAME", help="find the training process by name")
-    src.add_argument("--wandb", metavar="RUN", help="W&B run: entity/project/run_id, or a local wandb/run-* directory")
-    src.add_argument("--mlflow", metavar="RUN", help="MLflow run id (tracking server from MLFLOW_TRACKING_URI)")
-    src.add_argument("--vertex-pipeline", metavar="JOB", help="Vertex AI pipeline job id or resource name")
+    src = _add_targets(c, targets.cli_inputs())
     src.add_argument("--project", help="GCP project (Vertex AI, Cloud Logging)")
     src.add_argument("--region", help="GCP region (Vertex AI)")
     src.add_argument("--interval", type=_positive, default=60, help="poll every N seconds until a terminal state (default 60)")
@@ -94,13 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="poll a live run and alert on stalls, NaN, climbing validation loss or dying throughput",
         description="Diagnose the target again every --interval seconds until it finishes, fails, stalls or passes --until-step.",
     )
-    w.add_argument("target", nargs="?", help="log file or run directory")
-    w.add_argument("--pid", type=_positive)
-    w.add_argument("--wandb", metavar="RUN")
-    w.add_argument("--mlflow", metavar="RUN")
-    w.add_argument("--vertex-pipeline", metavar="JOB")
-    w.add_argument("--project")
-    w.add_argument("--region")
+    wsrc = _add_targets(w, targets.cli_inputs(watch=True))
+    wsrc.add_argument("--project", help="GCP project (Vertex AI)")
+    wsrc.add_argument("--region", help="GCP region (Vertex AI)")
     w.add_argument("--interval", type=float, default=60.0, help="seconds between polls (default 60)")
     w.add_argument("--max-polls", type=_positive, help="stop after N polls")
     w.add_argument("--until-step", type=float, help="validation criterion: succeed once the run passes this step with no alert")
@@ -201,12 +206,15 @@ def watch_run(args: argparse.Namespace) -> int:
     from ml_skills.engine.pipeline import DiagnoseRequest
     from ml_skills.render import progress
 
-    if not any((args.target, args.pid, args.wandb, args.mlflow, args.vertex_pipeline)):
-        raise InputError("nothing to watch: give a log path or run directory, --pid, --wandb, --mlflow or --vertex-pipeline")
+    inputs = targets.cli_inputs(watch=True)
+    given = _given(args, inputs)
+    if not given:
+        raise InputError(f"nothing to watch: give {targets.choices(inputs)}")
+    if len(given) > 1:
+        raise InputError(f"watch one target at a time ({targets.choices(inputs)})")
     if args.interval <= 0:
         raise InputError("--interval must be more than 0 seconds")
-    req = DiagnoseRequest(target=args.target, pid=args.pid, wandb=args.wandb, mlflow=args.mlflow,
-                          vertex_pipeline=args.vertex_pipeline, project=args.project, region=args.region, once=True)
+    req = DiagnoseRequest(**{i.field: v for i, v in given.items()}, project=args.project, region=args.region, once=True)
 
     def emit_line(e) -> None:
         if args.format == "text":
@@ -281,16 +289,14 @@ def check_failed_run(args: argparse.Namespace) -> int:
             raise InputError(f"unknown field {unknown[0]!r}: the report's top-level fields are {', '.join(Diagnosis.model_fields)}")
     elif args.format is None:
         args.format = "text"
-    given = [x for x in (args.target, args.traceback, args.pid, args.proc, args.wandb, args.mlflow, args.vertex_pipeline) if x is not None]
+    inputs = targets.cli_inputs()
+    given = _given(args, inputs)
     if not given:
-        raise InputError("nothing to diagnose: give a log path, an artifact directory, --traceback, --pid, --proc, --wandb, --mlflow or --vertex-pipeline")
-    others = [x for x in (args.traceback, args.pid, args.proc, args.wandb, args.mlflow, args.vertex_pipeline) if x is not None]
-    if len(given) > 1 and (len(others) > 1 or (args.target and others)):
-        raise InputError("give one target at a time (a path, --traceback, --pid, --proc, --wandb, --mlflow or --vertex-pipeline); use --artifacts for a directory to read alongside")
+        raise InputError(f"nothing to diagnose: give {targets.choices(inputs)}")
+    if len(given) > 1:
+        raise InputError(f"give one target at a time ({targets.choices(inputs)}); use --artifacts for a directory to read alongside")
     req = DiagnoseRequest(
-        target=args.target,
-        traceback_text=_read_paste(args.traceback) if args.traceback is not None else None,
-        pid=args.pid, proc=args.proc, wandb=args.wandb, mlflow=args.mlflow, vertex_pipeline=args.vertex_pipeline,
+        **{i.field: _read_paste(str(v)) if i.paste else v for i, v in given.items()},
         project=args.project, region=args.region, framework=args.framework, task=args.task,
         last=args.last, artifacts=args.artifacts,
         interval=args.interval, once=args.once,

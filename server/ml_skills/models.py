@@ -12,6 +12,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
+from ml_skills.targets import TargetKind
+
 LogTime = Annotated[datetime, WithJsonSchema({"type": "string", "description": "ISO 8601 time as the log wrote it; without an offset it is the run's local time."})]
 """A time read from a log line: often naive, so its schema is not 'date-time' (which requires an offset)."""
 
@@ -398,7 +400,7 @@ class SourceEvidence(Model):
 
 class Evidence(Model):
     target: str
-    target_kind: str
+    target_kind: TargetKind
     logs: list[LogEvidence] = Field(default_factory=list)
     artifacts: ArtifactInventory | None = None
     sources: list[SourceEvidence] = Field(default_factory=list)
@@ -509,7 +511,7 @@ class Diagnosis(Model):
     tool: ToolInfo = Field(description="The tool and version that wrote the file.")
     created_at: datetime = Field(description="When the diagnosis was made (UTC).")
     target: str = Field(description="What was diagnosed: a path, user@host:/path, pid, run id or pipeline job.")
-    target_kind: str = Field(description="log, directory, traceback, ssh, pid, proc, wandb, mlflow or vertex-pipeline.")
+    target_kind: TargetKind = Field(description="What kind of target it was (the registry of target kinds, targets.py).")
     framework: Framework = Field(description="Training framework, given with --framework or detected from the log.")
     framework_source: str = Field(description="given, detected or unknown")
     framework_detail: str | None = Field(None, description="A finer name when the log shows one: the library under "

@@ -51,7 +51,7 @@ def test_listing_tools_imports_no_heavy_sdk() -> None:
     code = ("import sys; from ml_skills.mcp_tools.app import build_parser, build_server; import anyio\n"
             "mcp = build_server(build_parser().parse_args(['--audit-log', '/dev/null']))\n"
             "names = [t.name for t in anyio.run(mcp.list_tools)]\n"
-            "heavy = [m for m in sys.modules if m.split('.')[0] in ('wandb', 'mlflow') or m.startswith('google.cloud.')]\n"
+            "heavy = [m for m in sys.modules if m.split('.')[0] in ('wandb', 'mlflow', 'tensorboard') or m.startswith('google.cloud.')]\n"
             "print(len(names), heavy)")
     out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120, env=dict(os.environ))
     assert out.returncode == 0, out.stderr

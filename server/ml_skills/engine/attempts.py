@@ -21,6 +21,7 @@ from ml_skills.errors import MLSkillsError
 from ml_skills.models import AttemptBrief, Diagnosis, Evidence, EvidenceItem, Outcome
 from ml_skills.render.progress import Progress
 from ml_skills.safety.redact import redact, redact_value
+from ml_skills.targets import TargetKind
 
 _REPORT_END = re.compile(REPORT_END)
 LAUNCHER_LINES = "launcher-child-failed"
@@ -34,7 +35,7 @@ def of_log(req: DiagnoseRequest, ev: Evidence) -> tuple[str, list[tuple[int, int
     """The log a launcher restarted its workers into and its attempts (collectors/attempts.py), oldest first; None
     unless the target is that log, or a run directory whose only log it is."""
     kind = req.kind()
-    if kind not in ("log", "directory") or len(ev.logs) != 1 or not Path(ev.logs[0].source).is_file():
+    if kind not in (TargetKind.LOG, TargetKind.DIRECTORY) or len(ev.logs) != 1 or not Path(ev.logs[0].source).is_file():
         return None
     log = ev.logs[0]
     # the scan already found the launcher's lines, or the tail shows two job reports: a log without either is not read again
@@ -59,7 +60,7 @@ def with_log_attempts(req: DiagnoseRequest, d: Diagnosis, inside: tuple[str, lis
     for n, first, text in attempts:
         where = f"{path} lines {first}-{first + text.count(chr(10))}"
         log = scan.scan_text(text, source=where, last=req.last, task=req.task)
-        ev = Evidence(target=where, target_kind="log", collected_at=datetime.now(UTC), logs=[log])
+        ev = Evidence(target=where, target_kind=TargetKind.LOG, collected_at=datetime.now(UTC), logs=[log])
         briefs.append(repeat.brief_of(n, where, analyse(req.model_copy(update={"target": None, "traceback_text": text}), ev), [log]))
     d = repeat.apply(d, briefs)
     _say(d, briefs, f"a log of {len(attempts)} attempts (a launcher's restarts, or resubmitted jobs appended to one file): the "
@@ -109,7 +110,7 @@ def diagnose(req: DiagnoseRequest, attempts: list[tuple[int, str]], progress: Pr
     _say(d, briefs, f"a run of {len(attempts)} attempts ({names}): the newest is the one diagnosed here; each earlier one was "
                     "diagnosed alone to compare with it")
     d.evidence += [EvidenceItem(kind="note", text=n) for n in notes]
-    d.target, d.target_kind = run_dir, "directory"
+    d.target, d.target_kind = run_dir, TargetKind.DIRECTORY
     return redact_value(d)
 
 

@@ -1,20 +1,21 @@
 """collect -> analyse -> classify -> plan -> decide: the whole engine behind every face.
 
 `diagnose` takes a typed request and returns a `Diagnosis`; it never writes (render/ does).
-Collectors for non-file targets (process, ssh, trackers, cloud) are looked up in COLLECTORS
-and imported only when used, so heavy SDKs stay out of a plain log diagnosis.
+Collectors for non-file targets (process, ssh, trackers, cloud) are looked up in COLLECTORS,
+built from the registry of target kinds (targets.py), and imported only when used, so heavy
+SDKs stay out of a plain log diagnosis.
 """
 
 from __future__ import annotations
 
 import importlib
-import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
+from pydantic import Field, create_model
 
-from ml_skills import __version__
+from ml_skills import __version__, targets
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import artifacts as artifact_collector
 from ml_skills.engine import excerpts, frameworks, ranks, scan
@@ -51,32 +52,19 @@ from ml_skills.models import (
 from ml_skills.render.progress import Progress
 from ml_skills.safety import paths
 from ml_skills.safety.redact import redact, redact_value, redaction_count, reset_redaction_count
+from ml_skills.targets import Confine, TargetKind
 
 MAX_LOGS = 16
 
-# target kind -> "module:function" returning (SourceEvidence, list[LogEvidence])
-COLLECTORS: dict[str, str] = {
-    "ssh": "ml_skills.collectors.ssh:collect",
-    "pid": "ml_skills.collectors.process:collect",
-    "proc": "ml_skills.collectors.process:collect",
-    "vertex-pipeline": "ml_skills.collectors.vertex:collect",
-    "mlflow": "ml_skills.collectors.mlflow:collect",
-    "wandb": "ml_skills.collectors.wandb:collect",
-}
-POLLING = {"vertex-pipeline"}
+COLLECTORS: dict[str, str] = {k.kind: k.collector for k in targets.KINDS if k.collector}
+"""target kind -> "module:function" returning (SourceEvidence, list[LogEvidence]) (targets.py)."""
+POLLING = {k.kind for k in targets.KINDS if k.waits}
 """Collectors that wait (poll until a terminal state) and so take a `progress` callback."""
 
 
-class DiagnoseRequest(Model):
-    """Everything the engine needs to know about one diagnosis."""
+class RequestOptions(Model):
+    """What a diagnosis is asked besides its target; DiagnoseRequest adds one field per target input."""
 
-    target: str | None = Field(None, description="Log file, artifact directory, or user@host:/path.")
-    traceback_text: str | None = Field(None, description="Pasted traceback or log text.")
-    pid: int | None = None
-    proc: str | None = None
-    wandb: str | None = None
-    mlflow: str | None = None
-    vertex_pipeline: str | None = None
     project: str | None = None
     region: str | None = None
     framework: Framework | None = None
@@ -87,25 +75,36 @@ class DiagnoseRequest(Model):
     once: bool = True
     engine: str | None = Field(None, description="Force the scanning engine (hyperscan or re); tests only.")
 
-    def kind(self) -> str:
-        if self.traceback_text is not None:
-            return "traceback"
-        for k in ("pid", "proc", "wandb", "mlflow", "vertex_pipeline"):
-            if getattr(self, k) is not None:
-                return k.replace("_", "-")
-        if self.target and re.match(r"^[^/\s@]+@[^/\s]+:/", self.target):  # as scp: user@host: before any slash is remote
-            return "ssh"
-        if self.target and Path(self.target).is_dir():
-            return "directory"
-        return "log"
+    def given(self) -> list[targets.Input]:
+        return [i for i in targets.INPUTS if getattr(self, i.field) is not None]
+
+    def kind(self) -> TargetKind:
+        other = [i for i in self.given() if i is not targets.TARGET]
+        if other:
+            return targets.of_input(other[0]).kind
+        target = getattr(self, "target", None)
+        if targets.is_remote(target):
+            return TargetKind.SSH
+        if target and Path(target).is_dir():
+            return TargetKind.DIRECTORY
+        return TargetKind.LOG
 
     def label(self) -> str:
-        k = self.kind()
-        return {
-            "traceback": "pasted traceback", "pid": f"pid {self.pid}", "proc": f"process '{self.proc}'",
-            "wandb": f"wandb run {self.wandb}", "mlflow": f"mlflow run {self.mlflow}",
-            "vertex-pipeline": f"vertex pipeline {self.vertex_pipeline}",
-        }.get(k, self.target or "")
+        k = targets.BY_KIND[self.kind()]
+        return k.label.format(getattr(self, k.input.field) or "")
+
+    if TYPE_CHECKING:  # the target fields come from the registry below
+        def __init__(self, **values: Any) -> None: ...
+        def __getattr__(self, name: str) -> Any: ...
+
+
+if TYPE_CHECKING:
+    DiagnoseRequest = RequestOptions
+else:
+    DiagnoseRequest = create_model(
+        "DiagnoseRequest", __base__=RequestOptions, __module__=__name__, __doc__="Everything the engine needs to know about one diagnosis.",
+        **{i.field: (int | None if i.integer else str | None, Field(None, description=i.description)) for i in targets.INPUTS},
+    )
 
 
 def collect(req: DiagnoseRequest, progress: Progress | None = None) -> Evidence:
@@ -121,24 +120,26 @@ def collect(req: DiagnoseRequest, progress: Progress | None = None) -> Evidence:
 def _local_paths(req: DiagnoseRequest) -> list[str]:
     """The local files and directories a request names: without active roots, they are the roots.
 
-    A process named by the person (the CLI's --pid / --proc) brings its own evidence, the logs it
-    writes wherever they are: no roots then (the inventory still keeps to its own directory).
+    A process named by the person (an input confined as Confine.PROCESS) brings its own evidence, the
+    logs it writes wherever they are: no roots then (the inventory still keeps to its own directory).
     """
-    if req.pid is not None or req.proc is not None:
+    given = req.given()
+    if any(i.confine is Confine.PROCESS for i in given):
         return []
-    return [p for p in (req.target, req.artifacts, req.wandb) if p and not re.match(r"^[^/\s@]+@[^/\s]+:/", p)]
+    named = [getattr(req, i.field) for i in given if i.confine in (Confine.PATH, Confine.PATH_OR_REMOTE, Confine.PATH_OR_RUN)]
+    return [p for p in (*named, req.artifacts) if p and not targets.is_remote(p)]
 
 
 def _collect(req: DiagnoseRequest, progress: Progress | None) -> Evidence:
     kind = req.kind()
     ev = Evidence(target=req.label(), target_kind=kind, collected_at=datetime.now(UTC))
-    if kind == "traceback":
+    if kind is TargetKind.TRACEBACK:
         ev.logs.append(scan.scan_text(req.traceback_text or "", source="pasted traceback", last=req.last, task=req.task))
-    elif kind == "log":
+    elif kind is TargetKind.LOG:
         if not req.target:
-            raise InputError("no target: give a log path, an artifact directory, --traceback, or one of --pid/--proc/--wandb/--mlflow/--vertex-pipeline")
+            raise InputError(f"no target: give {targets.choices(targets.INPUTS)}")
         ev.logs.append(scan.scan_log(req.target, last=req.last, task=req.task, engine=req.engine, progress=progress))
-    elif kind == "directory":
+    elif kind is TargetKind.DIRECTORY:
         ev.artifacts, logs, notes = _scan_directory(Path(req.target or "."), req, progress=progress)
         ev.logs.extend(logs)
         ev.notes.extend(notes)
@@ -151,7 +152,7 @@ def _collect(req: DiagnoseRequest, progress: Progress | None) -> Evidence:
         source, logs = getattr(importlib.import_module(mod), fn)(req, **extra)
         ev.sources.append(source)
         ev.logs.extend(logs)
-    if req.artifacts and kind != "directory":
+    if req.artifacts and kind is not TargetKind.DIRECTORY:
         ev.artifacts, logs, notes = _scan_directory(Path(req.artifacts), req, exclude={l.source for l in ev.logs}, progress=progress)
         ev.logs.extend(logs)
         ev.notes.extend(notes)
@@ -187,7 +188,7 @@ def _scan_directory(root: Path, req: DiagnoseRequest, exclude: set[str] | frozen
 def _framework(req: DiagnoseRequest, logs: list[LogEvidence], target_kind: str) -> tuple[Framework, str, str | None]:
     if req.framework is not None:
         return req.framework, "given", None
-    if target_kind == "vertex-pipeline":  # the platform that ran the job names it, as in a log (engine/frameworks.py)
+    if target_kind == TargetKind.VERTEX_PIPELINE:  # the platform that ran the job names it, as in a log (engine/frameworks.py)
         return Framework.VERTEX, "detected", None
     fw, detail = frameworks.decide(logs)
     if fw == "unknown":
@@ -340,7 +341,7 @@ def diagnose(req: DiagnoseRequest, progress: Progress | None = None) -> Diagnosi
 
     reset_redaction_count()
     with paths.scope(*_local_paths(req)):
-        if req.kind() == "directory" and (found := attempts.of_run(req.target)) is not None:
+        if req.kind() is TargetKind.DIRECTORY and (found := attempts.of_run(req.target)) is not None:
             return attempts.diagnose(req, found, progress)
         ev = collect(req, progress)
         d = analyse(req, ev)
@@ -382,7 +383,7 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
     next_cmds = list(dict.fromkeys(commands))
     # read-only commands a collector knows for its own source (the failed task's log, the service account's roles)
     next_cmds += [redact(c) for s in ev.sources for c in s.details.get("next_commands", []) if c not in next_cmds]
-    log_target = req.target if req.kind() == "log" and ev.artifacts is None else None
+    log_target = req.target if req.kind() is TargetKind.LOG and ev.artifacts is None else None
     next_cmds += [c for c in diagnostic_commands(cls, all_logs, facts, log_target) if c not in next_cmds]
     anomalies = [a for l in all_logs for a in l.trajectory.anomalies]
     series = [s for l in all_logs for s in l.trajectory.series]

@@ -7,12 +7,16 @@ facts as fields (clients hand their model one or the other), never the whole fil
 
 from __future__ import annotations
 
-import re
+import functools
+import inspect
+from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 import pydantic_core
 from pydantic import Field, PrivateAttr
 
+from ml_skills import targets
 from ml_skills.errors import InputError, UnreadableInput
 from ml_skills.mcp_tools.common import WRITES_REPORT, ToolResult, config, roots, tool, tracker_target
 from ml_skills.models import EvidenceStatus, Framework, Task
@@ -23,8 +27,7 @@ from ml_skills.safety import untrusted_json
 from ml_skills.safety.paths import confine, confine_new, normalise_roots, read_capped, within
 from ml_skills.safety.quoting import new_marker, quote_inline, strip_invisible
 from ml_skills.safety.redact import stripped_count
-
-MAX_PASTE = 4 * 1024 * 1024
+from ml_skills.targets import Confine
 
 
 class DiagnoseResult(Brief, ToolResult):
@@ -70,23 +73,55 @@ def _quoted(b: Brief, marker: str) -> Brief:
     })
 
 
-_REMOTE = re.compile(r"^[^/\s@]+@[^/\s]+:/")  # user@host:/path, as the CLI reads it
+def _annotation(i: targets.Input) -> Any:
+    if i.integer:
+        return Annotated[int | None, Field(ge=1, le=i.upper, description=i.description)]
+    return Annotated[str | None, Field(min_length=1, max_length=i.max_length, description=i.description)]
+
+
+def _confined(i: targets.Input, value: Any, r: list[Path]) -> Any:
+    """Each input held to the roots the way the registry declares (a process brings its own evidence)."""
+    match i.confine:
+        case Confine.PATH:
+            return str(confine(value, r, want="any"))
+        case Confine.PATH_OR_REMOTE:
+            return value if targets.is_remote(value) else str(confine(value, r, want="any"))
+        case Confine.PATH_OR_RUN:
+            return tracker_target(value)
+        case Confine.NONE | Confine.PROCESS:
+            return value
+
+
+def with_target_parameters(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """One keyword parameter per target input of the registry (targets.py), ahead of `fn`'s own options.
+
+    `fn` gets the one input given, confined, as `given`; the description's `{targets}` names them all.
+    """
+    inputs = targets.mcp_inputs()
+    own = inspect.signature(fn, eval_str=True)
+    params = [inspect.Parameter(i.field, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=_annotation(i)) for i in inputs]
+    params += [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for name, p in own.parameters.items() if name != "given"]
+
+    @functools.wraps(fn)
+    def tool_fn(**kwargs: Any) -> Any:
+        values = {i: kwargs.pop(i.field, None) for i in inputs}
+        given = {i: v for i, v in values.items() if v is not None}
+        if len(given) != 1:
+            raise InputError(f"give exactly one of {targets.choices(inputs, mcp=True)}"
+                             + (f" (got {', '.join(i.field for i in given)})" if given else ""))
+        (i, v), = given.items()
+        return fn(given=(i, _confined(i, v, roots())), **kwargs)
+
+    tool_fn.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]
+    tool_fn.__annotations__ = {p.name: p.annotation for p in params} | {"return": own.return_annotation}
+    tool_fn.__doc__ = (fn.__doc__ or "").replace("{targets}", targets.either([i.phrase for i in inputs]))
+    return tool_fn
 
 
 @tool(title="Diagnose a failed run", annotations=WRITES_REPORT, deadline=300.0)
+@with_target_parameters
 def diagnose(
-    target: Annotated[str | None, Field(min_length=1, max_length=4096, description=(
-        "Log file or run directory inside the allowed roots, or user@host:/path/to/train.log (read over ssh, "
-        "host already in known_hosts)."))] = None,
-    traceback_text: Annotated[str | None, Field(min_length=1, max_length=MAX_PASTE, description="Pasted traceback or log text, instead of a target.")] = None,
-    pid: Annotated[int | None, Field(ge=1, le=4_194_304, description="A live (or just-ended) training process, instead of a target.")] = None,
-    wandb: Annotated[str | None, Field(min_length=1, max_length=1000, description=(
-        "A W&B run instead of a target: entity/project/run_id (WANDB_API_KEY from the server's environment) or a local "
-        "wandb/run-* directory inside the allowed roots."))] = None,
-    mlflow: Annotated[str | None, Field(min_length=1, max_length=64, description=(
-        "An MLflow run id instead of a target (MLFLOW_TRACKING_URI from the server's environment)."))] = None,
-    vertex_pipeline: Annotated[str | None, Field(min_length=1, max_length=300, description=(
-        "A Vertex AI pipeline or custom job (id or full resource name) instead of a target; one pass, no polling."))] = None,
+    given: tuple[targets.Input, Any],
     project: Annotated[str | None, Field(max_length=64, description="GCP project, with vertex_pipeline (not needed with a full resource name).")] = None,
     region: Annotated[str | None, Field(max_length=64, description="GCP region, with vertex_pipeline (not needed with a full resource name).")] = None,
     artifacts: Annotated[str | None, Field(max_length=4096, description="Artifact directory to inventory alongside a log.")] = None,
@@ -102,27 +137,19 @@ def diagnose(
     primary cause with confidence, ruled-out classes, root cause, ranked fixes with risk levels and
     GO / NO-GO, as the text report shows them, plus the path of check-failed-run.json. Trajectory
     points, every anomaly, the full ruled-out list and artifact inventories are left out (left_out
-    counts them): name them in `detail`, or read them later with read_report. The target is a local log or run directory, a remote log (user@host:/path), pasted
-    traceback text, a process id, a W&B or MLflow run, or a Vertex AI job: give exactly one. Reads
-    only; writes check-failed-run.json into the out dir and returns its path."""
-    given = [k for k, v in (("target", target), ("traceback_text", traceback_text), ("pid", pid), ("wandb", wandb),
-                            ("mlflow", mlflow), ("vertex_pipeline", vertex_pipeline)) if v is not None]
-    if len(given) != 1:
-        raise InputError("give exactly one of target (a log, run directory or user@host:/path), traceback_text, pid, wandb, "
-                         "mlflow or vertex_pipeline" + (f" (got {', '.join(given)})" if given else ""))
-    if (project or region) and vertex_pipeline is None:
+    counts them): name them in `detail`, or read them later with read_report. The target is {targets}:
+    give exactly one. Reads only; writes check-failed-run.json into the out dir and returns its path."""
+    inp, value = given
+    if (project or region) and inp is not targets.VERTEX_PIPELINE:
         raise InputError("project and region go with vertex_pipeline only")
     r = roots()
-    t = target if target is None or _REMOTE.match(target) else str(confine(target, r, want="any"))
-    w = tracker_target(wandb) if wandb is not None else None
     a = str(confine(artifacts, r, want="dir")) if artifacts else None
     out = confine_new(out_dir, r) if out_dir else config().out_dir
     from ml_skills.engine.pipeline import DiagnoseRequest  # the engine is imported at the first call: tools/list stays fast
     from ml_skills.engine.pipeline import diagnose as run_engine
 
     gone = stripped_count()
-    d = run_engine(DiagnoseRequest(target=t, traceback_text=traceback_text, pid=pid, wandb=w, mlflow=mlflow,
-                                   vertex_pipeline=vertex_pipeline, project=project, region=region, once=True,
+    d = run_engine(DiagnoseRequest(**{inp.field: value}, project=project, region=region, once=True,
                                    artifacts=a, framework=framework, task=task, last=last))
     path = json_report.write(d, out)  # stripped and redacted as its last step
     stripped = stripped_count() - gone

@@ -20,6 +20,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "ml_skills.mcp_tools.vertex",
     "ml_skills.mcp_tools.checks",
     "ml_skills.mcp_tools.trackers",
+    "ml_skills.mcp_tools.tensorboard",
     "ml_skills.mcp_tools.remote",
     "ml_skills.mcp_tools.actions",
     "ml_skills.mcp_tools.grid",

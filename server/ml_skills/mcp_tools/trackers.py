@@ -23,7 +23,7 @@ class TrackerResult(SourceResult):
     )
 
 
-def _with_logs(src: SourceEvidence, logs: list[LogEvidence]) -> TrackerResult:
+def with_logs(src: SourceEvidence, logs: list[LogEvidence]) -> TrackerResult:
     for log in logs:
         if log.tail is not None:
             src.lines.extend(f"{log.source}: {line}" for line in log.tail.lines[-LOG_LINES:])
@@ -55,7 +55,7 @@ def get_wandb_run(
     from ml_skills.engine.pipeline import DiagnoseRequest
 
     target = tracker_target(run)
-    return _with_logs(*wandb.collect(DiagnoseRequest(wandb=target)))
+    return with_logs(*wandb.collect(DiagnoseRequest(wandb=target)))
 
 
 @tool(title="Read an MLflow run", annotations=READ_ONLY_REMOTE, deadline=120.0)
@@ -75,7 +75,7 @@ def get_mlflow_run(
     from ml_skills.collectors import mlflow
     from ml_skills.engine.pipeline import DiagnoseRequest
 
-    return _with_logs(*mlflow.collect(DiagnoseRequest(mlflow=run_id)))
+    return with_logs(*mlflow.collect(DiagnoseRequest(mlflow=run_id)))
 
 
 TOOLS = [get_wandb_run, get_mlflow_run]

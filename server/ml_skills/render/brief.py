@@ -19,6 +19,7 @@ from pydantic import Field
 from ml_skills.models import Decision, Diagnosis, FailureClass, Level, Model, Risk, RunStatus
 from ml_skills.render import text
 from ml_skills.safety.quoting import fence, one_line
+from ml_skills.targets import TargetKind
 
 QUOTED = "[quoted in decisive_lines]"
 """Stands for a log line where the report repeats one of decisive_lines (evidence, proximate cause): each is quoted once."""
@@ -67,7 +68,7 @@ class Brief(Model):
 
     report_path: str = Field(description="Where check-failed-run.json was written: the whole diagnosis.")
     target: str = Field(description="What was diagnosed.")
-    target_kind: str = Field(description="log, directory, traceback, ssh, pid, proc, wandb, mlflow or vertex-pipeline.")
+    target_kind: TargetKind = Field(description="What kind of target it was (the registry of target kinds, targets.py).")
     run_status: RunStatus = Field(description="What state the run is in.")
     framework: str = Field(description="The framework and how it was known (detected, given), or unknown.")
     primary_cause: FailureClass | None = Field(description="The primary failure class; null when the evidence cannot decide "
