@@ -342,32 +342,30 @@ def _accuracy_gap(points: Sequence[MetricPoint]) -> Anomaly | None:
     above): evaluation sees other inputs than training does (preprocessing, normalisation, BatchNorm statistics in
     inference mode, a label order), or the held-out split is not the task trained on.
     """
-    last_train: dict[str, tuple[MetricPoint, float]] = {}
-    pairs: list[tuple[MetricPoint, float, float, float | None, float | None]] = []
+    last_acc: float | None = None
+    last_loss: float | None = None
+    pairs: list[tuple[MetricPoint, float, float, float, float]] = []  # point, acc, val acc, loss, val loss
     for p in points:
-        for k in ("acc", "loss"):
-            if k in p.values and _finite(p.values[k]):
-                last_train[k] = (p, p.values[k])
-        if "val_acc" in p.values and _finite(p.values["val_acc"]) and "acc" in last_train:
-            loss = last_train.get("loss")
-            vloss = p.values.get("val_loss")
-            pairs.append((p, last_train["acc"][1], p.values["val_acc"], loss[1] if loss else None,
-                          vloss if vloss is not None and _finite(vloss) else None))
+        if "acc" in p.values and _finite(p.values["acc"]):
+            last_acc = p.values["acc"]
+        if "loss" in p.values and _finite(p.values["loss"]):
+            last_loss = p.values["loss"]
+        vacc, vloss = p.values.get("val_acc"), p.values.get("val_loss")
+        if last_acc is None or last_loss is None or vacc is None or vloss is None or not (_finite(vacc) and _finite(vloss)):
+            continue
+        pairs.append((p, last_acc, vacc, last_loss, vloss))
     if len(pairs) < GAP_EVALS:
         return None
     tail = pairs[-GAP_EVALS:]
     scale = 100.0 if max(max(a, v) for _, a, v, _, _ in pairs) > 1.0 else 1.0
-    for _, acc, vacc, loss, vloss in tail:
-        if acc < 0.85 * scale or vacc > 0.5 * acc:
-            return None
-        if loss is None or vloss is None or vloss < 3 * max(loss, 1e-9):
-            return None
+    if any(acc < 0.85 * scale or vacc > 0.5 * acc or vloss < 3 * max(loss, 1e-9) for _, acc, vacc, loss, vloss in tail):
+        return None
     p, acc, vacc, loss, vloss = tail[-1]
     return Anomaly(
         kind=AnomalyKind.TRAIN_VAL_DIVERGENCE, failure_class=FailureClass.EVALUATION_MISMATCH,
         severity=Severity.SIGNIFICANT, source=p.source, line_no=p.line_no, step=p.step,
         detail=(f"training accuracy {acc:g} against validation accuracy {vacc:g} at each of the last {GAP_EVALS} "
-                f"evaluations (validation loss {vloss:.4g}, {vloss / max(loss or 0.0, 1e-9):.0f}x the training loss "
+                f"evaluations (validation loss {vloss:.4g}, {vloss / max(loss, 1e-9):.0f}x the training loss "
                 f"{loss:.4g}): evaluation does not see what training sees (preprocessing, normalisation, BatchNorm "
                 "in inference mode, label order) or the validation split is another task"),
     )
