@@ -346,11 +346,15 @@ _TRAINING_OP = lazy(r"\b(TFJob|PyTorchJob|MPIJob|XGBoostJob|PaddleJob|MXJob|JAXJ
 _ARGO_CHILD = lazy(r"child '([a-z0-9][a-z0-9.-]{2,62})' failed")
 _IMAGE = lazy(r"(?:pulling image|pull image|Failed to pull image) \\?\"([\w./:@-]{2,200})\\?\"")
 _K8S_STEP = lazy(r"(?i)This step is in (?:Failed|Error|Pending) state|phase: Failed|exitCode: \d+|kubelet|ImagePullBackOff|ErrImagePull|"
-                 r"argoproj/argo|WorkflowExecutor|Failed to determine pid for containerID")
+                 r"argoproj/argo|WorkflowExecutor|Failed to determine pid for containerID|Error \(exit code \d+\)|"
+                 r"executable file not found in \$PATH")
+_ZENML_STACK = lazy(r"Running pipeline [\w-]{1,80} on stack ([\w-]{1,80})")
+_ZENML_FAILED = lazy(r"Failed to run step [\w-]{1,80}|Pipeline run has failed|failed for component '[\w-]{1,80}'")
+_METAFLOW_SERVICE = lazy(r"Metadata request \(/flows/[\w/-]{1,200}\) failed \(code 5\d\d\)")
 _KFP_API_DOWN = lazy(r"failed to (?:execute component|create task).{0,80}(?:Unavailable|connection (?:error|refused))")
 _SM_CONTEXT = lazy(r"sagemaker-containers|ExecuteUserScriptError|sagemaker\.exceptions|/aws/sagemaker/")
 _SM_JOB = lazy(r"(?:Error for Training job|Error training) ([A-Za-z0-9][A-Za-z0-9-]{0,62})[:\s]")
-_AZML_RUN = lazy(r"job RunId is ([\w-]{8,80})")
+_AZML_RUN = lazy(r"RunId(?: for [\w ]{1,60})? is ([\w-]{8,80})")
 _AZML_COMPUTE = lazy(r"AzureMLCompute cluster ([\w-]{2,32}) does not exist")
 
 
@@ -444,6 +448,11 @@ def _orchestrator(text: str) -> list[str]:
     elif not out and _K8S_STEP.search(text):
         out.append("kubectl get pods -A --field-selector=status.phase=Failed -o wide --sort-by=.status.startTime | tail -5"
                    "   # the step's pod, to describe it (exit code and reason: OOMKilled, Error, Evicted)")
+    if (m := _ZENML_STACK.search(text)) is not None and _ZENML_FAILED.search(text):
+        out.append(f"zenml stack describe {m.group(1)}   # the components (and their flavors and settings) the failed step ran with")
+    if _METAFLOW_SERVICE.search(text):
+        out.append("curl -sS -w ' %{http_code}\\n' \"$METAFLOW_SERVICE_URL/ping\"   # is the metadata service the flow reports to "
+                   "answering now (5xx: its server or database, not the flow's code)")
     if _KFP_API_DOWN.search(text):
         out.append("kubectl get pods -n kubeflow -o wide | grep -v -E 'Running|Completed'   # the pipeline's own services "
                    "(API server, metadata, MinIO) that the step could not reach")
@@ -557,7 +566,7 @@ def probe_commands(cls: Classification, logs: list[LogEvidence], facts: list[Run
                    FailureClass.PIPELINE_ORCHESTRATION, None):
         out += _paths("\n".join([decisive, exc, *tail[-6:]]), frames, tail, above, primary)
     if not out and primary in (FailureClass.CONFIG_ERROR, FailureClass.DATA_PIPELINE, FailureClass.IO_CHECKPOINT,
-                               FailureClass.EVALUATION_MISMATCH):
+                               FailureClass.EVALUATION_MISMATCH, FailureClass.PIPELINE_ORCHESTRATION):
         own = _own_line(frames)
         lib = _library(tb, frames, exc) if primary is FailureClass.CONFIG_ERROR else None
         out += [c for c in (_version_of(lib) if lib else None, own) if c]
