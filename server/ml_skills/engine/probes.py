@@ -246,8 +246,10 @@ def _launch_blocking(above: list[str], tail: list[str]) -> list[str]:
 _STORAGE_WRITE = lazy(r"(?i)file write failed|unexpected pos \d+|iostream error|cannot be opened|write\(\): fd \d+ failed|"
                       r"Input/output error|\[Errno 5\]|save failed")
 _EIO = lazy(r"(?i)Input/output error|\[Errno 5\]|\bEIO\b")
-_ERRNO_PATH = lazy(r"\[Errno \d+\] [^:\n]{3,60}: '(/?[^'\n]{1,300})'|\bFile (/?[\w.~@+=-]+(?:/[\w.~@+=-]+)+) cannot be opened")
-_CAN_NOT_OPEN = lazy(r"can't open file '([^'\n]{1,300})'")
+# Python quotes a path that holds a ' with "
+_ERRNO_PATH = lazy(r"\[Errno \d+\] [^:\n]{3,60}: (?:'([^'\n\r]{1,300})'|\"([^\"\n\r]{1,300})\")|"
+                   r"\bFile (/?[\w.~@+=-]+(?:/[\w.~@+=-]+)+) cannot be opened")
+_CAN_NOT_OPEN = lazy(r"can't open file '([^'\n\r]{1,300})'")
 _NOT_FOUND_IN = lazy(r"(?i)(?:No \w+ found in|nonexistent paths?:? \[?'?|does not exist(?: in)?:? '?|Dataset does not exist:)\s*"
                      r"'?(/?[\w.~@+=-]+(?:/[\w.~@+=-]*)+|/[\w.~@+=-]+)'?")
 _BARE_MISSING = lazy(r"No such file or directory: '([\w.+-]{1,80})'")
@@ -275,7 +277,7 @@ def _paths(text: str, frames: list[tuple[str, int, str]], tail: list[str], above
                    "or not on the job's PATH")
         return out
     if (m := _ERRNO_PATH.search(text)) is not None:
-        p = m.group(1) or m.group(2)
+        p = m.group(1) or m.group(2) or m.group(3)
         d = _dir_of(p)
         if _EIO.search(text) or _STORAGE_WRITE.search(text):
             out.append(f"df -h {shlex.quote(d)}; findmnt -T {shlex.quote(d)}; dmesg -T | grep -i -E 'I/O error|EXT4-fs|XFS|nfs|fuse' | tail -5"
@@ -396,7 +398,7 @@ def _aws(text: str) -> list[str]:
         name = role.group(1).split("/")[-1]
         out.append(f"aws iam get-role --role-name {shlex.quote(name)} --query Role.AssumeRolePolicyDocument"
                    "   # the principals allowed to assume the role: the service or identity provider must be one of them")
-    if (m := _SM_TYPE.search(text)) is not None:
+    if (m := _SM_TYPE.search(text)) is not None and "service limit '" not in text:  # commands.py reads the limit's own name
         kind = m.group(1) or m.group(2)
         out.append(f"aws service-quotas list-service-quotas --service-code sagemaker --query \"Quotas[?contains(QuotaName, '{kind} for "
                    "training job usage')].[QuotaName,Value]\" --output table"
