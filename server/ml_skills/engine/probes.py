@@ -569,7 +569,8 @@ def probe_commands(cls: Classification, logs: list[LogEvidence], facts: list[Run
         out += _paths("\n".join([decisive, exc, *tail[-6:]]), frames, tail, above, primary)
     if not out and primary in (FailureClass.CONFIG_ERROR, FailureClass.DATA_PIPELINE, FailureClass.IO_CHECKPOINT,
                                FailureClass.EVALUATION_MISMATCH, FailureClass.PIPELINE_ORCHESTRATION):
-        own = _own_line(frames)
+        # the run's own file, when the log is a local file: a cloud job's source (vertex:..., a tracker's) ran its code elsewhere
+        own = _own_line(frames) if d is not None and Path(d.source).is_file() else None
         lib = _library(tb, frames, exc) if primary is FailureClass.CONFIG_ERROR else None
         out += [c for c in (_version_of(lib) if lib else None, own) if c]
     return list(dict.fromkeys(out))
