@@ -164,7 +164,7 @@ def _imports(text: str) -> list[str]:
 
 
 _API_MISMATCH = lazy(r"unexpected keyword|positional argument|required (?:positional |keyword-only )?argument|has no attribute|"
-                     r"is (?:invalid|not supported|deprecated)|Allowed \w+ values|requires? (?:torch|transformers|\w+>=)|no longer|renamed|removed")
+                     r"is (?:invalid|not supported|deprecated|incompatible)|Allowed \w+ values|requires? (?:torch|transformers|\w+>=)|no longer|renamed|removed")
 
 
 def _library(tb: TracebackEvent | None, frames: list[tuple[str, int, str]], message: str) -> str | None:
@@ -327,7 +327,9 @@ _GCS_BUCKET = lazy(r"gs://([a-z0-9][a-z0-9._-]{1,61}[a-z0-9])|does not have stor
 _GCP_DENIED = lazy(r"(?i)PERMISSION_DENIED|PermissionDenied|HTTP response code 40[13]|Forbidden|does not have [a-z]+\.[\w.]+ access|"
                    r"does not have `?\[?[a-z]+\.[\w.]+.{0,80}IAM permission|"
                    r"UNAUTHENTICATED|anonymous caller")
-_GCP_CONTEXT = lazy(r"googleapis|gcloud|gs://|\bGCS\b|Google Cloud|gcr\.io|serviceaccount|aiplatform|storage\.\w+\.\w+")
+# "Error executing an HTTP request": TensorFlow's GCS file system (gs:// paths read and written through tf.io.gfile)
+_GCP_CONTEXT = lazy(r"googleapis|gcloud|gs://|\bGCS\b|Google Cloud|gcr\.io|serviceaccount|aiplatform|storage\.\w+\.\w+|"
+                    r"Error executing an HTTP request")
 _AWS_CLIENT = lazy(r"An error occurred \((AccessDenied\w*|403|Forbidden|UnauthorizedOperation|AccessDeniedException)\) when calling the "
                    r"(\w{2,60}) operation")
 _AWS_ROLE = lazy(r"arn:aws:iam::\d{12}:role/([\w+=,.@/-]{1,128})'?")
