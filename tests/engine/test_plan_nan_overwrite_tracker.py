@@ -1,11 +1,13 @@
-"""A NaN run that W&B still shows running and that goes on saving: the plan stops it first, through the tracker.
+"""A NaN run that W&B or MLflow still shows running and that goes on saving: the plan stops it first, through the tracker.
 
 The run is real (procs/nan_saves.py: a PyTorch CPU job whose learning rate jumps to 5.0, the loss overflows
 to inf and NaN, and it saves every 10 steps); it is killed once it has saved after the NaN. What it logged
 is served by the loopback W&B API fake (tests/collectors/wandb_fake.py, the wire the real wandb client
 talks to): each printed step as a history row, its console as output.log, its state as W&B reports it.
 With state 'running' the plan's first fix stops it before its next save (no pid to pause: there is no
-command, the person stops it where it runs); the same run reported 'crashed' gets no such fix.
+command, the person stops it where it runs); the same run reported 'crashed' gets no such fix. The same
+run logged through the real MLflow SDK into a local store (metrics per step, the console as output.log) and
+left RUNNING, as a live job leaves it, gets the same first fix; once terminated FAILED it gets none.
 """
 
 from __future__ import annotations
@@ -60,12 +62,16 @@ def logged(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="module")
 def fake(logged: str):
-    rows = [{"_step": int(m.group(1)), "_runtime": int(m.group(1)) * 0.02, "loss": float(m.group(2)), "lr": float(m.group(3))}
-            for m in re.finditer(r"^step (\d+) \| loss (\S+) \| lr (\S+)$", logged, re.MULTILINE)]
+    rows = _rows(logged)
     with FakeWandb(KEY) as f:
         for name, state in (("live01", "running"), ("dead01", "crashed")):
             f.runs[name] = FakeRun(state, {"lr": 0.01, "save_every": 10}, rows, {"output.log": logged.encode()})
         yield f
+
+
+def _rows(logged: str) -> list[dict]:
+    return [{"_step": int(m.group(1)), "_runtime": int(m.group(1)) * 0.02, "loss": float(m.group(2)), "lr": float(m.group(3))}
+            for m in re.finditer(r"^step (\d+) \| loss (\S+) \| lr (\S+)$", logged, re.MULTILINE)]
 
 
 def _diagnose(fake: FakeWandb, run: str, monkeypatch: pytest.MonkeyPatch):
@@ -94,3 +100,36 @@ def test_the_same_wandb_run_reported_crashed_gets_no_stop(fake, monkeypatch: pyt
     d = _diagnose(fake, "dead01", monkeypatch)
     assert d.primary_cause is not None and d.primary_cause.value == "nan-inf"
     assert d.fixes and "stop-before-next-save" not in [f.fix_id for f in d.fixes]
+
+
+def _check_stop_first(d, logged: str, where: str) -> None:
+    first = d.fixes[0]
+    assert first.fix_id == "stop-before-next-save", [f.fix_id for f in d.fixes]
+    assert first.command is None and f"{where} is still running" in first.because, first.because
+    good = [(s, p) for s, p in _saves(logged) if s < _first_bad(logged)]
+    assert f"last good checkpoint is {good[-1][1]}" in first.because, first.because
+    assert f"next at step {_saves(logged)[-1][0] + 10}" in first.because, first.because
+
+
+def test_a_running_mlflow_nan_run_that_keeps_saving_is_stopped_first(logged: str, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("mlflow")
+    from mlflow.entities import Metric
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path}/local.db"
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.create_experiment("nanjob", artifact_location=str(tmp_path / "art"))
+    rid = client.create_run(exp).info.run_id
+    now = int(time.time() * 1000)
+    rows = _rows(logged)
+    for key in ("loss", "lr"):
+        client.log_batch(rid, metrics=[Metric(key, r[key], now + r["_step"], r["_step"]) for r in rows])
+    client.log_text(rid, logged, "output.log")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    d = diagnose(DiagnoseRequest(mlflow=rid))
+    _check_stop_first(d, logged, f"mlflow run {rid} (RUNNING)")
+    client.set_terminated(rid, "FAILED")
+    d = diagnose(DiagnoseRequest(mlflow=rid))
+    assert d.primary_cause is not None and d.primary_cause.value == "nan-inf"
+    assert "stop-before-next-save" not in [f.fix_id for f in d.fixes]
