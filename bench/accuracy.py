@@ -798,6 +798,15 @@ PLAN_HISTORY: list[tuple[str, str, str, str, str, str, str]] = [
       "request-fewer-resources, redownload-verify-file, offline-local-model, larger-accelerator twice); 5 of them rank it in "
       "the top 3, the two XLA compile-time OOMs 4th; no other labelled case moved. Next commands without DIR 238 -> 254 "
       "from commands fitted to the death (a core's stack, the kernel's segfault or kill record, the CPU's extensions)")),
+    ("plan15b (next commands read from the evidence)", "135 of 146", "67/135 (50%)", "109/135 (81%)", "0/632 (0%)",
+     "632/632 (100%) / 571/632 (90%)",
+     ("TUNED on this corpus's reports, not a prospective figure: main before it had 615/632 (97%) / 301/632 (48%); no class, "
+      "fix or rank moved. engine/probes.py fills the command that decides in from the log's own names: where memory ran out (a GPU, "
+      "a TPU's HBM, the host or container, /dev/shm, a SLURM job id, kubelet evictions, a Ray node's IP), the module, package or "
+      "line of the run's own code an exception names, the path, bucket, project, role, client, pod, job or image an error names, "
+      "a dead rank's pid, the script of a device-side assert, a stopped log's process; tests/engine/test_next_commands.py. "
+      "The 61 left are mostly metric-only evaluation reports (21) and errors that name no file, dataset or model (label ranges, "
+      "state-dict shape mismatches)")),
 ]
 PLAN_NOTE = (
     "What the misses at bd869e3 have in common (the table below lists each): "

@@ -22,8 +22,9 @@ MATCHABLE_FLOOR = 121  # labelled cases whose working fix has a catalog equivale
 FIRST_FLOOR = 0.45  # reached: 52/114 = 0.456 working fix ranked first
 TOP3_FLOOR = 0.80  # reached: 92/114 = 0.807 after tuning on these labels (prospective: 83/114 = 0.728); issue 15 goal: 0.80
 ANYWHERE_FLOOR = 0.80  # reached: 92/114 = 0.807
-COMMANDS_FLOOR = 0.96  # reached: 470/486 = 0.967 next commands non-empty and placeholder-free (goal: 0.90)
-SPECIFIC_COMMANDS_FLOOR = 0.47  # reached: 246/511 = 0.481 the same without the generic 'ml-skills check-failed-run DIR'
+COMMANDS_FLOOR = 0.99  # reached: 616/616 = 1.0 next commands non-empty and placeholder-free (goal: 0.90)
+# reached: 555/616 = 0.901 the same without the generic 'ml-skills check-failed-run DIR' (engine/probes.py; was 246/511 = 0.481)
+SPECIFIC_COMMANDS_FLOOR = 0.89
 CITED_FLOOR = 0.96  # reached: 1259/1297 = 0.971 listed fixes name the evidence that made them apply
 MEAN_FIXES_CEILING = 3.0  # reached: 2.81 fixes per report that names a class; a padded list would raise it
 

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from ml_skills.engine.facts import fact
+from ml_skills.engine.probes import probe_commands, process_state
 from ml_skills.lazyre import lazy
 from ml_skills.models import Classification, FailureClass, LogEvidence, RunFact
 
@@ -38,6 +39,10 @@ _CORE = lazy(r"\(core dumped\)|core dumped")
 # a process's own crash line (the shell's, faulthandler's, a signal handler's), not a list of possible causes naming SIGSEGV
 _NATIVE = lazy(r"[Ss]egmentation fault|Illegal instruction|Fatal Python error: (?:Segmentation|Illegal)|[Ss]ignal (?:11|4)\b|"
                      r"(?:received|Caught|Signal:) ?(?:signal )?SIG(?:SEGV|ILL)\b")
+# a native abort: glibc's or tcmalloc's heap checks, a glog/absl fatal check, a C++ terminate (the kernel logs none of them)
+_ABORT = lazy(r"free\(\): |double free|corrupted (?:size|double-linked|unsorted)|Attempt to free invalid pointer|\(abort\+0x|"
+                    r"^F\d{4} [\d:.]+ +\d+ [\w./-]+:\d+\] Check failed|\bF external/[\w./-]+:\d+\] Check failed|"
+                    r"received signal SIGABRT|SIGABRT \(@|Aborted \(core dumped\)|Failing at address")
 _ILLEGAL = lazy(r"(?i)illegal instruction|\bSIGILL\b")
 _KILLED = lazy(r"(?i)^\s*Killed\s*$|\bKilled\b.*\bpython|exit(?:code| code| status|ed with)?[:= ]+(?:137|-9)\b|\bSIGKILL\b|signal 9\b|"
                      r"oom[-_ ]?kill|Out of memory: Killed process")
@@ -50,6 +55,9 @@ def _native_crash(cls: Classification, decisive: str, tail: list[str]) -> list[s
         return []  # a crash that followed another failure (a bus error of a full /dev/shm, an OOM): that failure's commands
     text = [decisive, *tail[-30:]]
     if not any(_NATIVE.search(x) or _CORE.search(x) for x in text):
+        if any(_ABORT.search(x) for x in text):
+            return [("coredumpctl list --no-pager | tail -3; coredumpctl info --no-pager   # the abort's native stack, if "
+                    "systemd-coredump kept the core (the kernel logs no line for an abort)")]
         return []
     out: list[str] = []
     if any(_CORE.search(x) for x in text):
@@ -180,9 +188,9 @@ def diagnostic_commands(cls: Classification, logs: list[LogEvidence], facts: lis
     if cls.primary is FailureClass.CUDA_RUNTIME and _CUDA_STACK.search(decisive):
         out.append("nvidia-smi; python -c \"import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available(), "
                    "torch.cuda.get_arch_list())\"   # driver, CUDA runtime and the GPU architectures this build supports")
-    if cls.primary is FailureClass.OOM and re.search(r"(?i)CUDA out of memory|OutOfMemoryError: CUDA|CUBLAS_STATUS_ALLOC_FAILED", decisive):
-        out.append("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"
-                   "   # other processes holding GPU memory when the run starts")
+    out += [c for c in probe_commands(cls, logs, facts, decisive, tail) if c not in out]
+    if (cls.primary is None or cls.primary is FailureClass.STALLED) and not out:
+        out += process_state(facts, tail, by_name=cls.primary is None)  # a stall's plan already dumps every python process
     if log_target is not None:
         q = shlex.quote(log_target)
         if cls.primary is FailureClass.NCCL_DISTRIBUTED:
