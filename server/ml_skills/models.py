@@ -6,14 +6,37 @@ check-failed-run.json is `Diagnosis`; its JSON schema is generated from it (gen.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 LogTime = Annotated[datetime, WithJsonSchema({"type": "string", "description": "ISO 8601 time as the log wrote it; without an offset it is the run's local time."})]
 """A time read from a log line: often naive, so its schema is not 'date-time' (which requires an offset)."""
+
+
+class Progress(Protocol):
+    """Told how far long work has got (a multi-GB scan, a poll), so stages never print: render/progress.py draws it.
+
+    progress(what, done, total, unit): unit is "B" (bytes) or "s" (seconds); total None when unknown.
+    """
+
+    def __call__(self, what: str, done: float, total: float | None, unit: str, /) -> None: ...
+
+
+def wait(seconds: float, what: str, progress: Progress | None, sleep: Callable[[float], None] = time.sleep) -> None:
+    """Sleep `seconds`, telling `progress` (when there is one) how much of the wait has passed, about every second."""
+    if progress is None:
+        sleep(seconds)
+        return
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        progress(what, seconds - left, seconds, "s")
+        sleep(min(1.0, left))
+    progress(what, seconds, seconds, "s")
 
 
 class Model(BaseModel):

@@ -25,10 +25,11 @@ from ml_skills.models import (
     FailureClass,
     LogEvidence,
     Model,
+    Progress,
     Severity,
     SourceEvidence,
+    wait,
 )
-from ml_skills.render.progress import Progress, wait
 from ml_skills.safety.redact import redact
 
 ACCESS = "roles/aiplatform.viewer on the project"

@@ -18,8 +18,7 @@ from ml_skills.collectors import artifacts as artifact_collector
 from ml_skills.collectors.attempts import REPORT_END, attempts_of, log_attempts
 from ml_skills.engine import repeat
 from ml_skills.errors import MLSkillsError
-from ml_skills.models import AttemptBrief, Diagnosis, Evidence, EvidenceItem, Outcome
-from ml_skills.render.progress import Progress
+from ml_skills.models import AttemptBrief, Diagnosis, Evidence, EvidenceItem, Outcome, Progress
 from ml_skills.safety.redact import redact, redact_value
 
 _REPORT_END = re.compile(REPORT_END)

@@ -43,13 +43,13 @@ from ml_skills.models import (
     LineRef,
     LogEvidence,
     Model,
+    Progress,
     RootCause,
     RunStatus,
     SourceEvidence,
     Task,
     ToolInfo,
 )
-from ml_skills.render.progress import Progress
 from ml_skills.safety import paths
 from ml_skills.safety.redact import redact, redact_value, redaction_count, reset_redaction_count
 

@@ -34,13 +34,13 @@ from ml_skills.models import (
     LogEvidence,
     LogLine,
     MetricPoint,
+    Progress,
     ProgressPoint,
     Role,
     Signature,
     SignatureHit,
     Task,
 )
-from ml_skills.render.progress import Progress
 from ml_skills.safety.redact import redact
 
 FULL_METRICS_BYTES = 2 * 1024 * 1024  # above this, sampled: parsing every line costs about 1 s per 10k lines
