@@ -152,7 +152,7 @@ class EvidenceStatus(StrEnum):
 
 
 class ActionKind(StrEnum):
-    """Typed recovery actions; policy/risk.py maps each to a Risk (unknown is dangerous)."""
+    """Typed recovery actions, each with a built-in Risk (DEFAULT_RISK) that a policy file may adjust; unknown is dangerous."""
 
     INSPECT = "inspect"  # read-only diagnostics, fetching logs or artifacts
     REPOINT_CHECKPOINT = "repoint-checkpoint"  # resume from an existing valid checkpoint
@@ -170,6 +170,41 @@ class ActionKind(StrEnum):
     DELETE_CHECKPOINT = "delete-checkpoint"
     DELETE_RUN = "delete-run"
     OVERWRITE_OUTPUT = "overwrite-output"
+
+
+DEFAULT_RISK: dict[ActionKind, tuple[Risk, str]] = {
+    ActionKind.INSPECT: (Risk.SAFE, "read-only diagnostics and fetching logs or artifacts change nothing"),
+    ActionKind.REPOINT_CHECKPOINT: (Risk.SAFE, "re-pointing a resume pointer to an existing, structurally valid checkpoint loses nothing: the old content is kept and the change is undone by writing it back"),
+    ActionKind.RESTART_UNCHANGED: (Risk.NEEDS_APPROVAL, "restarting starts a process (possibly distributed workers or a paid job): the person sees the exact recorded command and approves it"),
+    ActionKind.CHANGE_HYPERPARAMETER: (Risk.NEEDS_APPROVAL, "hyperparameter changes alter the experiment"),
+    ActionKind.CHANGE_CONFIG: (Risk.NEEDS_APPROVAL, "configuration and resource changes alter the experiment or its cost"),
+    ActionKind.CHANGE_CODE: (Risk.NEEDS_APPROVAL, "code changes alter what is trained"),
+    ActionKind.DATA_FILTER: (Risk.NEEDS_APPROVAL, "data filtering or transforms change what the model learns from"),
+    ActionKind.RESUBMIT_PIPELINE: (Risk.NEEDS_APPROVAL, "re-submitting or mutating a pipeline spends money and changes remote state"),
+    ActionKind.CANCEL_CLOUD_JOB: (Risk.NEEDS_APPROVAL, "cancelling a long-running cloud job throws away its progress"),
+    ActionKind.CHANGE_CLOUD_IAM_QUOTA: (Risk.NEEDS_APPROVAL, "IAM and quota changes alter who can do what and what it costs"),
+    ActionKind.KILL_WORKER: (Risk.NEEDS_APPROVAL, "killing a worker ends work in progress"),
+    ActionKind.RESTART_DISTRIBUTED: (Risk.NEEDS_APPROVAL, "restarting distributed workers ends work in progress on every rank"),
+    ActionKind.ROLLBACK: (Risk.NEEDS_APPROVAL, "rolling back code or checkpoints discards later work"),
+    ActionKind.DELETE_CHECKPOINT: (Risk.DANGEROUS, "deleting checkpoints destroys training history"),
+    ActionKind.DELETE_RUN: (Risk.DANGEROUS, "deleting runs or model versions destroys history"),
+    ActionKind.OVERWRITE_OUTPUT: (Risk.DANGEROUS, "overwriting an output prefix destroys earlier results"),
+}
+
+
+def builtin_risk(kind: ActionKind | str) -> tuple[Risk, str]:
+    """Risk of an action kind by the built-in table, and the rule that decided it; anything unknown is dangerous."""
+    try:
+        k = ActionKind(kind)
+    except ValueError:
+        return Risk.DANGEROUS, f"unknown action '{kind}': unknown actions are dangerous"
+    risk, why = DEFAULT_RISK[k]
+    return risk, f"{k.value}: {why}"
+
+
+RiskOf = Callable[[str], tuple[Risk, str]]
+"""risk(action kind) -> (level, the rule that decided it): how the planner learns the risk of each fix. The faces
+pass the loaded policy's (policy/rules.py), so a report and `request_action` judge an action by the same file."""
 
 
 # ---------------------------------------------------------------- catalog

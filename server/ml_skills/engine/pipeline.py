@@ -44,11 +44,13 @@ from ml_skills.models import (
     LogEvidence,
     Model,
     Progress,
+    RiskOf,
     RootCause,
     RunStatus,
     SourceEvidence,
     Task,
     ToolInfo,
+    builtin_risk,
 )
 from ml_skills.safety import paths
 from ml_skills.safety.redact import redact, redact_value, redaction_count, reset_redaction_count
@@ -335,23 +337,26 @@ def _missing_artifacts(inv: ArtifactInventory | None, status: RunStatus, cls: Cl
     )
 
 
-def diagnose(req: DiagnoseRequest, progress: Progress | None = None) -> Diagnosis:
+def diagnose(req: DiagnoseRequest, progress: Progress | None = None, risk_of: RiskOf = builtin_risk) -> Diagnosis:
     """A run directory of several attempts, or a log a launcher restarted into, is also read attempt by attempt
-    (engine/attempts.py), for the repeat rule; anything else at once."""
+    (engine/attempts.py), for the repeat rule; anything else at once.
+
+    `risk_of` rates each fix: the faces pass their loaded policy's, so the report says what `request_action` enforces.
+    """
     from ml_skills.engine import attempts
 
     reset_redaction_count()
     with paths.scope(*_local_paths(req)):
         if req.kind() == "directory" and (found := attempts.of_run(req.target)) is not None:
-            return attempts.diagnose(req, found, progress)
+            return attempts.diagnose(req, found, progress, risk_of)
         ev = collect(req, progress)
-        d = analyse(req, ev)
+        d = analyse(req, ev, risk_of)
         if (inside := attempts.of_log(req, ev)) is not None:
-            d = attempts.with_log_attempts(req, d, inside)
+            d = attempts.with_log_attempts(req, d, inside, risk_of)
         return d
 
 
-def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
+def analyse(req: DiagnoseRequest, ev: Evidence, risk_of: RiskOf = builtin_risk) -> Diagnosis:
     logs = ev.logs
     src_logs = [scan.scan_text("\n".join(s.lines), source=f"{s.kind}:{s.name}", last=req.last, task=req.task) for s in ev.sources if s.lines]
     metric_logs = [scan.from_metrics(s.metrics, source=f"{s.kind}:{s.name}", task=req.task) for s in ev.sources if s.metrics]
@@ -366,7 +371,7 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
     inv = ev.artifacts
     launch = inv.launch_command if inv else None
     facts = run_facts(all_logs, launch)
-    fixes, commands = plan(cls, signals, all_logs, inv, launch, completed_clean=clean, facts=facts, sources=ev.sources)
+    fixes, commands = plan(cls, signals, all_logs, inv, launch, risk_of=risk_of, completed_clean=clean, facts=facts, sources=ev.sources)
     decision, why = decide(cls, fixes, insufficient, completed_clean=clean)
     root = _root_cause(cls, signals, all_logs)
     root.contributing = contributing_facts(cls.primary, facts) + root.contributing

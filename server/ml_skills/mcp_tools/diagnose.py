@@ -123,7 +123,8 @@ def diagnose(
     gone = stripped_count()
     d = run_engine(DiagnoseRequest(target=t, traceback_text=traceback_text, pid=pid, wandb=w, mlflow=mlflow,
                                    vertex_pipeline=vertex_pipeline, project=project, region=region, once=True,
-                                   artifacts=a, framework=framework, task=task, last=last))
+                                   artifacts=a, framework=framework, task=task, last=last),
+                   risk_of=config().policy.risk_of)  # fixes rated by the policy request_action enforces
     path = json_report.write(d, out)  # stripped and redacted as its last step
     stripped = stripped_count() - gone
     marker = new_marker()
