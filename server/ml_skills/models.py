@@ -407,6 +407,12 @@ class LogEvidence(Model):
     redactions: int = 0
     problems: list[str] = Field(default_factory=list, description="What could not be read, and why.")
     changed: bool = Field(False, description="The file grew, was truncated or rotated while it was read.")
+    # What the engine reads back after the pass, carried with the evidence (never in module state shared by calls);
+    # excluded from every dump: it is the engine's working data, not part of any report.
+    offsets: dict[int, int] = Field(default_factory=dict, exclude=True,
+                                    description="Byte offset of each recorded line (hits, tracebacks, metric points) in the file.")
+    inode: int | None = Field(None, exclude=True, description="The file's inode when it was scanned: offsets hold for that file only.")
+    held: bytes | None = Field(None, exclude=True, description="The text scanned, when it was held in memory (a pasted traceback, a tracker's log).")
 
 
 class CheckpointInfo(Model):

@@ -33,7 +33,6 @@ from ml_skills.models import (
     Diagnosis,
     Evidence,
     EvidenceItem,
-    Excerpt,
     FailureClass,
     Finding,
     FindingSeverity,
@@ -380,9 +379,9 @@ def analyse(req: DiagnoseRequest, ev: Evidence, risk_of: RiskOf = builtin_risk) 
         findings.insert(1, mf)
     excerpt = None
     if cls.decisive is not None:
-        path = next((l.source for l in logs if l.source == cls.decisive.source), None)
-        if path is not None and Path(path).is_file():
-            excerpt = excerpts.excerpt_around(path, path, cls.decisive.line_no, 20, 20)
+        scanned = next((l for l in logs if l.source == cls.decisive.source), None)
+        if scanned is not None and Path(scanned.source).is_file():
+            excerpt = excerpts.excerpt_around(scanned, cls.decisive.line_no, 20, 20)
         else:
             excerpt = next((excerpts.excerpt_from_tail(l, cls.decisive.line_no) for l in all_logs if l.source == cls.decisive.source), None)
     conf_level = Level.HIGH if cls.confidence >= 0.75 else Level.MEDIUM if cls.confidence >= 0.5 else Level.LOW
@@ -433,6 +432,3 @@ def analyse(req: DiagnoseRequest, ev: Evidence, risk_of: RiskOf = builtin_risk) 
     d.redactions = redaction_count()
     return d
 
-
-def excerpt_from_tail(log: LogEvidence, line_no: int) -> Excerpt | None:  # re-exported for scan
-    return excerpts.excerpt_from_tail(log, line_no)
