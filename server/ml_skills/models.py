@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from enum import StrEnum
+from functools import lru_cache
 from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
@@ -205,6 +206,56 @@ def builtin_risk(kind: ActionKind | str) -> tuple[Risk, str]:
 RiskOf = Callable[[str], tuple[Risk, str]]
 """risk(action kind) -> (level, the rule that decided it): how the planner learns the risk of each fix. The faces
 pass the loaded policy's (policy/rules.py), so a report and `request_action` judge an action by the same file."""
+
+
+# ---------------------------------------------------------------- metric names
+# One vocabulary for every metric source: a log line's keys (engine/metrics.py) and a tracker's
+# history keys (collectors/tracker.py) are folded into these canonical names, so the same
+# trajectory detectors read both.
+
+CANONICAL = ("loss", "val_loss", "grad_norm", "lr", "throughput", "acc", "val_acc", "mem", "step_time", "loss_scale")
+
+ALIASES: dict[str, str] = {}
+for canon, names in {
+    "loss": ["loss", "train_loss", "training_loss", "lm_loss", "total_loss", "train/loss", "loss_step",
+             "train_loss_step", "avg_loss", "train/loss_step", "objective", "train/lm_loss", "mean_loss", "loss_epoch", "train_loss_epoch"],
+    "val_loss": ["val_loss", "eval_loss", "validation_loss", "valid_loss", "val/loss", "eval/loss", "dev_loss",
+                 "validation/loss", "val_lm_loss", "test_loss", "valid/loss", "val_loss_epoch"],
+    "grad_norm": ["grad_norm", "gradient_norm", "gnorm", "total_norm", "grad/norm", "train/grad_norm", "grad_l2_norm", "global_norm"],
+    "lr": ["lr", "learning_rate", "train/learning_rate", "lr-adamw", "lr-adam", "learningrate", "lr-sgd"],
+    "throughput": ["samples/sec", "samples_per_second", "train_samples_per_second", "samples/s", "tokens/s",
+                   "tok/s", "tokens_per_sec", "tokens/sec", "it/s", "throughput", "tflops", "mfu", "img/s", "images/sec", "examples/sec", "samples_per_sec"],
+    "acc": ["acc", "accuracy", "train_acc", "train_accuracy", "top1", "train/acc"],
+    "val_acc": ["val_acc", "val_accuracy", "eval_accuracy", "eval_acc", "valid_acc", "val/acc", "validation_accuracy", "test_acc", "val_top1", "val_f1", "eval_f1"],
+    "mem": ["mem", "memory", "rss", "rss_mb", "rss_gb", "mem_gb", "gpu_mem", "max_memory_allocated", "memory_allocated", "mem_mb", "peak_mem", "max_mem"],
+    "step_time": ["time", "step_time", "iter_time", "iter_time_(s)", "elapsed_time_per_iteration_(ms)", "time/step", "sec/it", "s/it", "batch_time"],
+    "loss_scale": ["loss_scale", "scale", "loss_scaler"],
+}.items():
+    for n in names:
+        ALIASES[n] = canon
+
+STEP_KEYS = {"step", "global_step", "iteration", "iter", "steps", "global_steps", "it", "train/global_step", "trainer/global_step", "batch", "update", "updates", "num_updates"}
+EPOCH_KEYS = {"epoch", "epochs", "train/epoch"}
+
+
+# MXNet's Module.fit logs `Epoch[3] Train-accuracy=0.92` and `Epoch[3] Validation-accuracy=0.51` (the metric's
+# name after a Train-/Validation- prefix); its default metric names for the loss are cross-entropy and ce
+_MXNET_SPLIT = {"train-": "", "validation-": "val_"}
+_MXNET_NAMES = {"accuracy": "acc", "acc": "acc", "cross-entropy": "loss", "ce": "loss"}
+
+
+@lru_cache(maxsize=4096)  # a log repeats a few dozen keys on every line
+def canonical(key: str) -> str | None:
+    k = key.strip().strip("'\"").lower().replace(" ", "_")
+    if k in ALIASES:
+        return ALIASES[k]
+    for prefix, split in _MXNET_SPLIT.items():
+        if k.startswith(prefix) and k[len(prefix):] in _MXNET_NAMES:
+            return split + _MXNET_NAMES[k[len(prefix):]]
+    for prefix in ("train/", "train_", "training/", "metrics/"):
+        if k.startswith(prefix) and k[len(prefix):] in ALIASES and ALIASES[k[len(prefix):]] in ("loss", "grad_norm", "lr"):
+            return ALIASES[k[len(prefix):]]
+    return None
 
 
 # ---------------------------------------------------------------- catalog
@@ -458,6 +509,50 @@ class SourceEvidence(Model):
     missing: list[str] = Field(default_factory=list, description="What could not be collected and why.")
     signals: list[Anomaly] = Field(default_factory=list, description="Findings that point at a class directly.")
     details: dict[str, Any] = Field(default_factory=dict)
+
+
+class RawLog(Model):
+    """A log a collector found, not yet read: a local file the engine streams, or text the collector fetched.
+
+    Collectors return these and never scan; the engine reads each the same way (engine/pipeline.read_raw).
+    """
+
+    source: str = Field(description="Where it came from: a path, user@host:/path, wandb:RUN/output.log, ...")
+    path: str | None = Field(None, description="A local file to stream; None when `text` holds what was fetched.")
+    text: str | None = Field(None, description="The fetched text (a remote tail, a tracker's log artifact).")
+    size_bytes: int | None = Field(None, description="The whole file's size, when only a tail of it was fetched.")
+    notes: list[str] = Field(default_factory=list, description="What the collector cut or could not read of it.")
+
+
+class RawEvidence(Model):
+    """What a collector returns (the declared interface, `Collector`): its source's own evidence and the logs it found."""
+
+    source: SourceEvidence
+    logs: list[RawLog] = Field(default_factory=list)
+
+
+class CollectRequest(Protocol):
+    """What a collector may read of a request (engine/pipeline.DiagnoseRequest is one): the target, and the
+    budget of the collection (lines of tail kept, how long to poll)."""
+
+    target: str | None
+    pid: int | None
+    proc: str | None
+    wandb: str | None
+    mlflow: str | None
+    vertex_pipeline: str | None
+    project: str | None
+    region: str | None
+    last: int
+    interval: int
+    once: bool
+
+
+class Collector(Protocol):
+    """collect(request, progress) -> RawEvidence: every collector a target kind names; a polling one tells
+    `progress` how long it waits."""
+
+    def __call__(self, req: CollectRequest, /, progress: Progress | None = None) -> RawEvidence: ...
 
 
 class Evidence(Model):

@@ -2,7 +2,8 @@
 
 `diagnose` takes a typed request and returns a `Diagnosis`; it never writes (render/ does).
 Collectors for non-file targets (process, ssh, trackers, cloud) are looked up in COLLECTORS
-and imported only when used, so heavy SDKs stay out of a plain log diagnosis.
+and imported only when used, so heavy SDKs stay out of a plain log diagnosis. They return raw
+evidence (models.RawEvidence) and never scan: the logs they found are read here (read_raw).
 """
 
 from __future__ import annotations
@@ -26,13 +27,14 @@ from ml_skills.engine.plan import plan
 from ml_skills.engine.signals import Signal
 from ml_skills.engine.status import completed_clean, fmt_number, insufficient_evidence, run_status
 from ml_skills.engine.stops import MEANING as STOP_MEANING
-from ml_skills.errors import InputError, TargetNotFound
+from ml_skills.errors import InputError, MLSkillsError, TargetNotFound
 from ml_skills.models import (
     ArtifactInventory,
     Classification,
     Diagnosis,
     Evidence,
     EvidenceItem,
+    EvidenceStatus,
     FailureClass,
     Finding,
     FindingSeverity,
@@ -43,6 +45,7 @@ from ml_skills.models import (
     LogEvidence,
     Model,
     Progress,
+    RawEvidence,
     RiskOf,
     RootCause,
     RunStatus,
@@ -56,7 +59,7 @@ from ml_skills.safety.redact import redact, redact_value, redaction_count, reset
 
 MAX_LOGS = 16
 
-# target kind -> "module:function" returning (SourceEvidence, list[LogEvidence])
+# target kind -> "module:function", a models.Collector returning RawEvidence (read here, by read_raw)
 COLLECTORS: dict[str, str] = {
     "ssh": "ml_skills.collectors.ssh:collect",
     "pid": "ml_skills.collectors.process:collect",
@@ -151,14 +154,43 @@ def _collect(req: DiagnoseRequest, progress: Progress | None) -> Evidence:
             raise InputError(f"target kind '{kind}' is not supported in this version")
         mod, fn = spec.split(":")
         extra = {"progress": progress} if kind in POLLING else {}
-        source, logs = getattr(importlib.import_module(mod), fn)(req, **extra)
-        ev.sources.append(source)
-        ev.logs.extend(logs)
+        raw = getattr(importlib.import_module(mod), fn)(req, **extra)
+        ev.sources.append(raw.source)
+        ev.logs.extend(read_raw(raw, req, progress))
     if req.artifacts and kind != "directory":
         ev.artifacts, logs, notes = _scan_directory(Path(req.artifacts), req, exclude={l.source for l in ev.logs}, progress=progress)
         ev.logs.extend(logs)
         ev.notes.extend(notes)
     return ev
+
+
+def read_raw(raw: RawEvidence, req: DiagnoseRequest, progress: Progress | None = None) -> list[LogEvidence]:
+    """The logs a collector found, read as any log is: a local file streamed, fetched text scanned alike.
+
+    A log that cannot be read is missing evidence of its source (named in `missing`, the source partial);
+    a source's signal that names a log but no line stands at that log's last line, where the run was last seen.
+    """
+    logs: list[LogEvidence] = []
+    for r in raw.logs:
+        try:
+            if r.path is not None:
+                log = scan.scan_log(r.path, source=r.source, last=req.last, task=req.task, engine=req.engine, progress=progress)
+            else:
+                log = scan.scan_text(r.text or "", source=r.source, last=req.last, task=req.task, engine=req.engine)
+        except MLSkillsError as e:
+            raw.source.missing.append(redact(str(e)))
+            if raw.source.status is EvidenceStatus.OK:
+                raw.source.status = EvidenceStatus.PARTIAL
+            continue
+        if r.size_bytes is not None:
+            log.size_bytes = r.size_bytes
+        log.problems.extend(r.notes)
+        logs.append(log)
+    ends = {log.source: log.total_lines for log in logs if log.total_lines}
+    for a in raw.source.signals:
+        if a.line_no is None and a.source in ends:
+            a.line_no = ends[a.source]
+    return logs
 
 
 def _scan_directory(root: Path, req: DiagnoseRequest, exclude: set[str] = frozenset(),

@@ -30,7 +30,7 @@ skill, skills/check-failed-run/SKILL.md, was not found next to this server.)
 def _shipped(name: str) -> str | None:
     """A file of the package's data, or None when this installation lacks it."""
     f = resources.files("ml_skills").joinpath("shipped", name)
-    return f.read_text("utf-8", errors="replace") if f.is_file() else None
+    return f.read_bytes().decode("utf-8", errors="replace") if f.is_file() else None
 
 
 def taxonomy() -> str:
