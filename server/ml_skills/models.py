@@ -215,8 +215,7 @@ pass the loaded policy's (policy/rules.py), so a report and `request_action` jud
 
 CANONICAL = ("loss", "val_loss", "grad_norm", "lr", "throughput", "acc", "val_acc", "mem", "step_time", "loss_scale")
 
-ALIASES: dict[str, str] = {}
-for canon, names in {
+_NAMES: dict[str, list[str]] = {
     "loss": ["loss", "train_loss", "training_loss", "lm_loss", "total_loss", "train/loss", "loss_step",
              "train_loss_step", "avg_loss", "train/loss_step", "objective", "train/lm_loss", "mean_loss", "loss_epoch", "train_loss_epoch"],
     "val_loss": ["val_loss", "eval_loss", "validation_loss", "valid_loss", "val/loss", "eval/loss", "dev_loss",
@@ -230,9 +229,8 @@ for canon, names in {
     "mem": ["mem", "memory", "rss", "rss_mb", "rss_gb", "mem_gb", "gpu_mem", "max_memory_allocated", "memory_allocated", "mem_mb", "peak_mem", "max_mem"],
     "step_time": ["time", "step_time", "iter_time", "iter_time_(s)", "elapsed_time_per_iteration_(ms)", "time/step", "sec/it", "s/it", "batch_time"],
     "loss_scale": ["loss_scale", "scale", "loss_scaler"],
-}.items():
-    for n in names:
-        ALIASES[n] = canon
+}
+ALIASES: dict[str, str] = {name: canon for canon, names in _NAMES.items() for name in names}
 
 STEP_KEYS = {"step", "global_step", "iteration", "iter", "steps", "global_steps", "it", "train/global_step", "trainer/global_step", "batch", "update", "updates", "num_updates"}
 EPOCH_KEYS = {"epoch", "epochs", "train/epoch"}
@@ -246,6 +244,7 @@ _MXNET_NAMES = {"accuracy": "acc", "acc": "acc", "cross-entropy": "loss", "ce": 
 
 @lru_cache(maxsize=4096)  # a log repeats a few dozen keys on every line
 def canonical(key: str) -> str | None:
+    """The canonical name of a metric key ('train/loss' -> loss, 'Validation-accuracy' -> val_acc), or None."""
     k = key.strip().strip("'\"").lower().replace(" ", "_")
     if k in ALIASES:
         return ALIASES[k]
