@@ -85,6 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--pretty", action="store_true", help="indent the JSON (default: compact, one line)")
     opt.add_argument("--plot", action="store_true", help="also write a PNG of the metric trajectory into --out-dir")
     opt.add_argument("--fail-on-nogo", action="store_true", help="exit 1 when the decision is NO-GO (for CI gates)")
+    opt.add_argument("--policy", metavar="FILE", help="action policy TOML that rates each fix's risk, as ml-skills-mcp --policy "
+                                                      "(default: the shipped default policy)")
     opt.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     v = sub.add_parser(
         "verify-artifacts",
@@ -275,6 +277,7 @@ def _read_paste(spec: str) -> str:
 def check_failed_run(args: argparse.Namespace) -> int:
     from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
     from ml_skills.models import Diagnosis
+    from ml_skills.policy import rules
     from ml_skills.render import fields as report_fields
     from ml_skills.render import json_report, progress, text
 
@@ -301,8 +304,9 @@ def check_failed_run(args: argparse.Namespace) -> int:
         last=args.last, artifacts=args.artifacts,
         interval=args.interval, once=args.once,
     )
+    policy = rules.load(args.policy)  # a bad file is refused before the diagnosis runs
     with progress.terminal() as show:  # a status line on stderr, in a terminal only
-        d = diagnose(req, show)
+        d = diagnose(req, show, risk_of=policy.risk_of)
     if args.plot:
         from ml_skills.render import plot
 

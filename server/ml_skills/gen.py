@@ -2,12 +2,19 @@
 
     python -m ml_skills.gen            # write them
     python -m ml_skills.gen --check    # exit 1 if a committed copy differs (run by the tests)
+
+The running server never imports this module: what its resources serve (the taxonomy, the schema,
+the skill's text) is written here into the package (`server/ml_skills/shipped/`), so a wheel
+carries it. The tool reference is read from the server the way a client would, in a child process
+(`python -m ml_skills.mcp_tools.reference`): the generator imports no face.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -150,18 +157,38 @@ def vocabulary_markdown() -> str:
     return "\n".join(lines)
 
 
-def outputs() -> dict[str, str]:
-    from ml_skills.mcp_tools import reference  # builds the real server to list its tools
+CHECKOUT = Path(__file__).resolve().parents[2]
+"""The repository this module runs from: the hand-written files shipped in the package are read there."""
+SHIPPED = "server/ml_skills/shipped"
+"""Package data the MCP resources serve (mcp_tools/resources.py); in a wheel it is inside ml_skills."""
 
+
+def tool_reference() -> str:
+    """docs/tools.md, from `python -m ml_skills.mcp_tools.reference` in a child process on this same code."""
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")) if p)}
+    out = subprocess.run([sys.executable, "-m", "ml_skills.mcp_tools.reference"], env=env, capture_output=True, timeout=300, check=False)
+    if out.returncode != 0:
+        raise RuntimeError("the tool reference could not be built: " + out.stderr.decode("utf-8", "replace")[-2000:])
+    return out.stdout.decode("utf-8")
+
+
+def outputs() -> dict[str, str]:
     tax = taxonomy_markdown()
+    schema = schema_json()
+    skill = CHECKOUT / "skills" / "check-failed-run"
     return {
-        "docs/tools.md": reference.markdown(),
+        "docs/tools.md": tool_reference(),
         "references/schemas.md": schemas_markdown(),
         "references/vocabulary.md": vocabulary_markdown(),
         "references/failure-taxonomy.md": tax,
         "skills/check-failed-run/references/failure-taxonomy.md": tax,
-        "schemas/check-failed-run.schema.json": schema_json(),
+        "schemas/check-failed-run.schema.json": schema,
         "schemas/triage-runs.schema.json": triage_schema_json(),
+        f"{SHIPPED}/failure-taxonomy.md": tax,
+        f"{SHIPPED}/check-failed-run.schema.json": schema,
+        f"{SHIPPED}/SKILL.md": (skill / "SKILL.md").read_text("utf-8"),
+        f"{SHIPPED}/root-cause-patterns.md": (skill / "references" / "root-cause-patterns.md").read_text("utf-8"),
     }
 
 

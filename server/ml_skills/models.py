@@ -6,9 +6,12 @@ check-failed-run.json is `Diagnosis`; its JSON schema is generated from it (gen.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any
+from functools import lru_cache
+from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
@@ -16,6 +19,27 @@ from ml_skills.targets import TargetKind
 
 LogTime = Annotated[datetime, WithJsonSchema({"type": "string", "description": "ISO 8601 time as the log wrote it; without an offset it is the run's local time."})]
 """A time read from a log line: often naive, so its schema is not 'date-time' (which requires an offset)."""
+
+
+class Progress(Protocol):
+    """Told how far long work has got (a multi-GB scan, a poll), so stages never print: render/progress.py draws it.
+
+    progress(what, done, total, unit): unit is "B" (bytes) or "s" (seconds); total None when unknown.
+    """
+
+    def __call__(self, what: str, done: float, total: float | None, unit: str, /) -> None: ...
+
+
+def wait(seconds: float, what: str, progress: Progress | None, sleep: Callable[[float], None] = time.sleep) -> None:
+    """Sleep `seconds`, telling `progress` (when there is one) how much of the wait has passed, about every second."""
+    if progress is None:
+        sleep(seconds)
+        return
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        progress(what, seconds - left, seconds, "s")
+        sleep(min(1.0, left))
+    progress(what, seconds, seconds, "s")
 
 
 class Model(BaseModel):
@@ -131,7 +155,7 @@ class EvidenceStatus(StrEnum):
 
 
 class ActionKind(StrEnum):
-    """Typed recovery actions; policy/risk.py maps each to a Risk (unknown is dangerous)."""
+    """Typed recovery actions, each with a built-in Risk (DEFAULT_RISK) that a policy file may adjust; unknown is dangerous."""
 
     INSPECT = "inspect"  # read-only diagnostics, fetching logs or artifacts
     REPOINT_CHECKPOINT = "repoint-checkpoint"  # resume from an existing valid checkpoint
@@ -149,6 +173,90 @@ class ActionKind(StrEnum):
     DELETE_CHECKPOINT = "delete-checkpoint"
     DELETE_RUN = "delete-run"
     OVERWRITE_OUTPUT = "overwrite-output"
+
+
+DEFAULT_RISK: dict[ActionKind, tuple[Risk, str]] = {
+    ActionKind.INSPECT: (Risk.SAFE, "read-only diagnostics and fetching logs or artifacts change nothing"),
+    ActionKind.REPOINT_CHECKPOINT: (Risk.SAFE, "re-pointing a resume pointer to an existing, structurally valid checkpoint loses nothing: the old content is kept and the change is undone by writing it back"),
+    ActionKind.RESTART_UNCHANGED: (Risk.NEEDS_APPROVAL, "restarting starts a process (possibly distributed workers or a paid job): the person sees the exact recorded command and approves it"),
+    ActionKind.CHANGE_HYPERPARAMETER: (Risk.NEEDS_APPROVAL, "hyperparameter changes alter the experiment"),
+    ActionKind.CHANGE_CONFIG: (Risk.NEEDS_APPROVAL, "configuration and resource changes alter the experiment or its cost"),
+    ActionKind.CHANGE_CODE: (Risk.NEEDS_APPROVAL, "code changes alter what is trained"),
+    ActionKind.DATA_FILTER: (Risk.NEEDS_APPROVAL, "data filtering or transforms change what the model learns from"),
+    ActionKind.RESUBMIT_PIPELINE: (Risk.NEEDS_APPROVAL, "re-submitting or mutating a pipeline spends money and changes remote state"),
+    ActionKind.CANCEL_CLOUD_JOB: (Risk.NEEDS_APPROVAL, "cancelling a long-running cloud job throws away its progress"),
+    ActionKind.CHANGE_CLOUD_IAM_QUOTA: (Risk.NEEDS_APPROVAL, "IAM and quota changes alter who can do what and what it costs"),
+    ActionKind.KILL_WORKER: (Risk.NEEDS_APPROVAL, "killing a worker ends work in progress"),
+    ActionKind.RESTART_DISTRIBUTED: (Risk.NEEDS_APPROVAL, "restarting distributed workers ends work in progress on every rank"),
+    ActionKind.ROLLBACK: (Risk.NEEDS_APPROVAL, "rolling back code or checkpoints discards later work"),
+    ActionKind.DELETE_CHECKPOINT: (Risk.DANGEROUS, "deleting checkpoints destroys training history"),
+    ActionKind.DELETE_RUN: (Risk.DANGEROUS, "deleting runs or model versions destroys history"),
+    ActionKind.OVERWRITE_OUTPUT: (Risk.DANGEROUS, "overwriting an output prefix destroys earlier results"),
+}
+
+
+def builtin_risk(kind: ActionKind | str) -> tuple[Risk, str]:
+    """Risk of an action kind by the built-in table, and the rule that decided it; anything unknown is dangerous."""
+    try:
+        k = ActionKind(kind)
+    except ValueError:
+        return Risk.DANGEROUS, f"unknown action '{kind}': unknown actions are dangerous"
+    risk, why = DEFAULT_RISK[k]
+    return risk, f"{k.value}: {why}"
+
+
+RiskOf = Callable[[str], tuple[Risk, str]]
+"""risk(action kind) -> (level, the rule that decided it): how the planner learns the risk of each fix. The faces
+pass the loaded policy's (policy/rules.py), so a report and `request_action` judge an action by the same file."""
+
+
+# ---------------------------------------------------------------- metric names
+# One vocabulary for every metric source: a log line's keys (engine/metrics.py) and a tracker's
+# history keys (collectors/tracker.py) are folded into these canonical names, so the same
+# trajectory detectors read both.
+
+CANONICAL = ("loss", "val_loss", "grad_norm", "lr", "throughput", "acc", "val_acc", "mem", "step_time", "loss_scale")
+
+_NAMES: dict[str, list[str]] = {
+    "loss": ["loss", "train_loss", "training_loss", "lm_loss", "total_loss", "train/loss", "loss_step",
+             "train_loss_step", "avg_loss", "train/loss_step", "objective", "train/lm_loss", "mean_loss", "loss_epoch", "train_loss_epoch"],
+    "val_loss": ["val_loss", "eval_loss", "validation_loss", "valid_loss", "val/loss", "eval/loss", "dev_loss",
+                 "validation/loss", "val_lm_loss", "test_loss", "valid/loss", "val_loss_epoch"],
+    "grad_norm": ["grad_norm", "gradient_norm", "gnorm", "total_norm", "grad/norm", "train/grad_norm", "grad_l2_norm", "global_norm"],
+    "lr": ["lr", "learning_rate", "train/learning_rate", "lr-adamw", "lr-adam", "learningrate", "lr-sgd"],
+    "throughput": ["samples/sec", "samples_per_second", "train_samples_per_second", "samples/s", "tokens/s",
+                   "tok/s", "tokens_per_sec", "tokens/sec", "it/s", "throughput", "tflops", "mfu", "img/s", "images/sec", "examples/sec", "samples_per_sec"],
+    "acc": ["acc", "accuracy", "train_acc", "train_accuracy", "top1", "train/acc"],
+    "val_acc": ["val_acc", "val_accuracy", "eval_accuracy", "eval_acc", "valid_acc", "val/acc", "validation_accuracy", "test_acc", "val_top1", "val_f1", "eval_f1"],
+    "mem": ["mem", "memory", "rss", "rss_mb", "rss_gb", "mem_gb", "gpu_mem", "max_memory_allocated", "memory_allocated", "mem_mb", "peak_mem", "max_mem"],
+    "step_time": ["time", "step_time", "iter_time", "iter_time_(s)", "elapsed_time_per_iteration_(ms)", "time/step", "sec/it", "s/it", "batch_time"],
+    "loss_scale": ["loss_scale", "scale", "loss_scaler"],
+}
+ALIASES: dict[str, str] = {name: canon for canon, names in _NAMES.items() for name in names}
+
+STEP_KEYS = {"step", "global_step", "iteration", "iter", "steps", "global_steps", "it", "train/global_step", "trainer/global_step", "batch", "update", "updates", "num_updates"}
+EPOCH_KEYS = {"epoch", "epochs", "train/epoch"}
+
+
+# MXNet's Module.fit logs `Epoch[3] Train-accuracy=0.92` and `Epoch[3] Validation-accuracy=0.51` (the metric's
+# name after a Train-/Validation- prefix); its default metric names for the loss are cross-entropy and ce
+_MXNET_SPLIT = {"train-": "", "validation-": "val_"}
+_MXNET_NAMES = {"accuracy": "acc", "acc": "acc", "cross-entropy": "loss", "ce": "loss"}
+
+
+@lru_cache(maxsize=4096)  # a log repeats a few dozen keys on every line
+def canonical(key: str) -> str | None:
+    """The canonical name of a metric key ('train/loss' -> loss, 'Validation-accuracy' -> val_acc), or None."""
+    k = key.strip().strip("'\"").lower().replace(" ", "_")
+    if k in ALIASES:
+        return ALIASES[k]
+    for prefix, split in _MXNET_SPLIT.items():
+        if k.startswith(prefix) and k[len(prefix):] in _MXNET_NAMES:
+            return split + _MXNET_NAMES[k[len(prefix):]]
+    for prefix in ("train/", "train_", "training/", "metrics/"):
+        if k.startswith(prefix) and k[len(prefix):] in ALIASES and ALIASES[k[len(prefix):]] in ("loss", "grad_norm", "lr"):
+            return ALIASES[k[len(prefix):]]
+    return None
 
 
 # ---------------------------------------------------------------- catalog
@@ -351,6 +459,12 @@ class LogEvidence(Model):
     redactions: int = 0
     problems: list[str] = Field(default_factory=list, description="What could not be read, and why.")
     changed: bool = Field(False, description="The file grew, was truncated or rotated while it was read.")
+    # What the engine reads back after the pass, carried with the evidence (never in module state shared by calls);
+    # excluded from every dump: it is the engine's working data, not part of any report.
+    offsets: dict[int, int] = Field(default_factory=dict, exclude=True,
+                                    description="Byte offset of each recorded line (hits, tracebacks, metric points) in the file.")
+    inode: int | None = Field(None, exclude=True, description="The file's inode when it was scanned: offsets hold for that file only.")
+    held: bytes | None = Field(None, exclude=True, description="The text scanned, when it was held in memory (a pasted traceback, a tracker's log).")
 
 
 class CheckpointInfo(Model):
@@ -396,6 +510,51 @@ class SourceEvidence(Model):
     missing: list[str] = Field(default_factory=list, description="What could not be collected and why.")
     signals: list[Anomaly] = Field(default_factory=list, description="Findings that point at a class directly.")
     details: dict[str, Any] = Field(default_factory=dict)
+
+
+class RawLog(Model):
+    """A log a collector found, not yet read: a local file the engine streams, or text the collector fetched.
+
+    Collectors return these and never scan; the engine reads each the same way (engine/pipeline.read_raw).
+    """
+
+    source: str = Field(description="Where it came from: a path, user@host:/path, wandb:RUN/output.log, ...")
+    path: str | None = Field(None, description="A local file to stream; None when `text` holds what was fetched.")
+    text: str | None = Field(None, description="The fetched text (a remote tail, a tracker's log artifact).")
+    size_bytes: int | None = Field(None, description="The whole file's size, when only a tail of it was fetched.")
+    notes: list[str] = Field(default_factory=list, description="What the collector cut or could not read of it.")
+
+
+class RawEvidence(Model):
+    """What a collector returns (the declared interface, `Collector`): its source's own evidence and the logs it found."""
+
+    source: SourceEvidence
+    logs: list[RawLog] = Field(default_factory=list)
+
+
+class CollectRequest(Protocol):
+    """What a collector may read of a request (engine/pipeline.DiagnoseRequest is one): the target, and the
+    budget of the collection (lines of tail kept, how long to poll)."""
+
+    target: str | None
+    pid: int | None
+    proc: str | None
+    wandb: str | None
+    mlflow: str | None
+    tensorboard: str | None
+    vertex_pipeline: str | None
+    project: str | None
+    region: str | None
+    last: int
+    interval: int
+    once: bool
+
+
+class Collector(Protocol):
+    """collect(request, progress) -> RawEvidence: every collector a target kind names; a polling one tells
+    `progress` how long it waits."""
+
+    def __call__(self, req: CollectRequest, /, progress: Progress | None = None) -> RawEvidence: ...
 
 
 class Evidence(Model):

@@ -80,7 +80,7 @@ class Kind:
     kind: TargetKind
     input: Input
     label: str  # "{}" is the input's value
-    collector: str | None = None  # "module:function" -> (SourceEvidence, list[LogEvidence]); None: the engine reads it
+    collector: str | None = None  # "module:function", a models.Collector -> RawEvidence; None: the engine reads it
     waits: bool = False  # the collector polls until a terminal state and takes a `progress` callback
     tool: str | None = None  # the MCP evidence tool that reads this source on its own (logs have several)
 

@@ -161,7 +161,8 @@ def test_cli_diagnoses_real_runs_on_a_real_server(runs, mlflow_server, tmp_path,
 
 def test_metrics_logged_in_separate_calls_line_up_by_step(runs, mlflow_server, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
-    src, logs = mlflow_collector.collect(DiagnoseRequest(mlflow=runs["nan"]))
+    raw = mlflow_collector.collect(DiagnoseRequest(mlflow=runs["nan"]))
+    src, logs = raw.source, raw.logs
     by_step = {p.step: p.values for p in src.metrics}
     assert set(by_step[9]) == {"loss", "grad_norm", "lr", "throughput", "val_loss"}
     first_nan = min(s for s, v in by_step.items() if v["loss"] != v["loss"])
@@ -169,12 +170,12 @@ def test_metrics_logged_in_separate_calls_line_up_by_step(runs, mlflow_server, m
     assert src.state == "FAILED" and src.facts["config optimizer"] == "sgd"
     assert "output.log" in src.details["artifacts"]
     assert logs and logs[0].source.endswith("/output.log")
-    assert any("RuntimeError: loss is nan" in line for line in logs[0].tail.lines)
+    assert any("RuntimeError: loss is nan" in line for line in (logs[0].text or "").splitlines())
 
 
 def test_every_page_of_history_is_read(runs, mlflow_server, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
-    src, _ = mlflow_collector.collect(DiagnoseRequest(mlflow=runs["big"]))
+    src = mlflow_collector.collect(DiagnoseRequest(mlflow=runs["big"])).source
     assert len(src.metrics) == BIG
     assert src.metrics[-1].step == BIG - 1 and not src.missing
 
@@ -220,7 +221,7 @@ def test_503_and_429_are_retried_honouring_retry_after(runs, mlflow_server, monk
         proxy.rules["/api/2.0/mlflow/runs/get"] = [("status", 503, {"Retry-After": "0"}), ("status", 429, {"Retry-After": "1"})]
         monkeypatch.setenv("MLFLOW_TRACKING_URI", proxy.url)
         t0 = time.monotonic()
-        src, _ = mlflow_collector.collect(DiagnoseRequest(mlflow=runs["diverging"]))
+        src = mlflow_collector.collect(DiagnoseRequest(mlflow=runs["diverging"])).source
         assert time.monotonic() - t0 >= 1.0  # waited as Retry-After said
         assert sum(p.startswith("/api/2.0/mlflow/runs/get") for p in proxy.seen) == 3
         assert src.status == "ok" and src.metrics
@@ -238,7 +239,7 @@ def test_persistent_5xx_on_history_gives_partial_evidence_naming_what_is_missing
     with FaultProxy(mlflow_server) as proxy:
         proxy.rules[rule] = [("status", 500, {"Retry-After": "0"})] * 4
         monkeypatch.setenv("MLFLOW_TRACKING_URI", proxy.url)
-        src, _ = mlflow_collector.collect(DiagnoseRequest(mlflow=runs["diverging"]))
+        src = mlflow_collector.collect(DiagnoseRequest(mlflow=runs["diverging"])).source
     assert src.status == "partial" and src.metrics
     assert not any("grad_norm" in m.values for m in src.metrics)
     assert any("loss" in m.values for m in src.metrics)
@@ -262,7 +263,7 @@ def test_a_connection_reset_is_retried_a_bounded_number_of_times(runs, mlflow_se
     with FaultProxy(mlflow_server) as proxy:
         monkeypatch.setenv("MLFLOW_TRACKING_URI", proxy.url)
         proxy.rules["/api/2.0/mlflow/runs/get"] = [("reset",)]
-        src, _ = mlflow_collector.collect(DiagnoseRequest(mlflow=runs["healthy"]))
+        src = mlflow_collector.collect(DiagnoseRequest(mlflow=runs["healthy"])).source
         assert sum(p.startswith("/api/2.0/mlflow/runs/get") for p in proxy.seen) == 2 and src.metrics
         proxy.rules["/api/2.0/mlflow/runs/get"] = [("reset",)] * 10
         with pytest.raises(SourceUnavailable, match="the MLflow server"):

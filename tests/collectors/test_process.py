@@ -72,17 +72,17 @@ def test_busy_process_with_a_fresh_log_is_running(tmp_path, kids):
     assert str(log) in ins.logs and ins.log_idle(time.time()) < 5
     assert "train.py ok" in ins.cmdline and ins.threads >= 1 and ins.user == "root"
     d = analyse(DiagnoseRequest(pid=p.pid), Evidence(target=f"pid {p.pid}", target_kind="pid", collected_at=_now(),
-                                                      sources=[process.evidence(ins, [], 300)]))
+                                                      sources=[process.evidence(ins, 300)]))
     assert d.run_status is RunStatus.RUNNING and d.primary_cause is None
     assert "nothing has failed yet" in d.insufficient_evidence
-    assert "per interval" in process.evidence(ins, [], 300).facts["cpu"]
+    assert "per interval" in process.evidence(ins, 300).facts["cpu"]
 
 
 def test_sleeping_process_is_sleeping_not_hung(tmp_path, kids):
     p = kids.start("sleep", tmp_path / "train.log", wait_for="starting")
     ins = process.inspect(p.pid, **FAST)
     assert ins.state == "sleeping" and ins.cpu_percent() < process.IDLE_CPU
-    assert process.signals(ins, [], 300) == []
+    assert process.signals(ins, 300) == []
 
 
 def test_stalled_process_makes_the_run_hung(tmp_path, kids, monkeypatch):
@@ -103,7 +103,7 @@ def test_spinning_process_with_a_silent_log_is_hung(tmp_path, kids):
     time.sleep(1.0)
     ins = process.inspect(p.pid, stall_after=0.5, **FAST)
     assert ins.state == "hung" and ins.cpu_percent() > process.IDLE_CPU
-    [a] = process.signals(ins, [], 0.5)
+    [a] = process.signals(ins, 0.5)
     assert a.failure_class.value == "stalled" and "spinning without progress" in a.detail
 
 
@@ -114,7 +114,7 @@ def test_stopped_process(tmp_path, kids):
     ins = process.inspect(p.pid, **FAST)
     os.kill(p.pid, signal.SIGCONT)
     assert ins.state == "stopped"
-    assert f"kill -CONT {p.pid}" in process.signals(ins, [], 300)[0].detail
+    assert f"kill -CONT {p.pid}" in process.signals(ins, 300)[0].detail
 
 
 def _until(pid: int, status: str) -> None:
@@ -143,7 +143,7 @@ def test_zombie_killed_by_sigkill_points_at_the_oom_killer(tmp_path, kids):
     _until_zombie(p.pid)
     ins = process.inspect(p.pid, **FAST)
     assert (ins.state, ins.exit_code, ins.exit_signal) == ("zombie", None, signal.SIGKILL)
-    assert "killed by SIGKILL" in process.signals(ins, [], 300)[0].detail and "OOM killer" in process.signals(ins, [], 300)[0].detail
+    assert "killed by SIGKILL" in process.signals(ins, 300)[0].detail and "OOM killer" in process.signals(ins, 300)[0].detail
 
 
 def test_process_that_exits_during_inspection_still_gets_its_log_diagnosed(tmp_path, kids, monkeypatch):
@@ -190,7 +190,7 @@ def test_another_users_process_seen_without_privilege_is_partial(tmp_path, kids)
         try:
             os.close(r)
             os.setuid(NOBODY)
-            ev = process.evidence(process.inspect(p.pid, **FAST), [], 300)
+            ev = process.evidence(process.inspect(p.pid, **FAST), 300)
             os.write(w, ev.model_dump_json().encode())
         finally:
             os._exit(0)
@@ -241,7 +241,7 @@ def test_gpu_absent_is_said_not_failed(tmp_path, kids):
 def test_environment_never_leaves(tmp_path, kids, monkeypatch):
     monkeypatch.setenv("WANDB_API_KEY", "0123456789abcdef0123456789abcdef01234567")
     p = kids.start("sleep", tmp_path / "train.log", wait_for="starting")
-    ev = process.evidence(process.inspect(p.pid, **FAST), [], 300)
+    ev = process.evidence(process.inspect(p.pid, **FAST), 300)
     assert "0123456789abcdef" not in ev.model_dump_json()
     record("secret instances planted", "a live process's environment (never read)", 1)
 
@@ -251,7 +251,7 @@ def test_secrets_on_the_command_line_are_redacted(tmp_path, kids):
     with open(tmp_path / "train.log", "wb") as out:
         p = subprocess.Popen([sys.executable, "-u", str(TRAIN), "sleep", "20", "--hf-token", token, "--wandb-api-key", key], stdout=out)
     kids.procs.append(p)
-    ev = process.evidence(process.inspect(p.pid, **FAST), [], 300)
+    ev = process.evidence(process.inspect(p.pid, **FAST), 300)
     dumped = ev.model_dump_json()
     assert token not in dumped and key not in dumped and "--hf-token [REDACTED]" in ev.facts["command"]
     record("secret instances planted", "a live process's command line", 2)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from ml_skills.collectors import ssh
-from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
+from ml_skills.engine.pipeline import DiagnoseRequest, diagnose, read_raw
 from ml_skills.errors import InputError, SourceTimeout, SourceUnavailable, TargetNotFound
 
 from tests.security.figures import record
@@ -90,9 +90,12 @@ def test_companion_files_come_along_bounded_and_stderr_is_scanned(tmp_path, cfg)
     assert got.companions["train_args.json"] == '{"lr": 0.15, "epochs": 3}'
     assert len(got.companions["deepspeed_config.json"]) == ssh.COMPANION_BYTES  # its head, capped
     assert "FileNotFoundError" in got.companions["stderr.txt"]
-    source, logs = ssh.collect(DiagnoseRequest(target=str(remote)))
+    raw = ssh.collect(DiagnoseRequest(target=str(remote)))
+    source, logs = raw.source, raw.logs
     assert [log.source.rsplit("/", 1)[-1] for log in logs] == ["train.log", "stderr.txt"]
-    assert logs[1].tracebacks and logs[1].tracebacks[0].exc_type == "FileNotFoundError"
+    assert logs[0].text == NAN_LOG.read_text() and logs[0].path is None  # the fetched text, unread: the engine scans it
+    scanned = read_raw(raw, DiagnoseRequest(target=str(remote)))
+    assert scanned[1].tracebacks and scanned[1].tracebacks[0].exc_type == "FileNotFoundError"
     assert "stderr.txt" in source.facts["companion files"] and "deepspeed_config.json" in source.details["configs"]
 
 

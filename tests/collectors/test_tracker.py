@@ -25,7 +25,7 @@ def test_rows_merge_by_step_with_canonical_names_and_keep_nan():
     run.add("system.gpu.0.memoryAllocatedBytes", 0, 2e9)
     run.add("system.gpu.0.memoryAllocatedBytes", 0, 3e9)
     run.add("note", 3, "text")
-    src, _ = tracker.to_evidence(run)
+    src = tracker.to_evidence(run).source
     (p,) = src.metrics
     assert p.step == 3 and p.values["loss"] == 1.5 and p.values["lr"] == 0.1 and p.values["val_loss"] != p.values["val_loss"]
     assert src.facts["peak system.gpu.0.memoryAllocatedBytes"] == "3e+09"
@@ -36,7 +36,7 @@ def test_a_cap_that_bites_is_named(monkeypatch):
     run = tracker.TrackerRun(kind="mlflow", name="abc")
     for s in range(25):
         run.add("loss", s, 1.0)
-    src, _ = tracker.to_evidence(run)
+    src = tracker.to_evidence(run).source
     assert len(src.metrics) == 10 and src.status == "partial"
     assert any("15 later steps were not kept" in m for m in src.missing)
 
@@ -46,7 +46,7 @@ def test_a_long_history_is_sampled_with_the_nan_step_kept_and_said(monkeypatch):
     run = tracker.TrackerRun(kind="mlflow", name="abc")
     for s in range(1000):
         run.add("loss", s, float("nan") if s == 777 else 1.0)
-    src, _ = tracker.to_evidence(run)
+    src = tracker.to_evidence(run).source
     assert 100 <= len(src.metrics) <= 102
     assert any(p.step == 777 for p in src.metrics) and src.metrics[-1].step == 999
     assert "Analysed an even sample of" in "\n".join(src.report_lines)

@@ -41,23 +41,24 @@ def test_cli_diagnoses_offline_runs_from_their_directory(offline_runs, tmp_path,
 
 
 def test_offline_run_lines_up_separate_log_calls_and_reads_config_exit_and_console(offline_runs):
-    src, logs = wandb_collector.collect(DiagnoseRequest(wandb=str(offline_runs["nan"])))
+    raw = wandb_collector.collect(DiagnoseRequest(wandb=str(offline_runs["nan"])))
+    src, logs = raw.source, raw.logs
     by_step = {p.step: p.values for p in src.metrics}
     assert set(by_step[9]) == {"loss", "grad_norm", "lr", "throughput", "val_loss"}
     assert src.state == "failed" and src.facts["exit code"] == "1"
     assert src.facts["config optimizer"] == "'sgd'" or src.facts["config optimizer"] == "sgd"
-    assert any("loss is nan" in line for line in logs[0].tail.lines)
+    assert any("loss is nan" in line for line in (logs[0].text or "").splitlines())
     assert "output.log" in src.details["artifacts"]
 
 
 def test_a_killed_run_is_read_up_to_its_last_record(offline_runs):
-    src, _ = wandb_collector.collect(DiagnoseRequest(wandb=str(offline_runs["killed"])))
+    src = wandb_collector.collect(DiagnoseRequest(wandb=str(offline_runs["killed"]))).source
     assert src.state in ("running", "crashed") and "no exit record" in src.facts["last write"]
     assert len(src.metrics) <= 40 and all(p.step <= 39 for p in src.metrics)  # what wandb-core had flushed, no more
 
 
 def test_the_wandb_folder_means_its_latest_run(offline_runs):
-    src, _ = wandb_collector.collect(DiagnoseRequest(wandb=str(offline_runs["killed"].parent)))
+    src = wandb_collector.collect(DiagnoseRequest(wandb=str(offline_runs["killed"].parent))).source
     assert src.name.endswith("latest-run") and src.facts["last write"].endswith("no exit record")  # the killed run, written last
 
 
@@ -68,7 +69,7 @@ def test_damaged_record_log_gives_partial_evidence(offline_runs, tmp_path):
     data = bytearray(f.read_bytes())
     data[_body_byte_near_middle(bytes(data))] ^= 0xFF  # not a padding byte, which no checksum covers
     f.write_bytes(bytes(data))
-    src, _ = wandb_collector.collect(DiagnoseRequest(wandb=str(d)))
+    src = wandb_collector.collect(DiagnoseRequest(wandb=str(d))).source
     assert src.status == "partial" and any("checksum mismatch" in m for m in src.missing)
     assert src.metrics
 
@@ -156,7 +157,7 @@ def test_cli_diagnoses_online_runs_through_the_real_client(online, tmp_path, kin
 
 
 def test_every_history_page_and_file_page_is_read(online):
-    src, _ = wandb_collector.collect(DiagnoseRequest(wandb="team/proj/big01"))
+    src = wandb_collector.collect(DiagnoseRequest(wandb="team/proj/big01")).source
     assert len(src.metrics) == 2600 and src.metrics[-1].step == 2599
     assert [o for o, _ in online.ops].count("HistoryPage") >= 3  # 1000 rows a page
     assert len(src.details["artifacts"]) == 70 and [o for o, _ in online.ops].count("RunFiles") == 2
@@ -189,14 +190,15 @@ def test_secrets_in_tracker_config_and_files_never_reach_the_output(online, tmp_
 
 
 def test_online_console_log_is_fetched_and_scanned(online):
-    src, logs = wandb_collector.collect(DiagnoseRequest(wandb="team/proj/nan01"))
-    assert logs and any("RuntimeError: loss is nan" in line for line in logs[0].tail.lines)
+    raw = wandb_collector.collect(DiagnoseRequest(wandb="team/proj/nan01"))
+    src, logs = raw.source, raw.logs
+    assert logs and any("RuntimeError: loss is nan" in line for line in (logs[0].text or "").splitlines())
     assert src.state == "crashed" and src.facts["config optimizer"] in ("sgd", "'sgd'")
 
 
 def test_429_is_retried_after_the_servers_retry_after(online):
     online.faults["Run"] = [("status", 429, {"Retry-After": "2"})]
-    src, _ = wandb_collector.collect(DiagnoseRequest(wandb="team/proj/healthy01"))
+    src = wandb_collector.collect(DiagnoseRequest(wandb="team/proj/healthy01")).source
     runs = [t for op, t in online.times if op == "Run"]
     assert len(runs) == 2 and runs[1] - runs[0] >= 1.9
     assert src.metrics and not src.missing

@@ -17,8 +17,7 @@ from datetime import UTC, datetime
 from pydantic import Field
 
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
-from ml_skills.models import Model, RunStatus
-from ml_skills.render.progress import Progress, wait
+from ml_skills.models import Model, Progress, RunStatus, wait
 
 TERMINAL_BAD = {RunStatus.CRASHED, RunStatus.DIVERGED, RunStatus.HUNG}
 

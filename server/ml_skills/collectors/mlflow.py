@@ -18,21 +18,20 @@ from urllib.parse import unquote, urlparse
 from ml_skills.collectors import tracker
 from ml_skills.collectors.http_api import Deadline, fetch_tail, request_json
 from ml_skills.errors import InputError, SourceError, SourceUnavailable, TargetNotFound
-from ml_skills.models import LogEvidence, SourceEvidence
+from ml_skills.models import CollectRequest, Progress, RawEvidence
 from ml_skills.safety import paths
 from ml_skills.safety.redact import redact
 
 if TYPE_CHECKING:
     import httpx
 
-    from ml_skills.engine.pipeline import DiagnoseRequest
 
 PAGE = 25_000  # the server's own cap on one page of metric history
 MAX_KEYS = 64
 _RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
-def collect(req: DiagnoseRequest) -> tuple[SourceEvidence, list[LogEvidence]]:
+def collect(req: CollectRequest, progress: Progress | None = None) -> RawEvidence:
     run_id = (req.mlflow or "").strip()
     if not _RUN_ID.match(run_id):
         raise InputError(f"--mlflow expects a run id (letters, digits, '-' or '_'), got {redact(run_id[:80])!r}")
@@ -48,7 +47,7 @@ def collect(req: DiagnoseRequest) -> tuple[SourceEvidence, list[LogEvidence]]:
         _from_server(uri, run_id, run)
     else:
         _from_store(uri, run_id, run)
-    return tracker.to_evidence(run, req.task)
+    return tracker.to_evidence(run)
 
 
 # ---------------------------------------------------------------- tracking server (REST)

@@ -24,9 +24,19 @@ from pathlib import Path
 import psutil
 
 from ml_skills.collectors import env_seconds, logfile
-from ml_skills.engine import scan
-from ml_skills.errors import InputError, MLSkillsError, TargetNotFound
-from ml_skills.models import Anomaly, AnomalyKind, EvidenceStatus, FailureClass, LogEvidence, Severity, SourceEvidence
+from ml_skills.errors import InputError, TargetNotFound
+from ml_skills.models import (
+    Anomaly,
+    AnomalyKind,
+    CollectRequest,
+    EvidenceStatus,
+    FailureClass,
+    Progress,
+    RawEvidence,
+    RawLog,
+    Severity,
+    SourceEvidence,
+)
 from ml_skills.safety import paths
 from ml_skills.safety.redact import redact
 
@@ -262,11 +272,11 @@ def _verdict(ins: Inspection, now: float, stall_after: float) -> str:
     return "running" if cpu >= IDLE_CPU else "sleeping"
 
 
-def signals(ins: Inspection, logs: list[LogEvidence], stall_after: float) -> list[Anomaly]:
-    """What the verdict says to the engine: a class and a cause, pinned to the log's last line."""
+def signals(ins: Inspection, stall_after: float) -> list[Anomaly]:
+    """What the verdict says to the engine: a class and a cause, naming the newest log with no line (the
+    engine, which reads the log, pins it to its last line)."""
     newest = max(ins.logs, key=lambda p: ins.logs[p]) if ins.logs else None
-    log = next((l for l in logs if l.source == newest), None)
-    source, line_no = newest or f"process:{ins.pid}", (log.total_lines if log and log.total_lines else None)
+    source, line_no = newest or f"process:{ins.pid}", None
     cpu = ins.cpu_percent() or 0.0
     idle = _span(ins.log_idle(ins.checked_at) or 0)
     name = Path(newest).name if newest else "its log"
@@ -323,21 +333,16 @@ def find(name: str) -> int:
     raise InputError(f"{len(pool)} processes match '{name}': {listed}: pass --pid with the one to check")
 
 
-def collect(req) -> tuple[SourceEvidence, list[LogEvidence]]:
-    """The COLLECTORS entry for --pid and --proc: the process's own evidence, and its logs scanned."""
-    pid = req.pid if req.pid is not None else find(req.proc)
+def collect(req: CollectRequest, progress: Progress | None = None) -> RawEvidence:
+    """The collector for --pid and --proc: the process's own evidence, and the logs it writes (newest first), unread."""
+    pid = req.pid if req.pid is not None else find(req.proc or "")
     stall_after = env_seconds("ML_SKILLS_STALL_AFTER", STALL_AFTER)
     ins = inspect(pid, sample_seconds=env_seconds("ML_SKILLS_PROC_SAMPLE", SAMPLE_SECONDS, high=60), stall_after=stall_after)
-    logs: list[LogEvidence] = []
-    for path in sorted(ins.logs, key=lambda p: -ins.logs[p]):
-        try:
-            logs.append(scan.scan_log(path, last=req.last, task=req.task, engine=req.engine))
-        except MLSkillsError as e:
-            ins.missing.append(str(e))
-    return evidence(ins, logs, stall_after), logs
+    logs = [RawLog(source=path, path=path) for path in sorted(ins.logs, key=lambda p: -ins.logs[p])]
+    return RawEvidence(source=evidence(ins, stall_after), logs=logs)
 
 
-def evidence(ins: Inspection, logs: list[LogEvidence], stall_after: float) -> SourceEvidence:
+def evidence(ins: Inspection, stall_after: float) -> SourceEvidence:
     now = ins.checked_at
     cpu = ins.cpu_percent()
     facts = {"state": f"{ins.state} (os: {ins.os_status})"}
@@ -370,7 +375,7 @@ def evidence(ins: Inspection, logs: list[LogEvidence], stall_after: float) -> So
     return SourceEvidence(
         kind="process", name=str(ins.pid), status=status, state=ins.state,
         facts={k: redact(v) for k, v in facts.items()}, report_lines=report, missing=[redact(m) for m in ins.missing],
-        signals=signals(ins, logs, stall_after),
+        signals=signals(ins, stall_after),
         details={"readings": [{"t": round(r.t - ins.readings[0].t, 3), "cpu_s": round(r.cpu, 3), "rss": r.rss, "status": r.status} for r in ins.readings],
                  "exit_code": ins.exit_code, "exit_signal": ins.exit_signal},
     )

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from ml_skills.collectors import env_seconds
 from ml_skills.errors import InputError, SourceTimeout, SourceUnavailable, TargetNotFound
-from ml_skills.models import EvidenceStatus, LogEvidence, SourceEvidence
+from ml_skills.models import CollectRequest, EvidenceStatus, Progress, RawEvidence, RawLog, SourceEvidence
 from ml_skills.safety.redact import redact
 
 TAIL_LINES = 5000
@@ -250,25 +250,22 @@ def fetch(target: str, *, lines: int = TAIL_LINES, deadline: float = DEADLINE, c
     return remote, got, [redact(p) for p in problems]
 
 
-def collect(req) -> tuple[SourceEvidence, list[LogEvidence]]:
-    """The COLLECTORS entry for user@host:/path: the remote log scanned exactly like a local one."""
-    from ml_skills.engine import scan  # not at import: the MCP server's read_remote_log imports this module to list tools
-
+def collect(req: CollectRequest, progress: Progress | None = None) -> RawEvidence:
+    """The collector for user@host:/path: the remote log's tail and its run directory's companion logs, as fetched."""
     deadline = env_seconds("ML_SKILLS_SSH_DEADLINE", DEADLINE)
-    remote, got, problems = fetch(req.target, lines=max(req.last, TAIL_LINES), deadline=deadline,
+    remote, got, problems = fetch(req.target or "", lines=max(req.last, TAIL_LINES), deadline=deadline,
                                   config=os.environ.get("ML_SKILLS_SSH_CONFIG") or None)
-    logs: list[LogEvidence] = []
+    logs: list[RawLog] = []
     if got.log is not None:
-        log = scan.scan_text(got.log, source=str(remote), last=req.last, task=req.task, engine=req.engine)
+        log = RawLog(source=str(remote), text=got.log)
         if got.size is not None and got.size > len(got.log.encode()):
-            log.problems.append(f"only the last {len(got.log.encode())} of {got.size} bytes were fetched; line numbers count from there")
+            log.notes.append(f"only the last {len(got.log.encode())} of {got.size} bytes were fetched; line numbers count from there")
             log.size_bytes = got.size
         logs.append(log)
     configs = []
     for name, body in got.companions.items():
         if any(re.fullmatch(g.replace(".", r"\.").replace("*", ".*"), name) for g, how in COMPANIONS if how == "tail"):
-            logs.append(scan.scan_text(body, source=f"{remote.user}@{remote.host}:{os.path.dirname(remote.path)}/{name}",
-                                       last=req.last, task=req.task, engine=req.engine))
+            logs.append(RawLog(source=f"{remote.user}@{remote.host}:{os.path.dirname(remote.path)}/{name}", text=body))
         else:
             configs.append(name)
     status = EvidenceStatus.OK if not problems else EvidenceStatus.PARTIAL
@@ -280,4 +277,4 @@ def collect(req) -> tuple[SourceEvidence, list[LogEvidence]]:
     details = {"configs": {n: redact(got.companions[n])[:COMPANION_BYTES] for n in configs}}
     source = SourceEvidence(kind="ssh", name=redact(str(remote)), status=status, state=None, facts={k: redact(v) for k, v in facts.items()},
                             missing=problems, details=details)
-    return source, logs
+    return RawEvidence(source=source, logs=logs)

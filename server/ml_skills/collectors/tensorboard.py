@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ml_skills.collectors import tracker
-from ml_skills.engine.metrics import canonical
 from ml_skills.errors import InputError, MLSkillsError, TargetNotFound
-from ml_skills.models import LogEvidence, SourceEvidence
+from ml_skills.models import CollectRequest, Progress, RawEvidence, canonical
 from ml_skills.safety import paths
 
 MARK = "tfevents"
@@ -38,8 +37,8 @@ class Damaged(Exception):
     """Where a file stops being readable; the records before it stand."""
 
 
-def collect(req: Any) -> tuple[SourceEvidence, list[LogEvidence]]:
-    """The COLLECTORS entry for --tensorboard DIR_OR_FILE."""
+def collect(req: CollectRequest, progress: Progress | None = None) -> RawEvidence:
+    """The COLLECTORS entry for --tensorboard DIR_OR_FILE: the scalars as raw evidence; the engine reads them."""
     value = (req.tensorboard or "").strip()
     if not value:
         raise InputError("--tensorboard expects a run directory of events.out.tfevents.* files, or one such file")
@@ -57,7 +56,7 @@ def collect(req: Any) -> tuple[SourceEvidence, list[LogEvidence]]:
             run.missing.append(f"{f.name}: {e}")
     if tags:
         run.facts["scalar tags"] = ", ".join(sorted(tags)[:12]) + (" ..." if len(tags) > 12 else "")
-    return tracker.to_evidence(run, req.task)
+    return tracker.to_evidence(run)
 
 
 # ---------------------------------------------------------------- which files

@@ -1,10 +1,10 @@
 """What an experiment tracker knows about one run, in one shape for W&B and MLflow alike.
 
 The collectors fill a `TrackerRun` (state, config, summary, every history point, system
-memory peaks, artifacts, the run's own logs) and `to_evidence` turns it into the engine's
-types: history rows keyed by step, so metrics logged in separate calls line up; keys folded
-into canonical names, so the same trajectory detectors run as on a log; logs scanned with
-the same catalog. Nothing is cut silently: every cap that bites is named in `missing`.
+memory peaks, artifacts, the run's own logs) and `to_evidence` turns it into raw evidence:
+history rows keyed by step, so metrics logged in separate calls line up; keys folded into
+canonical names (models.canonical), so the same trajectory detectors run as on a log; the
+logs' text handed over unread, for the engine to scan with the same catalog. Nothing is cut silently: every cap that bites is named in `missing`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ml_skills.collectors import env_seconds
-from ml_skills.engine import scan
-from ml_skills.engine.metrics import canonical
-from ml_skills.models import EvidenceStatus, LogEvidence, MetricPoint, SourceEvidence, Task
+from ml_skills.models import EvidenceStatus, MetricPoint, RawEvidence, RawLog, SourceEvidence, canonical
 from ml_skills.safety.paths import open_binary
 from ml_skills.safety.redact import redact
 
@@ -136,8 +134,8 @@ def _sample(rows: list[tuple[float, dict[str, float]]]) -> tuple[list[tuple[int,
     return [indexed[i] for i in sorted(keep)], True
 
 
-def to_evidence(run: TrackerRun, task: Task | None = None) -> tuple[SourceEvidence, list[LogEvidence]]:
-    """The engine's view of a tracker run: a SourceEvidence with metrics, plus one LogEvidence per run log."""
+def to_evidence(run: TrackerRun) -> RawEvidence:
+    """A tracker run as raw evidence: a SourceEvidence with metrics, plus the text of each run log, unread."""
     src = f"{run.kind}:{run.name}"
     rows = sorted((step, vals) for step, vals in run.rows.items() if vals)
     kept, sampled = _sample(rows)
@@ -189,16 +187,12 @@ def to_evidence(run: TrackerRun, task: Task | None = None) -> tuple[SourceEviden
         )
     for m in missing:
         report.append(f"Missing: {redact(m)}")
-    logs: list[LogEvidence] = []
-    for name, (text, cut) in list(run.logs.items())[:MAX_LOGS]:
-        ev = scan.scan_text(text, source=f"{src}/{name}", task=task)
-        if cut:
-            ev.problems.append(f"only the last {MAX_LOG_BYTES // 1024} KiB of {name} were read")
-        logs.append(ev)
+    logs = [RawLog(source=f"{src}/{name}", text=text, notes=[f"only the last {MAX_LOG_BYTES // 1024} KiB of {name} were read"] if cut else [])
+            for name, (text, cut) in list(run.logs.items())[:MAX_LOGS]]
     status = EvidenceStatus.PARTIAL if missing else EvidenceStatus.OK
     if not points and not logs and not run.state:
         status = EvidenceStatus.NO_DATA
-    return SourceEvidence(
+    return RawEvidence(source=SourceEvidence(
         kind=run.kind,
         name=redact(run.name),
         status=status,
@@ -211,4 +205,4 @@ def to_evidence(run: TrackerRun, task: Task | None = None) -> tuple[SourceEviden
             "config": {k: _fmt(v) for k, v in list(run.config.items())[:200]},
             "artifacts": [redact(a) for a in run.artifacts[:MAX_ARTIFACTS]],
         },
-    ), logs
+    ), logs=logs)

@@ -21,14 +21,16 @@ from ml_skills.errors import InputError, SourceError
 from ml_skills.models import (
     Anomaly,
     AnomalyKind,
+    CollectRequest,
     EvidenceStatus,
     FailureClass,
-    LogEvidence,
     Model,
+    Progress,
+    RawEvidence,
     Severity,
     SourceEvidence,
+    wait,
 )
-from ml_skills.render.progress import Progress, wait
 from ml_skills.safety.redact import redact
 
 ACCESS = "roles/aiplatform.viewer on the project"
@@ -97,7 +99,7 @@ def resolve(job: str, project: str | None, region: str | None) -> Target:
     return Target(kind=kind, project=project, region=region, job_id=job_id)
 
 
-def collect(req: Any, progress: Progress | None = None) -> tuple[SourceEvidence, list[LogEvidence]]:
+def collect(req: CollectRequest, progress: Progress | None = None) -> RawEvidence:
     """The COLLECTORS entry: one pass with --once, else poll every --interval s until a terminal state.
 
     Between polls `progress` (when the CLI runs in a terminal) counts down to the next check.
@@ -111,7 +113,7 @@ def collect(req: Any, progress: Progress | None = None) -> tuple[SourceEvidence,
             break
         wait(req.interval, f"{target.job_id}: {state}; next check (Ctrl-C to stop)", progress, time.sleep)
     events, log_problem = read_events(target, job)
-    return build(target, job, job_problem, events, log_problem), []
+    return RawEvidence(source=build(target, job, job_problem, events, log_problem))
 
 
 def describe(job: str, project: str | None = None, region: str | None = None) -> SourceEvidence:

@@ -16,7 +16,7 @@ import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ml_skills.collectors import tracker
 from ml_skills.collectors.http_api import Deadline, fetch_tail
@@ -29,12 +29,9 @@ from ml_skills.errors import (
     TargetNotFound,
     UnreadableInput,
 )
-from ml_skills.models import LogEvidence, SourceEvidence
+from ml_skills.models import CollectRequest, Progress, RawEvidence
 from ml_skills.safety import paths, untrusted_json
 from ml_skills.safety.redact import redact
-
-if TYPE_CHECKING:
-    from ml_skills.engine.pipeline import DiagnoseRequest
 
 _RUN_PATH = re.compile(r"^(?P<entity>[\w.-]{1,128})/(?P<project>[\w.-]{1,128})/(?:runs/)?(?P<run>[\w-]{1,128})$")
 _HEADER = b":W&B"
@@ -44,7 +41,7 @@ MAX_ONE_RECORD = 32 * 1024 * 1024  # one record (a history row, a config): wandb
 PAGE_SIZE = 1000
 
 
-def collect(req: DiagnoseRequest) -> tuple[SourceEvidence, list[LogEvidence]]:
+def collect(req: CollectRequest, progress: Progress | None = None) -> RawEvidence:
     target = (req.wandb or "").strip()
     path = Path(target).expanduser()
     if os.path.lexists(path):  # on disk: a local run, confined like any path, even when shaped like entity/project/run
@@ -55,7 +52,7 @@ def collect(req: DiagnoseRequest) -> tuple[SourceEvidence, list[LogEvidence]]:
         raise InputError(
             f"--wandb expects entity/project/run_id or a local wandb/run-* directory; {redact(target[:120])!r} is neither"
         )
-    return tracker.to_evidence(run, req.task)
+    return tracker.to_evidence(run)
 
 
 # ---------------------------------------------------------------- local run directory

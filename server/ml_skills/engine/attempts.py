@@ -18,8 +18,7 @@ from ml_skills.collectors import artifacts as artifact_collector
 from ml_skills.collectors.attempts import REPORT_END, attempts_of, log_attempts
 from ml_skills.engine import repeat
 from ml_skills.errors import MLSkillsError
-from ml_skills.models import AttemptBrief, Diagnosis, Evidence, EvidenceItem, Outcome
-from ml_skills.render.progress import Progress
+from ml_skills.models import AttemptBrief, Diagnosis, Evidence, EvidenceItem, Outcome, Progress, RiskOf, builtin_risk
 from ml_skills.safety.redact import redact, redact_value
 from ml_skills.targets import TargetKind
 
@@ -50,7 +49,8 @@ def of_log(req: DiagnoseRequest, ev: Evidence) -> tuple[str, list[tuple[int, int
     return (path, found) if found else None
 
 
-def with_log_attempts(req: DiagnoseRequest, d: Diagnosis, inside: tuple[str, list[tuple[int, int, str]]]) -> Diagnosis:
+def with_log_attempts(req: DiagnoseRequest, d: Diagnosis, inside: tuple[str, list[tuple[int, int, str]]],
+                      risk_of: RiskOf = builtin_risk) -> Diagnosis:
     """The whole log's diagnosis (its line numbers, its excerpt), with each attempt read alone for the repeat rule."""
     from ml_skills.engine import scan
     from ml_skills.engine.pipeline import analyse
@@ -61,7 +61,7 @@ def with_log_attempts(req: DiagnoseRequest, d: Diagnosis, inside: tuple[str, lis
         where = f"{path} lines {first}-{first + text.count(chr(10))}"
         log = scan.scan_text(text, source=where, last=req.last, task=req.task)
         ev = Evidence(target=where, target_kind=TargetKind.LOG, collected_at=datetime.now(UTC), logs=[log])
-        briefs.append(repeat.brief_of(n, where, analyse(req.model_copy(update={"target": None, "traceback_text": text}), ev), [log]))
+        briefs.append(repeat.brief_of(n, where, analyse(req.model_copy(update={"target": None, "traceback_text": text}), ev, risk_of), [log]))
     d = repeat.apply(d, briefs)
     _say(d, briefs, f"a log of {len(attempts)} attempts (a launcher's restarts, or resubmitted jobs appended to one file): the "
                     "report reads the whole log; each attempt was also diagnosed alone to compare them")
@@ -79,7 +79,8 @@ def of_run(req_target: str | None) -> list[tuple[int, str]] | None:
     return found if len(found) > 1 else None
 
 
-def diagnose(req: DiagnoseRequest, attempts: list[tuple[int, str]], progress: Progress | None = None) -> Diagnosis:
+def diagnose(req: DiagnoseRequest, attempts: list[tuple[int, str]], progress: Progress | None = None,
+             risk_of: RiskOf = builtin_risk) -> Diagnosis:
     """The newest attempt's diagnosis, with every attempt's brief and the repeat rule applied."""
     from ml_skills.engine.pipeline import analyse, collect
 
@@ -95,7 +96,7 @@ def diagnose(req: DiagnoseRequest, attempts: list[tuple[int, str]], progress: Pr
             ev = collect(sub, progress)
             if sub.artifacts is None:
                 ev.artifacts = inv
-            one = analyse(sub, ev)
+            one = analyse(sub, ev, risk_of)
         except MLSkillsError as e:
             if newest:
                 raise

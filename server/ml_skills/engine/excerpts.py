@@ -1,10 +1,10 @@
 """Lines around a point of a log, read back after the pass: by seeking to a recorded byte offset
 (files) or from the text held in memory (pasted tracebacks); and the quoting of an anomaly's own
-line into its finding."""
+line into its finding. The offsets and the text travel in the LogEvidence the scan returns (its
+`offsets`, `inode` and `held`), never in module state that concurrent calls would share."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from ml_skills.collectors import logfile
@@ -42,31 +42,9 @@ class Reader:
         return [logfile.decode(x) for x in lines[-n:]], False
 
 
-# byte offsets of recorded hit lines, so excerpts can seek instead of re-reading the log; the
-# text of in-memory sources. Bounded: a long-running MCP server diagnoses many logs.
-KEPT = 32
-_byte_offsets: dict[tuple[str, int], dict[int, int]] = {}
-_text_cache: dict[str, bytes] = {}
-
-
-def _keep(cache: dict, key, value) -> None:
-    cache.pop(key, None)
-    cache[key] = value
-    while len(cache) > KEPT:
-        del cache[next(iter(cache))]  # the oldest
-
-
-def remember_offsets(source: str, inode: int, offsets: dict[int, int]) -> None:
-    _keep(_byte_offsets, (source, inode), offsets)
-
-
-def remember_text(source: str, data: bytes) -> None:
-    _keep(_text_cache, source, data)
-
-
 def excerpt_from_tail(log: LogEvidence, line_no: int, before: int = 20, after: int = 20) -> Excerpt | None:
-    """An excerpt for in-memory sources (pasted text), or from the tail when the line is in it."""
-    data = _text_cache.get(log.source)
+    """An excerpt for in-memory sources (pasted text, held in the evidence), or from the tail when the line is in it."""
+    data = log.held
     if data is not None:
         lines = [logfile.decode(x) for x in data.split(b"\n")]
         first = max(1, line_no - before)
@@ -78,10 +56,11 @@ def excerpt_from_tail(log: LogEvidence, line_no: int, before: int = 20, after: i
     return None
 
 
-def excerpt_around(path: str | os.PathLike[str], source: str, line_no: int, before: int = 20, after: int = 20) -> Excerpt:
-    """The lines around a recorded hit, read by seeking to its byte offset when it is known."""
-    p = Path(path)
-    offsets = _byte_offsets.get((source, p.stat().st_ino), {})
+def excerpt_around(log: LogEvidence, line_no: int, before: int = 20, after: int = 20) -> Excerpt:
+    """The lines around a recorded hit of a scanned file, read by seeking to the byte offset its evidence
+    recorded (when the file is still the one scanned), else by counting lines."""
+    p, source = Path(log.source), log.source
+    offsets = log.offsets if log.inode == p.stat().st_ino else {}
     near = max((ln for ln in offsets if line_no - 2000 <= ln <= line_no), default=None)
     if line_no in offsets:
         idx, lines = logfile.window_at(p, offsets[line_no], before, after)

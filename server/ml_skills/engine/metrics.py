@@ -4,8 +4,8 @@ HF Trainer dicts (`{'loss': 2.3, 'grad_norm': 1.1, 'epoch': 0.5}`), JSON lines, 
 and `key: value` (also with spaces in keys, as Megatron writes `lm loss: 7.1E+00`), tqdm and
 Lightning bars (`Epoch 0:  45%|...| 450/1000 [..., loss=0.51]`, carriage-return frames), Keras
 (`- loss: 0.23 - val_loss: 0.35`), DeepSpeed (`step=100, skipped=0, lr=[0.0001]`) and nanoGPT
-(`iter 100: loss 2.3, time 20ms`). Keys are folded into canonical names (ALIASES) so every
-detector reads one vocabulary.
+(`iter 100: loss 2.3, time 20ms`). Keys are folded into canonical names (models.ALIASES, the
+vocabulary a tracker collector folds its keys into too) so every detector reads one vocabulary.
 """
 
 from __future__ import annotations
@@ -15,31 +15,8 @@ from datetime import datetime
 from functools import lru_cache
 
 from ml_skills.lazyre import lazy
+from ml_skills.models import ALIASES, CANONICAL, EPOCH_KEYS, STEP_KEYS, canonical  # noqa: F401 (the vocabulary, re-exported)
 from ml_skills.safety import untrusted_json
-
-CANONICAL = ("loss", "val_loss", "grad_norm", "lr", "throughput", "acc", "val_acc", "mem", "step_time", "loss_scale")
-
-ALIASES: dict[str, str] = {}
-for canon, names in {
-    "loss": ["loss", "train_loss", "training_loss", "lm_loss", "total_loss", "train/loss", "loss_step",
-             "train_loss_step", "avg_loss", "train/loss_step", "objective", "train/lm_loss", "mean_loss", "loss_epoch", "train_loss_epoch"],
-    "val_loss": ["val_loss", "eval_loss", "validation_loss", "valid_loss", "val/loss", "eval/loss", "dev_loss",
-                 "validation/loss", "val_lm_loss", "test_loss", "valid/loss", "val_loss_epoch"],
-    "grad_norm": ["grad_norm", "gradient_norm", "gnorm", "total_norm", "grad/norm", "train/grad_norm", "grad_l2_norm", "global_norm"],
-    "lr": ["lr", "learning_rate", "train/learning_rate", "lr-adamw", "lr-adam", "learningrate", "lr-sgd"],
-    "throughput": ["samples/sec", "samples_per_second", "train_samples_per_second", "samples/s", "tokens/s",
-                   "tok/s", "tokens_per_sec", "tokens/sec", "it/s", "throughput", "tflops", "mfu", "img/s", "images/sec", "examples/sec", "samples_per_sec"],
-    "acc": ["acc", "accuracy", "train_acc", "train_accuracy", "top1", "train/acc"],
-    "val_acc": ["val_acc", "val_accuracy", "eval_accuracy", "eval_acc", "valid_acc", "val/acc", "validation_accuracy", "test_acc", "val_top1", "val_f1", "eval_f1"],
-    "mem": ["mem", "memory", "rss", "rss_mb", "rss_gb", "mem_gb", "gpu_mem", "max_memory_allocated", "memory_allocated", "mem_mb", "peak_mem", "max_mem"],
-    "step_time": ["time", "step_time", "iter_time", "iter_time_(s)", "elapsed_time_per_iteration_(ms)", "time/step", "sec/it", "s/it", "batch_time"],
-    "loss_scale": ["loss_scale", "scale", "loss_scaler"],
-}.items():
-    for n in names:
-        ALIASES[n] = canon
-
-STEP_KEYS = {"step", "global_step", "iteration", "iter", "steps", "global_steps", "it", "train/global_step", "trainer/global_step", "batch", "update", "updates", "num_updates"}
-EPOCH_KEYS = {"epoch", "epochs", "train/epoch"}
 
 _NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|-?Infinity|inf|Inf|INF|-inf|-Inf)"
 _PAIR = lazy(
@@ -84,26 +61,6 @@ def parse_timestamp(line: str) -> datetime | None:
         return datetime(int(m["y"]), int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]), micro)
     except ValueError:
         return None
-
-
-# MXNet's Module.fit logs `Epoch[3] Train-accuracy=0.92` and `Epoch[3] Validation-accuracy=0.51` (the metric's
-# name after a Train-/Validation- prefix); its default metric names for the loss are cross-entropy and ce
-_MXNET_SPLIT = {"train-": "", "validation-": "val_"}
-_MXNET_NAMES = {"accuracy": "acc", "acc": "acc", "cross-entropy": "loss", "ce": "loss"}
-
-
-@lru_cache(maxsize=4096)  # a log repeats a few dozen keys on every line
-def canonical(key: str) -> str | None:
-    k = key.strip().strip("'\"").lower().replace(" ", "_")
-    if k in ALIASES:
-        return ALIASES[k]
-    for prefix, split in _MXNET_SPLIT.items():
-        if k.startswith(prefix) and k[len(prefix):] in _MXNET_NAMES:
-            return split + _MXNET_NAMES[k[len(prefix):]]
-    for prefix in ("train/", "train_", "training/", "metrics/"):
-        if k.startswith(prefix) and k[len(prefix):] in ALIASES and ALIASES[k[len(prefix):]] in ("loss", "grad_norm", "lr"):
-            return ALIASES[k[len(prefix):]]
-    return None
 
 
 _VAL_WORDS = {"val", "valid", "validation", "eval", "evaluation", "test", "dev"}

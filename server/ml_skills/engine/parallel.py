@@ -28,7 +28,7 @@ from ml_skills.collectors import logfile
 from ml_skills.engine import frameworks, metric_lines
 from ml_skills.engine.excerpts import Reader
 from ml_skills.engine.scanpass import Pass
-from ml_skills.render.progress import Progress
+from ml_skills.models import Progress
 from ml_skills.safety.paths import open_binary
 
 PARALLEL_BYTES = 128 * 1024 * 1024  # below this one process is enough (a 128 MiB scan is about 0.4 s of CPU here)

@@ -3,7 +3,8 @@
 `diagnose` takes a typed request and returns a `Diagnosis`; it never writes (render/ does).
 Collectors for non-file targets (process, ssh, trackers, cloud) are looked up in COLLECTORS,
 built from the registry of target kinds (targets.py), and imported only when used, so heavy
-SDKs stay out of a plain log diagnosis.
+SDKs stay out of a plain log diagnosis. They return raw evidence (models.RawEvidence) and
+never scan: the logs they found are read here (read_raw).
 """
 
 from __future__ import annotations
@@ -27,13 +28,14 @@ from ml_skills.engine.plan import plan
 from ml_skills.engine.signals import Signal
 from ml_skills.engine.status import completed_clean, fmt_number, insufficient_evidence, run_status
 from ml_skills.engine.stops import MEANING as STOP_MEANING
-from ml_skills.errors import InputError, TargetNotFound
+from ml_skills.errors import InputError, MLSkillsError, TargetNotFound
 from ml_skills.models import (
     ArtifactInventory,
     Classification,
     Diagnosis,
     Evidence,
     EvidenceItem,
+    EvidenceStatus,
     FailureClass,
     Finding,
     FindingSeverity,
@@ -43,13 +45,16 @@ from ml_skills.models import (
     LineRef,
     LogEvidence,
     Model,
+    Progress,
+    RawEvidence,
+    RiskOf,
     RootCause,
     RunStatus,
     SourceEvidence,
     Task,
     ToolInfo,
+    builtin_risk,
 )
-from ml_skills.render.progress import Progress
 from ml_skills.safety import paths
 from ml_skills.safety.redact import redact, redact_value, redaction_count, reset_redaction_count
 from ml_skills.targets import Confine, TargetKind
@@ -57,7 +62,7 @@ from ml_skills.targets import Confine, TargetKind
 MAX_LOGS = 16
 
 COLLECTORS: dict[str, str] = {k.kind: k.collector for k in targets.KINDS if k.collector}
-"""target kind -> "module:function" returning (SourceEvidence, list[LogEvidence]) (targets.py)."""
+"""target kind -> "module:function", a models.Collector returning RawEvidence (read here, by read_raw; targets.py)."""
 POLLING = {k.kind for k in targets.KINDS if k.waits}
 """Collectors that wait (poll until a terminal state) and so take a `progress` callback."""
 
@@ -149,14 +154,43 @@ def _collect(req: DiagnoseRequest, progress: Progress | None) -> Evidence:
             raise InputError(f"target kind '{kind}' is not supported in this version")
         mod, fn = spec.split(":")
         extra = {"progress": progress} if kind in POLLING else {}
-        source, logs = getattr(importlib.import_module(mod), fn)(req, **extra)
-        ev.sources.append(source)
-        ev.logs.extend(logs)
+        raw = getattr(importlib.import_module(mod), fn)(req, **extra)
+        ev.sources.append(raw.source)
+        ev.logs.extend(read_raw(raw, req, progress))
     if req.artifacts and kind is not TargetKind.DIRECTORY:
         ev.artifacts, logs, notes = _scan_directory(Path(req.artifacts), req, exclude={l.source for l in ev.logs}, progress=progress)
         ev.logs.extend(logs)
         ev.notes.extend(notes)
     return ev
+
+
+def read_raw(raw: RawEvidence, req: DiagnoseRequest, progress: Progress | None = None) -> list[LogEvidence]:
+    """The logs a collector found, read as any log is: a local file streamed, fetched text scanned alike.
+
+    A log that cannot be read is missing evidence of its source (named in `missing`, the source partial);
+    a source's signal that names a log but no line stands at that log's last line, where the run was last seen.
+    """
+    logs: list[LogEvidence] = []
+    for r in raw.logs:
+        try:
+            if r.path is not None:
+                log = scan.scan_log(r.path, source=r.source, last=req.last, task=req.task, engine=req.engine, progress=progress)
+            else:
+                log = scan.scan_text(r.text or "", source=r.source, last=req.last, task=req.task, engine=req.engine)
+        except MLSkillsError as e:
+            raw.source.missing.append(redact(str(e)))
+            if raw.source.status is EvidenceStatus.OK:
+                raw.source.status = EvidenceStatus.PARTIAL
+            continue
+        if r.size_bytes is not None:
+            log.size_bytes = r.size_bytes
+        log.problems.extend(r.notes)
+        logs.append(log)
+    ends = {log.source: log.total_lines for log in logs if log.total_lines}
+    for a in raw.source.signals:
+        if a.line_no is None and a.source in ends:
+            a.line_no = ends[a.source]
+    return logs
 
 
 def _scan_directory(root: Path, req: DiagnoseRequest, exclude: set[str] | frozenset[str] = frozenset(),
@@ -334,23 +368,26 @@ def _missing_artifacts(inv: ArtifactInventory | None, status: RunStatus, cls: Cl
     )
 
 
-def diagnose(req: DiagnoseRequest, progress: Progress | None = None) -> Diagnosis:
+def diagnose(req: DiagnoseRequest, progress: Progress | None = None, risk_of: RiskOf = builtin_risk) -> Diagnosis:
     """A run directory of several attempts, or a log a launcher restarted into, is also read attempt by attempt
-    (engine/attempts.py), for the repeat rule; anything else at once."""
+    (engine/attempts.py), for the repeat rule; anything else at once.
+
+    `risk_of` rates each fix: the faces pass their loaded policy's, so the report says what `request_action` enforces.
+    """
     from ml_skills.engine import attempts
 
     reset_redaction_count()
     with paths.scope(*_local_paths(req)):
         if req.kind() is TargetKind.DIRECTORY and (found := attempts.of_run(req.target)) is not None:
-            return attempts.diagnose(req, found, progress)
+            return attempts.diagnose(req, found, progress, risk_of)
         ev = collect(req, progress)
-        d = analyse(req, ev)
+        d = analyse(req, ev, risk_of)
         if (inside := attempts.of_log(req, ev)) is not None:
-            d = attempts.with_log_attempts(req, d, inside)
+            d = attempts.with_log_attempts(req, d, inside, risk_of)
         return d
 
 
-def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
+def analyse(req: DiagnoseRequest, ev: Evidence, risk_of: RiskOf = builtin_risk) -> Diagnosis:
     logs = ev.logs
     src_logs = [scan.scan_text("\n".join(s.lines), source=f"{s.kind}:{s.name}", last=req.last, task=req.task) for s in ev.sources if s.lines]
     metric_logs = [scan.from_metrics(s.metrics, source=f"{s.kind}:{s.name}", task=req.task) for s in ev.sources if s.metrics]
@@ -365,7 +402,7 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
     inv = ev.artifacts
     launch = inv.launch_command if inv else None
     facts = run_facts(all_logs, launch)
-    fixes, commands = plan(cls, signals, all_logs, inv, launch, completed_clean=clean, facts=facts, sources=ev.sources)
+    fixes, commands = plan(cls, signals, all_logs, inv, launch, risk_of=risk_of, completed_clean=clean, facts=facts, sources=ev.sources)
     decision, why = decide(cls, fixes, insufficient, completed_clean=clean)
     root = _root_cause(cls, signals, all_logs)
     root.contributing = contributing_facts(cls.primary, facts) + root.contributing
@@ -374,9 +411,9 @@ def analyse(req: DiagnoseRequest, ev: Evidence) -> Diagnosis:
         findings.insert(1, mf)
     excerpt = None
     if cls.decisive is not None:
-        path = next((l.source for l in logs if l.source == cls.decisive.source), None)
-        if path is not None and Path(path).is_file():
-            excerpt = excerpts.excerpt_around(path, path, cls.decisive.line_no, 20, 20)
+        scanned = next((l for l in logs if l.source == cls.decisive.source), None)
+        if scanned is not None and Path(scanned.source).is_file():
+            excerpt = excerpts.excerpt_around(scanned, cls.decisive.line_no, 20, 20)
         else:
             excerpt = next((excerpts.excerpt_from_tail(l, cls.decisive.line_no) for l in all_logs if l.source == cls.decisive.source), None)
     conf_level = Level.HIGH if cls.confidence >= 0.75 else Level.MEDIUM if cls.confidence >= 0.5 else Level.LOW

@@ -2,7 +2,8 @@
 
 Candidate fixes come from the decisive signature, the other signals of the primary class,
 anomaly-specific rules (early vs late NaN, memorisation, OOM at evaluation), and the class's
-default fixes. They are ranked by impact x confidence / risk, as in design.md.
+default fixes. They are ranked by impact x confidence / risk, as in design.md. The risk of each fix
+comes from the `risk_of` function the caller passes (the face's loaded policy), never from a table here.
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ from ml_skills.models import (
     LineRef,
     LogEvidence,
     Risk,
+    RiskOf,
     RunFact,
     SourceEvidence,
 )
-from ml_skills.policy.risk import risk_of
 
 IMPACT = {Level.HIGH: 3.0, Level.MEDIUM: 2.0, Level.LOW: 1.0}
 RISK_COST = {Risk.SAFE: 1.0, Risk.NEEDS_APPROVAL: 1.6, Risk.DANGEROUS: 4.0}
@@ -287,15 +288,17 @@ def _ruled_out_by_evidence(fid: str, cls: Classification, logs: list[LogEvidence
 
 
 def plan(cls: Classification, signals: list[Signal], logs: list[LogEvidence], inv: ArtifactInventory | None, launch_command: str | None,
-         *, completed_clean: bool = False, facts: list[RunFact] | None = None,
+         *, risk_of: RiskOf, completed_clean: bool = False, facts: list[RunFact] | None = None,
          sources: list[SourceEvidence] | None = None) -> tuple[list[Fix], list[str]]:
     """Ranked fixes whose conditions hold, each citing what made it apply, and the commands to run next.
+
+    `risk_of` gives each fix's risk level and the rule behind it: the policy the face enforces (models.RiskOf).
 
     `sources` name a process or tracker run that may still be there: its stack is dumped by its own pid, and a
     NaN run that is still running and saving is stopped first.
     """
     facts = facts or []
-    out, commands = _ranked(cls, signals, logs, inv, launch_command, completed_clean=completed_clean, facts=facts)
+    out, commands = _ranked(cls, signals, logs, inv, launch_command, risk_of=risk_of, completed_clean=completed_clean, facts=facts)
     live = next((s for s in sources or [] if (s.state or "").lower() in LIVE_STATES), None)
     there = next((s for s in sources or [] if s.kind == "process" and s.name.isdigit() and s.state in (*LIVE_STATES, *HALTED)), None)
     if there is not None:  # the process itself, not a guess by name
@@ -317,7 +320,7 @@ def plan(cls: Classification, signals: list[Signal], logs: list[LogEvidence], in
 
 
 def _ranked(cls: Classification, signals: list[Signal], logs: list[LogEvidence], inv: ArtifactInventory | None, launch_command: str | None,
-            *, completed_clean: bool, facts: list[RunFact]) -> tuple[list[Fix], list[str]]:
+            *, risk_of: RiskOf, completed_clean: bool, facts: list[RunFact]) -> tuple[list[Fix], list[str]]:
     if cls.primary is None:  # a clean finished run has nothing to fix, only outputs to check; otherwise evidence is missing
         f = fix_catalog()["verify-outputs" if completed_clean else "collect-more-evidence"]
         risk, rule = risk_of(f.kind)

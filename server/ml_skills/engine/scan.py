@@ -21,7 +21,7 @@ from pathlib import Path
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import logfile
 from ml_skills.engine import completion, frameworks, metric_lines, newlines, tracebacks, zeroscores
-from ml_skills.engine.excerpts import Reader, quote_anomaly_lines, remember_offsets, remember_text
+from ml_skills.engine.excerpts import Reader, quote_anomaly_lines
 from ml_skills.engine.lastprogress import check_stall, last_progress
 from ml_skills.engine.matcher import Matcher
 from ml_skills.engine.points import values_text
@@ -34,13 +34,13 @@ from ml_skills.models import (
     LogEvidence,
     LogLine,
     MetricPoint,
+    Progress,
     ProgressPoint,
     Role,
     Signature,
     SignatureHit,
     Task,
 )
-from ml_skills.render.progress import Progress
 from ml_skills.safety.redact import redact
 
 FULL_METRICS_BYTES = 2 * 1024 * 1024  # above this, sampled: parsing every line costs about 1 s per 10k lines
@@ -139,8 +139,8 @@ def scan_log(
     chunks = logfile.iter_chunks(p, size=chunk_size, limit=st.st_size)
     if progress is not None:
         chunks = _reporting(chunks, f"scanning {p.name}", st.st_size, progress)
-    offsets = _run(ev, chunks, Reader(path=p, end=st.st_size), st.st_size, last, task, engine, chunk_size, ranges, progress)
-    remember_offsets(name, st.st_ino, offsets)
+    ev.offsets = _run(ev, chunks, Reader(path=p, end=st.st_size), st.st_size, last, task, engine, chunk_size, ranges, progress)
+    ev.inode = st.st_ino
     _flag_if_changed(ev, p, st)
     return ev
 
@@ -181,7 +181,7 @@ def scan_text(text: str, *, source: str, last: int = 500, task: Task | None = No
         ev.problems.append(f"{source} is binary data, not text")
         return ev
     _run(ev, iter([(0, data)]), Reader(data=data), len(data), last, task, engine)
-    remember_text(source, data)
+    ev.held = data  # excerpts are cut from it after the pass (engine/excerpts.py)
     return ev
 
 

@@ -150,7 +150,8 @@ def diagnose(
 
     gone = stripped_count()
     d = run_engine(DiagnoseRequest(**{inp.field: value}, project=project, region=region, once=True,
-                                   artifacts=a, framework=framework, task=task, last=last))
+                                   artifacts=a, framework=framework, task=task, last=last),
+                   risk_of=config().policy.risk_of)  # fixes rated by the policy request_action enforces
     path = json_report.write(d, out)  # stripped and redacted as its last step
     stripped = stripped_count() - gone
     marker = new_marker()

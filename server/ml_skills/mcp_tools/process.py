@@ -21,7 +21,7 @@ def check_process(
     from ml_skills.collectors import process  # imported at the first call: tools/list stays fast
 
     ins = process.inspect(pid, sample_seconds=sample_seconds)
-    return source_result(process.evidence(ins, [], process.STALL_AFTER))
+    return source_result(process.evidence(ins, process.STALL_AFTER))
 
 
 TOOLS = [check_process]

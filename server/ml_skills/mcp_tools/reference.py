@@ -3,7 +3,8 @@
 The server is built exactly as `ml-skills-mcp` builds it, then asked for its tools, resources
 and prompts the way a client asks (tools/list, resources/list, prompts/list), so the page shows
 what a client sees: names, descriptions, annotations, argument schemas and output schemas.
-gen.py writes it, and `python -m ml_skills.gen --check` fails when it drifts.
+gen.py writes it from `python -m ml_skills.mcp_tools.reference` run as a child process (so the
+generator imports no face), and `python -m ml_skills.gen --check` fails when it drifts.
 """
 
 from __future__ import annotations
@@ -187,3 +188,9 @@ def markdown() -> str:
         args = ", ".join(f"`{x.name}`{'' if x.required else ' (optional)'}" for x in p.arguments or []) or "none"
         lines += [f"- `{p.name}` ({p.title}): {_cell(p.description or '')} Arguments: {args}."]
     return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.stdout.buffer.write(markdown().encode("utf-8"))

@@ -1,19 +1,17 @@
 """Resources (taxonomy, root-cause patterns, JSON schema) and the check-failed-run prompt.
 
-Files are served from the repository checkout when it is there; otherwise the taxonomy and the
-schema are generated from the code (gen.py), and the prompt falls back to a short built-in text.
+Served from the package's own data (`ml_skills/shipped/`, written by `python -m ml_skills.gen`
+and carried by the wheel), never from a checkout around it and never by importing the generator;
+the prompt falls back to a short built-in text if the data is missing.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from importlib import resources
 
 from mcp.server.mcpserver import MCPServer
 
 from ml_skills.safety.redact import redact
-
-REPO = Path(__file__).resolve().parents[3]
-SKILL = REPO / "skills" / "check-failed-run"
 
 BUILTIN_INSTRUCTIONS = """\
 Triage a failed or unstable ML training run with the ml-skills tools. (Built-in text: the full
@@ -29,32 +27,27 @@ skill, skills/check-failed-run/SKILL.md, was not found next to this server.)
 """
 
 
-def _read(*candidates: Path) -> str | None:
-    for c in candidates:
-        if c.is_file():
-            return c.read_text("utf-8", errors="replace")
-    return None
+def _shipped(name: str) -> str | None:
+    """A file of the package's data, or None when this installation lacks it."""
+    f = resources.files("ml_skills").joinpath("shipped", name)
+    return f.read_bytes().decode("utf-8", errors="replace") if f.is_file() else None
 
 
 def taxonomy() -> str:
-    from ml_skills.gen import taxonomy_markdown
-
-    return _read(REPO / "references" / "failure-taxonomy.md") or taxonomy_markdown()
+    return _shipped("failure-taxonomy.md") or "failure-taxonomy.md is missing from this installation (ml_skills/shipped/)."
 
 
 def schema() -> str:
-    from ml_skills.gen import schema_json
-
-    return _read(REPO / "schemas" / "check-failed-run.schema.json") or schema_json()
+    return _shipped("check-failed-run.schema.json") or '{"error": "check-failed-run.schema.json is missing from this installation"}'
 
 
 def root_cause_patterns() -> str:
-    return _read(SKILL / "references" / "root-cause-patterns.md", REPO / "references" / "root-cause-patterns.md") or (
-        "root-cause-patterns.md is not part of this installation yet; read ml-skills://references/failure-taxonomy.md.")
+    return _shipped("root-cause-patterns.md") or (
+        "root-cause-patterns.md is not part of this installation; read ml-skills://references/failure-taxonomy.md.")
 
 
 def skill_text() -> str:
-    return _read(SKILL / "SKILL.md") or BUILTIN_INSTRUCTIONS
+    return _shipped("SKILL.md") or BUILTIN_INSTRUCTIONS
 
 
 def register(mcp: MCPServer) -> None:

@@ -24,7 +24,8 @@ def get_tensorboard_run(
     from ml_skills.engine.pipeline import DiagnoseRequest
 
     where = str(confine(path, roots(), want="any"))
-    return with_logs(*tensorboard.collect(DiagnoseRequest(tensorboard=where)))
+    req = DiagnoseRequest(tensorboard=where)
+    return with_logs(tensorboard.collect(req), req)
 
 
 TOOLS = [get_tensorboard_run]

@@ -3,13 +3,16 @@ collectors/wandb and collectors/mlflow (which import their SDK on first call, ne
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
 from ml_skills.mcp_tools.common import READ_ONLY_REMOTE, tool, tracker_target
 from ml_skills.mcp_tools.sources import SourceResult, source_result
-from ml_skills.models import LogEvidence, SourceEvidence, Trajectory
+from ml_skills.models import RawEvidence, Trajectory
+
+if TYPE_CHECKING:
+    from ml_skills.engine.pipeline import DiagnoseRequest
 
 LOG_LINES = 200  # of each run log's tail, handed over fenced as quoted data
 
@@ -23,11 +26,15 @@ class TrackerResult(SourceResult):
     )
 
 
-def with_logs(src: SourceEvidence, logs: list[LogEvidence]) -> TrackerResult:
-    for log in logs:
+def with_logs(raw: RawEvidence, req: DiagnoseRequest) -> TrackerResult:
+    """The collector's raw evidence read by the engine (its logs scanned, its history analysed), summarised."""
+    from ml_skills.engine import scan
+    from ml_skills.engine.pipeline import read_raw
+
+    src = raw.source
+    for log in read_raw(raw, req):
         if log.tail is not None:
             src.lines.extend(f"{log.source}: {line}" for line in log.tail.lines[-LOG_LINES:])
-    from ml_skills.engine import scan
 
     trajectory = scan.from_metrics(src.metrics, source=f"{src.kind}:{src.name}").trajectory
     src.metrics = []  # thousands of points (and NaN, which JSON cannot carry): the summary above stands for them
@@ -54,8 +61,8 @@ def get_wandb_run(
     from ml_skills.collectors import wandb  # imported at the first call (its HTTP client too): tools/list stays fast
     from ml_skills.engine.pipeline import DiagnoseRequest
 
-    target = tracker_target(run)
-    return with_logs(*wandb.collect(DiagnoseRequest(wandb=target)))
+    req = DiagnoseRequest(wandb=tracker_target(run))
+    return with_logs(wandb.collect(req), req)
 
 
 @tool(title="Read an MLflow run", annotations=READ_ONLY_REMOTE, deadline=120.0)
@@ -75,7 +82,8 @@ def get_mlflow_run(
     from ml_skills.collectors import mlflow
     from ml_skills.engine.pipeline import DiagnoseRequest
 
-    return with_logs(*mlflow.collect(DiagnoseRequest(mlflow=run_id)))
+    req = DiagnoseRequest(mlflow=run_id)
+    return with_logs(mlflow.collect(req), req)
 
 
 TOOLS = [get_wandb_run, get_mlflow_run]

@@ -71,6 +71,12 @@ class Policy:
             risk, rule = floor, rule + f"; raised to {floor.value}: {action} can never run without the person's approval"
         return Verdict(action=action, target=target, risk=risk, rule=rule, allowed=allowed, needs_approval=risk is not Risk.SAFE)
 
+    def risk_of(self, action: str) -> tuple[Risk, str]:
+        """The risk level and rule of an action kind under this policy, for the planner (models.RiskOf): the
+        same answer classify_action gives, so a report never rates a fix otherwise than request_action would."""
+        v = self.decide(action)
+        return v.risk, v.rule
+
     def decide_all(self, actions: list[str], target: str = "") -> Verdict:
         """The strictest verdict over several kinds one request amounts to (a repoint that is also a rollback)."""
         verdicts = [self.decide(a, target) for a in actions]

@@ -1,7 +1,7 @@
 """Progress on stderr for long work (a multi-GB scan, a poll), for a person at a terminal only.
 
-The engine never prints: long loops take an optional `Progress` callback and call it with what
-they are doing, how far they are and the total (bytes or seconds). Only the CLI makes one, with
+The engine never prints: long loops take an optional `Progress` callback (models.py, the base
+layer) and call it with what they are doing, how far they are and the total (bytes or seconds). Only the CLI makes one, with
 `terminal()`, and only when stderr is a terminal: piped or redirected output, CI logs and the
 MCP server (whose stderr is the client's log) never get a byte of it.
 """
@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
+from ml_skills.models import Progress, wait
 from ml_skills.safety.quoting import one_line
 from ml_skills.safety.redact import redact
 
-Progress = Callable[[str, float, "float | None", str], None]
-"""progress(what, done, total, unit): unit is "B" (bytes) or "s" (seconds); total None when unknown."""
+__all__ = ["Progress", "TerminalProgress", "line", "terminal", "wait"]  # Progress and wait are the base layer's (models.py)
 
 MIN_INTERVAL = 0.2  # seconds between redraws: a 10 GB scan reports a few times a second, not per chunk
 
@@ -83,15 +83,3 @@ def terminal(stream: TextIO | None = None) -> Iterator[TerminalProgress | None]:
         yield p
     finally:
         p.clear()
-
-
-def wait(seconds: float, what: str, progress: Progress | None, sleep: Callable[[float], None] = time.sleep) -> None:
-    """Sleep `seconds`, counting down on the progress line when there is one."""
-    if progress is None:
-        sleep(seconds)
-        return
-    end = time.monotonic() + seconds
-    while (left := end - time.monotonic()) > 0:
-        progress(what, seconds - left, seconds, "s")
-        sleep(min(1.0, left))
-    progress(what, seconds, seconds, "s")
