@@ -24,7 +24,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "server" / "ml_skills"
 
 # unit -> rank; a unit is a top-level module or package of ml_skills
 RANK = {
-    "__init__": 0, "models": 0, "errors": 0, "lazyre": 0, "safety": 0, "catalog": 0,
+    "__init__": 0, "models": 0, "errors": 0, "lazyre": 0, "safety": 0, "catalog": 0, "targets": 0,
     "grid.models": 0,  # triage-runs' boundary types (its report), beside models.py
     "collectors": 1,
     "engine": 2,

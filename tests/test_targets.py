@@ -71,7 +71,7 @@ def test_the_request_has_one_field_per_input_and_knows_each_kind_and_label(tmp_p
 
 
 def test_every_collector_named_in_the_registry_exists_and_only_those_are_looked_up():
-    assert pipeline.COLLECTORS == {k.kind: k.collector for k in targets.KINDS if k.collector}
+    assert pipeline.COLLECTORS == {k.kind: f"ml_skills.collectors.{k.collector}:collect" for k in targets.KINDS if k.collector}
     assert pipeline.POLLING == {k.kind for k in targets.KINDS if k.waits}
     for spec in pipeline.COLLECTORS.values():
         mod, fn = spec.split(":")

@@ -80,7 +80,7 @@ class Kind:
     kind: TargetKind
     input: Input
     label: str  # "{}" is the input's value
-    collector: str | None = None  # "module:function", a models.Collector -> RawEvidence; None: the engine reads it
+    collector: str | None = None  # the module of ml_skills/collectors/ whose collect() serves it (a models.Collector); None: the engine reads it
     waits: bool = False  # the collector polls until a terminal state and takes a `progress` callback
     tool: str | None = None  # the MCP evidence tool that reads this source on its own (logs have several)
 
@@ -137,15 +137,15 @@ TENSORBOARD = Input(
 KINDS: tuple[Kind, ...] = (
     Kind(TargetKind.LOG, TARGET, "{}"),
     Kind(TargetKind.DIRECTORY, TARGET, "{}"),
-    Kind(TargetKind.SSH, TARGET, "{}", "ml_skills.collectors.ssh:collect", tool="read_remote_log"),
+    Kind(TargetKind.SSH, TARGET, "{}", "ssh", tool="read_remote_log"),
     Kind(TargetKind.TRACEBACK, TRACEBACK, "pasted traceback"),
-    Kind(TargetKind.PID, PID, "pid {}", "ml_skills.collectors.process:collect", tool="check_process"),
-    Kind(TargetKind.PROC, PROC, "process '{}'", "ml_skills.collectors.process:collect"),
-    Kind(TargetKind.WANDB, WANDB, "wandb run {}", "ml_skills.collectors.wandb:collect", tool="get_wandb_run"),
-    Kind(TargetKind.MLFLOW, MLFLOW, "mlflow run {}", "ml_skills.collectors.mlflow:collect", tool="get_mlflow_run"),
-    Kind(TargetKind.VERTEX_PIPELINE, VERTEX_PIPELINE, "vertex pipeline {}", "ml_skills.collectors.vertex:collect",
+    Kind(TargetKind.PID, PID, "pid {}", "process", tool="check_process"),
+    Kind(TargetKind.PROC, PROC, "process '{}'", "process"),
+    Kind(TargetKind.WANDB, WANDB, "wandb run {}", "wandb", tool="get_wandb_run"),
+    Kind(TargetKind.MLFLOW, MLFLOW, "mlflow run {}", "mlflow", tool="get_mlflow_run"),
+    Kind(TargetKind.VERTEX_PIPELINE, VERTEX_PIPELINE, "vertex pipeline {}", "vertex",
          waits=True, tool="describe_vertex_job"),
-    Kind(TargetKind.TENSORBOARD, TENSORBOARD, "tensorboard {}", "ml_skills.collectors.tensorboard:collect",
+    Kind(TargetKind.TENSORBOARD, TENSORBOARD, "tensorboard {}", "tensorboard",
          tool="get_tensorboard_run"),
 )
 

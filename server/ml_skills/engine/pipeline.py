@@ -61,7 +61,7 @@ from ml_skills.targets import Confine, TargetKind
 
 MAX_LOGS = 16
 
-COLLECTORS: dict[str, str] = {k.kind: k.collector for k in targets.KINDS if k.collector}
+COLLECTORS: dict[str, str] = {k.kind: f"ml_skills.collectors.{k.collector}:collect" for k in targets.KINDS if k.collector}
 """target kind -> "module:function", a models.Collector returning RawEvidence (read here, by read_raw; targets.py)."""
 POLLING = {k.kind for k in targets.KINDS if k.waits}
 """Collectors that wait (poll until a terminal state) and so take a `progress` callback."""

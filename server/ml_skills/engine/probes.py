@@ -119,9 +119,10 @@ def _above(logs: list[LogEvidence], cls: Classification, tb: TracebackEvent | No
     if d is None:
         return tail
     end = max(d.line_no, tb.line_no if tb is not None and tb.source == d.source and tb.line_no - d.line_no <= n else 0)
-    if Path(d.source).is_file():
+    log = next((lg for lg in logs if lg.source == d.source), None)
+    if log is not None and Path(d.source).is_file():
         try:
-            ex = excerpts.excerpt_around(d.source, d.source, d.line_no, n, end - d.line_no)  # seeks by the scan's byte offsets
+            ex = excerpts.excerpt_around(log, d.line_no, n, end - d.line_no)  # seeks by the scan's byte offsets
             return ex.lines[: max(0, end - ex.start_line + 1)]
         except (OSError, ValueError):
             pass
