@@ -1,0 +1,1 @@
+"""The scorers behind docs/accuracy.md: the corpus, healthy-set, plan and framework figures (run through bench/)."""
