@@ -96,7 +96,7 @@ def test_a_flipped_byte_is_a_checksum_mismatch_with_the_records_before_it_kept(r
     data = bytearray(f.read_bytes())
     data[len(data) // 2] ^= 0xFF
     f.write_bytes(bytes(data))
-    src, _ = tb.collect(DiagnoseRequest(tensorboard=str(run)))
+    src = tb.collect(DiagnoseRequest(tensorboard=str(run))).source
     assert src.status == "partial" and any("checksum mismatch" in m for m in src.missing)
     assert 0 < len(src.metrics) < 44  # the steps before the damage, not the whole run
 
@@ -125,7 +125,7 @@ def test_a_directory_of_runs_reads_the_newest_and_names_the_others(runs, tmp_pat
         shutil.copytree(runs[kind], root / kind)
     for f in (root / "healthy").rglob("*"):
         os.utime(f, (1_000_000_000, 1_000_000_000))  # written long ago: nan is the newest run
-    src, _ = tb.collect(DiagnoseRequest(tensorboard=str(root)))
+    src = tb.collect(DiagnoseRequest(tensorboard=str(root))).source
     assert any("2 runs under" in m and "read the newest, nan" in m and "healthy" in m for m in src.missing)
     assert any(not math.isfinite(v) for p in src.metrics for v in p.values.values())  # nan's steps, not mixed with healthy's
 
@@ -139,7 +139,7 @@ def test_a_fifo_or_a_link_out_of_the_roots_is_skipped_never_waited_on(runs, tmp_
     shutil.copy(_main_file(runs["healthy"]), outside / "events.out.tfevents.9.x")
     (run / "events.out.tfevents.9.link").symlink_to(outside / "events.out.tfevents.9.x")
     with paths.within([run]):
-        src, _ = tb.collect(DiagnoseRequest(tensorboard=str(run)))
+        src = tb.collect(DiagnoseRequest(tensorboard=str(run))).source
     skipped = " ".join(src.missing)
     assert "events.out.tfevents.0.fifo skipped" in skipped and "events.out.tfevents.9.link skipped" in skipped
     with paths.within([tmp_path / "outside"]), pytest.raises(PathNotAllowed):
