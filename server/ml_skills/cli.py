@@ -56,12 +56,7 @@ def _given(args: argparse.Namespace, inputs: list[targets.Input]) -> dict[target
     return {i: v for i in inputs if (v := getattr(args, i.dest)) is not None}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="ml-skills", description="Diagnose failed or unstable ML training runs.")
-    p.add_argument("--version", action="version", version=f"ml-skills {__version__}")
-    p.add_argument("--warm-cache", action="store_true",
-                   help="compile the pattern databases into the cache now (ML_SKILLS_CACHE, else ~/.cache/ml-skills) and exit")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+def _check_failed_run_parser(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser(
         "check-failed-run",
         help="diagnose a failed or unstable run",
@@ -88,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--policy", metavar="FILE", help="action policy TOML that rates each fix's risk, as ml-skills-mcp --policy "
                                                       "(default: the shipped default policy)")
     opt.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+
+
+def _verify_artifacts_parser(sub: argparse._SubParsersAction) -> None:
     v = sub.add_parser(
         "verify-artifacts",
         help="check a run's artifacts and provenance before promotion (fails closed)",
@@ -100,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--format", choices=["text", "json"], default="text")
     v.add_argument("--pretty", action="store_true", help="indent the JSON (default: compact, one line)")
     v.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+
+def _watch_run_parser(sub: argparse._SubParsersAction) -> None:
     w = sub.add_parser(
         "watch-run",
         help="poll a live run and alert on stalls, NaN, climbing validation loss or dying throughput",
@@ -115,6 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--format", choices=["text", "json"], default="text")
     w.add_argument("--pretty", action="store_true", help="indent the JSON (default: compact, one line)")
     w.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+
+def _preflight_run_parser(sub: argparse._SubParsersAction) -> None:
     f = sub.add_parser(
         "preflight-run",
         help="cheap screens before a paid run: compile, smoke run, throughput budget, data completeness, memory, checkpointing",
@@ -143,6 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--format", choices=["text", "json"], default="text")
     f.add_argument("--pretty", action="store_true", help="indent the JSON (default: compact, one line)")
     f.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+
+def _triage_runs_parser(sub: argparse._SubParsersAction) -> None:
     t = sub.add_parser(
         "triage-runs",
         help="diagnose a whole grid of runs and group the failures by fingerprint",
@@ -171,6 +178,21 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--plot", action="store_true", help="also write triage-runs.png: when each group's runs ended, one row per group")
     t.add_argument("--fail-on-nogo", action="store_true", help="exit 1 when any run's decision is NO-GO")
     t.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+
+# one function per sub-command adds its parser; this order is the order `ml-skills --help` lists them in
+SUBCOMMAND_PARSERS = (_check_failed_run_parser, _verify_artifacts_parser, _watch_run_parser, _preflight_run_parser,
+                      _triage_runs_parser)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="ml-skills", description="Diagnose failed or unstable ML training runs.")
+    p.add_argument("--version", action="version", version=f"ml-skills {__version__}")
+    p.add_argument("--warm-cache", action="store_true",
+                   help="compile the pattern databases into the cache now (ML_SKILLS_CACHE, else ~/.cache/ml-skills) and exit")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for add_parser in SUBCOMMAND_PARSERS:
+        add_parser(sub)
     return p
 
 

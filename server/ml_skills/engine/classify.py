@@ -341,11 +341,13 @@ def _memory_flat(logs: list[LogEvidence]) -> tuple[bool, str]:
     return False, ""
 
 
-def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = None) -> tuple[Classification, list[Signal]]:
-    signals = collect_signals(logs, sources)
-    generic_after_specific(signals)
-    # the first cause after the last progress is the likely root of a cascade: give it a lead. A cause with
-    # progress lines after it (fewer than make it 'survived') did not end the run when one comes after the progress
+def _lead_the_ending(signals: list[Signal], logs: list[LogEvidence]) -> None:
+    """Give the signal that most likely ended the run a lead of 1.3x.
+
+    The first cause after the last progress is the likely root of a cascade. A cause with progress lines after it
+    (fewer than make it 'survived') did not end the run when one comes after the progress. With no cause anywhere,
+    the strongest symptom is what ended the run (a bare 'Killed' or exit status 137 from the OOM killer, a
+    launcher's exit code)."""
     terminal = [s for s in signals if s.role is Role.CAUSE and not s.survived and not s.warning and s.line_no is not None]
     progress_at = {log.source: lp for log in logs if (lp := _last_progress_line(log)) is not None}
     after = [s for s in terminal if s.kind == "anomaly" or (s.line_no or 0) >= progress_at.get(s.source, 0)]
@@ -360,38 +362,43 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
             if s.line_no == first_line[s.source]:
                 s.weight *= 1.3
     else:
-        # no cause anywhere: the strongest symptom after the last progress is what ended the run
-        # (a bare 'Killed' or exit status 137 from the OOM killer, a launcher's exit code)
         ends = [s for s in signals if s.role is Role.SYMPTOM and s.kind == "signature" and not s.survived and not s.warning]
         if ends:
             max(ends, key=lambda s: (s.weight, -(s.line_no or 0))).weight *= 1.3
-    # warnings yield to an ending: when a line that is no warning and was not survived (a scheduler's kill, an
-    # exception, a signal) is there, lines logged as warnings (however many: a compiler warning repeated per graph
-    # break) cannot outrank it
+
+
+def _damp_warnings(signals: list[Signal]) -> None:
+    """Warnings yield to an ending: when a line that is no warning and was not survived (a scheduler's kill, an
+    exception, a signal) is there, lines logged as warnings (however many: a compiler warning repeated per graph
+    break) cannot outrank it."""
     if any(s.kind in ("signature", "traceback") and s.role is not Role.HINT and not s.warning and not s.survived for s in signals):
         for s in signals:
             if s.warning:
                 s.weight *= WARNING_DAMP
-    numeric_before_crash(signals)
-    anomalies_below_the_ending(signals)
-    peers_follow_a_death(signals)
 
-    # exit 137 with flat memory is an external SIGKILL, not an OOM: the kill itself is then the
-    # failure (a scheduler, a preemption, a watchdog or a person), so it is a cause, not a symptom
+
+def _external_kill(signals: list[Signal], logs: list[LogEvidence]) -> list[str]:
+    """Exit 137 with flat memory is an external SIGKILL, not an OOM: the kill itself is then the failure (a
+    scheduler, a preemption, a watchdog or a person), so it becomes a process-crash cause. Returns the notes."""
     notes: list[str] = []
-    oom_causes = [s for s in signals if s.failure_class is FailureClass.OOM and s.role is Role.CAUSE]
-    if not oom_causes:
-        flat, why = _memory_flat(logs)
-        if flat:
-            for s in signals:
-                if s.failure_class is FailureClass.OOM and s.label == "sigkill-exit-137":
-                    s.failure_class = FailureClass.PROCESS_CRASH
-                    s.label = EXTERNAL_KILL
-                    s.role = Role.CAUSE
-                    s.weight = max(s.weight, ROLE_W[Role.CAUSE] * SEV_W[Severity.SIGNIFICANT] * (SURVIVED if s.survived else 1.0))
-                    s.text += f" ({why})"
-                    notes.append(f"SIGKILL without memory pressure: {why}")
+    if any(s.failure_class is FailureClass.OOM and s.role is Role.CAUSE for s in signals):
+        return notes
+    flat, why = _memory_flat(logs)
+    if not flat:
+        return notes
+    for s in signals:
+        if s.failure_class is FailureClass.OOM and s.label == "sigkill-exit-137":
+            s.failure_class = FailureClass.PROCESS_CRASH
+            s.label = EXTERNAL_KILL
+            s.role = Role.CAUSE
+            s.weight = max(s.weight, ROLE_W[Role.CAUSE] * SEV_W[Severity.SIGNIFICANT] * (SURVIVED if s.survived else 1.0))
+            s.text += f" ({why})"
+            notes.append(f"SIGKILL without memory pressure: {why}")
+    return notes
 
+
+def _class_scores(signals: list[Signal]) -> tuple[dict[FailureClass, float], dict[FailureClass, list[Signal]]]:
+    """Each class's score (its strongest signal, plus a quarter of its next five) and its signals."""
     scores: dict[FailureClass, float] = {}
     by_class: dict[FailureClass, list[Signal]] = {}
     for s in signals:
@@ -399,29 +406,41 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
     for cls, sig in by_class.items():
         ws = sorted((s.weight for s in sig), reverse=True)
         scores[cls] = ws[0] + 0.25 * sum(ws[1:6])
+    return scores, by_class
 
-    ranked = sorted(scores.items(), key=lambda t: -t[1])
-    # a class whose every signal the run went on past (a later attempt ran clean after it) did not end the run
-    past = bool(ranked) and all(s.survived for s in by_class[ranked[0][0]]) and any(
+
+def _went_on_past(ranked: list[tuple[FailureClass, float]], by_class: dict[FailureClass, list[Signal]],
+                  logs: list[LogEvidence]) -> bool:
+    """The leading class's every signal came before a later attempt that ran clean: it did not end the run."""
+    return bool(ranked) and all(s.survived for s in by_class[ranked[0][0]]) and any(
         clean_retry_start(log) is not None for log in logs)
-    if past:
-        notes.append(f"{ranked[0][0].value} came before a later attempt that ran without error: the run went on past it")
-    if not ranked or ranked[0][1] < MIN_PRIMARY or past:
-        return Classification(
-            primary=None, confidence=0.0, scores={k.value: round(v, 3) for k, v in scores.items()},
-            ruled_out=[RuledOut(failure_class=c, reason=f"too little evidence (score {v:.2f})") for c, v in ranked],
-            reasons=["no signal strong enough to name a failure class"] + notes,
-        ), signals
-    primary, top = ranked[0]
-    psigs = sorted(by_class[primary], key=lambda s: (-s.weight, s.line_no or 0))
-    decisive = psigs[0]
-    # how often verdicts resting on this kind of evidence were right on logs the engine had not been tuned on
+
+
+def _abstain(scores: dict[FailureClass, float], ranked: list[tuple[FailureClass, float]], notes: list[str]) -> Classification:
+    """No class named: every class is ruled out for too little evidence."""
+    return Classification(
+        primary=None, confidence=0.0, scores={k.value: round(v, 3) for k, v in scores.items()},
+        ruled_out=[RuledOut(failure_class=c, reason=f"too little evidence (score {v:.2f})") for c, v in ranked],
+        reasons=["no signal strong enough to name a failure class"] + notes,
+    )
+
+
+def _verdict_confidence(decisive: Signal, primary_signals: list[Signal]) -> tuple[str, float]:
+    """(evidence kind, confidence): how often verdicts resting on this kind of evidence were right on logs the engine
+    had not been tuned on; capped when only where the log stops says it hung."""
     kind = evidence_kind(decisive.kind, decisive.label, decisive.role)
     confidence = verdict_confidence(kind)
-    if all(s.kind == "stop" for s in by_class[primary]):
-        confidence = min(confidence, CONFIDENCE_CAP)  # only where the log stops says it hung
-    decisive_line = decisive.line_no or 0
+    if all(s.kind == "stop" for s in primary_signals):
+        confidence = min(confidence, CONFIDENCE_CAP)
+    return kind, confidence
 
+
+def _the_other_classes(ranked: list[tuple[FailureClass, float]], by_class: dict[FailureClass, list[Signal]],
+                       logs: list[LogEvidence], decisive: Signal, psigs: list[Signal]) -> tuple[list[FailureClass], list[RuledOut]]:
+    """Each class after the primary: contributing, or ruled out with the reason it lost; then the primary's usual
+    confusions that showed no signal at all, ruled out for that."""
+    primary, top = ranked[0]
+    decisive_line = decisive.line_no or 0
     contributing: list[FailureClass] = []
     ruled: list[RuledOut] = []
     retry = {log.source: clean_retry_start(log) for log in logs}
@@ -446,6 +465,33 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
     for cls in CONFUSABLE.get(primary, []):
         if cls not in seen:
             ruled.append(RuledOut(failure_class=cls, reason=losing.no_signal(cls)))
+    return contributing, ruled
+
+
+def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = None) -> tuple[Classification, list[Signal]]:
+    """Weigh the signals (cascade rules, the ending's lead, damped warnings), score each class, and name the
+    primary with its confidence, the contributing classes and why each other one was ruled out."""
+    signals = collect_signals(logs, sources)
+    generic_after_specific(signals)
+    _lead_the_ending(signals, logs)
+    _damp_warnings(signals)
+    numeric_before_crash(signals)
+    anomalies_below_the_ending(signals)
+    peers_follow_a_death(signals)
+    notes = _external_kill(signals, logs)
+
+    scores, by_class = _class_scores(signals)
+    ranked = sorted(scores.items(), key=lambda t: -t[1])
+    past = _went_on_past(ranked, by_class, logs)
+    if past:
+        notes.append(f"{ranked[0][0].value} came before a later attempt that ran without error: the run went on past it")
+    if not ranked or ranked[0][1] < MIN_PRIMARY or past:
+        return _abstain(scores, ranked, notes), signals
+    primary = ranked[0][0]
+    psigs = sorted(by_class[primary], key=lambda s: (-s.weight, s.line_no or 0))
+    decisive = psigs[0]
+    kind, confidence = _verdict_confidence(decisive, by_class[primary])
+    contributing, ruled = _the_other_classes(ranked, by_class, logs, decisive, psigs)
 
     reasons = [f"{decisive.kind} {decisive.label}: {decisive.text[:200]}"]
     reasons += [f"also {s.kind} {s.label} at line {s.line_no}" for s in psigs[1:4]]

@@ -11,6 +11,7 @@ vocabulary a tracker collector folds its keys into too) so every detector reads 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import datetime
 from functools import lru_cache
 
@@ -85,53 +86,81 @@ def _phrase(key: str) -> str | None:
     return last
 
 
-def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None] | None:
-    """Return (canonical values, step, epoch) for a metric line, or None if it holds no metric."""
-    if "\r" in line:
-        frames = [f for f in line.split("\r") if f.strip()]
-        if not frames:
-            return None
-        line = frames[-1]
-    if len(line) > 4000 or "Namespace(" in line or "usage:" in line:
-        return None
-    low = line.lower()
-    if not any(h in low for h in _HINTS):
-        return None
-    values: dict[str, float] = {}
-    step: float | None = None
-    epoch: float | None = None
+class Found:
+    """What the formats read on one line so far. The first value of a canonical name wins, so an earlier format
+    takes precedence over a later one; step and epoch follow each format's own rule (see its parser)."""
+
+    __slots__ = ("epoch", "step", "values")
+
+    def __init__(self) -> None:
+        self.values: dict[str, float] = {}
+        self.step: float | None = None
+        self.epoch: float | None = None
+
+
+# A format's parser reads `line` (and `low`, the line lower-cased) into `found`; it returns True when the line is
+# that format's alone and no later format may read it (a JSON object), False to let the next one read on.
+Format = Callable[[str, str, Found], bool]
+FORMATS: list[tuple[str, Format]] = []  # tried in this order: registration order is precedence
+
+
+def _format(name: str) -> Callable[[Format], Format]:
+    """Register a parser as the next format parse_line tries."""
+    def register(fn: Format) -> Format:
+        FORMATS.append((name, fn))
+        return fn
+    return register
+
+
+@_format("json")
+def _json_object(line: str, low: str, found: Found) -> bool:
+    """`{"loss": 2.3, "step": 10}` and HF Trainer dicts after a prefix: the whole line is this object."""
     stripped = line.strip()
     brace = stripped.find("{")
-    if brace >= 0 and stripped.endswith("}") and '"' in stripped[brace:]:
+    if not (brace >= 0 and stripped.endswith("}") and '"' in stripped[brace:]):
+        return False
+    try:
+        obj = untrusted_json.loads(stripped[brace:])
+    except ValueError:  # also nesting too deep: `{"loss": [[[...]]]}`
+        return False
+    if not isinstance(obj, dict):
+        return False
+    for k, v in obj.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+            continue
         try:
-            obj = untrusted_json.loads(stripped[brace:])
-        except ValueError:  # also nesting too deep: `{"loss": [[[...]]]}`
-            obj = None
-        if isinstance(obj, dict):
-            for k, v in obj.items():
-                if isinstance(v, bool) or not isinstance(v, (int, float, str)):
-                    continue
-                try:
-                    fv = float(v)
-                except (ValueError, OverflowError):  # OverflowError: an integer of 400 digits
-                    continue
-                kl = str(k).lower()
-                if kl in STEP_KEYS:
-                    step = fv
-                elif kl in EPOCH_KEYS:
-                    epoch = fv
-                elif (c := canonical(kl)) is not None:
-                    values.setdefault(c, fv)
-            return (values, step, epoch) if values else None
+            fv = float(v)
+        except (ValueError, OverflowError):  # OverflowError: an integer of 400 digits
+            continue
+        kl = str(k).lower()
+        if kl in STEP_KEYS:
+            found.step = fv
+        elif kl in EPOCH_KEYS:
+            found.epoch = fv
+        elif (c := canonical(kl)) is not None:
+            found.values.setdefault(c, fv)
+    return True
+
+
+@_format("tqdm")
+def _tqdm_bar(line: str, low: str, found: Found) -> bool:
+    """A tqdm or Lightning bar: its count is the step, its rate the throughput."""
     bar = _TQDM.search(line) if "%|" in line else None  # the bar's own literal: skip the slow search on other lines
     if bar:
-        step = float(bar["n"])
+        found.step = float(bar["n"])
         unit = bar["unit"]
         rate = float(bar["rate"])
         if unit in ("it/s", "samples/s", "tok/s", "img/s"):
-            values["throughput"] = rate
+            found.values["throughput"] = rate
         elif unit == "s/it" and rate > 0:
-            values["throughput"] = 1.0 / rate
+            found.values["throughput"] = 1.0 / rate
+    return False
+
+
+@_format("key-value")
+def _key_values(line: str, low: str, found: Found) -> bool:
+    """`key=value`, `key: value`, Keras' `- loss: 0.23`, keys of a few words (`lm loss: 7.1E+00`)."""
+    values = found.values
     for m in _PAIR.finditer(line):
         key = m["key"].lower().strip()
         raw = m["val"]
@@ -140,11 +169,11 @@ def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None]
         except ValueError:
             continue
         if key in STEP_KEYS or key.replace(" ", "_") in STEP_KEYS:
-            if step is None and not math.isnan(val):
-                step = val
+            if found.step is None and not math.isnan(val):
+                found.step = val
             continue
         if key in EPOCH_KEYS:
-            epoch = val
+            found.epoch = val
             continue
         c = canonical(key)
         if c is None and " " in key:
@@ -153,39 +182,101 @@ def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None]
             if c == "step_time" and "(ms)" in key:
                 val /= 1000.0
             values.setdefault(c, val)
-    if "|" in line:  # fairseq and many custom loggers: "step 100 | loss 2.31 | lr 0.0005"
-        for seg in line.split("|"):
-            sm = _SEGMENT.match(seg)
-            if not sm:
-                continue
-            key = sm["key"].lower()
-            if key in STEP_KEYS:
-                step = step if step is not None else float(sm["val"])
-            elif key in EPOCH_KEYS:
-                epoch = epoch if epoch is not None else float(sm["val"])
-            elif (c := canonical(key)) is not None:
-                values.setdefault(c, _num(sm["val"]))
+    return False
+
+
+@_format("pipe-segments")
+def _pipe_segments(line: str, low: str, found: Found) -> bool:
+    """fairseq and many custom loggers: `step 100 | loss 2.31 | lr 0.0005`."""
+    if "|" not in line:
+        return False
+    for seg in line.split("|"):
+        sm = _SEGMENT.match(seg)
+        if not sm:
+            continue
+        key = sm["key"].lower()
+        if key in STEP_KEYS:
+            found.step = found.step if found.step is not None else float(sm["val"])
+        elif key in EPOCH_KEYS:
+            found.epoch = found.epoch if found.epoch is not None else float(sm["val"])
+        elif (c := canonical(key)) is not None:
+            found.values.setdefault(c, _num(sm["val"]))
+    return False
+
+
+@_format("loss-word")
+def _loss_words(line: str, low: str, found: Found) -> bool:
+    """nanoGPT's `iter 100: loss 2.3`, `train loss is 0.4`: the word before `loss` names the series."""
     for m in _WORD_NUM.finditer(low):
         s = m.start()
         if s and _is_word(low[s - 1]):
             continue  # not a word of its own (`val_loss 0.3` is _NAMED_NUM's)
         c = next((c for w, c in _WORD_BEFORE.items() if low.endswith(w, 0, s) and (s == len(w) or not _is_word(low[s - len(w) - 1]))), "loss")
-        values.setdefault(c, _num(m["val"]))
-    for m in _NAMED_NUM.finditer(line):  # print(f"epoch {e} train_loss {x:.4f} val_loss {y:.4f}"): known names only
+        found.values.setdefault(c, _num(m["val"]))
+    return False
+
+
+@_format("named-number")
+def _named_numbers(line: str, low: str, found: Found) -> bool:
+    """print(f"epoch {e} train_loss {x:.4f} val_loss {y:.4f}"): known names only."""
+    for m in _NAMED_NUM.finditer(line):
         if (c := canonical(m["key"])) is not None:
-            values.setdefault(c, _num(m["val"]))
+            found.values.setdefault(c, _num(m["val"]))
+    return False
+
+
+@_format("step-word")
+def _step_words(line: str, low: str, found: Found) -> bool:
+    """`epoch 3`, `Epoch 3/10`, `Epoch [3/10]`, `step 100`: the counters, where no earlier format gave them."""
     for m in _SPACE_PAIR.finditer(line) if any(w in low for w in _STEP_WORDS) else ():
         k = m["key"].lower()
         v = float(m["val"])
-        if k == "epoch" and epoch is None:
-            epoch = v
-        elif k != "epoch" and step is None:
-            step = v
+        if k == "epoch" and found.epoch is None:
+            found.epoch = v
+        elif k != "epoch" and found.step is None:
+            found.step = v
+    return False
+
+
+@_format("megatron-nan")
+def _megatron_missing_loss(line: str, low: str, found: Found) -> bool:
+    """Megatron's iteration line with nothing skipped and no loss field: the loss was NaN (see _MEGATRON_ITER)."""
     if _MEGATRON_ITER.match(line) and _MEGATRON_NOTHING_SKIPPED.search(line) and not _ANY_LOSS.search(line):
-        values["loss"] = math.nan
-    if not values:
+        found.values["loss"] = math.nan
+    return False
+
+
+def _metric_text(line: str) -> str | None:
+    """The part of a raw line worth parsing: the last frame of a carriage-return bar; None when the line cannot
+    hold a metric (too long, an argparse dump or usage text, none of the metric words)."""
+    if "\r" in line:
+        frames = [f for f in line.split("\r") if f.strip()]
+        if not frames:
+            return None
+        line = frames[-1]
+    if len(line) > 4000 or "Namespace(" in line or "usage:" in line:
         return None
-    return values, step, epoch
+    return line
+
+
+def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None] | None:
+    """Return (canonical values, step, epoch) for a metric line, or None if it holds no metric.
+
+    Every format of FORMATS reads the line in turn (the first value of a name wins); a format that owns the whole
+    line (a JSON object) ends the reading."""
+    text = _metric_text(line)
+    if text is None:
+        return None
+    low = text.lower()
+    if not any(h in low for h in _HINTS):
+        return None
+    found = Found()
+    for _name, read in FORMATS:
+        if read(text, low, found):
+            break
+    if not found.values:
+        return None
+    return found.values, found.step, found.epoch
 
 
 # The run's own counters where an epoch and an iteration within it are printed together: mmcv/mmengine's

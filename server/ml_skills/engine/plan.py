@@ -19,6 +19,7 @@ from ml_skills.engine.facts import fact, version_below
 from ml_skills.engine.signals import Signal
 from ml_skills.lazyre import lazy
 from ml_skills.models import (
+    Anomaly,
     AnomalyKind,
     ArtifactInventory,
     Classification,
@@ -30,6 +31,7 @@ from ml_skills.models import (
     Risk,
     RiskOf,
     RunFact,
+    Signature,
     SourceEvidence,
 )
 
@@ -52,23 +54,26 @@ def _where(source: str, line_no: int | None) -> str:
     return f"{source.rsplit('/', 1)[-1]}:{line_no}" if line_no else source.rsplit("/", 1)[-1]
 
 
-def _candidates(cls: Classification, signals: list[Signal], logs: list[LogEvidence],
-                inv: ArtifactInventory | None) -> dict[str, tuple[float, str]]:
-    """fix id -> (how sure we are that it addresses this failure (0-1), the evidence that named it)."""
-    sig_by_id = {s.id: s for s in signatures()}
-    cand: dict[str, tuple[float, str]] = {}
-    why = ""  # the evidence behind the fixes being added now
+class _Fixes:
+    """The fixes named so far: fix id -> (how sure, the evidence that named it). A fix keeps its surest naming;
+    `why` is the evidence behind the fixes being added now."""
 
-    def add(fix_id: str, conf: float) -> None:
-        if fix_id in fix_catalog() and conf > cand.get(fix_id, (0.0, ""))[0]:
-            cand[fix_id] = (conf, why)
+    def __init__(self) -> None:
+        self.cand: dict[str, tuple[float, str]] = {}
+        self.why = ""
 
+    def add(self, fix_id: str, conf: float) -> None:
+        if fix_id in fix_catalog() and conf > self.cand.get(fix_id, (0.0, ""))[0]:
+            self.cand[fix_id] = (conf, self.why)
+
+
+def _named_by_primary_signals(fixes: _Fixes, psig: list[Signal], sig_by_id: dict[str, Signature]) -> None:
+    """The fixes the primary class's four strongest signals list (signature, exception rule or derived signal),
+    each later one in a list a little less sure."""
     rules = {r.id: r for r in exception_rules()}
-    primary = cls.primary
-    psig = sorted((s for s in signals if s.failure_class == primary), key=lambda s: -s.weight)
     for rank, s in enumerate(psig[:4]):
         base = 1.0 if rank == 0 else 0.8
-        why = f"{s.label} at {_where(s.source, s.line_no)}"
+        fixes.why = f"{s.label} at {_where(s.source, s.line_no)}"
         named: list[str] = []
         if s.label in DERIVED_FIXES:
             named = DERIVED_FIXES[s.label]
@@ -78,29 +83,40 @@ def _candidates(cls: Classification, signals: list[Signal], logs: list[LogEviden
             rid = s.label.split(":", 1)[1]
             named = rules[rid].fixes if rid in rules else sig_by_id[rid].fixes if rid in sig_by_id else []
         for i, f in enumerate(named):
-            add(f, base - POSITION_STEP * i)
+            fixes.add(f, base - POSITION_STEP * i)
+
+
+def _named_by_nan_onset(fixes: _Fixes, nan: Anomaly) -> None:
+    """Where the first NaN came says what to fix: validation only, early (the learning rate), after exploding
+    gradients, or late (one bad batch)."""
+    add = fixes.add
+    if nan.failure_class is FailureClass.EVALUATION_MISMATCH:  # only the validation side is nan
+        add("fix-eval-config", 1.0)
+    elif "first 100 steps" in nan.detail:
+        add("lower-lr-add-warmup", 1.0); add("bf16-or-loss-scaling", 0.95); add("grad-clipping", 0.7)
+        cand = fixes.cand
+        if "find-bad-batch" in cand:  # early NaN is rarely one batch
+            cand["find-bad-batch"] = (min(cand["find-bad-batch"][0], 0.3), cand["find-bad-batch"][1])
+    elif "exploding" in nan.detail:
+        add("grad-clipping", 1.0); add("lower-lr-add-warmup", 0.9); add("resume-before-spike", 0.7)
+    else:
+        add("find-bad-batch", 1.0); add("guard-numerics", 0.8); add("grad-clipping", 0.7)
+
+
+def _named_by_anomalies(fixes: _Fixes, primary: FailureClass | None, logs: list[LogEvidence]) -> None:
+    """The fixes each trajectory anomaly calls for (the evaluation ones only when evaluation is the failure)."""
     anomalies = [a for log in logs for a in log.trajectory.anomalies]
     first = {a.kind: a for a in reversed(anomalies)}
+    add = fixes.add
 
     def seen(kind: AnomalyKind) -> bool:
         """Whether the anomaly was found; the fixes added next cite it."""
-        nonlocal why
         if kind in first:
-            why = f"{kind.value} at {_where(first[kind].source, first[kind].line_no)}"
+            fixes.why = f"{kind.value} at {_where(first[kind].source, first[kind].line_no)}"
         return kind in first
 
     if seen(AnomalyKind.NAN_ONSET):
-        nan = next(a for a in anomalies if a.kind is AnomalyKind.NAN_ONSET)
-        if nan.failure_class is FailureClass.EVALUATION_MISMATCH:  # only the validation side is nan
-            add("fix-eval-config", 1.0)
-        elif "first 100 steps" in nan.detail:
-            add("lower-lr-add-warmup", 1.0); add("bf16-or-loss-scaling", 0.95); add("grad-clipping", 0.7)
-            if "find-bad-batch" in cand:  # early NaN is rarely one batch
-                cand["find-bad-batch"] = (min(cand["find-bad-batch"][0], 0.3), cand["find-bad-batch"][1])
-        elif "exploding" in nan.detail:
-            add("grad-clipping", 1.0); add("lower-lr-add-warmup", 0.9); add("resume-before-spike", 0.7)
-        else:
-            add("find-bad-batch", 1.0); add("guard-numerics", 0.8); add("grad-clipping", 0.7)
+        _named_by_nan_onset(fixes, next(a for a in anomalies if a.kind is AnomalyKind.NAN_ONSET))
     if seen(AnomalyKind.TRAIN_VAL_DIVERGENCE) and primary is FailureClass.EVALUATION_MISMATCH:
         add("check-train-data-coverage", 1.0); add("input-completeness-check", 1.0)
     if seen(AnomalyKind.VALIDATION_METRIC_NEAR_ZERO) and primary is FailureClass.EVALUATION_MISMATCH:
@@ -115,33 +131,62 @@ def _candidates(cls: Classification, signals: list[Signal], logs: list[LogEviden
         add("dump-stacks", 1.0); add("add-timeouts", 0.7); add("loader-num-workers-zero", 0.6)
     if seen(AnomalyKind.THROUGHPUT_COLLAPSE):
         add("dump-stacks", 0.8); add("loader-num-workers-zero", 0.5)
+
+
+def _named_by_the_run(fixes: _Fixes, cls: Classification, psig: list[Signal], logs: list[LogEvidence],
+                      inv: ArtifactInventory | None) -> None:
+    """Fixes the run's circumstances call for: an OOM during evaluation, a collective that failed with no rank's
+    own error, a crash with (or without) a valid checkpoint to resume from."""
+    primary = cls.primary
     if primary is FailureClass.OOM and _oom_at_eval(cls, logs):
-        why = "the out-of-memory came during evaluation"
-        add("eval-batch-size", 1.0)
+        fixes.why = "the out-of-memory came during evaluation"
+        fixes.add("eval-batch-size", 1.0)
     if primary is FailureClass.NCCL_DISTRIBUTED and not any(s.role.value == "cause" for s in psig if s.kind != "anomaly"):
-        why = "a collective failed, and no rank's own error says why"
-        add("find-first-failing-rank", 1.0)
+        fixes.why = "a collective failed, and no rank's own error says why"
+        fixes.add("find-first-failing-rank", 1.0)
     if primary in (FailureClass.PROCESS_CRASH, FailureClass.OOM, FailureClass.IO_CHECKPOINT, FailureClass.STALLED, FailureClass.NCCL_DISTRIBUTED):
         if inv is not None and inv.newest_valid_checkpoint:
-            why = f"a valid checkpoint: {inv.newest_valid_checkpoint}"
-            add("resume-valid-checkpoint", 0.9 if primary in (FailureClass.PROCESS_CRASH, FailureClass.IO_CHECKPOINT) else 0.6)
+            fixes.why = f"a valid checkpoint: {inv.newest_valid_checkpoint}"
+            fixes.add("resume-valid-checkpoint", 0.9 if primary in (FailureClass.PROCESS_CRASH, FailureClass.IO_CHECKPOINT) else 0.6)
         elif inv is not None and not inv.checkpoints:
-            why = f"no checkpoint in {inv.root}"
-            add("save-periodically", 0.9)
-    if not cand and primary is not None:  # no evidence named a fix: the class's usual ones, said to be that
-        why = f"a usual fix for {primary.value}; nothing in the evidence names a more specific one"
-        for fid, tpl in fix_catalog().items():
-            if primary in tpl.classes and fid not in NEEDS_EVIDENCE:
-                add(fid, 0.4)
-    if not (inv is not None and inv.newest_valid_checkpoint):
-        cand.pop("resume-valid-checkpoint", None)
-    for extra in cls.contributing:  # the first fix the contributing class's own strongest signal names
+            fixes.why = f"no checkpoint in {inv.root}"
+            fixes.add("save-periodically", 0.9)
+
+
+def _usual_fixes(fixes: _Fixes, primary: FailureClass) -> None:
+    """No evidence named a fix: the class's usual ones, said to be that."""
+    fixes.why = f"a usual fix for {primary.value}; nothing in the evidence names a more specific one"
+    for fid, tpl in fix_catalog().items():
+        if primary in tpl.classes and fid not in NEEDS_EVIDENCE:
+            fixes.add(fid, 0.4)
+
+
+def _named_by_contributing(fixes: _Fixes, cls: Classification, signals: list[Signal], sig_by_id: dict[str, Signature]) -> None:
+    """For each contributing class, the first fix its own strongest signal names."""
+    for extra in cls.contributing:
         top = max((x for x in signals if x.failure_class is extra and x.kind == "signature" and x.label in sig_by_id),
                   key=lambda x: x.weight, default=None)
         if top is not None and sig_by_id[top.label].fixes:
-            why = f"contributing factor {extra.value}: {top.label} at {_where(top.source, top.line_no)}"
-            add(sig_by_id[top.label].fixes[0], 0.3)
-    return cand
+            fixes.why = f"contributing factor {extra.value}: {top.label} at {_where(top.source, top.line_no)}"
+            fixes.add(sig_by_id[top.label].fixes[0], 0.3)
+
+
+def _candidates(cls: Classification, signals: list[Signal], logs: list[LogEvidence],
+                inv: ArtifactInventory | None) -> dict[str, tuple[float, str]]:
+    """fix id -> (how sure we are that it addresses this failure (0-1), the evidence that named it)."""
+    sig_by_id = {s.id: s for s in signatures()}
+    fixes = _Fixes()
+    primary = cls.primary
+    psig = sorted((s for s in signals if s.failure_class == primary), key=lambda s: -s.weight)
+    _named_by_primary_signals(fixes, psig, sig_by_id)
+    _named_by_anomalies(fixes, primary, logs)
+    _named_by_the_run(fixes, cls, psig, logs, inv)
+    if not fixes.cand and primary is not None:
+        _usual_fixes(fixes, primary)
+    if not (inv is not None and inv.newest_valid_checkpoint):
+        fixes.cand.pop("resume-valid-checkpoint", None)  # nothing valid to resume from
+    _named_by_contributing(fixes, cls, signals, sig_by_id)
+    return fixes.cand
 
 
 def _prerequisites(cls: Classification, signals: list[Signal]) -> set[str]:

@@ -146,16 +146,33 @@ class Pass:
         return self.line_base - 1
 
     def feed(self, chunk_no: int, offset: int, chunk: bytearray, reader: Reader) -> None:
-        assert self.matcher is not None
-        name, line_base, n_sigs = self.name, self.line_base, self.n_sigs
+        """One chunk of the pass: its signature and marker hits, its framework markers, its metric points."""
         if chunk_no == 0:
-            self.head = _head(name, chunk)
+            self.head = _head(self.name, chunk)
+        tb_before = self.tb_total
+        known, exact_lines, eval_in_chunk = self._read_matches(offset, chunk, reader)
+        self.fw.read(chunk, chunk_no, last=offset + len(chunk) >= self.size, traceback=self.tb_total > tb_before)
+        starts, rows = self._metric_lines(chunk, exact_lines, eval_in_chunk)
+        mcursor, mline = self._read_metrics(offset, chunk, starts, rows, known)
+        if self.budget is not None:  # sampling can step over a grad-norm spike: find the largest exactly
+            self._exact_grad_max(offset, chunk)
+        if known[-1][0] > mcursor:
+            mcursor, mline = known[-1]
+        self.line_base = mline + newlines.count(chunk, mcursor)  # counted up to mcursor already
+        self.ends_with_newline = chunk.endswith(b"\n")
+
+    def _read_matches(self, offset: int, chunk: bytearray, reader: Reader) -> tuple[list[tuple[int, int]], set[int], bool]:
+        """Record the chunk's signature hits and markers (tracebacks, completion, evaluation, saves).
+
+        Returns the (offset, line number) pairs counted on the way, increasing; the starts of lines whose exact
+        metric values matter (a NaN, a huge grad norm); whether an evaluation marker was in the chunk."""
+        assert self.matcher is not None
+        line_base, n_sigs = self.line_base, self.n_sigs
         cursor, cursor_line = 0, line_base
         known: list[tuple[int, int]] = [(0, line_base)]  # (offset, line number) counted so far, increasing
         continued = not self.ends_with_newline  # a line longer than a chunk: this chunk starts mid-line
         exact_lines: set[int] = set()
         eval_in_chunk = False
-        tb_before = self.tb_total
         # matches come sorted by end offset, so all the matches of one line are consecutive: its bounds and
         # text are found once per line, not once per match (a long line repeating a signature made that quadratic)
         start, stop, line_text = 0, -1, ""
@@ -199,9 +216,12 @@ class Pass:
                 eval_in_chunk = True
             elif marker == "saved" and (not self.saved or self.saved[-1][0] != line_no):
                 self.saved = [*self.saved[-(SAVED_KEPT - 1):], (line_no, logfile.decode(chunk[start:stop])[:400])]
-        self.fw.read(chunk, chunk_no, last=offset + len(chunk) >= self.size, traceback=self.tb_total > tb_before)
+        return known, exact_lines, eval_in_chunk
 
-        # metrics: every loss line on small logs, an even sample on huge ones, plus exact events
+    def _metric_lines(self, chunk: bytearray, exact_lines: set[int], eval_in_chunk: bool) -> tuple[list[int], dict[int, metric_lines.Row]]:
+        """The starts of the metric lines to read, sorted, and the rows of metric tables already parsed.
+
+        Every loss line on small logs, an even sample on huge ones, plus the exact events."""
         budget = self.budget
         starts = metric_lines.loss_lines(chunk, budget)
         rows: dict[int, metric_lines.Row] = {}
@@ -212,9 +232,17 @@ class Pass:
             exact_lines |= metric_lines.eval_lines(chunk, self.engine)
         if exact_lines:
             starts = sorted(set(starts) | exact_lines)
+        return starts, rows
+
+    def _read_metrics(self, offset: int, chunk: bytearray, starts: list[int], rows: dict[int, metric_lines.Row],
+                      known: list[tuple[int, int]]) -> tuple[int, int]:
+        """Parse the metric lines into points: keep the first non-finite one, the largest grad norm, a thinned series.
+
+        Returns the last (offset, line number) counted, to count the rest of the chunk's lines from."""
+        name = self.name
         # line numbers of the metric lines: counted on from the nearest offset the match loop already counted,
         # so each newline of the chunk is counted about once (counting is a fifth of a big log's scan)
-        mcursor, mline, k = 0, line_base, 0
+        mcursor, mline, k = 0, self.line_base, 0
         for s in starts:
             while k < len(known) and known[k][0] <= s:
                 k += 1
@@ -252,17 +280,16 @@ class Pass:
                 self.grad_record = gradmax.Record(value=gn, offset=offset + s)
                 self.point_offsets[mline] = offset + s
             self._add_point(offset + s, mp)
-        if budget is not None:  # sampling can step over a grad-norm spike: find the largest exactly
-            record = gradmax.scan_chunk(chunk, offset, self.grad_record, self.engine)
-            if record is not self.grad_record and record is not None and record.raw is not None:
-                self.grad_record = record
-                line_no = line_base + newlines.count(chunk, 0, record.offset - offset)
-                self.grad_max = grad_point(name, record, line_no)
-                self.point_offsets[line_no] = record.offset
-        if known[-1][0] > mcursor:
-            mcursor, mline = known[-1]
-        self.line_base = mline + newlines.count(chunk, mcursor)  # counted up to mcursor already
-        self.ends_with_newline = chunk.endswith(b"\n")
+        return mcursor, mline
+
+    def _exact_grad_max(self, offset: int, chunk: bytearray) -> None:
+        """A sampled log's largest grad norm, found exactly in the chunk (the samples may have stepped over it)."""
+        record = gradmax.scan_chunk(chunk, offset, self.grad_record, self.engine)
+        if record is not self.grad_record and record is not None and record.raw is not None:
+            self.grad_record = record
+            line_no = self.line_base + newlines.count(chunk, 0, record.offset - offset)
+            self.grad_max = grad_point(self.name, record, line_no)
+            self.point_offsets[line_no] = record.offset
 
     def _add_point(self, offset: int, mp: MetricPoint) -> None:
         if self.points and offset // self.bucket == self.points[-1][0] // self.bucket:
