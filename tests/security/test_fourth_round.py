@@ -1,0 +1,192 @@
+"""Issue 14's fourth round: attacks from outside on the restart question and the newest code paths.
+
+Each test is one attack that broke a claim of docs/security.md or docs/policy.md, through a real
+server process and the MCP SDK's client over stdio (or the real CLI), with real processes and real
+files. Each failed on the code before its fix.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.mcp.conftest import Server, answer, text
+
+pytestmark = pytest.mark.slow  # each test starts a real server (about 5-30 s on 2 shared cores)
+
+ZWSP = "\u200b"
+
+
+def roots(tmp_path: Path) -> tuple[Path, Path]:
+    """An allowed root R and a directory O beside it, outside the roots."""
+    r, o = tmp_path / "root", tmp_path / "outside"
+    r.mkdir()
+    o.mkdir()
+    return r, o
+
+
+def srv_for(tmp_path: Path, r: Path) -> Server:
+    s = Server(tmp_path, roots=[r])
+    s.out = tmp_path / "out"
+    return s
+
+
+def restart(f: Path) -> dict:
+    return {"action": {"kind": "restart-unchanged", "command_file": str(f)}}
+
+
+async def _call(srv: Server, tool: str, args: dict, elicit=None):
+    async with srv.client(elicit=elicit) as c:
+        return await c.call_tool(tool, args)
+
+
+def payload(o: Path, name: str) -> str:
+    """Python that leaves O/PWNED_<name> behind when it runs."""
+    return f"open({str(o / ('PWNED_' + name))!r}, 'w').write('ran')\n"
+
+
+def pwned(o: Path, wait: float = 2.0) -> list[str]:
+    time.sleep(wait)
+    return sorted(p.name for p in o.iterdir() if p.name.startswith("PWNED"))
+
+
+# ---------------------------------------------------------------- restart: what the person approves is what runs
+
+
+def test_a_relative_launcher_path_is_judged_in_the_folder_it_runs_in(tmp_path: Path) -> None:
+    """'A recorded path to [the launcher] runs only when it is that same program, never a file of that
+    name elsewhere.' A relative path (`venv/bin/python train.py`) was checked from the server's own
+    working directory, where `venv/bin/python` is the real interpreter (the project's venv the server
+    was started beside), but run from the command file's folder, where the attacker had put a script
+    of that name: the person accepted a training launch and the script ran."""
+    r, o = roots(tmp_path)
+    venv = tmp_path / "venv" / "bin"  # the server's cwd is tmp_path: a venv beside it, as `uv run` leaves one
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to(sys.executable)
+    run = r / "run"
+    (run / "venv" / "bin").mkdir(parents=True)
+    fake = run / "venv" / "bin" / "python"
+    fake.write_text(f"#!/bin/sh\ntouch {o}/PWNED_relative\n")
+    fake.chmod(0o755)
+    (run / "train.py").write_text("print('train')\n")
+    (run / "command.txt").write_text("venv/bin/python train.py\n")
+    shown = answer("accept")
+    res = anyio.run(_call, srv_for(tmp_path, r), "request_action", restart(run / "command.txt"), shown)
+    assert res.is_error, text(res)[:400]
+    assert "not the server's own" in text(res), text(res)[:400]
+    assert pwned(o) == []
+
+
+def test_a_relative_launcher_path_to_the_real_python_still_runs(tmp_path: Path) -> None:
+    """The fix must not refuse a run folder's own venv that is the server's interpreter."""
+    r, o = roots(tmp_path)
+    run = r / "run"
+    (run / "venv" / "bin").mkdir(parents=True)
+    (run / "venv" / "bin" / "python").symlink_to(sys.executable)
+    (run / "train.py").write_text(payload(o, "legit").replace("PWNED_legit", "RAN"))
+    (run / "command.txt").write_text("venv/bin/python train.py\n")
+    res = anyio.run(_call, srv_for(tmp_path, r), "request_action", restart(run / "command.txt"), answer("accept"))
+    assert not res.is_error and '"ran":true' in text(res), text(res)[:400]
+    end = time.monotonic() + 20
+    while not (o / "RAN").exists() and time.monotonic() < end:
+        time.sleep(0.2)
+    assert (o / "RAN").exists()
+
+
+def test_the_question_never_hides_what_runs_behind_invisible_characters_or_a_mask(tmp_path: Path) -> None:
+    """'The question cannot be forged'; the command is 'shown to the person exactly'. The question
+    strips invisible characters and masks secrets, but the command ran as recorded:
+    `python tra<ZWSP>in.py` was shown as `python train.py` and ran the attacker's `tra<ZWSP>in.py`;
+    an ANSI escape in a file name likewise; and a mask over `token=os.system(...)` hid a call in
+    `python -c` behind `[REDACTED]`. Each ran after the person accepted what the question showed."""
+    r, o = roots(tmp_path)
+    cases = {
+        "zwsp": (f"python tra{ZWSP}in.py\n", {f"tra{ZWSP}in.py": payload(o, "zwsp"), "train.py": "print('legit')\n"}),
+        "bidi": ("python train\u202e.py\n", {"train\u202e.py": payload(o, "bidi"), "train.py": "print('legit')\n"}),
+        "escape": ("python train.py\x1b[8m\n", {}),
+        "mask-code": (f"python -c \"import os;token=os.system('touch {o}/PWNED_mask')\"\n", {}),
+        "mask-json": (f"python -c \"x={{'secret': __import__('os').system('touch {o}/PWNED_json')}}\"\n", {}),
+    }
+    srv = srv_for(tmp_path, r)
+    for name, (line, files) in cases.items():
+        d = r / name
+        d.mkdir()
+        (d / "command.txt").write_text(line)
+        for fname, body in files.items():
+            (d / fname).write_text(body)
+        shown = answer("accept")
+        res = anyio.run(_call, srv, "request_action", restart(d / "command.txt"), shown)
+        assert res.is_error, (name, text(res)[:400], shown.shown)
+    assert pwned(o) == []
+
+
+def test_a_secret_in_a_recorded_command_is_still_masked_and_the_command_still_runs(tmp_path: Path) -> None:
+    """A recorded `--api-key VALUE` keeps working: the mask hides a plain value only."""
+    r, o = roots(tmp_path)
+    (r / "train.py").write_text(payload(o, "x").replace("PWNED_x", "RAN"))
+    (r / "command.txt").write_text("python train.py --api-key sk-proj-Abcdefghijklmnopqrstuvwxyz0123456789\n")
+    shown = answer("accept")
+    res = anyio.run(_call, srv_for(tmp_path, r), "request_action", restart(r / "command.txt"), shown)
+    assert not res.is_error and '"ran":true' in text(res), text(res)[:400]
+    assert "[REDACTED]" in shown.shown[0] and "Abcdefghijklmnop" not in shown.shown[0]
+    end = time.monotonic() + 20
+    while not (o / "RAN").exists() and time.monotonic() < end:
+        time.sleep(0.2)
+    assert (o / "RAN").exists()
+
+
+# ---------------------------------------------------------------- triage_runs: a glob over linked folders
+
+
+def linked_runs(r: Path, links: int = 6) -> Path:
+    """A sweep folder with one real run and `links` symlinks to the folder itself (`latest -> .`, as
+    some launchers leave behind): glob follows them, so every `*/` level multiplies the paths."""
+    runs = r / "runs"
+    (runs / "r1").mkdir(parents=True)
+    (runs / "r1" / "train.log").write_text("step 1 loss 2.0\nTraceback (most recent call last):\n"
+                                           "  File \"train.py\", line 3, in <module>\nRuntimeError: boom\n")
+    for i in range(links):
+        (runs / f"l{i}").symlink_to(".")
+    return runs
+
+
+def test_a_glob_over_linked_folders_answers_within_its_deadline(tmp_path: Path) -> None:
+    """'Bounded by a run count and a deadline': `runs/*/*/*/*/*/*/*/*/*/*/train.log` over a folder
+    holding six links to itself names 6**9 paths; glob.glob built them all before the deadline was
+    ever looked at. The call did not answer in 100 s (tool deadline 300 s), and its thread kept the
+    server busy after the client hung up."""
+    r, _ = roots(tmp_path)
+    runs = linked_runs(r)
+    pattern = str(runs) + "/" + "*/" * 10 + "train.log"
+    srv = srv_for(tmp_path, r)
+    t0 = time.monotonic()
+
+    async def go():
+        with anyio.fail_after(90):
+            return await _call(srv, "triage_runs", {"targets": [pattern], "deadline_s": 10})
+
+    res = anyio.run(go)
+    assert time.monotonic() - t0 < 90
+    assert not res.is_error, text(res)[:400]
+    assert '"runs_total":1' in text(res).replace(" ", ""), text(res)[:600]
+
+
+def test_the_cli_glob_and_an_expect_results_glob_over_linked_folders_are_bounded(tmp_path: Path) -> None:
+    """The same glob through `triage-runs` and `--expect/--results` in the real CLI."""
+    r, _ = roots(tmp_path)
+    runs = linked_runs(r)
+    pattern = str(runs) + "/" + "*/" * 10 + "train.log"
+    grid = r / "grid.csv"
+    grid.write_text("cell\nr1\n")
+    for args in ([pattern], [str(runs), "--expect", str(grid), "--results", pattern]):
+        t0 = time.monotonic()
+        p = subprocess.run([sys.executable, "-m", "ml_skills.cli", "triage-runs", *args, "--out-dir", str(tmp_path / "o")],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+        assert time.monotonic() - t0 < 90, args
+        assert p.returncode in (0, 1, 2), (args, p.returncode, p.stderr[-500:])
+        assert "Traceback" not in p.stderr, p.stderr[-800:]
