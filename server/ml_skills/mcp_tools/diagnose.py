@@ -19,6 +19,7 @@ from ml_skills.models import EvidenceStatus, Framework, Task
 from ml_skills.render import brief, json_report
 from ml_skills.render import fields as fields_mod
 from ml_skills.render.brief import Brief, Part
+from ml_skills.render.text import NO_NEXT_COMMAND
 from ml_skills.safety import untrusted_json
 from ml_skills.safety.paths import confine, confine_new, normalise_roots, read_capped, within
 from ml_skills.safety.quoting import new_marker, quote_inline, strip_invisible
@@ -60,8 +61,13 @@ def _quoted(b: Brief, marker: str) -> Brief:
     def q(t: str | None) -> str | None:
         return quote_inline(t, marker) if t else t
 
+    def cmd(t: str | None) -> str | None:  # a command rebuilt from the run's own launch line carries its words
+        return q(t) if t and t != NO_NEXT_COMMAND else t
+
     rc = b.root_cause
     return b.model_copy(update={
+        "next_commands": [cmd(c) for c in b.next_commands],
+        "fixes": [f.model_copy(update={"command": cmd(f.command), "because": q(f.because) or ""}) for f in b.fixes],
         "evidence": [q(e) for e in b.evidence],
         "root_cause": rc.model_copy(update={"proximate": q(rc.proximate), "root": q(rc.root), "contributing": [q(x) for x in rc.contributing]}),
         "run_facts": q(b.run_facts) or "",
