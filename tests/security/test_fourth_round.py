@@ -190,3 +190,26 @@ def test_the_cli_glob_and_an_expect_results_glob_over_linked_folders_are_bounded
         assert time.monotonic() - t0 < 90, args
         assert p.returncode in (0, 1, 2), (args, p.returncode, p.stderr[-500:])
         assert "Traceback" not in p.stderr, p.stderr[-800:]
+
+
+# ---------------------------------------------------------------- repoint: a pointer stays one line
+
+
+def test_a_safe_repoint_never_writes_a_line_break_from_a_checkpoints_name_into_the_pointer(tmp_path: Path) -> None:
+    """'Nothing is overwritten but a resume pointer (... a regular, non-executable, one-line file)'.
+    A valid checkpoint folder named `ck2\\nRESUME FROM /etc/passwd` was written into `latest` as is,
+    by a safe repoint no one was asked about: the pointer became two lines, the second one chosen by
+    whoever named the folder."""
+    import safetensors.torch
+    import torch
+
+    r, _ = roots(tmp_path)
+    run = r / "run"
+    bad = run / "ck2\nRESUME FROM /etc/passwd"
+    bad.mkdir(parents=True)
+    safetensors.torch.save_file({"w": torch.zeros(4)}, str(bad / "model.safetensors"))
+    (run / "latest").write_text("ck_missing\n")
+    args = {"action": {"kind": "repoint-checkpoint", "pointer_file": str(run / "latest"), "checkpoint": str(bad)}}
+    res = anyio.run(_call, srv_for(tmp_path, r), "request_action", args)
+    assert res.is_error, text(res)[:400]
+    assert (run / "latest").read_text() == "ck_missing\n"

@@ -501,6 +501,9 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
         os.close(dfd)
     info = _verified(ckpt)
     new = _pointer_text(pointer, old, ckpt)
+    if strip_invisible(new.strip())[1] or any(not c.isprintable() for c in new.strip()):
+        raise PolicyError(f"the checkpoint's path {quoted(str(ckpt))} holds a line break, an escape or an invisible character: "
+                          "written into the pointer it would make it more than the one line of text a pointer is; rename it")
     also: list[ActionKind] = []
     cur = _current_target(pointer, old)
     if cur is not None and cur.resolve() != ckpt:
