@@ -213,3 +213,38 @@ def test_a_safe_repoint_never_writes_a_line_break_from_a_checkpoints_name_into_t
     res = anyio.run(_call, srv_for(tmp_path, r), "request_action", args)
     assert res.is_error, text(res)[:400]
     assert (run / "latest").read_text() == "ck_missing\n"
+
+
+# ---------------------------------------------------------------- diagnose: the report goes where the check was
+
+
+def test_diagnose_never_writes_its_report_outside_the_roots_while_its_out_dir_is_swapped(tmp_path: Path) -> None:
+    """'diagnose writes only check-failed-run.json into --out-dir'; every path stays in its roots.
+    `out_dir` was confined when the call began and written by path when the diagnosis ended, seconds
+    later: with `R/out` swapped for a link to `O/dir` meanwhile (the attackers' racer), the report,
+    with the log's lines in it, was written into a folder outside the roots."""
+    r, o = roots(tmp_path)
+    (o / "dir").mkdir()
+    (r / "out").mkdir()
+    (r / "link").symlink_to(o / "dir")
+    log = r / "train.log"
+    log.write_bytes((Path(__file__).resolve().parents[2] / "examples" / "nan-loss" / "train.log").read_bytes())
+    srv = srv_for(tmp_path, r)
+    from tests.security.racer import __file__ as racer
+
+    async def go() -> tuple[int, int]:
+        ok = refused = 0
+        async with srv.client() as c:
+            for _ in range(16):
+                res = await c.call_tool("diagnose", {"target": str(log), "out_dir": str(r / "out")})
+                ok, refused = ok + (not res.is_error), refused + res.is_error
+        return ok, refused
+
+    swap = subprocess.Popen([sys.executable, racer, str(r / "out"), str(r / "link"), "120"], stdout=subprocess.PIPE, text=True)
+    try:
+        ok, refused = anyio.run(go)
+    finally:
+        swap.kill()
+        swap.wait(timeout=10)
+    assert list((o / "dir").iterdir()) == [], (ok, refused)
+    assert ok + refused == 16 and ok > 0, (ok, refused)  # calls that found R/out a folder still write their report

@@ -7,7 +7,9 @@ facts as fields (clients hand their model one or the other), never the whole fil
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 import pydantic_core
@@ -21,7 +23,7 @@ from ml_skills.render import fields as fields_mod
 from ml_skills.render.brief import Brief, Part
 from ml_skills.render.text import NO_NEXT_COMMAND
 from ml_skills.safety import untrusted_json
-from ml_skills.safety.paths import confine, confine_new, normalise_roots, read_capped, within
+from ml_skills.safety.paths import confine, confine_new, normalise_roots, open_fd, read_capped, within
 from ml_skills.safety.quoting import new_marker, quote_inline, strip_invisible
 from ml_skills.safety.redact import stripped_count
 
@@ -76,6 +78,21 @@ def _quoted(b: Brief, marker: str) -> Brief:
     })
 
 
+def _held_out_dir(out: Path, confined: bool) -> int:
+    """The out dir created and opened now: a caller's, from its root with no link followed (safety/paths.open_fd);
+    the server's own --out-dir, as configured."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"cannot create the out dir {out}: {e.strerror or e}") from None
+    if confined:
+        return open_fd(out, "dir")
+    try:
+        return os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as e:
+        raise InputError(f"cannot open the out dir {out}: {e.strerror or e}") from None
+
+
 _REMOTE = re.compile(r"^[^/\s@]+@[^/\s]+:/")  # user@host:/path, as the CLI reads it
 
 
@@ -123,14 +140,18 @@ def diagnose(
     w = tracker_target(wandb) if wandb is not None else None
     a = str(confine(artifacts, r, want="dir")) if artifacts else None
     out = confine_new(out_dir, r) if out_dir else config().out_dir
+    dfd = _held_out_dir(out, confined=out_dir is not None)  # the folder checked now is the one written when the diagnosis ends
     from ml_skills.engine.pipeline import DiagnoseRequest  # the engine is imported at the first call: tools/list stays fast
     from ml_skills.engine.pipeline import diagnose as run_engine
 
     gone = stripped_count()
-    d = run_engine(DiagnoseRequest(target=t, traceback_text=traceback_text, pid=pid, wandb=w, mlflow=mlflow,
-                                   vertex_pipeline=vertex_pipeline, project=project, region=region, once=True,
-                                   artifacts=a, framework=framework, task=task, last=last))
-    path = json_report.write(d, out)  # stripped and redacted as its last step
+    try:
+        d = run_engine(DiagnoseRequest(target=t, traceback_text=traceback_text, pid=pid, wandb=w, mlflow=mlflow,
+                                       vertex_pipeline=vertex_pipeline, project=project, region=region, once=True,
+                                       artifacts=a, framework=framework, task=task, last=last))
+        path = json_report.write(d, out, dir_fd=dfd)  # stripped and redacted as its last step
+    finally:
+        os.close(dfd)
     stripped = stripped_count() - gone
     marker = new_marker()
     b, notes = brief.build(d, str(path), marker, detail)
