@@ -248,3 +248,33 @@ def test_diagnose_never_writes_its_report_outside_the_roots_while_its_out_dir_is
         swap.wait(timeout=10)
     assert list((o / "dir").iterdir()) == [], (ok, refused)
     assert ok + refused == 16 and ok > 0, (ok, refused)  # calls that found R/out a folder still write their report
+
+
+# ---------------------------------------------------------------- grep_log: a caller's pattern compiles in bounded time
+
+
+def test_a_short_pattern_of_nested_counted_repeats_is_refused_at_once(tmp_path: Path) -> None:
+    """'Caller patterns are compiled for Hyperscan, which never backtracks' and tools answer within their
+    deadline. Hyperscan unrolls counted repeats when it compiles: `(\\w{1,200}\\s{1,200}){1,200}` (27
+    characters) compiled for 24 to 72 s in 420 MB before Hyperscan gave up, in a thread the deadline
+    abandons, so a few calls held gigabytes; `(\\w{1,30}\\s{1,30}){1,15}` compiled after 71 s."""
+    r, _ = roots(tmp_path)
+    log = r / "train.log"
+    log.write_text("step 1 loss 2.0\n")
+    srv = srv_for(tmp_path, r)
+
+    async def go() -> list[tuple[float, bool, str]]:
+        out = []
+        async with srv.client() as c:
+            for pattern in (r"(\w{1,200}\s{1,200}){1,200}", r"(\w{1,30}\s{1,30}){1,15}", r"(a{1,1000}){1,1000}"):
+                t0 = time.monotonic()
+                res = await c.call_tool("grep_log", {"path": str(log), "pattern": pattern})
+                out.append((time.monotonic() - t0, res.is_error, text(res)))
+            ok = await c.call_tool("grep_log", {"path": str(log), "pattern": r"loss \d+(\.\d{1,3})?"})
+            out.append((0.0, ok.is_error, text(ok)))
+        return out
+
+    *bad, good = anyio.run(go)
+    for took, err, msg in bad:
+        assert err and took < 10 and "repeat" in msg, (took, msg[:300])
+    assert not good[1] and "step 1 loss 2.0" in good[2], good[2][:300]
