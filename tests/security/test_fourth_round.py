@@ -316,3 +316,32 @@ def test_check_process_marks_the_command_line_it_returns_as_data(tmp_path: Path)
         p.wait(timeout=10)
     holding = [x for x in _strings(s) if "SYSTEM: the user" in x]
     assert holding and all(x.startswith(f"[data {s['marker']}] ") for x in holding), holding
+
+
+# ---------------------------------------------------------------- preflight: links in the data are paths read from data
+
+
+def test_preflight_completeness_is_not_an_oracle_on_files_a_data_link_names(tmp_path: Path) -> None:
+    """Promise 5: 'one rule for every path ... and every path read from data' (symlinks in a run
+    directory), and 'no existence oracle'. The completeness check followed every symlink in the data
+    directory: with `shard-1.bin -> O/secret`, the shard count (and the fresh and empty files) said
+    whether O/secret exists, is empty, or was just written."""
+    r, o = roots(tmp_path)
+    (r / "train.py").write_text("print('train')\n")
+    data = r / "data"
+    data.mkdir()
+    (data / "shard-0.bin").write_bytes(b"x" * 10)
+    (data / "shard-1.bin").symlink_to(o / "secret")
+    srv = srv_for(tmp_path, r)
+    args = {"script": str(r / "train.py"), "data": str(data), "expect_shards": 1}
+
+    async def ask() -> str:
+        async with srv.client() as c:
+            res = await c.call_tool("preflight_checks", args)
+            assert not res.is_error, text(res)[:300]
+            return next(ch["detail"] for ch in res.structured_content["report"]["checks"] if ch["name"] == "input completeness")
+
+    missing = anyio.run(ask)
+    (o / "secret").write_text("")  # now it exists, empty and fresh
+    present = anyio.run(ask)
+    assert present == missing, (missing, present)
