@@ -7,6 +7,7 @@ files. Each failed on the code before its fix.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -345,3 +346,35 @@ def test_preflight_completeness_is_not_an_oracle_on_files_a_data_link_names(tmp_
     (o / "secret").write_text("")  # now it exists, empty and fresh
     present = anyio.run(ask)
     assert present == missing, (missing, present)
+
+
+# ---------------------------------------------------------------- a file name that is not UTF-8
+
+
+NAN_LOG = Path(__file__).resolve().parents[2] / "examples" / "nan-loss" / "train.log"
+
+
+def test_a_file_name_that_is_not_utf8_never_ends_the_diagnosis_of_its_directory(tmp_path: Path) -> None:
+    """Promise 9: 'one bad file never turns the CLI's answer into internal error'. A log named
+    b'\\xff\\xfe.log' beside the run's log (and a folder b'checkpoint-\\xff') comes back from the OS as
+    lone surrogates, which no UTF-8 output can hold: check-failed-run exited 3 ('internal error:
+    PydanticSerializationError'), and over MCP `diagnose` and `list_artifacts` 'failed unexpectedly'."""
+    r, _ = roots(tmp_path)
+    run = r / "run"
+    run.mkdir()
+    (run / "train.log").write_bytes(NAN_LOG.read_bytes())
+    with open(bytes(run) + b"/\xff\xfe.log", "w") as f:
+        f.write("step 1 loss 2.0\n")
+    os.mkdir(bytes(run) + b"/checkpoint-\xff")
+    p = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", str(run), "--format", "json",
+                        "--out-dir", str(tmp_path / "o")], cwd=tmp_path, capture_output=True, text=True, timeout=180, check=False)
+    assert p.returncode in (0, 1), (p.returncode, p.stderr[-400:])
+    assert "nan" in p.stdout.lower() and "\\\\xff" in p.stdout, p.stdout[-400:]
+
+    async def go() -> list:
+        async with srv_for(tmp_path, r).client() as c:
+            return [await c.call_tool(name, {key: str(run)}) for name, key in (("list_artifacts", "path"), ("diagnose", "target"))]
+
+    for res in anyio.run(go):
+        assert not res.is_error, text(res)[:300]
+        assert "\\xff" in text(res)
