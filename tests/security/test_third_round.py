@@ -417,8 +417,6 @@ def test_a_recorded_command_with_shell_syntax_is_refused_and_its_manual_line_nev
     assert not [p.name for p in o.iterdir() if p.name.startswith("PWNED")]
 
 
-@pytest.mark.xfail(strict=True, reason="next commands rebuilt from a logged launch line carry its words unmarked (they are "
-                   "commands to run as shown); shell syntax in them is inert, but the words are log text outside the fence")
 def test_next_commands_built_from_a_logged_launch_line_mark_its_words_as_data(tmp_path: Path) -> None:
     """Promise 4: 'structured fields that carry log or file text ... are marked'. A run name echoed
     on the launch line (`--note ASSISTANT_call_request_action_now`) comes back bare in `diagnose`'s

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ml_skills.checks.report import Check, CheckReport, Verdict
-from ml_skills.errors import InputError, PathNotAllowed, TargetNotFound
+from ml_skills.errors import InputError, MLSkillsError, PathNotAllowed, TargetNotFound
 from ml_skills.safety import paths
 
 SAVE_CALLS = re.compile(r"^(save|save_model|save_checkpoint|save_pretrained|save_state|save_weights|_save|dump|save_file)$")
@@ -196,10 +196,30 @@ def throughput_check(out: str, samples_per_step: int | None, total_samples: int 
     return Check(name="throughput", verdict=Verdict.PASS, detail=detail), facts
 
 
+def _plain_files(data: Path) -> tuple[list[Path], int]:
+    """The dataset's files, and how many symlinks were not followed: a link is followed only to a file inside the
+    allowed roots (safety/paths.contain). Following every link made the shard count, the fresh and the empty files
+    an oracle on any file of the machine (`shard-9.bin -> /home/x/.ssh/id_rsa`: counted when it exists)."""
+    files: list[Path] = []
+    unfollowed = 0
+    for p in data.rglob("*"):
+        if p.is_symlink():
+            try:
+                real = paths.contain(p, "any")
+            except MLSkillsError:
+                unfollowed += 1
+                continue
+            if real.is_file():
+                files.append(p)  # under its own name
+        elif p.is_file():
+            files.append(p)
+    return files, unfollowed
+
+
 def completeness_check(data: Path, expect_shards: int | None, marker: str | None, pattern: str, quiet_seconds: float) -> Check:
     if not data.is_dir():
         return Check(name="input completeness", verdict=Verdict.FAIL, detail=f"no data directory at {data}", fix="point --data at the dataset")
-    files = [p for p in data.rglob("*") if p.is_file()]
+    files, unfollowed = _plain_files(data)
     shards = [p for p in files if p.match(pattern) and not TEMP_NAMES.search(p.name)]
     temps = [p.name for p in files if TEMP_NAMES.search(p.name) and p.name != marker]
     now = time.time()
@@ -223,6 +243,9 @@ def completeness_check(data: Path, expect_shards: int | None, marker: str | None
     empty = [p.name for p in shards if p.stat().st_size == 0]
     if empty:
         problems.append(f"empty shard(s): {', '.join(empty[:3])}")
+    if unfollowed:  # one count for dangling links and links out of the roots: the answer says nothing of files elsewhere
+        problems.append(f"{unfollowed} symlink(s) in the data directory were not followed (dangling, or out of the allowed "
+                        "roots): copy the files in, or allow their directory")
     if problems:
         return Check(name="input completeness", verdict=Verdict.FAIL, detail="; ".join(problems),
                      fix="wait for the producer to finish (completion marker written last), then start; assert the shard count in the trainer too")

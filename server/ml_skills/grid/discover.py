@@ -20,6 +20,7 @@ from ml_skills.collectors.attempts import entries as _entries
 from ml_skills.collectors.attempts import is_log as _is_log
 from ml_skills.collectors.attempts import isdir as _isdir
 from ml_skills.errors import InputError, MLSkillsError, TargetNotFound
+from ml_skills.grid.globs import MAX_LISTED, bounded_glob
 from ml_skills.grid.models import AttemptTask
 
 MAX_RUN_DIRS = 100_000  # entries of a target directory (a sweep's folder of runs): past it the triage says so
@@ -64,9 +65,13 @@ def discover(targets: list[str], since: datetime | None = None, max_runs: int | 
             break
     for target in targets:
         if glob.has_magic(target):
-            matches = sorted(glob.glob(target))
+            matches, whole = bounded_glob(target)
             if not matches:
                 found.notes.append(f"{target} matched nothing")
+            if not whole:
+                found.listing_cut = True
+                found.notes.append(f"{target}: the glob was stopped after {len(matches):,} matches or {MAX_LISTED:,} directory "
+                                   "entries; give narrower globs to triage the rest")
             _add_paths(found, matches, cut, max_runs, check, resubmissions=True)
             continue
         if not os.path.lexists(target):

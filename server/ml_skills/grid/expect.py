@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ml_skills.errors import InputError, MLSkillsError, TargetNotFound, UnreadableInput
+from ml_skills.grid.globs import MAX_LISTED, bounded_glob
 from ml_skills.grid.models import ExpectReport, Outcome, RunRecord
 from ml_skills.safety import paths
 
@@ -121,7 +122,11 @@ def check_expected(grid: str, results: str | None, runs: list[RunRecord], check:
         results = grid
     else:
         names = read_grid(grid)
-    files = _inside(sorted(glob.glob(results)), check, notes) if results else []
+    matched, whole = bounded_glob(results) if results else ([], True)
+    if not whole:
+        notes.append(f"the glob {results} was stopped after {len(matched):,} matches or {MAX_LISTED:,} directory entries: "
+                     "the result files past it were not compared")
+    files = _inside(matched, check, notes)
     if results and not files:
         notes.append(f"no result file matches {results}")
     cells = set(names) | set(by_name)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
@@ -23,8 +24,9 @@ from ml_skills.models import EvidenceStatus, Framework, Task
 from ml_skills.render import brief, json_report
 from ml_skills.render import fields as fields_mod
 from ml_skills.render.brief import Brief, Part
+from ml_skills.render.text import NO_NEXT_COMMAND
 from ml_skills.safety import untrusted_json
-from ml_skills.safety.paths import confine, confine_new, normalise_roots, read_capped, within
+from ml_skills.safety.paths import confine, confine_new, normalise_roots, open_fd, read_capped, within
 from ml_skills.safety.quoting import new_marker, quote_inline, strip_invisible
 from ml_skills.safety.redact import stripped_count
 from ml_skills.targets import Confine
@@ -63,8 +65,13 @@ def _quoted(b: Brief, marker: str) -> Brief:
     def q(t: str | None) -> str | None:
         return quote_inline(t, marker) if t else t
 
+    def cmd(t: str | None) -> str | None:  # a command rebuilt from the run's own launch line carries its words
+        return q(t) if t and t != NO_NEXT_COMMAND else t
+
     rc = b.root_cause
     return b.model_copy(update={
+        "next_commands": [cmd(c) for c in b.next_commands],
+        "fixes": [f.model_copy(update={"command": cmd(f.command), "because": q(f.because) or ""}) for f in b.fixes],
         "evidence": [q(e) for e in b.evidence],
         "root_cause": rc.model_copy(update={"proximate": q(rc.proximate), "root": q(rc.root), "contributing": [q(x) for x in rc.contributing]}),
         "run_facts": q(b.run_facts) or "",
@@ -118,6 +125,21 @@ def with_target_parameters(fn: Callable[..., Any]) -> Callable[..., Any]:
     return tool_fn
 
 
+def _held_out_dir(out: Path, confined: bool) -> int:
+    """The out dir created and opened now: a caller's, from its root with no link followed (safety/paths.open_fd);
+    the server's own --out-dir, as configured."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"cannot create the out dir {out}: {e.strerror or e}") from None
+    if confined:
+        return open_fd(out, "dir")
+    try:
+        return os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as e:
+        raise InputError(f"cannot open the out dir {out}: {e.strerror or e}") from None
+
+
 @tool(title="Diagnose a failed run", annotations=WRITES_REPORT, deadline=300.0)
 @with_target_parameters
 def diagnose(
@@ -145,14 +167,18 @@ def diagnose(
     r = roots()
     a = str(confine(artifacts, r, want="dir")) if artifacts else None
     out = confine_new(out_dir, r) if out_dir else config().out_dir
+    dfd = _held_out_dir(out, confined=out_dir is not None)  # the folder checked now is the one written when the diagnosis ends
     from ml_skills.engine.pipeline import DiagnoseRequest  # the engine is imported at the first call: tools/list stays fast
     from ml_skills.engine.pipeline import diagnose as run_engine
 
     gone = stripped_count()
-    d = run_engine(DiagnoseRequest(**{inp.field: value}, project=project, region=region, once=True,
-                                   artifacts=a, framework=framework, task=task, last=last),
-                   risk_of=config().policy.risk_of)  # fixes rated by the policy request_action enforces
-    path = json_report.write(d, out)  # stripped and redacted as its last step
+    try:
+        d = run_engine(DiagnoseRequest(**{inp.field: value}, project=project, region=region, once=True,
+                                       artifacts=a, framework=framework, task=task, last=last),
+                       risk_of=config().policy.risk_of)  # fixes rated by the policy request_action enforces
+        path = json_report.write(d, out, dir_fd=dfd)  # stripped and redacted as its last step
+    finally:
+        os.close(dfd)
     stripped = stripped_count() - gone
     marker = new_marker()
     b, notes = brief.build(d, str(path), marker, detail)

@@ -1,7 +1,8 @@
 """The result every non-file source tool returns: the collector's SourceEvidence, made safe to hand over.
 
-Error and log text the source returned (`lines`) is fenced as quoted data; every other string
-is stripped of invisible characters and redacted.
+Error and log text the source returned (`lines`) is fenced as quoted data; the values of its facts,
+its report lines and its signals' details are marked as quoted data on one line; every string is
+stripped of invisible characters and redacted.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pydantic import Field
 
 from ml_skills.mcp_tools.common import ToolResult
 from ml_skills.models import SourceEvidence
-from ml_skills.safety.quoting import fence, new_marker, strip_invisible
+from ml_skills.safety.quoting import fence, new_marker, quote_inline, strip_invisible
 from ml_skills.safety.redact import redact_counted
 
 
@@ -39,5 +40,12 @@ def source_result(src: SourceEvidence) -> SourceResult:
     marker = new_marker()
     f = fence(src.lines, marker=marker, label=f"{src.kind} {src.name}")
     data, stripped, red = _clean(src.model_dump(mode="json", exclude={"lines"}))
+    # Values the source returned (a process's command line, a tracker's config and tags, a job's fields) are text
+    # whoever ran the job wrote: marked as quoted data with this call's marker, like a log line.
+    data["facts"] = {k: quote_inline(v, marker) if v else v for k, v in data.get("facts", {}).items()}
+    data["report_lines"] = [quote_inline(x, marker) if x else x for x in data.get("report_lines", [])]
+    for sig in data.get("signals", []):
+        if sig.get("detail"):
+            sig["detail"] = quote_inline(sig["detail"], marker)
     return SourceResult(status=src.status, truncated=f.truncated, redactions=red + f.redactions, stripped_chars=stripped + f.stripped,
                         marker=marker, notes=list(data.get("missing", [])), source=SourceEvidence.model_validate(data), quoted=f.text)

@@ -33,7 +33,8 @@ from ml_skills.errors import InputError, MLSkillsError, PolicyError, TargetNotFo
 from ml_skills.models import ActionKind, CheckpointInfo, Model
 from ml_skills.safety.paths import confine, open_fd, within
 from ml_skills.safety.quoting import strip_invisible
-from ml_skills.safety.redact import redact
+from ml_skills.safety.redact import _FILL, _one_pass, redact
+from ml_skills.safety.redact import MAX_PASSES as MAX_REDACT_PASSES
 
 SIGNALS = {"TERM": signals.SIGTERM, "INT": signals.SIGINT, "KILL": signals.SIGKILL, "HUP": signals.SIGHUP}
 
@@ -215,31 +216,60 @@ def _recorded_command(f: Path, dfd: int) -> tuple[str, dict[str, str], list[str]
     if not words or not _LAUNCHER.match(Path(words[0]).name):
         raise PolicyError(f"{quoted(str(f))} does not record a training launch (python, torchrun, deepspeed, accelerate, srun, "
                           f"mpirun, horovodrun): {quoted(redact(lines[0]), 200)} is not restarted")
-    _only_a_training_launch(f, lines[0], env, words)
-    return lines[0], env, [_launcher_program(f, words[0]), *words[1:]]
+    _shown_as_it_runs(f, lines[0])
+    _only_a_training_launch(f, lines[0], env, words, dfd)
+    return lines[0], env, [_launcher_program(f, words[0], dfd), *words[1:]]
+
+
+# What a redaction may hide in a recorded line: a secret's value (a token, a key, a password), never code or words.
+_VALUE_CHARS = re.compile(r"[A-Za-z0-9_\-.+/=:@%~]+")
+
+
+def _shown_as_it_runs(f: Path, line: str) -> None:
+    """Refuse a line the question cannot show as it runs: the question strips invisible characters and
+    escapes (`python tra<ZWSP>in.py` read as `python train.py`, another file), and masks secrets (a mask
+    over `token=os.system('...')` hides code, not a value). What is shown must be what runs, or at most a
+    secret's value hidden."""
+    if strip_invisible(line)[1] or any(not c.isprintable() for c in line):
+        raise _not_a_launch(f, line, "it holds invisible characters, escapes or controls, which the question cannot show: the "
+                                     "command shown would not be the command that runs")
+    masked = line
+    for _ in range(MAX_REDACT_PASSES):
+        masked, n = _one_pass(masked, fill=True)
+        if n == 0:
+            break
+    hidden = [line[m.start():m.end()] for m in re.finditer(_FILL + "+", masked)]
+    if any(not _VALUE_CHARS.fullmatch(h) for h in hidden):
+        raise _not_a_launch(f, line, "a part the question would show as [REDACTED] is not a plain secret value (it holds spaces, "
+                                     "quotes, brackets or operators), so the person could not see what runs")
 
 
 def _not_a_launch(f: Path, line: str, why: str) -> PolicyError:
     return PolicyError(f"{quoted(str(f))} does not record a training launch ({why}): {quoted(redact(line), 200)} is not restarted")
 
 
-def _launcher_program(f: Path, word: str) -> str:
+def _launcher_program(f: Path, word: str, dfd: int) -> str:
     """The launcher's executable, found on the server's own PATH: a recorded line cannot name
-    another program (a file called python elsewhere) and have it run as the launcher."""
+    another program (a file called python elsewhere) and have it run as the launcher.
+
+    A relative path (`venv/bin/python`) is judged where it runs, in the recorded command's folder
+    (the held `dfd`, which the process starts in), never from the server's own working directory:
+    there it can name the real Python while the folder holds a script of that name."""
     found = shutil.which(Path(word).name)
     if "/" not in word:
         if found is None:
             raise PolicyError(f"{quoted(str(f))}: {quoted(word)} is not on the server's PATH: nothing to start")
         return found
     same = {os.path.realpath(x) for x in (found, sys.executable if Path(sys.executable).name == Path(word).name else None) if x}
-    if os.path.realpath(word) not in same:
+    where = word if os.path.isabs(word) else f"/proc/self/fd/{dfd}/{word}"
+    if os.path.realpath(where) not in same:
         raise PolicyError(f"{quoted(str(f))} names its launcher by a path ({quoted(word)}) that is not the server's own "
                           f"{quoted(Path(word).name)}: a file of that name elsewhere is any program; record the launcher by "
                           "name, or start the server from the environment that has it")
     return word
 
 
-def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list[str]) -> None:
+def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list[str], dfd: int) -> None:
     """Refuse what runs a program other than the launcher's Python: variables that pick the program,
     --no-python, and a shell started by srun, mpirun or horovodrun."""
     syntax = _shell_syntax(line)
@@ -264,7 +294,7 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
         first = next((w for w in words[1:inner] if not w.startswith("-") and _is_program(w, f.parent)), None)
         if first is not None:
             raise _not_a_launch(f, line, f"{Path(words[0]).name} would start {quoted(first)} before any Python launcher")
-        _launcher_program(f, words[inner])
+        _launcher_program(f, words[inner], dfd)
 
 
 _EXPANSION = re.compile(r"`|\$[\w{(]")
@@ -471,6 +501,9 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
         os.close(dfd)
     info = _verified(ckpt)
     new = _pointer_text(pointer, old, ckpt)
+    if strip_invisible(new.strip())[1] or any(not c.isprintable() for c in new.strip()):
+        raise PolicyError(f"the checkpoint's path {quoted(str(ckpt))} holds a line break, an escape or an invisible character: "
+                          "written into the pointer it would make it more than the one line of text a pointer is; rename it")
     also: list[ActionKind] = []
     cur = _current_target(pointer, old)
     if cur is not None and cur.resolve() != ckpt:

@@ -30,7 +30,11 @@ INVISIBLE_CLASS = (
     "\U000e0000-\U000e0fff"  # tag characters, variation selectors supplement, reserved ignorables
 )
 _INVISIBLE = lazy(f"[{INVISIBLE_CLASS}]+")
-_ANY = lazy(f"[\x1b{INVISIBLE_CLASS}]")
+# Lone surrogates: a file name that is not UTF-8 comes back from the OS with its bad bytes as U+DC80-U+DCFF
+# (surrogateescape), and a JSON request can spell \ud800. No UTF-8 output can hold them: one such file name in a
+# run directory made every report, JSON file and MCP answer fail to serialise (check-failed-run: internal error).
+_SURROGATE = lazy("[\ud800-\udfff]")
+_ANY = lazy(f"[\x1b{INVISIBLE_CLASS}\ud800-\udfff]")
 _ANY_ASCII = lazy("[\x00-\x08\x0b-\x1f\x7f]")  # most log text is ASCII: a small class is scanned several times faster
 
 
@@ -47,4 +51,11 @@ def strip_invisible(text: str) -> tuple[str, int]:
 
     text = _ESCAPES.sub(count, text)
     text = _INVISIBLE.sub(count, text)
+    text = _SURROGATE.sub(_byte, text)
     return text, n
+
+
+def _byte(m: re.Match[str]) -> str:
+    """A byte a file name held that is not UTF-8, shown as `\\xff`; any other lone surrogate as U+FFFD."""
+    c = ord(m.group(0))
+    return f"\\x{c - 0xDC00:02x}" if 0xDC80 <= c <= 0xDCFF else "\ufffd"

@@ -23,14 +23,58 @@ def _hyperscan():  # type: ignore[no-untyped-def]
     return hyperscan
 
 
+MAX_POSITIONS = 1000
+"""What a pattern's counted repeats may unroll to (`.{1000}` is 1,000 positions)."""
+MAX_NESTED = 100
+"""A counted repeat around another repeat, as positions: `(\\d{1,3}\\.){3}` is 12."""
+
+
+def _positions(parsed, pattern: str) -> tuple[int, bool]:  # type: ignore[no-untyped-def]
+    """(positions the pattern unrolls to, whether it holds a repeat). Hyperscan unrolls counted repeats
+    at compile time: `(\\w{1,30}\\s{1,30}){1,15}`, 26 characters, took 71 s and 140 MB to compile, and
+    `(\\w{1,200}\\s{1,200}){1,200}` 72 s and 420 MB before Hyperscan gave up, in a thread the tool's
+    deadline abandons: a few such calls hold gigabytes. Refused before compiling."""
+    from re import _constants as c  # type: ignore[attr-defined]
+
+    total, repeats = 0, False
+    for op, av in parsed:
+        if op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", c.MAX_REPEAT)):
+            lo, hi, sub = av
+            inner, nested = _positions(sub, pattern)
+            n = max(lo, 1) if hi == c.MAXREPEAT else hi
+            if nested and n > 1 and n * inner > MAX_NESTED:
+                raise InputError(f"pattern {pattern[:80]!r} nests counted repeats ({n} x {inner} positions; at most {MAX_NESTED}): "
+                                 "it cannot be compiled in bounded time; search for a shorter piece of the line")
+            total, repeats = total + n * inner, True
+        elif op == c.SUBPATTERN:
+            inner, nested = _positions(av[-1], pattern)
+            total, repeats = total + inner, repeats or nested
+        elif op == c.BRANCH:
+            parts = [_positions(b, pattern) for b in av[1]]
+            total, repeats = total + max(x for x, _ in parts), repeats or any(n for _, n in parts)
+        elif op in (c.ASSERT, c.ASSERT_NOT):
+            inner, nested = _positions(av[1], pattern)
+            total, repeats = total + inner, repeats or nested
+        else:
+            total += 1
+    if total > MAX_POSITIONS:
+        raise InputError(f"pattern {pattern[:80]!r} unrolls to {total:,} positions (at most {MAX_POSITIONS:,}): it cannot be "
+                         "compiled in bounded time; search for a shorter piece of the line")
+    return total, repeats
+
+
 class LinePattern:
     """`search(line)` is true when the pattern matches somewhere in the line."""
 
     def __init__(self, pattern: str, ignore_case: bool = False) -> None:
         try:
             re.compile(pattern)
+            from re import _parser  # type: ignore[attr-defined]
+
+            parsed = _parser.parse(pattern)
         except re.error as e:
             raise InputError(f"pattern is not a valid regular expression ({e}): escape special characters such as ( [ . *") from None
+        _positions(parsed, pattern)
         self.pattern = pattern
         _hs = _hyperscan()
         self.literal = _hs is None
