@@ -1,9 +1,19 @@
-"""Regenerate the printed reports shown in examples/*/README.md from the current CLI.
+"""Regenerate every printed-report transcript in the docs from the current CLI: one command.
 
-    PYTHONPATH=server python bench/refresh_transcripts.py            # rewrite the READMEs
-    PYTHONPATH=server python bench/refresh_transcripts.py --check    # exit 1 if one is stale
+    PYTHONPATH=server python bench/refresh_transcripts.py                    # all of them (~5 min, as root)
+    PYTHONPATH=server python bench/refresh_transcripts.py --only examples    # a subset: see PARTS
+    PYTHONPATH=server python bench/refresh_transcripts.py --check            # exit 1 if a log example is stale
 
-Two kinds of example, because the folders keep logs and configs but not checkpoints:
+PARTS, each rewriting its own file(s):
+
+- examples: examples/*/README.md (below);
+- vertex, trackers, remote, process: docs/vertex.md, docs/trackers.md, docs/remote-and-process.md,
+  by bench/vertex_transcripts.py, bench/tracker_transcripts.py, bench/remote_transcripts.py and
+  bench/process_transcripts.py (the fakes, servers and processes each sets up are in its docstring);
+- lab-distributed: docs/lab-distributed.md, by its own generator `python -m tests.lab.lab_table`;
+- report: docs/report.md, by bench/report_doc.py.
+
+The examples are of two kinds, because the folders keep logs and configs but not checkpoints:
 
 - a log target (nan-late-batch, oom-eager-loading): the bundled files are all the CLI reads, so
   the transcript is `ml-skills check-failed-run run/train.log` run on a copy of them in a scratch
@@ -13,7 +23,7 @@ Two kinds of example, because the folders keep logs and configs but not checkpoi
   and a fixed --basetemp, so the paths are stable) and the printed report the lab test got is
   shown verbatim, with the command it ran; the fresh logs and configs replace the bundled ones.
 
-Nothing is hand-edited: every transcript is stdout as the CLI printed it.
+Nothing is hand-edited: every transcript is the output as the CLI printed it.
 """
 
 from __future__ import annotations
@@ -37,7 +47,7 @@ LAB_EXAMPLES = {
 }
 BASETEMP = Path(tempfile.gettempdir()) / "ml-skills-lab"
 MARK = "The report below"
-REGEN = "Regenerate with `PYTHONPATH=server python bench/refresh_transcripts.py`."
+REGEN = "Regenerate with `PYTHONPATH=server python bench/refresh_transcripts.py --only examples`."
 
 
 def bundled_transcript(name: str) -> str:
@@ -113,21 +123,41 @@ def write(name: str, transcript: str) -> bool:
     return new != old
 
 
+SCRIPTS = {"vertex": ["bench/vertex_transcripts.py"], "trackers": ["bench/tracker_transcripts.py"],
+           "remote": ["bench/remote_transcripts.py"], "process": ["bench/process_transcripts.py"],
+           "lab-distributed": ["-m", "tests.lab.lab_table"], "report": ["bench/report_doc.py"]}
+PARTS = ["examples", *SCRIPTS]
+
+
+def examples(skip_lab: bool) -> None:
+    for name in LOG_EXAMPLES:
+        print(f"{name}: {'rewritten' if write(name, bundled_transcript(name)) else 'unchanged'}")
+    if not skip_lab:
+        for name, rec in lab_records(list(LAB_EXAMPLES)).items():
+            print(f"{name}: {'rewritten' if write(name, lab_transcript(name, rec)) else 'unchanged'} (lab re-run)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="compare the log examples' transcripts; write nothing")
-    ap.add_argument("--skip-lab", action="store_true", help="only the log examples (no training run)")
+    ap.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts: {', '.join(PARTS)} (default: all)")
+    ap.add_argument("--skip-lab", action="store_true", help="examples: only the log examples (no training run)")
     args = ap.parse_args()
     if args.check:
         stale = [n for n in LOG_EXAMPLES if shown_transcript((EXAMPLES / n / "README.md").read_text()).rstrip("\n")
                  != bundled_transcript(n).rstrip("\n")]
         print("stale: " + ", ".join(stale) if stale else "all log-example transcripts current")
         sys.exit(1 if stale else 0)
-    for name in LOG_EXAMPLES:
-        print(f"{name}: {'rewritten' if write(name, bundled_transcript(name)) else 'unchanged'}")
-    if not args.skip_lab:
-        for name, rec in lab_records(list(LAB_EXAMPLES)).items():
-            print(f"{name}: {'rewritten' if write(name, lab_transcript(name, rec)) else 'unchanged'} (lab re-run)")
+    parts = [p.strip() for p in args.only.split(",") if p.strip()]
+    if unknown := [p for p in parts if p not in PARTS]:
+        sys.exit(f"unknown part(s) {', '.join(unknown)}: choose from {', '.join(PARTS)}")
+    for part in parts:
+        if part == "examples":
+            examples(args.skip_lab)
+            continue
+        proc = subprocess.run([sys.executable, *SCRIPTS[part]], cwd=ROOT, check=False)
+        if proc.returncode != 0:
+            sys.exit(f"{part}: {' '.join(SCRIPTS[part])} failed ({proc.returncode})")
 
 
 if __name__ == "__main__":
