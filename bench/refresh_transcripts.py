@@ -107,7 +107,8 @@ def lab_transcript(name: str, rec: dict) -> str:
 def prose(name: str) -> str:
     if name in LOG_EXAMPLES:
         return (f"{MARK} is what the current CLI prints for this folder's files, copied into `run/` "
-                "(run from the directory holding `run/`, so the paths are relative):")
+                "(run from the directory holding `run/`, so the paths are relative; "
+                "`tests/test_docs.py::test_example_transcript_is_what_the_cli_prints_today` fails when it drifts):")
     return (f"{MARK} is what the CLI printed in that lab run, on the run directory with its checkpoints "
             f"(pytest ran with `--basetemp={BASETEMP}`, hence the paths). Without them, the CLI on this folder alone "
             "gives a different report:")

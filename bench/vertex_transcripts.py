@@ -58,12 +58,16 @@ def transcript(kind: str, fault: tuple[str, Fault] | None, poll: list[str]) -> s
     return shown("ml-skills " + " ".join(args), proc)
 
 
-def main() -> None:
-    text = DOC.read_text()
+def render(text: str) -> str:
+    """The doc with every output replaced by what the CLI prints now (tests/test_docs.py compares)."""
     for heading, case in CASES.items():
         text = replace_indented(text, heading, transcript(*case))
-        print(f"vertex: {heading.removeprefix('### ')}")
-    DOC.write_text(text)
+    return text
+
+
+def main() -> None:
+    DOC.write_text(render(DOC.read_text()))
+    print(f"vertex: {len(CASES)} outputs")
 
 
 if __name__ == "__main__":

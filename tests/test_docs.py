@@ -83,3 +83,13 @@ def test_example_transcript_is_what_the_cli_prints_today(name):
     `python bench/refresh_transcripts.py` is re-run."""
     shown = refresh.shown_transcript((ROOT / "examples" / name / "README.md").read_text())
     assert shown.rstrip("\n") == refresh.bundled_transcript(name).rstrip("\n")
+
+
+@pytest.mark.slow
+def test_vertex_doc_outputs_are_what_the_cli_prints_today():
+    """docs/vertex.md's nine outputs are deterministic (loopback fake, fixed ids, fixed --out-dir):
+    re-running them must give the doc back unchanged, or `python bench/vertex_transcripts.py` is due."""
+    from bench import vertex_transcripts
+
+    doc = vertex_transcripts.DOC.read_text()
+    assert vertex_transcripts.render(doc) == doc
