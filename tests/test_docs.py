@@ -14,6 +14,9 @@ from ml_skills.policy import rules
 
 from .conftest import ROOT
 
+sys.path.insert(0, str(ROOT))
+from bench import refresh_transcripts as refresh
+
 POLICY_DOC = (ROOT / "docs" / "policy.md").read_text()
 REPORT_DOC = (ROOT / "docs" / "report.md").read_text()
 
@@ -71,3 +74,22 @@ def test_report_doc_json_is_valid_and_matches_a_fresh_diagnosis(tmp_path):
     for a, b in zip(shown["trajectory"], fresh["trajectory"], strict=True):
         assert a["points"] == b["points"][: len(a["points"])] and {k: v for k, v in a.items() if k != "points"} == {
             k: v for k, v in b.items() if k != "points"}
+
+
+@pytest.mark.parametrize("name", ["nan-late-batch", "oom-eager-loading"])
+def test_example_transcript_is_what_the_cli_prints_today(name):
+    """The README's printed report is the CLI's stdout on the example's bundled files, byte for byte
+    (paths are relative, so nothing is normalised): a change in wording fails here until
+    `python bench/refresh_transcripts.py` is re-run."""
+    shown = refresh.shown_transcript((ROOT / "examples" / name / "README.md").read_text())
+    assert shown.rstrip("\n") == refresh.bundled_transcript(name).rstrip("\n")
+
+
+@pytest.mark.slow
+def test_vertex_doc_outputs_are_what_the_cli_prints_today():
+    """docs/vertex.md's nine outputs are deterministic (loopback fake, fixed ids, fixed --out-dir):
+    re-running them must give the doc back unchanged, or `python bench/vertex_transcripts.py` is due."""
+    from bench import vertex_transcripts
+
+    doc = vertex_transcripts.DOC.read_text()
+    assert vertex_transcripts.render(doc) == doc
