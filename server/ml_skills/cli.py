@@ -177,6 +177,8 @@ def _triage_runs_parser(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--pretty", action="store_true", help="indent the JSON (default: compact, one line)")
     t.add_argument("--plot", action="store_true", help="also write triage-runs.png: when each group's runs ended, one row per group")
     t.add_argument("--fail-on-nogo", action="store_true", help="exit 1 when any run's decision is NO-GO")
+    t.add_argument("--policy", metavar="FILE", help="action policy TOML that rates each run's fixes, as check-failed-run --policy "
+                                                    "(default: the shipped default policy)")
     t.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
 

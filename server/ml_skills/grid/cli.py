@@ -31,6 +31,9 @@ def run(args: argparse.Namespace) -> int:
         from ml_skills.grid.expect import read_grid
 
         read_grid(args.expect)  # a missing or broken grid file is said before an hour of triage, not after
+    from ml_skills.policy import rules
+
+    policy = rules.load(args.policy)  # a bad file is refused before the triage runs
     with progress.terminal() as show:
         def on_run(run: RunRecord, g: Group, groups: Groups, total: int) -> None:
             if args.format == "jsonl":  # streamed as each run is complete, for a pipe or a dashboard
@@ -48,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
         report, _ = triage(args.targets, since=since, workers=args.workers, max_runs=args.max_runs, on_run=on_run,
                            mlflow_experiments=tuple(args.mlflow_experiment), wandb_projects=tuple(args.wandb), wandb_states=states,
-                           ray_address=args.ray)
+                           ray_address=args.ray, policy=policy)
     if args.expect:
         from ml_skills.grid.expect import check_expected
 

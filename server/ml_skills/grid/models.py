@@ -45,6 +45,9 @@ class AttemptTask(Model):
     seen: datetime | None = Field(None, description="When the source says the run ended, for runs without a log file.")
     roots: list[str] | None = Field(None, description=(
         "The allowed roots the attempt is read under (the MCP call's): a worker process does not inherit them, so they travel with the task."))
+    policy: str | None = Field(None, description=(
+        "The action policy that rates each fix's risk (the CLI's --policy, the server's), as policy.rules.to_wire wrote it; "
+        "None: the shipped default."))
 
 
 class AttemptRecord(Model):

@@ -9,6 +9,7 @@ untouched: there is no second classifier here.
 from __future__ import annotations
 
 import contextlib
+import functools
 from datetime import datetime
 from pathlib import Path
 
@@ -20,10 +21,17 @@ from ml_skills.engine.repeat import last_step, outcome_of
 from ml_skills.errors import MLSkillsError
 from ml_skills.grid.models import AttemptRecord, AttemptTask, FixRef, Outcome
 from ml_skills.models import Diagnosis, LogEvidence
+from ml_skills.policy import rules
 from ml_skills.safety import paths
 from ml_skills.safety.redact import redact, reset_redaction_count
 
 TOP_FIXES = 3
+
+
+@functools.lru_cache(maxsize=4)
+def _policy(wire: str | None) -> rules.Policy:
+    """The grid's policy, rebuilt once per worker process (the shipped default when none was given)."""
+    return rules.from_wire(wire) if wire is not None else rules.load()
 
 
 def diagnose_attempt(task: AttemptTask, last: int = 500) -> AttemptRecord:
@@ -45,11 +53,12 @@ def diagnose_attempt(task: AttemptTask, last: int = 500) -> AttemptRecord:
                 req = DiagnoseRequest(wandb=task.path, last=last)
             case _:
                 req = DiagnoseRequest(target=task.path, last=last)
+        risk_of = _policy(task.policy).risk_of
         with confined:
             ev = collect(req)
-            d = analyse(req, ev)
+            d = analyse(req, ev, risk_of)
             if (inside := attempts.of_log(req, ev)) is not None:  # a launcher's restarts inside one log
-                d = attempts.with_log_attempts(req, d, inside)
+                d = attempts.with_log_attempts(req, d, inside, risk_of)
     except MLSkillsError as e:
         return unreadable(redact(str(e))[:500])
     except Exception as e:  # noqa: BLE001 - one bad run must not stop a grid of a thousand

@@ -23,6 +23,7 @@ from ml_skills.grid.models import AttemptRecord, AttemptTask, Group, RunRecord, 
 from ml_skills.grid.record import diagnose_attempt
 from ml_skills.grid.wandb_runs import FAILED_STATES
 from ml_skills.models import ToolInfo
+from ml_skills.policy.rules import Policy, to_wire
 from ml_skills.safety import paths
 
 OnRun = Callable[[RunRecord, Group, Groups, int], None]
@@ -99,9 +100,10 @@ def _wandb(projects: tuple[str, ...], since: datetime | None, max_runs: int | No
 def triage(targets: list[str], *, since: datetime | None = None, workers: int | None = None, max_runs: int | None = None,
            deadline_s: float | None = None, check: Check | None = None, on_run: OnRun | None = None,
            keep_runs: bool = True, mlflow_experiments: tuple[str, ...] = (), wandb_projects: tuple[str, ...] = (),
-           wandb_states: tuple[str, ...] = FAILED_STATES, ray_address: str | None = None) -> tuple[TriageReport, Groups]:
+           wandb_states: tuple[str, ...] = FAILED_STATES, ray_address: str | None = None,
+           policy: Policy | None = None) -> tuple[TriageReport, Groups]:
     """Diagnose every run of the targets (and of the MLflow experiments' and W&B projects' failed runs)
-    with the engine and group the failures by fingerprint."""
+    with the engine and group the failures by fingerprint; `policy` rates each run's fixes (default: the shipped one)."""
     t0 = time.monotonic()
     deadline = t0 + deadline_s if deadline_s else None
     extra = _mlflow(mlflow_experiments, since, max_runs)
@@ -112,6 +114,9 @@ def triage(targets: list[str], *, since: datetime | None = None, workers: int | 
     active = paths.active_roots()
     if active is not None:  # the caller's roots go with each task to the worker that reads it
         tasks = [t.model_copy(update={"roots": [str(r) for r in active]}) for t in tasks]
+    if policy is not None:  # so does the policy: a worker rates fixes as the caller's report would
+        wire = to_wire(policy)
+        tasks = [t.model_copy(update={"policy": wire}) for t in tasks]
     if ray_address:
         from ml_skills.grid import ray_backend
 

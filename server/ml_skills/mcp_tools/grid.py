@@ -17,7 +17,7 @@ from pydantic import Field
 
 from ml_skills.errors import PathNotAllowed
 from ml_skills.grid.models import ExpectReport, FixRef, Group, Outcome
-from ml_skills.mcp_tools.common import READ_ONLY, ToolResult, roots, tool
+from ml_skills.mcp_tools.common import READ_ONLY, ToolResult, config, roots, tool
 from ml_skills.models import EvidenceStatus, FailureClass, Model
 from ml_skills.safety.paths import confine
 from ml_skills.safety.quoting import clean, fence, new_marker, quote_inline
@@ -113,7 +113,7 @@ def triage_runs(
     r = roots()
     confined = [_confine_glob(t, r) if glob.has_magic(t) else str(confine(t, r, want="any")) for t in targets]
     report, _ = triage(confined, since=parse_since(since) if since else None, workers=min(workers or default_workers(), os.cpu_count() or 1),
-                       max_runs=max_runs, deadline_s=deadline_s, check=_check(r))
+                       max_runs=max_runs, deadline_s=deadline_s, check=_check(r), policy=config().policy)
     exp = None
     if expect:
         from ml_skills.grid.expect import check_expected

@@ -8,6 +8,7 @@ they still need the person's acceptance.
 from __future__ import annotations
 
 import fnmatch
+import json
 import tomllib
 from pathlib import Path
 
@@ -109,3 +110,14 @@ def load(path: str | Path | None = None) -> Policy:
             raise InputError(f"policy file {p}: {where}: {action} cannot be '{risk.value}': it starts a process, which "
                              f"always needs the person's approval (at least '{floor.value}')")
     return Policy(data, "default policy" if path is None else str(p))
+
+
+def to_wire(p: Policy) -> str:
+    """The policy as one JSON string, for a worker process that must rate fixes by it (triage-runs' pool, Ray)."""
+    return json.dumps({"source": p.source, "data": p.data.model_dump(mode="json")})
+
+
+def from_wire(wire: str) -> Policy:
+    """The policy `to_wire` sent; a worker never reads the policy file again (it may have changed since)."""
+    raw = json.loads(wire)
+    return Policy(PolicyFile.model_validate(raw["data"]), str(raw["source"]))
