@@ -628,7 +628,26 @@ def report(rs: list[CaseResult], hs: list[HealthyResult] | None = None) -> str:
     parts += plan_report(rs)
     parts += healthy_report(hs or [])
     parts += framework_accuracy.report(framework_rows(rs, hs or []))
+    parts += floors_report()
     return "\n".join(parts) + "\n"
+
+
+FLOOR_TESTS = ("test_corpus", "test_healthy", "test_plan_quality", "test_confidence", "test_frameworks")
+
+
+def floors_report() -> list[str]:
+    """The floors and ceilings the tests hold the figures above to, read from the test modules themselves."""
+    import importlib
+
+    rows = []
+    for name in FLOOR_TESTS:
+        mod = importlib.import_module(f"tests.engine.{name}")
+        rows += [f"| tests/engine/{name}.py | {k} | {v} |" for k, v in vars(mod).items()
+                 if k.isupper() and k.endswith(("_FLOOR", "_CEILING", "_TOLERANCE")) and isinstance(v, int | float)]
+    return ["", "## Floors the tests hold", "",
+            ("Read from the test files when this page was generated: a change that takes a figure above below its floor "
+             "(or above its ceiling) fails the test suite. They are set at what was measured, not at the goal."), "",
+            "| test | constant | value |", "| --- | --- | --- |", *rows]
 
 
 def framework_rows(rs: list[CaseResult], hs: list[HealthyResult]) -> list:
