@@ -164,8 +164,10 @@ def test_diagnose_is_small_and_loses_nothing_the_report_shows(server: Server) ->
         assert not t.lstrip().startswith("{"), "the text content is the report, not a second copy of the JSON"
         if log in CORPUS:
             sizes.append(max(sent_s, sent_t))
-    # the goal is 3 KB; docs/performance.md gives the median on the whole corpus (bench/context_cost.py)
-    assert statistics.median(sizes) <= 3.5 * KB, sizes
+    # the goal is 3 KB; docs/performance.md gives the median on the whole corpus (bench/context_cost.py). Measured
+    # 3598 B on this sample after the fourth security round marked next commands, fix commands and their reasons as
+    # quoted data (about 50 B a marker pair) and plan15b made the next commands specific: the ceiling follows that
+    assert statistics.median(sizes) <= 4 * KB, sizes
 
 
 def test_left_out_parts_are_counted_and_come_when_asked(server: Server) -> None:
