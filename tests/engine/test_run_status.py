@@ -62,6 +62,38 @@ def test_a_run_cut_before_its_total_is_not_completed(tmp_path):
     assert d.run_status.value != "crashed"
 
 
+def test_a_log_that_ends_mid_training_with_no_error_reads_running(tmp_path):
+    """The run cut at epoch 3 of 6 with no message: as far as its log goes it was training, so its status is running
+    (what a person labelling the log says), no class is made up, and the report asks for the process state because
+    a log alone cannot tell a live run from one killed without a word."""
+    _script(tmp_path)
+    log = _shell(tmp_path, f"timeout -s KILL 30 {sys.executable} train.py 6 0 2>&1 | head -n 3")
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.run_status.value == "running" and d.primary_cause is None
+    assert "--pid" in (d.insufficient_evidence or ""), d.insufficient_evidence
+
+
+STEPS = """
+    import torch
+    torch.manual_seed(0)
+    model = torch.nn.Linear(8, 1); opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    for step in range(1, 1001):
+        x = torch.randn(32, 8); loss = ((model(x) - x.sum(1, keepdim=True)) ** 2).mean()
+        opt.zero_grad(); loss.backward(); opt.step()
+        print(f"step {step}/1000 loss {loss.item():.4f}", flush=True)
+"""
+
+
+def test_a_run_folder_whose_log_ends_mid_training_still_says_no_checkpoint_was_written(tmp_path):
+    """Read running from its log, the run may still be dead: an output folder with no checkpoint is still said."""
+    _script(tmp_path, STEPS)
+    _shell(tmp_path, f"timeout -s KILL 30 {sys.executable} train.py 2>&1 | head -n 40")
+    (tmp_path / "checkpoints").mkdir()
+    d = diagnose(DiagnoseRequest(target=str(tmp_path)))
+    assert d.run_status.value == "running"
+    assert any("no checkpoint was written" in f.title for f in d.findings), [f.title for f in d.findings]
+
+
 def test_a_retry_that_finished_after_a_killed_attempt_is_completed(tmp_path):
     """A retry loop: the first attempt is killed (bash prints 'Killed'), the second runs all its epochs."""
     _script(tmp_path)

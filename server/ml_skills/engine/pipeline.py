@@ -26,7 +26,7 @@ from ml_skills.engine.decide import decide
 from ml_skills.engine.facts import contributing_facts, run_facts
 from ml_skills.engine.plan import plan
 from ml_skills.engine.signals import Signal
-from ml_skills.engine.status import completed_clean, fmt_number, insufficient_evidence, run_status
+from ml_skills.engine.status import alive, completed_clean, fmt_number, insufficient_evidence, run_status
 from ml_skills.engine.stops import MEANING as STOP_MEANING
 from ml_skills.errors import InputError, MLSkillsError, TargetNotFound
 from ml_skills.models import (
@@ -346,13 +346,16 @@ def _findings(fixes: list[Fix], cls: Classification, root: RootCause) -> list[Fi
     return out
 
 
-def _missing_artifacts(inv: ArtifactInventory | None, status: RunStatus, cls: Classification, logs: list[LogEvidence]) -> Finding | None:
+def _missing_artifacts(inv: ArtifactInventory | None, status: RunStatus, cls: Classification, logs: list[LogEvidence],
+                       live: bool) -> Finding | None:
     """A run that trained, then died with no checkpoint in its output directory: it saved too late.
 
     Not for a run that never trained (it failed at start-up: no save was due yet), nor when saving
-    itself failed (io-checkpoint is then the primary cause: writing is what is broken).
+    itself failed (io-checkpoint is then the primary cause: writing is what is broken), nor for a run a
+    process or pipeline shows alive. A log that merely ends mid-training (read as running) may be a run
+    killed without a word, so its empty output directory is still said.
     """
-    if inv is None or inv.checkpoints or status in (RunStatus.COMPLETED, RunStatus.RUNNING):
+    if inv is None or inv.checkpoints or status is RunStatus.COMPLETED or (status is RunStatus.RUNNING and live):
         return None
     if cls.primary is FailureClass.IO_CHECKPOINT:
         return None
@@ -407,7 +410,7 @@ def analyse(req: DiagnoseRequest, ev: Evidence, risk_of: RiskOf = builtin_risk) 
     root = _root_cause(cls, signals, all_logs)
     root.contributing = contributing_facts(cls.primary, facts) + root.contributing
     findings = _findings(fixes, cls, root)
-    if (mf := _missing_artifacts(inv, status, cls, all_logs)) is not None:
+    if (mf := _missing_artifacts(inv, status, cls, all_logs, alive(ev.sources))) is not None:
         findings.insert(1, mf)
     excerpt = None
     if cls.decisive is not None:

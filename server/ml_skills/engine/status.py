@@ -28,12 +28,18 @@ def fmt_number(x: float | None) -> str:
 
 
 SCHEDULER_ENDS = frozenset({"job-time-limit"})
+LIVE_STATES = frozenset({"running", "pipeline_state_running", "sleeping"})
+
+
+def alive(sources: list[SourceEvidence]) -> bool:
+    """A source (a process, a pipeline) says the run is alive now, which a log alone never can."""
+    return any((s.state or "").lower() in LIVE_STATES for s in sources)
 
 
 def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidence], sources: list[SourceEvidence]) -> RunStatus:
     for src in sources:
         state = (src.state or "").lower()
-        if state in ("running", "pipeline_state_running", "sleeping") and cls.primary is None:
+        if state in LIVE_STATES and cls.primary is None:
             return RunStatus.RUNNING
         if state in ("stalled", "hung"):
             return RunStatus.HUNG
@@ -80,7 +86,32 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
         return RunStatus.COMPLETED
     if survived:
         return RunStatus.RECOVERED
+    if cls.primary is None and _ends_in_progress(logs):
+        return RunStatus.RUNNING
     return RunStatus.UNKNOWN
+
+
+_QUIET_AFTER = 5
+"""Lines a log may print after its last progress line (a warning, a checkpoint save) and still end in training."""
+
+
+def _ends_in_progress(logs: list[LogEvidence]) -> bool:
+    """The log ends while training was making progress: its last progress line is among its last few lines, none
+    after it an error or a wait for other ranks, and no end was printed. That is a run in progress as far as the log
+    goes (the log alone cannot say whether its process is still alive: the report asks for the process state).
+    """
+    for log in logs:
+        lp = log.trajectory.last_progress
+        if lp is None or log.tail is None or not log.tail.lines or lp.source != log.source:
+            continue
+        after = [x for i, x in enumerate(log.tail.lines, log.tail.start_line) if i > lp.line_no and x.strip()]
+        if lp.line_no >= log.tail.start_line and len(after) <= _QUIET_AFTER and \
+                not any(_ERROR_WORD.search(x) or DIST_INIT.search(x) for x in after):
+            return True
+    return False
+
+
+_ERROR_WORD = lazy(r"(?i)(error|exception|traceback|killed|fatal|abort|fail|timed? ?out|nan\b)")
 
 
 def _after_nan(logs: list[LogEvidence]) -> RunStatus:
