@@ -26,8 +26,8 @@ from ml_skills.engine.decide import decide
 from ml_skills.engine.facts import contributing_facts, run_facts
 from ml_skills.engine.plan import plan
 from ml_skills.engine.signals import Signal
-from ml_skills.engine.status import alive, completed_clean, fmt_number, insufficient_evidence, run_status
-from ml_skills.engine.stops import MEANING as STOP_MEANING
+from ml_skills.engine.status import alive, completed_clean, fmt_number, insufficient_evidence, outlived, run_status
+from ml_skills.engine.stops import meaning as stop_meaning
 from ml_skills.errors import InputError, MLSkillsError, TargetNotFound
 from ml_skills.models import (
     ArtifactInventory,
@@ -261,7 +261,7 @@ def _root_cause(cls: Classification, signals: list[Signal], logs: list[LogEviden
             meaning = s.text
             break
         if s.kind == "stop":  # how the log ends (stops.py)
-            meaning = STOP_MEANING[s.label]
+            meaning = stop_meaning(s.label)
             break
         if s.kind == "traceback":
             meaning = _traceback_meaning(s)
@@ -400,7 +400,8 @@ def analyse(req: DiagnoseRequest, ev: Evidence, risk_of: RiskOf = builtin_risk) 
     ranks.keep_silent_rank_open(cls, all_logs, signals)
     framework, fw_source, fw_detail = _framework(req, all_logs, ev.target_kind)
     status = run_status(cls, signals, all_logs, ev.sources)
-    clean = completed_clean(cls, status, all_logs, ev.sources)
+    cls, survived_by = outlived(cls, status)
+    clean = completed_clean(cls, status, all_logs, ev.sources) or survived_by is not None
     insufficient = None if clean else insufficient_evidence(cls, logs, ev.sources, signals)
     inv = ev.artifacts
     launch = inv.launch_command if inv else None
@@ -409,6 +410,8 @@ def analyse(req: DiagnoseRequest, ev: Evidence, risk_of: RiskOf = builtin_risk) 
     decision, why = decide(cls, fixes, insufficient, completed_clean=clean)
     root = _root_cause(cls, signals, all_logs)
     root.contributing = contributing_facts(cls.primary, facts) + root.contributing
+    if survived_by is not None:
+        root.root = cls.reasons[-1]
     findings = _findings(fixes, cls, root)
     if (mf := _missing_artifacts(inv, status, cls, all_logs, alive(ev.sources))) is not None:
         findings.insert(1, mf)

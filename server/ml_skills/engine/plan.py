@@ -82,6 +82,8 @@ def _named_by_primary_signals(fixes: _Fixes, psig: list[Signal], sig_by_id: dict
         elif s.kind == "traceback":
             rid = s.label.split(":", 1)[1]
             named = rules[rid].fixes if rid in rules else sig_by_id[rid].fixes if rid in sig_by_id else []
+        elif s.kind == "stop" and ":" in s.label:  # a cut traceback read by a where-it-was-raised rule (stops.py)
+            named = rules[s.label.split(":", 1)[1]].fixes
         for i, f in enumerate(named):
             fixes.add(f, base - POSITION_STEP * i)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ml_skills.engine.ranks import collective_desync
 from ml_skills.engine.signals import Signal
-from ml_skills.engine.stops import DIST_INIT, ends_in_traceback
+from ml_skills.engine.stops import CUT_IN_CALL, DIST_INIT, ends_in_traceback
 from ml_skills.lazyre import lazy
 from ml_skills.models import (
     AnomalyKind,
@@ -16,6 +16,7 @@ from ml_skills.models import (
     EvidenceStatus,
     FailureClass,
     LogEvidence,
+    Role,
     RunStatus,
     SourceEvidence,
 )
@@ -105,13 +106,29 @@ def _ends_in_progress(logs: list[LogEvidence]) -> bool:
         if lp is None or log.tail is None or not log.tail.lines or lp.source != log.source:
             continue
         after = [x for i, x in enumerate(log.tail.lines, log.tail.start_line) if i > lp.line_no and x.strip()]
-        if lp.line_no >= log.tail.start_line and len(after) <= _QUIET_AFTER and \
+        # a line the catalog reads as a failure (a launcher passing on a signal, a stall report) glued to or after the
+        # last progress line ended the run, whatever words it uses
+        named = any(h.line_no >= lp.line_no and h.role is not Role.HINT for h in log.hits)
+        if lp.line_no >= log.tail.start_line and len(after) <= _QUIET_AFTER and not named and \
                 not any(_ERROR_WORD.search(x) or DIST_INIT.search(x) for x in after):
             return True
     return False
 
 
 _ERROR_WORD = lazy(r"(?i)(error|exception|traceback|killed|fatal|abort|fail|timed? ?out|nan\b)")
+
+
+def outlived(cls: Classification, status: RunStatus) -> tuple[Classification, FailureClass | None]:
+    """A failure the run outlived is not its failure: when the log's last attempt ran to its end after every fatal line
+    (a resubmission that 'Successfully completed', a restart that printed 'Finished training!'), the earlier attempt's
+    class is kept as contributing, and the run has no primary cause. Returns the classification and the outlived class."""
+    if status is not RunStatus.COMPLETED or cls.primary is None:
+        return cls, None
+    why = (f"an earlier attempt failed ({cls.primary.value}) and a later one ran to its end: the run outlived it, so it "
+           "is contributing, not the cause")
+    rest = [c for c in cls.contributing if c is not cls.primary]
+    return cls.model_copy(update={"primary": None, "confidence": 0.0, "contributing": [cls.primary, *rest],
+                                  "reasons": [*cls.reasons, why]}), cls.primary
 
 
 def _after_nan(logs: list[LogEvidence]) -> RunStatus:
@@ -194,6 +211,9 @@ def insufficient_evidence(cls: Classification, logs: list[LogEvidence], sources:
                     "--pid PID); if it ended, need the job's stderr or the scheduler's record of how it ended")
         return ("no failure signature, traceback or metric anomaly in the log: need the job's stderr (errors often go "
                 "there, not to the training log) or the scheduler's record of how the job ended")
+    own = [s for s in signals if s.failure_class is cls.primary and s.role is not Role.HINT]
+    if own and all(s.kind == "stop" and s.label.startswith(CUT_IN_CALL) for s in own) and (cut := _cut_in_traceback(logs)):
+        return cut  # the class is read from where a cut traceback was raised: what was raised is still missing
     if cls.primary is FailureClass.NCCL_DISTRIBUTED and all(s.role.value != "cause" for s in signals if s.failure_class is cls.primary):
         if collective_desync(logs):  # the ranks' reports are here and disagree: ask for what each rank issued
             return ("every rank only timed out, in different collectives (a desync, see the root cause): need the "

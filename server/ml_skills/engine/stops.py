@@ -55,10 +55,11 @@ _SHARED_WORK = lazy(r"(?i)(\[rank\s*\d+\]|\brank\s*[:=]?\s*\d+|num_workers\s*[:=
 _TEARDOWN = lazy(r"(?i)(destroy|clean ?up|shut ?down|finished|closing|closed|exiting|terminat|uv_loop_close)")
 _FRAME = lazy(r'^\s*File "[^"]+", line \d+')
 _CARETS = lazy(r"^\s*[\^~]+\s*$")
-AT_SYNC_POINT, CUT_WAITING = "stopped-at-sync-point", "stack-cut-while-waiting"
+AT_SYNC_POINT, CUT_WAITING, CUT_IN_CALL = "stopped-at-sync-point", "stack-cut-while-waiting", "stack-cut-in-call"
 FINDING = {
     AT_SYNC_POINT: "the log stops with no error where ranks or workers wait for each other",
     CUT_WAITING: "the log ends in a stack cut before its exception line, its innermost frames waiting",
+    CUT_IN_CALL: "the log ends in a traceback cut before its exception line, raised inside",
 }
 MEANING = {  # the root cause's words
     AT_SYNC_POINT: ("The log stops with no error at a point where every rank or worker waits for the others (distributed "
@@ -116,7 +117,7 @@ def stop_signals(log: LogEvidence) -> list[Signal]:
         frames = "\n".join(x for _, x in lines[-4:])
         if _blocking_frames().search(frames):
             return [_signal(log, last_line, CUT_WAITING, lines[-1][1])]
-        return []
+        return _cut_in_call(log, [x for _, x in lines])
     if any(h.line_no >= ending and h.role is not Role.HINT for h in log.hits):
         return []  # an error on the last lines (a launcher's exit code glued to a bar) says how it ended
     shared = None
@@ -132,6 +133,59 @@ def stop_signals(log: LogEvidence) -> list[Signal]:
                     continue  # one process whose first step logged its loss had passed that step: it waited for nobody (corpus 515)
             return [_signal(log, i, AT_SYNC_POINT, text)]
     return []
+
+
+_TB_FRAME = lazy(r'^\s*File "(?P<file>[^"]+)", line \d+, in\b ?(?P<func>\S*)')
+_TB_HEAD = lazy(r"Traceback \(most recent call last\)")
+
+
+def _cut_in_call(log: LogEvidence, lines: list[str]) -> list[Signal]:
+    """A traceback cut before its exception line still says where it was raised: its frames, read by the catalog's
+    where-it-was-raised rules (a checkpoint save or load, a data loader, a collective, evaluation), name the call that
+    failed, though not what was raised. Weak evidence, read only when no line of the log names a failure (a launcher's
+    own traceback after a worker's kill is cut the same way, and the kill is the cause)."""
+    if any(h.role is not Role.HINT for h in log.hits):
+        return []
+    start = max((i for i, x in enumerate(lines) if _TB_HEAD.search(x)), default=None)
+    if start is None:  # a paste that starts among the frames: its trailing block of frames and source lines
+        start = len(lines)
+        while start > 0 and (_TB_FRAME.match(lines[start - 1]) or lines[start - 1].startswith((" ", "\t"))):
+            start -= 1
+    frames: list[str] = []
+    code: list[str] = []
+    for x in lines[start:]:
+        m = _TB_FRAME.match(x)
+        if m:
+            frames.append(f"{m['file']}:{m['func'] or '?'}")
+        elif frames and x.strip():
+            code.append(f"  {x.strip()}")
+    if not frames:
+        return []
+    text = "\n".join([*frames[-12:], *code[-12:]])
+    for rule, rx_type, rx_msg, rx_frames in compiled_exception_rules():
+        if rx_frames is None or rule.exc_type != ".*" or rule.message != ".*":
+            continue  # only a rule that needs no exception type or message can read a traceback that lost them
+        if rx_frames.search(text):
+            where = frames[-1].replace("\\", "/").rsplit("/", 1)[-1]
+            return [Signal(rule.failure_class, STOP_W, "stop", f"{CUT_IN_CALL}:{rule.id}", log.source, _last_line(log),
+                           f"{FINDING[CUT_IN_CALL]} {where} ({rule.id}){LINE_QUOTE}{redact(lines[-1].strip()[:300])}", Role.SYMPTOM)]
+    return []
+
+
+def _last_line(log: LogEvidence) -> int:
+    tail = log.tail
+    assert tail is not None
+    return max((i for i, x in enumerate(tail.lines, tail.start_line) if x.strip()), default=tail.start_line)
+
+
+def meaning(label: str) -> str:
+    """The root cause's words for a stop signal; a cut traceback's come from the rule that read its frames."""
+    if label.startswith(CUT_IN_CALL + ":"):
+        rid = label.split(":", 1)[1]
+        rule = next(r for r, *_ in compiled_exception_rules() if r.id == rid)
+        return (f"{rule.meaning} The log ends in the traceback, cut before its exception line: its frames say where it "
+                "was raised, not what was raised; the last lines of the job's stderr name the exception.")
+    return MEANING[label]
 
 
 def _signal(log: LogEvidence, line_no: int, label: str, text: str) -> Signal:
