@@ -40,14 +40,14 @@ def main(argv: list[str]) -> None:
     out: dict = {}
     c0 = None
     if what in ("sigscan", "sigscan-re"):
-        from ml_skills.engine import scan
+        from ml_skills.engine.read import scan
 
         engine = "re" if what == "sigscan-re" else None
         scan._signature_matcher(engine)  # compiled before the clock starts, as in a running server
         c0 = _cpu()
         out["matches"] = scan.signature_scan(path, engine=engine)
     elif what == "scan":
-        from ml_skills.engine import gradmax, scan
+        from ml_skills.engine.read import gradmax, scan
 
         scan._matcher(None)
         if os.path.getsize(path) > scan.FULL_METRICS_BYTES:  # the grad-norm threshold scan of sampled logs

@@ -6,7 +6,7 @@ bench/accuracy.py's History rows name the commit that scored each batch of corpu
 they prompted. This script extracts that commit's server/ package (git archive, into a temporary
 directory; the repository's worktrees and branches are not touched), runs its engine on those cases in a
 child process, and records each verdict: the class named, and the kind of evidence it rested on (see
-ml_skills.engine.confidence). Those verdicts were made before the engine saw the logs, so they measure how
+ml_skills.engine.classify.confidence). Those verdicts were made before the engine saw the logs, so they measure how
 often a verdict of each kind is right on logs nobody tuned for; bench/accuracy.py fits the confidence of
 each kind on the dev half of them and checks it on the held-out half.
 

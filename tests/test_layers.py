@@ -149,11 +149,11 @@ def test_the_checker_sees_hidden_imports(tmp_path):
     f = tmp_path / "probe.py"  # parsed as if it were ml_skills/collectors/probe.py, never imported
     src = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ml_skills.engine.pipeline import DiagnoseRequest\n"
            "def f():\n    from ml_skills.render.progress import wait\n"
-           "SPEC = {'x': 'ml_skills.engine.scan:scan_text'}\n"
+           "SPEC = {'x': 'ml_skills.engine.read.scan:scan_text'}\n"
            "import importlib\nM = importlib.import_module('ml_skills.checks.watch')\nNAMES = ('ml_skills.cli',)\n"
            "CHILD = ['python', '-m', 'ml_skills.gen']\n")
     f.write_text(src + "from ..engine import scan\n")
     found = {m for _, m in imports(f, "ml_skills.collectors.probe")}
-    assert {"ml_skills.engine.pipeline", "ml_skills.render.progress", "ml_skills.engine.scan", "ml_skills.checks.watch",
+    assert {"ml_skills.engine.pipeline", "ml_skills.render.progress", "ml_skills.engine.read.scan", "ml_skills.checks.watch",
             "ml_skills.engine", "ml_skills.cli"} <= found
     assert "ml_skills.gen" not in found  # a child process, not an import

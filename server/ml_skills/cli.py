@@ -347,7 +347,7 @@ def check_failed_run(args: argparse.Namespace) -> int:
 
 
 def _warm_cache() -> int:
-    from ml_skills.engine import dbcache, scan
+    from ml_skills.engine.read import dbcache, scan
 
     scan.warm_cache()
     where = dbcache.cache_dir()

@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from ml_skills.collectors import logfile
-from ml_skills.engine import matcher as matcher_mod
-from ml_skills.engine import scan
+from ml_skills.engine.read import matcher as matcher_mod
+from ml_skills.engine.read import scan
 from ml_skills.models import AnomalyKind
 
 from bench.genlog import generate

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from ml_skills.catalog.loader import exception_rules, fixes, signatures
-from ml_skills.engine import matcher as matcher_mod
-from ml_skills.engine.matcher import Matcher, ScanLimit
+from ml_skills.engine.read import matcher as matcher_mod
+from ml_skills.engine.read.matcher import Matcher, ScanLimit
 from ml_skills.models import FailureClass, Risk
 from ml_skills.policy.risk import risk_of
 

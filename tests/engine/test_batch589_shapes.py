@@ -17,8 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from ml_skills.engine.analyse.stops import last_frame
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
-from ml_skills.engine.stops import last_frame
 
 TESTS = Path(__file__).resolve().parents[1]
 

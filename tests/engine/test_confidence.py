@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from ml_skills.engine.confidence import ACCURACY, KINDS
+from ml_skills.engine.classify.confidence import ACCURACY, KINDS
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 
 from tests.engine import accuracy_bench

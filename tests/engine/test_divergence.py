@@ -11,7 +11,7 @@ import random
 import statistics
 
 import pytest
-from ml_skills.engine import divergence
+from ml_skills.engine.analyse import divergence
 from ml_skills.models import MetricPoint
 
 

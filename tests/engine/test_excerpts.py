@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ml_skills.engine import excerpts, scan
+from ml_skills.engine.read import excerpts, scan
 
 CORPUS = Path(__file__).parents[1] / "corpus"
 CASE = next(CORPUS.glob("004-*/train.log"))

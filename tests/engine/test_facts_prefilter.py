@@ -10,8 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ml_skills.engine import facts, matcher
-from ml_skills.engine.scan import scan_log
+from ml_skills.engine.plan import facts
+from ml_skills.engine.read import matcher
+from ml_skills.engine.read.scan import scan_log
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = sorted(p for d in ("tests/corpus", "tests/real-logs") for p in (ROOT / d).rglob("*")

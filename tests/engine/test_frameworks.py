@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ml_skills.engine import frameworks, scan
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
+from ml_skills.engine.read import frameworks, scan
 from ml_skills.render import text
 
 ROOT = Path(__file__).resolve().parents[2]

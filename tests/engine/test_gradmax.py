@@ -8,7 +8,7 @@ import re
 from fractions import Fraction
 
 import pytest
-from ml_skills.engine import gradmax, matcher, scan
+from ml_skills.engine.read import gradmax, matcher, scan
 from ml_skills.models import AnomalyKind
 
 ENGINES = ["re"] + (["hyperscan"] if matcher._hs is not None else [])

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from ml_skills.engine import scan
+from ml_skills.engine.read import scan
 
 WRITER = """
 import sys

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
-from ml_skills.engine.tracebacks import parse_at
+from ml_skills.engine.read.tracebacks import parse_at
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from ml_skills.engine import newlines
+from ml_skills.engine.read import newlines
 
 
 def test_vector_count_equals_bytes_count_on_any_range():

@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from ml_skills.engine import frameworks, parallel, scanpass
-from ml_skills.engine.scan import scan_log
+from ml_skills.engine.read import frameworks, parallel, scanpass
+from ml_skills.engine.read.scan import scan_log
 from ml_skills.models import AnomalyKind
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,9 +14,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from ml_skills.engine.facts import fact, run_facts, version_below
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
-from ml_skills.engine.scan import scan_log
+from ml_skills.engine.plan.facts import fact, run_facts, version_below
+from ml_skills.engine.read.scan import scan_log
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 

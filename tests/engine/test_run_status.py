@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from ml_skills.engine.lastprogress import STALL_MIN_SECONDS
+from ml_skills.engine.analyse.lastprogress import STALL_MIN_SECONDS
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 
 TRAIN = """

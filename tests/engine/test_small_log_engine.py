@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ml_skills.engine import matcher, scan
+from ml_skills.engine.read import matcher, scan
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = sorted((ROOT / "tests" / "corpus").glob("*/train.log"), key=lambda p: p.stat().st_size)
@@ -18,7 +18,7 @@ CASES = [SMALL[len(SMALL) // 2], SMALL[-1], ROOT / "examples" / "nan-loss" / "tr
 
 PROBE = """
 import json, sys
-from ml_skills.engine import scan
+from ml_skills.engine.read import scan
 ev = scan.scan_log(sys.argv[1])
 print(json.dumps({"engines": sorted(str(e) for e in scan._compiled), "evidence": ev.model_dump(mode="json", exclude={"mtime"})}))
 """

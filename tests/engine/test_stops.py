@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
+from ml_skills.engine.analyse.stops import CONFIDENCE_CAP
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
-from ml_skills.engine.stops import CONFIDENCE_CAP
 
 pytest.importorskip("torch")
 

@@ -15,8 +15,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from ml_skills.engine import tables
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
+from ml_skills.engine.read import tables
 
 TESTS = Path(__file__).resolve().parents[1]
 

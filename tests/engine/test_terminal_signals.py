@@ -152,7 +152,7 @@ def test_loss_at_an_astronomical_scale_from_the_start_is_divergence_not_the_inte
 
 
 def test_capitalised_phrases_split_training_and_validation_loss():
-    from ml_skills.engine.metrics import parse_line
+    from ml_skills.engine.read.metrics import parse_line
 
     assert parse_line("Epoch [3/100], Train Loss: 0.4100, Validation Loss: 0.5200")[0] == {"loss": 0.41, "val_loss": 0.52}
     assert parse_line("Epoch [9/100], Validation Loss: 0.5, Validation L1: 0.2, Smoothed Validation Loss: 0.6")[0] == {"val_loss": 0.5}
@@ -378,7 +378,7 @@ def test_validation_accuracy_of_the_trained_model_is_not_frozen(tmp_path):
 def test_a_megatron_iteration_line_that_lost_its_loss_reads_as_nan():
     # Megatron prints a loss only when its average is > 0: on the Falcon-40B run (corpus 062) the NaN loss of
     # iteration 3385 is simply missing from the line, with nothing skipped (loss scale 1.0)
-    from ml_skills.engine.metrics import parse_line
+    from ml_skills.engine.read.metrics import parse_line
 
     log = Path(__file__).parents[1] / "corpus" / "062-megatron-falcon40b-nan-undetected" / "train.log"
     parsed = [parse_line(x.rstrip("\n")) for x in log.read_text().splitlines()]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from ml_skills.collectors.attempts import split_name
-from ml_skills.engine.fingerprint import fingerprint, normalise, signature
-from ml_skills.engine.repeat import repeat_verdict
+from ml_skills.engine.classify.fingerprint import fingerprint, normalise, signature
+from ml_skills.engine.plan.repeat import repeat_verdict
 from ml_skills.grid.models import AttemptBrief, Outcome, Repeat
 
 SAME = [

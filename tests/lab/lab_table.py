@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ml_skills.engine.lastprogress import STALL_MIN_SECONDS
+from ml_skills.engine.analyse.lastprogress import STALL_MIN_SECONDS
 
 from tests.lab.harness import run, start_live
 

@@ -12,7 +12,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from ml_skills.engine.lastprogress import STALL_MIN_SECONDS
+from ml_skills.engine.analyse.lastprogress import STALL_MIN_SECONDS
 
 from tests.lab.harness import start_live
 

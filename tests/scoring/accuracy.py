@@ -44,9 +44,9 @@ HISTORY_FILE = ROOT / "bench" / "history.json"  # every measured batch, as data:
 _HISTORY = json.loads(HISTORY_FILE.read_text())
 sys.path.insert(0, str(ROOT / "server"))
 
-from ml_skills.engine.confidence import ACCURACY, KINDS, MAX_CONFIDENCE, evidence_kind, label_of
+from ml_skills.engine.analyse.stops import CONFIDENCE_CAP
+from ml_skills.engine.classify.confidence import ACCURACY, KINDS, MAX_CONFIDENCE, evidence_kind, label_of
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
-from ml_skills.engine.stops import CONFIDENCE_CAP
 from ml_skills.models import FailureClass
 
 from tests.scoring import frameworks as framework_accuracy

@@ -143,7 +143,7 @@ def report(rows: list[Row]) -> list[str]:
 
 
 def _detect(log: Path) -> tuple[str, str | None]:
-    from ml_skills.engine import frameworks, scan
+    from ml_skills.engine.read import frameworks, scan
     ev = scan.scan_log(log)
     if hasattr(frameworks, "decide"):
         fw, detail = frameworks.decide([ev])

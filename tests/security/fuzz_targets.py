@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ml_skills.cli import build_parser
 from ml_skills.collectors import checkpoints, logfile, wandb
-from ml_skills.engine import metrics, scan, tracebacks
+from ml_skills.engine.read import metrics, scan, tracebacks
 from ml_skills.errors import MLSkillsError
 from ml_skills.models import CheckpointInfo, LogEvidence
 from ml_skills.safety import untrusted_json

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from ml_skills.engine.scan import scan_log
+from ml_skills.engine.read.scan import scan_log
 from ml_skills.errors import MLSkillsError, PathNotAllowed
 from ml_skills.models import EvidenceStatus
 from ml_skills.safety.paths import confine, normalise_roots

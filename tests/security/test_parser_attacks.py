@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 from ml_skills.collectors import checkpoints, wandb
-from ml_skills.engine import gradmax, metric_lines, metrics, scan
+from ml_skills.engine.read import gradmax, metric_lines, metrics, scan
 
 from tests.security.figures import record
 

@@ -155,7 +155,7 @@ def run_check(name: str, script: Path, args: list[str], timeout: float, log_path
 def throughput_check(out: str, samples_per_step: int | None, total_samples: int | None, epochs: float,
                      cost_per_hour: float | None, cap_hours: float | None, checkpointing_ok: bool) -> tuple[Check, dict[str, str]]:
     """Seconds per 1,000 samples measured between progress lines of the probe (startup excluded)."""
-    from ml_skills.engine import metrics
+    from ml_skills.engine.read import metrics
 
     points = []
     t0 = None

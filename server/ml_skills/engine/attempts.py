@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ml_skills.collectors import artifacts as artifact_collector
 from ml_skills.collectors.attempts import REPORT_END, attempts_of, log_attempts
-from ml_skills.engine import repeat
+from ml_skills.engine.plan import repeat
 from ml_skills.errors import MLSkillsError
 from ml_skills.models import AttemptBrief, Diagnosis, Evidence, EvidenceItem, Outcome, Progress, RiskOf, builtin_risk
 from ml_skills.safety.redact import redact, redact_value
@@ -52,8 +52,8 @@ def of_log(req: DiagnoseRequest, ev: Evidence) -> tuple[str, list[tuple[int, int
 def with_log_attempts(req: DiagnoseRequest, d: Diagnosis, inside: tuple[str, list[tuple[int, int, str]]],
                       risk_of: RiskOf = builtin_risk) -> Diagnosis:
     """The whole log's diagnosis (its line numbers, its excerpt), with each attempt read alone for the repeat rule."""
-    from ml_skills.engine import scan
     from ml_skills.engine.pipeline import analyse
+    from ml_skills.engine.read import scan
 
     path, attempts = inside
     briefs = []

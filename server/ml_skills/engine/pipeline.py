@@ -19,15 +19,16 @@ from pydantic import Field, create_model
 from ml_skills import __version__, targets
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import artifacts as artifact_collector
-from ml_skills.engine import excerpts, frameworks, ranks, scan
-from ml_skills.engine.classify import EXTERNAL_KILL, classify
-from ml_skills.engine.commands import diagnostic_commands
-from ml_skills.engine.decide import decide
-from ml_skills.engine.facts import contributing_facts, run_facts
-from ml_skills.engine.plan import plan
-from ml_skills.engine.signals import Signal
-from ml_skills.engine.status import alive, completed_clean, fmt_number, insufficient_evidence, outlived, run_status
-from ml_skills.engine.stops import meaning as stop_meaning
+from ml_skills.engine.analyse import ranks
+from ml_skills.engine.analyse.stops import meaning as stop_meaning
+from ml_skills.engine.classify.signals import Signal
+from ml_skills.engine.classify.status import alive, completed_clean, fmt_number, insufficient_evidence, outlived, run_status
+from ml_skills.engine.classify.verdict import EXTERNAL_KILL, classify
+from ml_skills.engine.plan.commands import diagnostic_commands
+from ml_skills.engine.plan.decide import decide
+from ml_skills.engine.plan.facts import contributing_facts, run_facts
+from ml_skills.engine.plan.fixes import plan
+from ml_skills.engine.read import excerpts, frameworks, scan
 from ml_skills.errors import InputError, MLSkillsError, TargetNotFound
 from ml_skills.models import (
     ArtifactInventory,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime
 
-from ml_skills.engine.repeat import decision_after, relaunch_fix_ids, repeat_verdict
+from ml_skills.engine.plan.repeat import decision_after, relaunch_fix_ids, repeat_verdict
 from ml_skills.grid.models import AttemptBrief, AttemptRecord, FixRef, Group, Outcome, Repeat, RunRecord
 
 ROW_ORDER = (Outcome.COMPLETED, Outcome.RUNNING, Outcome.UNDECIDED, Outcome.UNREADABLE)

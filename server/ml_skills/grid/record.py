@@ -14,10 +14,10 @@ from datetime import datetime
 from pathlib import Path
 
 from ml_skills.engine import attempts
-from ml_skills.engine import fingerprint as fp
-from ml_skills.engine.metrics import parse_timestamp
+from ml_skills.engine.classify import fingerprint as fp
 from ml_skills.engine.pipeline import DiagnoseRequest, analyse, collect
-from ml_skills.engine.repeat import last_step, outcome_of
+from ml_skills.engine.plan.repeat import last_step, outcome_of
+from ml_skills.engine.read.metrics import parse_timestamp
 from ml_skills.errors import MLSkillsError
 from ml_skills.grid.models import AttemptRecord, AttemptTask, FixRef, Outcome
 from ml_skills.models import Diagnosis, LogEvidence

@@ -71,7 +71,7 @@ def scan_log(
     """Scan a whole log once: the failure signatures found (class, line), Python tracebacks, and the
     metric trajectory (last step, first NaN step, spikes, loss / val-loss / throughput trends, last
     progress). Call it after read_log_tail to locate the failure; use read_log_window on a line."""
-    from ml_skills.engine import scan as engine_scan  # the engine is imported at the first call: tools/list stays fast
+    from ml_skills.engine.read import scan as engine_scan  # the engine is imported at the first call: tools/list stays fast
 
     p = confine(path, roots())
     ev = engine_scan.scan_log(p, last=last)

@@ -28,8 +28,8 @@ class TrackerResult(SourceResult):
 
 def with_logs(raw: RawEvidence, req: DiagnoseRequest) -> TrackerResult:
     """The collector's raw evidence read by the engine (its logs scanned, its history analysed), summarised."""
-    from ml_skills.engine import scan
     from ml_skills.engine.pipeline import read_raw
+    from ml_skills.engine.read import scan
 
     src = raw.source
     for log in read_raw(raw, req):

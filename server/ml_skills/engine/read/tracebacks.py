@@ -16,7 +16,7 @@ from ml_skills.models import TracebackEvent
 from ml_skills.safety.redact import redact
 
 if TYPE_CHECKING:
-    from ml_skills.engine.excerpts import Reader
+    from ml_skills.engine.read.excerpts import Reader
 
 ANSI = lazy(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _START = lazy(r"(Original )?Traceback \(most recent call last\):")

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Sequence
 from types import ModuleType
 
-from ml_skills.engine import dbcache
+from ml_skills.engine.read import dbcache
 
 try:  # the fast path; a binary wheel exists for common platforms
     import hyperscan

@@ -25,9 +25,9 @@ from bisect import bisect_left
 from pathlib import Path
 
 from ml_skills.collectors import logfile
-from ml_skills.engine import frameworks, metric_lines
-from ml_skills.engine.excerpts import Reader
-from ml_skills.engine.scanpass import Pass
+from ml_skills.engine.read import frameworks, metric_lines
+from ml_skills.engine.read.excerpts import Reader
+from ml_skills.engine.read.scanpass import Pass
 from ml_skills.models import Progress
 from ml_skills.safety.paths import open_binary
 
@@ -94,7 +94,7 @@ def _child(w: int, path: Path, rng: tuple[int, int, int], new_pass, reader: Read
 def run(ranges: list[tuple[int, int, int]], name: str, size: int, budget: int | None, engine: str | None,
         reader: Reader, chunk_size: int, progress: Progress | None = None) -> Pass:
     """Scan the ranges (the first here, the others in forked children) and merge them in order."""
-    from ml_skills.engine import scan
+    from ml_skills.engine.read import scan
 
     assert reader.path is not None
     path = reader.path

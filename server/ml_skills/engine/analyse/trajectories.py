@@ -11,10 +11,10 @@ import itertools
 import statistics
 from collections.abc import Sequence
 
-from ml_skills.engine.divergence import loss_absurd, loss_blowup, loss_collapsed, loss_frozen, loss_jump
-from ml_skills.engine.points import at, iterations_before, trailing_run
-from ml_skills.engine.points import finite as _finite
-from ml_skills.engine.points import fmt as _fmt
+from ml_skills.engine.analyse.divergence import loss_absurd, loss_blowup, loss_collapsed, loss_frozen, loss_jump
+from ml_skills.engine.analyse.points import at, iterations_before, trailing_run
+from ml_skills.engine.analyse.points import finite as _finite
+from ml_skills.engine.analyse.points import fmt as _fmt
 from ml_skills.models import (
     Anomaly,
     AnomalyKind,

@@ -16,9 +16,9 @@ import re
 from functools import cache
 
 from ml_skills.catalog.loader import compiled_exception_rules
-from ml_skills.engine.excerpts import LINE_QUOTE
-from ml_skills.engine.metrics import parse_line
-from ml_skills.engine.signals import MIN_PRIMARY, Signal
+from ml_skills.engine.classify.signals import MIN_PRIMARY, Signal
+from ml_skills.engine.read.excerpts import LINE_QUOTE
+from ml_skills.engine.read.metrics import parse_line
 from ml_skills.lazyre import lazy
 from ml_skills.models import FailureClass, LogEvidence, Role
 from ml_skills.safety.redact import redact

@@ -9,7 +9,7 @@ here (the evidence and excerpt carry it, fenced as data); lines are named by sig
 
 from __future__ import annotations
 
-from ml_skills.engine.signals import Signal
+from ml_skills.engine.classify.signals import Signal
 from ml_skills.models import FailureClass, Role
 
 # What a class would have to show to be the cause: said of a likely-confused class that left no signal.

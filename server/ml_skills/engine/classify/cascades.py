@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import cache
 
 from ml_skills.catalog.loader import signatures
-from ml_skills.engine.signals import MIN_PRIMARY, ROLE_W, Signal
+from ml_skills.engine.classify.signals import MIN_PRIMARY, ROLE_W, Signal
 from ml_skills.lazyre import lazy
 from ml_skills.models import FailureClass, Role
 

@@ -16,20 +16,20 @@ from functools import cache
 
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors.attempts import REPORT_END
-from ml_skills.engine import ruled as losing
-from ml_skills.engine.cascades import (
+from ml_skills.engine.analyse.stops import CONFIDENCE_CAP, stop_signals
+from ml_skills.engine.classify import ruled as losing
+from ml_skills.engine.classify.cascades import (
     anomalies_below_the_ending,
     generic_after_specific,
     generic_signatures,
     numeric_before_crash,
     peers_follow_a_death,
 )
-from ml_skills.engine.confidence import confidence as verdict_confidence
-from ml_skills.engine.confidence import evidence_kind
-from ml_skills.engine.exceptions import callers_of_chained, traceback_class
-from ml_skills.engine.metrics import parse_line
-from ml_skills.engine.signals import MIN_PRIMARY, ROLE_W, Signal
-from ml_skills.engine.stops import CONFIDENCE_CAP, stop_signals
+from ml_skills.engine.classify.confidence import confidence as verdict_confidence
+from ml_skills.engine.classify.confidence import evidence_kind
+from ml_skills.engine.classify.exceptions import callers_of_chained, traceback_class
+from ml_skills.engine.classify.signals import MIN_PRIMARY, ROLE_W, Signal
+from ml_skills.engine.read.metrics import parse_line
 from ml_skills.lazyre import lazy
 from ml_skills.models import (
     Anomaly,

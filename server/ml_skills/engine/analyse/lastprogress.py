@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from ml_skills.collectors import logfile
-from ml_skills.engine import metrics as metric_parser
-from ml_skills.engine.points import fmt, values_text
+from ml_skills.engine.analyse.points import fmt, values_text
+from ml_skills.engine.read import metrics as metric_parser
 from ml_skills.lazyre import lazy
 from ml_skills.models import Anomaly, AnomalyKind, FailureClass, LogEvidence, MetricPoint, ProgressPoint, Role, Severity
 from ml_skills.safety.redact import redact

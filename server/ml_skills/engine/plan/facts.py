@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from functools import cache
 from itertools import accumulate
 
-from ml_skills.engine import matcher
+from ml_skills.engine.read import matcher
 from ml_skills.lazyre import lazy
 from ml_skills.models import FailureClass, LogEvidence, RunFact
 

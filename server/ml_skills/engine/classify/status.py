@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ml_skills.engine.ranks import collective_desync
-from ml_skills.engine.signals import Signal
-from ml_skills.engine.stops import CUT_IN_CALL, DIST_INIT, ends_in_traceback
+from ml_skills.engine.analyse.ranks import collective_desync
+from ml_skills.engine.analyse.stops import CUT_IN_CALL, DIST_INIT, ends_in_traceback
+from ml_skills.engine.classify.signals import Signal
 from ml_skills.lazyre import lazy
 from ml_skills.models import (
     AnomalyKind,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ml_skills.engine.metrics import EPOCH_KEYS, STEP_KEYS, canonical
+from ml_skills.engine.read.metrics import EPOCH_KEYS, STEP_KEYS, canonical
 from ml_skills.lazyre import lazy
 
 _NAME = lazy(r"[A-Za-z][\w/.\-]*$")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ml_skills.engine.metrics import CANONICAL
+from ml_skills.engine.read.metrics import CANONICAL
 from ml_skills.models import MetricPoint
 
 

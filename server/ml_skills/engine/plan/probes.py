@@ -15,8 +15,8 @@ import re
 import shlex
 from pathlib import Path, PurePosixPath
 
-from ml_skills.engine import excerpts
-from ml_skills.engine.facts import fact
+from ml_skills.engine.plan.facts import fact
+from ml_skills.engine.read import excerpts
 from ml_skills.lazyre import lazy
 from ml_skills.models import Classification, FailureClass, LogEvidence, RunFact, TracebackEvent
 
@@ -513,7 +513,7 @@ _BATCH_FLAG = lazy(r"^--(?:per[-_]device[-_]train[-_])?(?:train[-_])?(?:micro[-_
 
 def smaller_batch_command(launch: str | None) -> str | None:
     """The run's launch command with its batch-size flag halved (shlex-joined words), or None when it has none."""
-    from ml_skills.engine.plan import launch_words
+    from ml_skills.engine.plan.fixes import launch_words
 
     words = launch_words(launch) if launch else None
     if not words:

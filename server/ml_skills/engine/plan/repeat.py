@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from functools import cache
 
-from ml_skills.engine import fingerprint as fp
-from ml_skills.engine.decide import RECOVERY
-from ml_skills.engine.status import fmt_number
+from ml_skills.engine.classify import fingerprint as fp
+from ml_skills.engine.classify.status import fmt_number
+from ml_skills.engine.plan.decide import RECOVERY
 from ml_skills.models import AttemptBrief, Decision, Diagnosis, Fix, LogEvidence, Outcome, Repeat, RepeatVerdict, RunStatus
 
 NO_PROGRESS_REASON = "relaunching will fail the same way"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ml_skills.collectors import logfile
-from ml_skills.engine import tracebacks
+from ml_skills.engine.read import tracebacks
 from ml_skills.lazyre import lazy
 from ml_skills.models import AnomalyKind, Excerpt, LogEvidence
 from ml_skills.safety.paths import open_binary

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ml_skills.collectors import logfile
-from ml_skills.engine import frameworks, gradmax, metric_lines, newlines
-from ml_skills.engine import metrics as metric_parser
-from ml_skills.engine.excerpts import Reader
-from ml_skills.engine.matcher import Matcher
+from ml_skills.engine.read import frameworks, gradmax, metric_lines, newlines
+from ml_skills.engine.read import metrics as metric_parser
+from ml_skills.engine.read.excerpts import Reader
+from ml_skills.engine.read.matcher import Matcher
 from ml_skills.models import Excerpt, MetricPoint, Signature
 from ml_skills.safety.redact import redact
 

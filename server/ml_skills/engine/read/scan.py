@@ -20,13 +20,14 @@ from pathlib import Path
 
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import logfile
-from ml_skills.engine import completion, frameworks, metric_lines, newlines, tracebacks, zeroscores
-from ml_skills.engine.excerpts import Reader, quote_anomaly_lines
-from ml_skills.engine.lastprogress import check_stall, last_progress
-from ml_skills.engine.matcher import Matcher
-from ml_skills.engine.points import values_text
-from ml_skills.engine.scanpass import TRACEBACKS_KEPT, Pass
-from ml_skills.engine.trajectories import analyse
+from ml_skills.engine.analyse import completion, zeroscores
+from ml_skills.engine.analyse.lastprogress import check_stall, last_progress
+from ml_skills.engine.analyse.points import values_text
+from ml_skills.engine.analyse.trajectories import analyse
+from ml_skills.engine.read import frameworks, metric_lines, newlines, tracebacks
+from ml_skills.engine.read.excerpts import Reader, quote_anomaly_lines
+from ml_skills.engine.read.matcher import Matcher
+from ml_skills.engine.read.scanpass import TRACEBACKS_KEPT, Pass
 from ml_skills.models import (
     AnomalyKind,
     EvidenceStatus,
@@ -96,7 +97,7 @@ def warm_cache() -> int:
     _signature_matcher(None)
     frameworks._matcher(None)
     metric_lines._eval_matcher(None)
-    from ml_skills.engine import facts
+    from ml_skills.engine.plan import facts
 
     facts._prefilter()
     return 5
@@ -133,7 +134,7 @@ def scan_log(
         ev.status = EvidenceStatus.NO_DATA
         ev.problems.append(f"{name} is empty")
         return ev
-    from ml_skills.engine import parallel
+    from ml_skills.engine.read import parallel
 
     ranges = parallel.plan(p, st.st_size, chunk_size, threshold=parallel_bytes, workers=workers)
     chunks = logfile.iter_chunks(p, size=chunk_size, limit=st.st_size)
@@ -223,7 +224,7 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
         for chunk_no, (offset, chunk) in enumerate(chunks):
             part.feed(chunk_no, offset, chunk, reader)
     else:
-        from ml_skills.engine import parallel
+        from ml_skills.engine.read import parallel
 
         part = parallel.run(ranges, name, size, budget, engine, reader, chunk_size, progress)
     line_base, ends_with_newline = part.line_base, part.ends_with_newline

@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable
 from functools import cache
 
-from ml_skills.engine.matcher import Matcher
+from ml_skills.engine.read.matcher import Matcher
 from ml_skills.models import LogEvidence
 
 HEAD_CHUNKS = 2

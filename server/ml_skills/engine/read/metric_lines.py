@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from functools import cache
 
-from ml_skills.engine import tables
-from ml_skills.engine.matcher import Matcher, ScanLimit
+from ml_skills.engine.read import tables
+from ml_skills.engine.read.matcher import Matcher, ScanLimit
 from ml_skills.lazyre import lazy
 
 EVAL = r"(?i)\b(val|eval|valid|validation|test|dev)[_ /-]?(lm[_ ])?(loss|acc|accuracy|top1|f1|ppl|perplexity)\b"

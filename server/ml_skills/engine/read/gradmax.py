@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
 
-from ml_skills.engine.matcher import Matcher, ScanLimit
+from ml_skills.engine.read.matcher import Matcher, ScanLimit
 from ml_skills.lazyre import lazy
 
 KEY = r"(?i)\b(grad(ient)?[_ ]?norm|gnorm|total_norm|global_norm)['\"]?\s*[:=]\s*\[?['\"]?(tensor\()?"

@@ -10,7 +10,7 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from ml_skills.engine.points import at, finite, trailing_run
+from ml_skills.engine.analyse.points import at, finite, trailing_run
 from ml_skills.models import Anomaly, AnomalyKind, FailureClass, MetricPoint, Severity
 
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from ml_skills.engine.metrics import parse_timestamp
-from ml_skills.engine.signals import Signal
+from ml_skills.engine.classify.signals import Signal
+from ml_skills.engine.read.metrics import parse_timestamp
 from ml_skills.lazyre import lazy
 from ml_skills.models import AnomalyKind, Classification, FailureClass, LogEvidence, Role
 
@@ -259,8 +259,8 @@ def _fmt_step(x: float) -> str:
 
 def _rank_progress(logs: list[LogEvidence]) -> dict[int, tuple[float, int, datetime | None]]:
     """Each rank's last logged step, from the rank-tagged metric lines of the kept tail: (step, line, time)."""
-    from ml_skills.engine.metric_lines import rank_of
-    from ml_skills.engine.metrics import parse_line
+    from ml_skills.engine.read.metric_lines import rank_of
+    from ml_skills.engine.read.metrics import parse_line
 
     out: dict[int, tuple[float, int, datetime | None]] = {}
     for log in logs:

@@ -1,0 +1,1 @@
+"""Read a log in one streaming pass: signatures, tracebacks, metric lines, frameworks, excerpts."""
