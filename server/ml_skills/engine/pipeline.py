@@ -21,9 +21,10 @@ from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import artifacts as artifact_collector
 from ml_skills.engine.analyse import ranks
 from ml_skills.engine.analyse.stops import MEANING as STOP_MEANING
+from ml_skills.engine.classify.cascades import EXTERNAL_KILL
 from ml_skills.engine.classify.signals import Signal
 from ml_skills.engine.classify.status import completed_clean, fmt_number, insufficient_evidence, run_status
-from ml_skills.engine.classify.verdict import EXTERNAL_KILL, classify
+from ml_skills.engine.classify.verdict import classify
 from ml_skills.engine.plan.commands import diagnostic_commands
 from ml_skills.engine.plan.decide import decide
 from ml_skills.engine.plan.facts import contributing_facts, run_facts

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from ml_skills.catalog.loader import exception_rules, signatures
 from ml_skills.catalog.loader import fixes as fix_catalog
+from ml_skills.engine.classify.cascades import EXTERNAL_KILL
+from ml_skills.engine.classify.collect import LIVE_STATES
 from ml_skills.engine.classify.signals import Signal
-from ml_skills.engine.classify.verdict import EXTERNAL_KILL, LIVE_STATES
 from ml_skills.engine.plan.facts import fact, version_below
 from ml_skills.lazyre import lazy
 from ml_skills.models import (
