@@ -224,7 +224,7 @@ def _scan_directory(root: Path, req: DiagnoseRequest, exclude: set[str] | frozen
 def _framework(req: DiagnoseRequest, logs: list[LogEvidence], target_kind: str) -> tuple[Framework, str, str | None]:
     if req.framework is not None:
         return req.framework, "given", None
-    if target_kind == TargetKind.VERTEX_PIPELINE:  # the platform that ran the job names it, as in a log (engine/frameworks.py)
+    if target_kind == TargetKind.VERTEX_PIPELINE:  # the platform that ran the job names it, as in a log (engine/read/frameworks.py)
         return Framework.VERTEX, "detected", None
     fw, detail = frameworks.decide(logs)
     if fw == "unknown":
@@ -299,7 +299,7 @@ def _traceback_meaning(s: Signal) -> str:
 
 
 def _first_rank(logs: list[LogEvidence], signals: list[Signal]) -> str:
-    """With several logs (ranks), say which failed first (engine/ranks.py)."""
+    """With several logs (ranks), say which failed first (engine/analyse/ranks.py)."""
     return ranks.describe(logs, signals)
 
 
