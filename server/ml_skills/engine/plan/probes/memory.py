@@ -77,7 +77,7 @@ _BATCH_FLAG = lazy(r"^--(?:per[-_]device[-_]train[-_])?(?:train[-_])?(?:micro[-_
 
 def smaller_batch_command(launch: str | None) -> str | None:
     """The run's launch command with its batch-size flag halved (shlex-joined words), or None when it has none."""
-    from ml_skills.engine.plan.fixes import launch_words
+    from ml_skills.engine.plan.launch import launch_words
 
     words = launch_words(launch) if launch else None
     if not words:
