@@ -139,7 +139,7 @@ def main() -> None:
         out.mkdir()
         cli, cj = probe("cli", str(log), str(out), repeat=1)
         rows.append(("ml-skills check-failed-run (end to end)", cli, size, f"read {cj['read_bytes'] / size:.2f}x the file"))
-        # a log of 128 MiB or more is scanned in one process per core (engine/parallel.py): the same run in one
+        # a log of 128 MiB or more is scanned in one process per core (engine/read/parallel.py): the same run in one
         # process, for the wall-time ratio (CPU includes the workers; bytes read are the parent's only)
         cli1, _ = probe("cli", str(log), str(out), repeat=1, extra_env={"ML_SKILLS_SCAN_WORKERS": "1"})
         rows.append(("check-failed-run, one process (ML_SKILLS_SCAN_WORKERS=1)", cli1, size, f"wall {cli.wall / cli1.wall:.2f}x of this"))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from ml_skills.collectors.attempts import log_attempts
-from ml_skills.engine.classify.verdict import last_attempt_start
+from ml_skills.engine.classify.terminal import last_attempt_start
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 from ml_skills.engine.read.scan import scan_log
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
-from ml_skills.engine.plan.probes import smaller_batch_command
+from ml_skills.engine.plan.probes.memory import smaller_batch_command
 
 CORPUS = Path(__file__).parents[1] / "corpus"
 OPERATORS = set("|&;<>()")

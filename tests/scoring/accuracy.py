@@ -131,7 +131,7 @@ def score_case(case: Path, suite: str) -> CaseResult:
         reasons=[f"{k}={v}" for k, v in list(d.model_dump(include={"decision"}).items())], basis=d.confidence_basis,
         run_status=d.run_status.value, expected_status=meta.get("run_status", ""), seconds=took,
         fixes=[f.fix_id for f in d.fixes], fixes_cited=sum(bool(f.because) for f in d.fixes), commands=list(d.next_commands),
-        facts={f.name: f.value for f in reversed(d.facts)},  # reversed: the first fact of a name wins, as engine/facts.fact
+        facts={f.name: f.value for f in reversed(d.facts)},  # reversed: the first fact of a name wins, as engine/plan/facts.fact
         fix_worked=meta.get("fix_that_worked"), fix_note=meta.get("fix_note", ""),
         framework=d.framework.value, framework_detail=d.framework_detail,
     )
@@ -522,7 +522,7 @@ def calibration(rs: list[CaseResult]) -> str:
     if not verdicts:
         return "No prospective verdicts (bench/prospective.json): run `python bench/prospective.py`.\n"
     fitted = fit(verdicts)
-    lines = [("The confidence of a named class is the measured accuracy of verdicts of its kind (engine/confidence.py): "
+    lines = [("The confidence of a named class is the measured accuracy of verdicts of its kind (engine/classify/confidence.py): "
              "what the verdict rests on, read from its strongest signal. It is measured on prospective verdicts: "
              "bench/prospective.py re-runs every History batch with the engine that first scored it, before the changes "
              "the batch prompted (cases 001-070 with the engine from before this scorer), so these are verdicts on logs "
@@ -530,7 +530,7 @@ def calibration(rs: list[CaseResult]) -> str:
              f"toward the pooled accuracy by {PRIOR_CASES} verdicts and capped at {MAX_CONFIDENCE}, and checked on the held-out "
              "half (even numbers). "
              "Abstentions name no class and have no confidence to calibrate; verdicts resting only on where a log stops "
-             f"stay capped at {CONFIDENCE_CAP} (engine/stops.py)."), "",
+             f"stay capped at {CONFIDENCE_CAP} (engine/analyse/stops.py)."), "",
              "| kind | dev right | fitted confidence | in the engine | held-out right |", "| --- | --- | --- | --- | --- |"]
     for k in KINDS:
         dev = [v for v in verdicts if v["kind"] == k and v["half"] == "dev"]

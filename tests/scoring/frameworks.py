@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "server"))
 
 # What it takes for a log to name a labelled framework: the label's name or its package, anywhere in the log.
-# Written from the labels' vocabulary, apart from the detector's markers (engine/frameworks.py).
+# Written from the labels' vocabulary, apart from the detector's markers (engine/read/frameworks.py).
 NAMES: dict[str, str] = {
     "pytorch": r"torch|c10d|ChildFailedError|\[rank\d+\]:|Tried to allocate \d|DataLoader worker",
     "lightning": r"lightning|GPU available: (True|False)|v_num=|\| Name +\| Type +\| Params",

@@ -1,1 +1,1 @@
-"""The diagnosis engine: scan → trajectories → classify → plan → decide (pipeline.py)."""
+"""The diagnosis engine, one folder per stage in the order of the flow: read/ → analyse/ → classify/ → plan/ (pipeline.py)."""

@@ -3,7 +3,7 @@
 A relaunched run leaves its attempts side by side (attempt-1/ and attempt-2/, train.log and
 train.retry1.log, collectors/attempts.py). Read together they look like two ranks of one job;
 read apart, each is one launch with its own failure and progress. The newest attempt's diagnosis
-is the report; the earlier ones are diagnosed only to be compared with it (engine/repeat.py), the
+is the report; the earlier ones are diagnosed only to be compared with it (engine/plan/repeat.py), the
 same way triage-runs reads a relaunched cell.
 """
 

@@ -21,9 +21,10 @@ from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import artifacts as artifact_collector
 from ml_skills.engine.analyse import ranks
 from ml_skills.engine.analyse.stops import meaning as stop_meaning
+from ml_skills.engine.classify.cascades import EXTERNAL_KILL
 from ml_skills.engine.classify.signals import Signal
 from ml_skills.engine.classify.status import alive, completed_clean, fmt_number, insufficient_evidence, outlived, run_status
-from ml_skills.engine.classify.verdict import EXTERNAL_KILL, classify
+from ml_skills.engine.classify.verdict import classify
 from ml_skills.engine.plan.commands import diagnostic_commands
 from ml_skills.engine.plan.decide import decide
 from ml_skills.engine.plan.facts import contributing_facts, run_facts
@@ -223,7 +224,7 @@ def _scan_directory(root: Path, req: DiagnoseRequest, exclude: set[str] | frozen
 def _framework(req: DiagnoseRequest, logs: list[LogEvidence], target_kind: str) -> tuple[Framework, str, str | None]:
     if req.framework is not None:
         return req.framework, "given", None
-    if target_kind == TargetKind.VERTEX_PIPELINE:  # the platform that ran the job names it, as in a log (engine/frameworks.py)
+    if target_kind == TargetKind.VERTEX_PIPELINE:  # the platform that ran the job names it, as in a log (engine/read/frameworks.py)
         return Framework.VERTEX, "detected", None
     fw, detail = frameworks.decide(logs)
     if fw == "unknown":
@@ -298,7 +299,7 @@ def _traceback_meaning(s: Signal) -> str:
 
 
 def _first_rank(logs: list[LogEvidence], signals: list[Signal]) -> str:
-    """With several logs (ranks), say which failed first (engine/ranks.py)."""
+    """With several logs (ranks), say which failed first (engine/analyse/ranks.py)."""
     return ranks.describe(logs, signals)
 
 

@@ -25,7 +25,7 @@ def run_of(name: str, records: list[AttemptRecord]) -> tuple[RunRecord, AttemptR
     if len(records) == 1 and last.attempts_inside:  # one log a launcher restarted into: its attempts, read by the engine
         briefs = last.attempts_inside
     decision, reason = decision_after(last.decision, last.decision_reason, verdict)
-    if verdict is not None and verdict.kind is Repeat.SAME_NO_PROGRESS:  # its plan offers no relaunch (engine/repeat.py)
+    if verdict is not None and verdict.kind is Repeat.SAME_NO_PROGRESS:  # its plan offers no relaunch (engine/plan/repeat.py)
         last = last.model_copy(update={"fixes": [f for f in last.fixes if f.fix_id not in relaunch_fix_ids()]})
     lost = [r.duration_s for r in records if r.outcome is Outcome.FAILED and r.duration_s is not None]
     run = RunRecord(

@@ -9,9 +9,10 @@ from __future__ import annotations
 from functools import cache
 
 from ml_skills.catalog.loader import signatures
-from ml_skills.engine.classify.signals import MIN_PRIMARY, ROLE_W, Signal
+from ml_skills.engine.classify.signals import MIN_PRIMARY, ROLE_W, SEV_W, SURVIVED, WARNING_DAMP, Signal
+from ml_skills.engine.classify.terminal import last_progress_line
 from ml_skills.lazyre import lazy
-from ml_skills.models import FailureClass, Role
+from ml_skills.models import FailureClass, LogEvidence, Role, Severity
 
 # Generic errors whose own message goes on to name the failure, and over how many lines: a C++ abort's
 # what() (same line or the next), an NCCL error's 'Last error:' detail (up to three lines below it).
@@ -147,3 +148,70 @@ def peers_follow_a_death(signals: list[Signal]) -> None:
     for s in signals:
         if s.label.removeprefix("traceback:") in _PEER_REACTIONS and any(d.source == s.source for d in deaths):
             s.weight *= 0.5
+
+
+EXTERNAL_KILL = "sigkill-external"
+
+
+def _memory_flat(logs: list[LogEvidence]) -> tuple[bool, str]:
+    for log in logs:
+        for s in log.trajectory.series:
+            if s.name == "mem" and s.count >= 4 and s.min and s.max is not None and s.min > 0 and s.max / s.min < 1.3:
+                return True, f"logged memory stayed flat ({s.min:.4g}-{s.max:.4g}) up to the kill"
+    return False, ""
+
+
+def lead_the_ending(signals: list[Signal], logs: list[LogEvidence]) -> None:
+    """Give the signal that most likely ended the run a lead of 1.3x.
+
+    The first cause after the last progress is the likely root of a cascade. A cause with progress lines after it
+    (fewer than make it 'survived') did not end the run when one comes after the progress. With no cause anywhere,
+    the strongest symptom is what ended the run (a bare 'Killed' or exit status 137 from the OOM killer, a
+    launcher's exit code)."""
+    terminal = [s for s in signals if s.role is Role.CAUSE and not s.survived and not s.warning and s.line_no is not None]
+    progress_at = {log.source: lp for log in logs if (lp := last_progress_line(log)) is not None}
+    after = [s for s in terminal if s.kind == "anomaly" or (s.line_no or 0) >= progress_at.get(s.source, 0)]
+    terminal = after or terminal
+    if terminal:
+        # every cause on the first cause line gets the lead (one line can name two classes, e.g. TF's
+        # 'Model diverged with loss = NaN.'): which one the matcher listed first must not decide
+        first_line: dict[str, int] = {}
+        for s in terminal:
+            first_line[s.source] = min(first_line.get(s.source, s.line_no or 0), s.line_no or 0)
+        for s in terminal:
+            if s.line_no == first_line[s.source]:
+                s.weight *= 1.3
+    else:
+        ends = [s for s in signals if s.role is Role.SYMPTOM and s.kind == "signature" and not s.survived and not s.warning]
+        if ends:
+            max(ends, key=lambda s: (s.weight, -(s.line_no or 0))).weight *= 1.3
+
+
+def damp_warnings(signals: list[Signal]) -> None:
+    """Warnings yield to an ending: when a line that is no warning and was not survived (a scheduler's kill, an
+    exception, a signal) is there, lines logged as warnings (however many: a compiler warning repeated per graph
+    break) cannot outrank it."""
+    if any(s.kind in ("signature", "traceback") and s.role is not Role.HINT and not s.warning and not s.survived for s in signals):
+        for s in signals:
+            if s.warning:
+                s.weight *= WARNING_DAMP
+
+
+def external_kill(signals: list[Signal], logs: list[LogEvidence]) -> list[str]:
+    """Exit 137 with flat memory is an external SIGKILL, not an OOM: the kill itself is then the failure (a
+    scheduler, a preemption, a watchdog or a person), so it becomes a process-crash cause. Returns the notes."""
+    notes: list[str] = []
+    if any(s.failure_class is FailureClass.OOM and s.role is Role.CAUSE for s in signals):
+        return notes
+    flat, why = _memory_flat(logs)
+    if not flat:
+        return notes
+    for s in signals:
+        if s.failure_class is FailureClass.OOM and s.label == "sigkill-exit-137":
+            s.failure_class = FailureClass.PROCESS_CRASH
+            s.label = EXTERNAL_KILL
+            s.role = Role.CAUSE
+            s.weight = max(s.weight, ROLE_W[Role.CAUSE] * SEV_W[Severity.SIGNIFICANT] * (SURVIVED if s.survived else 1.0))
+            s.text += f" ({why})"
+            notes.append(f"SIGKILL without memory pressure: {why}")
+    return notes

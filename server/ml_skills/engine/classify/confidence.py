@@ -10,7 +10,7 @@ A verdict's kind is the evidence it rests on (the primary class's strongest sign
 - symptom: a line that only says how the run ended or how others saw it (a kill, an exit code, a native abort,
   a collective timeout, a launcher's failure report): it does not name its cause;
 - anomaly: a metric trajectory (a NaN onset, a blow-up, a frozen or memorising validation curve);
-- stop: only where the log stops (engine/stops.py).
+- stop: only where the log stops (engine/analyse/stops.py).
 
 ACCURACY holds, per kind, the share of such verdicts that were right when the engine met the logs before
 being tuned on them: bench/prospective.py re-runs each History batch with the engine that first scored it,

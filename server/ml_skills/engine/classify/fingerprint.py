@@ -4,7 +4,7 @@ Two runs that died of the same thing print the same line with different numbers 
 pid, the rank, the address, the time, the shard path): those are replaced by placeholders, in an
 order where the most specific shape goes first (a timestamp before its numbers, a path before
 the digits in it). Quoted words stay: KeyError 'adamw' and KeyError 'lion' are different bugs.
-triage-runs groups runs by it; the repeat rule (engine/repeat.py) compares a run's attempts by it.
+triage-runs groups runs by it; the repeat rule (engine/plan/repeat.py) compares a run's attempts by it.
 """
 
 from __future__ import annotations

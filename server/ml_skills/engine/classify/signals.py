@@ -8,10 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ml_skills.models import FailureClass, Role
+from ml_skills.models import FailureClass, Role, Severity
 
 ROLE_W = {Role.CAUSE: 3.0, Role.SYMPTOM: 1.2, Role.HINT: 0.5}
 MIN_PRIMARY = 1.0  # below this weight no class is named
+SEV_W = {Severity.CRITICAL: 1.0, Severity.SIGNIFICANT: 0.7, Severity.MINOR: 0.4, Severity.INFO: 0.2}
+ANOMALY_W = {Severity.CRITICAL: 3.2, Severity.SIGNIFICANT: 2.0, Severity.MINOR: 0.8, Severity.INFO: 0.3}
+TRACEBACK_W = 2.6
+SURVIVED = 0.3
+WARNING_DAMP = 0.3
 
 
 @dataclass

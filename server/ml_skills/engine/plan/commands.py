@@ -13,7 +13,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from ml_skills.engine.plan.facts import fact
-from ml_skills.engine.plan.probes import probe_commands, process_state
+from ml_skills.engine.plan.probes.choose import probe_commands
+from ml_skills.engine.plan.probes.process import process_state
 from ml_skills.lazyre import lazy
 from ml_skills.models import Classification, FailureClass, LogEvidence, RunFact
 

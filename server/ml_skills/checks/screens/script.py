@@ -1,0 +1,109 @@
+"""The training script, read and never run: does it compile and import, and can a killed run resume (periodic saves, a
+resume path, a save on failure)?
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+from pathlib import Path
+
+from ml_skills.checks.report import Check, Verdict
+from ml_skills.safety import paths
+
+SAVE_CALLS = re.compile(r"^(save|save_model|save_checkpoint|save_pretrained|save_state|save_weights|_save|dump|save_file)$")
+RESUME_WORDS = re.compile(r"(?i)(resume|load_state_dict|load_checkpoint|from_checkpoint|restore|ckpt_path)")
+
+
+def _calls(tree: ast.AST) -> list[tuple[ast.Call, list[ast.AST]]]:
+    """Every call with the chain of enclosing nodes (to know whether it sits in a loop or handler)."""
+    out: list[tuple[ast.Call, list[ast.AST]]] = []
+
+    def visit(node: ast.AST, parents: list[ast.AST]) -> None:
+        if isinstance(node, ast.Call):
+            out.append((node, parents))
+        for child in ast.iter_child_nodes(node):
+            visit(child, [*parents, node])
+
+    visit(tree, [])
+    return out
+
+
+def _name(call: ast.Call) -> str:
+    f = call.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+
+
+MAX_SCRIPT_BYTES = 16 * 1024 * 1024
+
+
+def script_text(script: Path, errors: str = "replace") -> str:
+    """The script's source, opened confined and read bounded (a FIFO swapped in is refused, not waited on)."""
+    return paths.read_capped(script, MAX_SCRIPT_BYTES).decode("utf-8", errors=errors)
+
+
+def compile_check(script: Path) -> tuple[Check, ast.AST | None]:
+    try:
+        source = script_text(script, errors="strict")
+        compile(source, str(script), "exec")  # byte-compiles in memory: nothing is written
+        tree = ast.parse(source, filename=str(script))
+    except (SyntaxError, UnicodeDecodeError, ValueError) as e:
+        return Check(name="compile", verdict=Verdict.FAIL, detail=str(e).splitlines()[-1][:300], fix="fix the syntax error"), None
+    missing = []
+    local = {p.stem for p in script.parent.glob("*.py")} | {p.name for p in script.parent.iterdir() if p.is_dir()}
+    for node in ast.walk(tree):
+        mods = []
+        if isinstance(node, ast.Import):
+            mods = [a.name.split(".")[0] for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            mods = [node.module.split(".")[0]]
+        for m in mods:
+            if m not in local and importlib.util.find_spec(m) is None:
+                missing.append(m)
+    if missing:
+        return Check(name="compile", verdict=Verdict.FAIL, detail=f"compiles, but cannot import: {', '.join(sorted(set(missing)))}",
+                     fix="install the missing packages in the run's environment"), tree
+    return Check(name="compile", verdict=Verdict.PASS, detail="compiles and every import resolves"), tree
+
+
+def _has_resume(tree: ast.AST) -> bool:
+    """A resume path in code (not in comments or docstrings): a checkpoint load, or a resume flag."""
+    for call, _ in _calls(tree):
+        name = _name(call)
+        if name in ("load_state_dict", "load_checkpoint", "resume_from_checkpoint", "restore", "load_from_checkpoint"):
+            return True
+        if name == "add_argument" and any(isinstance(a, ast.Constant) and isinstance(a.value, str) and RESUME_WORDS.search(a.value) for a in call.args):
+            return True
+        if any(k.arg and RESUME_WORDS.search(k.arg) for k in call.keywords):
+            return True
+    return False
+
+
+def checkpoint_check(tree: ast.AST | None, source: str) -> Check:
+    if tree is None:
+        return Check(name="checkpointing", verdict=Verdict.SKIP, detail="script did not parse")
+    periodic = on_failure = False
+    for call, parents in _calls(tree):
+        if not SAVE_CALLS.match(_name(call)):
+            continue
+        if any(isinstance(p, (ast.For, ast.While, ast.AsyncFor)) for p in parents):
+            periodic = True
+        if any(isinstance(p, (ast.ExceptHandler,)) or (isinstance(p, ast.Try) and p.finalbody and any(call in ast.walk(s) for s in p.finalbody)) for p in parents):
+            on_failure = True
+        if any(isinstance(p, ast.FunctionDef) and any(isinstance(c, ast.Call) and _name(c) == "signal" for c in ast.walk(tree)) for p in parents):
+            on_failure = on_failure or bool(re.search(r"signal\.signal\(\s*signal\.SIG(TERM|INT|USR1)", source))
+    trainer_managed = bool(re.search(r"(save_steps|save_strategy|ModelCheckpoint|every_n_train_steps|checkpoint_interval|save_interval)", source))
+    resume = _has_resume(tree)
+    periodic = periodic or trainer_managed
+    problems = []
+    if not periodic:
+        problems.append("no periodic checkpoint (a save inside the training loop, save_steps, ModelCheckpoint)")
+    if not resume:
+        problems.append("no resume path (resume flag, load_state_dict of a checkpoint)")
+    if not on_failure and not trainer_managed:
+        problems.append("no save on failure (a save in except/finally or a SIGTERM handler)")
+    if problems:
+        return Check(name="checkpointing", verdict=Verdict.FAIL, detail="; ".join(problems),
+                     fix="save every N steps and on failure/SIGTERM, and accept a resume path, so a killed run loses minutes, not days")
+    return Check(name="checkpointing", verdict=Verdict.PASS, detail="periodic saves, a resume path" + (", save on failure" if on_failure else " (trainer-managed)"))

@@ -1,0 +1,163 @@
+"""Every piece of evidence as a weighted signal: signature hits, the final exceptions of tracebacks, trajectory
+anomalies, where the log stops, a collector's findings; each weighed by its role, its severity and where it sits.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import cache
+
+from ml_skills.catalog.loader import signatures
+from ml_skills.engine.analyse.stops import stop_signals
+from ml_skills.engine.classify.exceptions import callers_of_chained, traceback_class
+from ml_skills.engine.classify.signals import ANOMALY_W, ROLE_W, SEV_W, SURVIVED, TRACEBACK_W, WARNING_DAMP, Signal
+from ml_skills.engine.classify.terminal import informational, last_progress_line, survived_line
+from ml_skills.lazyre import lazy
+from ml_skills.models import Anomaly, FailureClass, LogEvidence, Role, Severity, SignatureHit, SourceEvidence
+
+LIVE_STATES = ("running", "sleeping", "pipeline_state_running")
+QUOTE_WIDTH = 400  # a longer line is quoted around its match, so the cited text holds the decisive words
+_WARNING = lazy(r"(Warning:|WARNING|\bwarn(ing)?s?\.|\[W \w|^W\d{4} |\bW\d{4} \d\d:|UserWarning|FutureWarning|DeprecationWarning|\bwarnings\.warn)")
+_WRAPPERS = lazy(r"(RayTaskError|ChildFailedError|CalledProcessError|ProcessRaisedException|HydraException|SystemExit|TrainingFailedError|TuneError)")
+
+
+@cache
+def _logged_as_warning() -> frozenset[str]:
+    """Signatures of failures that their framework reports at WARNING level (not damped)."""
+    return frozenset(s.id for s in signatures() if s.logged_as_warning)
+
+
+@cache
+def _signature_regexes() -> dict[str, re.Pattern[str]]:
+    return {s.id: lazy(s.pattern) for s in signatures()}
+
+
+def _around_match(text: str, signature_id: str, width: int = QUOTE_WIDTH) -> str:
+    """A long line quoted around what matched: a launcher's 900-character command line ends in its exit code."""
+    if len(text) <= width:
+        return text
+    rx = _signature_regexes().get(signature_id)
+    m = rx.search(text) if rx else None
+    if m is None or m.end() <= width - 20:
+        return text
+    start = max(0, m.start() - (width - (m.end() - m.start())) // 2)
+    return "..." + text[start : start + width]
+
+
+def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | None = None) -> list[Signal]:
+    signals: list[Signal] = []
+    live = any((s.state or "").lower() in LIVE_STATES for s in sources or [])
+    for log in logs:
+        last_prog = last_progress_line(log)
+        hits_by_line: dict[tuple[str, int], list[SignatureHit]] = {}
+        for h in log.hits:
+            hits_by_line.setdefault((h.source, h.line_no), []).append(h)
+        # Tracebacks first: where an exception was raised (its frames) outranks a generic
+        # signature on its last line, e.g. a TypeError inside save_model is a checkpoint failure.
+        superseded: set[tuple[str, int]] = set()
+        callers = callers_of_chained(log.tracebacks)
+        last_tb = max((i for i, tb in enumerate(log.tracebacks) if not _WRAPPERS.search(tb.exc_type)), default=-1)
+        for i, tb in enumerate(log.tracebacks):
+            if _WRAPPERS.search(tb.exc_type) or tb.message.startswith("Traceback (most recent call last)"):
+                continue
+            cls, rw, rule = traceback_class(callers.get(i, tb), hits_by_line)
+            if cls is None:
+                ending = _unclassified_ending(log, tb, i == last_tb, hits_by_line, last_prog)
+                if ending is not None:
+                    signals.append(ending)
+                continue
+            w = TRACEBACK_W * rw * (0.6 if tb.chained and not tb.exc_type.endswith(")") else 1.0)
+            role = Role.CAUSE
+            # an exception whose message is itself a symptom ("Connection closed by peer", a collective
+            # timeout) reports another process's failure: it is a symptom, whatever raised it
+            line_hits = hits_by_line.get((tb.source, tb.line_no), [])
+            symptom = next((h for h in line_hits if h.role is Role.SYMPTOM), None)
+            if symptom is not None and not any(h.role is Role.CAUSE for h in line_hits):
+                cls, role, rule = symptom.failure_class, Role.SYMPTOM, symptom.signature_id
+                w *= ROLE_W[Role.SYMPTOM] / ROLE_W[Role.CAUSE]
+            # the traceback's class (decided above, after any symptom override) replaces weaker
+            # signatures of other classes on its line; a signature of the same class stays
+            if any(h.failure_class != cls and h.severity is not Severity.CRITICAL for h in line_hits):
+                superseded.add((tb.source, tb.line_no))
+            survived = survived_line(log, tb.line_no, last_prog)
+            if survived:
+                w *= SURVIVED
+            # a traceback its program logged at WARNING or INFO level (torch._dynamo's '[WARNING] WON'T CONVERT ... due to:'
+            # with the compile error under it) was caught and reported: the run went on from it, it did not end there
+            logged = _logged_below_error(log, tb, line_hits)
+            if logged:
+                w *= WARNING_DAMP
+            text = f"{tb.exc_type}: {tb.message}" if tb.message else tb.exc_type
+            signals.append(Signal(cls, w, "traceback", f"traceback:{rule}", tb.source, tb.line_no, text, role, survived, logged))
+        for h in log.hits:
+            same = hits_by_line[(h.source, h.line_no)]
+            # one line, several signatures: a cause on the line silences symptoms of other classes
+            if h.role is not Role.CAUSE and any(o.role is Role.CAUSE and o.failure_class != h.failure_class for o in same):
+                continue
+            if (h.source, h.line_no) in superseded and h.severity is not Severity.CRITICAL:
+                continue
+            w = ROLE_W[h.role] * SEV_W[h.severity] * (1 + 0.12 * math.log(max(1, h.count)))
+            warning = (bool(_WARNING.search(h.text)) and h.role is not Role.HINT and "Error" not in h.text.split(":")[0]
+                       and h.signature_id not in _logged_as_warning())
+            if warning:
+                w *= WARNING_DAMP
+            elif h.role is not Role.HINT and informational(h.text):
+                w *= WARNING_DAMP * ROLE_W[Role.HINT] / ROLE_W[h.role]  # below any failure, and never named alone
+                warning = True
+            survived = survived_line(log, h.line_no, last_prog)
+            if survived:
+                w *= SURVIVED
+            signals.append(Signal(h.failure_class, w, "signature", h.signature_id, h.source, h.line_no, _around_match(h.text, h.signature_id),
+                                  h.role, survived, warning))
+        for a in log.trajectory.anomalies:
+            signals.append(_anomaly_signal(a))
+        if not live:  # a process or tracker run still running says more than where its log stops
+            signals += stop_signals(log)
+    for src in sources or []:
+        for a in src.signals:
+            signals.append(_anomaly_signal(a, kind="source"))
+    return signals
+
+
+def _raw_line(log: LogEvidence, line_no: int, line_hits: list[SignatureHit]) -> str | None:
+    tail = log.tail
+    if tail is not None and tail.start_line <= line_no < tail.start_line + len(tail.lines):
+        return tail.lines[line_no - tail.start_line]
+    return line_hits[0].text if line_hits else None
+
+
+def _logged_below_error(log: LogEvidence, tb, line_hits: list[SignatureHit]) -> bool:
+    """The exception line carries a WARNING/INFO level in its prefix: a logger reported a caught exception."""
+    raw = _raw_line(log, tb.line_no, line_hits)
+    if not raw:
+        return False
+    at = raw.find(tb.exc_type)
+    prefix = raw[:at] if at > 0 else ""
+    return bool(prefix) and (bool(re.search(r"\[?(WARNING|WARN|INFO|DEBUG)\]?[\s:]", prefix)) or bool(re.match(r"^\s*[WI]\d{4} ", prefix)))
+
+
+UNCLASSIFIED = "unclassified-exception"
+
+
+def _unclassified_ending(log: LogEvidence, tb, last: bool, hits_by_line: dict[tuple[str, int], list[SignatureHit]],
+                         last_prog: int | None) -> Signal | None:
+    """The log's last exception, of a type no rule classes and its frames place nowhere: the run's code raised it.
+
+    What ended a run is never dropped because its type is unknown (a NameError in the model code): it is named
+    as an error in the user's code or its setup, config-error in this taxonomy (as KeyError, TypeError and
+    ValueError are), but with a symptom's strength and confidence: it says where the run ended, not why, so
+    any cause the log names outranks it. Only the last exception counts, and only if the run did not go on.
+    """
+    if not last or hits_by_line.get((tb.source, tb.line_no)) or survived_line(log, tb.line_no, last_prog):
+        return None
+    if tb.exc_type.rsplit(".", 1)[-1] in ("KeyboardInterrupt", "SystemExit", "StopIteration", "GeneratorExit"):
+        return None
+    text = f"{tb.exc_type}: {tb.message}" if tb.message else tb.exc_type
+    return Signal(FailureClass.CONFIG_ERROR, ROLE_W[Role.SYMPTOM], "traceback", f"traceback:{UNCLASSIFIED}",
+                  tb.source, tb.line_no, text, Role.SYMPTOM)
+
+
+def _anomaly_signal(a: Anomaly, kind: str = "anomaly") -> Signal:
+    return Signal(a.failure_class, ANOMALY_W[a.severity], kind, a.kind.value, a.source, a.line_no, a.detail,
+                  Role.CAUSE if a.severity is Severity.CRITICAL else Role.SYMPTOM)

@@ -1,0 +1,135 @@
+"""Whether the run went on past a line, and where its last attempt starts: what ended a run is what it did not go on from.
+
+A line logged at INFO level, an error followed by real training progress, a failure before a later attempt that
+ran clean or before a resubmitted job's output: each was survived, and counts little against the line that ended the run.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ml_skills.collectors.attempts import REPORT_END
+from ml_skills.engine.read.metrics import parse_line
+from ml_skills.lazyre import lazy
+from ml_skills.models import LogEvidence, Role
+
+# An error counts as survived only if training went on for this many progress lines after it:
+# a DataLoader still hands out the batches its other workers prefetched (2 per worker) after
+# one worker dies, and loggers flush late, so one or two step lines do not mean recovery.
+SURVIVED_MIN_PROGRESS = 3
+# A line its program logged at INFO or DEBUG level: logging's '- INFO -', 'INFO:name:', '[INFO]', loguru's '| INFO |',
+# glog's 'I0610 06:55:34'. The program itself judged it informational ('No checkpoint found. Initializing model from
+# scratch'): it reports a choice the run made and went on from, not a failure, unless it carries an error's words
+# (TF's 'INFO:tensorflow:Error reported to Coordinator', a metric line whose loss is nan).
+_INFO_LEVEL = lazy(r"(^|[\s\[|(:-])(INFO|DEBUG)(\s*[\]|:-]|\s)|^[ID]\d{4} \d\d:\d\d:\d\d")
+_ERROR_WORDS = lazy(r"(?i)(error|fail|exception|fatal|abort|killed|\bnan\b|\binf\b|infinity|overflow|timed? ?out|denied|refused|"
+                          r"exhausted|out of memory|corrupt|illegal|segmentation|traceback|exit ?code|signal)")
+
+
+def informational(text: str) -> bool:
+    """A line logged at INFO/DEBUG level with no error in its words: never the failure that ended a run."""
+    m = _INFO_LEVEL.search(text[:160])
+    return m is not None and not _ERROR_WORDS.search(text[m.end():])
+
+
+def last_progress_line(log: LogEvidence) -> int | None:
+    lp = log.trajectory.last_progress
+    return lp.line_no if lp else None
+
+
+_DIGITS = lazy(r"\d+")
+RETRY_OPENING = 10
+_STACKISH = lazy(r'(^\s*File "|^\s*-+>|Traceback|^\S+ in \w+\(|^\s*\d+\s+\S)')
+
+
+def clean_retry_start(log: LogEvidence) -> int | None:
+    """The line where a later attempt, appended to the same log after a failure, starts and then runs without error.
+
+    A retry prints its start-up again: a non-metric line seen once before the last failure (digits, such as
+    timestamps, aside) comes back once after it. If nothing fatal follows that line, the run went on past the
+    earlier failure the way it goes on past a survived error (healthy 006: a Hydra error, then a second attempt
+    that trained, tested and closed its loggers).
+    """
+    tail = log.tail
+    fatal = sorted({t.line_no for t in log.tracebacks} | {h.line_no for h in log.hits if h.role is not Role.HINT})
+    if tail is None or not fatal or tail.start_line > 1:
+        return None
+    last_fatal = fatal[-1]
+    norm = [_DIGITS.sub("#", x.strip()) for x in tail.lines]
+    # the log's opening lines (its first ten that say something), before any failure: what a start-up prints
+    before: dict[str, int] = {}
+    opening = [i for i, x in enumerate(norm) if x][:RETRY_OPENING]
+    for i in opening:
+        x = norm[i]
+        if tail.start_line + i >= fatal[0]:
+            break
+        if (len(x) > 20 and not tail.lines[i][:1].isspace() and parse_line(tail.lines[i]) is None and not _ERROR_WORDS.search(x) and not _STACKISH.search(x)
+                and len(re.findall(r"[A-Za-z]{3,}", x)) >= 2):
+            before[x] = norm.count(x)
+    for i, x in enumerate(norm):
+        n = tail.start_line + i
+        if n <= last_fatal:
+            continue
+        if before.get(x) == 2:
+            # a retry runs code again; a stack printed again (a notebook's traceback, a second worker's) is no retry
+            return None if any(_STACKISH.search(y) for y in tail.lines[i:]) else n
+    return None
+
+
+# the closing verdict of a scheduler's job report (LSF's), printed once per job: a file of several such reports holds
+# several attempts, each report closing the output above it
+_REPORT_END = lazy(REPORT_END)
+
+
+def last_attempt_start(log: LogEvidence) -> int | None:
+    """The first line of the last attempt, when the log appends several jobs' outputs each closed by its job report.
+
+    A resubmitted job's output is appended to the same file after the first job's report; what ended the run is
+    what ended the last attempt, and a failure of an earlier one (an OOM at batch 16, then a resubmission at batch
+    12) is history, as a survived error is. None when the log holds one attempt (or the report is outside the tail).
+    """
+    tail = log.tail
+    if tail is None:
+        return None
+    ends = [tail.start_line + i for i, x in enumerate(tail.lines) if _REPORT_END.match(x)]
+    later = [e for e in ends if any(e < n for n in _fatal_lines(log))]
+    return later[-1] + 1 if later else None
+
+
+def _fatal_lines(log: LogEvidence) -> set[int]:
+    return {t.line_no for t in log.tracebacks} | {h.line_no for h in log.hits if h.role is not Role.HINT}
+
+
+def progress_after(log: LogEvidence, line_no: int) -> tuple[int, int] | None:
+    """The first and last training-progress lines after `line_no` in the log's tail: where the run went on."""
+    tail = log.tail
+    if tail is None:
+        return None
+    found = [tail.start_line + i for i, text in enumerate(tail.lines)
+             if tail.start_line + i > line_no and (p := parse_line(text)) is not None and (p[1] is not None or "loss" in p[0])]
+    return (found[0], found[-1]) if found else None
+
+
+def survived_line(log: LogEvidence, line_no: int, last_prog: int | None) -> bool:
+    """Did training make real progress after this line (not just prefetched batches)?"""
+    retry = clean_retry_start(log)
+    if retry is not None and line_no < retry:
+        return True  # a later attempt started after it and ran without error
+    attempt = last_attempt_start(log)
+    if attempt is not None and line_no < attempt:
+        return True  # a later attempt was launched after it: the run went on past it (and ended for its own reason)
+    if last_prog is None or line_no >= last_prog:
+        return False
+    tail = log.tail
+    if tail is None or line_no < tail.start_line:
+        return True  # the error is older than the tail: far more than a few steps followed
+    after = tail.lines[line_no - tail.start_line + 1 :]
+    progress = 0
+    for text in after:
+        parsed = parse_line(text)
+        # a step counter, or a training loss on a line of its own (Keras' '19/19 - 12s - loss: 0.0809' per epoch)
+        if parsed is not None and (parsed[1] is not None or "loss" in parsed[0]):
+            progress += 1
+            if progress >= SURVIVED_MIN_PROGRESS:
+                return True
+    return False
