@@ -139,6 +139,7 @@ def _fill(match: re.Match[str]) -> str:
 # folds 'ſ' to s and 'ı' to i) always runs them.
 _KEYWORD_ENDS = lazy(r"apikey|(?:key|token|secret|passw(?:or)?d|passphrase)(?![a-z])")
 _KEYWORD_RULES = frozenset({"cli-secret-flag", "keyword-secret-assign"})
+_NEEDLES = tuple(dict.fromkeys(n for _name, needles, _rx in _RULES for n in needles))
 
 
 def _no_keyword(text: str) -> bool:
@@ -149,9 +150,10 @@ def _no_keyword(text: str) -> bool:
 def _one_pass(text: str, fill: bool = False) -> tuple[str, int]:
     total = 0
     lower = text.lower()  # redaction only removes needles ("[redacted]" holds none), so this stays a superset
+    present = {n for n in _NEEDLES if n in lower}  # each needle looked for once, not once per rule naming it
     no_keyword: bool | None = None  # judged on the text as the earlier rules left it, once
     for name, needles, rx in _RULES:
-        if needles and not any(n in lower for n in needles):
+        if needles and present.isdisjoint(needles):
             continue
         if name in _KEYWORD_RULES:
             if no_keyword is None:
