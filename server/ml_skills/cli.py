@@ -7,6 +7,7 @@ Errors print one line and exit 2; an unexpected failure prints one line and exit
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -361,6 +362,16 @@ def _warm_cache() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    code = _main(argv)
+    if argv is None:  # the program itself (the console script, python -m): the process exits next
+        # Exiting collects every object left (pydantic's schemas, the catalog, the engine's tables): 0.1-0.25 s of a
+        # 0.4 s run on an everyday log. Frozen objects are skipped by that last collection; everything that was to be
+        # written has been (reports are written and closed before this), and atexit handlers still run.
+        gc.freeze()
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.warm_cache and args.command is None:

@@ -40,3 +40,17 @@ def test_a_line_that_is_not_ascii_is_still_read():
     ev = LogEvidence(source="x.log", head=Excerpt(source="x.log", start_line=1, lines=["  learning_rate:\u00a03e-4", "ok"]))
     got = facts.fact(facts.run_facts([ev]), "learning_rate")
     assert got is not None and got.line_no == 1
+
+
+def test_the_lower_cased_gate_agrees_with_the_gate_on_every_corpus_line():
+    """facts._gate tests ASCII lines lower-cased with a case-sensitive pattern (issue 17): the same answer as
+    _GATE's (?i) search on every line of every real log, and on lines whose case or letters only (?i) folds."""
+    lines = [ln for p in LOGS for ln in p.read_text("utf-8", errors="replace").splitlines()]
+    lines += ["WORLD_SIZE=8", "Learning Rate 3e-4", "LR: 1e-3", "gLR 3", "\u212aB size", "ſize 4", "nproc_per_node", "GRAD"]
+    assert len(lines) > 10_000
+    gated = 0
+    for ln in lines:
+        want = facts._GATE.search(ln) is not None
+        assert facts._gate(ln) == want, ln
+        gated += want
+    assert 1000 < gated < len(lines)  # both answers occur

@@ -5,13 +5,15 @@ Adding a signature touches one file in signatures/; nothing here changes.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
-import tomllib
 from functools import cache
 from importlib import resources
 
 from pydantic import BaseModel, ConfigDict
 
+from ml_skills.catalog import diskcache
 from ml_skills.lazyre import lazy
 from ml_skills.models import FailureClass, FixTemplate, Signature
 
@@ -31,19 +33,54 @@ class ExceptionRule(BaseModel):
     fixes: list[str] = []
 
 
+MAGIC = b"MLSKCAT1\n"
+KEEP = 8  # parsed catalogs kept in the cache directory (one per catalog version met)
+
+
+@cache
+def _parsed() -> dict[str, dict]:
+    """Every TOML file of the catalog, parsed, by name ('signatures/oom.toml', 'fixes.toml'), signatures in file order.
+
+    Parsing the TOML costs about 25 ms, a twentieth of a one-shot run on an everyday log; the same data loads from
+    JSON in under 1 ms, so it is kept in the cache directory (catalog/diskcache.py) under a hash of every file's name
+    and text: an edited catalog is parsed again. Data JSON cannot hold exactly is never cached."""
+    root = resources.files("ml_skills.catalog")
+    names = [f"signatures/{e.name}" for e in sorted(root.joinpath("signatures").iterdir(), key=lambda p: p.name)
+             if e.name.endswith(".toml")]
+    texts = {name: root.joinpath(*name.split("/")).read_text("utf-8") for name in [*names, "fixes.toml", "exceptions.toml"]}
+    h = hashlib.sha256(MAGIC)
+    for name, text in texts.items():
+        h.update(name.encode() + b"\0" + text.encode() + b"\0")
+    key = h.hexdigest()[:40]
+    path = diskcache.cache_dir() / f"catalog-{key}.json"
+    payload = diskcache.read(path, key, MAGIC)
+    if payload is not None:
+        try:
+            data = json.loads(payload)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and list(data) == list(texts):
+            return data
+    import tomllib  # only when the cache cannot answer
+
+    data = {name: tomllib.loads(text) for name, text in texts.items()}
+    blob = json.dumps(data).encode()
+    if json.loads(blob) == data:
+        diskcache.write(path, key, blob, MAGIC, KEEP)
+    return data
+
+
 def _read(name: str) -> dict:
-    return tomllib.loads(resources.files("ml_skills.catalog").joinpath(name).read_text("utf-8"))
+    return _parsed()[name]
 
 
 @cache
 def signatures() -> tuple[Signature, ...]:
     """Every signature, in file order per class; ids are unique (checked in tests)."""
     out: list[Signature] = []
-    folder = resources.files("ml_skills.catalog").joinpath("signatures")
-    for entry in sorted(folder.iterdir(), key=lambda p: p.name):
-        if not entry.name.endswith(".toml"):
+    for name, data in _parsed().items():
+        if not name.startswith("signatures/"):
             continue
-        data = tomllib.loads(entry.read_text("utf-8"))
         cls = data["failure_class"]
         for raw in data.get("signature", []):
             out.append(Signature(failure_class=cls, **raw))

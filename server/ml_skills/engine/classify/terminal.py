@@ -105,9 +105,14 @@ def progress_after(log: LogEvidence, line_no: int) -> tuple[int, int] | None:
     tail = log.tail
     if tail is None:
         return None
-    found = [tail.start_line + i for i, text in enumerate(tail.lines)
-             if tail.start_line + i > line_no and (p := parse_line(text)) is not None and (p[1] is not None or "loss" in p[0])]
-    return (found[0], found[-1]) if found else None
+    def progress(i: int) -> bool:
+        return (p := parse_line(tail.lines[i])) is not None and (p[1] is not None or "loss" in p[0])
+
+    after = range(max(0, line_no + 1 - tail.start_line), len(tail.lines))  # parsed from each end, not every line
+    first = next((i for i in after if progress(i)), None)
+    if first is None:
+        return None
+    return tail.start_line + first, tail.start_line + next(i for i in reversed(after) if progress(i))
 
 
 def survived_line(log: LogEvidence, line_no: int, last_prog: int | None) -> bool:

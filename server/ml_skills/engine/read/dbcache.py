@@ -9,33 +9,25 @@ The cache can only ever make a run faster: a missing, read-only or foreign cache
 file that is truncated, corrupt, written by another Hyperscan build or for another CPU is detected
 (our own SHA-256 over the payload, then Hyperscan's own platform and version checks) and the
 database is compiled as before, then written back when the directory allows it. A cache file is
-only trusted when it is a regular file owned by this user and writable by no one else.
+only trusted when it is a regular file owned by this user and writable by no one else (the sealed
+files of catalog/diskcache.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import platform
-import stat
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
+from ml_skills.catalog import diskcache
+from ml_skills.catalog.diskcache import cache_dir
+
 MAGIC = b"MLSKHS1\n"
-_DIGEST = 32
 KEEP = 256  # files kept: the grad-norm threshold compiles one small database per level seen
 
-
-def cache_dir() -> Path:
-    """Where compiled databases live; nothing is created here until a database is written."""
-    env = os.environ.get("ML_SKILLS_CACHE")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return Path(xdg if xdg else Path.home() / ".cache") / "ml-skills"
+__all__ = ["cache_dir", "cache_key", "compiled"]
 
 
 def cache_key(hs: Any, expressions: Sequence[bytes], ids: Sequence[int], flags: Sequence[int], mode: int) -> str:
@@ -48,71 +40,16 @@ def cache_key(hs: Any, expressions: Sequence[bytes], ids: Sequence[int], flags: 
     return h.hexdigest()[:40]
 
 
-def _trusted(fd: int) -> bool:
-    st = os.fstat(fd)
-    return stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-
-
-def _seal(key: str, payload: bytes) -> bytes:
-    """The digest binds the payload to its key: a file renamed to another key's name is refused."""
-    return hashlib.sha256(key.encode() + b"\0" + payload).digest()
-
-
-def _read(path: Path, key: str) -> bytes | None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if not _trusted(fd):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(64 * 1024 * 1024 + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if not data.startswith(MAGIC) or len(data) < len(MAGIC) + _DIGEST:
-        return None
-    digest, payload = data[len(MAGIC) : len(MAGIC) + _DIGEST], data[len(MAGIC) + _DIGEST :]
-    return payload if _seal(key, payload) == digest else None
-
-
-def _write(path: Path, key: str, payload: bytes) -> None:
-    """Write atomically (a reader never sees half a file); any failure leaves the cache as it was."""
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".hs-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(MAGIC + _seal(key, payload) + payload)
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        _prune(path.parent)
-    except OSError:
-        pass
-
-
-def _prune(directory: Path) -> None:
-    """Keep the cache bounded: drop the least recently written databases beyond KEEP."""
-    files = sorted(directory.glob("hs-*.db"), key=lambda f: f.stat().st_mtime, reverse=True)
-    for f in files[KEEP:]:
-        f.unlink(missing_ok=True)
-
-
 def compiled(hs: Any, expressions: Sequence[bytes], ids: Sequence[int], flags: Sequence[int], mode: int) -> Any:
     """The Hyperscan database for these patterns: loaded from the cache, or compiled (and cached)."""
     key = cache_key(hs, expressions, ids, flags, mode)
     path = cache_dir() / f"hs-{key}.db"
-    payload = _read(path, key)
+    payload = diskcache.read(path, key, MAGIC)
     if payload is not None:
         with contextlib.suppress(Exception):  # a foreign or damaged database: compile instead
             return hs.loadb(payload, mode)
     db = hs.Database(mode=mode)
     db.compile(expressions=list(expressions), ids=list(ids), elements=len(expressions), flags=list(flags))
     with contextlib.suppress(Exception):  # serializing is an optimisation; never fail a scan for it
-        _write(path, key, hs.dumpb(db))
+        diskcache.write(path, key, hs.dumpb(db), MAGIC, KEEP)
     return db

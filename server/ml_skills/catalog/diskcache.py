@@ -1,0 +1,81 @@
+"""Sealed files in the user's cache directory: what is derived from the catalog, kept between processes.
+
+Two things are: the compiled Hyperscan databases (engine/dbcache.py) and the parsed catalog itself
+(catalog/loader.py). Each file is named by a hash of everything it was made from and starts with a
+magic line and a SHA-256 that binds its payload to that name, so a truncated, corrupt or renamed file
+is refused; it is only trusted when it is a regular file owned by this user and writable by no one
+else. Reading or writing never fails a run: a missing, read-only or foreign directory only means
+deriving the data again (`ML_SKILLS_CACHE`, else `$XDG_CACHE_HOME/ml-skills`, else `~/.cache/ml-skills`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+_DIGEST = 32
+
+
+def cache_dir() -> Path:
+    """Where the cached files live; nothing is created here until a file is written."""
+    env = os.environ.get("ML_SKILLS_CACHE")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return Path(xdg if xdg else Path.home() / ".cache") / "ml-skills"
+
+
+def _trusted(fd: int) -> bool:
+    st = os.fstat(fd)
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _seal(key: str, payload: bytes) -> bytes:
+    """The digest binds the payload to its key: a file renamed to another key's name is refused."""
+    return hashlib.sha256(key.encode() + b"\0" + payload).digest()
+
+
+def read(path: Path, key: str, magic: bytes) -> bytes | None:
+    """The payload of a trusted, intact file sealed to `key`; None for anything else."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not _trusted(fd):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(64 * 1024 * 1024 + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if not data.startswith(magic) or len(data) < len(magic) + _DIGEST:
+        return None
+    digest, payload = data[len(magic) : len(magic) + _DIGEST], data[len(magic) + _DIGEST :]
+    return payload if _seal(key, payload) == digest else None
+
+
+def write(path: Path, key: str, payload: bytes, magic: bytes, keep: int) -> None:
+    """Write atomically (a reader never sees half a file), then keep the newest `keep` files of the same prefix
+    (the name up to its first '-'); any failure leaves the cache as it was."""
+    prefix = path.name.split("-", 1)[0]
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{prefix}-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(magic + _seal(key, payload) + payload)
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        files = sorted(path.parent.glob(f"{prefix}-*{path.suffix}"), key=lambda f: f.stat().st_mtime, reverse=True)
+        for f in files[keep:]:
+            f.unlink(missing_ok=True)
+    except OSError:
+        pass
