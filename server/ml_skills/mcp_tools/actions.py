@@ -220,7 +220,7 @@ class AuditRejected:
         if ctx.method == "tools/call" and isinstance(ctx.params, dict):
             name, args = ctx.params.get("name"), ctx.params.get("arguments") or {}
             try:
-                if name not in self.known:
+                if not isinstance(name, str) or name not in self.known:  # a name that is a list or an object is unknown too
                     _audit(None, None, "unknown-tool", f"no tool named {str(name)[:100]!r}", action=str(name)[:100],
                            arguments=args if isinstance(args, dict) else {})
                 elif name == "request_action":
