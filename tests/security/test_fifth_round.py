@@ -341,3 +341,27 @@ def test_watch_run_never_follows_a_log_swapped_for_a_link_out_of_its_folder(tmp_
     out, err = proc.communicate(timeout=120)
     assert "OUTSIDE-LINE" not in out + err, out[-800:] + err[-800:]
     assert "outside" in (out + err).lower() or "not allowed" in (out + err).lower(), out[-800:] + err[-800:]
+
+
+# ---------------------------------------------------------------- promise 4: answers are capped and say so
+
+
+@pytest.mark.slow
+def test_triage_runs_over_a_grid_of_20000_cells_answers_with_a_capped_list(tmp_path: Path) -> None:
+    """'Text is ... capped ... and flagged truncated.' The expect check named every cell without a run:
+    a grid of 200,000 cells with one run made a 16.8 MB answer for the model, flagged not truncated."""
+    r, _ = roots(tmp_path)
+    (r / "runs" / "a").mkdir(parents=True)
+    shutil.copy(NAN_LOG, r / "runs" / "a" / "train.log")
+    (r / "grid.csv").write_text("name\n" + "".join(f"cell-{i:06d}\n" for i in range(20_000)))
+    srv = Server(tmp_path, roots=[r])
+
+    async def go() -> tuple[bool, str, dict]:
+        async with srv.client() as c:
+            res = await c.call_tool("triage_runs", {"targets": [str(r / "runs" / "*")], "expect": str(r / "grid.csv")})
+            return res.is_error, text(res), res.structured_content or {}
+
+    err, said, data = anyio.run(go)
+    assert not err, said[:400]
+    assert said.count("cell-0") <= 100 and len(said) < 100_000, len(said)
+    assert data["truncated"] and any("20000 in all" in n for n in data["notes"]), data["notes"]
