@@ -155,6 +155,27 @@ def test_url_passwords_keep_the_host_and_ordinary_urls_alone() -> None:
     assert out == "https://u:[REDACTED]@host.example.com:8080/path@x", out
 
 
+SIGNED_URLS = {
+    "https://acct.blob.core.windows.net/c/b.bin?sv=2022-11-02&ss=b&sp=r&se=2026-12-01&sig={s}%3D": "an Azure SAS",
+    "https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature={s}&X-Amz-Date=20261201": "an S3 pre-signed URL",
+    "https://b.s3.amazonaws.com/k?X-Amz-Security-Token={s}&X-Amz-Expires=300": "an S3 session token",
+    "https://storage.googleapis.com/b/o?X-Goog-Signature={s}": "a GCS signed URL",
+    "posting to https://hooks.slack.com/services/T0AB12CD3/B0AB12CD3/{s}": "a Slack webhook",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SIGNED_URLS), ids=lambda s: SIGNED_URLS[s])
+def test_a_signed_urls_signature_is_redacted(shape: str) -> None:
+    """A gap the docs did not promise, now closed: the signature of a signed URL (what a data loader prints
+    when it fetches a shard) grants access to whoever reads it, and was shown whole."""
+    from ml_skills.safety.redact import redact_counted
+
+    secret = "Ab12Cd34Ef56Gh78Ij90Kl"
+    out, n = redact_counted(shape.format(s=secret))
+    assert n >= 1 and "Ab12Cd34" not in out and "Ij90Kl" not in out, out
+    assert redact_counted("the signature=valid check passed; see ?sig=1 and &signature=ok")[1] == 0
+
+
 # ---------------------------------------------------------------- promise 9: TensorBoard event files
 
 

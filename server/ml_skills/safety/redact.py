@@ -92,6 +92,12 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         r"(?i)\b[a-z][a-z0-9+.\-]{1,20}" + _PCT + r"3A" + _PCT + r"2F" + _PCT + r"2F(?:(?!" + _PCT + r"(?:3A|40|2F))[^\s&/@]){0,200}"
         + _PCT + r"3A(?P<s>(?:(?!" + _PCT + r"40)[^\s&]){1,200}?)" + _PCT + r"40(?:(?!" + _PCT + r"40)[A-Za-z0-9.\-\[\]:%]){1,255}"
         r"(?:" + _PCT + r"2F|[\s&'\"]|$)")),
+    # A signed URL's signature grants what the URL names, to whoever holds it: an Azure SAS `sig=`, S3 and GCS
+    # pre-signed `X-Amz-Signature=` / `X-Goog-Signature=`, and the session token a pre-signed S3 URL carries.
+    ("signed-url", ("sig=", "signature=", "security-token="), lazy(
+        r"(?i)[?&](?:sig|signature|x-amz-signature|x-goog-signature|x-amz-security-token)=(?P<s>[^&\s'\"#]{8,4000})")),
+    # a Slack incoming webhook: its last path part is the secret that lets anyone post to the channel
+    ("slack-webhook", ("hooks.slack.com",), lazy(r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/]{1,100}/(?P<s>[A-Za-z0-9]{16,128})")),
     # .netrc: `machine H login U password P` on one line, or `password P` on a line of its own.
     ("netrc-password", ("password",), lazy(
         r"(?i)(?:(?<![A-Za-z0-9])(?:machine|login|default)\s{1,3}\S{0,200}\s{1,3}|(?m:^)[ \t]{0,20})password[ \t]{1,3}(?P<s>[^\s'\"]{1,1000})")),
