@@ -419,3 +419,28 @@ def test_read_report_marks_the_text_it_reads_from_a_report_file_as_data(tmp_path
     root = got["fields"]["root_cause"]
     assert root["root"] == f"[data {marker}] {planted} [/data {marker}]", root
     assert all(v.startswith(f"[data {marker}]") for v in root.values() if isinstance(v, str)), root
+
+
+# ---------------------------------------------------------------- promise 9: preflight on a hostile script
+
+
+@pytest.mark.slow
+def test_a_script_nested_too_deep_to_compile_gets_a_failed_compile_screen(tmp_path: Path) -> None:
+    """'A hostile file gets a verdict, never a crash.' A 400 KB script of nested unary operators
+    (`x = ------...1`, `x = not not ... 1`) made compile() raise MemoryError (CPython's parser at its
+    nesting limit): `preflight-run` answered 'internal error' and `preflight_checks` 'failed unexpectedly'."""
+    r, _ = roots(tmp_path)
+    (r / "minus.py").write_text("x = " + "-" * 200_000 + "1\n")
+    (r / "nots.py").write_text("x = " + "not " * 100_000 + "1\n")
+    p = cli("preflight-run", str(r / "minus.py"), "--out-dir", str(tmp_path / "out"), cwd=tmp_path)
+    assert "internal error" not in p.stderr and p.returncode in (0, 1), p.stderr[-400:]
+    assert "nested too deeply" in p.stdout, p.stdout[-800:]
+    srv = Server(tmp_path, roots=[r])
+
+    async def go() -> tuple[bool, str]:
+        async with srv.client() as c:
+            res = await c.call_tool("preflight_checks", {"script": str(r / "nots.py")})
+            return res.is_error, text(res)
+
+    err, said = anyio.run(go)
+    assert not err and "nested too deeply" in said, said[:600]
