@@ -32,6 +32,7 @@ from ml_skills.policy.actions import Action, Prepared, prepare
 from ml_skills.policy.approval import Approve, Ledger, question
 from ml_skills.policy.audit import AuditEntry, AuditError
 from ml_skills.policy.rules import Verdict
+from ml_skills.safety import untrusted_json
 from ml_skills.safety.redact import redact_value
 
 ACTION_TOOL = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
@@ -226,8 +227,8 @@ class AuditRejected:
                 elif name == "request_action":
                     why = None
                     if isinstance(args, dict) and isinstance(args.get("action"), str):  # the SDK pre-parses JSON strings too
-                        try:
-                            args = {**args, "action": json.loads(args["action"])}
+                        try:  # any JSON: nested 100,000 deep, json.loads raised RecursionError and the call went unaudited
+                            args = {**args, "action": untrusted_json.loads(args["action"])}
                         except ValueError:
                             pass
                     if not isinstance(args, dict) or set(args) - {"action"}:
