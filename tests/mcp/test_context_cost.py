@@ -194,7 +194,7 @@ def test_left_out_parts_are_counted_and_come_when_asked(server: Server) -> None:
 
     f = fields.structured_content["fields"]
     m = fields.structured_content["marker"]  # read_report marks the text it reads from the file as data (fifth round)
-    plain = lambda v: v.removeprefix(f"[data {m}] ").removesuffix(f" [/data {m}]")  # noqa: E731
+    plain = lambda v: v.removeprefix(f"[data {m}] ").removesuffix(f" [/data {m}]")
     assert f["trajectory.name"] == [x.name for x in d.trajectory]
     assert [plain(x) for x in f["fixes.risk_rule"]] == [x.risk_rule for x in d.fixes]
     assert f["anomalies.0.kind"] == d.anomalies[0].kind.value and plain(f["root_cause.root"]) == d.root_cause.root

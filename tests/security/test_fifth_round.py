@@ -204,9 +204,8 @@ def test_an_event_time_out_of_range_never_ends_the_diagnosis(tmp_path: Path, wal
 def _unique_tags_file(d: Path, events: int, per_event: int) -> None:
     import struct
 
-    from tensorboard.compat.proto import event_pb2, summary_pb2
-
     from ml_skills.collectors.tensorboard import _masked_crc
+    from tensorboard.compat.proto import event_pb2, summary_pb2
 
     d.mkdir(parents=True)
     with open(d / "events.out.tfevents.1.host", "wb") as f:

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ml_skills.errors import InputError
-from ml_skills.render.json_report import write_bytes
 from ml_skills.models import Diagnosis
+from ml_skills.render.json_report import write_bytes
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
