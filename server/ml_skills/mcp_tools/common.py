@@ -188,11 +188,11 @@ def short_error(result: Any) -> Any:
         return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS] + f"... ({len(text) - MAX_ERROR_CHARS} more characters cut)"
 
     if isinstance(result, CallToolResult) and result.is_error:
-        content = [TextContent(type="text", text=cut(c.text)) if isinstance(c, TextContent) else c for c in result.content]
-        return result.model_copy(update={"content": content})
+        blocks = [TextContent(type="text", text=cut(c.text)) if isinstance(c, TextContent) else c for c in result.content]
+        return result.model_copy(update={"content": blocks})
     if isinstance(result, dict) and result.get("isError") and isinstance(result.get("content"), list):
-        content = [{**c, "text": cut(c["text"])} if isinstance(c, dict) and isinstance(c.get("text"), str) else c for c in result["content"]]
-        return {**result, "content": content}
+        raw = [{**c, "text": cut(c["text"])} if isinstance(c, dict) and isinstance(c.get("text"), str) else c for c in result["content"]]
+        return {**result, "content": raw}
     return result
 
 
