@@ -193,9 +193,11 @@ def test_left_out_parts_are_counted_and_come_when_asked(server: Server) -> None:
     assert len(json.dumps(a)) > len(json.dumps(s)) + 1000
 
     f = fields.structured_content["fields"]
+    m = fields.structured_content["marker"]  # read_report marks the text it reads from the file as data (fifth round)
+    plain = lambda v: v.removeprefix(f"[data {m}] ").removesuffix(f" [/data {m}]")
     assert f["trajectory.name"] == [x.name for x in d.trajectory]
-    assert f["fixes.risk_rule"] == [x.risk_rule for x in d.fixes]
-    assert f["anomalies.0.kind"] == d.anomalies[0].kind.value and f["root_cause.root"] == d.root_cause.root
+    assert [plain(x) for x in f["fixes.risk_rule"]] == [x.risk_rule for x in d.fixes]
+    assert f["anomalies.0.kind"] == d.anomalies[0].kind.value and plain(f["root_cause.root"]) == d.root_cause.root
     assert bad_field.is_error and "primary_cause is a string" in text(bad_field)
     assert outside.is_error and "outside the allowed roots" in text(outside)
 

@@ -16,8 +16,9 @@ from datetime import UTC, datetime
 
 from pydantic import Field
 
-from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
+from ml_skills.engine.pipeline import DiagnoseRequest, _local_paths, diagnose
 from ml_skills.models import Model, Progress, RunStatus, wait
+from ml_skills.safety import paths
 
 TERMINAL_BAD = {RunStatus.CRASHED, RunStatus.DIVERGED, RunStatus.HUNG}
 
@@ -50,7 +51,26 @@ def watch(
     progress: Progress | None = None,
 ) -> WatchResult:
     """Poll until the run ends, alerts, stalls or passes until_step. Events go to `emit`; `progress`
-    (a terminal's status line, when the CLI has one) hears about each scan and counts down between polls."""
+    (a terminal's status line, when the CLI has one) hears about each scan and counts down between polls.
+
+    The roots are taken once, from the target as it is when the watch starts: each poll taking them again
+    from the log's resolved path followed a log the run had replaced by a link to a file elsewhere."""
+    with paths.scope(*_local_paths(req)):
+        return _watch(req, interval=interval, max_polls=max_polls, until_step=until_step, stall_after=stall_after, emit=emit,
+                      sleep=sleep, progress=progress)
+
+
+def _watch(
+    req: DiagnoseRequest,
+    *,
+    interval: float,
+    max_polls: int | None,
+    until_step: float | None,
+    stall_after: float | None,
+    emit: Callable[[WatchEvent], None],
+    sleep: Callable[[float], None],
+    progress: Progress | None,
+) -> WatchResult:
     stall_after = stall_after if stall_after is not None else max(5 * interval, 300.0)
     events: list[WatchEvent] = []
     seen: set[str] = set()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ml_skills.collectors.artifacts import _LOG as LOG_NAME
@@ -104,6 +105,7 @@ MAX_SPLIT_BYTES = 1024 * 1024 * 1024
 """A log is split into attempts only up to this size (one more streamed pass); a bigger one is read as one run."""
 MAX_ATTEMPTS = 16  # the newest ones kept: the rule reads the newest against the last failed before it
 MAX_LINE = 64 * 1024  # a longer line is kept cut
+ATTEMPT_BYTES = 8 * 1024 * 1024  # of each attempt's tail, as the log's own tail (logfile.tail): the newest lines kept
 CHUNK = 1024 * 1024
 
 # torchelastic's agent, each time a worker group fails (torch/distributed/elastic/multiprocessing/api.py), whether
@@ -141,8 +143,8 @@ def log_attempts(path: str, keep: int = 500) -> list[tuple[int, int, str]] | Non
     p = check_readable(path)
     if p.stat().st_size > MAX_SPLIT_BYTES:
         return None
-    spans: deque[tuple[int, deque[bytes]]] = deque(maxlen=MAX_ATTEMPTS)  # (last line number, its tail)
-    tail: deque[bytes] = deque(maxlen=keep)
+    spans: deque[tuple[int, _Tail]] = deque(maxlen=MAX_ATTEMPTS)  # (last line number, its tail)
+    tail = _Tail(keep)
     line_no, gave_up, count = 0, False, 0
     pending = b""  # a line not ended yet, at most MAX_LINE bytes of it
     with open_binary(p) as f:
@@ -165,7 +167,7 @@ def log_attempts(path: str, keep: int = 500) -> list[tuple[int, int, str]] | Non
                     tail.append(x[:MAX_LINE])
                     if _ELASTIC_FAILED.search(x) or _REPORT_END.match(x):
                         spans.append((line_no, tail))
-                        tail, gave_up, count = deque(maxlen=keep), False, count + 1
+                        tail, gave_up, count = _Tail(keep), False, count + 1
                     elif _ELASTIC_GAVE_UP.search(x):
                         gave_up = True
             if not chunk:
@@ -176,5 +178,31 @@ def log_attempts(path: str, keep: int = 500) -> list[tuple[int, int, str]] | Non
     if count < 2:
         return None
     first_n = count - len(spans)
-    return [(first_n + i, last - len(kept) + 1, b"\n".join(kept).decode("utf-8", errors="replace"))
+    return [(first_n + i, last - len(kept.lines) + 1, b"\n".join(kept.lines).decode("utf-8", errors="replace"))
             for i, (last, kept) in enumerate(spans)]
+
+
+class _Tail:
+    """The last `keep` lines of one attempt, and at most ATTEMPT_BYTES of them: 16 attempts of 100,000 lines
+    of 64 KiB each kept up to the whole 1 GiB the split reads (a real log of 16 torchrun restarts: 1 GB resident)."""
+
+    def __init__(self, keep: int) -> None:
+        from collections import deque
+
+        self.lines: deque[bytes] = deque(maxlen=keep)
+        self.size = 0
+
+    def append(self, line: bytes) -> None:
+        if len(self.lines) == self.lines.maxlen:
+            self.size -= len(self.lines[0])
+        self.lines.append(line)
+        self.size += len(line)
+        while self.size > ATTEMPT_BYTES and len(self.lines) > 1:
+            self.size -= len(self.lines.popleft())
+
+    def extend(self, lines: Iterable[bytes]) -> None:
+        for x in lines:
+            self.append(x)
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.lines)

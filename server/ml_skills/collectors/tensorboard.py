@@ -119,13 +119,14 @@ def read_scalars(path: Path, run: tracker.TrackerRun, run_dir: Path) -> set[str]
     try:
         for event in records(path):
             n += 1
-            when = datetime.fromtimestamp(event.wall_time, UTC) if event.wall_time > 0 else None
+            when = _when(event.wall_time)
             for v in event.summary.value:
                 x = _scalar(v)
                 if x is None:
                     continue
                 tag = prefix(v.tag)
-                tags.add(tag)
+                if len(tags) < tracker.MAX_KEYS:
+                    tags.add(tag)
                 run.add(fold(tag), float(event.step), x, when)
     except Damaged as e:
         run.missing.append(f"{path.name}: {e}; the {n} records before it were read")
@@ -167,6 +168,17 @@ def records(path: Path) -> Iterator[Any]:
                 raise Damaged(f"undecodable record at byte {pos}") from None
             yield event
             pos += 16 + length
+
+
+def _when(wall_time: float) -> datetime | None:
+    """An event's time, or None when the writer's clock is not a time `datetime` can hold (SummaryWriter takes any
+    walltime: 1e20 or inf raised OverflowError out of the collector, and the diagnosis ended 'internal error')."""
+    if not wall_time > 0:
+        return None
+    try:
+        return datetime.fromtimestamp(wall_time, UTC)
+    except (OverflowError, ValueError, OSError):
+        return None
 
 
 def _scalar(v: Any) -> float | None:

@@ -24,6 +24,7 @@ from ml_skills.safety.paths import open_binary
 from ml_skills.safety.redact import redact
 
 MAX_ROWS = 500_000  # history rows (steps) kept per run
+MAX_KEYS = 10_000  # distinct metric names counted per run: a file of a million distinct tags must not keep a million names
 MAX_POINTS = 50_000  # rows handed to the trajectory detectors; an even sample above this
 MAX_LOG_BYTES = 4 * 1024 * 1024  # tail of each run log read
 MAX_LOGS = 4
@@ -70,16 +71,22 @@ class TrackerRun:
     logs: dict[str, tuple[str, bool]] = field(default_factory=dict)  # name -> (text tail, cut)
     missing: list[str] = field(default_factory=list)
     dropped_rows: int = 0
+    dropped_keys: int = 0  # values under names past the first MAX_KEYS distinct ones: not counted, not peaked
 
     def add(self, key: str, step: float, value: Any, when: datetime | None = None) -> None:
         """One history value; NaN and Inf are kept (they are the evidence), junk is skipped."""
         v = to_float(value)
         if v is None:
             return
-        self.counts[key] = self.counts.get(key, 0) + 1
+        if key not in self.counts and len(self.counts) >= MAX_KEYS:
+            self.dropped_keys += 1
+            key_counted = False
+        else:
+            self.counts[key] = self.counts.get(key, 0) + 1
+            key_counted = True
         c = canonical(key)
         if c is None:
-            if _is_system_mem(key) and math.isfinite(v):
+            if key_counted and _is_system_mem(key) and math.isfinite(v):
                 self.system_peak[key] = max(v, self.system_peak.get(key, v))
             return
         row = self.rows.get(step)
@@ -153,6 +160,9 @@ def to_evidence(run: TrackerRun) -> RawEvidence:
     missing = list(run.missing)
     if run.dropped_rows:
         missing.append(f"history over {MAX_ROWS} steps: {run.dropped_rows} later steps were not kept")
+    if run.dropped_keys:
+        missing.append(f"more than {MAX_KEYS} distinct metric names: {run.dropped_keys} values under later names were not counted "
+                       "(the loss, lr, grad-norm and validation series are still read)")
     facts: dict[str, str] = {}
     if run.state:
         facts["run state"] = run.state

@@ -32,6 +32,7 @@ from ml_skills.policy.actions import Action, Prepared, prepare
 from ml_skills.policy.approval import Approve, Ledger, question
 from ml_skills.policy.audit import AuditEntry, AuditError
 from ml_skills.policy.rules import Verdict
+from ml_skills.safety import untrusted_json
 from ml_skills.safety.redact import redact_value
 
 ACTION_TOOL = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
@@ -220,14 +221,14 @@ class AuditRejected:
         if ctx.method == "tools/call" and isinstance(ctx.params, dict):
             name, args = ctx.params.get("name"), ctx.params.get("arguments") or {}
             try:
-                if name not in self.known:
+                if not isinstance(name, str) or name not in self.known:  # a name that is a list or an object is unknown too
                     _audit(None, None, "unknown-tool", f"no tool named {str(name)[:100]!r}", action=str(name)[:100],
                            arguments=args if isinstance(args, dict) else {})
                 elif name == "request_action":
                     why = None
                     if isinstance(args, dict) and isinstance(args.get("action"), str):  # the SDK pre-parses JSON strings too
-                        try:
-                            args = {**args, "action": json.loads(args["action"])}
+                        try:  # any JSON: nested 100,000 deep, json.loads raised RecursionError and the call went unaudited
+                            args = {**args, "action": untrusted_json.loads(args["action"])}
                         except ValueError:
                             pass
                     if not isinstance(args, dict) or set(args) - {"action"}:

@@ -177,6 +177,25 @@ def as_call_result(result: Any) -> Any:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
 
 
+MAX_ERROR_CHARS = 4000
+
+
+def short_error(result: Any) -> Any:
+    """An error answer cut to MAX_ERROR_CHARS: the SDK's validation error lists every bad field, and a call with
+    50,000 unknown fields made a 5 MB error that the model was handed whole. The first errors say what to fix.
+    The answer comes as the SDK's model or as the dict it serialises to."""
+    def cut(text: str) -> str:
+        return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS] + f"... ({len(text) - MAX_ERROR_CHARS} more characters cut)"
+
+    if isinstance(result, CallToolResult) and result.is_error:
+        blocks = [TextContent(type="text", text=cut(c.text)) if isinstance(c, TextContent) else c for c in result.content]
+        return result.model_copy(update={"content": blocks})
+    if isinstance(result, dict) and result.get("isError") and isinstance(result.get("content"), list):
+        raw = [{**c, "text": cut(c["text"])} if isinstance(c, dict) and isinstance(c.get("text"), str) else c for c in result["content"]]
+        return {**result, "content": raw}
+    return result
+
+
 class RedactOutput:
     """Server middleware, outermost: the last step of every answer that can carry data or echo a request.
 
@@ -190,7 +209,7 @@ class RedactOutput:
         if ctx.method not in self.METHODS:
             return await call_next(ctx)
         try:
-            return redact_value(await call_next(ctx))
+            return short_error(redact_value(await call_next(ctx)))
         except MCPError as e:
             message = redact_counted(e.message)[0]
             if message == e.message and redact_value(e.data) is e.data:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
@@ -250,7 +251,26 @@ def read_report(
         if value is not None or note is None:
             out[k] = value
             budget -= brief.size(value)
-    return ReportFields(status=EvidenceStatus.OK, path=str(p), fields=out, notes=notes, truncated=bool(notes), stripped_chars=stripped)
+    marker = new_marker()  # the report quotes the log, and any file in the roots can be given as one: every string is data
+    out = {k: _marked(v, marker) for k, v in out.items()}
+    return ReportFields(status=EvidenceStatus.OK, path=str(p), fields=out, notes=notes, truncated=bool(notes), stripped_chars=stripped,
+                        marker=marker)
+
+
+_WORD = re.compile(r"[A-Za-z0-9_.:/+=\-]{0,64}")
+
+
+def _marked(value: Any, marker: str) -> Any:
+    """Every string of a field read from a report file, marked as quoted data: diagnose marks the fields that quote
+    the log (root_cause, evidence, findings, next commands), the report file keeps them plain, and read_report handed
+    them back bare (a report planted in a run folder, or the log's own words in a real one)."""
+    if isinstance(value, str):  # a name or a value (nan-inf, grad_norm, 0.001, train.log:12) stays plain: one word holds no sentence
+        return value if _WORD.fullmatch(value) else quote_inline(value, marker)
+    if isinstance(value, list):
+        return [_marked(x, marker) for x in value]
+    if isinstance(value, dict):
+        return {k: _marked(v, marker) for k, v in value.items()}
+    return value
 
 
 TOOLS = [diagnose, read_report]

@@ -24,6 +24,7 @@ from ml_skills.safety.quoting import clean, fence, new_marker, quote_inline
 
 MAX_NAMES = 20
 MAX_GROUPS = 30
+MAX_LISTED = 100  # names of each expect list in an answer
 
 
 class GroupRow(Model):
@@ -121,6 +122,8 @@ def triage_runs(
         grid = _confine_glob(expect, r) if glob.has_magic(expect) else str(confine(expect, r, want="file"))
         res = _confine_glob(results, r) if results else None
         exp = check_expected(grid, res, report.runs, check=_check(r))
+    notes = list(report.notes)
+    cut = _cap_lists(exp, notes) if exp is not None else False
     marker = new_marker()
     if exp is not None and exp.cells_without_run:  # names read from the grid file's text: quoted data, like a log line
         exp.cells_without_run = [quote_inline(clean(n, 200).text, marker) for n in exp.cells_without_run]
@@ -129,16 +132,28 @@ def triage_runs(
     quoted = fence(lines, marker=marker, max_chars=20_000, label="decisive line of each group") if lines else None
     relaunches = [RelaunchRow(run=clean(x.name, 200).text, verdict=x.repeat.kind.value, decision=x.decision.value if x.decision else None,
                               reason=x.repeat.reason) for x in report.runs if x.repeat is not None][:100]
-    notes = list(report.notes)
     if len(report.groups) > MAX_GROUPS:
         notes.append(f"{len(report.groups) - MAX_GROUPS} smaller groups left out; narrow the targets to see them")
     status = EvidenceStatus.OK if report.complete else EvidenceStatus.PARTIAL
-    return TriageResult(status=status, truncated=not report.complete or len(report.groups) > MAX_GROUPS,
+    return TriageResult(status=status, truncated=not report.complete or len(report.groups) > MAX_GROUPS or cut,
                         stripped_chars=quoted.stripped if quoted else 0,
                         marker=marker if quoted or (exp is not None and exp.cells_without_run) else None, notes=notes,
                         runs_total=report.runs_total, attempts_total=report.attempts_total, counts=report.counts,
                         groups=[_row(g) for g in report.groups[:MAX_GROUPS]], relaunches=relaunches, expect=exp,
                         quoted=quoted.text if quoted else "", complete=report.complete, elapsed_s=report.elapsed_s, workers=report.workers)
+
+
+def _cap_lists(exp: ExpectReport, notes: list[str]) -> bool:
+    """Each list of the expect check cut to its first MAX_LISTED names, the rest counted in a note: a grid of
+    200,000 cells with one run made a 16.8 MB answer, every missing cell named, flagged not truncated."""
+    cut = False
+    for name in ("cells_without_run", "runs_without_result", "completed_without_result", "results_of_failed_runs", "results_without_run"):
+        items = getattr(exp, name)
+        if len(items) > MAX_LISTED:
+            setattr(exp, name, items[:MAX_LISTED])
+            notes.append(f"expect.{name}: {len(items)} in all, the first {MAX_LISTED} listed (the CLI's triage-runs --expect lists them all)")
+            cut = True
+    return cut
 
 
 TOOLS = [triage_runs]

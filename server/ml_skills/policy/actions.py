@@ -159,7 +159,12 @@ _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}=")
 # Variables that choose which program runs or what it loads before it starts: set from a recorded
 # line, they turn "python train.py" into any program (PATH=/elsewhere python, LD_PRELOAD=evil.so).
 # PET_NO_PYTHON is torchrun's --no-python given through the environment (torchrun reads PET_<OPTION>).
-_PROGRAM_ENV = re.compile(r"^(PATH|LD_\w+|DYLD_\w+|PYTHONHOME|PYTHONSTARTUP|PYTHONEXECUTABLE|BASH_ENV|ENV|SHELL|IFS|PET_NO_PYTHON)$")
+# The `python` on the server's PATH can be a version manager's shim (pyenv, asdf, mise), a script that picks
+# the program from its own variables: PYENV_VERSION=../../run/env runs any file named python (pyenv does not
+# check it for `..`), PYENV_HOOK_PATH makes the shim source any bash. PYTHONUSERBASE and PYTHONPLATLIBDIR move
+# the site and library folders whose .pth files and modules load before the script.
+_PROGRAM_ENV = re.compile(r"^(PATH|LD_\w+|DYLD_\w+|PYTHONHOME|PYTHONSTARTUP|PYTHONEXECUTABLE|PYTHONUSERBASE|PYTHONPLATLIBDIR|BASH_ENV|ENV|"
+                          r"SHELL|IFS|PET_NO_PYTHON|PYENV_\w*|ASDF_\w*|MISE_\w*|RTX_\w*|RBENV_\w*|NODENV_\w*|GOENV_\w*)$")
 # argparse takes any unambiguous prefix of a long option: torchrun reads --no-py (even --no-) as --no-python
 _NO_PYTHON = ("--no-python", "--no_python")
 # Launchers that start any program they are given: what they start must itself be a Python launcher.

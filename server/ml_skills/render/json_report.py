@@ -48,18 +48,28 @@ def write_at(d: BaseModel, dir_fd: int, out_dir: Path, filename: str) -> Path:
 
 def write_model(d: BaseModel, out_dir: str | os.PathLike[str], filename: str) -> Path:
     """Write atomically (temp file + rename) so a reader never sees half a report."""
+    data = redact_value(d).model_dump_json(indent=2)  # the last step: whatever was added since, stripped and redacted
+    return write_bytes((data + "\n").encode("utf-8"), out_dir, filename)
+
+
+def write_bytes(data: bytes, out_dir: str | os.PathLike[str], filename: str) -> Path:
+    """Write a file of --out-dir as a new temp file renamed over the name: a link planted at the name (a run
+    folder's `check-failed-run.png -> ~/.bashrc`, diagnosed from inside) is replaced, never written through."""
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise InputError(f"cannot create --out-dir {out}: {e.strerror or e}") from None
     target = out / filename
-    data = redact_value(d).model_dump_json(indent=2)  # the last step: whatever was added since, stripped and redacted
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{filename}.", suffix=".tmp", dir=out)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(data + "\n")
-        os.replace(tmp, target)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
     except OSError as e:
         raise InputError(f"cannot write {target}: {e.strerror or e}") from None
     return target

@@ -6,12 +6,14 @@ needed. One panel per metric family that the run logged.
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ml_skills.errors import InputError
 from ml_skills.models import Diagnosis
+from ml_skills.render.json_report import write_bytes
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
@@ -75,8 +77,8 @@ def _write(d: Diagnosis, out_dir: str | os.PathLike[str]) -> Path:
     axes[-1][0].set_xlabel("step")
     if d.anomalies:
         fig.text(0.01, 0.005, "dashed: " + "; ".join(a.kind.value for a in d.anomalies[:4]) + "   red: last progress / failure", fontsize=8)
-    path = out / FILENAME
     fig.tight_layout(rect=(0, 0.03, 1, 0.97))
-    fig.savefig(path, dpi=90)
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=90, format="png")
     plt.close(fig)
-    return path
+    return write_bytes(buf.getvalue(), out, FILENAME)  # renamed into place: never written through a link planted at the name

@@ -6,12 +6,14 @@ is imported here only (the `plot` extra), Agg backend, no display needed.
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ml_skills.errors import InputError
 from ml_skills.grid.models import Outcome, TriageReport
+from ml_skills.render.json_report import write_bytes
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
@@ -64,7 +66,7 @@ def _write(r: TriageReport, out_dir: str | os.PathLike[str]) -> Path:
     ax.grid(axis="x", alpha=0.3)
     fig.autofmt_xdate()
     fig.tight_layout()
-    path = out / FILENAME
-    fig.savefig(path, dpi=110)
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=110, format="png")
     plt.close(fig)
-    return path
+    return write_bytes(buf.getvalue(), out, FILENAME)  # renamed into place: never written through a link planted at the name

@@ -47,6 +47,10 @@ _PCT = r"%(?:25)?"
 _ASSIGN = (r"(?:['\"]?\s{0,3}[:=]\s{0,3}['\"]?|(?:" + _PCT + r"2[27])?" + _PCT + r"3[DdAa](?:" + _PCT + r"20|\+)?(?:" + _PCT
            + r"2[27])?)")
 
+# A URL's host (and port) after user:password@, up to where the authority ends: what tells the '@' that ends a
+# password from one inside it (`https://u:p@ss@host/`).
+_HOST = r"[A-Za-z0-9.\-\[\]:]{1,255}(?=[/\s?#'\"`,;)\]>}|\\]|$)"
+
 # Each rule also names lowercase needles, one of which must be in the text for the rule to run: a cheap
 # `in` test that skips most rules on ordinary log lines.
 _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
@@ -78,7 +82,22 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         r"(?i)" + _GLUED + r"(?:authorization|proxy-authorization)['\"]?(?:\s{0,3}[:=]\s{0,3}|" + _PCT + r"3A(?:" + _PCT + r"20)?)['\"]?"
         r"(?:bearer|basic|token|digest)(?:\s{1,3}|" + _PCT + r"20|\+)(?P<s>[A-Za-z0-9._~+/=\-]{6,4000})")),
     ("bearer", ("bearer",), lazy(r"(?i)" + _GLUED + r"bearer(?:\s{1,3}|" + _PCT + r"20|\+)(?P<s>[A-Za-z0-9._~+/=\-]{16,4000})")),
-    ("url-password", ("://",), lazy(r"\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@]{1,200}:(?P<s>[^\s@/]{1,200})@")),
+    # user:password@ in a URL, whatever the scheme's case, with an empty user (`redis://:pw@`), and a password holding
+    # '/' or '@' (unencoded, as people write them): the password ends at the '@' the host follows, not at the first;
+    # a port and a path (`https://host:8443/a@b`) are not a password.
+    ("url-password", ("://",), lazy(
+        r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@]{0,200}:(?![0-9]{1,5}(?:/|$))(?P<s>\S{1,200}?)@" + _HOST)),
+    # the same URL URL-encoded once or twice, as a query value or a flag carries it: %3A%2F%2F, %40
+    ("url-password-encoded", ("%3a%2f%2f", "%253a%252f%252f"), lazy(
+        r"(?i)\b[a-z][a-z0-9+.\-]{1,20}" + _PCT + r"3A" + _PCT + r"2F" + _PCT + r"2F(?:(?!" + _PCT + r"(?:3A|40|2F))[^\s&/@]){0,200}"
+        + _PCT + r"3A(?P<s>(?:(?!" + _PCT + r"40)[^\s&]){1,200}?)" + _PCT + r"40(?:(?!" + _PCT + r"40)[A-Za-z0-9.\-\[\]:%]){1,255}"
+        r"(?:" + _PCT + r"2F|[\s&'\"]|$)")),
+    # A signed URL's signature grants what the URL names, to whoever holds it: an Azure SAS `sig=`, S3 and GCS
+    # pre-signed `X-Amz-Signature=` / `X-Goog-Signature=`, and the session token a pre-signed S3 URL carries.
+    ("signed-url", ("sig=", "signature=", "security-token="), lazy(
+        r"(?i)[?&](?:sig|signature|x-amz-signature|x-goog-signature|x-amz-security-token)=(?P<s>[^&\s'\"#]{8,4000})")),
+    # a Slack incoming webhook: its last path part is the secret that lets anyone post to the channel
+    ("slack-webhook", ("hooks.slack.com",), lazy(r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/]{1,100}/(?P<s>[A-Za-z0-9]{16,128})")),
     # .netrc: `machine H login U password P` on one line, or `password P` on a line of its own.
     ("netrc-password", ("password",), lazy(
         r"(?i)(?:(?<![A-Za-z0-9])(?:machine|login|default)\s{1,3}\S{0,200}\s{1,3}|(?m:^)[ \t]{0,20})password[ \t]{1,3}(?P<s>[^\s'\"]{1,1000})")),

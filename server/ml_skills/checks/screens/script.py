@@ -50,6 +50,9 @@ def compile_check(script: Path) -> tuple[Check, ast.AST | None]:
         tree = ast.parse(source, filename=str(script))
     except (SyntaxError, UnicodeDecodeError, ValueError) as e:
         return Check(name="compile", verdict=Verdict.FAIL, detail=str(e).splitlines()[-1][:300], fix="fix the syntax error"), None
+    except (MemoryError, RecursionError):  # the parser's answer to nesting too deep (200,000 unary minuses): a verdict, not a crash
+        return Check(name="compile", verdict=Verdict.FAIL, detail="the script is nested too deeply for Python to compile it",
+                     fix="split the deeply nested expression"), None
     missing = []
     local = {p.stem for p in script.parent.glob("*.py")} | {p.name for p in script.parent.iterdir() if p.is_dir()}
     for node in ast.walk(tree):
