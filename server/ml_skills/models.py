@@ -583,7 +583,7 @@ class Classification(Model):
     scores: dict[str, float] = Field(default_factory=dict)
     decisive: LineRef | None = None
     reasons: list[str] = Field(default_factory=list, description="Why the primary class won.")
-    evidence_kind: str | None = Field(None, description="What the verdict rests on (engine/confidence.py): its confidence is "
+    evidence_kind: str | None = Field(None, description="What the verdict rests on (engine/classify/confidence.py): its confidence is "
                                                          "the measured accuracy of verdicts of this kind.")
 
 
@@ -649,7 +649,7 @@ class Repeat(StrEnum):
 
 
 class RepeatVerdict(Model):
-    """The last attempt read against the last failed one before it (engine/repeat.py)."""
+    """The last attempt read against the last failed one before it (engine/plan/repeat.py)."""
 
     kind: Repeat = Field(description="same-failure-no-progress (NO-GO), same-failure-progressed (GO), different-failure or recovered.")
     previous_attempt: int = Field(description="The last failed attempt before the newest one.")

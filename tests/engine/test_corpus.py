@@ -17,7 +17,7 @@ from tests.engine import accuracy_bench
 
 # Cases 343-355 (thin classes) added 7 abstentions. Then a log that stops where ranks or workers wait (distributed
 # start-up, the first collective, the first step or batch), or a stack cut while it waited, became a weak stalled
-# signal (engine/stops.py): 7 of the 9 hang abstentions right. Cases 356-370 (logs that stop with no error, collected
+# signal (engine/analyse/stops.py): 7 of the 9 hang abstentions right. Cases 356-370 (logs that stop with no error, collected
 # after that) scored 5/15 before the wordings they showed were added (older Lightning 'initializing ddp', TF's
 # 'Reduce to ... then broadcast to', a first step, mmcv's workflow line, a markdown '**Killed**'), 12/15 after.
 # Cases 450-554 (three prospective batches of issue 13, scored before any change: 28/42, 18/29, 16/25) brought the

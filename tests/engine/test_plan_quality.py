@@ -24,7 +24,7 @@ FIRST_FLOOR = 0.45
 TOP3_FLOOR = 0.80  # issue 15's goal, reached after tuning on these labels (prospective at the time: 83/114 = 0.728)
 ANYWHERE_FLOOR = 0.80
 COMMANDS_FLOOR = 0.99
-# the same without the generic 'ml-skills check-failed-run DIR' (engine/probes.py; 246/511 = 0.481 before it)
+# the same without the generic 'ml-skills check-failed-run DIR' (engine/plan/probes/; 246/511 = 0.481 before it)
 SPECIFIC_COMMANDS_FLOOR = 0.89
 CITED_FLOOR = 0.96
 MEAN_FIXES_CEILING = 3.0

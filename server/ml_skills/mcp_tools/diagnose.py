@@ -61,7 +61,7 @@ def _quoted(b: Brief, marker: str) -> Brief:
     The report file keeps the plain text; here a log line that reads like an instruction (in the
     evidence, the root cause, the run's facts, a tracker's report line or the insufficient-evidence
     note) sits between this call's markers; decisive_lines is fenced already. Ruled-out reasons are
-    the engine's own words (a signature id, a line number, a score: engine/classify.py), never log text.
+    the engine's own words (a signature id, a line number, a score: engine/classify/), never log text.
     """
     def q(t: str | None) -> str | None:
         return quote_inline(t, marker) if t else t

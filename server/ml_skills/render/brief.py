@@ -101,7 +101,7 @@ class Brief(Model):
 
 def primary_cause_text(b: Brief) -> str:
     if b.primary_cause is None and b.run_status is RunStatus.COMPLETED and b.decision is Decision.GO:
-        if b.contributing_factors:  # an earlier attempt failed and the run outlived it (engine/status.py: outlived)
+        if b.contributing_factors:  # an earlier attempt failed and the run outlived it (engine/classify/status.py: outlived)
             return "none: the run completed after an earlier attempt failed (see contributing factors)"
         return "none: the run completed and no failure was found"
     if b.primary_cause is None:

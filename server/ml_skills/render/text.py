@@ -26,7 +26,7 @@ def framework(d: Diagnosis) -> str:
 
 def primary_cause(d: Diagnosis) -> str:
     if d.primary_cause is None and d.run_status.value == "completed" and d.decision.value == "GO":
-        if d.contributing_factors:  # an earlier attempt failed and the run outlived it (engine/status.py: outlived)
+        if d.contributing_factors:  # an earlier attempt failed and the run outlived it (engine/classify/status.py: outlived)
             return "none: the run completed after an earlier attempt failed (see contributing factors)"
         return "none: the run completed and no failure was found"
     if d.primary_cause is None:
