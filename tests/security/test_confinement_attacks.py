@@ -281,6 +281,12 @@ def test_p8_a_file_swapped_for_a_fifo_during_the_read_never_blocks(rooted) -> No
     racer = _racer(r / "x.log", r / "f", 600)
     try:
         got = anyio.run(timed)
+        # whether any of 160 reads lands between two swaps is the racer's timing (0 seen once in CI under load):
+        # a few more rounds, still racing, before saying the race let nothing through
+        for _ in range(4):
+            if any("inside" in _everything(res) for _, res in got):
+                break
+            got += anyio.run(timed)
     finally:
         racer.kill()
         racer.wait(timeout=10)

@@ -74,8 +74,8 @@ def write(path: Path, key: str, payload: bytes, magic: bytes, keep: int) -> None
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-        files = sorted(path.parent.glob(f"{prefix}-*{path.suffix}"), key=lambda f: f.stat().st_mtime, reverse=True)
-        for f in files[keep:]:
-            f.unlink(missing_ok=True)
+        files = sorted(path.parent.glob(f"{prefix}-*{path.suffix}"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in files[keep:]:
+            old.unlink(missing_ok=True)
     except OSError:
         pass
