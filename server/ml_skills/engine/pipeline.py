@@ -402,7 +402,7 @@ def analyse(req: DiagnoseRequest, ev: Evidence, risk_of: RiskOf = builtin_risk) 
     ranks.keep_silent_rank_open(cls, all_logs, signals)
     framework, fw_source, fw_detail = _framework(req, all_logs, ev.target_kind)
     status = run_status(cls, signals, all_logs, ev.sources)
-    cls, survived_by = outlived(cls, status)
+    cls, survived_by = outlived(cls, status, signals, all_logs)
     clean = completed_clean(cls, status, all_logs, ev.sources) or survived_by is not None
     insufficient = None if clean else insufficient_evidence(cls, logs, ev.sources, signals)
     inv = ev.artifacts

@@ -48,12 +48,7 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
             return RunStatus.CRASHED
         if state in ("succeeded", "finished", "completed") and cls.primary is None:
             return RunStatus.COMPLETED
-    # a hang or a bad evaluation is a live or finished run, not a dead one: their own lines are not a crash
-    alive = (FailureClass.STALLED, FailureClass.EVALUATION_MISMATCH)
-    terminal = [s for s in signals if not s.survived and s.role.value in ("cause", "symptom")
-                and s.kind in ("signature", "traceback") and not (s.kind == "signature" and s.failure_class in alive)
-                # a Ctrl-C (KeyboardInterrupt, read as stalled) ended a process that had stopped progressing
-                and not (s.kind == "traceback" and s.failure_class is FailureClass.STALLED)]
+    terminal = _terminal(signals)
     # a WARNING or INFO line the run went on past (tensorboardX's 'NaN or Inf found in input tensor') is not a failure
     # it recovered from: the program itself judged it not fatal
     survived = [s for s in signals if s.survived and not s.warning and s.role.value == "cause"]
@@ -92,6 +87,16 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
     return RunStatus.UNKNOWN
 
 
+def _terminal(signals: list[Signal]) -> list[Signal]:
+    """The fatal lines: a failure's own line the run did not go on past."""
+    # a hang or a bad evaluation is a live or finished run, not a dead one: their own lines are not a crash
+    live = (FailureClass.STALLED, FailureClass.EVALUATION_MISMATCH)
+    return [s for s in signals if not s.survived and s.role.value in ("cause", "symptom")
+            and s.kind in ("signature", "traceback") and not (s.kind == "signature" and s.failure_class in live)
+            # a Ctrl-C (KeyboardInterrupt, read as stalled) ended a process that had stopped progressing
+            and not (s.kind == "traceback" and s.failure_class is FailureClass.STALLED)]
+
+
 _QUIET_AFTER = 5
 """Lines a log may print after its last progress line (a warning, a checkpoint save) and still end in training."""
 
@@ -118,11 +123,13 @@ def _ends_in_progress(logs: list[LogEvidence]) -> bool:
 _ERROR_WORD = lazy(r"(?i)(error|exception|traceback|killed|fatal|abort|fail|timed? ?out|nan\b)")
 
 
-def outlived(cls: Classification, status: RunStatus) -> tuple[Classification, FailureClass | None]:
+def outlived(cls: Classification, status: RunStatus, signals: list[Signal],
+             logs: list[LogEvidence]) -> tuple[Classification, FailureClass | None]:
     """A failure the run outlived is not its failure: when the log's last attempt ran to its end after every fatal line
     (a resubmission that 'Successfully completed', a restart that printed 'Finished training!'), the earlier attempt's
     class is kept as contributing, and the run has no primary cause. Returns the classification and the outlived class."""
-    if status is not RunStatus.COMPLETED or cls.primary is None:
+    terminal = _terminal(signals)
+    if status is not RunStatus.COMPLETED or cls.primary is None or not terminal or not _completed_after(terminal, logs):
         return cls, None
     why = (f"an earlier attempt failed ({cls.primary.value}) and a later one ran to its end: the run outlived it, so it "
            "is contributing, not the cause")
