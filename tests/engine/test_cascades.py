@@ -52,6 +52,9 @@ TORCHRUN = textwrap.dedent("""
     for step in range(3):
         dist.all_reduce(t)
         print(f"rank {dist.get_rank()} step {step} loss {1.0 / (step + 1):.3f}", flush=True)
+    # every rank's step lines are written before rank 0 aborts: under load rank 1 once printed its last two steps
+    # after rank 0's abort, which reads as training going on past it (a peer's progress; see issue 13's note)
+    dist.barrier()
     if dist.get_rank() == 0:
         libc = ctypes.CDLL("libc.so.6")
         libc.malloc.restype = ctypes.c_void_p
