@@ -19,6 +19,7 @@ from ml_skills.catalog.loader import compiled_exception_rules
 from ml_skills.engine.classify.signals import MIN_PRIMARY, Signal
 from ml_skills.engine.read.excerpts import LINE_QUOTE
 from ml_skills.engine.read.metrics import parse_line
+from ml_skills.engine.read.tracebacks import FRAME as TB_FRAME
 from ml_skills.lazyre import lazy
 from ml_skills.models import FailureClass, LogEvidence, Role
 from ml_skills.safety.redact import redact
@@ -135,7 +136,6 @@ def stop_signals(log: LogEvidence) -> list[Signal]:
     return []
 
 
-_TB_FRAME = lazy(r'^\s*File "(?P<file>[^"]+)", line \d+, in\b ?(?P<func>\S*)')
 _TB_HEAD = lazy(r"Traceback \(most recent call last\)")
 
 
@@ -149,12 +149,12 @@ def _cut_in_call(log: LogEvidence, lines: list[str]) -> list[Signal]:
     start = max((i for i, x in enumerate(lines) if _TB_HEAD.search(x)), default=None)
     if start is None:  # a paste that starts among the frames: its trailing block of frames and source lines
         start = len(lines)
-        while start > 0 and (_TB_FRAME.match(lines[start - 1]) or lines[start - 1].startswith((" ", "\t"))):
+        while start > 0 and (TB_FRAME.match(lines[start - 1]) or lines[start - 1].startswith((" ", "\t"))):
             start -= 1
     frames: list[str] = []
     code: list[str] = []
     for x in lines[start:]:
-        m = _TB_FRAME.match(x)
+        m = TB_FRAME.match(x)
         if m:
             frames.append(f"{m['file']}:{m['func'] or '?'}")
         elif frames and x.strip():

@@ -22,7 +22,7 @@ ANSI = lazy(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _START = lazy(r"(Original )?Traceback \(most recent call last\):")
 # `in <module>` pasted into a GitHub issue outside a code block loses its `<module>` (read as an
 # HTML tag) and the indentation: the frame still says file and line.
-_FRAME = lazy(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in\b ?(?P<func>\S*)')
+FRAME = lazy(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in\b ?(?P<func>\S*)')
 _EXC = lazy(
     r"^(?P<type>[A-Za-z_][\w.]*(?:\([\w.]+\))?)(?::\s?(?P<msg>.*))?$"
 )
@@ -102,7 +102,7 @@ def parse_at(lines: list[str], first_line_no: int, source: str, chained: bool = 
             if foreign > 50:
                 return None
             continue
-        fm = _FRAME.match(body)
+        fm = FRAME.match(body)
         if fm:
             frames.append(f"{fm['file']}:{fm['func'] or '?'}")
             continue
