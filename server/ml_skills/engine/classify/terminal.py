@@ -128,13 +128,29 @@ def survived_line(log: LogEvidence, line_no: int, last_prog: int | None) -> bool
     tail = log.tail
     if tail is None or line_no < tail.start_line:
         return True  # the error is older than the tail: far more than a few steps followed
-    after = tail.lines[line_no - tail.start_line + 1 :]
+    at = line_no - tail.start_line + 1
+    reached: float | None = None
     progress = 0
-    for text in after:
+    for text in tail.lines[at:]:
         parsed = parse_line(text)
         # a step counter, or a training loss on a line of its own (Keras' '19/19 - 12s - loss: 0.0809' per epoch)
         if parsed is not None and (parsed[1] is not None or "loss" in parsed[0]):
+            if parsed[1] is not None and _PEER.search(text):
+                reached = _steps_reached(tail.lines[:at]) if reached is None else reached
+                if parsed[1] <= reached:
+                    continue  # a peer rank's late line for a step the run had already reached: catch-up, not progress
             progress += 1
             if progress >= SURVIVED_MIN_PROGRESS:
                 return True
     return False
+
+
+# a line a rank tagged as its own ('rank 1 step 2', '[rank1]:', torchrun's '[default1]:', srun -l's '1: ')
+_PEER = lazy(r"(?i)\brank\s*[:=#]?\s*\d+\b|^\[default\d+\]:|^\d{1,4}: ")
+
+
+def _steps_reached(lines: list[str]) -> float:
+    """The highest step counter printed before a line: a peer's step lines at or below it, printed late (a lagging
+    or buffered logger), are the run catching up on its log, not going on past the line."""
+    steps = [p[1] for x in lines if (p := parse_line(x)) is not None and p[1] is not None]
+    return max(steps, default=float("-inf"))
