@@ -176,11 +176,48 @@ def _resume_point(cls: Classification, facts: list[RunFact], log_target: str) ->
              "and builds the resume command")]
 
 
+# a line that names another file as holding the error's full text: Ray Tune's 'Error file: .../error.txt' and its errored
+# trials' table, Kaldi's 'job failed, log is in exp/.../train.1.log', torchelastic's 'error_file: ...', 'see ... for details'
+_POINTER = lazy(r"(?i)(?:\blogs? (?:is|was|are) (?:in|at|written to)|\berror[_ ]file|\bfailures?|\bsee(?: also)?|\bcheck|"
+                r"\bdetails (?:are )?(?:in|at)|\b(?:written|dumped|saved|stored) (?:to|in|at))\s*[:=]?\s*['\"]?"
+                r"(?P<path>(?:~|\.{1,2})?/?[\w.@+=-]+(?:/[\w.@+=-]+)+\.(?:txt|log|out|err|json))\b"
+                r"|(?P<error>(?:~|\.{1,2})?(?:/[\w.@+=-]+)+/error[\w.-]*\.(?:txt|log|json))\b")
+_POINTED_MAX = 2
+_FAILED = lazy(r"(?i)error|fail|crash|traceback|exception|abort|killed|died")
+
+
+def _pointed_files(logs: list[LogEvidence], decisive: str) -> list[str]:
+    """Read the file the log itself names as holding the error, before anything else: a trial's, a job step's or a worker's
+    own output, which a summary line only points to."""
+    found: dict[str, tuple[str, int]] = {}
+    for log in logs:
+        if log.tail is None:
+            continue
+        for n, line in enumerate(log.tail.lines, log.tail.start_line):
+            if "." not in line or line.lstrip().startswith('File "'):
+                continue
+            for m in _POINTER.finditer(line):
+                path = m.group("path") or m.group("error")
+                if not _FAILED.search(line.replace(path, "")):
+                    continue  # a file the run saved ('tokenizer config saved to ...') is output, not a pointer to an error
+                if path.startswith(("/proc/", "/dev/", "/sys/")) or ("wandb/" in path and "wandb" not in decisive.lower()):
+                    continue  # W&B's own debug log holds the logger's errors, not the run's
+                found.setdefault(path, (Path(log.source).name, n))
+    out: list[str] = []
+    for path, (name, n) in list(found.items())[:_POINTED_MAX]:
+        read = "cat" if path.endswith(".json") else "tail -n 100"
+        where = "" if path.startswith(("/", "~")) else ", from the run's working directory"
+        more = f"; {len(found) - _POINTED_MAX} more named" if len(found) > _POINTED_MAX and not out else ""
+        quoted = "~/" + shlex.quote(path[2:]) if path.startswith("~/") else shlex.quote(path)
+        out.append(f"{read} {quoted}   # {name}:{n} names this file as holding the error's own output{where}{more}")
+    return out
+
+
 def diagnostic_commands(cls: Classification, logs: list[LogEvidence], facts: list[RunFact], log_target: str | None) -> list[str]:
     """Read-only commands that would add the evidence this diagnosis lacks, in the order to run them."""
     decisive = cls.decisive.text if cls.decisive else ""
     tail = _tail(logs)
-    out: list[str] = _native_crash(cls, decisive, tail) + _kill_time(cls, decisive, tail)
+    out: list[str] = _pointed_files(logs, decisive) + _native_crash(cls, decisive, tail) + _kill_time(cls, decisive, tail)
     out += _kubernetes(decisive, tail) + _files(decisive) + _cloud(decisive, tail)
     if cls.primary is FailureClass.CONFIG_ERROR:
         out += _launch_help(decisive, tail, facts)
