@@ -271,10 +271,8 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
                 and not any(t.line_no >= (zero.line_no or 0) for t in ev.tracebacks):
             ev.trajectory.anomalies.append(zero)
     quote_anomaly_lines(ev, reader, {**metric_offsets, **point_offsets})
-    if completed_line is None:  # no message, but the run's own counter reached its configured total
-        completed_line = completion.final_counter(tail_lines, tail_start, reached.line_no if reached else None)
-    if completed_line is None:  # or a summary of the whole run printed after its last step
-        completed_line = completion.summary_after_training(tail_lines, tail_start, reached.line_no if reached else None)
+    if completed_line is None:  # no message, but the run's own shape says it reached its end
+        completed_line = completion.run_end(tail_lines, tail_start, reached.line_no if reached else None)
     if completed_line is not None:
         ev.frameworks["completed-marker"] = completed_line
     elif ev.mtime is not None:
