@@ -141,3 +141,33 @@ def test_a_failure_with_no_later_end_is_still_the_cause(tmp_path):
         subprocess.run([sys.executable, "train.py", "0"], cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, timeout=120, check=False)
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.primary_cause is not None and d.run_status.value == "crashed"
+
+
+def test_launches_that_died_at_start_then_one_that_finished_completed_with_no_cause(tmp_path):
+    """Three launches appended to one log: the first dies compiling a broken module, the second on a missing
+    package, the third (both fixed) trains to its end. Each failure was followed by a relaunch that ran on, so no
+    primary cause is left: the run completed, the earlier failures are contributing."""
+    _write(tmp_path, "train.py", """
+        import sys
+        print("Setting ds_accelerator to cpu (auto detect)", flush=True)
+        from utils import loss_at
+        if len(sys.argv) > 1:
+            import a_package_that_is_not_installed  # noqa: F401
+        for step in range(1, 11):
+            print(f"step {step}/10 loss {loss_at(step):.4f}", flush=True)
+        print("Training completed. train_runtime 0.1 s", flush=True)
+    """)
+    log = tmp_path / "train.log"
+    with open(log, "wb") as out:
+        for utils, args in (("def loss_at(step):\n        return 1.0 / step\n  x = 1\n", ["peft"]),
+                            ("def loss_at(step):\n    return 1.0 / step\n", ["peft"]),
+                            ("def loss_at(step):\n    return 1.0 / step\n", [])):
+            (tmp_path / "utils.py").write_text(utils)
+            subprocess.run([sys.executable, "train.py", *args], cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT,
+                           timeout=120, check=False)
+    text = log.read_text()
+    assert "IndentationError" in text and "ModuleNotFoundError" in text and "Training completed" in text, text
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.run_status.value == "completed", (d.run_status, d.primary_cause)
+    assert d.primary_cause is None, (d.primary_cause, text)
+    assert d.contributing_factors, d.contributing_factors

@@ -128,8 +128,11 @@ def outlived(cls: Classification, status: RunStatus, signals: list[Signal],
     """A failure the run outlived is not its failure: when the log's last attempt ran to its end after every fatal line
     (a resubmission that 'Successfully completed', a restart that printed 'Finished training!'), the earlier attempt's
     class is kept as contributing, and the run has no primary cause. Returns the classification and the outlived class."""
-    terminal = _terminal(signals)
-    if status is not RunStatus.COMPLETED or cls.primary is None or not terminal or not _completed_after(terminal, logs):
+    # the class's own lines, those the run went on past included (a launch that died at import, then one that trained)
+    own = [s for s in signals if s.failure_class is cls.primary and s.role.value in ("cause", "symptom")
+           and s.kind in ("signature", "traceback")]
+    fatal = _terminal(signals) + own
+    if status is not RunStatus.COMPLETED or cls.primary is None or not own or not _completed_after(fatal, logs):
         return cls, None
     why = (f"an earlier attempt failed ({cls.primary.value}) and a later one ran to its end: the run outlived it, so it "
            "is contributing, not the cause")
