@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import logfile
-from ml_skills.engine.analyse import completion, zeroscores
+from ml_skills.engine.analyse import completion, valsize, zeroscores
 from ml_skills.engine.analyse.lastprogress import check_stall, last_progress
 from ml_skills.engine.analyse.points import values_text
 from ml_skills.engine.analyse.trajectories import analyse
@@ -270,6 +270,7 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
         if zero is not None and not any(h.line_no >= (zero.line_no or 0) and h.role is not Role.HINT for h in ev.hits) \
                 and not any(t.line_no >= (zero.line_no or 0) for t in ev.tracebacks):
             ev.trajectory.anomalies.append(zero)
+    valsize.drop_perfect_on_tiny_validation(ev)
     quote_anomaly_lines(ev, reader, {**metric_offsets, **point_offsets})
     if completed_line is None:  # no message, but the run's own shape says it reached its end
         completed_line = completion.run_end(tail_lines, tail_start, reached.line_no if reached else None)
