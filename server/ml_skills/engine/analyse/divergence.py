@@ -240,3 +240,33 @@ def loss_collapsed(points: Sequence[MetricPoint]) -> Anomaly | None:
                 "collapsed and no longer depend on the input - typically a learning rate too high for the model, outputs "
                 "on the wrong scale, or labels the loss cannot reach"),
     )
+
+
+COLLAPSE_TO = 0.2  # training accuracy under a fifth of its level (10 classes: from 90% to chance)...
+COLLAPSE_STAYS = 0.3  # ...and never back above 30% of it
+COLLAPSE_LEVEL = 0.3  # the level a run must have reached (of 1, or of 100) for its fall to mean anything
+
+
+def accuracy_collapse(points: Sequence[MetricPoint]) -> Anomaly | None:
+    """Training accuracy that falls from the level it had reached to near nothing in one logging interval and stays
+    there: the weights were wrecked by an update (a loss that can reward a degenerate solution, a too-large step),
+    whether or not the loss shows it (a distillation or contrastive loss may even fall). Needs three points before
+    the fall and one after it, so it reads a pasted excerpt too."""
+    s = [(p, p.values["acc"]) for p in points if "acc" in p.values and finite(p.values["acc"])]
+    if len(s) < 5:
+        return None
+    scale = 100.0 if max(v for _, v in s) > 1.0 else 1.0
+    high_after = list(itertools.accumulate((v for _, v in reversed(s)), max))[::-1]  # max of s[i:]
+    for i in range(3, len(s) - 1):
+        level = statistics.median(v for _, v in s[max(0, i - 10):i])
+        p, v = s[i]
+        if level >= COLLAPSE_LEVEL * scale and v < COLLAPSE_TO * level and high_after[i] < COLLAPSE_STAYS * level:
+            return Anomaly(
+                kind=AnomalyKind.ACCURACY_COLLAPSE, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE,
+                severity=Severity.CRITICAL, source=p.source, line_no=p.line_no, step=p.step,
+                detail=(f"training accuracy fell from {level:.4g} to {v:.4g} at {at(p)} (line {p.line_no}) and stayed "
+                        f"under {high_after[i]:.4g} for the next {len(s) - i - 1} logged values: the training collapsed "
+                        "(an update wrecked the weights: a learning rate too high for this phase, no gradient clipping, "
+                        "or a loss a degenerate solution can satisfy)"),
+            )
+    return None

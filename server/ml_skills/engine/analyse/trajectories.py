@@ -11,7 +11,14 @@ import itertools
 import statistics
 from collections.abc import Sequence
 
-from ml_skills.engine.analyse.divergence import loss_absurd, loss_blowup, loss_collapsed, loss_frozen, loss_jump
+from ml_skills.engine.analyse.divergence import (
+    accuracy_collapse,
+    loss_absurd,
+    loss_blowup,
+    loss_collapsed,
+    loss_frozen,
+    loss_jump,
+)
 from ml_skills.engine.analyse.points import at, iterations_before, trailing_run
 from ml_skills.engine.analyse.points import finite as _finite
 from ml_skills.engine.analyse.points import fmt as _fmt
@@ -449,7 +456,8 @@ def _detect(points: Sequence[MetricPoint], exact_nan: MetricPoint | None, exact_
     # a grad-norm jump just before the NaN is the NaN's precursor, cited in its finding with its numbers: one event,
     # not a second failure competing with it (the same history gives the same answer from a log or a tracker)
     spike = None if nan is not None and PRECURSOR_WORDS in nan.detail else _grad_spike(points, exact_grad_max)
-    for det in (spike, blowup, _throughput_collapse(points)):
+    collapse = None if nan or blowup else accuracy_collapse(points)
+    for det in (spike, blowup, collapse, _throughput_collapse(points)):
         if det:
             anomalies.append(det)
     anomalies.extend(_train_val(points, task))

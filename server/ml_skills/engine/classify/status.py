@@ -55,7 +55,7 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
     completed = any("completed-marker" in log.frameworks for log in logs)
     kinds = {a.kind for log in logs for a in log.trajectory.anomalies} | {a.kind for s in sources for a in s.signals}
     if cls.primary in (FailureClass.NAN_INF, FailureClass.OPTIMIZATION_DIVERGENCE) and (
-        kinds & {AnomalyKind.NAN_ONSET, AnomalyKind.LOSS_BLOWUP} or cls.primary is FailureClass.NAN_INF
+        kinds & {AnomalyKind.NAN_ONSET, AnomalyKind.LOSS_BLOWUP, AnomalyKind.ACCURACY_COLLAPSE} or cls.primary is FailureClass.NAN_INF
     ):
         # a NaN guard or a framework check that raised ended the process; a loss that went NaN and ran on did not
         return RunStatus.CRASHED if _raised(logs) else _after_nan(logs)

@@ -29,7 +29,7 @@ _SPACE_PAIR = lazy(r"\b(?P<key>step|iter|iteration|epoch|Epoch|Step|Iter|Iterati
 # `loss 2.31`, `train loss is 0.4`: matched on the lower-cased line, from the literal (the word before is checked after)
 _WORD_NUM = lazy(r"loss\s+(?:is\s+)?(?P<val>" + _NUM.lower() + r")(?!\w|\.\d)")
 _WORD_BEFORE = {"train ": "loss", "val ": "val_loss", "valid ": "val_loss", "eval ": "val_loss", "test ": "val_loss"}
-_NAMED_NUM = lazy(r"(?:^|[\s|,;(\[])(?P<key>[A-Za-z][\w/.]*)\s+(?P<val>" + _NUM + r")(?=[\s,|;)\]]|$)")
+_NAMED_NUM = lazy(r"(?:^|[\s|,;(\[])(?P<key>[A-Za-z][\w/.]*(?:@\d)?)\s+(?P<val>" + _NUM + r")(?=[\s,|;)\]]|$)")
 _TQDM = lazy(r"(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[(?P<elapsed>[\d:]+)<(?P<eta>[\d:?]+),\s*(?P<rate>\d+(?:\.\d+)?)\s*(?P<unit>[a-zA-Z/]+)(?P<rest>[^\]]*)\]")
 _TIMESTAMP = lazy(
     r"(?P<y>20\d\d)[-/](?P<mo>\d\d)[-/](?P<d>\d\d)[ T_](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d{1,6}))?"
