@@ -71,3 +71,11 @@ def test_a_file_the_run_saved_is_not_a_pointer_to_its_error(tmp_path):
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert "FileNotFoundError" in log.read_text()
     assert not any("tokenizer_config.json" in c for c in d.next_commands), d.next_commands
+
+
+def test_a_bare_log_name_a_job_wrapper_points_to_is_read_from_the_run_directory():
+    """Kaldi's queue.pl names the job's own log by a bare file name (corpus 744, verbatim from its public report)."""
+    log = next((Path(__file__).parents[1] / "corpus").glob("744-*/train.log"))
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.next_commands and d.next_commands[0].startswith("tail -n 100 sge.log   # "), d.next_commands
+    assert "from the run's working directory" in d.next_commands[0]

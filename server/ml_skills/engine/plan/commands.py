@@ -180,7 +180,7 @@ def _resume_point(cls: Classification, facts: list[RunFact], log_target: str) ->
 # trials' table, Kaldi's 'job failed, log is in exp/.../train.1.log', torchelastic's 'error_file: ...', 'see ... for details'
 _POINTER = lazy(r"(?i)(?:\blogs? (?:is|was|are) (?:in|at|written to)|\berror[_ ]file|\bfailures?|\bsee(?: also)?|\bcheck|"
                 r"\bdetails (?:are )?(?:in|at)|\b(?:written|dumped|saved|stored) (?:to|in|at))\s*[:=]?\s*['\"]?"
-                r"(?P<path>(?:~|\.{1,2})?/?[\w.@+=-]+(?:/[\w.@+=-]+)+\.(?:txt|log|out|err|json))\b"
+                r"(?P<path>(?:~|\.{1,2})?/?[\w.@+=-]+(?:/[\w.@+=-]+)*\.(?:txt|log|out|err|json))\b"
                 r"|(?P<error>(?:~|\.{1,2})?(?:/[\w.@+=-]+)+/error[\w.-]*\.(?:txt|log|json))\b")
 _POINTED_MAX = 2
 _FAILED = lazy(r"(?i)error|fail|crash|traceback|exception|abort|killed|died")
