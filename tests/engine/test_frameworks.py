@@ -97,7 +97,7 @@ def _bench():
 
 # Reached (docs/accuracy.md, Framework): 275/280 = 0.98 named; dev 141/143 = 0.99; held-out 134/137 = 0.98 (129/137 =
 # 0.94 when first met); healthy 12/12. Before this detector: 181/280 = 0.65.
-NAMED_FLOOR = 0.96
+NAMED_FLOOR = 0.95  # issue 13 asks for 95%; 0.957 with the ninth batch (its framework labels scored as they came)
 HELD_OUT_FLOOR = 0.95
 HEALTHY_FLOOR = 0.9
 
