@@ -12,10 +12,20 @@ pattern's own method. A pattern that is never used is never compiled.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, cast
 
 _BOUND = ("search", "match", "fullmatch", "finditer", "findall", "sub", "subn", "split", "scanner",
           "pattern", "flags", "groups", "groupindex")
+
+
+_compile: Callable[[Any, int], re.Pattern[Any]] = re.compile
+
+
+def use_compiler(compile_: Callable[[Any, int], re.Pattern[Any]]) -> None:
+    """Compile every pattern from now on with `compile_`, which must give what re.compile gives (catalog/recache.py)."""
+    global _compile
+    _compile = compile_
 
 
 class LazyPattern:
@@ -25,7 +35,7 @@ class LazyPattern:
         self._source = (pattern, flags)
 
     def compiled(self) -> re.Pattern[Any]:
-        rx = re.compile(*self._source)
+        rx = _compile(*self._source)
         for name in _BOUND:
             setattr(self, name, getattr(rx, name))
         return rx
