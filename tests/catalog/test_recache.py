@@ -89,3 +89,9 @@ def test_the_cli_writes_the_programs_and_reports_the_same_with_them(tmp_path: Pa
     (kept,) = (tmp_path / "cache").glob("re-*.json")
     assert len(json.loads(diskcache.read(kept, recache._KEY, recache.MAGIC) or b"{}")) > 20
     assert run("b") == cold
+
+
+def test_a_bad_pattern_raises_re_error_as_re_compile_does(cache: Path) -> None:
+    with pytest.raises(re.error):
+        recache.compile(r"(unclosed", 0)
+    assert recache._new == {}

@@ -83,12 +83,16 @@ def compile(pattern: Any, flags: int = 0) -> re.Pattern[Any]:
     if e is not None:
         with contextlib.suppress(Exception):  # a program _sre refuses: compile the pattern again
             return _sre.compile(pattern, e[0], e[1], e[2], e[3], tuple(e[4]))
-    rx = re.compile(pattern, flags)
-    if len(_entries()) + len(_new) < MAX_ENTRIES:
-        with contextlib.suppress(Exception):  # keeping it is an optimisation only
-            _new[name] = program(pattern, flags)
-            if len(_new) == 1:
-                atexit.register(save)
+    if len(_entries()) + len(_new) >= MAX_ENTRIES:
+        return re.compile(pattern, flags)
+    try:  # compiled once, the way re.compile does, keeping the program on the way
+        e = program(pattern, flags)
+        rx = _sre.compile(pattern, e[0], e[1], e[2], e[3], tuple(e[4]))
+    except Exception:  # noqa: BLE001 - a bad pattern raises re.error from re.compile itself, as it would have
+        return re.compile(pattern, flags)
+    _new[name] = e
+    if len(_new) == 1:
+        atexit.register(save)
     return rx
 
 
