@@ -66,7 +66,7 @@ def test_a_damaged_file_or_a_program_sre_refuses_means_re_compile(cache: Path, m
     f.write_bytes(f.read_bytes()[:-20])  # truncated: the seal no longer matches
     _fresh_process(monkeypatch)
     assert recache.compile(pat, 0) == re.compile(pat) and len(recache._new) == 1  # compiled again, noted again
-    bogus = {recache._name(pat, 0): [0, [999, 1, 2], 2, {"key": 1, "val": 2}, [None, "key", "val"]]}
+    bogus = {recache._name(pat, 0): recache._packed([0, [999, 1, 2], 2, {"key": 1, "val": 2}, [None, "key", "val"]])}
     diskcache.write(f, recache._KEY, json.dumps(bogus).encode(), recache.MAGIC, recache.KEEP)
     _fresh_process(monkeypatch)
     rx = recache.compile(pat, 0)

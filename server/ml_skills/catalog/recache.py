@@ -14,16 +14,18 @@ different `re`, or any refusal means `re.compile`, never a failure.
 from __future__ import annotations
 
 import atexit
+import base64
 import contextlib
 import hashlib
 import json
 import re
 import sys
+from array import array
 from typing import Any
 
 from ml_skills.catalog import diskcache
 
-MAGIC = b"MLSKRE1\n"
+MAGIC = b"MLSKRE2\n"
 KEEP = 4  # files kept: one per Python build in use
 MAX_ENTRIES = 4000  # a bound on the file; past it new patterns are compiled each time
 
@@ -35,6 +37,8 @@ try:
     from re import _compiler, _parser  # type: ignore[attr-defined]  # re's own modules (Python 3.11+)
 
     _KEY = hashlib.sha256(f"{sys.version}\0{sys.implementation.cache_tag}\0{_sre.MAGIC}\0{_sre.CODESIZE}".encode()).hexdigest()[:40]
+    if array("I").itemsize != _sre.CODESIZE:  # pragma: no cover - the code is kept as an array of that width
+        _KEY = ""
 except (ImportError, AttributeError):  # pragma: no cover - another implementation of `re`
     _KEY = ""
 
@@ -63,6 +67,15 @@ def _name(pattern: str | bytes, flags: int) -> str:
     return f"{kind}{int(flags)}:{text}"
 
 
+def _packed(e: list[Any]) -> list[Any]:
+    """The code as base64 of its array of words: parsed as one string, 3-4x faster than a JSON list of integers."""
+    return [e[0], base64.b64encode(array("I", e[1]).tobytes()).decode("ascii"), *e[2:]]
+
+
+def _code(packed: str) -> list[int]:
+    return array("I", base64.b64decode(packed, validate=True)).tolist()
+
+
 def program(pattern: str | bytes, flags: int) -> list[Any]:
     """What `re.compile` hands `_sre.compile` for this pattern: [flags, code, groups - 1, groupindex, indexgroup]."""
     p = _parser.parse(pattern, flags)
@@ -82,7 +95,7 @@ def compile(pattern: Any, flags: int = 0) -> re.Pattern[Any]:
     e = _entries().get(name)
     if e is not None:
         with contextlib.suppress(Exception):  # a program _sre refuses: compile the pattern again
-            return _sre.compile(pattern, e[0], e[1], e[2], e[3], tuple(e[4]))
+            return _sre.compile(pattern, e[0], _code(e[1]), e[2], e[3], tuple(e[4]))
     if len(_entries()) + len(_new) >= MAX_ENTRIES:
         return re.compile(pattern, flags)
     try:  # compiled once, the way re.compile does, keeping the program on the way
@@ -90,7 +103,7 @@ def compile(pattern: Any, flags: int = 0) -> re.Pattern[Any]:
         rx = _sre.compile(pattern, e[0], e[1], e[2], e[3], tuple(e[4]))
     except Exception:  # noqa: BLE001 - a bad pattern raises re.error from re.compile itself, as it would have
         return re.compile(pattern, flags)
-    _new[name] = e
+    _new[name] = _packed(e)
     if len(_new) == 1:
         atexit.register(save)
     return rx
