@@ -392,16 +392,23 @@ def check_failed_run(args: argparse.Namespace) -> int:
 
 
 def _warm_cache() -> int:
+    from ml_skills import lazyre
+    from ml_skills.catalog import recache
+    from ml_skills.engine import attempts, pipeline  # noqa: F401 - imported for the lazy patterns they define
     from ml_skills.engine.read import dbcache, scan
+    from ml_skills.render import text  # noqa: F401
 
     scan.warm_cache()
+    lazyre.use_compiler(recache.compile)  # and the engine's regular expressions, kept as re programs
+    lazyre.compile_all()
+    kept = recache.save()
     where = dbcache.cache_dir()
     n = len(list(where.glob("hs-*.db"))) if where.is_dir() else 0
     if n == 0:
         print(f"ml-skills: error: could not write the pattern cache in {where}; every run compiles its patterns "
               "(about 0.5 s): set ML_SKILLS_CACHE to a writable directory", file=sys.stderr)
         return 2
-    print(f"ml-skills: {n} compiled pattern databases in {where}")
+    print(f"ml-skills: {n} compiled pattern databases and {kept} regular-expression programs in {where}")
     return 0
 
 

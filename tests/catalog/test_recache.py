@@ -95,3 +95,13 @@ def test_a_bad_pattern_raises_re_error_as_re_compile_does(cache: Path) -> None:
     with pytest.raises(re.error):
         recache.compile(r"(unclosed", 0)
     assert recache._new == {}
+
+
+def test_warm_cache_keeps_the_programs_of_every_pattern_the_engine_defines(tmp_path: Path) -> None:
+    env = {**os.environ, "ML_SKILLS_CACHE": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-m", "ml_skills.cli", "--warm-cache"], env=env, capture_output=True, text=True,
+                       timeout=120, check=False)
+    assert r.returncode == 0 and "regular-expression programs" in r.stdout, r.stderr[-2000:]
+    (kept,) = tmp_path.glob("re-*.json")
+    programs = json.loads(diskcache.read(kept, recache._KEY, recache.MAGIC) or b"{}")
+    assert len(programs) >= 200  # every lazy pattern the engine, the redaction and the renderers define

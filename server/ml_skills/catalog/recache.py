@@ -109,13 +109,15 @@ def compile(pattern: Any, flags: int = 0) -> re.Pattern[Any]:
     return rx
 
 
-def save() -> None:
-    """Add the programs compiled in this process to the file (merged with what another process wrote meanwhile)."""
-    if not _new:
-        return
+def save() -> int:
+    """Add the programs compiled in this process to the file (merged with what another process wrote meanwhile);
+    how many programs the file holds then (0 when it could not be written)."""
     global _loaded
+    if not _new:
+        return len(_entries())
     _loaded = None
     merged = {**_entries(), **_new}
     _new.clear()
     diskcache.write(_path(), _KEY, json.dumps(merged, separators=(",", ":")).encode(), MAGIC, KEEP)
-    _loaded = merged
+    _loaded = None
+    return len(_entries())
