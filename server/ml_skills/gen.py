@@ -163,14 +163,24 @@ SHIPPED = "server/ml_skills/shipped"
 """Package data the MCP resources serve (mcp_tools/resources.py); in a wheel it is inside ml_skills."""
 
 
-def tool_reference() -> str:
-    """docs/tools.md, from `python -m ml_skills.mcp_tools.reference` in a child process on this same code."""
+def _child(cmd: list[str], what: str) -> str:
+    """What `python -m MODULE` prints, run in a child process on this same code (the generator imports no face)."""
     env = {**os.environ, "PYTHONIOENCODING": "utf-8",
            "PYTHONPATH": os.pathsep.join(p for p in (str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")) if p)}
-    out = subprocess.run([sys.executable, "-m", "ml_skills.mcp_tools.reference"], env=env, capture_output=True, timeout=300, check=False)
+    out = subprocess.run(cmd, env=env, capture_output=True, timeout=300, check=False)
     if out.returncode != 0:
-        raise RuntimeError("the tool reference could not be built: " + out.stderr.decode("utf-8", "replace")[-2000:])
+        raise RuntimeError(f"{what} could not be built: " + out.stderr.decode("utf-8", "replace")[-2000:])
     return out.stdout.decode("utf-8")
+
+
+def tool_reference() -> str:
+    """docs/tools.md, from `python -m ml_skills.mcp_tools.reference`."""
+    return _child([sys.executable, "-m", "ml_skills.mcp_tools.reference"], "the tool reference")
+
+
+def tool_listing() -> str:
+    """server/ml_skills/mcp_tools/tools.json, what the server's tools/list serves (mcp_tools/listing.py)."""
+    return _child([sys.executable, "-m", "ml_skills.mcp_tools.listing"], "the tool listing")
 
 
 def outputs() -> dict[str, str]:
@@ -179,6 +189,7 @@ def outputs() -> dict[str, str]:
     skill = CHECKOUT / "skills" / "check-failed-run"
     return {
         "docs/tools.md": tool_reference(),
+        "server/ml_skills/mcp_tools/tools.json": tool_listing(),
         "references/schemas.md": schemas_markdown(),
         "references/vocabulary.md": vocabulary_markdown(),
         "references/failure-taxonomy.md": tax,

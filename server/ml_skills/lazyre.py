@@ -12,10 +12,21 @@ pattern's own method. A pattern that is never used is never compiled.
 from __future__ import annotations
 
 import re
+import weakref
+from collections.abc import Callable
 from typing import Any, cast
 
 _BOUND = ("search", "match", "fullmatch", "finditer", "findall", "sub", "subn", "split", "scanner",
           "pattern", "flags", "groups", "groupindex")
+
+
+_compile: Callable[[Any, int], re.Pattern[Any]] = re.compile
+
+
+def use_compiler(compile_: Callable[[Any, int], re.Pattern[Any]]) -> None:
+    """Compile every pattern from now on with `compile_`, which must give what re.compile gives (catalog/recache.py)."""
+    global _compile
+    _compile = compile_
 
 
 class LazyPattern:
@@ -23,9 +34,10 @@ class LazyPattern:
 
     def __init__(self, pattern: Any, flags: int = 0) -> None:
         self._source = (pattern, flags)
+        _made.add(self)
 
     def compiled(self) -> re.Pattern[Any]:
-        rx = re.compile(*self._source)
+        rx = _compile(*self._source)
         for name in _BOUND:
             setattr(self, name, getattr(rx, name))
         return rx
@@ -37,6 +49,17 @@ class LazyPattern:
 
     def __repr__(self) -> str:
         return f"lazy({self._source[0]!r})"
+
+
+_made: weakref.WeakSet[LazyPattern] = weakref.WeakSet()
+
+
+def compile_all() -> int:
+    """Compile every lazy pattern made so far and not yet used (`ml-skills --warm-cache`); how many."""
+    todo = [p for p in list(_made) if "search" not in vars(p)]
+    for p in todo:
+        p.compiled()
+    return len(todo)
 
 
 def lazy(pattern: Any, flags: int = 0) -> re.Pattern[Any]:

@@ -15,10 +15,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ml_skills.collectors.artifacts import _LOG as LOG_NAME
+from ml_skills.lazyre import lazy
 
 MAX_ENTRIES = 2_000  # per directory looked into below a run
 
-_ATTEMPT = re.compile(r"(?i)(?:^|[-_.])(?:attempt|retry|restart|resubmit|rerun|try)[-_.]?(\d+)(?=$|[-_.])")
+_ATTEMPT = lazy(r"(?i)(?:^|[-_.])(?:attempt|retry|restart|resubmit|rerun|try)[-_.]?(\d+)(?=$|[-_.])")
 
 
 def split_name(name: str) -> tuple[str, int]:
@@ -110,18 +111,18 @@ CHUNK = 1024 * 1024
 
 # torchelastic's agent, each time a worker group fails (torch/distributed/elastic/multiprocessing/api.py), whether
 # it then restarts the group or gives up: "failed (exitcode: -9) local_rank: 0 (pid: 25689) of binary: /usr/bin/python"
-_ELASTIC_FAILED = re.compile(rb"failed \(exitcode: -?\d+\) local_rank: \d+ \(pid: \d+\) of binary")
+_ELASTIC_FAILED = lazy(rb"failed \(exitcode: -?\d+\) local_rank: \d+ \(pid: \d+\) of binary")
 # what the launcher raises when it gives up: after it, nothing else ran
-_ELASTIC_GAVE_UP = re.compile(rb"ChildFailedError")
+_ELASTIC_GAVE_UP = lazy(rb"ChildFailedError")
 # LSF's job report below a job's output (bsub -o appends every job to one file): its verdict line ends that job, so
 # a resubmitted job's output follows the earlier job's report (corpus 451, 560). Reports printed above their output
 # ('The output (if any) follows:') are not split: the verdict would fall before the job it closes.
 REPORT_END = r"^(Exited with exit code \d+\.|Exited with signal termination: \w+\.?|Successfully completed\.)\s*$"
-_REPORT_END = re.compile(REPORT_END.encode())
-_REPORT_END_ANY = re.compile(REPORT_END.encode(), re.MULTILINE)
-_REPORT_ABOVE = re.compile(rb"^The output \(if any\) follows:", re.MULTILINE)
+_REPORT_END = lazy(REPORT_END.encode())
+_REPORT_END_ANY = lazy(REPORT_END.encode(), re.MULTILINE)
+_REPORT_ABOVE = lazy(rb"^The output \(if any\) follows:", re.MULTILINE)
 # the rest of such a report after its verdict: usage figures, the closing sentence, rules and blank lines
-_REPORT_REST = re.compile(rb"^\s*(Resource usage summary:|[A-Z][\w ]+ :\s.*|The output \(if any\) is above this job summary\.|"
+_REPORT_REST = lazy(rb"^\s*(Resource usage summary:|[A-Z][\w ]+ :\s.*|The output \(if any\) is above this job summary\.|"
                           rb"Read file <.*> for std\w+ output of this job\.|PS:|-{10,})?\s*$")
 
 

@@ -15,6 +15,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ml_skills import __version__, targets
 from ml_skills.errors import MLSkillsError
@@ -46,12 +47,29 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def build_server(args: argparse.Namespace):  # -> MCPServer; SDK imported here so --help stays fast
+class _AuditRejected:
+    """mcp_tools/actions.py's AuditRejected middleware, imported at the first tools/call (not to list the tools)."""
+
+    def __init__(self, known: set[str]) -> None:
+        self.known = known
+        self._inner: Any = None
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        if ctx.method != "tools/call":
+            return await call_next(ctx)
+        if self._inner is None:
+            from ml_skills.mcp_tools.actions import AuditRejected
+
+            self._inner = AuditRejected(self.known)
+        return await self._inner(ctx, call_next)
+
+
+def build_server(args: argparse.Namespace, listed: bool = True):  # -> MCPServer; SDK imported here so --help stays fast
+    """`listed`: list the tools from the listing written at build time (mcp_tools/listing.py), build each at its first
+    call; else build every tool now (what the listing is generated from)."""
     from mcp.server.mcpserver import MCPServer
 
-    from ml_skills.mcp_tools import common, resources
-    from ml_skills.mcp_tools.actions import AuditRejected
-    from ml_skills.mcp_tools.registry import tool_functions
+    from ml_skills.mcp_tools import common, listing, resources
     from ml_skills.policy import rules
     from ml_skills.policy.audit import AuditLog
     from ml_skills.safety.paths import normalise_roots
@@ -62,11 +80,15 @@ def build_server(args: argparse.Namespace):  # -> MCPServer; SDK imported here s
     out_dir = Path(args.out_dir).resolve() if args.out_dir else roots[0]
     audit = AuditLog(Path(args.audit_log) if args.audit_log else Path.home() / ".ml-skills" / "audit.jsonl")
     common.configure(common.ServerConfig(roots=roots, out_dir=out_dir, policy=rules.load(args.policy), audit=audit))
-    tools = [common.build(fn) for fn in tool_functions()]
+    tools = listing.listed_tools() if listed else None
+    if tools is None:  # no listing file in this installation: build every tool now
+        from ml_skills.mcp_tools.registry import tool_functions
+
+        tools = [common.build(fn) for fn in tool_functions()]
     mcp = MCPServer("ml-skills", version=__version__, instructions=INSTRUCTIONS, tools=tools, log_level="WARNING")
     common.redact_logs()  # the SDK has configured its stderr handler: strip and redact what goes through it
     # Outermost, so even calls the SDK itself refuses (a request state replayed for other arguments) are audited.
-    mcp.middleware.insert(0, AuditRejected({t.name for t in tools}))
+    mcp.middleware.insert(0, _AuditRejected({t.name for t in tools}))
     mcp.middleware.insert(0, common.RedactOutput())  # outermost of all: the last step of every answer
     resources.register(mcp)
     return mcp

@@ -46,7 +46,7 @@ _SHARED = {"status", "truncated", "redactions", "stripped_chars", "marker", "not
 def _listing() -> tuple[list[Any], list[Any], list[Any], Any]:
     from ml_skills.mcp_tools.app import build_parser, build_server
 
-    mcp = build_server(build_parser().parse_args(["--audit-log", os.devnull]))
+    mcp = build_server(build_parser().parse_args(["--audit-log", os.devnull]), listed=False)  # from the code, not tools.json
     return anyio.run(mcp.list_tools), anyio.run(mcp.list_resources), anyio.run(mcp.list_prompts), build_parser()
 
 

@@ -12,27 +12,28 @@ from __future__ import annotations
 import hashlib
 import re
 
+from ml_skills.lazyre import lazy
 from ml_skills.models import Diagnosis
 
 MAX_LINE = 240
 
 _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\b\d{4}[-/]\d\d[-/]\d\d(?:[ T_]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?)?"), "<time>"),
-    (re.compile(r"\b\d\d:\d\d:\d\d(?:[.,]\d+)?\b"), "<time>"),
-    (re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE), "<url>"),
-    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE), "<id>"),
-    (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), "<ip>"),
-    (re.compile(r"\[[0-9a-f:]*:[0-9a-f:]+\](?::\d+)?", re.IGNORECASE), "<ip>"),
-    (re.compile(r"(?:(?<=[\s'\"(=:,\[])|^)(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:/[^\s'\"(),:\[\]]+)+/?"), "<path>"),
-    (re.compile(r"\b0x[0-9a-f]+\b", re.IGNORECASE), "<hex>"),
-    (re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s*(?:[KMGTP]i?B|bytes)\b"), "<size>"),  # 2.00 GiB and 512.00 MiB: one OOM
-    (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b", re.IGNORECASE), "<hex>"),
-    (re.compile(r"\b(?:[a-z][\w-]*\.)+(?:com|net|org|io|internal|local|lan|cluster|svc|compute)\b", re.IGNORECASE), "<host>"),
+    (lazy(r"\b\d{4}[-/]\d\d[-/]\d\d(?:[ T_]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?)?"), "<time>"),
+    (lazy(r"\b\d\d:\d\d:\d\d(?:[.,]\d+)?\b"), "<time>"),
+    (lazy(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE), "<url>"),
+    (lazy(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE), "<id>"),
+    (lazy(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), "<ip>"),
+    (lazy(r"\[[0-9a-f:]*:[0-9a-f:]+\](?::\d+)?", re.IGNORECASE), "<ip>"),
+    (lazy(r"(?:(?<=[\s'\"(=:,\[])|^)(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:/[^\s'\"(),:\[\]]+)+/?"), "<path>"),
+    (lazy(r"\b0x[0-9a-f]+\b", re.IGNORECASE), "<hex>"),
+    (lazy(r"(?<![\w.])\d+(?:\.\d+)?\s*(?:[KMGTP]i?B|bytes)\b"), "<size>"),  # 2.00 GiB and 512.00 MiB: one OOM
+    (lazy(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b", re.IGNORECASE), "<hex>"),
+    (lazy(r"\b(?:[a-z][\w-]*\.)+(?:com|net|org|io|internal|local|lan|cluster|svc|compute)\b", re.IGNORECASE), "<host>"),
 )
-_KEEP = re.compile(r"\b(?:b?float|u?int|fp|bf|tf|complex|sm_|cuda|py)\d+\b", re.IGNORECASE)
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-_SPACE = re.compile(r"\s+")
-_PRIVATE = re.compile("[\ue000-\uf8ff]")
+_KEEP = lazy(r"\b(?:b?float|u?int|fp|bf|tf|complex|sm_|cuda|py)\d+\b", re.IGNORECASE)
+_NUMBER = lazy(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_SPACE = lazy(r"\s+")
+_PRIVATE = lazy("[\ue000-\uf8ff]")
 
 
 def normalise(line: str) -> str:

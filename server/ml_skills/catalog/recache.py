@@ -1,0 +1,123 @@
+"""Python's compiled regular expressions, kept between processes of the CLI.
+
+A one-shot diagnosis of an everyday log compiles about 70 of the engine's lazy patterns (lazyre.py): 15-20 ms of a
+0.35 s run, nearly all of it in `re`'s parser and code generator, which give the same program for the same pattern
+on the same Python every time. That program (a list of integers, with the pattern's flags and groups) is what
+`_sre.compile` turns into a pattern object, so it is kept in a sealed file of the cache directory
+(catalog/diskcache.py), named by the Python build and `_sre`'s version: a pattern found there is made by
+`_sre.compile` from its program, which gives the very object `re.compile` gives; any other is compiled by
+`re.compile` and its program added to the file when the process exits. `_sre` checks every program it is given
+and refuses a malformed one; a file that is damaged, foreign or not trusted, a Python without `_sre` or with a
+different `re`, or any refusal means `re.compile`, never a failure.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import contextlib
+import hashlib
+import json
+import re
+import sys
+from array import array
+from typing import Any
+
+from ml_skills.catalog import diskcache
+
+MAGIC = b"MLSKRE2\n"
+KEEP = 4  # files kept: one per Python build in use
+MAX_ENTRIES = 4000  # a bound on the file; past it new patterns are compiled each time
+
+_loaded: dict[str, list[Any]] | None = None
+_new: dict[str, list[Any]] = {}
+
+try:
+    import _sre
+    from re import _compiler, _parser  # type: ignore[attr-defined]  # re's own modules (Python 3.11+)
+
+    _KEY = hashlib.sha256(f"{sys.version}\0{sys.implementation.cache_tag}\0{_sre.MAGIC}\0{_sre.CODESIZE}".encode()).hexdigest()[:40]
+    if array("I").itemsize != _sre.CODESIZE:  # pragma: no cover - the code is kept as an array of that width
+        _KEY = ""
+except (ImportError, AttributeError):  # pragma: no cover - another implementation of `re`
+    _KEY = ""
+
+
+def _path() -> Any:
+    return diskcache.cache_dir() / f"re-{_KEY}.json"
+
+
+def _entries() -> dict[str, list[Any]]:
+    global _loaded
+    if _loaded is None:
+        _loaded = {}
+        payload = diskcache.read(_path(), _KEY, MAGIC)
+        if payload is not None:
+            try:
+                data = json.loads(payload)
+                _loaded = data if isinstance(data, dict) else {}
+            except ValueError:
+                pass
+    return _loaded
+
+
+def _name(pattern: str | bytes, flags: int) -> str:
+    kind = "b" if isinstance(pattern, bytes) else "s"
+    text = pattern.decode("latin-1") if isinstance(pattern, bytes) else pattern
+    return f"{kind}{int(flags)}:{text}"
+
+
+def _packed(e: list[Any]) -> list[Any]:
+    """The code as base64 of its array of words: parsed as one string, 3-4x faster than a JSON list of integers."""
+    return [e[0], base64.b64encode(array("I", e[1]).tobytes()).decode("ascii"), *e[2:]]
+
+
+def _code(packed: str) -> list[int]:
+    return array("I", base64.b64decode(packed, validate=True)).tolist()
+
+
+def program(pattern: str | bytes, flags: int) -> list[Any]:
+    """What `re.compile` hands `_sre.compile` for this pattern: [flags, code, groups - 1, groupindex, indexgroup]."""
+    p = _parser.parse(pattern, flags)
+    groupindex = dict(p.state.groupdict)
+    indexgroup: list[str | None] = [None] * p.state.groups
+    for k, i in groupindex.items():
+        indexgroup[i] = k
+    return [flags | p.state.flags, _compiler._code(p, flags), p.state.groups - 1, groupindex, indexgroup]
+
+
+def compile(pattern: Any, flags: int = 0) -> re.Pattern[Any]:
+    """`re.compile(pattern, flags)`, from the kept program when there is one."""
+    flags = int(flags)
+    if not _KEY or not isinstance(pattern, (str, bytes)) or flags & re.DEBUG:
+        return re.compile(pattern, flags)
+    name = _name(pattern, flags)
+    e = _entries().get(name)
+    if e is not None:
+        with contextlib.suppress(Exception):  # a program _sre refuses: compile the pattern again
+            return _sre.compile(pattern, e[0], _code(e[1]), e[2], e[3], tuple(e[4]))
+    if len(_entries()) + len(_new) >= MAX_ENTRIES:
+        return re.compile(pattern, flags)
+    try:  # compiled once, the way re.compile does, keeping the program on the way
+        e = program(pattern, flags)
+        rx = _sre.compile(pattern, e[0], e[1], e[2], e[3], tuple(e[4]))
+    except Exception:  # noqa: BLE001 - a bad pattern raises re.error from re.compile itself, as it would have
+        return re.compile(pattern, flags)
+    _new[name] = _packed(e)
+    if len(_new) == 1:
+        atexit.register(save)
+    return rx
+
+
+def save() -> int:
+    """Add the programs compiled in this process to the file (merged with what another process wrote meanwhile);
+    how many programs the file holds then (0 when it could not be written)."""
+    global _loaded
+    if not _new:
+        return len(_entries())
+    _loaded = None
+    merged = {**_entries(), **_new}
+    _new.clear()
+    diskcache.write(_path(), _KEY, json.dumps(merged, separators=(",", ":")).encode(), MAGIC, KEEP)
+    _loaded = None
+    return len(_entries())

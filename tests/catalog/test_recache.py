@@ -1,0 +1,107 @@
+"""Compiled `re` programs kept between CLI runs (catalog/recache.py, issue 17): the same pattern objects, only faster.
+
+Patterns are compared with `==`, which for compiled patterns compares their flags, source and compiled code."""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ml_skills.catalog import diskcache, recache
+from ml_skills.lazyre import LazyPattern
+
+ROOT = Path(__file__).resolve().parents[2]
+MODULES = ("ml_skills.engine.pipeline", "ml_skills.engine.attempts", "ml_skills.safety.redact", "ml_skills.render.text",
+           "ml_skills.collectors.ssh", "ml_skills.grid.groups")
+
+
+def _engine_patterns() -> list[tuple[str | bytes, int]]:
+    """Every lazy pattern the engine, the redaction and the collectors define (what a diagnosis compiles from)."""
+    for m in MODULES:
+        importlib.import_module(m)
+    found = {o._source for o in gc.get_objects() if isinstance(o, LazyPattern)}
+    return sorted(found, key=repr)
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ML_SKILLS_CACHE", str(tmp_path))
+    monkeypatch.setattr(recache, "_loaded", None)
+    monkeypatch.setattr(recache, "_new", {})
+    return tmp_path
+
+
+def _fresh_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(recache, "_loaded", None)
+    monkeypatch.setattr(recache, "_new", {})
+
+
+def test_a_kept_program_gives_the_pattern_re_compile_gives(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pats = _engine_patterns() + [(rb"(?i)loss\s*[:=]\s*(?P<v>nan)", 0), ("(?<=a)b|é+", re.IGNORECASE | re.MULTILINE)]
+    assert len(pats) > 100
+    first = [recache.compile(p, f) for p, f in pats]  # none kept yet: re.compile, programs noted
+    assert len(recache._new) == len(pats)
+    recache.save()
+    _fresh_process(monkeypatch)
+    second = [recache.compile(p, f) for p, f in pats]  # all from the file
+    assert recache._new == {}
+    for (p, f), a, b in zip(pats, first, second, strict=True):
+        want = re.compile(p, f)
+        assert a == want and b == want, p
+        assert (b.groups, b.groupindex, b.flags) == (want.groups, want.groupindex, want.flags), p
+
+
+def test_a_damaged_file_or_a_program_sre_refuses_means_re_compile(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pat = r"(?P<key>[A-Za-z_]\w*)\s*=\s*(?P<val>\d+)"
+    recache.compile(pat, 0)
+    recache.save()
+    (f,) = cache.glob("re-*.json")
+    f.write_bytes(f.read_bytes()[:-20])  # truncated: the seal no longer matches
+    _fresh_process(monkeypatch)
+    assert recache.compile(pat, 0) == re.compile(pat) and len(recache._new) == 1  # compiled again, noted again
+    bogus = {recache._name(pat, 0): recache._packed([0, [999, 1, 2], 2, {"key": 1, "val": 2}, [None, "key", "val"]])}
+    diskcache.write(f, recache._KEY, json.dumps(bogus).encode(), recache.MAGIC, recache.KEEP)
+    _fresh_process(monkeypatch)
+    rx = recache.compile(pat, 0)
+    assert rx == re.compile(pat) and rx.search("x lr = 3")["val"] == "3"
+
+
+def test_the_cli_writes_the_programs_and_reports_the_same_with_them(tmp_path: Path) -> None:
+    log = ROOT / "examples" / "nan-loss" / "train.log"
+    env = {**os.environ, "ML_SKILLS_CACHE": str(tmp_path / "cache")}
+
+    def run(out: str) -> dict:
+        r = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", str(log), "--out-dir", str(tmp_path / out),
+                            "--format", "json"], env=env, capture_output=True, text=True, timeout=120, check=False)
+        assert r.returncode in (0, 1), r.stderr[-2000:]
+        d = json.loads(r.stdout)
+        d.pop("created_at", None)
+        return d
+
+    cold = run("a")
+    (kept,) = (tmp_path / "cache").glob("re-*.json")
+    assert len(json.loads(diskcache.read(kept, recache._KEY, recache.MAGIC) or b"{}")) > 20
+    assert run("b") == cold
+
+
+def test_a_bad_pattern_raises_re_error_as_re_compile_does(cache: Path) -> None:
+    with pytest.raises(re.error):
+        recache.compile(r"(unclosed", 0)
+    assert recache._new == {}
+
+
+def test_warm_cache_keeps_the_programs_of_every_pattern_the_engine_defines(tmp_path: Path) -> None:
+    env = {**os.environ, "ML_SKILLS_CACHE": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-m", "ml_skills.cli", "--warm-cache"], env=env, capture_output=True, text=True,
+                       timeout=120, check=False)
+    assert r.returncode == 0 and "regular-expression programs" in r.stdout, r.stderr[-2000:]
+    (kept,) = tmp_path.glob("re-*.json")
+    programs = json.loads(diskcache.read(kept, recache._KEY, recache.MAGIC) or b"{}")
+    assert len(programs) >= 200  # every lazy pattern the engine, the redaction and the renderers define
