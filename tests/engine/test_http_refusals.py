@@ -33,7 +33,7 @@ SCRIPT = """
 class _Refuse(http.server.BaseHTTPRequestHandler):
     code = 403
 
-    def do_POST(self) -> None:  # noqa: N802 (the handler's name is http.server's)
+    def do_POST(self) -> None:
         self.send_response(self.server.code)  # type: ignore[attr-defined]
         self.send_header("Content-Length", "0")
         self.end_headers()
