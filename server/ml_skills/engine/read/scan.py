@@ -262,6 +262,8 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
     tail_lines, tail_cut = reader.tail(last)
     tail_start = ev.total_lines - len(tail_lines) + 1
     ev.tail = Excerpt(source=name, start_line=tail_start, lines=[redact(x) for x in tail_lines], truncated=tail_cut)
+    if not any(h.role is not Role.HINT for h in ev.hits) and (bare := tracebacks.bare_exception(tail_lines, tail_start, name, ev.tracebacks)):
+        ev.tracebacks.append(bare)  # a log that ends on an exception line alone, and nothing else names a failure
     reached = last_progress(name, points, tail_lines, tail_start)
     ev.trajectory = analyse(points, exact_nan=nan_point, exact_grad_max=grad_max, last_progress=reached, task=task)
     if not any(a.kind is AnomalyKind.VALIDATION_METRIC_NEAR_ZERO for a in ev.trajectory.anomalies):

@@ -188,3 +188,29 @@ def read_all(reader: Reader, name: str, starts: list[tuple[int, int]]) -> list[T
             seen_end.add(ev.line_no)
             out.append(ev.model_copy(update={"message": redact(ev.message)}))
     return out
+
+
+# an exception line as Python prints it last: a (qualified) type ending in Error or Exception, then ': message'
+_BARE_EXC = lazy(r"^(?:\[rank\d+\]:\s*)?(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(?:\([\w.]*\))?: (?P<msg>\S.*)$")
+BARE_LAST = 6  # the exception line must be among the log's last lines that say something
+_RETRYING = lazy(r"(?i)\bretrying\b|\bwill retry\b|\bretry(ing)? in \d")
+_STACK_ABOVE = lazy(r'^\s*File "|^\s+at |^\s*\^+\s*$|Traceback \(most recent call last\)')
+
+
+def bare_exception(tail: list[str], tail_start: int, source: str, known: list[TracebackEvent]) -> TracebackEvent | None:
+    """A log that ends on an exception line with no traceback above it (a paste of the error alone; MXNet's
+    'mxnet.base.MXNetError: InferShape Error ...' with its message's lines after it): that exception ended the run,
+    as a traceback's final line would. None when a traceback already ends there or the line has frames above it."""
+    said = [i for i, x in enumerate(tail) if x.strip()][-BARE_LAST:]
+    for i in said:
+        m = _BARE_EXC.match(ANSI.sub("", tail[i]).rstrip())
+        if m is None:
+            continue
+        line_no = tail_start + i
+        if any(abs(t.line_no - line_no) <= 60 for t in known) or any(_STACK_ABOVE.search(x) for x in tail[max(0, i - 3):i]):
+            return None
+        if any(_RETRYING.search(x) for x in tail[max(0, i - 2):]):
+            return None  # 'System is retrying': an error the platform retried did not end the run by itself
+        return TracebackEvent(source=source, line_no=line_no, start_line=line_no, exc_type=m["type"],
+                              message=redact(m["msg"][:500]), frames=[])
+    return None
