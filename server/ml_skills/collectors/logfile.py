@@ -19,7 +19,7 @@ from typing import Protocol
 
 from ml_skills.errors import InputError, TargetNotFound, UnreadableInput
 from ml_skills.safety.paths import contain, open_binary, walk
-from ml_skills.safety.redact import redact_after
+from ml_skills.safety.redact import PRIOR_LINES, redact_after, redact_line_after
 
 CHUNK = 4 * 1024 * 1024
 
@@ -280,12 +280,15 @@ def window(path: Path, line_no: int, before: int = 20, after: int = 20) -> tuple
     first = max(1, line_no - before)
     last = line_no + after
     out: list[str] = []
+    prior: deque[str] = deque(maxlen=PRIOR_LINES)  # the lines just above the window: a secret's name can sit there
     for i, raw in enumerate(iter_lines(path), start=1):
         if i >= first:
             out.append(decode(raw))
+        else:
+            prior.append(decode(raw))
         if i >= last:
             break
-    return first, out
+    return first, [redact_line_after([*prior, *out[:j]], t) if j < PRIOR_LINES else t for j, t in enumerate(out)]
 
 
 def grep(
@@ -301,9 +304,16 @@ def grep(
     open_block: tuple[int, list[str]] | None = None
     remaining_after = 0
     total = 0
+    # A searcher with search_after judges a line as shown with the lines above it (a secret's name can sit there: W&B's
+    # config.yaml), and gets each block's lines as shown, judged the same way.
+    search_after = getattr(rx, "search_after", None)
+    recent: deque[str] = deque(maxlen=context + PRIOR_LINES + 1)  # raw lines above this one, and this one
+    pre: dict[int, list[str]] = {}  # lines above each block, by its first line number
     for i, raw in enumerate(iter_lines(path), start=1):
         text = decode(raw)
-        if rx.search(text):
+        prior = list(recent)[-PRIOR_LINES:]
+        recent.append(text)
+        if search_after(prior, text) if search_after is not None else rx.search(text):
             total += 1
             if len(blocks) < max_matches or (open_block and remaining_after):
                 if open_block is not None and remaining_after:
@@ -311,6 +321,7 @@ def grep(
                 else:
                     open_block = (i - len(before), [*before, text])
                     blocks.append(open_block)
+                    pre[open_block[0]] = list(recent)[:-1 - len(before)][-PRIOR_LINES:]
                 remaining_after = context
                 before.clear()
                 continue
@@ -321,6 +332,8 @@ def grep(
                 open_block = None
         else:
             before.append(text)
+    if search_after is not None:
+        blocks = [(first, [redact_line_after([*pre[first], *lines[:j]], t) for j, t in enumerate(lines)]) for first, lines in blocks]
     return blocks, total
 
 

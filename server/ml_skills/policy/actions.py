@@ -490,6 +490,28 @@ def _current_target(pointer: Path, old: str) -> Path | None:
     return Path(cur) if cur.startswith("/") else pointer.parent / cur
 
 
+def _may_be_good(cur: Path, roots: Sequence[Path]) -> bool:
+    """Whether the pointer's current target may be a checkpoint worth resuming from. Only a target that is
+    missing, or that inspects invalid, may be moved off without asking: one whose format cannot be verified (a
+    legacy pickle), a folder holding a link or too many files, or one outside the roots is not known to be bad,
+    so leaving it is a rollback. Before, only a target that passed `_verified` counted, and a pointer on a valid
+    legacy-pickle checkpoint, or on a folder whose weight file is a link, was moved to an older one unasked."""
+    if not os.path.lexists(cur):
+        return False
+    try:
+        real = confine(str(cur), roots, want="any")
+        if real.is_dir():
+            n = 0
+            for _root, _dirs, files, _fd in os.fwalk(real):
+                n += len(files) + len(_dirs)
+                if n > MAX_CHECKPOINT_FILES:
+                    return True  # too big to judge here: ask
+            return inspect_dir(real).valid is not False
+        return inspect_file(real).valid is not False
+    except (MLSkillsError, OSError):
+        return True  # cannot look (outside the roots, unreadable): ask rather than assume it is bad
+
+
 def _ckpt_identity(info: CheckpointInfo) -> dict[str, Any]:
     return {"format": info.format, "size": info.size_bytes, "mtime": info.mtime.isoformat()}
 
@@ -511,13 +533,8 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
                           "written into the pointer it would make it more than the one line of text a pointer is; rename it")
     also: list[ActionKind] = []
     cur = _current_target(pointer, old)
-    if cur is not None and cur.resolve() != ckpt:
-        try:  # the pointer names a good checkpoint now: moving it elsewhere is a rollback (needs approval by default)
-            cur_real = confine(str(cur), roots, want="any")
-            if _verified(cur_real):
-                also.append(ActionKind.ROLLBACK)
-        except MLSkillsError:
-            pass
+    if cur is not None and cur.resolve() != ckpt and _may_be_good(cur, roots):
+        also.append(ActionKind.ROLLBACK)  # moving a pointer off what may be a good checkpoint is a rollback (asks by default)
     identity = {"pointer_sha256": hashlib.sha256(old.encode()).hexdigest(), "pointer_mode": st.st_mode, "pointer_inode": st.st_ino,
                 "checkpoint": _ckpt_identity(info)}
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")

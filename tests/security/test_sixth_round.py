@@ -1,0 +1,200 @@
+"""Issue 14's sixth round: attacks from outside on promises the first five rounds did not try.
+
+Each test is one attack that broke a claim of docs/security.md, through a real server over stdio
+(the MCP SDK's client), real W&B offline runs, real MLflow file stores and real torch and
+safetensors checkpoints. Each failed on the code before its fix (see docs/security.md, "Sixth round").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.mcp.conftest import Server, text
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def roots(tmp_path: Path) -> tuple[Path, Path]:
+    r, o = tmp_path / "root", tmp_path / "outside"
+    r.mkdir()
+    o.mkdir()
+    return r, o
+
+
+def calls(srv: Server, todo: list[tuple[str, dict[str, Any]]]) -> list[tuple[bool, str, dict[str, Any]]]:
+    """Each (tool, arguments) called once over one real stdio session: (is_error, text, structured content)."""
+    out: list[tuple[bool, str, dict[str, Any]]] = []
+
+    async def go() -> None:
+        async with srv.client() as c:
+            for name, args in todo:
+                res = await c.call_tool(name, args)
+                out.append((bool(res.is_error), text(res), res.structured_content or {}))
+
+    anyio.run(go)
+    return out
+
+
+# ---------------------------------------------------------------- promise 2: nothing is overwritten but a resume pointer
+
+
+def _checkpoints(run: Path) -> None:
+    """Real checkpoints: two safetensors folders, a legacy-pickle torch file, and a folder whose weight file is a link
+    to a safetensors file beside it (inside the root), as checkpoints deduplicated by links are."""
+    code = f"""
+import os, torch
+from safetensors.torch import save_file
+r = {str(run)!r}
+for n in ("ck-100", "ck-200", "ck-link"):
+    os.makedirs(os.path.join(r, n))
+save_file({{"w": torch.zeros(4)}}, os.path.join(r, "ck-100", "model.safetensors"))
+save_file({{"w": torch.ones(4)}}, os.path.join(r, "ck-200", "model.safetensors"))
+torch.save({{"w": torch.ones(4)}}, os.path.join(r, "ck-300.bin"), _use_new_zipfile_serialization=False)
+save_file({{"w": torch.ones(4)}}, os.path.join(r, "blob.safetensors"))
+os.symlink("../blob.safetensors", os.path.join(r, "ck-link", "model.safetensors"))
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_a_repoint_off_a_checkpoint_not_known_to_be_bad_is_a_rollback_and_asks(tmp_path: Path) -> None:
+    """'Moving a pointer off a valid checkpoint is a rollback and asks the person.' A rollback was only seen when the
+    current target passed the repoint's own strict check (a verified format, plain files): a pointer on a legacy-pickle
+    checkpoint or on a folder whose weight file is a link (both reported valid by list_artifacts) was moved to an older
+    checkpoint as a 'safe' repoint, asked of no one. Now only a target that is missing or inspects invalid is left
+    without asking; the client here cannot elicit, so any rollback must answer no-elicitation and change nothing."""
+    r, _ = roots(tmp_path)
+    run = r / "run"
+    run.mkdir()
+    _checkpoints(run)
+    (run / "ck-bad.safetensors").write_bytes(b"")
+    pointers = {"latest_pickle": run / "ck-300.bin", "latest_link": run / "ck-link", "latest_valid": run / "ck-200",
+                "latest_missing": run / "ck-gone", "latest_broken": run / "ck-bad.safetensors"}
+    for name, target in pointers.items():
+        (run / name).write_text(f"{target}\n")
+    srv = Server(tmp_path, roots=[r])
+    got = calls(srv, [("request_action", {"action": {"kind": "repoint-checkpoint", "pointer_file": str(run / name),
+                                                     "checkpoint": str(run / "ck-100")}}) for name in pointers])
+    outcome = {name: g[2].get("outcome") for name, g in zip(pointers, got, strict=True)}
+    for name in ("latest_pickle", "latest_link", "latest_valid"):
+        assert outcome[name] == "no-elicitation", (name, got)
+        assert (run / name).read_text() == f"{pointers[name]}\n", name
+    for name in ("latest_missing", "latest_broken"):  # leaving a missing or broken checkpoint is still the safe repoint
+        assert outcome[name] == "ran", (name, got)
+        assert (run / name).read_text() == f"{run / 'ck-100'}\n", name
+
+
+# ---------------------------------------------------------------- promise 3: secrets never leave the server
+
+PASSWORD = "Tr0ub4dorAnd3Horse9"
+PLAIN = {"db_password": PASSWORD, "mlflow_tracking_password": "s3cretPassw0rdXYZ", "secret": "qwertyuiopasdfgh",
+         "hub_token": "abcdEFGH1234ijklMN"}
+
+
+def _leaks(blob: str) -> list[str]:
+    return [v for v in PLAIN.values() if v in blob or v[:12] in blob]
+
+
+@pytest.mark.slow
+def test_a_tracker_config_value_under_a_secret_name_is_redacted(tmp_path: Path) -> None:
+    """'Values next to a secret-bearing name, in every common syntax.' A tracker's config holds them as a name and a
+    value: get_wandb_run returned `config db_password: Tr0ub...` (facts), since each value was redacted alone, and no
+    pattern knows a plain password without its name. The run is a real W&B offline run; the MLflow run a real file
+    store (sqlite) read through the real client (the same evidence builder)."""
+    r, _ = roots(tmp_path)
+    env = {**os.environ, "WANDB_DIR": str(r), "WANDB_SILENT": "true", "WANDB_MODE": "offline"}
+    code = ("import wandb\nrun = wandb.init(project='p', mode='offline', config=" + repr({**PLAIN, "lr": 0.1}) + ")\n"
+            "for i in range(5): run.log({'loss': 1.0 / (i + 1)})\nrun.finish(exit_code=1)\n")
+    subprocess.run([sys.executable, "-c", code], cwd=r, env=env, check=True, timeout=300, capture_output=True)
+    store = tmp_path / "mlflow.db"
+    uri = f"sqlite:///{store}"
+    code = ("import mlflow\nmlflow.set_tracking_uri(" + repr(uri) + ")\n"
+            "with mlflow.start_run() as run:\n"
+            "    mlflow.log_params(" + repr({**PLAIN, "lr": 0.1}) + ")\n"
+            "    for i in range(5): mlflow.log_metric('loss', 1.0 / (i + 1), step=i)\n"
+            "    print(run.info.run_id)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True, timeout=300, capture_output=True, text=True,
+                          env={**os.environ, "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false"})
+    run_id = done.stdout.strip().splitlines()[-1]
+    os.environ["MLFLOW_TRACKING_URI"] = uri
+    try:
+        srv = Server(tmp_path, roots=[r, tmp_path])
+        got = calls(srv, [("get_wandb_run", {"run": str(r / "wandb" / "latest-run")}), ("get_mlflow_run", {"run_id": run_id})])
+    finally:
+        del os.environ["MLFLOW_TRACKING_URI"]
+    for is_error, body, structured in got:
+        blob = body + json.dumps(structured)
+        assert not is_error, body[:500]
+        assert "db_password" in blob  # the name is kept, the value is not
+        assert _leaks(blob) == [], blob[:3000]
+    assert _leaks(srv.audit.read_text()) == []
+
+
+CONFIG_YAML = f"""_wandb:
+  desc: null
+  value:
+    python_version: 3.11.7
+db_password:
+  desc: null
+  value: {PASSWORD}
+hub_token:
+  desc: null
+  value: {PLAIN['hub_token']}
+lr:
+  desc: null
+  value: 0.1
+eos_token:
+  desc: null
+  value: </s>
+"""
+SPEC_YAML = f"""containers:
+- name: trainer
+  env:
+  - name: NCCL_DEBUG
+    value: INFO
+  - name: AWS_SECRET_ACCESS_KEY
+    value: {PLAIN['secret']}
+  - name: MAX_TOKENS
+    value: "4096"
+"""
+SPEC_JSON = json.dumps({"workerPoolSpecs": [{"containerSpec": {"env": [{"name": "NCCL_DEBUG", "value": "INFO"},
+                                                                      {"name": "DB_PASSWORD", "value": PLAIN["mlflow_tracking_password"]}]}}]})
+
+
+def test_a_secret_whose_name_is_on_a_line_above_it_is_redacted_in_every_view(tmp_path: Path) -> None:
+    """W&B writes every run's config as files/config.yaml with each value two lines below its name (`db_password:`,
+    `desc: null`, `value: X`); Kubernetes and Vertex AI specs hold an environment variable as a `name` and a `value`
+    field, on two lines in YAML, side by side in JSON. The tail, a window and grep_log returned the values in clear (and
+    the tail masked `desc:` instead). A window or a grep block that starts at the value's line, with the name above it,
+    must not show it either, and grep_log's match count must not spell it out (`value: T`, `value: Tr`, ...)."""
+    r, _ = roots(tmp_path)
+    files = r / "wandb" / "run-1" / "files"
+    files.mkdir(parents=True)
+    (files / "config.yaml").write_text(CONFIG_YAML)
+    (r / "pod.yaml").write_text(SPEC_YAML)
+    (r / "job.json").write_text(SPEC_JSON + "\n")
+    cfg = str(files / "config.yaml")
+    todo: list[tuple[str, dict[str, Any]]] = []
+    for p in (cfg, str(r / "pod.yaml"), str(r / "job.json")):
+        todo.append(("read_log_tail", {"path": p}))
+        todo += [("grep_log", {"path": p, "pattern": "value", "context": c}) for c in (0, 1, 2)]
+    todo += [("read_log_window", {"path": cfg, "line": 7, "before": b, "after": 0}) for b in (0, 1, 2)]
+    todo += [("read_log_window", {"path": str(r / "pod.yaml"), "line": 7, "before": 0, "after": 1})]
+    todo += [("grep_log", {"path": cfg, "pattern": f"value: {PASSWORD[:n]}", "context": 0}) for n in (1, 2, 3)]
+    todo += [("grep_log", {"path": str(r / "pod.yaml"), "pattern": f"value: {PLAIN['secret'][:2]}", "context": 0})]
+    got = calls(Server(tmp_path, roots=[r]), todo)
+    for (name, args), (is_error, body, structured) in zip(todo, got, strict=True):
+        blob = body + json.dumps(structured)
+        assert not is_error, (name, args, body[:300])
+        assert _leaks(blob) == [], (name, args, blob[:2000])
+        if name == "grep_log" and args["pattern"].startswith("value: "):
+            assert structured["total_matches"] == 0, (args, structured)
+    tail = got[0][1]
+    assert "desc: null" in tail and "value: 0.1" in tail and "</s>" in tail  # the rest of the file is shown as it is
