@@ -198,3 +198,27 @@ def test_a_secret_whose_name_is_on_a_line_above_it_is_redacted_in_every_view(tmp
             assert structured["total_matches"] == 0, (args, structured)
     tail = got[0][1]
     assert "desc: null" in tail and "value: 0.1" in tail and "</s>" in tail  # the rest of the file is shown as it is
+
+
+def test_a_value_under_a_secret_name_never_reaches_the_audit_log_or_an_error(tmp_path: Path) -> None:
+    """'The audit log: every string of an entry, keys included' and 'every protocol error message' are redacted. Keys
+    and values were redacted apart, so a plain password under `db_password` in an unknown tool's arguments was written
+    to the audit log in clear; and the SDK's validation error for an unknown field quotes the value on the line below
+    the field's name (`input_value='X'`), where no rule sees the name: the error handed it back."""
+    r, _ = roots(tmp_path)
+    (r / "train.log").write_text("step 1 loss 1.0\n")
+    srv = Server(tmp_path, roots=[r])
+    todo: list[tuple[str, dict[str, Any]]] = [
+        ("no_such_tool", {"db_password": PASSWORD, "nested": {"hub_token": PLAIN["hub_token"]}}),
+        ("read_log_tail", {"path": str(r / "train.log"), "secret": PLAIN["secret"]}),
+        ("request_action", {"action": {"kind": "kill-worker", "pid": 999999, "mlflow_tracking_password": PLAIN["mlflow_tracking_password"]}}),
+    ]
+    got = calls(srv, todo)
+    for (name, _args), (is_error, body, structured) in zip(todo, got, strict=True):
+        assert is_error, (name, body[:300])
+        assert _leaks(body + json.dumps(structured)) == [], (name, body)
+    assert "Extra inputs are not permitted" in got[1][1]  # the error still says what is wrong, and where
+    assert "secret" in got[1][1]
+    audit = srv.audit.read_text()
+    assert "db_password" in audit and "no_such_tool" in audit
+    assert _leaks(audit) == [], audit

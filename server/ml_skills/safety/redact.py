@@ -318,7 +318,15 @@ def redact_value(value: Any) -> Any:
         items = [redact_value(v) for v in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else type(value)(items)
     if isinstance(value, dict):
-        pairs = [(redact_value(k), redact_value(v)) for k, v in value.items()]
+        pairs = [(redact_value(k), _redact_item(k, v)) for k, v in value.items()]
         same = all(k2 is k and v2 is v for (k2, v2), (k, v) in zip(pairs, value.items(), strict=True))
         return value if same else dict(pairs)
     return value
+
+
+def _redact_item(key: Any, value: Any) -> Any:
+    """A dict's value, judged with its key when the key names a secret (`{"db_password": "X"}`: X alone is no pattern's)."""
+    if isinstance(key, str) and isinstance(value, str) and _KEYWORD_ENDS.search(key.lower()):
+        new = redact_named(key, value)
+        return value if new == value else new
+    return redact_value(value)
