@@ -222,3 +222,58 @@ def test_a_value_under_a_secret_name_never_reaches_the_audit_log_or_an_error(tmp
     audit = srv.audit.read_text()
     assert "db_password" in audit and "no_such_tool" in audit
     assert _leaks(audit) == [], audit
+
+
+# ---------------------------------------------------------------- promise 1: only the out dir is written
+
+
+def test_nothing_is_written_through_an_out_dir_swapped_for_a_link(tmp_path: Path) -> None:
+    """The server writes a restart's output log, a repoint's backup and diagnose's report into its --out-dir. They
+    were written by path (the restart's log, diagnose's report) or through an fd opened following links (the backup):
+    the out dir replaced by a link after the server started sent all three outside the roots. Now the out dir is
+    opened with no link followed and must still be the folder the server started with; else nothing is written, and
+    the restart does not start (its log cannot be kept)."""
+    r, o = roots(tmp_path)
+    run = r / "run"
+    run.mkdir()
+    _checkpoints(run)
+    (run / "latest").write_text(f"{run / 'ck-200'}\n")  # on a valid checkpoint: moving it asks (the question swaps the dir)
+    (run / "train.py").write_text(f"open({str(o / 'STARTED')!r}, 'w').write('x')\nprint('hello')\n")
+    (run / "command.txt").write_text("python train.py\n")
+    (run / "train.log").write_text("step 1 loss 1.0\nRuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    out = r / "out"
+    out.mkdir()
+    srv = Server(tmp_path, roots=[r])
+    srv.out = out
+
+    def swap() -> None:
+        if not out.is_symlink():
+            for p in out.iterdir():
+                p.unlink() if p.is_file() else None
+            out.rmdir()
+            out.symlink_to(o, target_is_directory=True)
+
+    async def person(ctx: Any, params: Any) -> Any:
+        from mcp import types
+        swap()  # while the person reads the question
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    got: list[tuple[bool, dict[str, Any]]] = []
+
+    async def go() -> None:
+        async with srv.client(elicit=person) as c:
+            swap()
+            for name, args in [("diagnose", {"target": str(run / "train.log")}),
+                               ("request_action", {"action": {"kind": "restart-unchanged", "command_file": str(run / "command.txt")}}),
+                               ("request_action", {"action": {"kind": "repoint-checkpoint", "pointer_file": str(run / "latest"),
+                                                              "checkpoint": str(run / "ck-100")}})]:
+                res = await c.call_tool(name, args)
+                got.append((bool(res.is_error), res.structured_content or {"text": text(res)}))
+
+    anyio.run(go)
+    import time
+    time.sleep(2)  # a restart that started would have written its marker by now
+    assert sorted(p.name for p in o.iterdir()) == [], (sorted(p.name for p in o.iterdir()), got)
+    assert got[0][0] and "out dir" in got[0][1]["text"], got[0]  # diagnose: refused, its report not written
+    assert got[1][1].get("ran") is False and got[2][1].get("ran") is False, got
+    assert (run / "latest").read_text() == f"{run / 'ck-200'}\n"

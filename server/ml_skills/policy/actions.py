@@ -31,7 +31,7 @@ from pydantic import Field
 from ml_skills.collectors.checkpoints import WEIGHT_SUFFIXES, inspect_dir, inspect_file
 from ml_skills.errors import InputError, MLSkillsError, PolicyError, TargetNotFound
 from ml_skills.models import ActionKind, CheckpointInfo, Model
-from ml_skills.safety.paths import confine, open_fd, within
+from ml_skills.safety.paths import confine, open_fd, open_out_dir, within
 from ml_skills.safety.quoting import strip_invisible
 from ml_skills.safety.redact import _FILL, _one_pass, redact
 from ml_skills.safety.redact import MAX_PASSES as MAX_REDACT_PASSES
@@ -345,9 +345,13 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
             again, _, _ = _recorded_command(f_now, dfd)
             if f_now != f or hashlib.sha256(again.encode()).hexdigest() != digest:
                 raise PolicyError(f"{quoted(str(f))} changed since the person approved it: nothing was started")
-            out_dir.mkdir(parents=True, exist_ok=True)
             log = out_dir / f"restart-{datetime.now(UTC):%Y%m%dT%H%M%S%f}.log"
-            with open(log, "ab") as out:  # started in the folder that was read (its held fd), not whatever its path names now
+            ofd = open_out_dir(out_dir)  # a new file in the out dir itself, never through a link planted at its name
+            try:
+                lfd = os.open(log.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=ofd)
+            finally:
+                os.close(ofd)
+            with os.fdopen(lfd, "ab") as out:  # started in the folder that was read (its held fd), not whatever its path names now
                 proc = subprocess.Popen(argv, cwd=f"/proc/self/fd/{dfd}", pass_fds=(dfd,), stdin=subprocess.DEVNULL, stdout=out,
                                         stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, **env})
         finally:
@@ -384,8 +388,7 @@ MAX_CHECKPOINT_FILES = 2000
 def _write_backup(backup: Path, text: str, mode: int) -> None:
     """Create the backup as a new file in out_dir/repoint-backups, never through a link: the out dir is
     the first allowed root by default, where anyone who writes runs could plant `repoint-backups` -> elsewhere."""
-    backup.parent.parent.mkdir(parents=True, exist_ok=True)
-    ofd = os.open(backup.parent.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    ofd = open_out_dir(backup.parent.parent)
     try:
         try:
             os.mkdir(backup.parent.name, 0o700, dir_fd=ofd)
