@@ -165,13 +165,15 @@ SPEC_YAML = f"""containers:
     value: "4096"
 """
 SPEC_JSON = json.dumps({"workerPoolSpecs": [{"containerSpec": {"env": [{"name": "NCCL_DEBUG", "value": "INFO"},
-                                                                      {"name": "DB_PASSWORD", "value": PLAIN["mlflow_tracking_password"]}]}}]})
+                                                                      {"name": "DB_PASSWORD", "value": PLAIN["mlflow_tracking_password"]}]}}],
+                        "runtimeConfig": {"parameters": {"hub_token": {"stringValue": PLAIN["hub_token"]}, "lr": {"doubleValue": 0.1}}}})
 
 
 def test_a_secret_whose_name_is_on_a_line_above_it_is_redacted_in_every_view(tmp_path: Path) -> None:
     """W&B writes every run's config as files/config.yaml with each value two lines below its name (`db_password:`,
     `desc: null`, `value: X`); Kubernetes and Vertex AI specs hold an environment variable as a `name` and a `value`
-    field, on two lines in YAML, side by side in JSON. The tail, a window and grep_log returned the values in clear (and
+    field, on two lines in YAML, side by side in JSON; a Vertex AI pipeline's runtime parameters hold each value in an
+    object under its name ({"hub_token": {"stringValue": X}}). The tail, a window and grep_log returned the values in clear (and
     the tail masked `desc:` instead). A window or a grep block that starts at the value's line, with the name above it,
     must not show it either, and grep_log's match count must not spell it out (`value: T`, `value: Tr`, ...)."""
     r, _ = roots(tmp_path)

@@ -111,6 +111,11 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("named-value", ("value",), lazy(
         r"(?i)" + _START + r"['\"]?(?:name|key)['\"]?\s{0,3}[:=]\s{0,3}['\"]?[a-z0-9_.\-]{0,40}" + _KEYWORD
         + r"['\"]?[\s,]{1,40}['\"]?value['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?![<\[]|[0-9.]{1,30}(?![^\s'\",}&\])]))(?P<s>[^\s'\",}&\])]{4,1000})")),
+    # ... and a secret-bearing name whose value is an object holding it: W&B's config as JSON ({"db_password": {"desc":
+    # null, "value": "X"}}), a Vertex AI pipeline's runtime parameters ({"hf_token": {"stringValue": "X"}}).
+    ("nested-value", ("value",), lazy(
+        r"(?i)" + _START + r"['\"]?[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"]?\s{0,3}:\s{0,3}\{[^{}]{0,200}?['\"]?(?:value|stringValue|string_value)"
+        r"['\"]?\s{0,3}:\s{0,3}['\"]?(?![<\[]|[0-9.]{1,30}(?![^\s'\",}&\])]))(?P<s>[^\s'\",}&\])]{4,1000})")),
     ("wandb-config-yaml", ("desc:",), lazy(
         r"(?im)^[ \t]{0,40}[a-z0-9_.\-]{0,40}" + _KEYWORD + r":[ \t]{0,3}\r?\n[ \t]{1,40}desc:[^\n]{0,400}\n[ \t]{1,40}value:[ \t]{0,3}"
         r"['\"]?(?![<\[]|[0-9.]{1,30}(?![^\s'\",}&\])]))(?P<s>[^\s'\",}&\])]{4,1000})")),
@@ -167,7 +172,7 @@ def _fill(match: re.Match[str]) -> str:
 # folds nothing but A-Z, a text with none of them cannot match either rule, so both are skipped. Other text (Unicode
 # folds 'ſ' to s and 'ı' to i) always runs them.
 _KEYWORD_ENDS = lazy(r"apikey|(?:key|token|secret|passw(?:or)?d|passphrase)(?![a-z])")
-_KEYWORD_RULES = frozenset({"cli-secret-flag", "keyword-secret-assign", "named-value", "wandb-config-yaml"})
+_KEYWORD_RULES = frozenset({"cli-secret-flag", "keyword-secret-assign", "named-value", "nested-value", "wandb-config-yaml"})
 _NEEDLES = tuple(dict.fromkeys(n for _name, needles, _rx in _RULES for n in needles))
 
 
