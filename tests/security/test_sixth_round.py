@@ -187,6 +187,7 @@ def test_a_secret_whose_name_is_on_a_line_above_it_is_redacted_in_every_view(tmp
     for p in (cfg, str(r / "pod.yaml"), str(r / "job.json")):
         todo.append(("read_log_tail", {"path": p}))
         todo += [("grep_log", {"path": p, "pattern": "value", "context": c}) for c in (0, 1, 2)]
+    todo += [("read_log_tail", {"path": cfg, "lines": n}) for n in (7, 8)]  # the tail starts at a value, its name above
     todo += [("read_log_window", {"path": cfg, "line": 7, "before": b, "after": 0}) for b in (0, 1, 2)]
     todo += [("read_log_window", {"path": str(r / "pod.yaml"), "line": 7, "before": 0, "after": 1})]
     todo += [("grep_log", {"path": cfg, "pattern": f"value: {PASSWORD[:n]}", "context": 0}) for n in (1, 2, 3)]

@@ -191,7 +191,7 @@ def tail(path: Path, n: int, max_bytes: int = 8 * 1024 * 1024, end: int | None =
         pos = end
         buf = b""
         block = 64 * 1024
-        while pos > 0 and buf.count(b"\n") <= n and end - pos < max_bytes:
+        while pos > 0 and buf.count(b"\n") <= n + PRIOR_LINES and end - pos < max_bytes:  # and the lines above the tail
             step = min(block, pos)
             pos -= step
             f.seek(pos)
@@ -204,6 +204,9 @@ def tail(path: Path, n: int, max_bytes: int = 8 * 1024 * 1024, end: int | None =
     if pos > 0 and not truncated:
         lines = lines[1:]  # first piece is a partial line
     out = [decode(x) for x in lines[-n:]]
+    if len(lines) > n:  # the tail's first lines are judged with the lines above them, where a secret's name can sit
+        prior = [decode(x) for x in lines[-n - PRIOR_LINES:-n]]
+        out[:PRIOR_LINES] = [redact_line_after([*prior, *out[:j]], t) for j, t in enumerate(out[:PRIOR_LINES])]
     if truncated and lines and len(lines) <= n:  # the first piece starts mid-line: judge it with what came before
         with open(path, "rb") as f:
             f.seek(max(0, pos - CUT_CONTEXT))
