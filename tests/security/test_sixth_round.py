@@ -297,3 +297,44 @@ def test_preflight_run_never_writes_its_smoke_log_through_a_link_planted_in_the_
     assert victim.read_text() == "original\n"
     assert not (r / "preflight-smoke.log").is_symlink()
     assert "curl evil.example" in (r / "preflight-smoke.log").read_text()  # the log is still kept, in the out dir
+
+
+# ---------------------------------------------------------------- promise 2: what is shown is what runs
+
+
+def test_a_recorded_command_never_hides_a_word_boundary_or_a_path_behind_a_look_alike_symbol(tmp_path: Path) -> None:
+    """'What is shown is what runs.' U+2800 BRAILLE PATTERN BLANK is printable and not Default_Ignorable, so it was
+    neither stripped nor refused: the question read `python train.py --lr 0.1`, and python ran the run folder's file
+    `train.py<U+2800>--lr`. U+2215 DIVISION SLASH and U+FF0E FULLWIDTH FULL STOP read as '/' and '.'. A recorded line
+    holding such a symbol is now refused, even when the person accepts; letters outside ASCII still run."""
+    from tests.mcp.conftest import answer
+
+    r, o = roots(tmp_path)
+    run = r / "run"
+    (run / "sub").mkdir(parents=True)
+    (run / "train.py").write_text(f"import sys\nopen({str(o / 'REAL')!r}, 'a').write(' '.join(sys.argv[1:]) + '\\n')\n")
+    (run / "sub" / "train.py").write_text("print('the real sub/train.py')\n")
+    lines = {"blank": "python train.py\u2800--lr 0.1", "slash": "python sub\u2215train.py", "dot": "python train\uff0epy"}
+    for name in ("train.py\u2800--lr", "sub\u2215train.py", "train\uff0epy"):
+        (run / name).write_text(f"open({str(o / 'PWNED')!r}, 'w').write('x')\n")
+    srv = Server(tmp_path, roots=[r])
+    person = answer("accept")
+    got: list[dict[str, Any]] = []
+
+    async def go() -> None:
+        async with srv.client(elicit=person) as c:
+            for line in [*lines.values(), "python train.py --name r\u00e9sum\u00e9"]:
+                (run / "command.txt").write_text(line + "\n")
+                res = await c.call_tool("request_action", {"action": {"kind": "restart-unchanged", "command_file": str(run / "command.txt")}})
+                got.append(res.structured_content or {"error": text(res)})
+
+    anyio.run(go)
+    import time
+    deadline = time.time() + 30
+    while not (o / "REAL").exists() and time.time() < deadline:
+        time.sleep(0.2)
+    assert not (o / "PWNED").exists(), got
+    assert all("error" in g or g.get("ran") is False for g in got[:3]), got
+    assert got[3].get("ran") is True, got[3]  # an accented word is a letter, not a look-alike: it runs after the accept
+    assert (o / "REAL").read_text() == "--name r\u00e9sum\u00e9\n"
+    assert all("\u2800" not in q and "\u2215" not in q for q in person.shown)  # never shown to the person as a blank

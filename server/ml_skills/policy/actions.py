@@ -20,6 +20,7 @@ import signal as signals
 import stat
 import subprocess
 import sys
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -178,11 +179,20 @@ MAX_SHOWN_COMMAND = 2000  # characters of a recorded command the question shows;
 _ESCAPE = {"\n": "\\n", "\t": "\\t"}
 
 
+def looks_like_another(c: str) -> bool:
+    """A character a reader can take for another one: outside ASCII and not a letter, digit or combining mark. A symbol
+    can be blank (U+2800 BRAILLE PATTERN BLANK reads as a space, so `train.py<U+2800>--lr` reads as two words) or look
+    like punctuation (U+2215 DIVISION SLASH for '/', U+FF0E FULLWIDTH FULL STOP for '.')."""
+    return not c.isascii() and unicodedata.category(c)[0] not in "LNM"
+
+
 def quoted(text: str, limit: int = 500) -> str:
     """Untrusted text (a command line, a path) as one quoted line: escapes and invisible characters
-    gone, line breaks and other controls shown as escapes, so it cannot start a line of its own."""
+    gone, line breaks and other controls shown as escapes, so it cannot start a line of its own; a
+    character that reads as another one (looks_like_another) shown as its code (`\\u2800`)."""
     text, _ = strip_invisible(text)
-    text = "".join(c if c.isprintable() else _ESCAPE.get(c, f"\\u{ord(c):04x}") for c in text.replace("\\", "\\\\").replace('"', '\\"'))
+    text = "".join(c if c.isprintable() and not looks_like_another(c) else _ESCAPE.get(c, f"\\u{ord(c):04x}")
+                   for c in text.replace("\\", "\\\\").replace('"', '\\"'))
     return '"' + (text if len(text) <= limit else text[:limit] + "...") + '"'
 
 
@@ -238,6 +248,9 @@ def _shown_as_it_runs(f: Path, line: str) -> None:
     if strip_invisible(line)[1] or any(not c.isprintable() for c in line):
         raise _not_a_launch(f, line, "it holds invisible characters, escapes or controls, which the question cannot show: the "
                                      "command shown would not be the command that runs")
+    if odd := next((c for c in line if looks_like_another(c)), None):
+        raise _not_a_launch(f, line, f"it holds U+{ord(odd):04X}, a symbol a reader can take for a space or for punctuation "
+                                     "(a blank one makes one word read as two): the command read would not be the command that runs")
     masked = line
     for _ in range(MAX_REDACT_PASSES):
         masked, n = _one_pass(masked, fill=True)
