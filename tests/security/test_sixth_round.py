@@ -338,3 +338,26 @@ def test_a_recorded_command_never_hides_a_word_boundary_or_a_path_behind_a_look_
     assert got[3].get("ran") is True, got[3]  # an accented word is a letter, not a look-alike: it runs after the accept
     assert (o / "REAL").read_text() == "--name r\u00e9sum\u00e9\n"
     assert all("\u2800" not in q and "\u2215" not in q for q in person.shown)  # never shown to the person as a blank
+
+
+def test_a_spec_printed_in_a_log_never_shows_its_secret_in_the_decisive_excerpt(tmp_path: Path) -> None:
+    """A job that prints its pod spec (`kubectl get pod -o yaml`) before it dies: the decisive excerpt of the CLI's text
+    report and check-failed-run.json shows each line on its own behind its number (`5 |     value: X`), where the name
+    on the line above is out of every pattern's sight; the value was shown in clear. Each excerpt line is now judged
+    with the lines above it."""
+    r, _ = roots(tmp_path)
+    lines = ["step 1 loss 1.0", "Pod spec:", "  env:", "  - name: AWS_SECRET_ACCESS_KEY", f"    value: {PLAIN['secret']}",
+             "  - name: DB_PASSWORD", f"    value: {PASSWORD}", "Traceback (most recent call last):",
+             '  File "train.py", line 3, in <module>', "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"]
+    (r / "train.log").write_text("\n".join(lines) + "\n")
+    done = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", "train.log", "--out-dir", "out"], cwd=r,
+                          check=False, capture_output=True, text=True, timeout=180, env=dict(os.environ))
+    assert done.returncode in (0, 1), done.stderr
+    assert "value: [REDACTED]" in done.stdout  # the excerpt is shown, its values masked
+    assert _leaks(done.stdout + done.stderr + (r / "out" / "check-failed-run.json").read_text()) == [], done.stdout
+    got = calls(Server(tmp_path, roots=[r]), [("diagnose", {"target": str(r / "train.log"), "detail": ["evidence"]}),
+                                              ("scan_log", {"path": str(r / "train.log")}),
+                                              ("read_log_window", {"path": str(r / "train.log"), "line": 7, "before": 0, "after": 3})])
+    for is_error, body, structured in got:
+        assert not is_error, body[:300]
+        assert _leaks(body + json.dumps(structured)) == [], body[:2000]

@@ -204,9 +204,7 @@ def tail(path: Path, n: int, max_bytes: int = 8 * 1024 * 1024, end: int | None =
     if pos > 0 and not truncated:
         lines = lines[1:]  # first piece is a partial line
     out = [decode(x) for x in lines[-n:]]
-    if len(lines) > n:  # the tail's first lines are judged with the lines above them, where a secret's name can sit
-        prior = [decode(x) for x in lines[-n - PRIOR_LINES:-n]]
-        out[:PRIOR_LINES] = [redact_line_after([*prior, *out[:j]], t) for j, t in enumerate(out[:PRIOR_LINES])]
+    out = judged([decode(x) for x in lines[-n - PRIOR_LINES:-n]] if len(lines) > n else [], out)
     if truncated and lines and len(lines) <= n:  # the first piece starts mid-line: judge it with what came before
         with open(path, "rb") as f:
             f.seek(max(0, pos - CUT_CONTEXT))
@@ -232,19 +230,20 @@ def window_in(data: bytes, offset: int, before: int, after: int) -> tuple[int, l
 
 
 def _split_window(head: bytes, tail_bytes: bytes, cut_head: bool, before: int, after: int) -> tuple[int, list[str]]:
-    prev = head.split(b"\n")
-    start = prev.pop()  # b"" when the offset starts a line; else the part of its line before the offset
-    start_known = bool(prev) or not cut_head
-    if cut_head and prev:
-        prev = prev[1:]
-    prev = prev[-before:] if before else []
+    whole = head.split(b"\n")
+    start = whole.pop()  # b"" when the offset starts a line; else the part of its line before the offset
+    start_known = bool(whole) or not cut_head
+    if cut_head and whole:
+        whole = whole[1:]
+    prev = whole[-before:] if before else []
+    above = [decode(x) for x in whole[: len(whole) - len(prev)][-PRIOR_LINES:]]  # judged with the window's first lines
     nxt = tail_bytes.split(b"\n")[: after + 1]
     if nxt and nxt[-1] == b"" and len(nxt) > 1:
         nxt.pop()
     if start and nxt:  # the offset is inside a line longer than a read: show it whole, or judge the cut piece by its context
         first = decode(start + nxt[0]) if start_known else decode_cut(start[-CUT_CONTEXT:], nxt[0])
-        return len(prev), [decode(x) for x in prev] + [first] + [decode(x) for x in nxt[1:]]
-    return len(prev), [decode(x) for x in prev + nxt]
+        return len(prev), judged(above, [decode(x) for x in prev] + [first] + [decode(x) for x in nxt[1:]])
+    return len(prev), judged(above, [decode(x) for x in prev + nxt])
 
 
 def iter_lines(path: Path, max_line: int = MAX_LINE_BYTES) -> Iterator[bytes]:
@@ -291,7 +290,7 @@ def window(path: Path, line_no: int, before: int = 20, after: int = 20) -> tuple
             prior.append(decode(raw))
         if i >= last:
             break
-    return first, [redact_line_after([*prior, *out[:j]], t) if j < PRIOR_LINES else t for j, t in enumerate(out)]
+    return first, judged(list(prior), out)
 
 
 def grep(
@@ -336,8 +335,17 @@ def grep(
         else:
             before.append(text)
     if search_after is not None:
-        blocks = [(first, [redact_line_after([*pre[first], *lines[:j]], t) for j, t in enumerate(lines)]) for first, lines in blocks]
+        blocks = [(first, judged(pre[first], lines)) for first, lines in blocks]
     return blocks, total
+
+
+def judged(prior: list[str], lines: list[str]) -> list[str]:
+    """Lines of an excerpt, each judged with the lines above it (the `prior` ones first): a secret's name can sit a
+    line or two above its value (W&B's config.yaml, a spec's env entry), and an excerpt is shown line by line, each
+    behind its number, where no pattern sees the two together (safety/redact.py, redact_line_after)."""
+    ctx = [*prior[-PRIOR_LINES:], *lines]
+    off = len(ctx) - len(lines)
+    return [redact_line_after(ctx[max(0, off + j - PRIOR_LINES):off + j], t) for j, t in enumerate(lines)]
 
 
 def held_open_by(path: str | os.PathLike[str]) -> list[int] | None:

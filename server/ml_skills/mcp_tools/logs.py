@@ -101,7 +101,7 @@ class _ShownLines:
 
     def search_after(self, prior: list[str], text: str) -> bool:
         """search() for a line whose secret's name may sit on the lines above it (W&B config.yaml's `value:` line)."""
-        return bool(self.rx.search(text)) and bool(self.rx.search(redact_line_after(prior, text, count=False)))
+        return bool(self.rx.search(text)) and bool(self.rx.search(as_shown(redact_line_after(prior, text, count=False))))
 
 
 @tool(title="Search a log")

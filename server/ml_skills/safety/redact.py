@@ -246,10 +246,12 @@ PRIOR_LINES = 2
 
 
 def redact_line_after(prior: list[str], line: str, *, count: bool = True) -> str:
-    """One line as shown when the lines before it may not be: judged with up to PRIOR_LINES lines before it.
+    """One line as shown when the lines before it may not be (each line of an excerpt is shown on its own, behind a
+    line number): a value whose name sits on a line above is masked, judged with up to PRIOR_LINES lines before it.
+    A line that cannot be such a value comes back unchanged: the channel redacts it as every line.
     `count=False` counts nothing (as_shown): for matching a caller's pattern against what the caller may see."""
     if not prior or "value" not in line.lower():
-        return redact(line) if count else as_shown(line)
+        return line
     ctx = "\n".join(prior[-PRIOR_LINES:]) + "\n"
     if count:
         return redact_after(ctx, line)
