@@ -253,14 +253,13 @@ def redact_line_after(prior: list[str], line: str, *, count: bool = True) -> str
     if not prior or "value" not in line.lower():
         return line
     ctx = "\n".join(prior[-PRIOR_LINES:]) + "\n"
-    if count:
-        return redact_after(ctx, line)
     saved = _count.get(), _stripped.get()
-    try:
-        return redact_after(ctx, line)
-    finally:
+    out = redact_after(ctx, line)
+    masked = _count.get() > saved[0]
+    if not (masked and count):
         _count.set(saved[0])
         _stripped.set(saved[1])
+    return out if masked else line  # nothing masked: the line as it was (the channel strips and redacts it as every line)
 
 
 def redact(text: str) -> str:
