@@ -19,7 +19,7 @@ from typing import Protocol
 
 from ml_skills.errors import InputError, TargetNotFound, UnreadableInput
 from ml_skills.safety.paths import contain, open_binary, walk
-from ml_skills.safety.redact import redact_after
+from ml_skills.safety.redact import PRIOR_LINES, redact_after, redact_line_after
 
 CHUNK = 4 * 1024 * 1024
 
@@ -191,7 +191,7 @@ def tail(path: Path, n: int, max_bytes: int = 8 * 1024 * 1024, end: int | None =
         pos = end
         buf = b""
         block = 64 * 1024
-        while pos > 0 and buf.count(b"\n") <= n and end - pos < max_bytes:
+        while pos > 0 and buf.count(b"\n") <= n + PRIOR_LINES and end - pos < max_bytes:  # and the lines above the tail
             step = min(block, pos)
             pos -= step
             f.seek(pos)
@@ -204,6 +204,7 @@ def tail(path: Path, n: int, max_bytes: int = 8 * 1024 * 1024, end: int | None =
     if pos > 0 and not truncated:
         lines = lines[1:]  # first piece is a partial line
     out = [decode(x) for x in lines[-n:]]
+    out = judged([decode(x) for x in lines[-n - PRIOR_LINES:-n]] if len(lines) > n else [], out)
     if truncated and lines and len(lines) <= n:  # the first piece starts mid-line: judge it with what came before
         with open(path, "rb") as f:
             f.seek(max(0, pos - CUT_CONTEXT))
@@ -229,19 +230,20 @@ def window_in(data: bytes, offset: int, before: int, after: int) -> tuple[int, l
 
 
 def _split_window(head: bytes, tail_bytes: bytes, cut_head: bool, before: int, after: int) -> tuple[int, list[str]]:
-    prev = head.split(b"\n")
-    start = prev.pop()  # b"" when the offset starts a line; else the part of its line before the offset
-    start_known = bool(prev) or not cut_head
-    if cut_head and prev:
-        prev = prev[1:]
-    prev = prev[-before:] if before else []
+    whole = head.split(b"\n")
+    start = whole.pop()  # b"" when the offset starts a line; else the part of its line before the offset
+    start_known = bool(whole) or not cut_head
+    if cut_head and whole:
+        whole = whole[1:]
+    prev = whole[-before:] if before else []
+    above = [decode(x) for x in whole[: len(whole) - len(prev)][-PRIOR_LINES:]]  # judged with the window's first lines
     nxt = tail_bytes.split(b"\n")[: after + 1]
     if nxt and nxt[-1] == b"" and len(nxt) > 1:
         nxt.pop()
     if start and nxt:  # the offset is inside a line longer than a read: show it whole, or judge the cut piece by its context
         first = decode(start + nxt[0]) if start_known else decode_cut(start[-CUT_CONTEXT:], nxt[0])
-        return len(prev), [decode(x) for x in prev] + [first] + [decode(x) for x in nxt[1:]]
-    return len(prev), [decode(x) for x in prev + nxt]
+        return len(prev), judged(above, [decode(x) for x in prev] + [first] + [decode(x) for x in nxt[1:]])
+    return len(prev), judged(above, [decode(x) for x in prev + nxt])
 
 
 def iter_lines(path: Path, max_line: int = MAX_LINE_BYTES) -> Iterator[bytes]:
@@ -280,12 +282,15 @@ def window(path: Path, line_no: int, before: int = 20, after: int = 20) -> tuple
     first = max(1, line_no - before)
     last = line_no + after
     out: list[str] = []
+    prior: deque[str] = deque(maxlen=PRIOR_LINES)  # the lines just above the window: a secret's name can sit there
     for i, raw in enumerate(iter_lines(path), start=1):
         if i >= first:
             out.append(decode(raw))
+        else:
+            prior.append(decode(raw))
         if i >= last:
             break
-    return first, out
+    return first, judged(list(prior), out)
 
 
 def grep(
@@ -301,9 +306,16 @@ def grep(
     open_block: tuple[int, list[str]] | None = None
     remaining_after = 0
     total = 0
+    # A searcher with search_after judges a line as shown with the lines above it (a secret's name can sit there: W&B's
+    # config.yaml), and gets each block's lines as shown, judged the same way.
+    search_after = getattr(rx, "search_after", None)
+    recent: deque[str] = deque(maxlen=context + PRIOR_LINES + 1)  # raw lines above this one, and this one
+    pre: dict[int, list[str]] = {}  # lines above each block, by its first line number
     for i, raw in enumerate(iter_lines(path), start=1):
         text = decode(raw)
-        if rx.search(text):
+        prior = list(recent)[-PRIOR_LINES:]
+        recent.append(text)
+        if search_after(prior, text) if search_after is not None else rx.search(text):
             total += 1
             if len(blocks) < max_matches or (open_block and remaining_after):
                 if open_block is not None and remaining_after:
@@ -311,6 +323,7 @@ def grep(
                 else:
                     open_block = (i - len(before), [*before, text])
                     blocks.append(open_block)
+                    pre[open_block[0]] = list(recent)[:-1 - len(before)][-PRIOR_LINES:]
                 remaining_after = context
                 before.clear()
                 continue
@@ -321,7 +334,18 @@ def grep(
                 open_block = None
         else:
             before.append(text)
+    if search_after is not None:
+        blocks = [(first, judged(pre[first], lines)) for first, lines in blocks]
     return blocks, total
+
+
+def judged(prior: list[str], lines: list[str]) -> list[str]:
+    """Lines of an excerpt, each judged with the lines above it (the `prior` ones first): a secret's name can sit a
+    line or two above its value (W&B's config.yaml, a spec's env entry), and an excerpt is shown line by line, each
+    behind its number, where no pattern sees the two together (safety/redact.py, redact_line_after)."""
+    ctx = [*prior[-PRIOR_LINES:], *lines]
+    off = len(ctx) - len(lines)
+    return [redact_line_after(ctx[max(0, off + j - PRIOR_LINES):off + j], t) for j, t in enumerate(lines)]
 
 
 def held_open_by(path: str | os.PathLike[str]) -> list[int] | None:

@@ -21,7 +21,7 @@ from typing import Any
 from ml_skills.collectors import env_seconds
 from ml_skills.models import EvidenceStatus, MetricPoint, RawEvidence, RawLog, SourceEvidence, canonical
 from ml_skills.safety.paths import open_binary
-from ml_skills.safety.redact import redact
+from ml_skills.safety.redact import redact, redact_named
 
 MAX_ROWS = 500_000  # history rows (steps) kept per run
 MAX_KEYS = 10_000  # distinct metric names counted per run: a file of a million distinct tags must not keep a million names
@@ -121,11 +121,13 @@ def to_float(value: Any) -> float | None:
     return None
 
 
-def _fmt(v: Any) -> str:
+def _fmt(v: Any, name: str = "") -> str:
+    """A config or summary value as shown: cut, and redacted together with its name (a plain password under
+    `db_password` is masked, though no pattern knows the value alone)."""
     f = to_float(v)
     if f is not None:
         return f"{f:.6g}"
-    return redact(json.dumps(v, default=str)[:120]) if not isinstance(v, str) else redact(v[:120])
+    return redact_named(name, json.dumps(v, default=str)[:120] if not isinstance(v, str) else v[:120])
 
 
 def _sample(rows: list[tuple[float, dict[str, float]]]) -> tuple[list[tuple[int, tuple[float, dict[str, float]]]], bool]:
@@ -168,7 +170,7 @@ def to_evidence(run: TrackerRun) -> RawEvidence:
         facts["run state"] = run.state
     facts.update(run.facts)
     for k in sorted(run.config)[:12]:
-        facts[f"config {k}"] = _fmt(run.config[k])
+        facts[f"config {k}"] = _fmt(run.config[k], k)
     summ = {k: v for k, v in run.summary.items() if not k.startswith("_") and to_float(v) is not None}
     for k in sorted(summ, key=lambda k: (canonical(k) is None, k))[:12]:
         facts[f"summary {k}"] = _fmt(summ[k])
@@ -212,7 +214,7 @@ def to_evidence(run: TrackerRun) -> RawEvidence:
         metrics=points,
         missing=[redact(m) for m in missing],
         details={
-            "config": {k: _fmt(v) for k, v in list(run.config.items())[:200]},
+            "config": {k: _fmt(v, k) for k, v in list(run.config.items())[:200]},
             "artifacts": [redact(a) for a in run.artifacts[:MAX_ARTIFACTS]],
         },
     ), logs=logs)

@@ -180,11 +180,24 @@ def as_call_result(result: Any) -> Any:
 MAX_ERROR_CHARS = 4000
 
 
+# pydantic's validation error quotes each bad value (`input_value='X'`) on the line below the field's name, where no
+# redaction rule sees the name: `db_password` over `Extra inputs are not permitted [..., input_value='X', ...]` handed
+# the value back in clear. The caller sent it; the error needs only the field and why.
+_INPUT_ECHO = re.compile(r"input_value=[^\n]*, (?=input_type=)")
+
+
+def no_input_echo(text: str) -> str:
+    """A validation error's text without the values it quotes back."""
+    return _INPUT_ECHO.sub("", text) if "input_value=" in text else text
+
+
 def short_error(result: Any) -> Any:
     """An error answer cut to MAX_ERROR_CHARS: the SDK's validation error lists every bad field, and a call with
     50,000 unknown fields made a 5 MB error that the model was handed whole. The first errors say what to fix.
-    The answer comes as the SDK's model or as the dict it serialises to."""
+    The values it quotes back are dropped (no_input_echo). The answer comes as the SDK's model or as the dict it
+    serialises to."""
     def cut(text: str) -> str:
+        text = no_input_echo(text)
         return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS] + f"... ({len(text) - MAX_ERROR_CHARS} more characters cut)"
 
     if isinstance(result, CallToolResult) and result.is_error:
@@ -211,7 +224,7 @@ class RedactOutput:
         try:
             return short_error(redact_value(await call_next(ctx)))
         except MCPError as e:
-            message = redact_counted(e.message)[0]
+            message = redact_counted(no_input_echo(e.message))[0]
             if message == e.message and redact_value(e.data) is e.data:
                 raise
             raise MCPError(e.code, message, redact_value(e.data)) from None

@@ -27,7 +27,7 @@ from ml_skills.render import fields as fields_mod
 from ml_skills.render.brief import Brief, Part
 from ml_skills.render.text import NO_NEXT_COMMAND
 from ml_skills.safety import untrusted_json
-from ml_skills.safety.paths import confine, confine_new, normalise_roots, open_fd, read_capped, within
+from ml_skills.safety.paths import confine, confine_new, normalise_roots, open_fd, open_out_dir, read_capped, within
 from ml_skills.safety.quoting import new_marker, quote_inline, strip_invisible
 from ml_skills.safety.redact import stripped_count
 from ml_skills.targets import Confine
@@ -135,10 +135,7 @@ def _held_out_dir(out: Path, confined: bool) -> int:
         raise InputError(f"cannot create the out dir {out}: {e.strerror or e}") from None
     if confined:
         return open_fd(out, "dir")
-    try:
-        return os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError as e:
-        raise InputError(f"cannot open the out dir {out}: {e.strerror or e}") from None
+    return open_out_dir(out)  # the server's own, as configured: still that folder, not a link planted at its name
 
 
 @tool(title="Diagnose a failed run", annotations=WRITES_REPORT, deadline=300.0)

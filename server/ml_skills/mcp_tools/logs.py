@@ -13,7 +13,7 @@ from ml_skills.mcp_tools.common import ToolResult, roots, tool
 from ml_skills.models import EvidenceStatus
 from ml_skills.safety.paths import confine
 from ml_skills.safety.quoting import DEFAULT_MAX_CHARS, fence, new_marker
-from ml_skills.safety.redact import as_shown
+from ml_skills.safety.redact import as_shown, redact_line_after
 from ml_skills.safety.regex import LinePattern
 
 PathArg = Annotated[str, Field(min_length=1, max_length=4096, description="Log file, absolute or relative to the first allowed root.")]
@@ -98,6 +98,10 @@ class _ShownLines:
         # The raw line first (cheap): redacting only lines that match keeps a narrow search as fast as before.
         # So a pattern must match the line and the line as shown; the mask itself is not searchable.
         return bool(self.rx.search(text)) and bool(self.rx.search(as_shown(text)))
+
+    def search_after(self, prior: list[str], text: str) -> bool:
+        """search() for a line whose secret's name may sit on the lines above it (W&B config.yaml's `value:` line)."""
+        return bool(self.rx.search(text)) and bool(self.rx.search(as_shown(redact_line_after(prior, text, count=False))))
 
 
 @tool(title="Search a log")

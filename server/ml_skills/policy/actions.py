@@ -20,6 +20,7 @@ import signal as signals
 import stat
 import subprocess
 import sys
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,7 +32,7 @@ from pydantic import Field
 from ml_skills.collectors.checkpoints import WEIGHT_SUFFIXES, inspect_dir, inspect_file
 from ml_skills.errors import InputError, MLSkillsError, PolicyError, TargetNotFound
 from ml_skills.models import ActionKind, CheckpointInfo, Model
-from ml_skills.safety.paths import confine, open_fd, within
+from ml_skills.safety.paths import confine, open_fd, open_out_dir, within
 from ml_skills.safety.quoting import strip_invisible
 from ml_skills.safety.redact import _FILL, _one_pass, redact
 from ml_skills.safety.redact import MAX_PASSES as MAX_REDACT_PASSES
@@ -178,11 +179,20 @@ MAX_SHOWN_COMMAND = 2000  # characters of a recorded command the question shows;
 _ESCAPE = {"\n": "\\n", "\t": "\\t"}
 
 
+def looks_like_another(c: str) -> bool:
+    """A character a reader can take for another one: outside ASCII and not a letter, digit or combining mark. A symbol
+    can be blank (U+2800 BRAILLE PATTERN BLANK reads as a space, so `train.py<U+2800>--lr` reads as two words) or look
+    like punctuation (U+2215 DIVISION SLASH for '/', U+FF0E FULLWIDTH FULL STOP for '.')."""
+    return not c.isascii() and unicodedata.category(c)[0] not in "LNM"
+
+
 def quoted(text: str, limit: int = 500) -> str:
     """Untrusted text (a command line, a path) as one quoted line: escapes and invisible characters
-    gone, line breaks and other controls shown as escapes, so it cannot start a line of its own."""
+    gone, line breaks and other controls shown as escapes, so it cannot start a line of its own; a
+    character that reads as another one (looks_like_another) shown as its code (`\\u2800`)."""
     text, _ = strip_invisible(text)
-    text = "".join(c if c.isprintable() else _ESCAPE.get(c, f"\\u{ord(c):04x}") for c in text.replace("\\", "\\\\").replace('"', '\\"'))
+    text = "".join(c if c.isprintable() and not looks_like_another(c) else _ESCAPE.get(c, f"\\u{ord(c):04x}")
+                   for c in text.replace("\\", "\\\\").replace('"', '\\"'))
     return '"' + (text if len(text) <= limit else text[:limit] + "...") + '"'
 
 
@@ -238,6 +248,9 @@ def _shown_as_it_runs(f: Path, line: str) -> None:
     if strip_invisible(line)[1] or any(not c.isprintable() for c in line):
         raise _not_a_launch(f, line, "it holds invisible characters, escapes or controls, which the question cannot show: the "
                                      "command shown would not be the command that runs")
+    if odd := next((c for c in line if looks_like_another(c)), None):
+        raise _not_a_launch(f, line, f"it holds U+{ord(odd):04X}, a symbol a reader can take for a space or for punctuation "
+                                     "(a blank one makes one word read as two): the command read would not be the command that runs")
     masked = line
     for _ in range(MAX_REDACT_PASSES):
         masked, n = _one_pass(masked, fill=True)
@@ -345,9 +358,13 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
             again, _, _ = _recorded_command(f_now, dfd)
             if f_now != f or hashlib.sha256(again.encode()).hexdigest() != digest:
                 raise PolicyError(f"{quoted(str(f))} changed since the person approved it: nothing was started")
-            out_dir.mkdir(parents=True, exist_ok=True)
             log = out_dir / f"restart-{datetime.now(UTC):%Y%m%dT%H%M%S%f}.log"
-            with open(log, "ab") as out:  # started in the folder that was read (its held fd), not whatever its path names now
+            ofd = open_out_dir(out_dir)  # a new file in the out dir itself, never through a link planted at its name
+            try:
+                lfd = os.open(log.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=ofd)
+            finally:
+                os.close(ofd)
+            with os.fdopen(lfd, "ab") as out:  # started in the folder that was read (its held fd), not whatever its path names now
                 proc = subprocess.Popen(argv, cwd=f"/proc/self/fd/{dfd}", pass_fds=(dfd,), stdin=subprocess.DEVNULL, stdout=out,
                                         stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, **env})
         finally:
@@ -384,8 +401,7 @@ MAX_CHECKPOINT_FILES = 2000
 def _write_backup(backup: Path, text: str, mode: int) -> None:
     """Create the backup as a new file in out_dir/repoint-backups, never through a link: the out dir is
     the first allowed root by default, where anyone who writes runs could plant `repoint-backups` -> elsewhere."""
-    backup.parent.parent.mkdir(parents=True, exist_ok=True)
-    ofd = os.open(backup.parent.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    ofd = open_out_dir(backup.parent.parent)
     try:
         try:
             os.mkdir(backup.parent.name, 0o700, dir_fd=ofd)
@@ -490,6 +506,28 @@ def _current_target(pointer: Path, old: str) -> Path | None:
     return Path(cur) if cur.startswith("/") else pointer.parent / cur
 
 
+def _may_be_good(cur: Path, roots: Sequence[Path]) -> bool:
+    """Whether the pointer's current target may be a checkpoint worth resuming from. Only a target that is
+    missing, or that inspects invalid, may be moved off without asking: one whose format cannot be verified (a
+    legacy pickle), a folder holding a link or too many files, or one outside the roots is not known to be bad,
+    so leaving it is a rollback. Before, only a target that passed `_verified` counted, and a pointer on a valid
+    legacy-pickle checkpoint, or on a folder whose weight file is a link, was moved to an older one unasked."""
+    if not os.path.lexists(cur):
+        return False
+    try:
+        real = confine(str(cur), roots, want="any")
+        if real.is_dir():
+            n = 0
+            for _root, _dirs, files, _fd in os.fwalk(real):
+                n += len(files) + len(_dirs)
+                if n > MAX_CHECKPOINT_FILES:
+                    return True  # too big to judge here: ask
+            return inspect_dir(real).valid is not False
+        return inspect_file(real).valid is not False
+    except (MLSkillsError, OSError):
+        return True  # cannot look (outside the roots, unreadable): ask rather than assume it is bad
+
+
 def _ckpt_identity(info: CheckpointInfo) -> dict[str, Any]:
     return {"format": info.format, "size": info.size_bytes, "mtime": info.mtime.isoformat()}
 
@@ -511,13 +549,8 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
                           "written into the pointer it would make it more than the one line of text a pointer is; rename it")
     also: list[ActionKind] = []
     cur = _current_target(pointer, old)
-    if cur is not None and cur.resolve() != ckpt:
-        try:  # the pointer names a good checkpoint now: moving it elsewhere is a rollback (needs approval by default)
-            cur_real = confine(str(cur), roots, want="any")
-            if _verified(cur_real):
-                also.append(ActionKind.ROLLBACK)
-        except MLSkillsError:
-            pass
+    if cur is not None and cur.resolve() != ckpt and _may_be_good(cur, roots):
+        also.append(ActionKind.ROLLBACK)  # moving a pointer off what may be a good checkpoint is a rollback (asks by default)
     identity = {"pointer_sha256": hashlib.sha256(old.encode()).hexdigest(), "pointer_mode": st.st_mode, "pointer_inode": st.st_ino,
                 "checkpoint": _ckpt_identity(info)}
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")

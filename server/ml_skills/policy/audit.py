@@ -20,7 +20,7 @@ from pydantic import Field
 
 from ml_skills.errors import MLSkillsError
 from ml_skills.models import Model
-from ml_skills.safety.redact import redact_counted
+from ml_skills.safety.redact import redact_counted, redact_named
 
 _lock = threading.Lock()
 
@@ -46,8 +46,8 @@ class AuditError(MLSkillsError):
 def _redact_value(v: Any) -> Any:
     if isinstance(v, str):
         return redact_counted(v)[0]
-    if isinstance(v, dict):
-        return {redact_counted(str(k))[0]: _redact_value(x) for k, x in v.items()}
+    if isinstance(v, dict):  # a value is judged with its key: {"db_password": "X"} holds no pattern's secret in X alone
+        return {redact_counted(str(k))[0]: redact_named(str(k), x) if isinstance(x, str) else _redact_value(x) for k, x in v.items()}
     if isinstance(v, list | tuple):
         return [_redact_value(x) for x in v]
     return v

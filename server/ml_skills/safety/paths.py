@@ -255,6 +255,24 @@ def open_fd(path: str | os.PathLike[str], want: Literal["file", "dir"] = "file")
     return fd
 
 
+def open_out_dir(out: Path) -> int:
+    """An fd on the server's own out dir (resolved when the server started), created if missing, opened now with no
+    link followed, and refused when it is no longer that folder (a part of its path swapped for a link since). What is
+    written through it stays there: a restart's log and a repoint's backup went wherever a link planted at the out
+    dir's name pointed (sixth round)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        raise PathNotAllowed(f"the out dir {out} cannot be opened as a plain directory ({e.strerror or e}): nothing was "
+                             "written") from None
+    if os.path.isdir("/proc/self/fd") and os.path.realpath(f"/proc/self/fd/{fd}") != str(out):  # where the fd really is
+        os.close(fd)
+        raise PathNotAllowed(f"the out dir {out} is no longer that folder (a part of its path is now a link): nothing was "
+                             "written")
+    return fd
+
+
 def open_binary(path: str | os.PathLike[str], buffering: int = -1) -> io.FileIO | io.BufferedReader:
     """`open(path, 'rb')` that cannot block on a FIFO, follow a swapped symlink or leave the roots."""
     # typeshed types fdopen as BinaryIO for a non-literal `buffering`; at run time it is FileIO (0) or BufferedReader

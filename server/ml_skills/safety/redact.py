@@ -104,10 +104,25 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # --api-key X, --hf_token=X, --aws-secret-access-key 'X', and argv printed as a list: '--token', 'X'.
     ("cli-secret-flag", _KEY_NEEDLES, lazy(
         r"(?i)" + _START + r"--?[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"]?(?:\s{1,3}|=|,\s{0,2}|" + _PCT + r"3[Dd]|" + _PCT + r"20|\+)['\"]?(?P<s>[^\s'\",\]]{1,1000})")),
+    # A secret-bearing name and its value in two fields: an environment entry of a Kubernetes, Vertex AI or Docker spec
+    # ({"name": "WANDB_API_KEY", "value": "X"}, `- name: HF_TOKEN` over `  value: X`), an MLflow param or tag as its REST
+    # API returns it ({"key": "db_password", "value": "X"}), and W&B's config.yaml, where each entry's value sits two lines
+    # below its name (`db_password:`, `  desc: null`, `  value: X`). The name rules below see none of them (sixth round).
+    ("named-value", ("value",), lazy(
+        r"(?i)" + _START + r"['\"]?(?:name|key)['\"]?\s{0,3}[:=]\s{0,3}['\"]?[a-z0-9_.\-]{0,40}" + _KEYWORD
+        + r"['\"]?[\s,]{1,40}['\"]?value['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?![<\[]|[0-9.]{1,30}(?![^\s'\",}&\])]))(?P<s>[^\s'\",}&\])]{4,1000})")),
+    # ... and a secret-bearing name whose value is an object holding it: W&B's config as JSON ({"db_password": {"desc":
+    # null, "value": "X"}}), a Vertex AI pipeline's runtime parameters ({"hf_token": {"stringValue": "X"}}).
+    ("nested-value", ("value",), lazy(
+        r"(?i)" + _START + r"['\"]?[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"]?\s{0,3}:\s{0,3}\{[^{}]{0,200}?['\"]?(?:value|stringValue|string_value)"
+        r"['\"]?\s{0,3}:\s{0,3}['\"]?(?![<\[]|[0-9.]{1,30}(?![^\s'\",}&\])]))(?P<s>[^\s'\",}&\])]{4,1000})")),
+    ("wandb-config-yaml", ("desc:",), lazy(
+        r"(?im)^[ \t]{0,40}[a-z0-9_.\-]{0,40}" + _KEYWORD + r":[ \t]{0,3}\r?\n[ \t]{1,40}desc:[^\n]{0,400}\n[ \t]{1,40}value:[ \t]{0,3}"
+        r"['\"]?(?![<\[]|[0-9.]{1,30}(?![^\s'\",}&\])]))(?P<s>[^\s'\",}&\])]{4,1000})")),
     # NAME=X, NAME: X, "name": "X", ?access_token=X&, X-API-KEY: X, and URL-encoded %3D / %3A.
     # A tokenizer's special tokens (`eos_token: </s>`, `pad_token = [PAD]`) and plain numbers are not secrets.
     ("keyword-secret-assign", _KEY_NEEDLES, lazy(
-        r"(?i)" + _START + r"[a-z0-9_.\-]{0,40}" + _KEYWORD + _ASSIGN + r"(?![<\[]|[0-9.]{1,30}(?![^\s'\",}&\])]))(?P<s>[^\s'\",}&\])]{4,1000})")),
+        r"(?i)" + _START + r"[a-z0-9_.\-]{0,40}" + _KEYWORD + _ASSIGN + r"(?![<\[]|[0-9.]{1,30}(?![^\s'\",}&\])])|desc:)(?P<s>[^\s'\",}&\])]{4,1000})")),
 ]
 
 
@@ -157,7 +172,7 @@ def _fill(match: re.Match[str]) -> str:
 # folds nothing but A-Z, a text with none of them cannot match either rule, so both are skipped. Other text (Unicode
 # folds 'ſ' to s and 'ı' to i) always runs them.
 _KEYWORD_ENDS = lazy(r"apikey|(?:key|token|secret|passw(?:or)?d|passphrase)(?![a-z])")
-_KEYWORD_RULES = frozenset({"cli-secret-flag", "keyword-secret-assign"})
+_KEYWORD_RULES = frozenset({"cli-secret-flag", "keyword-secret-assign", "named-value", "nested-value", "wandb-config-yaml"})
 _NEEDLES = tuple(dict.fromkeys(n for _name, needles, _rx in _RULES for n in needles))
 
 
@@ -213,6 +228,38 @@ def redact_after(context: str, text: str) -> str:
     if gone:
         _stripped.set(_stripped.get() + gone)
     return redact(piece)
+
+
+def redact_named(name: str, value: str) -> str:
+    """Redact a value shown apart from its name (a tracker's config entry, an MLflow param, a field of a dict), judged
+    as `name: value`: a value under a secret-bearing name (`db_password`, `hub_token`) is masked as it would be on one
+    line. Redacted alone, a plain password under such a name was shown as is (get_wandb_run's `config db_password`)."""
+    if not value:
+        return value
+    return redact_after(f"{str(name)[-200:]}: ", value)
+
+
+# A secret's name can sit on a line above its value (W&B config.yaml: the name, then `desc:`, then `value:`; a spec's
+# `- name: HF_TOKEN` over `  value: X`). A view that starts at a line (a window, a grep block) judges its lines with the
+# lines before them. Only the two rules above do that, and their value line holds this word.
+PRIOR_LINES = 2
+
+
+def redact_line_after(prior: list[str], line: str, *, count: bool = True) -> str:
+    """One line as shown when the lines before it may not be (each line of an excerpt is shown on its own, behind a
+    line number): a value whose name sits on a line above is masked, judged with up to PRIOR_LINES lines before it.
+    A line that cannot be such a value comes back unchanged: the channel redacts it as every line.
+    `count=False` counts nothing (as_shown): for matching a caller's pattern against what the caller may see."""
+    if not prior or "value" not in line.lower():
+        return line
+    ctx = "\n".join(prior[-PRIOR_LINES:]) + "\n"
+    saved = _count.get(), _stripped.get()
+    out = redact_after(ctx, line)
+    masked = _count.get() > saved[0]
+    if not (masked and count):
+        _count.set(saved[0])
+        _stripped.set(saved[1])
+    return out if masked else line  # nothing masked: the line as it was (the channel strips and redacts it as every line)
 
 
 def redact(text: str) -> str:
@@ -277,7 +324,15 @@ def redact_value(value: Any) -> Any:
         items = [redact_value(v) for v in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else type(value)(items)
     if isinstance(value, dict):
-        pairs = [(redact_value(k), redact_value(v)) for k, v in value.items()]
+        pairs = [(redact_value(k), _redact_item(k, v)) for k, v in value.items()]
         same = all(k2 is k and v2 is v for (k2, v2), (k, v) in zip(pairs, value.items(), strict=True))
         return value if same else dict(pairs)
     return value
+
+
+def _redact_item(key: Any, value: Any) -> Any:
+    """A dict's value, judged with its key when the key names a secret (`{"db_password": "X"}`: X alone is no pattern's)."""
+    if isinstance(key, str) and isinstance(value, str) and _KEYWORD_ENDS.search(key.lower()):
+        new = redact_named(key, value)
+        return value if new == value else new
+    return redact_value(value)
