@@ -39,7 +39,9 @@ def test_a_ray_tune_trials_error_file_is_the_first_thing_to_read(tmp_path):
     script.write_text(TUNE)
     log = tmp_path / "train.log"
     ray_tmp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # Ray's socket paths must stay short
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_TMPDIR": ray_tmp}
+    # its own HOME: a first Ray start writes ~/.ray/auth_token, which a Ray head started later by another test then
+    # requires from clients that run with a HOME of their own (tests/grid/test_ray.py)
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_TMPDIR": ray_tmp, "HOME": str(tmp_path)}
     with open(log, "wb") as out:
         subprocess.run([sys.executable, str(script), str(tmp_path / "results")], stdout=out, stderr=subprocess.STDOUT,
                        timeout=300, check=False, env=env, cwd=tmp_path)

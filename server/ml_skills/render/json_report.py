@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import secrets
-import tempfile
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from ml_skills.errors import InputError
 from ml_skills.models import Diagnosis
+from ml_skills.safety.paths import write_bytes
 from ml_skills.safety.redact import redact_value
 
 FILENAME = "check-failed-run.json"
@@ -52,24 +52,3 @@ def write_model(d: BaseModel, out_dir: str | os.PathLike[str], filename: str) ->
     return write_bytes((data + "\n").encode("utf-8"), out_dir, filename)
 
 
-def write_bytes(data: bytes, out_dir: str | os.PathLike[str], filename: str) -> Path:
-    """Write a file of --out-dir as a new temp file renamed over the name: a link planted at the name (a run
-    folder's `check-failed-run.png -> ~/.bashrc`, diagnosed from inside) is replaced, never written through."""
-    out = Path(out_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise InputError(f"cannot create --out-dir {out}: {e.strerror or e}") from None
-    target = out / filename
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{filename}.", suffix=".tmp", dir=out)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    except OSError as e:
-        raise InputError(f"cannot write {target}: {e.strerror or e}") from None
-    return target

@@ -24,13 +24,14 @@ import errno
 import io
 import os
 import stat
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from pathlib import Path
 from typing import Literal, cast
 
-from ml_skills.errors import PathNotAllowed, TargetNotFound, UnreadableInput
+from ml_skills.errors import InputError, PathNotAllowed, TargetNotFound, UnreadableInput
 
 MAX_PATH_CHARS = 4096
 _KERNEL_TREES = (Path("/proc"), Path("/sys"), Path("/dev"))
@@ -324,3 +325,26 @@ def walk(base: Path, max_depth: int | None = None) -> Iterator[tuple[Path, list[
         if max_depth is not None and len(d.relative_to(real).parts) >= max_depth:
             dirnames[:] = []
         yield d, dirnames, filenames
+
+
+def write_bytes(data: bytes, out_dir: str | os.PathLike[str], filename: str) -> Path:
+    """Write a file of --out-dir as a new temp file renamed over the name: a link planted at the name (a run
+    folder's `check-failed-run.png -> ~/.bashrc`, diagnosed from inside) is replaced, never written through."""
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"cannot create --out-dir {out}: {e.strerror or e}") from None
+    target = out / filename
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{filename}.", suffix=".tmp", dir=out)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as e:
+        raise InputError(f"cannot write {target}: {e.strerror or e}") from None
+    return target

@@ -27,7 +27,7 @@ def run_check(name: str, script: Path, args: list[str], timeout: float, log_path
     wall = time.monotonic() - start
     out = proc.stdout + proc.stderr
     if log_path is not None:  # kept for the person, in --out-dir: the only write preflight makes besides its report
-        from ml_skills.render.json_report import write_bytes
+        from ml_skills.safety.paths import write_bytes
 
         # a new file renamed over the name, like the report: a link planted at preflight-smoke.log is replaced, never
         # written through (the smoke run's output once overwrote whatever `preflight-smoke.log -> ~/.bashrc` named)
