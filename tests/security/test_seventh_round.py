@@ -7,6 +7,7 @@ process. Each failed on the code before its fix (see docs/security.md, "Seventh 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -35,3 +36,21 @@ def test_a_log_file_name_never_adds_a_line_to_a_next_command(tmp_path: Path) -> 
         assert not any(ch in c for ch in "\n\r\x0b\x0c\x85\u2028\u2029"), c
         subprocess.run(["bash", "-c", c], cwd=paste, check=False, capture_output=True, timeout=30)
     assert not (paste / "PWNED").exists()
+
+
+def test_the_pattern_cache_never_deletes_a_file_it_did_not_write(tmp_path: Path) -> None:
+    """`ML_SKILLS_CACHE` naming a folder that also holds the user's own files: trimming old cache files deleted every
+    `re-*.json` and `catalog-*.json` past the newest few, whoever wrote them."""
+    cache = tmp_path / "shared"
+    cache.mkdir()
+    mine = [cache / f"{prefix}-{n}.json" for prefix in ("re", "catalog") for n in range(12)]
+    mine += [cache / f"re-{'0' * 40}.json.bak", cache / f"catalog-{'a' * 39}.json"]
+    for f in mine:
+        f.write_text("the user's own notes\n")
+        os.utime(f, (1_500_000_000, 1_500_000_000))
+    done = subprocess.run([sys.executable, "-m", "ml_skills.cli", "--warm-cache"], check=False, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "ML_SKILLS_CACHE": str(cache)})
+    assert done.returncode == 0, done.stderr
+    assert len(list(cache.glob("re-*.json"))) > 12  # the cache was written beside them
+    assert [f.name for f in mine if not f.exists()] == []
+    assert all(f.read_text() == "the user's own notes\n" for f in mine)
