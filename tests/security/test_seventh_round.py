@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -54,3 +55,32 @@ def test_the_pattern_cache_never_deletes_a_file_it_did_not_write(tmp_path: Path)
     assert len(list(cache.glob("re-*.json"))) > 12  # the cache was written beside them
     assert [f.name for f in mine if not f.exists()] == []
     assert all(f.read_text() == "the user's own notes\n" for f in mine)
+
+
+def _zip_of_tiny_entries(path: Path, n: int) -> None:
+    """A zip whose central directory lists `n` one-byte entries (47 bytes each), all pointing at one local header."""
+    name = b"d"
+    local = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0, 0, 0, 0, len(name), 0) + name
+    entry = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 0, 0, 0, 0, 0, 0, len(name), 0, 0, 0, 0, 0, 0) + name
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 0xFFFF, 0xFFFF, len(entry) * n, len(local), 0)
+    path.write_bytes(local + entry * n + end)
+
+
+def test_a_checkpoint_zip_of_a_million_tiny_entries_never_exhausts_memory(tmp_path: Path) -> None:
+    """A 70 MB `model.pt` whose zip directory lists 1.5 million one-byte entries: zipfile parsed it whole,
+    590 MB of memory and 8 s for one file (a 700 MB one: gigabytes). The directory's size is bounded first now."""
+    run = tmp_path / "run"
+    run.mkdir()
+    _zip_of_tiny_entries(run / "model.pt", 1_500_000)
+    out = tmp_path / "out"
+    measure = ("import resource, subprocess, sys; "
+               "r = subprocess.run(sys.argv[1:], capture_output=True, timeout=120); "
+               "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    done = subprocess.run([sys.executable, "-c", measure, sys.executable, "-m", "ml_skills.cli", "check-failed-run", str(run),
+                           "--out-dir", str(out)], check=True, capture_output=True, text=True, timeout=180)
+    rc, peak_kib = map(int, done.stdout.split())
+    assert rc in (0, 1), done.stdout
+    assert peak_kib < 250 * 1024, f"peak {peak_kib // 1024} MiB"
+    report = json.loads((out / "check-failed-run.json").read_text())
+    ckpt = next(c for c in report["artifacts"]["checkpoints"] if c["path"].endswith("model.pt"))
+    assert ckpt["valid"] is False
