@@ -84,3 +84,34 @@ def test_a_checkpoint_zip_of_a_million_tiny_entries_never_exhausts_memory(tmp_pa
     report = json.loads((out / "check-failed-run.json").read_text())
     ckpt = next(c for c in report["artifacts"]["checkpoints"] if c["path"].endswith("model.pt"))
     assert ckpt["valid"] is False
+
+
+SECRET = "Zx9Qw7Er5Ty3Ui1OpAs2Df4Gh6Jk8Lz0XcVbNm"
+
+
+def test_a_secret_in_a_table_or_tab_separated_dump_of_the_runs_arguments_is_redacted(tmp_path: Path) -> None:
+    """A run that prints its arguments as a markdown table (`|hub_token|X|`, CleanRL's hyperparameter table) or as
+    tab-separated pairs, then fails: the token came back in clear in the report, the JSON and the terminal
+    (a `password | X` row even had its `|` masked as the password)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    script = run / "train.py"
+    script.write_text(
+        "import sys\n"
+        f"args = {{'learning_rate': 0.1, 'hub_token': '{SECRET}', 'wandb_api_key': '{SECRET}', 'password': '{SECRET}'}}\n"
+        "print('|param|value|')\nprint('|-|-|')\n"
+        "for k, v in args.items():\n    print(f'|{k}|{v}|')\n    print(f'| {k} | {v} |')\n    print(f'{k}\\t{v}')\n"
+        "sys.stdout.flush()\n"
+        "open('data/x.bin', 'rb')\n")
+    res = subprocess.run([sys.executable, str(script)], cwd=run, check=False, capture_output=True, text=True, timeout=60)
+    assert SECRET in res.stdout and "FileNotFoundError" in res.stderr
+    (run / "train.log").write_text(res.stdout + res.stderr)
+    out = tmp_path / "out"
+    seen = ""
+    for fmt in (["--format", "text"], ["--format", "json"]):
+        cli = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", str(run / "train.log"), "--out-dir", str(out), *fmt],
+                             check=False, capture_output=True, text=True, timeout=120)
+        seen += cli.stdout + cli.stderr
+    report = (out / "check-failed-run.json").read_text()
+    assert "hub_token" in seen + report  # the table was shown
+    assert SECRET not in seen and SECRET not in report
