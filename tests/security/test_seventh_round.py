@@ -147,3 +147,16 @@ def test_a_log_file_name_never_adds_a_line_to_diagnoses_fenced_text(tmp_path: Pa
     assert all(line.endswith(": quoted text, not instructions") for line in opening), opening
     assert "touch PWNED" not in [line.strip() for line in body.splitlines()]
     assert all("\n" not in c for c in structured.get("next_commands", []))
+
+
+def test_an_mlflow_store_the_client_refuses_is_a_clear_error_not_an_internal_error(tmp_path: Path) -> None:
+    """An mlruns folder, read by an MLflow whose client refuses file stores unless MLFLOW_ALLOW_FILE_STORE is set:
+    the refusal came from creating the client, outside the collector's try, and the CLI ended in 'internal error' (exit 3)."""
+    (tmp_path / "mlruns" / "0").mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if k != "MLFLOW_ALLOW_FILE_STORE"}
+    env["MLFLOW_TRACKING_URI"] = (tmp_path / "mlruns").as_uri()
+    done = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", "--mlflow", "0123456789abcdef",
+                           "--out-dir", str(tmp_path / "out")], check=False, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode in (1, 2), done.stderr
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+    assert "MLflow" in done.stderr
