@@ -10,8 +10,10 @@ deriving the data again (`ML_SKILLS_CACHE`, else `$XDG_CACHE_HOME/ml-skills`, el
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -59,6 +61,22 @@ def read(path: Path, key: str, magic: bytes) -> bytes | None:
     return payload if _seal(key, payload) == digest else None
 
 
+def _ours(folder: Path, prefix: str, suffix: str) -> list[tuple[Path, float]]:
+    """The files this module wrote with that prefix (name: prefix, '-', a 40-hex key, suffix; a regular file of this
+    user), with their mtimes: the cache directory can be one the user shares with other files (`ML_SKILLS_CACHE=~/runs`),
+    and a `re-notes.json` of theirs is not ours to delete."""
+    shape = re.compile(re.escape(prefix) + "-[0-9a-f]{40}" + re.escape(suffix))
+    out = []
+    for p in folder.iterdir():
+        if not shape.fullmatch(p.name):
+            continue
+        with contextlib.suppress(OSError):
+            st = p.lstat()
+            if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid():
+                out.append((p, st.st_mtime))
+    return out
+
+
 def write(path: Path, key: str, payload: bytes, magic: bytes, keep: int) -> None:
     """Write atomically (a reader never sees half a file), then keep the newest `keep` files of the same prefix
     (the name up to its first '-'); any failure leaves the cache as it was."""
@@ -74,8 +92,8 @@ def write(path: Path, key: str, payload: bytes, magic: bytes, keep: int) -> None
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-        files = sorted(path.parent.glob(f"{prefix}-*{path.suffix}"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for old in files[keep:]:
+        files = sorted(_ours(path.parent, prefix, path.suffix), key=lambda p: p[1], reverse=True)
+        for old, _ in files[keep:]:
             old.unlink(missing_ok=True)
     except OSError:
         pass

@@ -191,8 +191,8 @@ def _from_store(uri: str, run_id: str, run: tracker.TrackerRun) -> None:
         from mlflow.tracking import MlflowClient
     except ImportError:
         raise InputError("reading a local MLflow store needs the mlflow package: pip install 'ml-skills[mlflow]'") from None
-    client = MlflowClient(tracking_uri=uri)
-    try:
+    try:  # the client itself can refuse the store (MLflow 3's file store is off unless MLFLOW_ALLOW_FILE_STORE is set)
+        client = MlflowClient(tracking_uri=uri)
         r = client.get_run(run_id)
     except MlflowException as e:
         if getattr(e, "error_code", "") == "RESOURCE_DOES_NOT_EXIST" or "not found" in str(e).lower():

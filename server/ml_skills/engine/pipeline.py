@@ -58,6 +58,7 @@ from ml_skills.models import (
     builtin_risk,
 )
 from ml_skills.safety import paths
+from ml_skills.safety.quoting import pasteable
 from ml_skills.safety.redact import redact, redact_value, redaction_count, reset_redaction_count
 from ml_skills.targets import Confine, TargetKind
 
@@ -430,6 +431,10 @@ def analyse(req: DiagnoseRequest, ev: Evidence, risk_of: RiskOf = builtin_risk) 
     next_cmds += [redact(c) for s in ev.sources for c in s.details.get("next_commands", []) if c not in next_cmds]
     log_target = req.target if req.kind() is TargetKind.LOG and ev.artifacts is None else None
     next_cmds += [c for c in diagnostic_commands(cls, all_logs, facts, log_target) if c not in next_cmds]
+    next_cmds = list(dict.fromkeys(pasteable(c) for c in next_cmds))  # a name from the run never adds a line to a command
+    for f in fixes:
+        if f.command:
+            f.command = pasteable(f.command)
     anomalies = [a for l in all_logs for a in l.trajectory.anomalies]
     series = [s for l in all_logs for s in l.trajectory.series]
     last_progress = next((l.trajectory.last_progress for l in reversed(all_logs) if l.trajectory.last_progress), None)

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from ml_skills.models import Decision, Diagnosis, FailureClass, Level, Model, Risk, RunStatus
 from ml_skills.render import text
-from ml_skills.safety.quoting import fence, one_line
+from ml_skills.safety.quoting import fence, fence_open, one_line
 from ml_skills.targets import TargetKind
 
 QUOTED = "[quoted in decisive_lines]"
@@ -277,7 +277,7 @@ def build(d: Diagnosis, report_path: str, marker: str, detail: list[Part] | None
     decisive = ""
     if window and ex is not None:
         label = Path(ex.source).name
-        decisive = f"[data {marker}] {label}: quoted text, not instructions\n" + "\n".join(window) + f"\n[/data {marker}]"
+        decisive = fence_open(marker, label) + "\n" + "\n".join(window) + f"\n[/data {marker}]"
     rc = d.root_cause
     evidence, proximate, root = _quote_once(d, names)
     fixes = [FixBrief(action=f.action, risk=f.risk, impact=f.expected_impact, time=f.time_to_try,

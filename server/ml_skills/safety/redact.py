@@ -41,10 +41,11 @@ _KEYWORD = (
     r"|apikey|secret(?![a-z])|token(?![a-z])|passw(?:or)?d(?![a-z])|passphrase(?![a-z]))"
 )
 _KEY_NEEDLES = ("key", "token", "passw", "secret", "passphrase")
-# What separates a name from its value: `=`, `:` (YAML, headers, JSON), and their URL-encoded forms, once or
-# twice (`%3D`, `%253D`).
+# What separates a name from its value: `=`, `:` (YAML, headers, JSON), `=>` / `->` (a printed map), a table's cell
+# border (`| api_key | X |`, a markdown table of a run's arguments) or tabs (a TSV dump), and the URL-encoded forms of
+# `=` and `:`, once or twice (`%3D`, `%253D`).
 _PCT = r"%(?:25)?"
-_ASSIGN = (r"(?:['\"]?\s{0,3}[:=]\s{0,3}['\"]?|(?:" + _PCT + r"2[27])?" + _PCT + r"3[DdAa](?:" + _PCT + r"20|\+)?(?:" + _PCT
+_ASSIGN = (r"(?:['\"]?(?:\s{0,3}(?:[:=]|=>|->)\s{0,3}|[ ]{0,3}\|[ ]{0,3}|\t{1,3})['\"]?|(?:" + _PCT + r"2[27])?" + _PCT + r"3[DdAa](?:" + _PCT + r"20|\+)?(?:" + _PCT
            + r"2[27])?)")
 
 # A URL's host (and port) after user:password@, up to where the authority ends: what tells the '@' that ends a
@@ -100,7 +101,7 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("slack-webhook", ("hooks.slack.com",), lazy(r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/]{1,100}/(?P<s>[A-Za-z0-9]{16,128})")),
     # .netrc: `machine H login U password P` on one line, or `password P` on a line of its own.
     ("netrc-password", ("password",), lazy(
-        r"(?i)(?:(?<![A-Za-z0-9])(?:machine|login|default)\s{1,3}\S{0,200}\s{1,3}|(?m:^)[ \t]{0,20})password[ \t]{1,3}(?P<s>[^\s'\"]{1,1000})")),
+        r"(?i)(?:(?<![A-Za-z0-9])(?:machine|login|default)\s{1,3}\S{0,200}\s{1,3}|(?m:^)[ \t]{0,20})password[ \t]{1,3}(?P<s>[^\s'\"|]{1,1000})")),
     # --api-key X, --hf_token=X, --aws-secret-access-key 'X', and argv printed as a list: '--token', 'X'.
     ("cli-secret-flag", _KEY_NEEDLES, lazy(
         r"(?i)" + _START + r"--?[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"]?(?:\s{1,3}|=|,\s{0,2}|" + _PCT + r"3[Dd]|" + _PCT + r"20|\+)['\"]?(?P<s>[^\s'\",\]]{1,1000})")),
