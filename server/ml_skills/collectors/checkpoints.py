@@ -140,9 +140,12 @@ def _safetensors(path: Path, size: int) -> tuple[bool, str]:
 def _torch_zip(path: Path, size: int) -> tuple[bool, str]:
     try:
         with paths.open_binary(path) as fh:
-            end = zipfile._EndRecData(fh)  # the end record names the central directory's size: bound it before parsing it
-            if end is not None and end[zipfile._ECD_SIZE] > MAX_ZIP_DIRECTORY:
-                return False, (f"zip central directory of {end[zipfile._ECD_SIZE]} bytes, over {MAX_ZIP_DIRECTORY // 2**20} MiB: "
+            # the end record names the central directory's size: bound it before parsing it (zipfile's own reader of
+            # that record, private but in every CPython since 2.x; without it the bound is skipped, not the check)
+            end_record, size_at = getattr(zipfile, "_EndRecData", None), getattr(zipfile, "_ECD_SIZE", None)
+            end = end_record(fh) if end_record is not None and size_at is not None else None
+            if end is not None and end[size_at] > MAX_ZIP_DIRECTORY:
+                return False, (f"zip central directory of {end[size_at]} bytes, over {MAX_ZIP_DIRECTORY // 2**20} MiB: "
                                "not a torch.save file (not verified, not parsed)")
             with zipfile.ZipFile(fh) as z:
                 infos = z.infolist()

@@ -51,6 +51,7 @@ from ml_skills.models import (
     RawEvidence,
     RiskOf,
     RootCause,
+    RunFact,
     RunStatus,
     SourceEvidence,
     Task,
@@ -393,6 +394,21 @@ def diagnose(req: DiagnoseRequest, progress: Progress | None = None, risk_of: Ri
         return d
 
 
+def _next_commands(req: DiagnoseRequest, ev: Evidence, cls: Classification, all_logs: list[LogEvidence],
+                   facts: list[RunFact], commands: list[str], fixes: list[Fix]) -> list[str]:
+    """The plan's commands, then a collector's for its own source (the failed task's log, the service account's
+    roles), then those the evidence fills in; each one line, as are the fixes' commands: a name from the run never
+    adds a line to a command a person pastes."""
+    out = list(dict.fromkeys(commands))
+    out += [redact(c) for s in ev.sources for c in s.details.get("next_commands", []) if c not in out]
+    log_target = req.target if req.kind() is TargetKind.LOG and ev.artifacts is None else None
+    out += [c for c in diagnostic_commands(cls, all_logs, facts, log_target) if c not in out]
+    for f in fixes:
+        if f.command:
+            f.command = pasteable(f.command)
+    return list(dict.fromkeys(pasteable(c) for c in out))
+
+
 def analyse(req: DiagnoseRequest, ev: Evidence, risk_of: RiskOf = builtin_risk) -> Diagnosis:
     logs = ev.logs
     src_logs = [scan.scan_text("\n".join(s.lines), source=f"{s.kind}:{s.name}", last=req.last, task=req.task) for s in ev.sources if s.lines]
@@ -426,15 +442,7 @@ def analyse(req: DiagnoseRequest, ev: Evidence, risk_of: RiskOf = builtin_risk) 
         else:
             excerpt = next((excerpts.excerpt_from_tail(l, cls.decisive.line_no) for l in all_logs if l.source == cls.decisive.source), None)
     conf_level = Level.HIGH if cls.confidence >= 0.75 else Level.MEDIUM if cls.confidence >= 0.5 else Level.LOW
-    next_cmds = list(dict.fromkeys(commands))
-    # read-only commands a collector knows for its own source (the failed task's log, the service account's roles)
-    next_cmds += [redact(c) for s in ev.sources for c in s.details.get("next_commands", []) if c not in next_cmds]
-    log_target = req.target if req.kind() is TargetKind.LOG and ev.artifacts is None else None
-    next_cmds += [c for c in diagnostic_commands(cls, all_logs, facts, log_target) if c not in next_cmds]
-    next_cmds = list(dict.fromkeys(pasteable(c) for c in next_cmds))  # a name from the run never adds a line to a command
-    for f in fixes:
-        if f.command:
-            f.command = pasteable(f.command)
+    next_cmds = _next_commands(req, ev, cls, all_logs, facts, commands, fixes)
     anomalies = [a for l in all_logs for a in l.trajectory.anomalies]
     series = [s for l in all_logs for s in l.trajectory.series]
     last_progress = next((l.trajectory.last_progress for l in reversed(all_logs) if l.trajectory.last_progress), None)
