@@ -34,7 +34,7 @@ ACCURACY: dict[str, float] = {
     "exception-named": 0.92,
     "exception-located": 0.81,
     "signature": 0.97,
-    "symptom": 0.90,
+    "symptom": 0.89,
     "anomaly": 0.97,
     "stop": 0.75,  # few dev verdicts rest on a stop alone (shrunk toward the pooled figure); stops.py caps it at 0.45
 }
