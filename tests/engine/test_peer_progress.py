@@ -9,14 +9,14 @@ the abort as survived and named the peer's error instead (issue 13: seen in CI u
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
+
+from tests.engine.test_cascades import _free_port, _glibc_aborts_on_double_free
 
 pytest.importorskip("torch")
 
@@ -50,19 +50,6 @@ RANK = textwrap.dedent("""
         print(f"rank {rank}: {e}".splitlines()[0], flush=True)
         os._exit(1)
 """)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _glibc_aborts_on_double_free(tmp_path: Path) -> bool:
-    probe = "import ctypes; l = ctypes.CDLL('libc.so.6'); l.malloc.restype = ctypes.c_void_p; " \
-            "l.free.argtypes = [ctypes.c_void_p]; p = l.malloc(64); l.free(p); l.free(p)"
-    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False)
-    return r.returncode == -6 and "free(): " in r.stderr
 
 
 @pytest.mark.slow
