@@ -83,6 +83,17 @@ def test_a_log_cut_inside_a_traceback_is_a_crash_that_asks_for_the_exception(res
     assert "before its exception line" in (r.insufficient or "")
 
 
+def test_an_old_mp_spawn_report_is_not_the_childs_error(results):
+    """Old torch.multiprocessing.spawn re-raised a child's failure as a plain 'Exception:' ('-- Process 3 terminated
+    with the following error:'): a launcher's report, not an error of the run's code; with the child's own traceback
+    cut away the class stays open (corpus 794, verbatim; it read config-error before), and a cut child's frames still
+    place it when they are there (717: a torch.save under ProcessRaisedException)."""
+    r = next(r for r in results if r.name.startswith("794-"))
+    assert r.predicted != "config-error", r.reasons
+    r = next(r for r in results if r.name.startswith("717-"))
+    assert r.predicted == "io-checkpoint", r.reasons
+
+
 def test_top1_accuracy_floor(results):
     right = sum(r.correct for r in results)
     assert right / len(results) >= TOP1_FLOOR, [r.name for r in results if not r.correct]

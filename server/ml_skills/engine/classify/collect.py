@@ -14,12 +14,21 @@ from ml_skills.engine.classify.exceptions import callers_of_chained, traceback_c
 from ml_skills.engine.classify.signals import ANOMALY_W, ROLE_W, SEV_W, SURVIVED, TRACEBACK_W, WARNING_DAMP, Signal
 from ml_skills.engine.classify.terminal import informational, last_progress_line, survived_line
 from ml_skills.lazyre import lazy
-from ml_skills.models import Anomaly, FailureClass, LogEvidence, Role, Severity, SignatureHit, SourceEvidence
+from ml_skills.models import Anomaly, FailureClass, LogEvidence, Role, Severity, SignatureHit, SourceEvidence, TracebackEvent
 
 LIVE_STATES = ("running", "sleeping", "pipeline_state_running")
 QUOTE_WIDTH = 400  # a longer line is quoted around its match, so the cited text holds the decisive words
 _WARNING = lazy(r"(Warning:|WARNING|\bwarn(ing)?s?\.|\[W \w|^W\d{4} |\bW\d{4} \d\d:|UserWarning|FutureWarning|DeprecationWarning|\bwarnings\.warn)")
 _WRAPPERS = lazy(r"(RayTaskError|ChildFailedError|CalledProcessError|ProcessRaisedException|HydraException|SystemExit|TrainingFailedError|TuneError)")
+# torch.multiprocessing.spawn's join re-raising a child's failure ('-- Process 3 terminated with the following error:');
+# before ProcessRaisedException existed it raised a plain Exception: a launcher's report, the child's error follows it
+_SPAWN_JOIN = lazy(r"multiprocessing/spawn\.py:join$")
+
+
+def _wrapper(tb: TracebackEvent) -> bool:
+    """A launcher's exception that reports another process's failure: it carries no class of its own."""
+    innermost = next((f for f in reversed(tb.frames) if not f.startswith("  ")), "")  # frames, then code lines
+    return bool(_WRAPPERS.search(tb.exc_type)) or bool(_SPAWN_JOIN.search(innermost))
 
 
 @cache
@@ -57,9 +66,9 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
         # signature on its last line, e.g. a TypeError inside save_model is a checkpoint failure.
         superseded: set[tuple[str, int]] = set()
         callers = callers_of_chained(log.tracebacks)
-        last_tb = max((i for i, tb in enumerate(log.tracebacks) if not _WRAPPERS.search(tb.exc_type)), default=-1)
+        last_tb = max((i for i, tb in enumerate(log.tracebacks) if not _wrapper(tb)), default=-1)
         for i, tb in enumerate(log.tracebacks):
-            if _WRAPPERS.search(tb.exc_type) or tb.message.startswith("Traceback (most recent call last)"):
+            if _wrapper(tb) or tb.message.startswith("Traceback (most recent call last)"):
                 continue
             cls, rw, rule = traceback_class(callers.get(i, tb), hits_by_line)
             if cls is None:
