@@ -8,6 +8,7 @@ completed.'). Either is read from the run's own counters, never from how old the
 
 from __future__ import annotations
 
+from ml_skills.engine.read.metrics import parse_line
 from ml_skills.lazyre import lazy
 
 # an epoch or step counter with its total: 'Epoch 5/5', 'epoch [10/10]', 'Epoch: [99/100]', 'iteration 1000/1000'
@@ -114,8 +115,6 @@ def final_result_after_training(tail: list[str], tail_start: int, last_progress_
     """
     if last_progress_line is None:
         return None
-    from ml_skills.engine.read.metrics import parse_line
-
     final, seen, saved = None, 0, set[int]()
     for i in range(len(tail) - 1, -1, -1):
         text = tail[i]
