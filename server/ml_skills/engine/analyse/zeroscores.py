@@ -1,4 +1,4 @@
-"""A run whose summary reports every detection or translation score as exactly zero.
+"""A run whose summary reports every detection or translation score as zero (at most NEAR_ZERO).
 
 A detector that found nothing ('Average Precision for class 1: 0.0' ... 'Mean Average Precision: 0.000000', YOLOX's
 'the best AP is 0.00', Caffe's 'mAP = 0') or a translator whose BLEU is 0.000000 on every test set trained to a
@@ -19,6 +19,9 @@ _SCORE = lazy(
 _BLEU = lazy(r"(?i)\bBLEU[-_ ]?4?\s*(?:=|:)?\s*(?P<v>\d+(?:\.\d+)?)(?![\d.]|/)")
 _COUNTER = lazy(r"(?i)\b(iteration|iter|step|epoch)\b\D{0,5}(?P<n>\d+(\.\d+)?)")
 WINDOW = 40  # the summary block: the log's last lines
+# a score on the 0-1 (or 0-100) scale no working detector or translator ends at: COCO's AP of 0.002 with AP50 of
+# 0.009 is as useless as 0.0 (predictions counted under the wrong category), and such a table never reads exactly 0
+NEAR_ZERO = 0.01
 
 
 # a YOLO validation row: 'all', images, labels (instances), then P, R, mAP@.5, mAP@.5:.95 (YOLOv5 to v8)
@@ -39,6 +42,11 @@ def _unlabelled_split(tail: list[str], tail_start: int, source: str) -> Anomaly 
     return None
 
 
+def _zero(seen: list[tuple[int, float]]) -> str:
+    top = max(v for _, v in seen)
+    return "exactly 0" if top == 0 else f"at most {top:g}, about 0"
+
+
 def zero_scores(tail: list[str], tail_start: int, source: str) -> Anomaly | None:
     if (unlabelled := _unlabelled_split(tail, tail_start, source)) is not None:
         return unlabelled
@@ -46,9 +54,10 @@ def zero_scores(tail: list[str], tail_start: int, source: str) -> Anomaly | None
     start = max(0, len(tail) - WINDOW)
     for i in range(start, len(tail)):
         m = _BLEU.search(tail[i]) or _SCORE.search(tail[i])
-        if m is not None and "loss" not in tail[i].lower():
+        # COCO prints -1.000 for an area with no ground truth: no score, not a zero
+        if m is not None and "loss" not in tail[i].lower() and float(m["v"]) >= 0:
             seen.append((tail_start + i, float(m["v"])))
-    if not seen or any(v != 0.0 for _, v in seen):
+    if not seen or any(v > NEAR_ZERO for _, v in seen):
         return None
     line_no = seen[0][0]
     # an evaluation before any training (Caffe's 'Iteration 0, Testing net') scores an untrained model: zero is expected
@@ -61,7 +70,7 @@ def zero_scores(tail: list[str], tail_start: int, source: str) -> Anomaly | None
     return Anomaly(
         kind=AnomalyKind.VALIDATION_METRIC_NEAR_ZERO, failure_class=FailureClass.EVALUATION_MISMATCH,
         severity=Severity.SIGNIFICANT, source=source, line_no=line_no,
-        detail=(f"every detection/translation score in the run's summary is exactly 0 ({len(seen)} from line {line_no}): "
+        detail=(f"every detection/translation score in the run's summary is {_zero(seen)} ({len(seen)} from line {line_no}): "
                 "the model predicts nothing that matches the labels - a class/label mapping or annotation format that "
                 "does not fit the evaluator, or a model that never learned"),
     )
