@@ -56,6 +56,8 @@ _LIMIT = lazy(r"(?i)\b(?P<n>\d+)\s*>=\s*max[\w ]{0,20}?[:=]?\s*(?P<total>\d+)\b"
 _SUMMARY = lazy(
     r"(?i)(\btotal (training |train )?time\b|\boverall training (speed|time)\b|\b(epochs?|iterations?|steps?) completed in\b|"
     r"\btraining\b.{0,40}\b(is|was) (done|finished|complete|over)\b|\bend of training\b|"
+    # training named as finished by the run itself: 'Training finished', 'Train finish time: ...', 'training complete'
+    r"\btrain(?:ing)?\s+(?:finish(?:ed)?|done|complete[d]?)\b(?!\s+(?:for\s+)?(?:epoch|step|iter))|"
     # the process, job or script saying it ended well, about itself as a whole
     r"\b(process|job|script|run|pipeline) (completed|finished|ended) successfully\b|"
     # the same in the other languages training scripts print in: Chinese (training/task finished, total time taken),
@@ -74,10 +76,16 @@ def summary_after_training(tail: list[str], tail_start: int, last_progress_line:
     The run's shape, not a framework's wording: a limit reached by its own counter, a duration for the whole of
     training, or the shell prompt the process returned to, each after the last step and followed by nothing fatal.
     """
+    # from just before the last progress line: a checkpoint save that follows the summary may be read as progress;
+    # with no progress line read at all (a table of epochs, a bar glued to an evaluation), the summary itself says
+    # training ran, so the tail after it is what must hold no error
+    start = tail_start if last_progress_line is None else last_progress_line - 2
+    after = [(tail_start + i, x) for i, x in enumerate(tail) if tail_start + i >= start]
     if last_progress_line is None:
-        return None
-    # from just before the last progress line: a checkpoint save that follows the summary may be read as progress
-    after = [(tail_start + i, x) for i, x in enumerate(tail) if tail_start + i >= last_progress_line - 2]
+        first = next((k for k, (_, x) in enumerate(after) if _SUMMARY.search(x) and not _printed_before(x, tail[:k])), None)
+        if first is None:
+            return None
+        after = after[first:]
     if not after or any(_ERROR.search(x) for _, x in after if not _SUMMARY.search(x) and not _LIMIT.search(x)):
         return None
     for line_no, text in after:
@@ -87,7 +95,7 @@ def summary_after_training(tail: list[str], tail_start: int, last_progress_line:
         if _SUMMARY.search(text):
             return line_no
     nonempty = [(n, x) for n, x in after if x.strip()]
-    if nonempty and nonempty[-1][0] > last_progress_line and _PROMPT.match(nonempty[-1][1].strip()):
+    if nonempty and last_progress_line is not None and nonempty[-1][0] > last_progress_line and _PROMPT.match(nonempty[-1][1].strip()):
         return nonempty[-1][0]
     return None
 
