@@ -80,7 +80,7 @@ def test_run_summary_with_no_progress_line_is_completion(tmp_path: Path) -> None
     assert d.run_status.value == "completed" and d.primary_cause is None
     # the same log with a real error appended after its summary: the summary no longer ends the run
     crashed = tmp_path / "train.log"
-    err = subprocess.run([sys.executable, "-c", "open('/nonexistent/weights/best.pt', 'rb')"], capture_output=True, text=True)
+    err = subprocess.run([sys.executable, "-c", "open('/nonexistent/weights/best.pt', 'rb')"], capture_output=True, text=True, check=False)
     crashed.write_text(log.read_text() + err.stderr)
     assert "FileNotFoundError" in err.stderr
     d = diagnose(DiagnoseRequest(target=str(crashed)))

@@ -150,6 +150,27 @@ def peers_follow_a_death(signals: list[Signal]) -> None:
             s.weight *= 0.5
 
 
+# Classes of an error in the run's own code that no peer's death can raise: a NameError, a missing key or file, a
+# shape the collate function rejects. Collective errors, timeouts and connection resets are how peers see a death.
+_OWN_ERRORS = frozenset({FailureClass.CONFIG_ERROR, FailureClass.DATA_PIPELINE, FailureClass.IO_CHECKPOINT})
+
+
+def own_error_before_a_kill(signals: list[Signal]) -> None:
+    """A rank's own exception before a bare SIGKILL the launcher reports: the exception ended the run.
+
+    torchrun and accelerate report the rank they found dead ('exitcode: -9 ... Signal 9 (SIGKILL)'), which need
+    not be the rank that failed: rank 0 raising a NameError leaves the others blocked in the next collective until
+    the launcher's teardown or the scheduler kills them. A kill says nothing of why; an error of the run's own code
+    that came before it, and that no peer's death can cause, is the first failure: the kills count for half.
+    """
+    kills = [s for s in signals if s.label in _BARE_STOPS and not s.survived and s.line_no is not None]
+    own = [s for s in signals if s.kind == "traceback" and s.failure_class in _OWN_ERRORS and not s.survived
+           and not s.warning and s.weight >= MIN_PRIMARY and s.line_no is not None]
+    for k in kills:
+        if any(o.source == k.source and (o.line_no or 0) < (k.line_no or 0) for o in own):
+            k.weight *= 0.5
+
+
 EXTERNAL_KILL = "sigkill-external"
 
 

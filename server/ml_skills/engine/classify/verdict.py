@@ -23,6 +23,7 @@ from ml_skills.engine.classify.cascades import (
     generic_signatures,
     lead_the_ending,
     numeric_before_crash,
+    own_error_before_a_kill,
     peers_follow_a_death,
 )
 from ml_skills.engine.classify.collect import collect_signals
@@ -130,6 +131,7 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
     numeric_before_crash(signals)
     anomalies_below_the_ending(signals)
     peers_follow_a_death(signals)
+    own_error_before_a_kill(signals)
     notes = external_kill(signals, logs)
 
     scores, by_class = _class_scores(signals)
