@@ -185,6 +185,18 @@ def _key_values(line: str, low: str, found: Found) -> bool:
     return False
 
 
+# an accuracy printed as a count and its percentage: the MNIST example's 'Accuracy: 9837/10000 (98%)'
+_COUNT_ACC = lazy(r"(?i)\baccuracy\s*[:=]\s*\d+\s*/\s*\d+\s*\(\s*(?P<pct>\d+(?:\.\d+)?)\s*%\s*\)")
+
+
+@_format("count-accuracy")
+def _count_accuracy(line: str, low: str, found: Found) -> bool:
+    """`Accuracy: 49816/50000 (99.63%)`: the percentage, as a percent like any `acc: 99.6%`."""
+    if "%" in line and (m := _COUNT_ACC.search(line)) is not None:
+        found.values.setdefault("acc", float(m["pct"]))
+    return False
+
+
 @_format("pipe-segments")
 def _pipe_segments(line: str, low: str, found: Found) -> bool:
     """fairseq and many custom loggers: `step 100 | loss 2.31 | lr 0.0005`."""
@@ -276,7 +288,26 @@ def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None]
             break
     if not found.values:
         return None
+    _fold_eval_split(low, found.values)
     return found.values, found.step, found.epoch
+
+
+# A line whose label, before its first metric, names an evaluation split: the MNIST example's 'Test set: Average
+# loss: 0.0025', '[Test set] Average loss', 'Validation: loss 0.3', fairseq's 'valid on 'valid' subset | loss 4.2',
+# timm's 'Test: [ 60/196] ... Loss: 9.87'. Its bare 'loss' and 'acc' are the evaluation's, not training's.
+_EVAL_LABEL = lazy(r"(?<![/\w.-])(?:test|testing|val|valid|validation|validating|eval|evaluation|evaluating|dev)(?![/\w.-])")
+_TRAIN_LABEL = lazy(r"(?<![/\w.-])train(?:ing)?(?![/\w.-])")
+_FIRST_METRIC = lazy(r"loss|acc")
+
+
+def _fold_eval_split(low: str, values: dict[str, float]) -> None:
+    m = _FIRST_METRIC.search(low)
+    label = low[: m.start()] if m else ""
+    if not label or not _EVAL_LABEL.search(label) or _TRAIN_LABEL.search(label):
+        return
+    for train, held in (("loss", "val_loss"), ("acc", "val_acc")):
+        if train in values and held not in values:
+            values[held] = values.pop(train)
 
 
 # The run's own counters where an epoch and an iteration within it are printed together: mmcv/mmengine's
