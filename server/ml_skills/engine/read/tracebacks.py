@@ -193,6 +193,11 @@ def read_all(reader: Reader, name: str, starts: list[tuple[int, int]]) -> list[T
 # an exception line as Python prints it last: a (qualified) type ending in Error or Exception, then ': message'
 _BARE_EXC = lazy(r"^(?:\[rank\d+\]:\s*)?(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(?:\([\w.]*\))?: (?P<msg>\S.*)$")
 BARE_LAST = 6  # the exception line must be among the log's last lines that say something
+# a logging record at ERROR level or above ('2025-04-25 12:53:29,221 - finetune - ERROR - <message>', 'ERROR:root:',
+# '[ERROR]', '| CRITICAL |', glog's 'E0425'/'F0425' with its source position): the program's own report of a failure
+_LOGGED_ERROR = lazy(r"(?:^|[\s\[|(:-])(?:ERROR|CRITICAL|FATAL)(?:\s*[\]|:]\s*|\s+-\s+|\s+)(?P<msg>\S.*)$"
+                     r"|^[EF]\d{4} \d\d:\d\d:\d\d[.\d]*\s+\d+\s+\S+:\d+\]\s*(?P<glog>\S.*)$")
+_NAMED_TYPE = lazy(r"\b(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))\b")
 _RETRYING = lazy(r"(?i)\bretrying\b|\bwill retry\b|\bretry(ing)? in \d")
 _STACK_ABOVE = lazy(r'^\s*File "|^\s+at |^\s*\^+\s*$|Traceback \(most recent call last\)')
 
@@ -213,4 +218,21 @@ def bare_exception(tail: list[str], tail_start: int, source: str, known: list[Tr
             return None  # 'System is retrying': an error the platform retried did not end the run by itself
         return TracebackEvent(source=source, line_no=line_no, start_line=line_no, exc_type=m["type"],
                               message=redact(m["msg"][:500]), frames=[])
-    return None
+    return _logged_error_at_end(tail, tail_start, source, known, said)
+
+
+def _logged_error_at_end(tail: list[str], tail_start: int, source: str, known: list[TracebackEvent],
+                         said: list[int]) -> TracebackEvent | None:
+    """The log's last line is an ERROR (or CRITICAL, FATAL) record of the program's own logging, and nothing else
+    names a failure: the program reported why it stopped and stopped ('ERROR - loading the model failed: No package
+    metadata was found for bitsandbytes'). Read as an exception of the type the message names, if any."""
+    if not said:
+        return None
+    i = said[-1]
+    m = _LOGGED_ERROR.search(ANSI.sub("", tail[i]).rstrip()[:2000])
+    if m is None or any(abs(t.line_no - (tail_start + i)) <= 60 for t in known):
+        return None
+    msg = m["msg"] or m["glog"] or ""
+    named = _NAMED_TYPE.search(msg)
+    return TracebackEvent(source=source, line_no=tail_start + i, start_line=tail_start + i,
+                          exc_type=named["type"] if named else "LoggedError", message=redact(msg[:500]), frames=[])
