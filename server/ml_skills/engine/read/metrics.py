@@ -157,6 +157,13 @@ def _tqdm_bar(line: str, low: str, found: Found) -> bool:
     return False
 
 
+def _named_loss(key: str) -> bool:
+    """A training loss by another name: a key ending in 'loss' (one part of a composite objective, a GAN's g_loss),
+    not an evaluation's."""
+    k = key.replace(" ", "_")
+    return k.endswith("loss") and not k.startswith(("val", "eval", "test", "dev", "valid"))
+
+
 @_format("key-value")
 def _key_values(line: str, low: str, found: Found) -> bool:
     """`key=value`, `key: value`, Keras' `- loss: 0.23`, keys of a few words (`lm loss: 7.1E+00`)."""
@@ -178,6 +185,8 @@ def _key_values(line: str, low: str, found: Found) -> bool:
         c = canonical(key)
         if c is None and " " in key:
             c = _phrase(key)
+        if c is None and not math.isfinite(val) and _named_loss(key):
+            c = "loss"  # one of several losses a run logs ('NoConvLoss=nan', 'g_loss: nan'): the objective is not finite
         if c is not None:
             if c == "step_time" and "(ms)" in key:
                 val /= 1000.0
