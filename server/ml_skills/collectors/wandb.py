@@ -76,7 +76,10 @@ def _run_dir(path: Path) -> Path:
 
 
 def _from_dir(d: Path) -> tracker.TrackerRun:
-    files = sorted(d.glob("*.wandb"))
+    # the run's regular .wandb file first: a folder named `x.wandb` beside it made the whole run "a directory" (eighth
+    # round); with none, the first name, whose open says why it cannot be read
+    named = sorted(d.glob("*.wandb"))
+    files = [p for p in named if p.is_file()] or named
     run = tracker.TrackerRun(kind="wandb", name=str(d))
     run.facts["run directory"] = str(d)
     exit_code: int | None = None
