@@ -58,7 +58,7 @@ def endpoint(env: str, default: str) -> str:
     value = os.environ.get(env, "").strip()
     if not value:
         return default
-    if not _ENDPOINT.match(value):
+    if not _ENDPOINT.fullmatch(value):
         raise InputError(f"{env}={value!r} is not an endpoint: use host:port or http(s)://host:port")
     return value
 

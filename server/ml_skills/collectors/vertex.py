@@ -84,21 +84,21 @@ class Task(Model):
 def resolve(job: str, project: str | None, region: str | None) -> Target:
     """Accept a pipeline job id, a custom job id (digits) or either's full resource name."""
     job = job.strip()
-    m = _NAME.match(job)
+    m = _NAME.fullmatch(job)
     if m:
         project, region = project or m.group(1), region or m.group(2)
         if (project, region) != (m.group(1), m.group(2)):
             raise InputError(f"--project/--region ({project}/{region}) disagree with the resource name {job}: give one or the other")
         kind, job_id = ("pipeline" if m.group(3) == "pipelineJobs" else "custom"), m.group(4)
     else:
-        kind, job_id = ("custom" if _CUSTOM_ID.match(job) else "pipeline"), job
+        kind, job_id = ("custom" if _CUSTOM_ID.fullmatch(job) else "pipeline"), job
     if not project or not region:
         raise InputError("--vertex-pipeline needs --project and --region (or a full name: projects/P/locations/R/pipelineJobs/ID)")
-    if not _PROJECT.match(project):
+    if not _PROJECT.fullmatch(project):
         raise InputError(f"--project {project!r} is not a GCP project id or number")
-    if not _REGION.match(region):
+    if not _REGION.fullmatch(region):
         raise InputError(f"--region {region!r} is not a GCP region (like us-central1)")
-    if not (_CUSTOM_ID if kind == "custom" else _PIPELINE_ID).match(job_id):
+    if not (_CUSTOM_ID if kind == "custom" else _PIPELINE_ID).fullmatch(job_id):
         raise InputError(f"{job_id!r} is not a Vertex AI {'custom job id (digits)' if kind == 'custom' else 'pipeline job id'}")
     return Target(kind=kind, project=project, region=region, job_id=job_id)
 
@@ -188,7 +188,7 @@ def tasks_of(job: Any) -> list[Task]:
         # of the project (eighth round).
         out.append(Task(task_id=t.task_id, parent=t.parent_task_id, name=t.task_name[:MAX_NAME], state=_enum(t.state, ""),
                         start=t.start_time or None, end=t.end_time or None, code=t.error.code, message=t.error.message[:MAX_TEXT],
-                        custom_job=cj_id if _CUSTOM_ID.match(cj_id) else ""))
+                        custom_job=cj_id if _CUSTOM_ID.fullmatch(cj_id) else ""))
     parents = {t.parent for t in out}
     leaves = [t for t in out if t.task_id not in parents]
     return leaves or out
@@ -363,7 +363,7 @@ def next_commands(target: Target, job: Any, src: SourceEvidence) -> list[str]:
     if uri:
         cmds.append(f"gcloud storage ls {q(uri.group(0).rstrip('/.'))}")
     sa = src.facts.get("service_account")
-    if sa and _SERVICE_ACCOUNT.match(sa) and any(a.failure_class is FailureClass.CLOUD_PERMISSIONS_QUOTA and "permission" in a.detail for a in src.signals):
+    if sa and _SERVICE_ACCOUNT.fullmatch(sa) and any(a.failure_class is FailureClass.CLOUD_PERMISSIONS_QUOTA and "permission" in a.detail for a in src.signals):
         cmds.append(f"gcloud projects get-iam-policy {q(target.project)} --flatten={q('bindings[].members')} "
                     f"--filter={q('bindings.members:serviceAccount:' + sa)} --format='table(bindings.role)'")
     return cmds

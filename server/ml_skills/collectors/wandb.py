@@ -46,7 +46,7 @@ def collect(req: CollectRequest, progress: Progress | None = None) -> RawEvidenc
     path = Path(target).expanduser()
     if os.path.lexists(path):  # on disk: a local run, confined like any path, even when shaped like entity/project/run
         run = _from_dir(_run_dir(paths.contain(path, "any")))
-    elif (m := _RUN_PATH.match(target)) is not None:
+    elif (m := _RUN_PATH.fullmatch(target)) is not None:
         run = _from_api(m["entity"], m["project"], m["run"])
     else:
         raise InputError(
