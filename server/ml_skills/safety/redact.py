@@ -165,7 +165,7 @@ def redact_counted(text: str) -> tuple[str, int]:
 # or its separator hidden from every pattern (eighth round: a Cloud Logging payload's `\u0067hp_` token came back
 # whole). Decoded before redacting, until none is left: a decoded escape can complete another one, and each level
 # takes six times the text, so the passes are few. (Python's `\x67` is left alone: `C:\x64\bin` is a path.)
-_PLAIN_ESCAPE = lazy(r"\\u00(2[BDEFbdef]|3[0-9AaDd]|[46][1-9A-Fa-f]|[57][0-9Aa]|5[Ff])")
+_PLAIN_ESCAPE = lazy(r"\\{1,8}u00(2[BDEFbdef]|3[0-9AaDd]|[46][1-9A-Fa-f]|[57][0-9Aa]|5[Ff])")  # also escaped again: JSON in JSON
 
 
 def unescape_plain(text: str) -> str:
