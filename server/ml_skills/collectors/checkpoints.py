@@ -44,8 +44,9 @@ MAX_DIR_DEPTH = 4
 # a torch.save zip's central directory, parsed whole by zipfile: ~400 bytes of memory per entry however small the entry
 # (1.5 M one-byte names in a 70 MB file took 590 MB and 8 s); a real one holds one entry per tensor storage, ~70 bytes each
 MAX_ZIP_DIRECTORY = 8 * 1024 * 1024
-MAX_INDEX_BYTES = 64 * 1024 * 1024  # a model.safetensors.index.json; real ones are a few MiB
+MAX_INDEX_BYTES = 64 * 1024 * 1024  # a model.safetensors.index.json; real ones are a few MiB (parsed within untrusted_json.MAX_VALUES)
 MAX_POINTER_BYTES = 4096
+NO_WEIGHTS = "no weights files inside"
 _DS_MODEL = lazy(r"(^mp_rank_\d+|^zero_pp_rank_\d+_mp_rank_\d+|^layer_\d+-model(_\d+-model)?)_states\.pt$|_model_states\.pt$")
 _DS_OPTIM = lazy(r"^(?:bf16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_optim_states\.pt$")
 _DCP_SHARD = lazy(r"^__(\d+)_(\d+)\.distcp$")
@@ -386,7 +387,7 @@ def inspect_dir(path: Path) -> CheckpointInfo:
                 return info(fmt, False, f"{bad[0].name}: {bad[1].reason}")
             return info(fmt, True, verdict[1])
     if not files:
-        return info("dir", False, "no weights files inside")
+        return info("dir", False, NO_WEIGHTS)
     bad = next(((p, i) for p in files if not (i := inspect_file(p)).valid), None)
     if bad:
         return info("dir", False, f"{bad[0].name}: {bad[1].reason}")

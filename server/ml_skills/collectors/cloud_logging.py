@@ -66,7 +66,7 @@ def error_events(project: str, flt: str, deadline: gcp.Deadline, limit: int = MA
                        not_found=f"Cloud Logging has no project {project}: check --project")
     try:
         events = [_event(e) for e in entries]
-    except (AttributeError, TypeError, ValueError) as e:
+    except (AttributeError, TypeError, ValueError, RecursionError) as e:  # RecursionError: json.dumps of a deep payload
         from ml_skills.errors import SourceUnavailable
 
         raise SourceUnavailable(f"Cloud Logging entries.list in project {project}: malformed entry ({type(e).__name__})") from e

@@ -58,7 +58,7 @@ def endpoint(env: str, default: str) -> str:
     value = os.environ.get(env, "").strip()
     if not value:
         return default
-    if not _ENDPOINT.match(value):
+    if not _ENDPOINT.fullmatch(value):
         raise InputError(f"{env}={value!r} is not an endpoint: use host:port or http(s)://host:port")
     return value
 
@@ -172,7 +172,9 @@ def call(fn: Callable[[float], T], what: str, deadline: Deadline, *, access: str
         except requests.exceptions.ConnectionError as e:
             refused = "refused" in str(e).lower()
             last = "connection refused" if refused else f"cannot connect ({_short(e)})"
-        except (ParseError, ValueError, KeyError, TypeError, AttributeError) as e:
+        except (ParseError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
+            # RecursionError: the client libraries parse with json.loads, which raises it (not ValueError) on an
+            # answer nested a few thousand deep; Cloud Logging's client lets it out (eighth round)
             raise SourceUnavailable(f"{what}: malformed answer ({type(e).__name__}: {_short(e)})") from e
         except gexc.GoogleAPICallError as e:
             raise SourceUnavailable(f"{what}: {getattr(e, 'code', '')} {_short(e)}") from e

@@ -33,7 +33,7 @@ _RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 def collect(req: CollectRequest, progress: Progress | None = None) -> RawEvidence:
     run_id = (req.mlflow or "").strip()
-    if not _RUN_ID.match(run_id):
+    if not _RUN_ID.fullmatch(run_id):
         raise InputError(f"--mlflow expects a run id (letters, digits, '-' or '_'), got {redact(run_id[:80])!r}")
     uri = os.environ.get("MLFLOW_TRACKING_URI", "").strip()
     if not uri:

@@ -29,6 +29,8 @@ MAX_POINTS = 50_000  # rows handed to the trajectory detectors; an even sample a
 MAX_LOG_BYTES = 4 * 1024 * 1024  # tail of each run log read
 MAX_LOGS = 4
 MAX_ARTIFACTS = 500
+MAX_NAME = 120  # a config, summary or fact name as shown
+MAX_FACT = 500  # a fact's value as shown (a run's name, id, project): a .wandb run record named with 30 MB came back whole
 DEADLINE_S = 60.0  # whole collection; ML_SKILLS_TRACKER_TIMEOUT overrides (seconds)
 
 # GPU and host memory, as MLflow (system/...) and W&B (system.gpu.0.memoryAllocatedBytes, ...) name them
@@ -121,13 +123,21 @@ def to_float(value: Any) -> float | None:
     return None
 
 
+def _cut(text: str, n: int) -> str:
+    """Text a tracker returned, shown up to `n` characters (redacted as a whole before the cut where it matters)."""
+    text = redact(str(text))  # before the cut: a token cut in half is no longer a pattern's match
+    return text if len(text) <= n else text[:n] + f"... ({len(text):,} characters)"
+
+
 def _fmt(v: Any, name: str = "") -> str:
     """A config or summary value as shown: cut, and redacted together with its name (a plain password under
     `db_password` is masked, though no pattern knows the value alone)."""
     f = to_float(v)
     if f is not None:
         return f"{f:.6g}"
-    return redact_named(name, json.dumps(v, default=str)[:120] if not isinstance(v, str) else v[:120])
+    # redacted whole, then cut: cut first, a token straddling the cut showed its first characters (eighth round)
+    text = json.dumps(v, default=str)[:65536] if not isinstance(v, str) else v[:65536]
+    return _cut(redact_named(name, text), 120)
 
 
 def _sample(rows: list[tuple[float, dict[str, float]]]) -> tuple[list[tuple[int, tuple[float, dict[str, float]]]], bool]:
@@ -167,16 +177,16 @@ def to_evidence(run: TrackerRun) -> RawEvidence:
                        "(the loss, lr, grad-norm and validation series are still read)")
     facts: dict[str, str] = {}
     if run.state:
-        facts["run state"] = run.state
-    facts.update(run.facts)
+        facts["run state"] = _cut(run.state, MAX_NAME)
+    facts.update({_cut(k, MAX_NAME): _cut(v, MAX_FACT) for k, v in run.facts.items()})
     for k in sorted(run.config)[:12]:
-        facts[f"config {k}"] = _fmt(run.config[k], k)
+        facts[f"config {_cut(k, MAX_NAME)}"] = _fmt(run.config[k], k)
     summ = {k: v for k, v in run.summary.items() if not k.startswith("_") and to_float(v) is not None}
     for k in sorted(summ, key=lambda k: (canonical(k) is None, k))[:12]:
-        facts[f"summary {k}"] = _fmt(summ[k])
+        facts[f"summary {_cut(k, MAX_NAME)}"] = _fmt(summ[k])
     for k, v in sorted(run.system_peak.items())[:6]:
         facts[f"peak {k}"] = f"{v:.6g}"
-    report = [f"Run: {run.kind} {redact(run.name)} ({run.state or 'state unknown'})"]
+    report = [f"Run: {run.kind} {redact(_cut(run.name, MAX_FACT))} ({_cut(run.state or 'state unknown', MAX_NAME)})"]
     if points:
         hist = ", ".join(f"{k} {n}" for k, n in sorted(run.counts.items()) if canonical(k) is not None)
         steps = [p.step for p in points if p.step is not None]
@@ -214,7 +224,7 @@ def to_evidence(run: TrackerRun) -> RawEvidence:
         metrics=points,
         missing=[redact(m) for m in missing],
         details={
-            "config": {k: _fmt(v, k) for k, v in list(run.config.items())[:200]},
+            "config": {_cut(k, MAX_NAME): _fmt(v, k) for k, v in list(run.config.items())[:200]},
             "artifacts": [redact(a) for a in run.artifacts[:MAX_ARTIFACTS]],
         },
     ), logs=logs)

@@ -37,9 +37,13 @@ ACCESS = "roles/aiplatform.viewer on the project"
 PIPELINE_TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED", "PAUSED"}
 JOB_TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED", "EXPIRED", "PARTIALLY_SUCCEEDED"}
 MAX_MSG = 600
+MAX_TASKS = 200  # tasks listed in details, and failed tasks quoted in lines and the log filter; the rest are counted
+MAX_NAME = 200  # a task's name as shown; a task's error message is kept up to MAX_TEXT
+MAX_TEXT = 4000
 _NAME = re.compile(r"^projects/([^/\s]+)/locations/([^/\s]+)/(pipelineJobs|customJobs)/([^/\s]+)$")
 _PIPELINE_ID = re.compile(r"^[a-z][a-z0-9\-]{0,127}$")
 _CUSTOM_ID = re.compile(r"^\d{1,30}$")
+_SERVICE_ACCOUNT = re.compile(r"^[a-z0-9][a-z0-9._+-]{0,99}@[a-z0-9][a-z0-9.-]{0,199}$")  # goes into a gcloud --filter: its shape only
 _PROJECT = re.compile(r"^[a-z0-9][a-z0-9\-.:]{0,99}$")
 _REGION = re.compile(r"^[a-z][a-z0-9\-]{1,40}$")
 _DAG_SUMMARY = re.compile(r"^The DAG failed because some tasks failed")
@@ -80,21 +84,21 @@ class Task(Model):
 def resolve(job: str, project: str | None, region: str | None) -> Target:
     """Accept a pipeline job id, a custom job id (digits) or either's full resource name."""
     job = job.strip()
-    m = _NAME.match(job)
+    m = _NAME.fullmatch(job)
     if m:
         project, region = project or m.group(1), region or m.group(2)
         if (project, region) != (m.group(1), m.group(2)):
             raise InputError(f"--project/--region ({project}/{region}) disagree with the resource name {job}: give one or the other")
         kind, job_id = ("pipeline" if m.group(3) == "pipelineJobs" else "custom"), m.group(4)
     else:
-        kind, job_id = ("custom" if _CUSTOM_ID.match(job) else "pipeline"), job
+        kind, job_id = ("custom" if _CUSTOM_ID.fullmatch(job) else "pipeline"), job
     if not project or not region:
         raise InputError("--vertex-pipeline needs --project and --region (or a full name: projects/P/locations/R/pipelineJobs/ID)")
-    if not _PROJECT.match(project):
+    if not _PROJECT.fullmatch(project):
         raise InputError(f"--project {project!r} is not a GCP project id or number")
-    if not _REGION.match(region):
+    if not _REGION.fullmatch(region):
         raise InputError(f"--region {region!r} is not a GCP region (like us-central1)")
-    if not (_CUSTOM_ID if kind == "custom" else _PIPELINE_ID).match(job_id):
+    if not (_CUSTOM_ID if kind == "custom" else _PIPELINE_ID).fullmatch(job_id):
         raise InputError(f"{job_id!r} is not a Vertex AI {'custom job id (digits)' if kind == 'custom' else 'pipeline job id'}")
     return Target(kind=kind, project=project, region=region, job_id=job_id)
 
@@ -151,7 +155,7 @@ def read_job(target: Target) -> tuple[Any, str | None]:
 def read_events(target: Target, job: Any) -> tuple[list[cloud_logging.LogEvent] | None, str | None]:
     since = getattr(job, "create_time", None) if job is not None else None
     if target.kind == "pipeline":
-        jobs = [t.custom_job for t in tasks_of(job) if t.state == "FAILED" and t.custom_job] if job is not None else []
+        jobs = [t.custom_job for t in tasks_of(job) if t.state == "FAILED" and t.custom_job][:MAX_TASKS // 10] if job is not None else []
         flt = cloud_logging.pipeline_filter(target.job_id, jobs, since)
     else:
         flt = cloud_logging.custom_job_filter(target.job_id, since)
@@ -178,9 +182,13 @@ def tasks_of(job: Any) -> list[Task]:
     for t in job.job_detail.task_details:
         ex = t.executor_detail
         cj = ex.container_detail.main_job or (ex.custom_job_detail.job if "custom_job_detail" in ex else "")
-        out.append(Task(task_id=t.task_id, parent=t.parent_task_id, name=t.task_name, state=_enum(t.state, ""),
-                        start=t.start_time or None, end=t.end_time or None, code=t.error.code, message=t.error.message,
-                        custom_job=cj.rsplit("/", 1)[-1] if cj else ""))
+        cj_id = cj.rsplit("/", 1)[-1] if cj else ""
+        # The custom job's id goes into a Cloud Logging filter and a gcloud command: only an id of its shape (digits).
+        # A task's `mainJob` is the job's own data: `1" OR severity>=DEFAULT OR "x` widened the filter to every entry
+        # of the project (eighth round).
+        out.append(Task(task_id=t.task_id, parent=t.parent_task_id, name=t.task_name[:MAX_NAME], state=_enum(t.state, ""),
+                        start=t.start_time or None, end=t.end_time or None, code=t.error.code, message=t.error.message[:MAX_TEXT],
+                        custom_job=cj_id if _CUSTOM_ID.fullmatch(cj_id) else ""))
     parents = {t.parent for t in out}
     leaves = [t for t in out if t.task_id not in parents]
     return leaves or out
@@ -275,7 +283,8 @@ def _pipeline(src: SourceEvidence, job: Any) -> None:
                                                        ("PENDING", "pending"), ("NOT_TRIGGERED", "not triggered"))]
     counts += [f"{len(v)} {k.lower().replace('_', ' ')}" for k, v in by.items() if k not in ("SUCCEEDED", "FAILED", "RUNNING", "PENDING", "NOT_TRIGGERED")]
     src.report_lines.append("Tasks: " + ", ".join(counts))
-    src.report_lines.append("Failed tasks: " + (", ".join(t.name for t in failed) or "none"))
+    more = f" (and {len(failed) - 20} more)" if len(failed) > 20 else ""
+    src.report_lines.append("Failed tasks: " + (", ".join(t.name for t in failed[:20]) or "none") + more)
     first = failed[0] if failed else None
     if first is not None:
         radius = f"first failing task {first.name} ({_code(first.code)})"
@@ -289,9 +298,14 @@ def _pipeline(src: SourceEvidence, job: Any) -> None:
         src.facts["last_successful_task"] = succeeded[-1].name
     if sa:
         src.facts["service_account"] = sa
-    src.details.update({"tasks": [t.model_dump(mode="json") for t in tasks], "error": {"code": job.error.code, "message": redact(job.error.message)}})
+    # A pipeline of 100,000 tasks made a 17 MB answer (eighth round): the failed tasks first, then the rest, up to MAX_TASKS.
+    listed = [*failed, *(t for t in tasks if t.state != "FAILED")][:MAX_TASKS]
+    if len(tasks) > MAX_TASKS:
+        src.missing.append(f"{len(tasks)} tasks: only {MAX_TASKS} are listed in details (the failed ones first)")
+    src.details.update({"tasks": [t.model_dump(mode="json") for t in listed], "tasks_total": len(tasks),
+                        "error": {"code": job.error.code, "message": redact(job.error.message[:MAX_TEXT])}})
     # The first failing task's own error first: the classifier gives the first cause a lead.
-    for t in failed:
+    for t in failed[:MAX_TASKS]:
         if t.code or t.message:
             src.lines.append(f"Task {t.name} failed: {_err(t.code, t.message)}")
             if t is first:
@@ -349,7 +363,7 @@ def next_commands(target: Target, job: Any, src: SourceEvidence) -> list[str]:
     if uri:
         cmds.append(f"gcloud storage ls {q(uri.group(0).rstrip('/.'))}")
     sa = src.facts.get("service_account")
-    if sa and any(a.failure_class is FailureClass.CLOUD_PERMISSIONS_QUOTA and "permission" in a.detail for a in src.signals):
+    if sa and _SERVICE_ACCOUNT.fullmatch(sa) and any(a.failure_class is FailureClass.CLOUD_PERMISSIONS_QUOTA and "permission" in a.detail for a in src.signals):
         cmds.append(f"gcloud projects get-iam-policy {q(target.project)} --flatten={q('bindings[].members')} "
                     f"--filter={q('bindings.members:serviceAccount:' + sa)} --format='table(bindings.role)'")
     return cmds

@@ -46,7 +46,7 @@ def collect(req: CollectRequest, progress: Progress | None = None) -> RawEvidenc
     path = Path(target).expanduser()
     if os.path.lexists(path):  # on disk: a local run, confined like any path, even when shaped like entity/project/run
         run = _from_dir(_run_dir(paths.contain(path, "any")))
-    elif (m := _RUN_PATH.match(target)) is not None:
+    elif (m := _RUN_PATH.fullmatch(target)) is not None:
         run = _from_api(m["entity"], m["project"], m["run"])
     else:
         raise InputError(
@@ -76,7 +76,10 @@ def _run_dir(path: Path) -> Path:
 
 
 def _from_dir(d: Path) -> tracker.TrackerRun:
-    files = sorted(d.glob("*.wandb"))
+    # the run's regular .wandb file first: a folder named `x.wandb` beside it made the whole run "a directory" (eighth
+    # round); with none, the first name, whose open says why it cannot be read
+    named = sorted(d.glob("*.wandb"))
+    files = [p for p in named if p.is_file()] or named
     run = tracker.TrackerRun(kind="wandb", name=str(d))
     run.facts["run directory"] = str(d)
     exit_code: int | None = None

@@ -107,7 +107,7 @@ def tracker_target(value: str) -> str:
     shaped like entity/project/run (`../outside/run`), is a local path and is confined.
     """
     r = roots()
-    if _TRACKER_RUN.match(value) and not any(os.path.lexists(p) for p in (value, r[0] / value if r else value)):
+    if _TRACKER_RUN.fullmatch(value) and not any(os.path.lexists(p) for p in (value, r[0] / value if r else value)):
         return value
     return str(paths.confine(value, r, want="any"))
 

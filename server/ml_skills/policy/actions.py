@@ -29,7 +29,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ml_skills.collectors.checkpoints import WEIGHT_SUFFIXES, inspect_dir, inspect_file
+from ml_skills.collectors.checkpoints import NO_WEIGHTS, WEIGHT_SUFFIXES, inspect_dir, inspect_file
 from ml_skills.errors import InputError, MLSkillsError, PolicyError, TargetNotFound
 from ml_skills.models import ActionKind, CheckpointInfo, Model
 from ml_skills.safety.paths import confine, open_fd, open_out_dir, within
@@ -186,7 +186,10 @@ def looks_like_another(c: str) -> bool:
     return not c.isascii() and unicodedata.category(c)[0] not in "LNM"
 
 
-def quoted(text: str, limit: int = 500) -> str:
+QUOTED_LIMIT = 500
+
+
+def quoted(text: str, limit: int = QUOTED_LIMIT) -> str:
     """Untrusted text (a command line, a path) as one quoted line: escapes and invisible characters
     gone, line breaks and other controls shown as escapes, so it cannot start a line of its own; a
     character that reads as another one (looks_like_another) shown as its code (`\\u2800`)."""
@@ -517,15 +520,29 @@ def _may_be_good(cur: Path, roots: Sequence[Path]) -> bool:
     try:
         real = confine(str(cur), roots, want="any")
         if real.is_dir():
-            n = 0
-            for _root, _dirs, files, _fd in os.fwalk(real):
+            n, holds_data = 0, False
+            for _root, _dirs, files, fd in os.fwalk(real):
                 n += len(files) + len(_dirs)
                 if n > MAX_CHECKPOINT_FILES:
                     return True  # too big to judge here: ask
-            return inspect_dir(real).valid is not False
+                holds_data = holds_data or any(_non_empty(f, fd) for f in files)
+            info = inspect_dir(real)
+            if info.valid is False and info.format == "dir" and info.reason == NO_WEIGHTS and holds_data:
+                # files of a format the inspector does not know (an orbax or zarr checkpoint, GGUF, ONNX): not known
+                # to be bad. Before the eighth round a pointer on an orbax checkpoint was moved off it unasked.
+                return True
+            return info.valid is not False
         return inspect_file(real).valid is not False
     except (MLSkillsError, OSError):
         return True  # cannot look (outside the roots, unreadable): ask rather than assume it is bad
+
+
+def _non_empty(name: str, dir_fd: int) -> bool:
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_size > 0
 
 
 def _ckpt_identity(info: CheckpointInfo) -> dict[str, Any]:
@@ -547,6 +564,10 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
     if strip_invisible(new.strip())[1] or any(not c.isprintable() for c in new.strip()):
         raise PolicyError(f"the checkpoint's path {quoted(str(ckpt))} holds a line break, an escape or an invisible character: "
                           "written into the pointer it would make it more than the one line of text a pointer is; rename it")
+    for what, text in (("pointer's path", str(pointer)), ("new pointer content", new.strip()), ("checkpoint's path", str(ckpt))):
+        if quoted(text).endswith('..."') and not text.endswith("..."):  # the question would cut it: the person never sees the end
+            raise PolicyError(f"the {what} is too long to show whole in the question ({len(text)} characters, over "
+                              f"{QUOTED_LIMIT}): a cut name cannot be approved; use a shorter path")
     also: list[ActionKind] = []
     cur = _current_target(pointer, old)
     if cur is not None and cur.resolve() != ckpt and _may_be_good(cur, roots):
