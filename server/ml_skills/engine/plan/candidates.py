@@ -19,7 +19,7 @@ POSITION_STEP = 0.15  # a signature lists its fixes most likely first: each late
 DERIVED_FIXES = {EXTERNAL_KILL: ["resume-valid-checkpoint", "check-kernel-oom", "save-on-signal"]}
 NEEDS_EVIDENCE = {"collect-more-evidence", "verify-outputs", "resume-valid-checkpoint", "fix-launch-command", "check-train-data-coverage",
                   "eval-batch-size", "expandable-segments", "dedupe-splits", "check-split-overlap", "raise-collective-timeout", "exclude-node",
-                  "one-gpu-per-rank", STOP_BEFORE_SAVE}
+                  "one-gpu-per-rank", "configure-experiment-tracker", STOP_BEFORE_SAVE}  # a tracker fix needs a tracker in the evidence
 
 
 def file_line(source: str, line_no: int | None) -> str:
