@@ -43,6 +43,10 @@ _FIRST_SYNC = lazy(
     r"workflow: \[\('train'|\b(step|iter|iteration)\s*[:=#]?\s*0\b(?![.,]?\d)|\[\s*0\s*/\s*\d+\s*\]|"
     r"(^|[\s:])0it \[|(^|\s)0%\|[^|]*\|\s*0/\d+)"
 )
+# torch.utils.cpp_extension's JIT build: every process but one waits on the build directory's lock file while that one
+# compiles, and a lock left by a killed build makes all of them wait forever ('Lock file exists in build directory')
+_JIT_BUILD = lazy(r"(?i)(as PyTorch extensions root|Lock file exists in build directory|Emitting ninja build file|"
+                  r"Building extension module|Waiting for the lock)")
 # the first step or batch is where ranks or workers first wait for each other: a line that only announces it (a bare
 # 'Epoch 0 step 0') may be a process stuck there, but a first step that logged its loss was done, and with no sign in
 # the log of processes sharing the work (distributed start-up, rank-prefixed lines, workers, MPI/Horovod) nobody else
@@ -64,8 +68,9 @@ FINDING = {
 }
 MEANING = {  # the root cause's words
     AT_SYNC_POINT: ("The log stops with no error at a point where every rank or worker waits for the others (distributed "
-                    "start-up, the first collective, the first batch): a hang there usually means a rank that never joined, "
-                    "an unreachable MASTER_ADDR:PORT, a broken GPU peer-to-peer path or a stuck DataLoader worker. If the "
+                    "start-up, the first collective, the first batch, a JIT extension build): a hang there usually means a rank "
+                    "that never joined, an unreachable MASTER_ADDR:PORT, a broken GPU peer-to-peer path, a stuck DataLoader "
+                    "worker or a build lock left by a killed compile (torch_extensions' 'lock' file). If the "
                     "process ended instead, the log is cut: the job's stderr says how."),
     CUT_WAITING: ("The log ends in a stack printed while the process waited (its innermost frames are a blocking call: a "
                   "queue, a pipe, a lock or a collective), cut before the exception line: a Ctrl-C or a stack dump of a "
@@ -124,7 +129,7 @@ def stop_signals(log: LogEvidence) -> list[Signal]:
     shared = None
     for i, raw in reversed(lines[-LAST_LINES:]):
         text = last_frame(raw)
-        if (DIST_INIT.search(text) or _FIRST_SYNC.search(text)) and not _TEARDOWN.search(text):
+        if (DIST_INIT.search(text) or _FIRST_SYNC.search(text) or _JIT_BUILD.search(text)) and not _TEARDOWN.search(text):
             m = _FIRST_SYNC.search(text)
             if not DIST_INIT.search(text) and m is not None and _FIRST_STEP_ONLY.match(m.group(0)):
                 if shared is None:
