@@ -4,7 +4,8 @@ Every stage is a plain function from these models to these models. The report wr
 check-failed-run.json is `Diagnosis`; its JSON schema is generated from it (gen.py).
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic would then make a ForwardRef of each of the 240 field
+# annotations (a compile() each) and evaluate it again; as objects they cost nothing more when the classes are built.
 
 import time
 from collections.abc import Callable
