@@ -283,19 +283,29 @@ def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None]
 # 'Epoch [8][208/2000]' and 'Epoch(train) [1][240/735]', the ImageNet example's 'Epoch: [8][208/2000]', GAN
 # scripts' '[Epoch 8/100] [Batch 208/2000]', loguru trainers' 'E6 iter[ 14/ 15]', the MNIST example's 'Train
 # Epoch: 8 [26624/60000 (44%)]' (samples, not batches), and a Keras bar '208/2000 [====' under its 'Epoch 8/100'.
-_EPOCH_ITER = lazy(
-    r"(?i)(?:\bEpoch(?:\(\w+\))?\s*:?\s*\[\s*(?P<e1>\d+)\s*\]\s*\[\s*(?P<i1>\d+)\s*/\s*(?P<n1>\d+)\s*\]|"
-    r"\[\s*Epoch\s+(?P<e2>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?:Batch|Iter(?:ation)?)\s+(?P<i2>\d+)\s*/\s*(?P<n2>\d+)\s*\]|"
-    r"\bE(?P<e3>\d+)\s+iter\[\s*(?P<i3>\d+)\s*/\s*(?P<n3>\d+)\s*\]|"
-    r"\bTrain Epoch:\s*(?P<e4>\d+)\s*\[\s*(?P<i4>\d+)\s*/\s*(?P<n4>\d+))"
+_EPOCH_ITER_WORDS = (
+    r"(?:\bepoch(?:\(\w+\))?\s*:?\s*\[\s*(?P<e1>\d+)\s*\]\s*\[\s*(?P<i1>\d+)\s*/\s*(?P<n1>\d+)\s*\]|"
+    r"\[\s*epoch\s+(?P<e2>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?:batch|iter(?:ation)?)\s+(?P<i2>\d+)\s*/\s*(?P<n2>\d+)\s*\]|"
+    r"\be(?P<e3>\d+)\s+iter\[\s*(?P<i3>\d+)\s*/\s*(?P<n3>\d+)\s*\]|"
+    r"\btrain epoch:\s*(?P<e4>\d+)\s*\[\s*(?P<i4>\d+)\s*/\s*(?P<n4>\d+))"
 )
+_EPOCH_ITER = lazy("(?i)" + _EPOCH_ITER_WORDS)
+# The same on ASCII text lower-cased first: a case-sensitive pattern lets `re` skip to the positions its first
+# characters allow, where (?i) tries every one (a line 23 to 3 us); on ASCII text (?i) folds A-Z only and lower()
+# keeps every offset and digit, so the two agree. Every match holds 'epoch' or 'iter[': a line with neither is none.
+_EPOCH_ITER_LOWER = lazy(_EPOCH_ITER_WORDS)
 KERAS_BAR = lazy(r"^\s*(?P<i>\d+)/(?P<n>\d+) \[[=>.]")
 KERAS_EPOCH = lazy(rb"(?m)^\s*Epoch (?P<e>\d+)/(?P<n>\d+)\s*$")
 
 
 def epoch_iteration(line: str) -> tuple[float, float, float] | None:
     """(epoch, iteration within it, iterations per epoch) when the line prints them together, else None."""
-    m = _EPOCH_ITER.search(line[:400])
+    head = line[:400]
+    if head.isascii():
+        low = head.lower()
+        m = _EPOCH_ITER_LOWER.search(low) if "epoch" in low or "iter[" in low else None
+    else:  # (?i) folds other letters too (a dotless i is i)
+        m = _EPOCH_ITER.search(head)
     if m is None:
         return None
     k = next(i for i in "1234" if m[f"e{i}"] is not None)
