@@ -157,31 +157,41 @@ def _tqdm_bar(line: str, low: str, found: Found) -> bool:
     return False
 
 
+_OTHER, _STEP, _EPOCH, _METRIC = range(4)  # what a key of `key=value` names
+
+
+@lru_cache(maxsize=4096)  # a log repeats a few dozen keys on every line
+def _pair_key(raw: str) -> tuple[int, str | None, bool]:
+    """What a `key=value` key names (_STEP, _EPOCH, _METRIC and its canonical name, or _OTHER), and whether its value
+    is in ms: worked out once per distinct key, not once per line."""
+    key = raw.lower().strip()
+    if key in STEP_KEYS or key.replace(" ", "_") in STEP_KEYS:
+        return _STEP, None, False
+    if key in EPOCH_KEYS:
+        return _EPOCH, None, False
+    c = canonical(key)
+    if c is None and " " in key:
+        c = _phrase(key)
+    return (_OTHER, None, False) if c is None else (_METRIC, c, c == "step_time" and "(ms)" in key)
+
+
 @_format("key-value")
 def _key_values(line: str, low: str, found: Found) -> bool:
     """`key=value`, `key: value`, Keras' `- loss: 0.23`, keys of a few words (`lm loss: 7.1E+00`)."""
     values = found.values
     for m in _PAIR.finditer(line):
-        key = m["key"].lower().strip()
-        raw = m["val"]
+        kind, name, in_ms = _pair_key(m["key"])
         try:
-            val = _num(raw)
+            val = _num(m["val"])
         except ValueError:
             continue
-        if key in STEP_KEYS or key.replace(" ", "_") in STEP_KEYS:
+        if kind == _STEP:
             if found.step is None and not math.isnan(val):
                 found.step = val
-            continue
-        if key in EPOCH_KEYS:
+        elif kind == _EPOCH:
             found.epoch = val
-            continue
-        c = canonical(key)
-        if c is None and " " in key:
-            c = _phrase(key)
-        if c is not None:
-            if c == "step_time" and "(ms)" in key:
-                val /= 1000.0
-            values.setdefault(c, val)
+        elif name is not None:
+            values.setdefault(name, val / 1000.0 if in_ms else val)
     return False
 
 
