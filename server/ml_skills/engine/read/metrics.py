@@ -42,7 +42,6 @@ _ANY_LOSS = lazy(r"(?i)loss(?! scale)")
 # a line without any of these words (lower-cased) holds no metric; `in` on the lower-cased line beats a (?i) regex
 _HINTS = ("loss", "acc", "lr", "learning", "grad", "norm", "step", "iter", "epoch", "it/s", "samples", "tokens", "mem",
           "perplexity", "ppl")
-_STEP_WORDS = ("step", "iter", "epoch")  # _SPACE_PAIR's keys, lower-cased
 
 
 def _is_word(ch: str) -> bool:
@@ -238,7 +237,7 @@ def _named_numbers(line: str, low: str, found: Found) -> bool:
 @_format("step-word")
 def _step_words(line: str, low: str, found: Found) -> bool:
     """`epoch 3`, `Epoch 3/10`, `Epoch [3/10]`, `step 100`: the counters, where no earlier format gave them."""
-    for m in _SPACE_PAIR.finditer(line) if any(w in low for w in _STEP_WORDS) else ():
+    for m in _SPACE_PAIR.finditer(line) if "step" in low or "iter" in low or "epoch" in low else ():  # its keys, lower-cased
         k = m["key"].lower()
         v = float(m["val"])
         if k == "epoch" and found.epoch is None:
