@@ -50,7 +50,7 @@ def new_list() -> list[Any]:
     return []
 
 
-def new_dict() -> dict[str, Any]:
+def new_dict() -> dict[Any, Any]:
     """`default_factory=dict`, for the reason given under new_list."""
     return {}
 
