@@ -299,10 +299,14 @@ _EPOCH_ITER_WORDS = (
     r"\btrain epoch:\s*(?P<e4>\d+)\s*\[\s*(?P<i4>\d+)\s*/\s*(?P<n4>\d+))"
 )
 _EPOCH_ITER = lazy("(?i)" + _EPOCH_ITER_WORDS)
-# The same on ASCII text lower-cased first: a case-sensitive pattern lets `re` skip to the positions its first
-# characters allow, where (?i) tries every one (a line 23 to 3 us); on ASCII text (?i) folds A-Z only and lower()
-# keeps every offset and digit, so the two agree. Every match holds 'epoch' or 'iter[': a line with neither is none.
+# The same on the text lower-cased first: a case-sensitive pattern lets `re` skip to the positions its first
+# characters allow, where (?i) tries every one (a line 23 to 3 us). The two agree on any text without _ASCII_FOLDS:
+# there (?i) matches a pattern letter to A-Z only, and lower() keeps every offset, digit, space and word character.
+# Every match holds 'epoch' or 'iter[': a line with neither is none.
 _EPOCH_ITER_LOWER = lazy(_EPOCH_ITER_WORDS)
+# The characters beyond ASCII that (?i) matches to an ASCII letter or that lower() makes ASCII or longer: dotted and
+# dotless I, long s, the Kelvin sign (tests/engine/test_epoch_iteration_gate.py derives them from the running Python).
+ASCII_FOLDS = "\u0130\u0131\u017f\u212a"
 KERAS_BAR = lazy(r"^\s*(?P<i>\d+)/(?P<n>\d+) \[[=>.]")
 KERAS_EPOCH = lazy(rb"(?m)^\s*Epoch (?P<e>\d+)/(?P<n>\d+)\s*$")
 
@@ -310,10 +314,10 @@ KERAS_EPOCH = lazy(rb"(?m)^\s*Epoch (?P<e>\d+)/(?P<n>\d+)\s*$")
 def epoch_iteration(line: str) -> tuple[float, float, float] | None:
     """(epoch, iteration within it, iterations per epoch) when the line prints them together, else None."""
     head = line[:400]
-    if head.isascii():
+    if head.isascii() or not any(c in head for c in ASCII_FOLDS):
         low = head.lower()
         m = _EPOCH_ITER_LOWER.search(low) if "epoch" in low or "iter[" in low else None
-    else:  # (?i) folds other letters too (a dotless i is i)
+    else:
         m = _EPOCH_ITER.search(head)
     if m is None:
         return None
