@@ -57,3 +57,38 @@ def test_the_key_memo_reads_every_line_as_before(tmp_path: Path) -> None:
         assert repr((got.values, got.step, got.epoch)) == repr((want.values, want.step, want.epoch)), line
         read += bool(got.values)
     assert read > 1000
+
+
+def reference_step_words(line: str, low: str, found: Found) -> None:
+    for m in metrics._SPACE_PAIR.finditer(line) if "step" in low or "iter" in low or "epoch" in low else ():
+        k = m["key"].lower()
+        v = float(m["val"])
+        if k == "epoch" and found.epoch is None:
+            found.epoch = v
+        elif k != "epoch" and found.step is None:
+            found.step = v
+
+
+def test_the_step_words_skip_only_lines_where_no_counter_can_change(tmp_path: Path) -> None:
+    """_step_words searches a line only when a counter it could set is still missing and the line holds its word: from
+    the state the formats before it leave, the same step and epoch as searching every line that holds one."""
+    root = Path(__file__).parents[1]
+    lines = [*MADE, "Epoch 3 step 7", "step=5 Epoch 2", "epoch=1 iter 9", "Iteration 4: epoch [2/10]"]
+    for log in sorted(root.glob("corpus/*/train.log")) + sorted(root.glob("healthy/*/train.log")):
+        lines += log.read_text("utf-8", errors="replace").splitlines()
+    generate(tmp_path / "bench.log", 2**20, seed=8)
+    lines += (tmp_path / "bench.log").read_text("utf-8", errors="replace").splitlines()
+    before = [fn for name, fn in metrics.FORMATS[: [n for n, _ in metrics.FORMATS].index("step-word")]]
+    changed = 0
+    for line in lines:
+        low, got = line.lower(), Found()
+        for fn in before:
+            if fn(line, low, got):
+                break
+        want = Found()
+        want.values, want.step, want.epoch = dict(got.values), got.step, got.epoch
+        metrics._step_words(line, low, got)
+        reference_step_words(line, low, want)
+        assert repr((got.step, got.epoch)) == repr((want.step, want.epoch)), line
+        changed += (got.step, got.epoch) != (None, None)
+    assert changed > 1000

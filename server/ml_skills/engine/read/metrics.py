@@ -236,8 +236,14 @@ def _named_numbers(line: str, low: str, found: Found) -> bool:
 
 @_format("step-word")
 def _step_words(line: str, low: str, found: Found) -> bool:
-    """`epoch 3`, `Epoch 3/10`, `Epoch [3/10]`, `step 100`: the counters, where no earlier format gave them."""
-    for m in _SPACE_PAIR.finditer(line) if "step" in low or "iter" in low or "epoch" in low else ():  # its keys, lower-cased
+    """`epoch 3`, `Epoch 3/10`, `Epoch [3/10]`, `step 100`: the counters, where no earlier format gave them.
+
+    Only a counter still missing can be set, and only by a key the line holds (its keys, lower-cased, hold 'epoch',
+    'step' or 'iter'): a `step=100` line with no epoch word is not searched (4 us a line, every loss line of a small
+    log)."""
+    wants_epoch = found.epoch is None and "epoch" in low
+    wants_step = found.step is None and ("step" in low or "iter" in low)
+    for m in _SPACE_PAIR.finditer(line) if wants_epoch or wants_step else ():
         k = m["key"].lower()
         v = float(m["val"])
         if k == "epoch" and found.epoch is None:
