@@ -94,7 +94,14 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement; the least disturbed is kept")
     ap.add_argument("--json", help="also write the figures to this JSON file")
     ap.add_argument("--mcp-pythonpath", help="where ml_skills.mcp_tools lives, if not in this tree (a branch's server/ folder)")
+    ap.add_argument("--everyday", action="store_true", help="also issue 17's everyday logs: 10 MiB and 1 MiB check-failed-run, "
+                                                              "cold and warm cache, paired with `python -c 'import pydantic'`")
+    ap.add_argument("--everyday-only", action="store_true", help="only that measurement (a minute), none of the rest")
+    ap.add_argument("--pairs", type=int, default=15, help="paired rounds of the everyday measurement (default 15)")
     args = ap.parse_args()
+    if args.everyday_only:
+        print(everyday(Path(args.dir), args.pairs))
+        return
     rg = ensure_rg()
     if not Path(TIME).exists():
         subprocess.run(["apt-get", "install", "-y", "-qq", "time"], check=False, stdout=subprocess.DEVNULL)
@@ -187,10 +194,85 @@ def main() -> None:
         print(table(rows, rg_run))
         print()
         print(goals(rows, rg_run, sig, full, cli, c1, cbig, tbig, ttiny, help_run, scj, ckj, facts.get("mcp"), paired))
+        if args.everyday:
+            print()
+            print(everyday(Path(args.dir), args.pairs))
         if args.json:
             Path(args.json).write_text(json.dumps({"rows": [(a, b.__dict__ | {"out": ""}, c, d) for a, b, c, d in rows], **facts}, indent=2))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _cli(log: Path, out: Path) -> list[str]:
+    """check-failed-run as a user runs it: the installed console script beside this Python when there is one (run by
+    this Python, not through a version manager's shim), else `python -m ml_skills.cli`; this tree's code either way."""
+    script = Path(sys.executable).parent / "ml-skills"
+    head = [sys.executable, str(script)] if script.is_file() else [sys.executable, "-m", "ml_skills.cli"]
+    return [*head, "check-failed-run", str(log), "--out-dir", str(out), "--format", "json"]
+
+
+def _timed(cmd: list[str], env: dict) -> Run:
+    """One run of cmd: wall time, and its CPU time from the kernel's accounting of the reaped child (microseconds,
+    where /usr/bin/time prints hundredths: too coarse for a 0.1 s process)."""
+    t = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    err = p.stderr.read() if p.stderr else b""
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(cmd)} failed: {err.decode(errors='replace').strip()[-500:]}")
+    return Run(wall, usage.ru_utime + usage.ru_stime, 0.0, "")
+
+
+def _paired(a: list[str], b: list[str], pairs: int, env_a, env_b) -> list[tuple[Run, Run]]:
+    """A and B in turn, `pairs` times after one warm-up each: this machine's speed drifts, a pair's ratio does not.
+    env_a is called before each run of A (a fresh cache directory for the cold runs)."""
+    _timed(a, env_a())
+    _timed(b, env_b)
+    return [(_timed(a, env_a()), _timed(b, env_b)) for _ in range(pairs)]
+
+
+def _spread(xs: list[float]) -> str:
+    xs = sorted(xs)
+    return f"{xs[len(xs) // 2]:.3f} ({xs[0]:.3f}-{xs[-1]:.3f})"
+
+
+def everyday(where: Path, pairs: int) -> str:
+    """Issue 17's everyday logs: whole-process check-failed-run on a 10 MiB and a 1 MiB generated log, the pattern cache
+    warm (written by a first run) and cold (a new, empty cache directory each run), each paired run by run with
+    `python -c "import pydantic"`. Bytecode is written and used (PYTHONDONTWRITEBYTECODE unset), as in an installed
+    package. The load average before and after is printed with the table: on a shared machine it says how far the
+    wall times are the neighbours'."""
+    work = Path(tempfile.mkdtemp(prefix="ml-skills-everyday-", dir=where))
+    try:
+        base = {k: v for k, v in env().items() if k != "PYTHONDONTWRITEBYTECODE"}
+        warm = {**base, "ML_SKILLS_CACHE": str(work / "cache")}
+        logs = {"10 MiB": work / "10m.log", "1 MiB": work / "1m.log"}
+        generate(logs["10 MiB"], 10 * 2**20)
+        generate(logs["1 MiB"], 2**20, seed=1)
+        (work / "out").mkdir()
+        pyd = [sys.executable, "-c", "import pydantic"]
+        load = [os.getloadavg()[0]]
+        fresh = iter(range(10**6))
+        rows = [(f"{name}, cache warm", _paired(_cli(log, work / "out"), pyd, pairs, lambda: warm, base))
+                for name, log in logs.items()]
+        rows.append(("10 MiB, cache cold (first run)", _paired(_cli(logs["10 MiB"], work / "out"), pyd, max(3, pairs // 3),
+                                                              lambda: {**base, "ML_SKILLS_CACHE": str(work / f"cold{next(fresh)}")}, base)))
+        load.append(os.getloadavg()[0])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    lines = [(f"Everyday logs, whole process, {pairs} pairs (cold: {max(3, pairs // 3)}); load average {load[0]:.1f} before, "
+              f"{load[1]:.1f} after, {os.cpu_count()} cores{' (under load)' if max(load) > 1.0 else ''}"),
+             "",
+             ("| check-failed-run | wall s median (min-max) | CPU s median | `python -c \"import pydantic\"` wall s | "
+              "wall ratio, pair by pair | CPU ratio |"),
+             "|---|---|---|---|---|---|"]
+    for name, runs in rows:
+        lines.append(f"| {name} | {_spread([a.wall for a, _ in runs])} | {_spread([a.cpu for a, _ in runs]).split()[0]} | "
+                     f"{_spread([b.wall for _, b in runs]).split()[0]} | {_spread([a.wall / b.wall for a, b in runs])}x | "
+                     f"{_spread([a.cpu / b.cpu for a, b in runs if b.cpu > 0])}x |")
+    return "\n".join(lines)
 
 
 def table(rows, rg_run: Run) -> str:

@@ -81,3 +81,19 @@ def test_a_bare_log_name_a_job_wrapper_points_to_is_read_from_the_run_directory(
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.next_commands and d.next_commands[0].startswith("tail -n 100 sge.log   # "), d.next_commands
     assert "from the run's working directory" in d.next_commands[0]
+
+
+def test_the_extension_gate_skips_only_lines_the_pointer_pattern_cannot_match():
+    """commands.may_point spares most tail lines the pointer regex (45 us a line): on every line of every real log, and
+    on spellings made to slip past it (an upper-case extension, a long s that re's IGNORECASE reads as 's'), a line it
+    skips is a line the regex does not match."""
+    from ml_skills.engine.plan import commands
+
+    root = Path(__file__).parents[1]
+    lines = ["Error file: /tmp/run/ERROR.TXT", "details in ./out/worker.jſon, the worker failed", "see log.LOG: crashed"]
+    for log in sorted(root.glob("corpus/*/train.log")) + sorted(root.glob("healthy/*/train.log")):
+        lines += log.read_text("utf-8", errors="replace").splitlines()
+    skipped = [line for line in lines if not commands.may_point(line)]
+    assert len(skipped) > len(lines) // 2  # the gate does spare the regex
+    assert [line for line in skipped if commands._POINTER.search(line)] == []
+    assert all(commands.may_point(line) for line in lines[:3]) and all(commands._POINTER.search(line) for line in lines[:3])

@@ -101,3 +101,27 @@ def test_a_real_run_whose_csv_log_goes_nan_is_nan_inf_and_a_healthy_one_is_not(t
     assert d.run_status.value == "diverged"
     good = diagnose(DiagnoseRequest(target=str(_csv_run(tmp_path, "0.1"))))
     assert good.primary_cause is None, good.root_cause
+
+
+def test_the_first_letter_gate_refuses_only_lines_that_are_no_header():
+    """tables.header refuses a line whose first character is not a letter before splitting it (most loss lines start
+    with `[rank0]:`, a date or a brace): on every line of every real log, the same headers as without that test."""
+    def ungated(line: str) -> tables.Header | None:
+        text = line.strip()
+        if not text or len(text) > 2000:
+            return None
+        sep = "\t" if "\t" in text else "," if "," in text else None
+        names = tables._split(text, sep)
+        if not 3 <= len(names) <= tables.MAX_COLUMNS or not all(tables._NAME.match(n) for n in names):
+            return None
+        keys = tuple(tables._column(n) for n in names)
+        if not any(k in ("loss", "val_loss", "acc", "val_acc") for k in keys) or 2 * sum(k is not None for k in keys) < len(keys):
+            return None
+        return tables.Header(sep=sep, keys=keys)
+
+    lines = [" epoch,loss,acc,val_loss", "\tEPOCH\tTRAIN_LOSS\tDEV_LOSS", "1epoch loss acc", ",epoch,loss,acc", "_epoch loss acc val_loss"]
+    for log in sorted(TESTS.glob("corpus/*/train.log")) + sorted(TESTS.glob("healthy/*/train.log")):
+        lines += log.read_text("utf-8", errors="replace").splitlines()
+    got = [tables.header(line) for line in lines]
+    assert got == [ungated(line) for line in lines]
+    assert sum(g is not None for g in got) >= 4 and got[0] is not None and got[1] is not None

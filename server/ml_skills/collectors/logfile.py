@@ -230,14 +230,16 @@ def window_in(data: bytes, offset: int, before: int, after: int) -> tuple[int, l
 
 
 def _split_window(head: bytes, tail_bytes: bytes, cut_head: bool, before: int, after: int) -> tuple[int, list[str]]:
-    whole = head.split(b"\n")
+    # only the lines used below are split off the two 256 KiB reads (they hold thousands of lines): the last
+    # `before + PRIOR_LINES` whole lines above the offset, the first `after + 1` from it
+    whole = head.rsplit(b"\n", before + PRIOR_LINES + 1)
     start = whole.pop()  # b"" when the offset starts a line; else the part of its line before the offset
     start_known = bool(whole) or not cut_head
     if cut_head and whole:
         whole = whole[1:]
     prev = whole[-before:] if before else []
     above = [decode(x) for x in whole[: len(whole) - len(prev)][-PRIOR_LINES:]]  # judged with the window's first lines
-    nxt = tail_bytes.split(b"\n")[: after + 1]
+    nxt = tail_bytes.split(b"\n", after + 1)[: after + 1]
     if nxt and nxt[-1] == b"" and len(nxt) > 1:
         nxt.pop()
     if start and nxt:  # the offset is inside a line longer than a read: show it whole, or judge the cut piece by its context

@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import Field, ValidationError
 
 from ml_skills.errors import InputError
-from ml_skills.models import Model, Risk
+from ml_skills.models import Model, Risk, new_dict, new_list
 from ml_skills.policy.risk import ORDER, below_floor, risk_of
 
 DEFAULT_POLICY = Path(__file__).with_name("default-policy.toml")
@@ -30,9 +30,9 @@ class Override(Model):
 
 class PolicyFile(Model):
     version: int = 1
-    allow_dangerous: list[str] = Field(default_factory=list)
-    risk: dict[str, Risk] = Field(default_factory=dict)
-    overrides: list[Override] = Field(default_factory=list)
+    allow_dangerous: list[str] = Field(default_factory=new_list)
+    risk: dict[str, Risk] = Field(default_factory=new_dict)
+    overrides: list[Override] = Field(default_factory=new_list)
 
 
 class Verdict(Model):

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from ml_skills.engine.read.metrics import CANONICAL
 from ml_skills.models import MetricPoint
 
-
-def finite(x: float) -> bool:
-    return not (math.isnan(x) or math.isinf(x))
+finite = math.isfinite
+"""Neither NaN nor infinite: math's own test, called as it is (the detectors ask it about every value of every point,
+50,000 times on a 1 MiB log; a function of ours around it cost a Python call each time)."""
 
 
 def fmt(x: float | None) -> str:

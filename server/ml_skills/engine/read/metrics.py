@@ -42,7 +42,6 @@ _ANY_LOSS = lazy(r"(?i)loss(?! scale)")
 # a line without any of these words (lower-cased) holds no metric; `in` on the lower-cased line beats a (?i) regex
 _HINTS = ("loss", "acc", "lr", "learning", "grad", "norm", "step", "iter", "epoch", "it/s", "samples", "tokens", "mem",
           "perplexity", "ppl")
-_STEP_WORDS = ("step", "iter", "epoch")  # _SPACE_PAIR's keys, lower-cased
 
 
 def _is_word(ch: str) -> bool:
@@ -164,33 +163,43 @@ def _named_loss(key: str) -> bool:
     return k.endswith("loss") and not k.startswith(("val", "eval", "test", "dev", "valid"))
 
 
+_OTHER, _STEP, _EPOCH, _METRIC = range(4)  # what a key of `key=value` names
+
+
+@lru_cache(maxsize=4096)  # a log repeats a few dozen keys on every line
+def _pair_key(raw: str) -> tuple[int, str | None, bool]:
+    """What a `key=value` key names (_STEP, _EPOCH, _METRIC and its canonical name, or _OTHER), and whether its value
+    is in ms: worked out once per distinct key, not once per line."""
+    key = raw.lower().strip()
+    if key in STEP_KEYS or key.replace(" ", "_") in STEP_KEYS:
+        return _STEP, None, False
+    if key in EPOCH_KEYS:
+        return _EPOCH, None, False
+    c = canonical(key)
+    if c is None and " " in key:
+        c = _phrase(key)
+    return (_OTHER, None, False) if c is None else (_METRIC, c, c == "step_time" and "(ms)" in key)
+
+
 @_format("key-value")
 def _key_values(line: str, low: str, found: Found) -> bool:
     """`key=value`, `key: value`, Keras' `- loss: 0.23`, keys of a few words (`lm loss: 7.1E+00`)."""
     values = found.values
     for m in _PAIR.finditer(line):
-        key = m["key"].lower().strip()
-        raw = m["val"]
+        kind, name, in_ms = _pair_key(m["key"])
         try:
-            val = _num(raw)
+            val = _num(m["val"])
         except ValueError:
             continue
-        if key in STEP_KEYS or key.replace(" ", "_") in STEP_KEYS:
+        if kind == _STEP:
             if found.step is None and not math.isnan(val):
                 found.step = val
-            continue
-        if key in EPOCH_KEYS:
+        elif kind == _EPOCH:
             found.epoch = val
-            continue
-        c = canonical(key)
-        if c is None and " " in key:
-            c = _phrase(key)
-        if c is None and not math.isfinite(val) and _named_loss(key):
-            c = "loss"  # one of several losses a run logs ('NoConvLoss=nan', 'g_loss: nan'): the objective is not finite
-        if c is not None:
-            if c == "step_time" and "(ms)" in key:
-                val /= 1000.0
-            values.setdefault(c, val)
+        elif name is not None:
+            values.setdefault(name, val / 1000.0 if in_ms else val)
+        elif not math.isfinite(val) and _named_loss(m["key"].lower().strip()):
+            values.setdefault("loss", val)  # one of several losses ('NoConvLoss=nan', 'g_loss: nan'): the objective is not finite
     return False
 
 
@@ -248,8 +257,14 @@ def _named_numbers(line: str, low: str, found: Found) -> bool:
 
 @_format("step-word")
 def _step_words(line: str, low: str, found: Found) -> bool:
-    """`epoch 3`, `Epoch 3/10`, `Epoch [3/10]`, `step 100`: the counters, where no earlier format gave them."""
-    for m in _SPACE_PAIR.finditer(line) if any(w in low for w in _STEP_WORDS) else ():
+    """`epoch 3`, `Epoch 3/10`, `Epoch [3/10]`, `step 100`: the counters, where no earlier format gave them.
+
+    Only a counter still missing can be set, and only by a key the line holds (its keys, lower-cased, hold 'epoch',
+    'step' or 'iter'): a `step=100` line with no epoch word is not searched (4 us a line, every loss line of a small
+    log)."""
+    wants_epoch = found.epoch is None and "epoch" in low
+    wants_step = found.step is None and ("step" in low or "iter" in low)
+    for m in _SPACE_PAIR.finditer(line) if wants_epoch or wants_step else ():
         k = m["key"].lower()
         v = float(m["val"])
         if k == "epoch" and found.epoch is None:
@@ -323,19 +338,33 @@ def _fold_eval_split(low: str, values: dict[str, float]) -> None:
 # 'Epoch [8][208/2000]' and 'Epoch(train) [1][240/735]', the ImageNet example's 'Epoch: [8][208/2000]', GAN
 # scripts' '[Epoch 8/100] [Batch 208/2000]', loguru trainers' 'E6 iter[ 14/ 15]', the MNIST example's 'Train
 # Epoch: 8 [26624/60000 (44%)]' (samples, not batches), and a Keras bar '208/2000 [====' under its 'Epoch 8/100'.
-_EPOCH_ITER = lazy(
-    r"(?i)(?:\bEpoch(?:\(\w+\))?\s*:?\s*\[\s*(?P<e1>\d+)\s*\]\s*\[\s*(?P<i1>\d+)\s*/\s*(?P<n1>\d+)\s*\]|"
-    r"\[\s*Epoch\s+(?P<e2>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?:Batch|Iter(?:ation)?)\s+(?P<i2>\d+)\s*/\s*(?P<n2>\d+)\s*\]|"
-    r"\bE(?P<e3>\d+)\s+iter\[\s*(?P<i3>\d+)\s*/\s*(?P<n3>\d+)\s*\]|"
-    r"\bTrain Epoch:\s*(?P<e4>\d+)\s*\[\s*(?P<i4>\d+)\s*/\s*(?P<n4>\d+))"
+_EPOCH_ITER_WORDS = (
+    r"(?:\bepoch(?:\(\w+\))?\s*:?\s*\[\s*(?P<e1>\d+)\s*\]\s*\[\s*(?P<i1>\d+)\s*/\s*(?P<n1>\d+)\s*\]|"
+    r"\[\s*epoch\s+(?P<e2>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?:batch|iter(?:ation)?)\s+(?P<i2>\d+)\s*/\s*(?P<n2>\d+)\s*\]|"
+    r"\be(?P<e3>\d+)\s+iter\[\s*(?P<i3>\d+)\s*/\s*(?P<n3>\d+)\s*\]|"
+    r"\btrain epoch:\s*(?P<e4>\d+)\s*\[\s*(?P<i4>\d+)\s*/\s*(?P<n4>\d+))"
 )
+_EPOCH_ITER = lazy("(?i)" + _EPOCH_ITER_WORDS)
+# The same on the text lower-cased first: a case-sensitive pattern lets `re` skip to the positions its first
+# characters allow, where (?i) tries every one (a line 23 to 3 us). The two agree on any text without _ASCII_FOLDS:
+# there (?i) matches a pattern letter to A-Z only, and lower() keeps every offset, digit, space and word character.
+# Every match holds 'epoch' or 'iter[': a line with neither is none.
+_EPOCH_ITER_LOWER = lazy(_EPOCH_ITER_WORDS)
+# The characters beyond ASCII that (?i) matches to an ASCII letter or that lower() makes ASCII or longer: dotted and
+# dotless I, long s, the Kelvin sign (tests/engine/test_epoch_iteration_gate.py derives them from the running Python).
+ASCII_FOLDS = "\u0130\u0131\u017f\u212a"
 KERAS_BAR = lazy(r"^\s*(?P<i>\d+)/(?P<n>\d+) \[[=>.]")
 KERAS_EPOCH = lazy(rb"(?m)^\s*Epoch (?P<e>\d+)/(?P<n>\d+)\s*$")
 
 
 def epoch_iteration(line: str) -> tuple[float, float, float] | None:
     """(epoch, iteration within it, iterations per epoch) when the line prints them together, else None."""
-    m = _EPOCH_ITER.search(line[:400])
+    head = line[:400]
+    if head.isascii() or not any(c in head for c in ASCII_FOLDS):
+        low = head.lower()
+        m = _EPOCH_ITER_LOWER.search(low) if "epoch" in low or "iter[" in low else None
+    else:
+        m = _EPOCH_ITER.search(head)
     if m is None:
         return None
     k = next(i for i in "1234" if m[f"e{i}"] is not None)

@@ -56,8 +56,8 @@ def header(line: str) -> Header | None:
     """The line as a metric table's header, or None: three or more column names, at least half of them known, one a
     loss or an accuracy."""
     text = line.strip()
-    if not text or len(text) > 2000:
-        return None
+    if not text or len(text) > 2000 or not ("a" <= text[0] <= "z" or "A" <= text[0] <= "Z"):
+        return None  # the first name starts the text, and a name starts with a letter (_NAME): `[rank0]: ...`, `{'loss'...`
     sep = "\t" if "\t" in text else "," if "," in text else None
     names = _split(text, sep)
     if not 3 <= len(names) <= MAX_COLUMNS or not all(_NAME.match(n) for n in names):

@@ -1,0 +1,49 @@
+"""scanpass.metric_point builds a metric point without validating it: on every real log and on the benchmark logs (one
+read whole, every loss line; one sampled), each point is equal, field by field and type by type, to the one
+validation makes of the same fields, and dumps to the same JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ml_skills.engine.read import scan, scanpass
+from ml_skills.models import MetricPoint
+
+from bench.genlog import generate
+
+
+def _checked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every point scanpass builds from now on is compared with the validated one; returns the sources seen."""
+    built = scanpass.metric_point
+    seen: list[str] = []
+
+    def checked(**fields: object) -> MetricPoint:
+        mp = built(**fields)
+        valid = MetricPoint(**fields)  # type: ignore[arg-type]
+        assert mp == valid and mp.model_dump_json() == valid.model_dump_json()
+        assert {k: type(v) for k, v in mp.__dict__.items()} == {k: type(v) for k, v in valid.__dict__.items()}
+        assert mp.model_fields_set == valid.model_fields_set
+        seen.append(mp.source)
+        return mp
+
+    monkeypatch.setattr(scanpass, "metric_point", checked)
+    return seen
+
+
+def test_every_point_of_the_benchmark_logs_is_the_validated_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _checked(monkeypatch)
+    generate(tmp_path / "whole.log", 2**20, seed=6)
+    generate(tmp_path / "sampled.log", 3 * 2**20, seed=7)
+    for log in (tmp_path / "whole.log", tmp_path / "sampled.log"):
+        scan.scan_log(log)
+    assert seen.count(str(tmp_path / "whole.log")) > 3000 and seen.count(str(tmp_path / "sampled.log")) >= 40
+
+
+@pytest.mark.slow
+def test_every_point_of_every_real_log_is_the_validated_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _checked(monkeypatch)
+    root = Path(__file__).parents[1]
+    for log in sorted(root.glob("corpus/*/train.log")) + sorted(root.glob("healthy/*/train.log")):
+        scan.scan_log(log, engine="re" if log.stat().st_size < scan.SMALL_LOG_BYTES else None)
+    assert len(set(seen)) > 200
