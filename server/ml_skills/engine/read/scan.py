@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import logfile
-from ml_skills.engine.analyse import completion, valsize, zeroscores
+from ml_skills.engine.analyse import completion, sparklines, valsize, zeroscores
 from ml_skills.engine.analyse.lastprogress import check_stall, last_progress
 from ml_skills.engine.analyse.points import values_text
 from ml_skills.engine.analyse.trajectories import analyse
@@ -54,7 +54,9 @@ _MARKERS: list[tuple[str, str, bool]] = [
     ("traceback", r"(Original )?Traceback \(most recent call last\):|^(\[rank\d+\]:\s*)?Error in call to target '[\w.]+':\s*$", False),
     ("completed", (r"(?i)(training (completed|finished|complete|done)\b|'train_runtime'|\"train_runtime\"|`Trainer\.fit` stopped: `max_(epochs|steps)=\d+` reached|Training complete in|finished training|saving final model|Done training|training_done|"
      # the process's own runner saying it ended well: an IDE, LSF's job report, SLURM's sacct, HF's closing metrics block
-     r"Process finished with exit code 0\b|^Successfully completed\.|\bState: COMPLETED\b|\*{5} train metrics \*{5})"), True),
+     # and wandb.finish() reporting the script's exit code as 0 ('(failed 1)' otherwise), old wandb's 'Program ended successfully.'
+     r"Process finished with exit code 0\b|^Successfully completed\.|\bState: COMPLETED\b|\*{5} train metrics \*{5}|"
+     r"Waiting for W&B process to finish\W+\(success\)|wandb: Program ended successfully)"), True),
     # a validation metric in the chunk: on sampled logs its lines are all parsed (see _eval_lines)
     ("eval", metric_lines.EVAL, True),
     # a checkpoint written: resume points for the plan (engine/facts.py reads the last few)
@@ -209,6 +211,19 @@ def from_metrics(points: list[MetricPoint], *, source: str, task: Task | None = 
     return ev
 
 
+def _summary_readings(ev: LogEvidence, tail_lines: list[str], tail_start: int, name: str) -> None:
+    """What the summary printed at a log's end says where the metric lines did not: scores at zero, W&B's run history."""
+    if not any(a.kind is AnomalyKind.VALIDATION_METRIC_NEAR_ZERO for a in ev.trajectory.anomalies):
+        zero = zeroscores.zero_scores(tail_lines, tail_start, name)
+        # a result read from a summary, never over an ending: a kill or an exception after it ended the run
+        if zero is not None and not any(h.line_no >= (zero.line_no or 0) and h.role is not Role.HINT for h in ev.hits) \
+                and not any(t.line_no >= (zero.line_no or 0) for t in ev.tracebacks):
+            ev.trajectory.anomalies.append(zero)
+    if not any(a.kind is AnomalyKind.TRAIN_VAL_DIVERGENCE for a in ev.trajectory.anomalies) and \
+            (history := sparklines.wandb_history(tail_lines, tail_start, name)) is not None:
+        ev.trajectory.anomalies.append(history)
+
+
 def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Task | None, engine: str | None,
          chunk_size: int = logfile.CHUNK, ranges: list[tuple[int, int, int]] | None = None,
          progress: Progress | None = None) -> dict[int, int]:
@@ -266,12 +281,7 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
         ev.tracebacks.append(bare)  # a log that ends on an exception line alone, and nothing else names a failure
     reached = last_progress(name, points, tail_lines, tail_start)
     ev.trajectory = analyse(points, exact_nan=nan_point, exact_grad_max=grad_max, last_progress=reached, task=task)
-    if not any(a.kind is AnomalyKind.VALIDATION_METRIC_NEAR_ZERO for a in ev.trajectory.anomalies):
-        zero = zeroscores.zero_scores(tail_lines, tail_start, name)
-        # a result read from a summary, never over an ending: a kill or an exception after it ended the run
-        if zero is not None and not any(h.line_no >= (zero.line_no or 0) and h.role is not Role.HINT for h in ev.hits) \
-                and not any(t.line_no >= (zero.line_no or 0) for t in ev.tracebacks):
-            ev.trajectory.anomalies.append(zero)
+    _summary_readings(ev, tail_lines, tail_start, name)
     valsize.drop_perfect_on_tiny_validation(ev)
     quote_anomaly_lines(ev, reader, {**metric_offsets, **point_offsets})
     if completed_line is None:  # no message, but the run's own shape says it reached its end
