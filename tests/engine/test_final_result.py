@@ -91,3 +91,43 @@ def test_a_run_read_after_a_periodic_checkpoint_is_not_completed(tmp_path):
             proc.wait()
     d = diagnose(DiagnoseRequest(target=str(snapshot)))
     assert d.run_status.value != "completed", (d.run_status, snapshot.read_text())
+
+
+TENSORS = textwrap.dedent("""
+    import sys
+    import torch
+    torch.manual_seed(0)
+    x = torch.randn(256, 8); y = (x.sum(1) > 0).long()
+    xv = torch.randn(64, 8); yv = (xv.sum(1) > 0).long()
+    model = torch.nn.Linear(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(int(sys.argv[1])):
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad(); loss.backward(); opt.step()
+        # the values printed as tensors, as a loop that forgot .item() prints them (healthy 181)
+        print(f"Epoch {epoch} train loss:", loss, flush=True)
+        with torch.no_grad():
+            print("Valid loss:", torch.nn.functional.cross_entropy(model(xv), yv), "acc:", (model(xv).argmax(1) == yv).float().mean().item(), flush=True)
+    if sys.argv[2] == "test":
+        print("testing", flush=True)
+        with torch.no_grad():
+            print("Test loss:", torch.nn.functional.cross_entropy(model(xv), yv), "acc:", (model(xv).argmax(1) == yv).float().mean().item(), flush=True)
+""")
+
+
+def _tensor_run(tmp_path: Path, tail: str) -> Path:
+    log = tmp_path / f"{tail}.log"
+    out = subprocess.run([sys.executable, "-c", TENSORS, "5", tail], capture_output=True, text=True, timeout=120, check=True)
+    log.write_text(out.stdout)
+    return log
+
+
+def test_a_test_score_printed_as_a_tensor_after_the_last_epochs_validation_is_completion(tmp_path: Path) -> None:
+    log = _tensor_run(tmp_path, "test")
+    assert "Test loss: tensor(" in log.read_text()
+    assert diagnose(DiagnoseRequest(target=str(log))).run_status.value == "completed"
+
+
+def test_the_same_run_without_its_test_is_not_completed(tmp_path: Path) -> None:
+    log = _tensor_run(tmp_path, "none")
+    assert diagnose(DiagnoseRequest(target=str(log))).run_status.value != "completed"

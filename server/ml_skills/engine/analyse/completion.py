@@ -105,12 +105,13 @@ def summary_after_training(tail: list[str], tail_start: int, last_progress_line:
 # 'saved -> .../model.pt'). A per-epoch evaluation or a periodic checkpoint carries the epoch or step it was taken at.
 _TEST_RESULT = lazy(
     r"(?i)^\W*(?:final\s+)?(?:test(?:ing)?|held[- ]?out)(?:[-_ ]?(?:set|data|split))?\b[^\n]{0,40}?"
-    r"\b(?:acc(?:uracy)?|loss|f1|auc|m?ap|bleu|wer|cer|score|precision|recall|rmse|mae|perplexity|ppl)\b[^\n]{0,20}?[:=]\s*-?\d"
+    r"\b(?:acc(?:uracy)?|loss|f1|auc|m?ap|bleu|wer|cer|score|precision|recall|rmse|mae|perplexity|ppl)\b[^\n]{0,20}?[:=]\s*(?:tensor\()?-?\d"
     r"|\b(?:acc(?:uracy)?|loss|f1|auc|m?ap|bleu|wer|score)\s+(?:on|of)\s+(?:the\s+)?test\b[^\n]{0,20}?[:=]\s*-?\d")
 _SAVED = lazy(r"(?i)^\W*(?:(?:final|best|trained)\s+)?(?:model\s+)?(?:saved?|saving|exported?|wrote)\b"
               r"|\b(?:model|weights)\b[^\n]{0,30}\b(?:saved|written|exported)\b")
 _INT = lazy(r"\d+")
 _QUIET_END = 5
+_EVAL_ONLY = frozenset({"val_loss", "val_acc"})
 
 
 def final_result_after_training(tail: list[str], tail_start: int, last_progress_line: int | None) -> int | None:
@@ -140,6 +141,8 @@ def final_result_after_training(tail: list[str], tail_start: int, last_progress_
             periodic = final is not None and _SAVED.search(tail[final - tail_start]) and (
                 counters & saved or _printed_before(tail[final - tail_start], tail[:i]))
             return None if periodic else final  # the training's last line, with only final results after it
+        elif parsed is not None and final is not None and parsed[0] and set(parsed[0]) <= _EVAL_ONLY and not _ERROR.search(text):
+            continue  # the last epoch's own validation, printed between its training line and the final test
         elif _ERROR.search(text) or parsed is not None:
             return None
         if seen > _QUIET_END:
