@@ -34,7 +34,9 @@ RUN = textwrap.dedent("""
 
 
 def _run(tmp_path: Path, mode: str) -> Path:
-    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path), "HOME": str(tmp_path)}
+    # none of the test process's own W&B settings (the wandb collector sets WANDB_SILENT when it reads a run)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    env.update(WANDB_MODE="offline", WANDB_DIR=str(tmp_path), HOME=str(tmp_path))
     out = subprocess.run([sys.executable, "-c", RUN, mode], capture_output=True, text=True, timeout=180, check=True,
                          env=env, cwd=tmp_path)
     log = tmp_path / f"{mode}.log"
