@@ -100,16 +100,22 @@ def test_a_heap_abort_leads_the_peer_error_logged_on_the_next_line(tmp_path):
     assert f"train.log:{abort}: free(): " in d.root_cause.proximate, d.root_cause.proximate
 
 
-def test_a_heap_abort_under_torchrun_is_quoted_above_the_agents_summary(tmp_path):
-    if not _glibc_aborts_on_double_free(tmp_path):
-        pytest.skip("this C library does not abort on a double free")
+def torchrun_two_ranks(tmp_path: Path, script_text: str) -> Path:
+    """Run a script as two ranks under torchrun in tmp_path; its agent's and both ranks' output in train.log."""
     script = tmp_path / "train.py"
-    script.write_text(TORCHRUN)
+    script.write_text(script_text)
     log = tmp_path / "train.log"
     with open(log, "wb") as out:
         subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
                         "--master_port", str(_free_port()), str(script)],
                        stdout=out, stderr=subprocess.STDOUT, timeout=180, check=False, cwd=tmp_path)
+    return log
+
+
+def test_a_heap_abort_under_torchrun_is_quoted_above_the_agents_summary(tmp_path):
+    if not _glibc_aborts_on_double_free(tmp_path):
+        pytest.skip("this C library does not abort on a double free")
+    log = torchrun_two_ranks(tmp_path, TORCHRUN)
     text = log.read_text()
     assert "exitcode  : -6" in text and "Root Cause (first observed failure)" in text, text
     abort = next(i for i, line in enumerate(text.splitlines(), 1) if line.startswith("free(): "))

@@ -10,14 +10,12 @@ an out-of-memory kill (issue 13, corpus 791: read as oom).
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 
 import pytest
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 
-from tests.engine.test_cascades import _free_port
+from tests.engine.test_cascades import torchrun_two_ranks
 
 pytest.importorskip("torch")
 
@@ -40,13 +38,7 @@ TRAIN = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_a_name_error_before_a_peers_sigkill_is_the_cause(tmp_path):
-    script = tmp_path / "train.py"
-    script.write_text(TRAIN)
-    log = tmp_path / "train.log"
-    with open(log, "wb") as out:
-        subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                        "--master_port", str(_free_port()), str(script)],
-                       stdout=out, stderr=subprocess.STDOUT, timeout=180, check=False, cwd=tmp_path)
+    log = torchrun_two_ranks(tmp_path, TRAIN)
     text = log.read_text()
     lines = text.splitlines()
     assert "exitcode  : -9" in text and "Signal 9 (SIGKILL)" in text, text
