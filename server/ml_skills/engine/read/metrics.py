@@ -325,6 +325,8 @@ _FIRST_METRIC = lazy(r"loss|acc")
 
 
 def _fold_eval_split(low: str, values: dict[str, float]) -> None:
+    if "loss" not in values and "acc" not in values:
+        return  # nothing to fold (a bar's throughput, an lr line): no search on every such line
     m = _FIRST_METRIC.search(low)
     label = low[: m.start()] if m else ""
     if not label or not _EVAL_LABEL.search(label) or _TRAIN_LABEL.search(label):
