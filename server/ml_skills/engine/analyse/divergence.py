@@ -118,6 +118,7 @@ def loss_jump(points: Sequence[MetricPoint]) -> Anomaly | None:
 
 
 ABSURD_LOSS = 1e20  # above any healthy objective: even an MSE on raw prices in the billions stays near 1e18
+BLOWN = 1e6  # a loss and a gradient norm both above a million, log after log: the weights are far out of range
 
 
 def loss_absurd(points: Sequence[MetricPoint]) -> Anomaly | None:
@@ -126,24 +127,40 @@ def loss_absurd(points: Sequence[MetricPoint]) -> Anomaly | None:
     A run whose loss exploded inside its first logging interval (or before the log's excerpt begins)
     shows no jump and no fall-then-rise, only a flat 3e31. No objective of a working run reaches
     1e20; when every recent value is above it, the optimisation diverged and never recovered.
+    Below that, a loss in the millions alone can be a healthy objective's scale (an ELBO, a sum over
+    a corpus), but not together with a gradient norm in the millions on the same lines: then the
+    parameters are out of range and clipped updates no longer bring the loss down.
     """
-    for key in ("loss", "val_loss"):  # the training loss first: it is what the optimiser sees
-        s = [(p, p.values[key]) for p in points if key in p.values and finite(p.values[key])]
-        if len(s) < 3:
-            continue
-        tail = s[-max(3, len(s) // 10):]
-        if all(abs(v) >= ABSURD_LOSS for _, v in tail):
-            break
-    else:
+    found = _absurd_tail(points)
+    if found is None:
         return None
-    p, v = next((p, v) for p, v in s if abs(v) >= ABSURD_LOSS)
+    p, v, last, why = found
     return Anomaly(
         kind=AnomalyKind.LOSS_BLOWUP, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE,
         severity=Severity.CRITICAL, source=p.source, line_no=p.line_no, step=p.step,
-        detail=(f"loss is {v:.4g} at {at(p)} (line {p.line_no}) and stays above {ABSURD_LOSS:.0e} to the end "
-                f"(last {tail[-1][1]:.4g}): the optimisation diverged and never recovered (learning rate, "
-                "unnormalised targets or a loss on the wrong scale)"),
+        detail=(f"loss is {v:.4g} at {at(p)} (line {p.line_no}) and stays above {why} to the end "
+                f"(last {last:.4g}): the optimisation diverged and never recovered (learning rate, "
+                "unnormalised inputs or targets, or a loss on the wrong scale)"),
     )
+
+
+def _absurd_tail(points: Sequence[MetricPoint]) -> tuple[MetricPoint, float, float, str] | None:
+    """The first point of the astronomical stretch, its loss, the last loss, and what made it astronomical."""
+    for key in ("loss", "val_loss"):  # the training loss first: it is what the optimiser sees
+        s = [(p, p.values[key]) for p in points if key in p.values and finite(p.values[key])]
+        if len(s) >= 3 and all(abs(v) >= ABSURD_LOSS for _, v in s[-max(3, len(s) // 10):]):
+            p, v = next((p, v) for p, v in s if abs(v) >= ABSURD_LOSS)
+            return p, v, s[-1][1], f"{ABSURD_LOSS:.0e}"
+    both = [(p, p.values["loss"], p.values["grad_norm"]) for p in points
+            if finite(p.values.get("loss", math.nan)) and finite(p.values.get("grad_norm", math.nan))]
+    tail = both[-max(1, len(both) // 10):]
+    if both and all(abs(v) >= BLOWN and g >= BLOWN for _, v, g in tail):
+        i = len(both) - len(tail)
+        while i > 0 and abs(both[i - 1][1]) >= BLOWN and both[i - 1][2] >= BLOWN:
+            i -= 1
+        p, v, _ = both[i]
+        return p, v, both[-1][1], f"{BLOWN:.0e}, its gradient norm too"
+    return None
 
 
 FROZEN_LOGS = 5
