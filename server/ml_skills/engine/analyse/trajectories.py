@@ -19,9 +19,10 @@ from ml_skills.engine.analyse.divergence import (
     loss_frozen,
     loss_jump,
 )
-from ml_skills.engine.analyse.points import at, iterations_before, trailing_run
+from ml_skills.engine.analyse.points import at, iterations_before
 from ml_skills.engine.analyse.points import finite as _finite
 from ml_skills.engine.analyse.points import fmt as _fmt
+from ml_skills.engine.analyse.trainval import train_val
 from ml_skills.models import (
     Anomaly,
     AnomalyKind,
@@ -280,172 +281,6 @@ def _throughput_collapse(points: Sequence[MetricPoint]) -> Anomaly | None:
     return None
 
 
-FROZEN_EVALS = 4
-
-
-def _validation_frozen(points: Sequence[MetricPoint], vacc: list[tuple[MetricPoint, float]]) -> Anomaly | None:
-    """Validation accuracy identical to the last digit at the last FROZEN_EVALS evaluations while training accuracy climbs.
-
-    A model that learns changes its predictions, so a validation score that does not move by one printed digit
-    while training accuracy rises well above it says the evaluation does not see the model being trained, or
-    sees different inputs (eval-time preprocessing unlike training's, a model copy taken before training,
-    BatchNorm statistics in eval mode, predictions compared with labels in another order).
-    """
-    if len(vacc) < FROZEN_EVALS:
-        return None
-    last = vacc[-1][1]
-    run = len(trailing_run(vacc))
-    if run < FROZEN_EVALS:
-        return None
-    first = vacc[-run][0].line_no
-    # the training accuracy of the epoch that led to the first frozen evaluation, and every one after it
-    acc = [(p, p.values["acc"]) for p in points if "acc" in p.values and _finite(p.values["acc"])]
-    before = [i for i, (p, _) in enumerate(acc) if p.line_no < first]
-    acc = acc[before[-1] if before else 0:]
-    if len(acc) < FROZEN_EVALS:
-        return None
-    scale = 100.0 if max([last, *(v for _, v in acc)]) > 1.0 else 1.0
-    lo, hi = min(v for _, v in acc), acc[-1][1]
-    if last >= 0.999 * scale or hi - lo < 0.2 * scale or hi < last + 0.2 * scale:
-        return None
-    p = vacc[-1][0]
-    return Anomaly(
-        kind=AnomalyKind.VALIDATION_METRIC_FROZEN, failure_class=FailureClass.EVALUATION_MISMATCH,
-        severity=Severity.SIGNIFICANT, source=p.source, line_no=p.line_no, step=p.step,
-        detail=(f"validation accuracy {last:g} identical at the last {run} evaluations (lines {first}-{p.line_no}) while "
-                f"training accuracy rose {lo:g} -> {hi:g}: the evaluation does not see the model being trained or gets "
-                "other inputs (eval-time preprocessing unlike training's, a model copy taken before training, "
-                "BatchNorm/dropout mode, labels compared in another order)"),
-    )
-
-
-RISING_EVALS = 4
-GAP_EVALS = 3  # evaluations in a row with validation accuracy under half the training accuracy
-
-
-def _val_rising_streak(train: list[tuple[MetricPoint, float]], val: list[tuple[MetricPoint, float]]) -> bool:
-    """Validation loss higher at each of the last RISING_EVALS evaluations while training loss fell over them.
-
-    The early-stopping rule every practitioner applies (patience): one noisy evaluation can rise, but a validation
-    loss that climbs evaluation after evaluation, 5% or more in all, while the training loss keeps falling is the
-    model fitting its training set and not the task, however small each step of the climb.
-    """
-    if len(val) < RISING_EVALS + 1:
-        return False
-    vv = [v for _, v in val]
-    tail = vv[-RISING_EVALS - 1:]
-    if any(b <= a for a, b in itertools.pairwise(tail)) or tail[-1] < 1.05 * tail[0]:
-        return False
-    start = val[-RISING_EVALS - 1][0].line_no
-    span = [v for p, v in train if p.line_no >= start]
-    return len(span) >= 2 and span[-1] < 0.95 * span[0]
-
-
-def _accuracy_gap(points: Sequence[MetricPoint]) -> Anomaly | None:
-    """Training accuracy high and validation accuracy under half of it at each of the last GAP_EVALS evaluations.
-
-    A model that scores 0.95 on what it trains on and 0.25 on held-out data evaluation after evaluation, with a
-    validation loss many times the training loss, is not slowly overfitting (that is the climbing validation loss
-    above): evaluation sees other inputs than training does (preprocessing, normalisation, BatchNorm statistics in
-    inference mode, a label order), or the held-out split is not the task trained on.
-    """
-    last_acc: float | None = None
-    last_loss: float | None = None
-    pairs: list[tuple[MetricPoint, float, float, float, float]] = []  # point, acc, val acc, loss, val loss
-    for p in points:
-        if "acc" in p.values and _finite(p.values["acc"]):
-            last_acc = p.values["acc"]
-        if "loss" in p.values and _finite(p.values["loss"]):
-            last_loss = p.values["loss"]
-        vacc, vloss = p.values.get("val_acc"), p.values.get("val_loss")
-        if last_acc is None or last_loss is None or vacc is None or vloss is None or not (_finite(vacc) and _finite(vloss)):
-            continue
-        pairs.append((p, last_acc, vacc, last_loss, vloss))
-    if len(pairs) < GAP_EVALS:
-        return None
-    tail = pairs[-GAP_EVALS:]
-    scale = 100.0 if max(max(a, v) for _, a, v, _, _ in pairs) > 1.0 else 1.0
-    if any(acc < 0.85 * scale or vacc > 0.5 * acc or vloss < 3 * max(loss, 1e-9) for _, acc, vacc, loss, vloss in tail):
-        return None
-    p, acc, vacc, loss, vloss = tail[-1]
-    return Anomaly(
-        kind=AnomalyKind.TRAIN_VAL_DIVERGENCE, failure_class=FailureClass.EVALUATION_MISMATCH,
-        severity=Severity.SIGNIFICANT, source=p.source, line_no=p.line_no, step=p.step,
-        detail=(f"training accuracy {acc:g} against validation accuracy {vacc:g} at each of the last {GAP_EVALS} "
-                f"evaluations (validation loss {vloss:.4g}, {vloss / max(loss, 1e-9):.0f}x the training loss "
-                f"{loss:.4g}): evaluation does not see what training sees (preprocessing, normalisation, BatchNorm "
-                "in inference mode, label order) or the validation split is another task"),
-    )
-
-
-def _train_val(points: Sequence[MetricPoint], task: Task | None) -> list[Anomaly]:
-    out: list[Anomaly] = []
-    train = [(p, p.values["loss"]) for p in points if "loss" in p.values and _finite(p.values["loss"])]
-    val = [(p, p.values["val_loss"]) for p in points if "val_loss" in p.values and _finite(p.values["val_loss"])]
-    if len(val) >= 3 and len(train) >= 3:
-        tv = [v for _, v in train]
-        vv = [v for _, v in val]
-        vmin_i = min(range(len(vv)), key=vv.__getitem__)
-        rising = vv[-1] > vv[vmin_i] * 1.15 and vmin_i < len(vv) - 1 and vv[-1] >= vv[-2] * 0.98
-        train_falling = tv[-1] < tv[0] * 0.8
-        gap = vv[-1] / max(tv[-1], 1e-9)
-        streak = _val_rising_streak(train, val)
-        if (train_falling and rising) or streak:
-            p = val[-1][0]
-            out.append(Anomaly(
-                kind=AnomalyKind.TRAIN_VAL_DIVERGENCE, failure_class=FailureClass.EVALUATION_MISMATCH,
-                severity=Severity.CRITICAL if gap > 3 else Severity.SIGNIFICANT,
-                source=p.source, line_no=p.line_no, step=p.step,
-                detail=(f"train loss fell {tv[0]:.4g} -> {tv[-1]:.4g} while validation loss climbed from its best "
-                        f"{vv[vmin_i]:.4g} to {vv[-1]:.4g} ({gap:.1f}x train): memorisation - the model fits "
-                        "what it trains on and not the validation data (too little or unrepresentative training data, "
-                        "e.g. only some shards read)"),
-            ))
-    vacc = [(p, p.values["val_acc"]) for p in points if "val_acc" in p.values and _finite(p.values["val_acc"])]
-    early_val = [(p, v) for p, v in val]
-    if task in (None, Task.CLASSIFICATION) and vacc:
-        scale = 100.0 if max(v for _, v in vacc) > 1.0 else 1.0
-        n = max(1, len(vacc) // 5) if len(vacc) >= 5 else 1
-        for p, v in vacc[:n]:
-            if v >= 0.999 * scale:
-                out.append(Anomaly(
-                    kind=AnomalyKind.EARLY_PERFECT_VALIDATION, failure_class=FailureClass.EVALUATION_MISMATCH,
-                    severity=Severity.SIGNIFICANT, source=p.source, line_no=p.line_no, step=p.step,
-                    detail=(f"validation accuracy {v:g} already at the first evaluation (line {p.line_no}): "
-                            "perfect validation this early usually means train/validation overlap (leakage) or a "
-                            "trivial label"),
-                ))
-                break
-    elif early_val and len(early_val) >= 1 and train:
-        p, v = early_val[0]
-        if v <= 1e-4 and train[0][1] > 0.1:
-            out.append(Anomaly(
-                kind=AnomalyKind.EARLY_PERFECT_VALIDATION, failure_class=FailureClass.EVALUATION_MISMATCH,
-                severity=Severity.SIGNIFICANT, source=p.source, line_no=p.line_no, step=p.step,
-                detail=f"validation loss {v:g} at the first evaluation: leakage or a trivial target",
-            ))
-    if task in (None, Task.CLASSIFICATION) and not out and (gap_found := _accuracy_gap(points)):
-        out.append(gap_found)
-    if task in (None, Task.CLASSIFICATION) and (frozen := _validation_frozen(points, vacc)):
-        out.append(frozen)
-    if task in (None, Task.CLASSIFICATION) and vacc and val and train:
-        scale = 100.0 if max(v for _, v in vacc) > 1.0 else 1.0
-        p, v = vacc[-1]
-        learned = len(vacc) >= 3 and train[0][1] >= 2 * train[-1][1]  # not the first epochs of a hard task (1000 classes)
-        if learned and v <= 0.05 * scale and val[-1][1] <= 1.5 * max(train[-1][1], 1e-9):
-            # the loss says the model fits the evaluation data as well as the training data; the accuracy says it is
-            # almost always wrong: the metric or the label mapping it compares against does not match the task
-            out.append(Anomaly(
-                kind=AnomalyKind.VALIDATION_METRIC_NEAR_ZERO, failure_class=FailureClass.EVALUATION_MISMATCH,
-                severity=Severity.SIGNIFICANT, source=p.source, line_no=p.line_no, step=p.step,
-                detail=(f"validation accuracy {v:g} (line {p.line_no}) while the validation loss {val[-1][1]:.4g} is no "
-                        f"worse than the training loss {train[-1][1]:.4g}: the accuracy does not measure what the loss "
-                        "does (a metric that does not fit the task, e.g. exact-match accuracy on multi-label or "
-                        "regression outputs, or predictions compared with misaligned labels)"),
-            ))
-    return out
-
-
 def _detect(points: Sequence[MetricPoint], exact_nan: MetricPoint | None, exact_grad_max: MetricPoint | None,
             task: Task | None) -> list[Anomaly]:
     anomalies: list[Anomaly] = []
@@ -460,7 +295,7 @@ def _detect(points: Sequence[MetricPoint], exact_nan: MetricPoint | None, exact_
     for det in (spike, blowup, collapse, _throughput_collapse(points)):
         if det:
             anomalies.append(det)
-    anomalies.extend(_train_val(points, task))
+    anomalies.extend(train_val(points, task))
     return anomalies
 
 
