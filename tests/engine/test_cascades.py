@@ -80,11 +80,13 @@ def _glibc_aborts_on_double_free(tmp_path: Path) -> bool:
     return r.returncode == -6 and "free(): " in r.stderr
 
 
-def test_a_heap_abort_leads_the_peer_error_logged_on_the_next_line(tmp_path):
+def two_ranks_abort(tmp_path: Path, script_text: str) -> tuple[Path, list[str], int]:
+    """Two ranks of `script_text` (argv: rank, port) writing to one train.log, where rank 0 aborts on a double
+    free (exit -6) and rank 1 fails after it (exit 1): the log, its lines and the 1-based line of glibc's abort."""
     if not _glibc_aborts_on_double_free(tmp_path):
         pytest.skip("this C library does not abort on a double free")
     script = tmp_path / "rank.py"
-    script.write_text(RANK)
+    script.write_text(script_text)
     port = _free_port()
     log = tmp_path / "train.log"
     with open(log, "wb") as out:
@@ -93,7 +95,11 @@ def test_a_heap_abort_leads_the_peer_error_logged_on_the_next_line(tmp_path):
         codes = [p.wait(timeout=120) for p in procs]
     lines = log.read_text().splitlines()
     assert codes == [-6, 1], lines
-    abort = next(i for i, line in enumerate(lines, 1) if line.startswith("free(): "))
+    return log, lines, next(i for i, line in enumerate(lines, 1) if line.startswith("free(): "))
+
+
+def test_a_heap_abort_leads_the_peer_error_logged_on_the_next_line(tmp_path):
+    log, lines, abort = two_ranks_abort(tmp_path, RANK)
     assert lines[abort].startswith("rank 1: "), lines  # the peer's reaction right below the abort
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.primary_cause is not None and d.primary_cause.value == "process-crash", (lines, d.primary_cause)

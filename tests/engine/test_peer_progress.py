@@ -16,7 +16,7 @@ import textwrap
 import pytest
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 
-from tests.engine.test_cascades import _free_port, _glibc_aborts_on_double_free
+from tests.engine.test_cascades import two_ranks_abort
 
 pytest.importorskip("torch")
 
@@ -54,19 +54,7 @@ RANK = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_a_lagging_peers_step_lines_after_an_abort_are_not_progress(tmp_path):
-    if not _glibc_aborts_on_double_free(tmp_path):
-        pytest.skip("this C library does not abort on a double free")
-    script = tmp_path / "rank.py"
-    script.write_text(RANK)
-    port = _free_port()
-    log = tmp_path / "train.log"
-    with open(log, "wb") as out:
-        procs = [subprocess.Popen([sys.executable, str(script), str(r), str(port)], stdout=out, stderr=subprocess.STDOUT)
-                 for r in (0, 1)]
-        codes = [p.wait(timeout=120) for p in procs]
-    lines = log.read_text().splitlines()
-    assert codes == [-6, 1], lines
-    abort = next(i for i, line in enumerate(lines, 1) if line.startswith("free(): "))
+    log, lines, abort = two_ranks_abort(tmp_path, RANK)
     late = [line for line in lines[abort:] if line.startswith("rank 1 step ")]
     assert len(late) == 3, lines  # the peer's three step lines really are below the abort
     d = diagnose(DiagnoseRequest(target=str(log)))
