@@ -305,6 +305,15 @@ def _first_rank(logs: list[LogEvidence], signals: list[Signal]) -> str:
     return ranks.describe(logs, signals)
 
 
+def _run_end_line(log: LogEvidence) -> tuple[int, str] | None:
+    """The line the scan read as the run's end (a completion message, the last epoch of its total, a final
+    result), quoted from the log's tail, so that a 'completed' status shows what it rests on."""
+    n = log.frameworks.get("completed-marker")
+    if n is None or log.tail is None or not log.tail.start_line <= n < log.tail.start_line + len(log.tail.lines):
+        return None
+    return n, log.tail.lines[n - log.tail.start_line].strip()
+
+
 def _evidence(cls: Classification, signals: list[Signal], logs: list[LogEvidence], sources: list[SourceEvidence], inv: ArtifactInventory | None) -> list[EvidenceItem]:
     items: list[EvidenceItem] = []
     seen = set()
@@ -317,10 +326,14 @@ def _evidence(cls: Classification, signals: list[Signal], logs: list[LogEvidence
         items.append(EvidenceItem(kind=s.kind, text=f"{s.label}{tag}: {s.text[:300]}", source=s.source, line_no=s.line_no))
     for log in logs:
         lp = log.trajectory.last_progress
+        end = _run_end_line(log)
         if lp:
             when = f" at {lp.time:%Y-%m-%d %H:%M:%S}" if lp.time else ""
             at = f"step {fmt_number(lp.step)}" if lp.step is not None else f"line {lp.line_no}"
-            items.append(EvidenceItem(kind="progress", text=f"last progress: {at}{when}: {lp.text[:160]}", source=log.source, line_no=lp.line_no))
+            what = "last progress, read as the run's end" if end is not None and end[0] == lp.line_no else "last progress"
+            items.append(EvidenceItem(kind="progress", text=f"{what}: {at}{when}: {lp.text[:160]}", source=log.source, line_no=lp.line_no))
+        if end is not None and (lp is None or end[0] != lp.line_no):
+            items.append(EvidenceItem(kind="progress", text=f"run end: line {end[0]}: {end[1][:160]}", source=log.source, line_no=end[0]))
         for p in log.problems:
             items.append(EvidenceItem(kind="note", text=p, source=log.source))
     for src in sources:

@@ -25,7 +25,7 @@ _PAIR = lazy(
 )
 _SEGMENT = lazy(r"^\s*(?P<key>[A-Za-z_][\w/.\-]*(?: [a-z_][\w/]*){0,2})\s+(?P<val>" + _NUM + r")\s*[a-zA-Z%]{0,3}\s*$")
 # `epoch 3`, `Epoch 3/10`, and the tutorials' `Epoch [3/10]` / `Epoch: [3/10]`
-_SPACE_PAIR = lazy(r"\b(?P<key>step|iter|iteration|epoch|Epoch|Step|Iter|Iteration)(?:\s+|\s*:?\s*\[\s*)(?P<val>\d+(?:\.\d+)?)(?:\s*/\s*(?P<total>\d+))?\b")
+_SPACE_PAIR = lazy(r"\b(?P<key>step|iter|iteration|epoch|Epoch|Step|Iter|Iteration|EPOCH|STEP|ITER|ITERATION)(?:\s+|\s*:?\s*\[\s*)(?P<val>\d+(?:\.\d+)?)(?:\s*/\s*(?P<total>\d+))?\b")
 # `loss 2.31`, `train loss is 0.4`: matched on the lower-cased line, from the literal (the word before is checked after)
 _WORD_NUM = lazy(r"loss\s+(?:is\s+)?(?P<val>" + _NUM.lower() + r")(?!\w|\.\d)")
 _WORD_BEFORE = {"train ": "loss", "val ": "val_loss", "valid ": "val_loss", "eval ": "val_loss", "test ": "val_loss"}

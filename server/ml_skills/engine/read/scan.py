@@ -285,7 +285,7 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
     valsize.drop_perfect_on_tiny_validation(ev)
     quote_anomaly_lines(ev, reader, {**metric_offsets, **point_offsets})
     if completed_line is None:  # no message, but the run's own shape says it reached its end
-        completed_line = completion.run_end(tail_lines, tail_start, reached.line_no if reached else None)
+        completed_line = completion.run_end(tail_lines, tail_start, reached.line_no if reached else None, points)
     if completed_line is not None:
         ev.frameworks["completed-marker"] = completed_line
     elif ev.mtime is not None:
