@@ -102,6 +102,10 @@ def parse_at(lines: list[str], first_line_no: int, source: str, chained: bool = 
             if foreign > 50:
                 return None
             continue
+        if body.startswith(" ") and not body.startswith("  "):
+            # Python indents frames by two spaces and their code by four: one space is a paste's, such as the
+            # '> ' of a log quoted in an issue whose frame lines kept one space less ('>  File', '> KeyError: 3')
+            body = body[1:]
         fm = FRAME.match(body)
         if fm:
             frames.append(f"{fm['file']}:{fm['func'] or '?'}")
