@@ -59,6 +59,9 @@ _LIMIT = lazy(r"(?i)\b(?P<n>\d+)\s*>=\s*max[\w ]{0,20}?[:=]?\s*(?P<total>\d+)\b"
 _SUMMARY = lazy(
     r"(?i)(\btotal (training |train )?time\b|\boverall training (speed|time)\b|\b(epochs?|iterations?|steps?) completed in\b|"
     r"\btraining\b.{0,40}\b(is|was) (done|finished|complete|over)\b|\bend of training\b|"
+    # the run's own early stop, its planned end by its patience rule: Keras' 'Epoch 00036: early stopping', LightGBM's
+    # 'Early stopping, best iteration is:', 'Early Stopping....@ 72 epoch' (not a flag, a callback's repr or a counter)
+    r"\bearly[ _]?stopping\b(?:\s*[.,!:@]|\s*$|\s+(?:at|triggered)\b)|"
     # training named as finished by the run itself: 'Training finished', 'Train finish time: ...', 'training complete'
     r"\btrain(?:ing)?\s+(?:finish(?:ed)?|done|complete[d]?)\b(?!\s+(?:for\s+)?(?:epoch|step|iter))|"
     # the process, job or script saying it ended well, about itself as a whole

@@ -64,6 +64,7 @@ def parse_timestamp(line: str) -> datetime | None:
 
 
 _VAL_WORDS = {"val", "valid", "validation", "eval", "evaluation", "test", "dev"}
+_RECORD_WORDS = frozenset({"best", "min", "max", "lowest", "highest", "previous", "prev", "old"})
 
 
 @lru_cache(maxsize=1024)
@@ -75,6 +76,8 @@ def _phrase(key: str) -> str | None:
     its words says so, otherwise as the training one.
     """
     words = key.lower().split(" ")
+    if words[0] in _RECORD_WORDS:
+        return None  # 'Best Loss: 0.577': the best value so far, printed beside the current one, is not a reading
     last = canonical(words[-1])
     if words[0] in ("lm", "total", "train", "training") and last is not None:
         return last
