@@ -20,6 +20,7 @@ _COUNTER = lazy(
 
 
 _KERAS_HEADER = lazy(r"^\s*Epoch \d+/\d+\s*$")
+_EPOCH_LINES = 6  # the lines an epoch's header may stand above its last one: a rule, train, val, a save
 # the epoch's bar (or, with verbose=2, its one summary line) as Keras prints it at the epoch's end
 _KERAS_DONE = lazy(r"^\s*(?:(?P<i>\d+)/(?P<n>\d+) (?:\[=+\]|- \d)|(?:-\s*)?\d+s - loss)")
 
@@ -41,9 +42,14 @@ def final_counter(tail: list[str], tail_start: int, last_progress_line: int | No
             # below it ('4451/4451 [====...] - loss: ...'); what follows then (evaluate(), predict()) is not training
             nxt = next((x for x in tail[i + 1 :] if x.strip()), None)
             bar = _KERAS_DONE.match(nxt) if nxt is not None else None
-            if bar is None:
-                return None
-            return line_no if int(m["n"]) == int(m["total"]) > 1 and bar["i"] == bar["n"] else None
+            if bar is not None:
+                return line_no if int(m["n"]) == int(m["total"]) > 1 and bar["i"] == bar["n"] else None
+            # a hand-written loop's header ('Epoch 50/50', a rule, then its train and val lines): the epoch's own
+            # lines follow it, so it stands up to a few lines above the last progress line
+            if last_progress_line is None or not line_no < last_progress_line <= line_no + _EPOCH_LINES:
+                return None  # the epoch has no line of its own yet (it just began), or training went on past it
+            n, total = int(m["n"]), int(m["total"])
+            return line_no if total > 1 and n == total else None
         if last_progress_line is not None and line_no < last_progress_line - 2:
             return None  # training went on past this counter (or the counter is not the training's)
         n, total = int(m["n"]), int(m["total"])
@@ -57,7 +63,7 @@ def final_counter(tail: list[str], tail_start: int, last_progress_line: int | No
 # done'). Each is a summary of the run, not of a step: no step line prints it.
 _LIMIT = lazy(r"(?i)\b(?P<n>\d+)\s*>=\s*max[\w ]{0,20}?[:=]?\s*(?P<total>\d+)\b")
 _SUMMARY = lazy(
-    r"(?i)(\btotal (training |train )?time\b|\boverall training (speed|time)\b|\b(epochs?|iterations?|steps?) completed in\b|"
+    r"(?i)(\btotal (training |train )?time\b|\btrain(?:ing)? time\s*[:=]?\s*\d+:\d\d:\d\d\b|\boverall training (speed|time)\b|\b(epochs?|iterations?|steps?) completed in\b|"
     r"\btraining\b.{0,40}\b(is|was) (done|finished|complete|over)\b|\bend of training\b|"
     # the run's own early stop, its planned end by its patience rule: Keras' 'Epoch 00036: early stopping', LightGBM's
     # 'Early stopping, best iteration is:', 'Early Stopping....@ 72 epoch' (not a flag, a callback's repr or a counter)
@@ -112,7 +118,9 @@ def summary_after_training(tail: list[str], tail_start: int, last_progress_line:
 _TEST_RESULT = lazy(
     r"(?i)^\W*(?:final\s+)?(?:test(?:ing)?|held[- ]?out)(?:[-_ ]?(?:set|data|split))?\b[^\n]{0,40}?"
     r"\b(?:acc(?:uracy)?|loss|f1|auc|m?ap|bleu|wer|cer|score|precision|recall|rmse|mae|perplexity|ppl)\b[^\n]{0,20}?[:=]\s*(?:tensor\()?-?\d"
-    r"|\b(?:acc(?:uracy)?|loss|f1|auc|m?ap|bleu|wer|score)\s+(?:on|of)\s+(?:the\s+)?test\b[^\n]{0,20}?[:=]\s*-?\d")
+    r"|\b(?:acc(?:uracy)?|loss|f1|auc|m?ap|bleu|wer|score)\s+(?:on|of)\s+(?:the\s+)?test\b[^\n]{0,20}?[:=]\s*-?\d"
+    # the PyTorch tutorial's 'Accuracy of the network on the 10000 test images: 97.45 %'
+    r"|\b(?:acc(?:uracy)?|loss|error)\b[^\n]{0,30}?\bon\s+(?:the\s+)?(?:\d+\s+)?test\b[^\n]{0,20}?[:=]\s*-?\d")
 _SAVED = lazy(r"(?i)^\W*(?:(?:final|best|trained)\s+)?(?:model\s+)?(?:saved?|saving|exported?|wrote)\b"
               r"|\b(?:model|weights)\b[^\n]{0,30}\b(?:saved|written|exported)\b")
 _INT = lazy(r"\d+")

@@ -23,7 +23,10 @@ _PROGRESS = lazy(
 )
 _NOT_TRAINING = lazy(
     r"(?i)(loading|download|\bmap\b|filter|tokeniz|generating|extracting|fetching|resolving|uploading|"
-    r"saving|shards|error|traceback|warning|exception|usage:)"
+    r"saving|shards|error|traceback|warning|exception|usage:|"
+    # an evaluation's bar (Lightning's 'Validating: 90%|', YOLO's 'Class Images Instances ... 100%|'): the run
+    # evaluates between and after its epochs, but the training's progress is its own bars and steps
+    r"\b(?:valid\w*|eval\w*|test\w*|class\s+images)\b[^|\n]{0,120}\d+%\|)"
 )
 
 

@@ -1,0 +1,102 @@
+"""How finished runs end their logs, read as the run's end (issue 13, item 5; the twelfth prospective healthy batch
+read four of eight completed runs as running, scored before these changes):
+
+- the PyTorch transfer-learning tutorial's loop: 'Epoch 50/50', a rule, its train and val lines, then a save
+  (healthy 214); the same header with no line of its epoch yet is an epoch that just began (healthy 062);
+- the CIFAR tutorial's 'Accuracy of the network on the 10000 test images: 97 %' after training (healthy 213);
+- a whole run's duration, 'Training time 0:18:36' (Swin's main.py, healthy 199);
+- an evaluation's bar after the last epoch (YOLO's final validation of best.pt, Lightning's 'Validating:') is not
+  training progress, so the summary before it still ends the run (healthy 210).
+Real PyTorch runs print each shape; a log cut before the shape is not completed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
+
+TESTS = Path(__file__).resolve().parents[1]
+
+_RUN = textwrap.dedent("""
+    import sys, time, torch
+    from tqdm import tqdm
+    torch.manual_seed(0)
+    shape, epochs = sys.argv[1], 5
+    x = torch.randn(512, 8); y = (x.sum(1) > 0).long()
+    model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    start = time.time()
+    def evaluate(xs, ys):
+        with torch.no_grad():
+            out = model(xs)
+            return torch.nn.functional.cross_entropy(out, ys).item(), (out.argmax(1) == ys).float().mean().item()
+    for epoch in range(1, epochs + 1):
+        if shape == "header":
+            print(f"Epoch {epoch}/{epochs}"); print("-" * 10)
+        for i in range(0, 384, 32):
+            loss = torch.nn.functional.cross_entropy(model(x[i:i + 32]), y[i:i + 32])
+            opt.zero_grad(); loss.backward(); opt.step()
+        tl, ta = evaluate(x[:384], y[:384]); vl, va = evaluate(x[384:], y[384:])
+        if shape == "header":
+            print(f"train Loss: {tl:.4f} Acc: {ta:.4f}"); print(f"val Loss: {vl:.4f} Acc: {va:.4f}")
+        else:
+            print(f"Epoch {epoch} loss: {tl:.4f} val_loss: {vl:.4f}")
+        if shape == "bar":
+            for _ in tqdm(range(4), desc="Validating", file=sys.stdout, ascii=True):
+                time.sleep(0.01)
+    if shape == "header":
+        torch.save(model.state_dict(), "model.pth"); print("Model saved successfully in 'model.pth'.")
+    elif shape == "test":
+        print(f"Accuracy of the network on the 128 test images: {100 * evaluate(x[384:], y[384:])[1]:.2f}%")
+    elif shape == "duration":
+        s = int(time.time() - start)
+        print(f"Training time {s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}")
+    elif shape == "bar":
+        print(f"Total training time: {time.time() - start:.1f}s")
+        for _ in tqdm(range(4), desc="Validating best model", file=sys.stdout, ascii=True):
+            time.sleep(0.01)
+""")
+
+
+def _run(tmp_path: Path, shape: str) -> list[str]:
+    pytest.importorskip("torch")
+    pytest.importorskip("tqdm")
+    out = subprocess.run([sys.executable, "-c", _RUN, shape], capture_output=True, text=True, timeout=300,
+                         cwd=tmp_path, check=True).stdout
+    return out.replace("\r", "\n").splitlines()
+
+
+def _status(tmp_path: Path, lines: list[str], name: str = "train.log") -> str:
+    log = tmp_path / name
+    log.write_text("\n".join(lines) + "\n")
+    return diagnose(DiagnoseRequest(target=str(log))).run_status.value
+
+
+@pytest.mark.parametrize(("shape", "end"), [
+    ("header", "Model saved successfully"),
+    ("test", "Accuracy of the network on the 128 test images"),
+    ("duration", "Training time 0:00:"),
+    ("bar", "Validating best model"),
+])
+def test_a_finished_run_s_last_lines_end_it(tmp_path, shape, end):
+    lines = _run(tmp_path, shape)
+    assert any(end in x for x in lines[-8:]), lines[-8:]
+    assert _status(tmp_path, lines) == "completed", lines[-8:]
+    cut = next(i for i, x in enumerate(lines) if x.startswith(("Epoch 5", "Epoch 5/5")))
+    assert _status(tmp_path, lines[:cut + 1], "cut.log") != "completed", lines[:cut + 1][-4:]
+
+
+@pytest.mark.parametrize("case", ["214", "213", "199", "210"])
+def test_healthy_logs_that_end_this_way_are_completed(case):
+    log = next((TESTS / "healthy").glob(f"{case}-*")) / "train.log"
+    assert diagnose(DiagnoseRequest(target=str(log))).run_status.value == "completed"
+
+
+def test_an_epoch_header_with_nothing_after_it_has_just_begun():
+    log = next((TESTS / "healthy").glob("062-*")) / "train.log"
+    assert diagnose(DiagnoseRequest(target=str(log))).run_status.value != "completed"
