@@ -19,6 +19,7 @@ from pydantic import Field, create_model
 from ml_skills import __version__, targets
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import artifacts as artifact_collector
+from ml_skills.collectors import runstores
 from ml_skills.engine.analyse import ranks
 from ml_skills.engine.analyse.stops import meaning as stop_meaning
 from ml_skills.engine.classify.cascades import EXTERNAL_KILL
@@ -151,6 +152,9 @@ def _collect(req: DiagnoseRequest, progress: Progress | None) -> Evidence:
     elif kind is TargetKind.DIRECTORY:
         ev.artifacts, logs, notes = _scan_directory(Path(req.target or "."), req, progress=progress)
         ev.logs.extend(logs)
+        ev.notes.extend(notes)
+        stores, notes = runstores.collect(Path(req.target or "."), req)
+        ev.sources.extend(raw.source for raw in stores)
         ev.notes.extend(notes)
     else:
         spec = COLLECTORS.get(kind)

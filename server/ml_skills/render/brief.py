@@ -138,12 +138,8 @@ def render(b: Brief) -> str:
 
 
 def _names(d: Diagnosis) -> dict[str, str]:
-    """How each cited source is shown: its file name, or its path where two share a name."""
-    sources = {e.source for e in d.evidence[: text.MAX_EVIDENCE] if e.source and e.line_no}
-    by_name: dict[str, list[str]] = {}
-    for s in sources:
-        by_name.setdefault(Path(s).name, []).append(s)
-    return {s: (n if len(group) == 1 else s) for n, group in by_name.items() for s in group}
+    """How each cited source is shown (text.shown_names)."""
+    return text.shown_names(d)
 
 
 def _plural(n: int, word: str) -> str:
@@ -298,7 +294,7 @@ def build(d: Diagnosis, report_path: str, marker: str, detail: list[Part] | None
         primary_cause=d.primary_cause, confidence=d.primary_cause_confidence, confidence_level=d.confidence,
         contributing_factors=d.contributing_factors, run_facts=text.facts_line(d) if d.facts else "",
         evidence=evidence,
-        logs={n: s for s, n in names.items() if s != d.target and n == Path(s).name},
+        logs={n: s for s, n in names.items() if s != d.target and n != s},
         decisive_lines=decisive, ruled_out=_ruled_out(d),
         root_cause=RootCauseBrief(proximate=proximate, root=root, contributing=rc.contributing),
         insufficient_evidence=d.insufficient_evidence, fixes=fixes, decision=d.decision, decision_reason=d.decision_reason,

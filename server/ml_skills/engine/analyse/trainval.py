@@ -5,6 +5,7 @@ run that trains but whose model will not generalise, or whose evaluation does no
 from __future__ import annotations
 
 import itertools
+import statistics
 from collections.abc import Sequence
 
 from ml_skills.engine.analyse.points import finite as _finite
@@ -51,6 +52,8 @@ def _validation_frozen(points: Sequence[MetricPoint], vacc: list[tuple[MetricPoi
 
 
 RISING_EVALS = 4
+EARLY_BEST_EVALS = 20  # evaluations a history needs before where its best one fell says anything
+EARLY_BEST_SHARE = 0.05
 GAP_EVALS = 3  # evaluations in a row with validation accuracy under half the training accuracy
 
 
@@ -118,6 +121,10 @@ def train_val(points: Sequence[MetricPoint], task: Task | None) -> list[Anomaly]
         vv = [v for _, v in val]
         vmin_i = min(range(len(vv)), key=vv.__getitem__)
         rising = vv[-1] > vv[vmin_i] * 1.15 and vmin_i < len(vv) - 1 and vv[-1] >= vv[-2] * 0.98
+        # or: the best evaluation came in the first twentieth of a long history and every later stretch is worse -
+        # the rest of the run only memorised (a 10% rise over 400 evaluations is no noise)
+        rising = rising or (len(vv) >= EARLY_BEST_EVALS and vmin_i < len(vv) * EARLY_BEST_SHARE
+                            and statistics.median(vv[-len(vv) // 4:]) > vv[vmin_i] * 1.05)
         train_falling = tv[-1] < tv[0] * 0.8
         gap = vv[-1] / max(tv[-1], 1e-9)
         streak = _val_rising_streak(train, val)
