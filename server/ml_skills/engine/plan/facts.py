@@ -155,11 +155,21 @@ def _clipping(pick: Callable[[re.Pattern[str]], list[Line]]) -> RunFact | None:
     return None
 
 
+def _save_raised(line_no: int, log: LogEvidence) -> bool:
+    """A traceback raised from a save ('torch.save' -> serialization.py) starts just below the line announcing it:
+    that checkpoint was never completed, and must not be offered as the one to resume from."""
+    return any(0 < t.start_line - line_no <= SAVE_RAISED_LINES
+               and any("save" in f.lower() or "serializ" in f.lower() for f in t.frames) for t in log.tracebacks)
+
+
+SAVE_RAISED_LINES = 5
+
+
 def _saves(logs: Iterable[LogEvidence]) -> list[RunFact]:
     out: list[RunFact] = []
     for log in logs:
         for ln in log.saved_lines:
-            if _NOT_A_SAVE.search(ln.text):
+            if _NOT_A_SAVE.search(ln.text) or _save_raised(ln.line_no, log):
                 continue
             path = _SAVED_PATH.search(ln.text)
             step = _SAVED_STEP.search(path.group(1) if path else ln.text) or _SAVED_STEP.search(ln.text)
