@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 import torch
-import torch.nn as nn
+from torch import nn
 
 VOCAB = 256
 SEQ = 32
@@ -116,7 +116,7 @@ class Bar:
         frac = self.n / self.total
         full = int(frac * 10)
         bar = "\u2588" * full + ("\u258c" if frac * 10 - full >= 0.5 else " ") + " " * (9 - full)
-        fmt = lambda s: f"{int(s) // 60:02d}:{int(s) % 60:02d}"  # noqa: E731
+        fmt = lambda s: f"{int(s) // 60:02d}:{int(s) % 60:02d}"
         sys.stderr.write(f"\r{self.desc}: {frac:4.0%}|{bar[:10]}| {self.n}/{self.total} "
                          f"[{fmt(el)}<{fmt(left)}, {rate:.2f}it/s, {self.postfix}]")
         sys.stderr.flush()

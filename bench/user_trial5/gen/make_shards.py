@@ -13,7 +13,6 @@ import os
 from pathlib import Path
 
 import numpy as np
-
 from common import markov_tokens
 
 

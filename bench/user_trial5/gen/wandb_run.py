@@ -5,14 +5,11 @@
 from __future__ import annotations
 
 import argparse
-import math
-import os
 from pathlib import Path
 
 import numpy as np
 import torch
 import wandb
-
 from common import SEQ, Bar, TinyLM, dump_config, lm_loss, markov_tokens, setup_logging
 
 
