@@ -60,7 +60,7 @@ def _run_cli(tmp_path: Path, site: Path, **extra: str) -> list[str]:
 
 
 def _plugin_files(tmp_path: Path) -> list[Path]:
-    return sorted((tmp_path / "cache").glob("plugins-*.json"))
+    return sorted((tmp_path / "cache").glob("plugins-*.txt"))
 
 
 @pytest.mark.slow

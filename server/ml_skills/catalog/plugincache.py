@@ -53,7 +53,7 @@ def key() -> str | None:
 
 
 def _path(k: str) -> Any:
-    return diskcache.cache_dir() / f"plugins-{k}.json"
+    return diskcache.cache_dir() / f"plugins-{k}.txt"
 
 
 def _has_plugins() -> bool:
