@@ -320,7 +320,8 @@ def _read_paste(spec: str) -> str:
 @contextlib.contextmanager
 def _importing() -> Iterator[None]:
     """The collector paused while the engine, its models and the catalog are imported, then what they made frozen;
-    and the engine's lazy patterns compiled from the programs kept by catalog/recache.py.
+    the engine's lazy patterns compiled from the programs kept by catalog/recache.py; pydantic's plugin scan skipped
+    when catalog/plugincache.py knows it finds none.
 
     Importing them makes tens of thousands of objects that live as long as the process (classes, pydantic's schemas
     and validators); the collector walked them over and over while they were being made (about 70 collections,
@@ -333,8 +334,9 @@ def _importing() -> Iterator[None]:
     gc.disable()
     try:
         from ml_skills import lazyre
-        from ml_skills.catalog import recache
+        from ml_skills.catalog import plugincache, recache
 
+        plugincache.skip_known_none()  # before the first model: pydantic's plugin scan, when it is known to find none
         lazyre.use_compiler(recache.compile)  # the engine's patterns from programs kept between runs
         yield
     finally:

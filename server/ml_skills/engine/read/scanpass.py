@@ -18,6 +18,7 @@ gives.
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 from dataclasses import dataclass, field
@@ -154,9 +155,10 @@ class Pass:
         known, exact_lines, eval_in_chunk = self._read_matches(offset, chunk, reader)
         self.fw.read(chunk, chunk_no, last=offset + len(chunk) >= self.size, traceback=self.tb_total > tb_before)
         starts, rows = self._metric_lines(chunk, exact_lines, eval_in_chunk)
-        mcursor, mline = self._read_metrics(offset, chunk, starts, rows, known)
+        counted: list[tuple[int, int]] = []
+        mcursor, mline = self._read_metrics(offset, chunk, starts, rows, known, counted)
         if self.budget is not None:  # sampling can step over a grad-norm spike: find the largest exactly
-            self._exact_grad_max(offset, chunk)
+            self._exact_grad_max(offset, chunk, sorted(known + counted))
         if known[-1][0] > mcursor:
             mcursor, mline = known[-1]
         self.line_base = mline + newlines.count(chunk, mcursor)  # counted up to mcursor already
@@ -236,10 +238,11 @@ class Pass:
         return starts, rows
 
     def _read_metrics(self, offset: int, chunk: bytearray, starts: list[int], rows: dict[int, metric_lines.Row],
-                      known: list[tuple[int, int]]) -> tuple[int, int]:
+                      known: list[tuple[int, int]], counted: list[tuple[int, int]]) -> tuple[int, int]:
         """Parse the metric lines into points: keep the first non-finite one, the largest grad norm, a thinned series.
 
-        Returns the last (offset, line number) counted, to count the rest of the chunk's lines from."""
+        Returns the last (offset, line number) counted, to count the rest of the chunk's lines from; adds every line
+        start it counted to `counted`, as (offset, line number)."""
         name = self.name
         # line numbers of the metric lines: counted on from the nearest offset the match loop already counted,
         # so each newline of the chunk is counted about once (counting is a fifth of a big log's scan)
@@ -251,6 +254,7 @@ class Pass:
                 mcursor, mline = known[k - 1]
             mline += newlines.count(chunk, mcursor, s)
             mcursor = s
+            counted.append((s, mline))
             e = chunk.find(b"\n", s)
             raw = chunk[s : (len(chunk) if e < 0 else e)]
             text = raw.decode("utf-8", errors="replace")
@@ -283,12 +287,13 @@ class Pass:
             self._add_point(offset + s, mp)
         return mcursor, mline
 
-    def _exact_grad_max(self, offset: int, chunk: bytearray) -> None:
-        """A sampled log's largest grad norm, found exactly in the chunk (the samples may have stepped over it)."""
+    def _exact_grad_max(self, offset: int, chunk: bytearray, counted: list[tuple[int, int]]) -> None:
+        """A sampled log's largest grad norm, found exactly in the chunk (the samples may have stepped over it).
+        `counted`: (offset in the chunk, line number) of the line starts the pass counted, increasing."""
         record = gradmax.scan_chunk(chunk, offset, self.grad_record, self.engine)
         if record is not self.grad_record and record is not None and record.raw is not None:
             self.grad_record = record
-            line_no = self.line_base + newlines.count(chunk, 0, record.offset - offset)
+            line_no = line_at(chunk, counted, record.offset - offset)
             self.grad_max = grad_point(self.name, record, line_no)
             self.point_offsets[line_no] = record.offset
 
@@ -348,6 +353,18 @@ class Pass:
 
     def metric_offsets(self) -> dict[int, int]:
         return {mp.line_no: off for off, mp in self.points}
+
+
+def line_at(chunk: bytes | bytearray, counted: list[tuple[int, int]], pos: int) -> int:
+    """The line number of the line starting at `pos`, counted from the nearest of the `counted` (offset, line number)
+    pairs, which start with (0, the chunk's first line) and increase: forwards from the one before, or backwards from
+    the one after. The pass counted the chunk up to its last sampled line already; counting again from the chunk's
+    start to the grad-norm record was a fifth of the newlines counted on a 10 MiB log."""
+    i = bisect.bisect_right(counted, (pos, math.inf))
+    before = counted[i - 1]
+    if i < len(counted) and counted[i][0] - pos < pos - before[0]:
+        return counted[i][1] - newlines.count(chunk, pos, counted[i][0])
+    return before[1] + newlines.count(chunk, before[0], pos)
 
 
 def metric_point(**fields: Any) -> MetricPoint:
