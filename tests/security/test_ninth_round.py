@@ -1,0 +1,243 @@
+"""Issue 14's ninth round: attacks from outside on the fixes of rounds six to eight and on the HTTP transport.
+
+Each test is one attack that broke a claim of docs/security.md, driven through a real MCP client (over stdio, or the
+server started with `--transport http`), with real files and real child processes; each failed on the code before its
+fix (see docs/security.md, "Ninth round").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.mcp.conftest import Server, answer, server_cmd, text
+from tests.security.test_actions_attacks import _free_port
+
+
+def roots(tmp_path: Path) -> tuple[Path, Path]:
+    r, o = tmp_path / "root", tmp_path / "outside"
+    r.mkdir()
+    o.mkdir()
+    return r, o
+
+
+def _restarts(srv: Server, command_file: Path, lines: list[str], person: Any) -> list[dict[str, Any]]:
+    """Each line written to `command_file` in turn and restarted, the person accepting: the structured answers."""
+    got: list[dict[str, Any]] = []
+
+    async def go() -> None:
+        async with srv.client(elicit=person) as c:
+            for line in lines:
+                command_file.write_text(line + "\n")
+                res = await c.call_tool("request_action", {"action": {"kind": "restart-unchanged", "command_file": str(command_file)}})
+                got.append(res.structured_content or {"error": text(res)})
+
+    anyio.run(go)
+    return got
+
+
+def _wait_for(path: Path, seconds: float = 30) -> None:
+    end = time.time() + seconds
+    while not path.exists() and time.time() < end:
+        time.sleep(0.2)
+
+
+# Bytecode for the standard library's json module, planted under a pycache prefix with the real source's mtime and size
+# in its header, so the interpreter takes it for the cached compile of json/__init__.py. Run by the `python` the
+# restart runs (the one on PATH), so the header and the path match that interpreter.
+_PLANT_PYC = """
+import importlib.util, importlib._bootstrap_external as be, json, os, sys
+prefix, marker = os.path.abspath(sys.argv[1]), sys.argv[2]
+src = json.__file__
+st = os.stat(src)
+dest = os.path.join(prefix, os.path.dirname(src).lstrip(os.sep), os.path.basename(importlib.util.cache_from_source(src)))
+os.makedirs(os.path.dirname(dest), exist_ok=True)
+code = compile(f"open({marker!r}, 'a').write('pwned ')\\n" + open(src).read(), src, "exec")
+open(dest, "wb").write(be._code_to_timestamp_pyc(code, st.st_mtime, st.st_size))
+print(sys.version_info[0], sys.version_info[1])
+"""
+
+
+def test_a_recorded_command_never_loads_code_from_a_folder_its_variables_or_options_name(tmp_path: Path) -> None:
+    """Promise 2 refuses variables that choose the program or what it loads (PYTHONUSERBASE, PYTHONHOME, ...). Beside
+    them: PYTHONPYCACHEPREFIX (and `python -X pycache_prefix=`) names the folder the standard library's compiled code is
+    read from, and HOME moves the user site folder whose .pth files run at start-up. `PYTHONPYCACHEPREFIX=.c python
+    train.py` read as an ordinary launch of a harmless script; after the accept, a planted json.pyc ran. Now each is
+    refused even when the person accepts; variables that only tune the interpreter still run."""
+    r, o = roots(tmp_path)
+    run = r / "run"
+    run.mkdir()
+    pwned = o / "PWNED"
+    (run / "train.py").write_text(f"import json\nopen({str(o / 'REAL')!r}, 'a').write(json.dumps('ran') + '\\n')\n")
+    made = subprocess.run(["python", "-c", _PLANT_PYC, str(run / ".c"), str(pwned)], cwd=run, check=True, capture_output=True,
+                          text=True, timeout=60)
+    major, minor = made.stdout.split()
+    site = run / ".local" / "lib" / f"python{major}.{minor}" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "zz-evil.pth").write_text(f"import os; open({str(pwned)!r}, 'a').write('pth ')\n")
+    # control: the planted files are live when nothing refuses them
+    subprocess.run(["python", "train.py"], cwd=run, env={**os.environ, "PYTHONPYCACHEPREFIX": ".c"}, check=True, timeout=60)
+    assert pwned.exists()
+    pwned.unlink()
+    (o / "REAL").unlink()
+    person = answer("accept")
+    lines = ["PYTHONPYCACHEPREFIX=.c python train.py", "python -X pycache_prefix=.c train.py", "python -EXpycache_prefix=.c train.py",
+             "HOME=. python train.py", "PYTHONBREAKPOINT=os.system python train.py", "PYTHONUNBUFFERED=1 python train.py"]
+    got = _restarts(Server(tmp_path, roots=[r]), run / "command.txt", lines, person)
+    _wait_for(o / "REAL")
+    time.sleep(1)  # a refused launch that started anyway would have written its marker by now
+    assert not pwned.exists(), (pwned.read_text(), got)
+    assert all("error" in g or g.get("ran") is False for g in got[:5]), got
+    assert got[5].get("ran") is True, got[5]  # a variable that loads nothing still runs after the accept
+    assert (o / "REAL").read_text() == '"ran"\n'
+
+
+def test_a_recorded_command_never_hides_punctuation_behind_a_letter_or_a_digit_of_another_script(tmp_path: Path) -> None:
+    """The sixth round refused symbols outside ASCII that read as a space or punctuation, but kept every letter and
+    digit: U+A4F8 LISU LETTER TONE MYA TI (a modifier letter) and U+0660 ARABIC-INDIC DIGIT ZERO both read as '.', so
+    `python train<U+A4F8>py` was shown as `python train.py` and, after the accept, ran the run folder's file of that
+    name. Now refused, and shown as its code; letters of words (résumé, データ with its long-vowel mark) still run."""
+    r, o = roots(tmp_path)
+    run = r / "run"
+    run.mkdir()
+    (run / "train.py").write_text(f"import sys\nopen({str(o / 'REAL')!r}, 'a').write(sys.argv[0] + '\\n')\n")
+    (run / "\u30c7\u30fc\u30bf.py").write_text(f"import sys\nopen({str(o / 'REAL')!r}, 'a').write(sys.argv[0] + '\\n')\n")
+    odd = ["train\ua4f8py", "train\u0660py", "train\u01c3py"]
+    for name in odd:
+        (run / name).write_text(f"open({str(o / 'PWNED')!r}, 'w').write('x')\n")
+    person = answer("accept")
+    got = _restarts(Server(tmp_path, roots=[r]), run / "command.txt",
+                    [*(f"python {n}" for n in odd), "python \u30c7\u30fc\u30bf.py --name r\u00e9sum\u00e9"], person)
+    _wait_for(o / "REAL")
+    time.sleep(1)
+    assert not (o / "PWNED").exists(), got
+    assert all("error" in g or g.get("ran") is False for g in got[:3]), got
+    assert got[3].get("ran") is True, got[3]
+    assert (o / "REAL").read_text() == "\u30c7\u30fc\u30bf.py\n"
+    assert all(c not in q for q in person.shown for c in "\ua4f8\u0660\u01c3")  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------- repoint: targets the server cannot look at
+
+
+def _safetensors(path: Path) -> None:
+    header = json.dumps({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}).encode()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 8)
+
+
+def _repoints(srv: Server, pairs: list[tuple[Path, Path]], elicit: Any = None) -> list[tuple[bool, str]]:
+    """Each (pointer, checkpoint) repoint asked over one stdio session: (is_error, text)."""
+    got: list[tuple[bool, str]] = []
+
+    async def go() -> None:
+        async with srv.client(elicit=elicit) as c:
+            for pointer, ckpt in pairs:
+                res = await c.call_tool("request_action", {"action": {"kind": "repoint-checkpoint", "pointer_file": str(pointer),
+                                                                      "checkpoint": str(ckpt)}})
+                got.append((bool(res.is_error), text(res)))
+
+    anyio.run(go)
+    return got
+
+
+def _repoint(srv: Server, pointer: Path, ckpt: Path, elicit: Any = None) -> tuple[bool, str]:
+    return _repoints(srv, [(pointer, ckpt)], elicit)[0]
+
+
+def test_a_pointer_on_a_remote_or_home_relative_checkpoint_is_a_rollback_and_asks(tmp_path: Path) -> None:
+    """Rounds six and eight: a pointer is moved off its target without asking only when the target is missing or known
+    bad. A pointer holding `s3://bucket/run/step-2000` (a trainer resuming from object storage), `gs://...`, `hf://...`
+    or `~/ckpt/step-2000` named no file here, so it counted as missing: a client that cannot ask moved it to an older
+    local checkpoint as a safe repoint, asked of no one. A target the server cannot look at is not known to be bad."""
+    run = tmp_path / "run"
+    _safetensors(run / "checkpoint-100.safetensors")
+    helds = ["s3://bucket/run/step-2000", "gs://bkt/ckpt/step_2000", "hf://org/model@main", "~/ckpts/step-2000",
+             "checkpoint-300.safetensors"]  # the last one is missing here: still moved without asking
+    got: list[tuple[str, str, str]] = []
+
+    async def go() -> None:
+        async with Server(tmp_path).client() as c:  # a client that cannot ask
+            for held in helds:
+                (run / "latest").write_text(held + "\n")
+                res = await c.call_tool("request_action", {"action": {"kind": "repoint-checkpoint", "pointer_file": str(run / "latest"),
+                                                                      "checkpoint": str(run / "checkpoint-100.safetensors")}})
+                got.append((held, (run / "latest").read_text(), text(res)))
+
+    anyio.run(go)
+    for held, now, body in got[:4]:
+        assert now == held + "\n", body
+        assert "no-elicitation" in body and "rollback" in body, body
+    assert got[4][1] == "checkpoint-100.safetensors\n", got[4]
+
+
+def test_a_repoint_that_cannot_be_prepared_is_refused_clearly_and_audited(tmp_path: Path) -> None:
+    """Promise 2: every request is written to the audit log. A Megatron pointer holding '²' ('²'.isdigit() is true,
+    int('²') raises ValueError) and a checkpoint folder nested past the longest path the system takes (OSError) made
+    `prepare` raise something other than a refusal: 'failed unexpectedly', and no audit entry at all."""
+    run = tmp_path / "run"
+    _safetensors(run / "iter_0000005" / "model.safetensors")
+    (run / "latest_checkpointed_iteration.txt").write_text("\u00b2\n")
+    deep = run / "ck"
+    deep.mkdir()
+    fd = os.open(deep, os.O_RDONLY)
+    for _ in range(600):  # 600 x 9 characters: past PATH_MAX (4096)
+        os.mkdir("abcdefgh", dir_fd=fd)
+        nfd = os.open("abcdefgh", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = nfd
+    os.close(fd)
+    _safetensors(run / "ck2.safetensors")
+    (run / "latest").write_text("ck2.safetensors\n")
+    srv = Server(tmp_path)
+    bodies = _repoints(srv, [(run / "latest_checkpointed_iteration.txt", run / "iter_0000005"), (run / "latest", deep)])
+    assert all("unexpectedly" not in b and "Traceback" not in b for _, b in bodies), bodies
+    assert "cannot be inspected" in bodies[1][1], bodies[1]
+    entries = srv.audit_entries()
+    assert len([e for e in entries if e["action"] == "repoint-checkpoint"]) >= 2, entries
+    assert (run / "latest").read_text() == "ck2.safetensors\n"
+
+
+# ---------------------------------------------------------------- 5b: the HTTP transport's token file
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a file another user owns needs root")
+def test_a_token_file_another_user_owns_is_refused_at_start(tmp_path: Path) -> None:
+    """5b: the token comes from 'a file only its owner can read'. A 0600 file owned by another user (planted at the
+    name in a shared folder before the server starts, or a link to it) passed: the server started and served whoever
+    owns that file, who knows the token. Now the file must belong to the server's own user."""
+    srv = Server(tmp_path)
+    tf = tmp_path / "shared" / "ml-skills.token"
+    tf.parent.mkdir()
+    tf.write_text("a" * 40 + "\n")
+    tf.chmod(0o600)
+    os.chown(tf, 65534, 65534)  # nobody
+    link = tmp_path / "my.token"
+    link.symlink_to(tf)
+    for given in (tf, link):
+        proc = subprocess.Popen(server_cmd(*srv.args(), "--transport", "http", "--port", str(_free_port()), "--token-file", str(given)),
+                                cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+        try:
+            _, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:  # it started, and serves whoever owns the file
+            proc.kill()
+            _, err = proc.communicate()
+        p = subprocess.CompletedProcess(proc.args, proc.returncode, "", err)
+        assert p.returncode == 2 and "belongs to uid 65534" in p.stderr and "Traceback" not in p.stderr, (p.returncode, p.stderr)
+    own = tmp_path / "own.token"
+    own.write_text("b" * 40 + "\n")
+    own.chmod(0o600)
+    load = "from ml_skills.mcp_tools.http_auth import load_token; import sys; print(len(load_token(sys.argv[1])))"
+    p = subprocess.run([sys.executable, "-c", load, str(own)], check=False, capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ))
+    assert p.stdout.strip() == "40", p.stderr
