@@ -67,13 +67,9 @@ print(sys.version_info[0], sys.version_info[1])
 """
 
 
-def test_a_recorded_command_never_loads_code_from_a_folder_its_variables_or_options_name(tmp_path: Path) -> None:
-    """Promise 2 refuses variables that choose the program or what it loads (PYTHONUSERBASE, PYTHONHOME, ...). Beside
-    them: PYTHONPYCACHEPREFIX (and `python -X pycache_prefix=`) names the folder the standard library's compiled code is
-    read from, and HOME moves the user site folder whose .pth files run at start-up. `PYTHONPYCACHEPREFIX=.c python
-    train.py` read as an ordinary launch of a harmless script; after the accept, a planted json.pyc ran. Now each is
-    refused even when the person accepts; variables that only tune the interpreter still run."""
-    r, o = roots(tmp_path)
+def _planted_run(r: Path, o: Path) -> tuple[Path, Path]:
+    """A run folder holding a harmless train.py (it writes o/REAL), bytecode planted for json under `.c`, and a .pth file
+    in the user site folder HOME=. would give; both write o/PWNED. Checked live before the test relies on them."""
     run = r / "run"
     run.mkdir()
     pwned = o / "PWNED"
@@ -84,11 +80,22 @@ def test_a_recorded_command_never_loads_code_from_a_folder_its_variables_or_opti
     site = run / ".local" / "lib" / f"python{major}.{minor}" / "site-packages"
     site.mkdir(parents=True)
     (site / "zz-evil.pth").write_text(f"import os; open({str(pwned)!r}, 'a').write('pth ')\n")
-    # control: the planted files are live when nothing refuses them
-    subprocess.run(["python", "train.py"], cwd=run, env={**os.environ, "PYTHONPYCACHEPREFIX": ".c"}, check=True, timeout=60)
-    assert pwned.exists()
-    pwned.unlink()
+    for var, value in (("PYTHONPYCACHEPREFIX", ".c"), ("HOME", ".")):  # control: the planted files are live
+        subprocess.run(["python", "train.py"], cwd=run, env={**os.environ, var: value}, check=True, timeout=60)
+        assert pwned.exists(), var
+        pwned.unlink()
     (o / "REAL").unlink()
+    return run, pwned
+
+
+def test_a_recorded_command_never_loads_code_from_a_folder_its_variables_or_options_name(tmp_path: Path) -> None:
+    """Promise 2 refuses variables that choose the program or what it loads (PYTHONUSERBASE, PYTHONHOME, ...). Beside
+    them: PYTHONPYCACHEPREFIX (and `python -X pycache_prefix=`) names the folder the standard library's compiled code is
+    read from, and HOME moves the user site folder whose .pth files run at start-up. `PYTHONPYCACHEPREFIX=.c python
+    train.py` read as an ordinary launch of a harmless script; after the accept, a planted json.pyc ran. Now each is
+    refused even when the person accepts; variables that only tune the interpreter still run."""
+    r, o = roots(tmp_path)
+    run, pwned = _planted_run(r, o)
     person = answer("accept")
     lines = ["PYTHONPYCACHEPREFIX=.c python train.py", "python -X pycache_prefix=.c train.py", "python -EXpycache_prefix=.c train.py",
              "HOME=. python train.py", "PYTHONBREAKPOINT=os.system python train.py", "PYTHONUNBUFFERED=1 python train.py"]
@@ -98,6 +105,43 @@ def test_a_recorded_command_never_loads_code_from_a_folder_its_variables_or_opti
     assert not pwned.exists(), (pwned.read_text(), got)
     assert all("error" in g or g.get("ran") is False for g in got[:5]), got
     assert got[5].get("ran") is True, got[5]  # a variable that loads nothing still runs after the accept
+    assert (o / "REAL").read_text() == '"ran"\n'
+
+
+STAND_IN = """#!/bin/sh
+# stand-in for {name}: sets the variables its options name (Open MPI -x, srun --export=, hydra -genv), then starts its
+# first non-option word, as the real launchers do
+while [ $# -gt 0 ]; do case "$1" in
+  -x) case "$2" in *=*) export "$2";; esac; shift 2;;
+  --export=*) for kv in $(echo "${{1#--export=}}" | tr , ' '); do case "$kv" in *=*) export "$kv";; esac; done; shift;;
+  -genv) export "$2=$3"; shift 3;;
+  -N|-n|-J|-p|-np|-H) shift 2;; -*) shift;; *) break;; esac; done
+exec "$@"
+"""
+
+
+def test_srun_and_mpirun_never_set_a_variable_that_loads_code_for_the_python_they_start(tmp_path: Path,
+                                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same variables given through the launcher's own options rather than before it: `mpirun -np 1 -x
+    PYTHONPYCACHEPREFIX=.c python train.py`, `srun --export=ALL,HOME=. python train.py`, `mpirun -genv
+    PYTHONPYCACHEPREFIX .c python train.py`. Only a line's leading NAME=V was checked, so each ran the planted code after
+    the accept (stand-ins for the launchers, which are not installed here, set the variables as the real ones do)."""
+    r, o = roots(tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("srun", "mpirun"):
+        (bin_dir / name).write_text(STAND_IN.format(name=name))
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    run, pwned = _planted_run(r, o)
+    lines = ["mpirun -np 1 -x PYTHONPYCACHEPREFIX=.c python train.py", "srun --export=ALL,HOME=. python train.py",
+             "mpirun -genv PYTHONPYCACHEPREFIX .c python train.py", "srun -N 1 --export=ALL,OMP_NUM_THREADS=1 python train.py"]
+    got = _restarts(Server(tmp_path, roots=[r]), run / "command.txt", lines, answer("accept"))
+    _wait_for(o / "REAL")
+    time.sleep(1)
+    assert not pwned.exists(), (pwned.read_text(), got)
+    assert all("error" in g or g.get("ran") is False for g in got[:3]), got
+    assert got[3].get("ran") is True, got[3]
     assert (o / "REAL").read_text() == '"ran"\n'
 
 

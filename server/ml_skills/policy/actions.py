@@ -350,10 +350,34 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
             raise _not_a_launch(f, line, f"{Path(words[0]).name} starts any program; the one it starts must be python, "
                                          "torchrun, deepspeed or accelerate")
         # 'python' anywhere is not enough: `srun awk '...' python` starts awk, with python as its argument
+        if set_env := _launcher_env(words[1:inner]):
+            raise _not_a_launch(f, line, f"{Path(words[0]).name} sets {', '.join(set_env)} for the program it starts, which "
+                                         "chooses the program that runs or what it loads")
         first = next((w for w in words[1:inner] if not w.startswith("-") and _is_program(w, f.parent)), None)
         if first is not None:
             raise _not_a_launch(f, line, f"{Path(words[0]).name} would start {quoted(first)} before any Python launcher")
         _launcher_program(f, words[inner], dfd)
+
+
+_ENV_OPTIONS = {"-x", "-genv", "-env", "--env", "--export", "-export"}  # Open MPI, MPICH/Intel MPI hydra, srun
+
+
+def _launcher_env(opts: list[str]) -> list[str]:
+    """Variables srun, mpirun or horovodrun would set, from its options, for the program it starts (`mpirun -x NAME=V`,
+    `srun --export=ALL,NAME=V`, `mpirun -genv NAME V`) that choose what runs or loads; `--export-file` (variables read
+    from a file the question does not show) counts as one. Before the ninth round only a line's leading NAME=V was
+    checked: `mpirun -np 1 -x PYTHONPYCACHEPREFIX=.c python train.py` loaded planted bytecode after an accept."""
+    bad: list[str] = []
+    for i, w in enumerate(opts):
+        if w.startswith(("--export-file", "--export_file")):
+            bad.append("--export-file")
+            continue
+        value = w.split("=", 1)[1] if w.startswith("-") and "=" in w else w
+        names = [x.split("=", 1)[0] for x in value.split(",") if "=" in x]
+        if i > 0 and opts[i - 1] in _ENV_OPTIONS:
+            names.append(w.split("=", 1)[0])
+        bad += [n for n in names if _picks_the_program(n)]
+    return sorted(set(bad))
 
 
 _EXPANSION = re.compile(r"`|\$[\w{(]")
