@@ -285,3 +285,24 @@ def test_a_token_file_another_user_owns_is_refused_at_start(tmp_path: Path) -> N
     p = subprocess.run([sys.executable, "-c", load, str(own)], check=False, capture_output=True, text=True, timeout=60,
                        env=dict(os.environ))
     assert p.stdout.strip() == "40", p.stderr
+
+
+def test_a_recorded_command_with_a_pattern_or_brace_expansion_is_refused_and_its_manual_line_never_runs_a_payload(
+        tmp_path: Path) -> None:
+    """The third round refused shell operators and `$`/backtick expansions: a recorded line runs as one argument list,
+    while the answer's manual line is pasted into a shell. Brace, pattern and tilde expansions were beside that fix:
+    `python {evil,train}.py` passed, and the manual line a client without elicitation was given, run by bash, ran
+    `python evil.py train.py`; `python *.py` ran the first file in the folder's order."""
+    r, o = roots(tmp_path)
+    run = r / "run"
+    run.mkdir()
+    (run / "train.py").write_text("print('ok')\n")
+    (run / "a_evil.py").write_text(f"open({str(o / 'PWNED')!r}, 'a').write('x')\n")
+    (run / "evil.py").write_text(f"open({str(o / 'PWNED')!r}, 'a').write('x')\n")
+    lines = ["python {evil,train}.py", "python *.py", "python ?_evil.py train.py", "python [a]_evil.py"]
+    got = _restarts(Server(tmp_path, roots=[r]), run / "command.txt", lines, None)  # a client that cannot elicit
+    for line, g in zip(lines, got, strict=True):
+        if "manual" in g:
+            subprocess.run(["bash", "-c", g["manual"]], check=False, capture_output=True, timeout=60)
+        assert "error" in g and "shell expansion" in g["error"], (line, g)
+    assert not (o / "PWNED").exists()

@@ -395,7 +395,44 @@ def _shell_syntax(line: str) -> str | None:
     if op is not None:
         return f"the shell operator {quoted(op)}"
     m = _EXPANSION.search(line)
-    return f"the shell expansion {quoted(m.group(0))}" if m else None
+    if m:
+        return f"the shell expansion {quoted(m.group(0))}"
+    g = next((m for w in _unquoted_words(line) if (m := _GLOB.search(w))), None)
+    return f"the shell expansion {quoted(g.group(0))} (a pattern, brace or ~ a shell expands)" if g else None
+
+
+# Unquoted, a shell expands these too: `*`, `?`, `[...]` to file names, `{a,b}` and `{1..3}` to words, a leading `~` to a
+# home folder. Before the ninth round `python {evil,train}.py` passed: the restart ran the literal file name, while the
+# answer's manual line, pasted into a shell, ran `python evil.py train.py`.
+_GLOB = re.compile(r"[*?\[]|\{[^{}]*(?:,|\.\.)[^{}]*\}|^~|(?<=[=:])~")
+
+
+def _unquoted_words(line: str) -> list[str]:
+    """Each word of `line` with its quoted and backslash-escaped characters replaced by '_': what a shell would expand."""
+    words, cur, quote, i = [], [], "", 0
+    while i < len(line):
+        c = line[i]
+        if quote:
+            if c == quote:
+                quote = ""
+            elif quote == '"' and c == "\\" and i + 1 < len(line):
+                i += 1
+            cur.append("_" if c != quote else "")
+        elif c in "'\"":
+            quote = c
+        elif c == "\\":
+            i += 1
+            cur.append("_")
+        elif c.isspace():
+            if cur:
+                words.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+        i += 1
+    if cur:
+        words.append("".join(cur))
+    return words
 
 
 def _is_program(word: str, cwd: Path) -> bool:
