@@ -306,3 +306,40 @@ def test_a_recorded_command_with_a_pattern_or_brace_expansion_is_refused_and_its
             subprocess.run(["bash", "-c", g["manual"]], check=False, capture_output=True, timeout=60)
         assert "error" in g and "shell expansion" in g["error"], (line, g)
     assert not (o / "PWNED").exists()
+
+
+def test_a_file_that_only_starts_like_hdf5_is_never_a_checkpoint_to_repoint_to(tmp_path: Path) -> None:
+    """Promise 2: a repoint writes only 'to a checkpoint whose structure inspects valid in a verified format'. HDF5 was
+    judged by four bytes: a text file starting with `\\x89HDF` inspected valid ('HDF5 signature present'), so `latest`
+    was repointed to `notes.txt` as a safe repoint, asked of no one, and a .h5 cut in half read as valid. The superblock
+    is read now: its signature, version, sizes and the end-of-file address it records."""
+    h5py = pytest.importorskip("h5py")
+    import numpy as np
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "notes.txt").write_bytes(b"\x89HDF meeting notes, nothing to resume from\n")
+    for lib in ("earliest", "latest"):  # superblock v0 and v3
+        with h5py.File(run / f"model_{lib}.h5", "w", libver=lib) as f:
+            f["dense/kernel"] = np.zeros((64, 32), "f4")
+    whole = (run / "model_latest.h5").read_bytes()
+    (run / "cut.h5").write_bytes(whole[: len(whole) // 2])
+    (run / "latest").write_text("ckpt-gone\n")
+    got: list[str] = []
+
+    async def go() -> None:
+        async with Server(tmp_path).client() as c:  # a client that cannot ask: only a safe repoint runs
+            for ck in ("notes.txt", "cut.h5", "model_earliest.h5", "model_latest.h5"):
+                res = await c.call_tool("request_action", {"action": {"kind": "repoint-checkpoint", "pointer_file": str(run / "latest"),
+                                                                      "checkpoint": str(run / ck)}})
+                got.append(text(res))
+                if ck == "model_earliest.h5":
+                    (run / "latest").write_text("ckpt-gone\n")
+            res = await c.call_tool("inspect_checkpoint", {"path": str(run / "cut.h5")})
+            got.append(text(res))
+
+    anyio.run(go)
+    assert "not a valid checkpoint" in got[0] and "not a valid checkpoint" in got[1], got[:2]
+    assert '"ran":true' in got[2].replace(" ", "") and '"ran":true' in got[3].replace(" ", ""), got[2:4]
+    assert (run / "latest").read_text() == "model_latest.h5\n"
+    assert "truncated" in got[4], got[4]
