@@ -343,3 +343,54 @@ def test_a_file_that_only_starts_like_hdf5_is_never_a_checkpoint_to_repoint_to(t
     assert '"ran":true' in got[2].replace(" ", "") and '"ran":true' in got[3].replace(" ", ""), got[2:4]
     assert (run / "latest").read_text() == "model_latest.h5\n"
     assert "truncated" in got[4], got[4]
+
+
+# ---------------------------------------------------------------- 3: an assignment's operator, and ASCII read from other forms
+
+_PRINTS_ITS_CONFIG = """
+import configparser, io, sys
+cfg = configparser.ConfigParser()
+cfg["db"] = {"host": "db.internal", "password": sys.argv[1]}
+cfg["pypi"] = {"username": "__token__", "PASSWORD": sys.argv[2]}
+buf = io.StringIO()
+cfg.write(buf)
+print(buf.getvalue())
+print("args:", " ".join(sys.argv[3:]))
+print("step 1 loss 2.31")
+raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+"""
+
+
+def test_a_secret_after_an_assignment_with_spaces_or_a_fullwidth_or_dashed_name_is_redacted(tmp_path: Path) -> None:
+    """Promise 3, `password` family. configparser writes `password = X` (an ini file, .pypirc): the .netrc rule took
+    the `=` for the password and masked it, and X was shown in clear by every channel (the keyword rule had `db_password
+    = X` right, and the seventh round's `password | X` fix was only for `|`). A name typed with a CJK input method
+    (`password：X`, `api_key＝X`) or a flag whose dash a chat client made typographic (`--api‐key X`, `–hf-token X`)
+    kept its value too: every rule is ASCII. Through a real process's log, MCP tools and the CLI."""
+    secrets = [f"Zq{i}vX2pL9sRt4wZk8yNb7Hc" for i in range(6)]
+    log = tmp_path / "run" / "train.log"
+    log.parent.mkdir()
+    args = [f"password\uff1a{secrets[2]}", f"api_key\uff1d{secrets[3]}", f"--api\u2010key {secrets[4]}", f"\u2013hf-token {secrets[5]}"]
+    with log.open("w") as out:
+        subprocess.run([sys.executable, "-c", _PRINTS_ITS_CONFIG, secrets[0], secrets[1], *args], stdout=out,
+                       stderr=subprocess.STDOUT, check=False, timeout=60)
+    raw = log.read_text()
+    assert all(s in raw for s in secrets), raw
+    got: list[str] = []
+
+    async def go() -> None:
+        async with Server(tmp_path).client() as c:
+            for tool, a in (("read_log_tail", {"path": str(log)}), ("grep_log", {"path": str(log), "pattern": "assword|key|token"}),
+                            ("read_log_window", {"path": str(log), "line": 3, "before": 2, "after": 12}),
+                            ("scan_log", {"path": str(log)})):
+                res = await c.call_tool(tool, a)
+                got.append(text(res) + json.dumps(res.structured_content or {}, ensure_ascii=False))
+
+    anyio.run(go)
+    out = tmp_path / "out-cli"
+    done = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", str(log.parent), "--out-dir", str(out)],
+                          check=False, capture_output=True, text=True, timeout=300)
+    got += [done.stdout, done.stderr, (out / "check-failed-run.json").read_text()]
+    leaks = [(i, s) for i, g in enumerate(got) for s in secrets if s in g]
+    assert not leaks, leaks
+    assert "[REDACTED]" in got[0]

@@ -102,9 +102,11 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         r"(?i)[?&](?:sig|signature|x-amz-signature|x-goog-signature|x-amz-security-token)=(?P<s>[^&\s'\"#]{8,4000})")),
     # a Slack incoming webhook: its last path part is the secret that lets anyone post to the channel
     ("slack-webhook", ("hooks.slack.com",), lazy(r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/]{1,100}/(?P<s>[A-Za-z0-9]{16,128})")),
-    # .netrc: `machine H login U password P` on one line, or `password P` on a line of its own.
+    # .netrc: `machine H login U password P` on one line, or `password P` on a line of its own. An assignment's
+    # operator is not a password: `password = X` (an ini file, .pypirc) masked the `=` and kept X before the ninth round.
     ("netrc-password", ("password",), lazy(
-        r"(?i)(?:(?<![A-Za-z0-9])(?:machine|login|default)\s{1,3}\S{0,200}\s{1,3}|(?m:^)[ \t]{0,20})password[ \t]{1,3}(?P<s>[^\s'\"|]{1,1000})")),
+        r"(?i)(?:(?<![A-Za-z0-9])(?:machine|login|default)\s{1,3}\S{0,200}\s{1,3}|(?m:^)[ \t]{0,20})password[ \t]{1,3}"
+        r"(?!(?:[:=\uff1a\uff1d]{1,2}|=>|->)(?:\s|$))(?P<s>[^\s'\"|]{1,1000})")),
     # --api-key X, --hf_token=X, --aws-secret-access-key 'X', and argv printed as a list: '--token', 'X'.
     ("cli-secret-flag", _KEY_NEEDLES, lazy(
         r"(?i)" + _START + r"--?[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"]?(?:\s{1,3}|=|,\s{0,2}|" + _PCT + r"3[Dd]|" + _PCT + r"20|\+)['\"]?(?P<s>[^\s'\",\]]{1,1000})")),
@@ -152,13 +154,42 @@ def redact_counted(text: str) -> tuple[str, int]:
     if gone:
         _stripped.set(_stripped.get() + gone)
     text = unescape_plain(text)
-    total = 0
+    text, total = _masked_as_read(text)
     for _ in range(MAX_PASSES):
         text, n = _one_pass(text)
         total += n
         if n == 0:
             break
     return text, total
+
+
+# Characters that read as an ASCII one, mapped to it one for one (offsets kept): fullwidth forms (`password：X`,
+# `api_key＝X` in text typed with a CJK input method, `ｐａｓｓｗｏｒｄ`), the ideographic space, and the dashes a word
+# processor or chat client puts in a pasted command (`--api‐key X`, `–token X`). Every rule is written in ASCII;
+# before the ninth round each of these kept its secret. U+E000 (the fill character) is never taken for one.
+_READ_AS = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, 0x3000: 0x20, **{c: 0x2D for c in (*range(0x2010, 0x2016), 0x2212, 0xFE58, 0xFE63)},
+            0x2018: 0x27, 0x2019: 0x27, 0x201C: 0x22, 0x201D: 0x22, 0xE000: 0x3F}
+
+
+def _masked_as_read(text: str) -> tuple[str, int]:
+    """`text` with the secrets its ASCII reading holds masked (see _READ_AS), and how many; ASCII text as it is."""
+    if text.isascii():
+        return text, 0
+    read = text.translate(_READ_AS)
+    if read == text.replace(_FILL, "?"):
+        return text, 0
+    for _ in range(MAX_PASSES):
+        read, n = _one_pass(read, fill=True)
+        if n == 0:
+            break
+    runs = [m.span() for m in re.finditer(_FILL + "+", read)]
+    if not runs:
+        return text, 0
+    out, at = [], 0
+    for a, b in runs:
+        out += [text[at:a], MASK]
+        at = b
+    return "".join([*out, text[at:]]), len(runs)
 
 
 # A letter, a digit or one of `_-.+/:=` written as a JSON escape (`\u0067hp_...`, Gson's `password\u003dX`): a token
