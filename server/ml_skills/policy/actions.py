@@ -34,7 +34,7 @@ from ml_skills.errors import InputError, MLSkillsError, PolicyError, TargetNotFo
 from ml_skills.models import ActionKind, CheckpointInfo, Model
 from ml_skills.safety.paths import confine, open_fd, open_out_dir, within
 from ml_skills.safety.quoting import strip_invisible
-from ml_skills.safety.redact import _FILL, _one_pass, redact
+from ml_skills.safety.redact import _FILL, READ_AS, _one_pass, redact
 from ml_skills.safety.redact import MAX_PASSES as MAX_REDACT_PASSES
 
 SIGNALS = {"TERM": signals.SIGTERM, "INT": signals.SIGINT, "KILL": signals.SIGKILL, "HUP": signals.SIGHUP}
@@ -290,12 +290,13 @@ def _shown_as_it_runs(f: Path, line: str) -> None:
     if odd := next((c for c in line if looks_like_another(c)), None):
         raise _not_a_launch(f, line, f"it holds U+{ord(odd):04X}, a symbol a reader can take for a space or for punctuation "
                                      "(a blank one makes one word read as two): the command read would not be the command that runs")
-    masked = line
-    for _ in range(MAX_REDACT_PASSES):
-        masked, n = _one_pass(masked, fill=True)
-        if n == 0:
-            break
-    hidden = [line[m.start():m.end()] for m in re.finditer(_FILL + "+", masked)]
+    hidden = []
+    for masked in (line, line.translate(READ_AS)):  # as written, and as read (redact masks both: `--ｔｏｋｅｎ=X`)
+        for _ in range(MAX_REDACT_PASSES):
+            masked, n = _one_pass(masked, fill=True)
+            if n == 0:
+                break
+        hidden += [line[m.start():m.end()] for m in re.finditer(_FILL + "+", masked)]
     if any(not _VALUE_CHARS.fullmatch(h) for h in hidden):
         raise _not_a_launch(f, line, "a part the question would show as [REDACTED] is not a plain secret value (it holds spaces, "
                                      "quotes, brackets or operators), so the person could not see what runs")

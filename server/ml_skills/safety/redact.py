@@ -167,15 +167,15 @@ def redact_counted(text: str) -> tuple[str, int]:
 # `api_key＝X` in text typed with a CJK input method, `ｐａｓｓｗｏｒｄ`), the ideographic space, and the dashes a word
 # processor or chat client puts in a pasted command (`--api‐key X`, `–token X`). Every rule is written in ASCII;
 # before the ninth round each of these kept its secret. U+E000 (the fill character) is never taken for one.
-_READ_AS = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, 0x3000: 0x20, **{c: 0x2D for c in (*range(0x2010, 0x2016), 0x2212, 0xFE58, 0xFE63)},
+READ_AS = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, 0x3000: 0x20, **{c: 0x2D for c in (*range(0x2010, 0x2016), 0x2212, 0xFE58, 0xFE63)},
             0x2018: 0x27, 0x2019: 0x27, 0x201C: 0x22, 0x201D: 0x22, 0xE000: 0x3F}
 
 
 def _masked_as_read(text: str) -> tuple[str, int]:
-    """`text` with the secrets its ASCII reading holds masked (see _READ_AS), and how many; ASCII text as it is."""
+    """`text` with the secrets its ASCII reading holds masked (see READ_AS), and how many; ASCII text as it is."""
     if text.isascii():
         return text, 0
-    read = text.translate(_READ_AS)
+    read = text.translate(READ_AS)
     if read == text.replace(_FILL, "?"):
         return text, 0
     for _ in range(MAX_PASSES):
