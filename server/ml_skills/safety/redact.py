@@ -250,7 +250,7 @@ def _one_pass(text: str, fill: bool = False) -> tuple[str, int]:
         def sub(m: re.Match[str]) -> str:
             nonlocal total
             s = m.group("s")
-            if MASK in s or _FILL in s or m.string.startswith(MASK, m.start("s")):  # already redacted
+            if MASK[:-1] in s or _FILL in s or m.string.startswith(MASK, m.start("s")):  # already redacted (a mask cut by a value's end too)
                 return m.group(0)
             total += 1
             return _fill(m) if fill else _mask(m)
