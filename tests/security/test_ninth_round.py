@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 import pytest
+from ml_skills.collectors import logfile
 
 from tests.mcp.conftest import Server, answer, server_cmd, text
 from tests.security.test_actions_attacks import _free_port
@@ -394,3 +395,60 @@ def test_a_secret_after_an_assignment_with_spaces_or_a_fullwidth_or_dashed_name_
     leaks = [(i, s) for i, g in enumerate(got) for s in secrets if s in g]
     assert not leaks, leaks
     assert "[REDACTED]" in got[0]
+
+
+def test_grep_log_costs_the_same_whether_or_not_a_guess_of_a_secret_is_right(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sixth round made grep_log match a caller's pattern against each line as shown, so a count no longer spells
+    out a secret. But only lines the raw pattern matched were redacted to check: over a log repeating `db_password =
+    X`, a right guess of X's next characters (`db_password = Qm7v`) redacted every line and hit the tool's 30 s deadline,
+    while a wrong one answered in a few seconds ('no_data') - the secret, a character at a time, from the answer's kind
+    (measured over MCP on a 300,000-line log). Now every line that could hide a secret is judged as shown, whatever the
+    raw line gave: the work done is the same for every guess. Counted here on the tool's own matcher."""
+    from ml_skills.mcp_tools import logs
+    from ml_skills.safety.regex import LinePattern
+
+    secret = "Qm7vX2pL9sRt4wZk8yNb"
+    log = tmp_path / "train.log"
+    with log.open("w") as out:
+        prog = ("import sys\nfor i in range(2000):\n    print(f'step {i} loss 1.0 reconnect: db_password = {sys.argv[1]}')\n"
+                "    print(f'step {i} 12000 tokens/s')")
+        subprocess.run([sys.executable, "-c", prog, secret], stdout=out, check=True, timeout=60)
+    calls = {"n": 0}
+    real = logs.as_shown
+
+    def counted(text: str) -> str:
+        calls["n"] += 1
+        return real(text)
+
+    monkeypatch.setattr(logs, "as_shown", counted)
+    work = {}
+    for guess in ("db_password = Qm7v", "db_password = Qm8v", "db_password = Zz"):
+        calls["n"] = 0
+        blocks, total = logfile.grep(log, logs._ShownLines(LinePattern(guess, False)), context=0)
+        assert total == 0 and not blocks, (guess, total)
+        work[guess] = calls["n"]
+    assert len(set(work.values())) == 1, work
+
+
+_FRAGMENTS = [*"abcdefgxyz0189 =:_-./+|\"'", "token", "tokens/s", "api_key", "db_password:", "password", "secret", "hf_",
+              "value: ", "desc: null", "Bearer ", "https://", "@", "\uff1a", "\uff1d", "\u2010", "\u3000", "\uff50", "\u00e9",
+              "\u2588", "\ue000", "\u201c", "\u200b", "\x1b[0m", "\\u0067", "MIIBOgIBAAJBAKj34GkxFhD90vcNLYLI"]
+
+
+def test_a_line_judged_unable_to_hide_a_secret_is_shown_as_it_is() -> None:
+    """The guard the grep fix relies on: where redact.may_hide says a line cannot hide a secret, the line as shown is
+    the line, alone and after any two lines above it (so matching a caller's pattern on it raw tells nothing)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from ml_skills.safety.redact import as_shown, may_hide, redact_line_after
+
+    @settings(max_examples=3000, deadline=None)
+    @given(st.lists(st.lists(st.sampled_from(_FRAGMENTS), max_size=12).map("".join), min_size=1, max_size=3))
+    def check(lines: list[str]) -> None:
+        prior, text = lines[:-1], lines[-1]
+        if not may_hide(text):
+            assert as_shown(text) == text
+            if "value" not in text.lower():
+                assert as_shown(redact_line_after(prior, text, count=False)) == text
+
+    check()

@@ -315,6 +315,25 @@ def redact_line_after(prior: list[str], line: str, *, count: bool = True) -> str
     return out if masked else line  # nothing masked: the line as it was (the channel strips and redacts it as every line)
 
 
+def may_hide(text: str) -> bool:
+    """Whether redacting `text` could change it: a rule's needle or a needle-less rule's shape, a character stripped, a
+    JSON escape, a form read as ASCII. False: the text is shown as it is, so a caller's pattern may be matched on it raw.
+    What it costs does not depend on anything a caller guesses (see mcp_tools/logs._ShownLines)."""
+    if "\\u00" in text or strip_invisible(text)[1]:
+        return True
+    read = text if text.isascii() else text.translate(READ_AS)  # a progress bar's blocks change nothing: judged like ASCII
+    lower = read.lower()
+    present = {n for n in _NEEDLES if n in lower}
+    for name, needles, rx in _RULES:  # the gates of _one_pass: a rule that would not run cannot mask anything
+        if needles and present.isdisjoint(needles):
+            continue
+        if name in _KEYWORD_RULES and _no_keyword(read):
+            continue
+        if needles or rx.search(read):
+            return True
+    return False
+
+
 def redact(text: str) -> str:
     """Redact secrets and add the number replaced to this context's count."""
     if not text:
