@@ -116,6 +116,7 @@ while [ $# -gt 0 ]; do case "$1" in
   -x) case "$2" in *=*) export "$2";; esac; shift 2;;
   --export=*) for kv in $(echo "${{1#--export=}}" | tr , ' '); do case "$kv" in *=*) export "$kv";; esac; done; shift;;
   -genv) export "$2=$3"; shift 3;;
+  --task-prolog=*) "${{1#--task-prolog=}}"; shift;;
   -N|-n|-J|-p|-np|-H) shift 2;; -*) shift;; *) break;; esac; done
 exec "$@"
 """
@@ -126,7 +127,9 @@ def test_srun_and_mpirun_never_set_a_variable_that_loads_code_for_the_python_the
     """The same variables given through the launcher's own options rather than before it: `mpirun -np 1 -x
     PYTHONPYCACHEPREFIX=.c python train.py`, `srun --export=ALL,HOME=. python train.py`, `mpirun -genv
     PYTHONPYCACHEPREFIX .c python train.py`. Only a line's leading NAME=V was checked, so each ran the planted code after
-    the accept (stand-ins for the launchers, which are not installed here, set the variables as the real ones do)."""
+    the accept (stand-ins for the launchers, which are not installed here, set the variables as the real ones do). And a
+    program given as an option's value (`srun --task-prolog=./prolog.sh python train.py`) ran before the Python: the
+    third round's check looked only at words that are not options."""
     r, o = roots(tmp_path)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -135,14 +138,17 @@ def test_srun_and_mpirun_never_set_a_variable_that_loads_code_for_the_python_the
         (bin_dir / name).chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     run, pwned = _planted_run(r, o)
+    (run / "prolog.sh").write_text(f"#!/bin/sh\necho prolog >> {pwned}\n")
+    (run / "prolog.sh").chmod(0o755)
     lines = ["mpirun -np 1 -x PYTHONPYCACHEPREFIX=.c python train.py", "srun --export=ALL,HOME=. python train.py",
-             "mpirun -genv PYTHONPYCACHEPREFIX .c python train.py", "srun -N 1 --export=ALL,OMP_NUM_THREADS=1 python train.py"]
+             "mpirun -genv PYTHONPYCACHEPREFIX .c python train.py", "srun --task-prolog=./prolog.sh python train.py",
+             "srun -N 1 --export=ALL,OMP_NUM_THREADS=1 python train.py"]
     got = _restarts(Server(tmp_path, roots=[r]), run / "command.txt", lines, answer("accept"))
     _wait_for(o / "REAL")
     time.sleep(1)
     assert not pwned.exists(), (pwned.read_text(), got)
-    assert all("error" in g or g.get("ran") is False for g in got[:3]), got
-    assert got[3].get("ran") is True, got[3]
+    assert all("error" in g or g.get("ran") is False for g in got[:4]), got
+    assert got[4].get("ran") is True, got[4]
     assert (o / "REAL").read_text() == '"ran"\n'
 
 

@@ -354,7 +354,9 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
         if set_env := _launcher_env(words[1:inner]):
             raise _not_a_launch(f, line, f"{Path(words[0]).name} sets {', '.join(set_env)} for the program it starts, which "
                                          "chooses the program that runs or what it loads")
-        first = next((w for w in words[1:inner] if not w.startswith("-") and _is_program(w, f.parent)), None)
+        # a program given as an option's value counts too: `srun --task-prolog=./x.sh python` starts x.sh first (ninth round)
+        values = [w.split("=", 1)[1] if w.startswith("-") and "=" in w else w for w in words[1:inner]]
+        first = next((v for v in values if v and not v.startswith("-") and _is_program(v, f.parent)), None)
         if first is not None:
             raise _not_a_launch(f, line, f"{Path(words[0]).name} would start {quoted(first)} before any Python launcher")
         _launcher_program(f, words[inner], dfd)
