@@ -322,6 +322,8 @@ def may_hide(text: str) -> bool:
     if "\\u00" in text or strip_invisible(text)[1]:
         return True
     read = text if text.isascii() else text.translate(READ_AS)  # a progress bar's blocks change nothing: judged like ASCII
+    if not _needle_or_shape(read):  # most lines of a log: one scan in C
+        return False
     lower = read.lower()
     present = {n for n in _NEEDLES if n in lower}
     for name, needles, rx in _RULES:  # the gates of _one_pass: a rule that would not run cannot mask anything
@@ -332,6 +334,42 @@ def may_hide(text: str) -> bool:
         if needles or rx.search(read):
             return True
     return False
+
+
+_NEEDLE_SCAN: list[Any] = []  # [hyperscan database, scratch] once built, [None] without hyperscan
+
+
+def _needle_or_shape(text: str) -> bool:
+    """Whether `text` holds any rule's needle, or could be a needle-less rule's line (a PEM body line): a superset of
+    what _one_pass can mask, found by one Hyperscan scan where the binding is installed (grep_log asks it of every line)."""
+    if not _NEEDLE_SCAN:
+        _NEEDLE_SCAN.extend(_needle_database())
+    db = _NEEDLE_SCAN[0]
+    if db is None:
+        lower = text.lower()
+        return any(n in lower for n in _NEEDLES) or any(rx.search(text) for _name, needles, rx in _RULES if not needles)
+    import hyperscan
+
+    try:
+        # lowered first when not ASCII: str.lower() is what _one_pass looks for needles in (U+212A KELVIN SIGN is a 'k')
+        data = text if text.isascii() else text.lower()
+        db.scan(data.encode("utf-8", errors="replace"), match_event_handler=lambda *_: True, scratch=_NEEDLE_SCAN[1])
+    except hyperscan.ScanTerminated:  # the handler stops the scan at the first match
+        return True
+    return False
+
+
+def _needle_database() -> list[Any]:
+    try:
+        import hyperscan
+    except ImportError:  # pragma: no cover - platforms without a wheel
+        return [None]
+    exprs = [re.escape(n).encode() for n in _NEEDLES]
+    exprs.append(rb"^[\s'\">]{0,8}(?:\d{1,12}\s{0,4}[:|]\s{0,4})?[A-Za-z0-9+/]{24,76}")  # pem-body-line's shape, loosely
+    db = hyperscan.Database()
+    db.compile(expressions=exprs, ids=list(range(len(exprs))),
+               flags=[hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_SINGLEMATCH] * len(_NEEDLES) + [hyperscan.HS_FLAG_SINGLEMATCH])
+    return [db, hyperscan.Scratch(db)]
 
 
 def redact(text: str) -> str:
