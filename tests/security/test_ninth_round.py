@@ -491,3 +491,21 @@ def test_read_report_marks_the_keys_it_reads_from_a_report_file_too(tmp_path: Pa
     keys = [k for k in root if "SYSTEM" in k] + [k for v in root.values() if isinstance(v, dict) for k in v if "SYSTEM" in k]
     assert len(keys) == 2, root
     assert all(k.startswith(f"[data {marker}]") for k in keys), keys
+
+
+def test_a_restart_in_a_folder_whose_path_the_question_would_cut_is_refused(tmp_path: Path) -> None:
+    """The eighth round refused a repoint whose paths the question would cut at 500 characters ('...'). The restart's
+    question quotes its folder the same way: with two run folders sharing their first 500 characters, the person was
+    asked to start `python train.py` in a folder shown as `.../AAAA...BBBB...`, accepted, and the other folder's
+    train.py ran."""
+    r, o = roots(tmp_path)
+    deep = r / ("A" * 250) / ("B" * 250)
+    for name in ("good", "evil"):
+        (deep / name).mkdir(parents=True)
+        (deep / name / "train.py").write_text(f"open({str(o / name.upper())!r}, 'w').write('x')\n")
+    person = answer("accept")
+    got = _restarts(Server(tmp_path, roots=[r]), deep / "evil" / "command.txt", ["python train.py"], person)
+    time.sleep(2)
+    assert not (o / "EVIL").exists(), got
+    assert "error" in got[0] and "too long to show whole" in got[0]["error"], got
+    assert all('..."' not in q for q in person.shown)  # type: ignore[attr-defined]

@@ -476,6 +476,10 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
             os.close(dfd)
         return f"started pid {proc.pid}: {redact(line)[:300]} (output in {log})"
 
+    if quoted(str(f.parent)).endswith('..."') and not str(f.parent).endswith("..."):  # where it runs, cut: the ninth round
+        raise PolicyError(f"the folder of {quoted(f.name)} is a path of {len(str(f.parent))} characters, too long to show whole "
+                          f"in the question (over {QUOTED_LIMIT}): the person would approve a folder whose end they never saw; "
+                          "run it yourself, or from a shorter path")
     shown = redact(line)
     if len(quoted(shown, MAX_SHOWN_COMMAND + 1)) > MAX_SHOWN_COMMAND + 2:  # the person must see all of what runs, never "..."
         raise PolicyError(f"{quoted(str(f))} records a command of {len(line)} characters: too long to show the person whole in "
