@@ -32,7 +32,7 @@ def _reference(text: str) -> tuple[str, int]:
         def sub(m: re.Match[str]) -> str:
             nonlocal total
             s = m.group("s")
-            if R.MASK in s or R._FILL in s or m.string.startswith(R.MASK, m.start("s")):
+            if R.MASK[:-1] in s or R._FILL in s or m.string.startswith(R.MASK, m.start("s")):  # _one_pass's guard (ninth round)
                 return m.group(0)
             total += 1
             return R._mask(m)

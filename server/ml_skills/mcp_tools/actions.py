@@ -154,8 +154,9 @@ async def request_action(
     cfg = config()
     try:
         p = await anyio.to_thread.run_sync(lambda: prepare(action, roots(), cfg.out_dir))
-    except MLSkillsError as e:
-        _audit(None, None, "invalid", str(e), action=getattr(action, "kind", "?"), arguments=action.model_dump(mode="json"))
+    except Exception as e:  # any refusal or fault is audited (a ValueError went unaudited before the ninth round), then answered
+        detail = str(e) if isinstance(e, MLSkillsError) else f"the action could not be prepared ({type(e).__name__}: {str(e)[:300]})"
+        _audit(None, None, "invalid", detail, action=getattr(action, "kind", "?"), arguments=action.model_dump(mode="json"))
         raise
     v = cfg.policy.decide_all([p.kind.value, *(k.value for k in p.also)], p.target)
 

@@ -265,8 +265,8 @@ def _marked(value: Any, marker: str) -> Any:
         return value if _WORD.fullmatch(value) else quote_inline(value, marker)
     if isinstance(value, list):
         return [_marked(x, marker) for x in value]
-    if isinstance(value, dict):
-        return {k: _marked(v, marker) for k, v in value.items()}
+    if isinstance(value, dict):  # keys too: a planted report's key can be a sentence (ninth round)
+        return {_marked(str(k), marker): _marked(v, marker) for k, v in value.items()}
     return value
 
 

@@ -28,7 +28,9 @@ def new_token() -> str:
 
 
 def load_token(path: str) -> str:
-    """The token in `path`: a file only its owner can read, holding one line of at least 32 characters."""
+    """The token in `path`: a file owned by this server's user that only its owner can read, holding one line of at least
+    32 characters. A file owned by someone else (planted at a name in /tmp before the server starts) is refused: its owner
+    knows the token."""
     p = Path(path)
     try:
         fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
@@ -38,6 +40,9 @@ def load_token(path: str) -> str:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise InputError(f"--token-file {p} is not a regular file")
+        if st.st_uid != os.geteuid():  # before the ninth round a 0600 file another user planted was accepted
+            raise InputError(f"--token-file {p} belongs to uid {st.st_uid}, not to this server's user ({os.geteuid()}): "
+                             "whoever owns it knows the token; use a file you own, mode 600")
         if st.st_mode & 0o077:
             raise InputError(f"--token-file {p} can be read by others (mode {stat.S_IMODE(st.st_mode):o}): chmod 600 it")
         raw = os.read(fd, 4096)

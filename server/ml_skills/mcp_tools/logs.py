@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, TypeVar
 
@@ -13,7 +14,7 @@ from ml_skills.mcp_tools.common import ToolResult, roots, tool
 from ml_skills.models import EvidenceStatus
 from ml_skills.safety.paths import confine
 from ml_skills.safety.quoting import DEFAULT_MAX_CHARS, fence, new_marker
-from ml_skills.safety.redact import as_shown, redact_line_after
+from ml_skills.safety.redact import as_shown, may_hide, redact_line_after
 from ml_skills.safety.regex import LinePattern
 
 PathArg = Annotated[str, Field(min_length=1, max_length=4096, description="Log file, absolute or relative to the first allowed root.")]
@@ -88,20 +89,32 @@ def read_log_window(
 
 class _ShownLines:
     """A caller's pattern matched against each line as it would be shown (redacted), never the raw
-    line: otherwise match counts spell out a secret one character at a time (`api-key g`, `api-key gh`, ...)."""
+    line: otherwise match counts spell out a secret one character at a time (`api-key g`, `api-key gh`, ...).
+
+    Whether a line is redacted for the match never depends on the raw line matching: redacting only the lines the
+    raw pattern matched made a right guess of a secret's next characters cost a redaction per line and a wrong one
+    nothing, and over a log repeating the secret the right guess hit the tool's deadline while a wrong one answered
+    (ninth round). Every line that could hide a secret (redact.may_hide) is judged as shown; the rest, shown as they
+    are, are matched raw."""
 
     def __init__(self, rx: LinePattern) -> None:
         self.rx = rx
         self.note = rx.note
 
+    def _match(self, text: str, hide: bool, shown: Callable[[], str]) -> bool:
+        raw = bool(self.rx.search(text))
+        if not hide:
+            return raw
+        judged = bool(self.rx.search(shown()))  # paid whatever the raw line gave
+        return raw and judged
+
     def search(self, text: str) -> bool:
-        # The raw line first (cheap): redacting only lines that match keeps a narrow search as fast as before.
-        # So a pattern must match the line and the line as shown; the mask itself is not searchable.
-        return bool(self.rx.search(text)) and bool(self.rx.search(as_shown(text)))
+        return self._match(text, may_hide(text), lambda: as_shown(text))
 
     def search_after(self, prior: list[str], text: str) -> bool:
         """search() for a line whose secret's name may sit on the lines above it (W&B config.yaml's `value:` line)."""
-        return bool(self.rx.search(text)) and bool(self.rx.search(as_shown(redact_line_after(prior, text, count=False))))
+        hide = may_hide(text) or (bool(prior) and "value" in text.lower())  # redact_line_after's own gate
+        return self._match(text, hide, lambda: as_shown(redact_line_after(prior, text, count=False)))
 
 
 @tool(title="Search a log")

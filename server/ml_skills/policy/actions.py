@@ -34,7 +34,7 @@ from ml_skills.errors import InputError, MLSkillsError, PolicyError, TargetNotFo
 from ml_skills.models import ActionKind, CheckpointInfo, Model
 from ml_skills.safety.paths import confine, open_fd, open_out_dir, within
 from ml_skills.safety.quoting import strip_invisible
-from ml_skills.safety.redact import _FILL, _one_pass, redact
+from ml_skills.safety.redact import _FILL, READ_AS, _one_pass, redact
 from ml_skills.safety.redact import MAX_PASSES as MAX_REDACT_PASSES
 
 SIGNALS = {"TERM": signals.SIGTERM, "INT": signals.SIGINT, "KILL": signals.SIGKILL, "HUP": signals.SIGHUP}
@@ -164,8 +164,29 @@ _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}=")
 # the program from its own variables: PYENV_VERSION=../../run/env runs any file named python (pyenv does not
 # check it for `..`), PYENV_HOOK_PATH makes the shim source any bash. PYTHONUSERBASE and PYTHONPLATLIBDIR move
 # the site and library folders whose .pth files and modules load before the script.
-_PROGRAM_ENV = re.compile(r"^(PATH|LD_\w+|DYLD_\w+|PYTHONHOME|PYTHONSTARTUP|PYTHONEXECUTABLE|PYTHONUSERBASE|PYTHONPLATLIBDIR|BASH_ENV|ENV|"
+# HOME moves the user site folder (~/.local/lib/pythonX.Y/site-packages, whose .pth files run at start-up) and a version
+# manager's own folder, like PYTHONUSERBASE; GCONV_PATH and NCCL's plugin variables name libraries to load, like LD_PRELOAD.
+_PROGRAM_ENV = re.compile(r"^(PATH|HOME|LD_\w+|DYLD_\w+|GCONV_PATH|NCCL_\w*PLUGIN\w*|BASH_ENV|ENV|"
                           r"SHELL|IFS|PET_NO_PYTHON|PYENV_\w*|ASDF_\w*|MISE_\w*|RTX_\w*|RBENV_\w*|NODENV_\w*|GOENV_\w*)$")
+# Python's own variables are read before the script: a new one can pick what loads (PYTHONPYCACHEPREFIX names the folder
+# cached bytecode of the standard library is read from; before the ninth round `PYTHONPYCACHEPREFIX=.c python train.py`
+# ran a planted json.pyc after an accept). Only these, which tune the interpreter and load nothing, may be set; PYTHONPATH
+# is shown to the person, who judges the folders it adds.
+_PYTHON_ENV_OK = frozenset({
+    "PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONDONTWRITEBYTECODE", "PYTHONFAULTHANDLER",
+    "PYTHONOPTIMIZE", "PYTHONUTF8", "PYTHONDEVMODE", "PYTHONTRACEMALLOC", "PYTHONWARNINGS", "PYTHONNOUSERSITE", "PYTHONSAFEPATH",
+    "PYTHONVERBOSE", "PYTHONDEBUG", "PYTHONMALLOC", "PYTHONNODEBUGRANGES", "PYTHONINTMAXSTRDIGITS", "PYTHONPROFILEIMPORTTIME",
+    "PYTHONASYNCIODEBUG", "PYTHONCOERCECLOCALE", "PYTHON_CPU_COUNT", "PYTHON_GIL",
+})
+
+
+def _picks_the_program(name: str) -> bool:
+    """A variable that chooses the program that runs, or code it loads before the script."""
+    return bool(_PROGRAM_ENV.match(name)) or (name.startswith("PYTHON") and name not in _PYTHON_ENV_OK)
+
+
+# `python -X pycache_prefix=DIR` is PYTHONPYCACHEPREFIX given as an option (also bundled: `-EXpycache_prefix=DIR`).
+_PYCACHE_OPTION = re.compile(r"pycache_prefix", re.IGNORECASE)
 # argparse takes any unambiguous prefix of a long option: torchrun reads --no-py (even --no-) as --no-python
 _NO_PYTHON = ("--no-python", "--no_python")
 # Launchers that start any program they are given: what they start must itself be a Python launcher.
@@ -179,11 +200,26 @@ MAX_SHOWN_COMMAND = 2000  # characters of a recorded command the question shows;
 _ESCAPE = {"\n": "\\n", "\t": "\\t"}
 
 
+# Modifier letters that only extend a word of their own script (kana's long vowel mark, CJK iteration marks).
+_WORD_MODIFIERS = frozenset("\u3005\u3031\u3032\u3033\u3034\u3035\u309d\u309e\u30fc\u30fd\u30fe\uff70\uff9e\uff9f")
+# Latin click letters: `ǀ ǁ ǂ ǃ` read as `| || ‡ !`.
+_CLICKS = frozenset("\u01c0\u01c1\u01c2\u01c3")
+
+
 def looks_like_another(c: str) -> bool:
-    """A character a reader can take for another one: outside ASCII and not a letter, digit or combining mark. A symbol
-    can be blank (U+2800 BRAILLE PATTERN BLANK reads as a space, so `train.py<U+2800>--lr` reads as two words) or look
-    like punctuation (U+2215 DIVISION SLASH for '/', U+FF0E FULLWIDTH FULL STOP for '.')."""
-    return not c.isascii() and unicodedata.category(c)[0] not in "LNM"
+    """A character a reader can take for another one, outside ASCII. A symbol can be blank (U+2800 BRAILLE PATTERN BLANK
+    reads as a space, so `train.py<U+2800>--lr` reads as two words) or look like punctuation (U+2215 DIVISION SLASH for
+    '/', U+FF0E FULLWIDTH FULL STOP for '.'). So can a modifier letter (U+A4F8 LISU LETTER TONE MYA TI reads as '.',
+    U+02BC as an apostrophe, U+A4FD as ':'), a click letter (U+01C3 as '!'), a digit of another script (U+0660
+    ARABIC-INDIC DIGIT ZERO is a dot) and an enclosing mark (it draws a shape over the character before it): before the
+    ninth round `python train<U+A4F8>py` read as `python train.py`. Letters of words (résumé, データ) and combining
+    accents are names people use and stay."""
+    if c.isascii():
+        return False
+    cat = unicodedata.category(c)
+    if cat == "Lm":
+        return c not in _WORD_MODIFIERS
+    return cat[0] not in "LM" or cat == "Me" or c in _CLICKS
 
 
 QUOTED_LIMIT = 500
@@ -254,12 +290,13 @@ def _shown_as_it_runs(f: Path, line: str) -> None:
     if odd := next((c for c in line if looks_like_another(c)), None):
         raise _not_a_launch(f, line, f"it holds U+{ord(odd):04X}, a symbol a reader can take for a space or for punctuation "
                                      "(a blank one makes one word read as two): the command read would not be the command that runs")
-    masked = line
-    for _ in range(MAX_REDACT_PASSES):
-        masked, n = _one_pass(masked, fill=True)
-        if n == 0:
-            break
-    hidden = [line[m.start():m.end()] for m in re.finditer(_FILL + "+", masked)]
+    hidden = []
+    for masked in (line, line.translate(READ_AS)):  # as written, and as read (redact masks both: `--ｔｏｋｅｎ=X`)
+        for _ in range(MAX_REDACT_PASSES):
+            masked, n = _one_pass(masked, fill=True)
+            if n == 0:
+                break
+        hidden += [line[m.start():m.end()] for m in re.finditer(_FILL + "+", masked)]
     if any(not _VALUE_CHARS.fullmatch(h) for h in hidden):
         raise _not_a_launch(f, line, "a part the question would show as [REDACTED] is not a plain secret value (it holds spaces, "
                                      "quotes, brackets or operators), so the person could not see what runs")
@@ -297,9 +334,11 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
     if syntax:
         raise _not_a_launch(f, line, f"it holds {syntax}: the question would show a shell line, but the command runs as one "
                                      "argument list with no shell, and the answer's manual line would run it in a shell")
-    bad_env = sorted(k for k in env if _PROGRAM_ENV.match(k))
+    bad_env = sorted(k for k in env if _picks_the_program(k))
     if bad_env:
         raise _not_a_launch(f, line, f"it sets {', '.join(bad_env)}, which chooses the program that runs or what it loads")
+    if any(_PYCACHE_OPTION.search(w) for w in words[1:]):
+        raise _not_a_launch(f, line, "-X pycache_prefix chooses where the standard library's compiled code is read from")
     if any(len(opt := w.split("=")[0]) >= 4 and any(n.startswith(opt) for n in _NO_PYTHON) for w in words[1:]):
         raise _not_a_launch(f, line, "--no-python starts a program that is not Python")
     names = [Path(w).name for w in words[1:]]
@@ -312,10 +351,36 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
             raise _not_a_launch(f, line, f"{Path(words[0]).name} starts any program; the one it starts must be python, "
                                          "torchrun, deepspeed or accelerate")
         # 'python' anywhere is not enough: `srun awk '...' python` starts awk, with python as its argument
-        first = next((w for w in words[1:inner] if not w.startswith("-") and _is_program(w, f.parent)), None)
+        if set_env := _launcher_env(words[1:inner]):
+            raise _not_a_launch(f, line, f"{Path(words[0]).name} sets {', '.join(set_env)} for the program it starts, which "
+                                         "chooses the program that runs or what it loads")
+        # a program given as an option's value counts too: `srun --task-prolog=./x.sh python` starts x.sh first (ninth round)
+        values = [w.split("=", 1)[1] if w.startswith("-") and "=" in w else w for w in words[1:inner]]
+        first = next((v for v in values if v and not v.startswith("-") and _is_program(v, f.parent)), None)
         if first is not None:
             raise _not_a_launch(f, line, f"{Path(words[0]).name} would start {quoted(first)} before any Python launcher")
         _launcher_program(f, words[inner], dfd)
+
+
+_ENV_OPTIONS = {"-x", "-genv", "-env", "--env", "--export", "-export"}  # Open MPI, MPICH/Intel MPI hydra, srun
+
+
+def _launcher_env(opts: list[str]) -> list[str]:
+    """Variables srun, mpirun or horovodrun would set, from its options, for the program it starts (`mpirun -x NAME=V`,
+    `srun --export=ALL,NAME=V`, `mpirun -genv NAME V`) that choose what runs or loads; `--export-file` (variables read
+    from a file the question does not show) counts as one. Before the ninth round only a line's leading NAME=V was
+    checked: `mpirun -np 1 -x PYTHONPYCACHEPREFIX=.c python train.py` loaded planted bytecode after an accept."""
+    bad: list[str] = []
+    for i, w in enumerate(opts):
+        if w.startswith(("--export-file", "--export_file")):
+            bad.append("--export-file")
+            continue
+        value = w.split("=", 1)[1] if w.startswith("-") and "=" in w else w
+        names = [x.split("=", 1)[0] for x in value.split(",") if "=" in x]
+        if i > 0 and opts[i - 1] in _ENV_OPTIONS:
+            names.append(w.split("=", 1)[0])
+        bad += [n for n in names if _picks_the_program(n)]
+    return sorted(set(bad))
 
 
 _EXPANSION = re.compile(r"`|\$[\w{(]")
@@ -333,7 +398,44 @@ def _shell_syntax(line: str) -> str | None:
     if op is not None:
         return f"the shell operator {quoted(op)}"
     m = _EXPANSION.search(line)
-    return f"the shell expansion {quoted(m.group(0))}" if m else None
+    if m:
+        return f"the shell expansion {quoted(m.group(0))}"
+    g = next((m for w in _unquoted_words(line) if (m := _GLOB.search(w))), None)
+    return f"the shell expansion {quoted(g.group(0))} (a pattern, brace or ~ a shell expands)" if g else None
+
+
+# Unquoted, a shell expands these too: `*`, `?`, `[...]` to file names, `{a,b}` and `{1..3}` to words, a leading `~` to a
+# home folder. Before the ninth round `python {evil,train}.py` passed: the restart ran the literal file name, while the
+# answer's manual line, pasted into a shell, ran `python evil.py train.py`.
+_GLOB = re.compile(r"[*?\[]|\{[^{}]*(?:,|\.\.)[^{}]*\}|^~|(?<=[=:])~")
+
+
+def _unquoted_words(line: str) -> list[str]:
+    """Each word of `line` with its quoted and backslash-escaped characters replaced by '_': what a shell would expand."""
+    words, cur, quote, i = [], [], "", 0
+    while i < len(line):
+        c = line[i]
+        if quote:
+            if c == quote:
+                quote = ""
+            elif quote == '"' and c == "\\" and i + 1 < len(line):
+                i += 1
+            cur.append("_" if c != quote else "")
+        elif c in "'\"":
+            quote = c
+        elif c == "\\":
+            i += 1
+            cur.append("_")
+        elif c.isspace():
+            if cur:
+                words.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+        i += 1
+    if cur:
+        words.append("".join(cur))
+    return words
 
 
 def _is_program(word: str, cwd: Path) -> bool:
@@ -374,6 +476,10 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
             os.close(dfd)
         return f"started pid {proc.pid}: {redact(line)[:300]} (output in {log})"
 
+    if quoted(str(f.parent)).endswith('..."') and not str(f.parent).endswith("..."):  # where it runs, cut: the ninth round
+        raise PolicyError(f"the folder of {quoted(f.name)} is a path of {len(str(f.parent))} characters, too long to show whole "
+                          f"in the question (over {QUOTED_LIMIT}): the person would approve a folder whose end they never saw; "
+                          "run it yourself, or from a shorter path")
     shown = redact(line)
     if len(quoted(shown, MAX_SHOWN_COMMAND + 1)) > MAX_SHOWN_COMMAND + 2:  # the person must see all of what runs, never "..."
         raise PolicyError(f"{quoted(str(f))} records a command of {len(line)} characters: too long to show the person whole in "
@@ -461,7 +567,16 @@ def _read_pointer(pointer: Path, dfd: int) -> tuple[str, os.stat_result]:
 
 
 def _verified(ckpt: Path) -> CheckpointInfo:
-    """Structural inspection (never unpickled): a known format, valid, made of plain files only."""
+    """Structural inspection (never unpickled): a known format, valid, made of plain files only; a folder that cannot be
+    walked (nested past the longest path the system takes, unreadable) is refused, never an unexpected failure."""
+    try:
+        return _inspected(ckpt)
+    except OSError as e:
+        raise PolicyError(f"{quoted(str(ckpt))} cannot be inspected ({e.strerror or type(e).__name__}): not a checkpoint "
+                          "whose structure can be verified") from None
+
+
+def _inspected(ckpt: Path) -> CheckpointInfo:
     if ckpt.is_dir():
         files = []
         for p in ckpt.rglob("*"):  # bounded, and before inspect_dir walks it: a pointer may name a huge tree
@@ -490,7 +605,7 @@ def _verified(ckpt: Path) -> CheckpointInfo:
 def _pointer_text(pointer: Path, old: str, ckpt: Path) -> str:
     """What to write, in the pointer's own style: an iteration, a name beside it, or a full path."""
     cur = old.strip()
-    if cur.isdigit() and pointer.name.startswith("latest_checkpointed"):
+    if _ITERATION.fullmatch(cur) and pointer.name.startswith("latest_checkpointed"):
         m = re.fullmatch(r"iter_(\d+)", ckpt.name)
         if ckpt.parent != pointer.parent or m is None:
             raise PolicyError(f"{quoted(pointer.name)} holds a Megatron iteration: the checkpoint must be an iter_N folder beside it")
@@ -500,11 +615,17 @@ def _pointer_text(pointer: Path, old: str, ckpt: Path) -> str:
     return f"{ckpt}\n"
 
 
+# A pointer's content naming a place this machine cannot look at: a remote store (s3://, gs://, hf://, https://), a
+# home-relative path its reader expands (~/ckpt), another system's drive. Its target is not known to be bad.
+_ELSEWHERE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]{0,31}:/|~|[A-Za-z]:[\\/])")
+_ITERATION = re.compile(r"[0-9]{1,18}")
+
+
 def _current_target(pointer: Path, old: str) -> Path | None:
     cur = old.strip()
     if not cur:
         return None
-    if cur.isdigit() and pointer.name.startswith("latest_checkpointed"):
+    if _ITERATION.fullmatch(cur) and pointer.name.startswith("latest_checkpointed"):  # ASCII digits: '²'.isdigit() too
         return pointer.parent / f"iter_{int(cur):07d}"
     return Path(cur) if cur.startswith("/") else pointer.parent / cur
 
@@ -570,7 +691,9 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
                               f"{QUOTED_LIMIT}): a cut name cannot be approved; use a shorter path")
     also: list[ActionKind] = []
     cur = _current_target(pointer, old)
-    if cur is not None and cur.resolve() != ckpt and _may_be_good(cur, roots):
+    if _ELSEWHERE.match(old.strip()):  # before the ninth round `s3://bucket/step-2000` was "missing": moved off it unasked
+        also.append(ActionKind.ROLLBACK)
+    elif cur is not None and cur.resolve() != ckpt and _may_be_good(cur, roots):
         also.append(ActionKind.ROLLBACK)  # moving a pointer off what may be a good checkpoint is a rollback (asks by default)
     identity = {"pointer_sha256": hashlib.sha256(old.encode()).hexdigest(), "pointer_mode": st.st_mode, "pointer_inode": st.st_ino,
                 "checkpoint": _ckpt_identity(info)}

@@ -102,9 +102,11 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         r"(?i)[?&](?:sig|signature|x-amz-signature|x-goog-signature|x-amz-security-token)=(?P<s>[^&\s'\"#]{8,4000})")),
     # a Slack incoming webhook: its last path part is the secret that lets anyone post to the channel
     ("slack-webhook", ("hooks.slack.com",), lazy(r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/]{1,100}/(?P<s>[A-Za-z0-9]{16,128})")),
-    # .netrc: `machine H login U password P` on one line, or `password P` on a line of its own.
+    # .netrc: `machine H login U password P` on one line, or `password P` on a line of its own. An assignment's
+    # operator is not a password: `password = X` (an ini file, .pypirc) masked the `=` and kept X before the ninth round.
     ("netrc-password", ("password",), lazy(
-        r"(?i)(?:(?<![A-Za-z0-9])(?:machine|login|default)\s{1,3}\S{0,200}\s{1,3}|(?m:^)[ \t]{0,20})password[ \t]{1,3}(?P<s>[^\s'\"|]{1,1000})")),
+        r"(?i)(?:(?<![A-Za-z0-9])(?:machine|login|default)\s{1,3}\S{0,200}\s{1,3}|(?m:^)[ \t]{0,20})password[ \t]{1,3}"
+        r"(?!(?:[:=\uff1a\uff1d]{1,2}|=>|->)(?:\s|$))(?P<s>[^\s'\"|]{1,1000})")),
     # --api-key X, --hf_token=X, --aws-secret-access-key 'X', and argv printed as a list: '--token', 'X'.
     ("cli-secret-flag", _KEY_NEEDLES, lazy(
         r"(?i)" + _START + r"--?[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"]?(?:\s{1,3}|=|,\s{0,2}|" + _PCT + r"3[Dd]|" + _PCT + r"20|\+)['\"]?(?P<s>[^\s'\",\]]{1,1000})")),
@@ -152,13 +154,42 @@ def redact_counted(text: str) -> tuple[str, int]:
     if gone:
         _stripped.set(_stripped.get() + gone)
     text = unescape_plain(text)
-    total = 0
+    text, total = _masked_as_read(text)
     for _ in range(MAX_PASSES):
         text, n = _one_pass(text)
         total += n
         if n == 0:
             break
     return text, total
+
+
+# Characters that read as an ASCII one, mapped to it one for one (offsets kept): fullwidth forms (`password：X`,
+# `api_key＝X` in text typed with a CJK input method, `ｐａｓｓｗｏｒｄ`), the ideographic space, and the dashes a word
+# processor or chat client puts in a pasted command (`--api‐key X`, `–token X`). Every rule is written in ASCII;
+# before the ninth round each of these kept its secret. U+E000 (the fill character) is never taken for one.
+READ_AS = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, 0x3000: 0x20, **{c: 0x2D for c in (*range(0x2010, 0x2016), 0x2212, 0xFE58, 0xFE63)},
+            0x2018: 0x27, 0x2019: 0x27, 0x201C: 0x22, 0x201D: 0x22, 0xE000: 0x3F}
+
+
+def _masked_as_read(text: str) -> tuple[str, int]:
+    """`text` with the secrets its ASCII reading holds masked (see READ_AS), and how many; ASCII text as it is."""
+    if text.isascii():
+        return text, 0
+    read = text.translate(READ_AS)
+    if read == text.replace(_FILL, "?"):
+        return text, 0
+    for _ in range(MAX_PASSES):
+        read, n = _one_pass(read, fill=True)
+        if n == 0:
+            break
+    runs = [m.span() for m in re.finditer(_FILL + "+", read)]
+    if not runs:
+        return text, 0
+    out, at = [], 0
+    for a, b in runs:
+        out += [text[at:a], MASK]
+        at = b
+    return "".join([*out, text[at:]]), len(runs)
 
 
 # A letter, a digit or one of `_-.+/:=` written as a JSON escape (`\u0067hp_...`, Gson's `password\u003dX`): a token
@@ -219,7 +250,7 @@ def _one_pass(text: str, fill: bool = False) -> tuple[str, int]:
         def sub(m: re.Match[str]) -> str:
             nonlocal total
             s = m.group("s")
-            if MASK in s or _FILL in s or m.string.startswith(MASK, m.start("s")):  # already redacted
+            if MASK[:-1] in s or _FILL in s or m.string.startswith(MASK, m.start("s")):  # already redacted (a mask cut by a value's end too)
                 return m.group(0)
             total += 1
             return _fill(m) if fill else _mask(m)
@@ -282,6 +313,63 @@ def redact_line_after(prior: list[str], line: str, *, count: bool = True) -> str
         _count.set(saved[0])
         _stripped.set(saved[1])
     return out if masked else line  # nothing masked: the line as it was (the channel strips and redacts it as every line)
+
+
+def may_hide(text: str) -> bool:
+    """Whether redacting `text` could change it: a rule's needle or a needle-less rule's shape, a character stripped, a
+    JSON escape, a form read as ASCII. False: the text is shown as it is, so a caller's pattern may be matched on it raw.
+    What it costs does not depend on anything a caller guesses (see mcp_tools/logs._ShownLines)."""
+    if "\\u00" in text or strip_invisible(text)[1]:
+        return True
+    read = text if text.isascii() else text.translate(READ_AS)  # a progress bar's blocks change nothing: judged like ASCII
+    if not _needle_or_shape(read):  # most lines of a log: one scan in C
+        return False
+    lower = read.lower()
+    present = {n for n in _NEEDLES if n in lower}
+    for name, needles, rx in _RULES:  # the gates of _one_pass: a rule that would not run cannot mask anything
+        if needles and present.isdisjoint(needles):
+            continue
+        if name in _KEYWORD_RULES and _no_keyword(read):
+            continue
+        if needles or rx.search(read):
+            return True
+    return False
+
+
+_NEEDLE_SCAN: list[Any] = []  # [hyperscan database, scratch] once built, [None] without hyperscan
+
+
+def _needle_or_shape(text: str) -> bool:
+    """Whether `text` holds any rule's needle, or could be a needle-less rule's line (a PEM body line): a superset of
+    what _one_pass can mask, found by one Hyperscan scan where the binding is installed (grep_log asks it of every line)."""
+    if not _NEEDLE_SCAN:
+        _NEEDLE_SCAN.extend(_needle_database())
+    db = _NEEDLE_SCAN[0]
+    if db is None:
+        lower = text.lower()
+        return any(n in lower for n in _NEEDLES) or any(rx.search(text) for _name, needles, rx in _RULES if not needles)
+    import hyperscan
+
+    try:
+        # lowered first when not ASCII: str.lower() is what _one_pass looks for needles in (U+212A KELVIN SIGN is a 'k')
+        data = text if text.isascii() else text.lower()
+        db.scan(data.encode("utf-8", errors="replace"), match_event_handler=lambda *_: True, scratch=_NEEDLE_SCAN[1])
+    except hyperscan.ScanTerminated:  # the handler stops the scan at the first match
+        return True
+    return False
+
+
+def _needle_database() -> list[Any]:
+    try:
+        import hyperscan
+    except ImportError:  # pragma: no cover - platforms without a wheel
+        return [None]
+    exprs = [re.escape(n).encode() for n in _NEEDLES]
+    exprs.append(rb"^[\s'\">]{0,8}(?:\d{1,12}\s{0,4}[:|]\s{0,4})?[A-Za-z0-9+/]{24,76}")  # pem-body-line's shape, loosely
+    db = hyperscan.Database()
+    db.compile(expressions=exprs, ids=list(range(len(exprs))),
+               flags=[hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_SINGLEMATCH] * len(_NEEDLES) + [hyperscan.HS_FLAG_SINGLEMATCH])
+    return [db, hyperscan.Scratch(db)]
 
 
 def redact(text: str) -> str:
