@@ -151,24 +151,7 @@ def _nan_onset(points: Sequence[MetricPoint], exact_nan: MetricPoint | None) -> 
     lr = p.values.get("lr") if p.values.get("lr") is not None else next(
         (q.values["lr"] for q in reversed(points[:i]) if "lr" in q.values and _finite(q.values["lr"])), None)
     at_lr = f" at lr {lr:.3g}" if lr is not None else ""
-    jump = _precursor(points, i, p)
-    if early:
-        # the measured jump is cited too, first, so a shortened quote keeps it: same history, same evidence
-        jumped = f", {PRECURSOR_WORDS} ({jump})" if jump is not None else ""
-        why = (f"within the first 100 steps{jumped}: points to the learning rate (no warmup), precision "
-               "(fp16 overflow) or unscaled inputs rather than one bad sample")
-    elif jump is not None:
-        why = (f"after {count} stable {unit}, {PRECURSOR_WORDS} ({jump}){at_lr}: an exploding "
-               "gradient (learning rate too high for this phase, no clipping, or an fp16 overflow)")
-    elif _gn_rising(points, i):
-        why = (f"after {count} stable {unit}, with the gradient norm rising before it{at_lr}: an exploding "
-               "gradient (learning rate too high for this phase, no clipping)")
-    elif early is None:
-        why = (f"after {count} finite {unit}; the log prints no step or epoch counter, so how far into the run "
-               "cannot be told from it (no warning rise in gradient norm)")
-    else:
-        why = (f"after {count} stable {unit} with no warning rise in gradient norm{at_lr}: a corrupt late "
-               "batch or a numerically unsafe op on rare inputs")
+    why = _onset_words(points, i, p, early, f"{count} stable {unit}", f"{count} finite {unit}", at_lr)
     if zeroed is not None:
         why += (f"; the training loss then logs exactly 0 (line {zeroed.line_no}) after a positive value, which is how a "
                 "logger that drops non-finite losses from its average (HF Trainer's logging_nan_inf_filter) shows a "
@@ -178,6 +161,36 @@ def _nan_onset(points: Sequence[MetricPoint], exact_nan: MetricPoint | None) -> 
         source=p.source, line_no=p.line_no, step=p.step,
         detail=f"first non-finite {', '.join(bad)} at {where} (line {p.line_no}), {why}",
     )
+
+
+def _onset_words(points: Sequence[MetricPoint], i: int, p: MetricPoint, early: bool | None, stable: str, finite: str,
+                 at_lr: str) -> str:
+    """Why the first NaN at points[i] happened, as far as the series before it tell: early in the run, after a
+    grad-norm jump, after the lr jumped, after a rising grad norm, or with no warning."""
+    jump = _precursor(points, i, p)
+    if early:
+        # the measured jump is cited too, first, so a shortened quote keeps it: same history, same evidence
+        jumped = f", {PRECURSOR_WORDS} ({jump})" if jump is not None else ""
+        return (f"within the first 100 steps{jumped}: points to the learning rate (no warmup), precision "
+                "(fp16 overflow) or unscaled inputs rather than one bad sample")
+    if jump is not None and (lr_jump := _lr_jump(points, i)) is not None:
+        return (f"after {stable}, with the learning rate {lr_jump}, then {PRECURSOR_WORDS} ({jump}): the "
+                "step size jumped (a schedule that multiplies instead of decaying, a warmup or cycle restarting, a wrong "
+                "lr on resume) and the gradient exploded with it")
+    if jump is not None:
+        return (f"after {stable}, {PRECURSOR_WORDS} ({jump}){at_lr}: an exploding "
+                "gradient (learning rate too high for this phase, no clipping, or an fp16 overflow)")
+    if (lr_jump := _lr_jump(points, i)) is not None:
+        return (f"after {stable}, with the learning rate {lr_jump}: the step size jumped (a schedule "
+                "that multiplies instead of decaying, a warmup or cycle restarting, a wrong lr on resume), not the data")
+    if _gn_rising(points, i):
+        return (f"after {stable}, with the gradient norm rising before it{at_lr}: an exploding "
+                "gradient (learning rate too high for this phase, no clipping)")
+    if early is None:
+        return (f"after {finite}; the log prints no step or epoch counter, so how far into the run "
+                "cannot be told from it (no warning rise in gradient norm)")
+    return (f"after {stable} with no warning rise in gradient norm{at_lr}: a corrupt late "
+            "batch or a numerically unsafe op on rare inputs")
 
 
 def _zeroed_loss(points: Sequence[MetricPoint]) -> MetricPoint | None:
@@ -200,6 +213,20 @@ def _zeroed_loss(points: Sequence[MetricPoint]) -> MetricPoint | None:
 PRECURSOR_WORDS = "with the gradient norm exploding just before it"
 PRECURSOR_POINTS = 20  # how far before the first NaN a grad-norm jump counts as its precursor
 PRECURSOR_RATIO = 10.0
+
+
+LR_JUMP_RATIO = 5.0  # a learning rate multiplied by this or more between two logs just before the first NaN
+
+
+def _lr_jump(points: Sequence[MetricPoint], i: int) -> str | None:
+    """'rising 0.3 -> 3 (10x) between step 13900 and step 14005': the lr's rise in the PRECURSOR_POINTS logs before
+    the first NaN (on a sampled log, between the two kept logs around it)."""
+    lrs = [(q, q.values["lr"]) for q in points[max(0, i - PRECURSOR_POINTS) : i + 1]
+           if "lr" in q.values and _finite(q.values["lr"]) and q.values["lr"] > 0]
+    for (q0, v0), (q1, v1) in itertools.pairwise(lrs):
+        if v1 >= LR_JUMP_RATIO * v0:
+            return f"rising {v0:.3g} -> {v1:.3g} ({v1 / v0:.0f}x) between {at(q0)} and {at(q1)}"
+    return None
 
 
 def _gn_rising(points: Sequence[MetricPoint], i: int) -> bool:
