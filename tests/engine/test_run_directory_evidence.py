@@ -109,3 +109,8 @@ def test_a_run_directory_s_own_mlflow_store_is_its_history(tmp_path):
     before = sorted(p.relative_to(run) for p in run.rglob("*"))
     diagnose(DiagnoseRequest(target=str(run)))
     assert sorted(p.relative_to(run) for p in run.rglob("*")) == before  # read-only: the store is not touched
+
+
+def test_the_run_directory_looks_for_the_files_the_tensorboard_reader_reads():
+    from ml_skills.collectors import runstores, tensorboard
+    assert runstores.TB_MARK == tensorboard.MARK

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from ml_skills.collectors import tensorboard, tracker, wandb
+from ml_skills.collectors import tracker
 from ml_skills.errors import MLSkillsError
 from ml_skills.models import CollectRequest, RawEvidence
 from ml_skills.safety import paths
@@ -24,6 +24,7 @@ from ml_skills.safety.redact import redact
 MAX_DEPTH = 4  # the store's own folder within this many levels of the run directory
 MAX_RUNS = 2  # the newest runs of a store read; more are named
 MAX_METRIC_BYTES = 64 * 1024 * 1024  # one metric file of the MLflow store
+TB_MARK = "tfevents"  # collectors/tensorboard.MARK, without loading that reader to look for its files
 _MLFLOW_STATUS = {"1": "running", "2": "scheduled", "3": "finished", "4": "failed", "5": "killed"}
 
 
@@ -41,8 +42,12 @@ def collect(root: Path, req: _Copyable) -> tuple[list[RawEvidence], list[str]]:
             if kind == "mlflow":
                 found.extend(tracker.to_evidence(r) for r in _mlflow_runs(path, notes))
             elif kind == "wandb":
+                from ml_skills.collectors import wandb  # each reader loads only when its store is there
+
                 found.append(wandb.collect(req.model_copy(update={"wandb": str(path)})))
             else:
+                from ml_skills.collectors import tensorboard
+
                 found.append(tensorboard.collect(req.model_copy(update={"tensorboard": str(path)})))
         except MLSkillsError as e:
             notes.append(f"{kind} store {path.name}: {redact(str(e))[:200]}; not read")
@@ -61,7 +66,7 @@ def _stores(root: Path) -> list[tuple[str, Path]]:
         elif d.name == "wandb" and any(n.startswith(("run-", "offline-run-")) for n in dirnames):
             out.append(("wandb", d))
             dirnames[:] = []
-        elif any(tensorboard.MARK in f for f in filenames) and not any(p in tb_dirs for p in d.parents):
+        elif any(TB_MARK in f for f in filenames) and not any(p in tb_dirs for p in d.parents):
             tb_dirs.add(d)
         dirnames[:] = [n for n in dirnames if not n.startswith(".")]
     return out + [("tensorboard", d) for d in sorted(tb_dirs)]

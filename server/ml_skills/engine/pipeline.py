@@ -19,7 +19,6 @@ from pydantic import Field, create_model
 from ml_skills import __version__, targets
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import artifacts as artifact_collector
-from ml_skills.collectors import runstores
 from ml_skills.engine.analyse import ranks
 from ml_skills.engine.analyse.stops import meaning as stop_meaning
 from ml_skills.engine.classify.cascades import EXTERNAL_KILL
@@ -153,6 +152,8 @@ def _collect(req: DiagnoseRequest, progress: Progress | None) -> Evidence:
         ev.artifacts, logs, notes = _scan_directory(Path(req.target or "."), req, progress=progress)
         ev.logs.extend(logs)
         ev.notes.extend(notes)
+        from ml_skills.collectors import runstores  # the tracker readers load only for a directory target
+
         stores, notes = runstores.collect(Path(req.target or "."), req)
         ev.sources.extend(raw.source for raw in stores)
         ev.notes.extend(notes)

@@ -16,22 +16,22 @@ from ml_skills.models import Anomaly, AnomalyKind, FailureClass, MetricPoint, Se
 
 def loss_blowup(points: Sequence[MetricPoint]) -> Anomaly | None:
     s = [(p, p.values["loss"]) for p in points if "loss" in p.values and finite(p.values["loss"])]
+    # no run starts at a loss of exactly 0: zeros before its first positive loss are an aborted launch's epoch that
+    # trained no batch (appended above the run that resumed), not a low to rise from
+    s = s[next((k for k, (_, v) in enumerate(s) if v != 0.0), len(s)) :]
     if len(s) < 8:
         return None
     vals = [v for _, v in s]
     # the low is read through a median of three neighbours: one lucky minibatch (a per-batch loss that dips to half
     # its level once) is noise, and measuring the rise from it turns ordinary batch-to-batch spread into a blow-up
-    # The ends too, from their two nearest: a first log of exactly 0 (an aborted launch's epoch that trained no batch,
-    # appended above the run that resumed) is no low to rise from
-    smooth = [statistics.median(vals[max(0, min(i - 1, len(vals) - 3)) : max(0, min(i - 1, len(vals) - 3)) + 3])
-              for i in range(len(vals))]
+    smooth = [statistics.median(vals[i - 1 : i + 2]) if 0 < i < len(vals) - 1 else v for i, v in enumerate(vals)]
     low_i = min(range(len(vals)), key=smooth.__getitem__)
     low = smooth[low_i]
     after = s[low_i + 1 :]
     if not after:
         return None
     p, high = max(after, key=lambda t: t[1])
-    first = smooth[0]
+    first = vals[0]
     tail = statistics.median(vals[-max(2, len(vals) // 10) :])
     floor = max(abs(low), 1e-3)
     if high > 3 * floor and high > first * 1.2 and tail > 2 * floor and _level_rose(vals, low_i):
