@@ -7,6 +7,7 @@ outrank what ended it; an exception's frames say what it was doing when it was r
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -144,7 +145,11 @@ def test_interleaved_ranks_per_batch_noise_is_no_blowup_and_the_killed_rank_ends
     assert all(c.value != "optimization-divergence" for c in d.contributing_factors)
     # the killed rank is the first to fail (the launcher's 'local_rank: 1' report), not the first peer to complain
     assert "The first rank to fail was train.log [rank1]" in d.root_cause.root, d.root_cause.root
-    assert "Last progress per rank: rank 0 step " in d.root_cause.root and "rank 1 step 60 " in d.root_cause.root
+    assert "Last progress per rank: rank 0 step " in d.root_cause.root, d.root_cause.root
+    # rank 1 printed step 60 and killed itself; four ranks writing one file can glue its last lines to a peer's under
+    # load (CI saw 'rank 1 step 58'): its last progress is one of its own step lines just before the kill
+    shown = re.search(r"rank 1 step (\d+) ", d.root_cause.root)
+    assert shown is not None and 55 <= int(shown[1]) <= 60 and f"rank 1: step {shown[1]} loss" in text, d.root_cause.root
 
 
 def test_a_grad_norm_jump_one_step_before_the_first_nan_is_cited_as_its_precursor(tmp_path):
