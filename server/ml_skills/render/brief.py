@@ -137,11 +137,6 @@ def render(b: Brief) -> str:
     return "\n".join(x if x is b.decisive_lines else one_line(x) for x in out) + "\n"  # the fenced block is the one multi-line entry
 
 
-def _names(d: Diagnosis) -> dict[str, str]:
-    """How each cited source is shown (text.shown_names)."""
-    return text.shown_names(d)
-
-
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
@@ -267,7 +262,7 @@ def cap(name: str, value: Any, budget: int) -> tuple[Any, str | None]:
 
 def build(d: Diagnosis, report_path: str, marker: str, detail: list[Part] | None = None) -> tuple[Brief, list[str]]:
     """The brief of a diagnosis, and notes on any part the cap cut."""
-    names = _names(d)
+    names = text.shown_names(d)
     window = text.decisive_lines(d, width=None)
     ex = d.decisive_excerpt
     decisive = ""

@@ -158,14 +158,14 @@ def _clipping(pick: Callable[[re.Pattern[str]], list[Line]]) -> RunFact | None:
     return None
 
 
+SAVE_RAISED_LINES = 5
+
+
 def _save_raised(line_no: int, log: LogEvidence) -> bool:
     """A traceback raised from a save ('torch.save' -> serialization.py) starts just below the line announcing it:
     that checkpoint was never completed, and must not be offered as the one to resume from."""
     return any(0 < t.start_line - line_no <= SAVE_RAISED_LINES
                and any("save" in f.lower() or "serializ" in f.lower() for f in t.frames) for t in log.tracebacks)
-
-
-SAVE_RAISED_LINES = 5
 
 
 def _saves(logs: Iterable[LogEvidence]) -> list[RunFact]:
