@@ -114,3 +114,20 @@ def test_a_run_directory_s_own_mlflow_store_is_its_history(tmp_path):
 def test_the_run_directory_looks_for_the_files_the_tensorboard_reader_reads():
     from ml_skills.collectors import runstores, tensorboard
     assert runstores.TB_MARK == tensorboard.MARK
+
+
+def test_a_hostile_store_is_read_within_the_directory_and_never_hangs(tmp_path):
+    """An MLflow store whose metrics folder holds a symlink to a folder outside the run (with a loss file in it) and a
+    FIFO: the outside history is not read, the FIFO is never opened, the diagnosis ends."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "loss").write_text("1796205310759 1e30 4\n1796205310760 1e30 5\n1796205310761 1e30 6\n")
+    metrics = tmp_path / "run" / "mlruns" / "1" / "abc" / "metrics"
+    metrics.mkdir(parents=True)
+    (metrics / "evil").symlink_to(outside, target_is_directory=True)
+    os.mkfifo(metrics / "fifo")
+    (metrics.parent / "meta.yaml").write_text("status: 3\nrun_name: x\n")
+    (tmp_path / "run" / "train.log").write_text("step 1 loss 0.5\n")
+    d = diagnose(DiagnoseRequest(target=str(tmp_path / "run")))
+    assert d.primary_cause is None, d.root_cause  # the outside file's 1e30 losses would read as divergence
+    assert not any("1e+30" in e.text or "1e30" in e.text for e in d.evidence)
