@@ -7,7 +7,9 @@ read four of eight completed runs as running, scored before these changes):
 - a whole run's duration, 'Training time 0:18:36' (Swin's main.py, healthy 199);
 - an evaluation's bar after the last epoch (YOLO's final validation of best.pt, Lightning's 'Validating:') is not
   training progress, so the summary before it still ends the run (healthy 210).
-Real PyTorch runs print each shape; a log cut before the shape is not completed.
+Real PyTorch runs print each shape; a log cut before the shape is not completed. The thirteenth batch (scored
+before these) added two more: a loop's 'Ep 20 | Loss ...' then a named model's 'PGD Detector Test Accuracy' and its
+final save (healthy 215), and a whole-run 'eta: 0:00:00' on detectron2's last iteration line (healthy 224).
 """
 
 from __future__ import annotations
@@ -62,6 +64,54 @@ _RUN = textwrap.dedent("""
             time.sleep(0.01)
 """)
 
+# A hand-written loop that abbreviates its epoch ('[PGD] Ep 20 | Loss ...') and ends on a named model's test accuracy
+# and its final save (healthy 215); detectron2's iteration lines, whose 'eta' is the whole run's time left, then the
+# final save and an evaluation with NaN for metrics it cannot compute (healthy 224). The eta is measured as detectron2
+# measures it (mean iteration time x iterations left), so only the last line says 0:00:00.
+_RUN_LATE = textwrap.dedent("""
+    import datetime, sys, time, torch
+    torch.manual_seed(0)
+    x = torch.randn(512, 8); y = (x.sum(1) > 0).long()
+    model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    def step(i):
+        loss = torch.nn.functional.cross_entropy(model(x[i % 384:i % 384 + 32]), y[i % 384:i % 384 + 32])
+        opt.zero_grad(); loss.backward(); opt.step()
+        return loss.item()
+    def acc(xs, ys):
+        with torch.no_grad():
+            return 100 * (model(xs).argmax(1) == ys).float().mean().item()
+    if sys.argv[1] == "ep":
+        for epoch in range(1, 6):
+            loss = sum(step(i) for i in range(0, 384, 32)) / 12
+            print(f"[PGD] Ep {epoch} | Loss {loss:.4f} | TrAcc {acc(x[:384], y[:384]):.2f}% | VaAcc {acc(x[384:], y[384:]):.2f}%")
+        print(); print("=== Detection Results ===")
+        print(f"PGD Detector Test Accuracy: {acc(x[384:], y[384:]):.2f}%")
+        torch.save(model.state_dict(), "detector_pgd_final.pt"); print("Saved pgd detector to ./detector_pgd_final.pt")
+    else:
+        start, max_iter = time.time(), 30
+        for it in range(max_iter):
+            loss = step(it * 32); time.sleep(0.11)
+            if (it + 1) % 10 == 0:
+                left = (time.time() - start) / (it + 1) * (max_iter - 1 - it)
+                print(f"[12/02 14:00:{it:02d} d2.utils.events]: eta: {datetime.timedelta(seconds=int(left))}  iter: {it}  total_loss: {loss:.3f}  lr: 0.1")
+        torch.save(model.state_dict(), "model_final.pth"); print("[12/02 14:01:00 fvcore.common.checkpoint]: Saving checkpoint to ./model_final.pth")
+        print("[12/02 14:01:02 d2.evaluation.coco_evaluation]: Some metrics cannot be computed and is shown as NaN.")
+        print(f"[12/02 14:01:02 d2.evaluation.testing]: copypaste: {acc(x[384:], y[384:]):.4f},nan")
+""")
+
+
+@pytest.mark.parametrize(("shape", "last_training"), [("ep", "Ep 5 |"), ("eta", "iter: 29")])
+def test_a_finished_run_s_late_shapes_end_it(tmp_path, shape, last_training):
+    pytest.importorskip("torch")
+    lines = subprocess.run([sys.executable, "-c", _RUN_LATE, shape], capture_output=True, text=True, timeout=300,
+                           cwd=tmp_path, check=True).stdout.splitlines()
+    assert _status(tmp_path, lines) == "completed", lines[-6:]
+    end = next(i for i, x in enumerate(lines) if last_training in x)
+    assert _status(tmp_path, lines[:end], "cut.log") != "completed", lines[:end][-3:]  # a line before the last one
+    if shape == "ep":  # the last epoch with nothing after it: the run may still be going
+        assert _status(tmp_path, lines[:end + 1], "cut2.log") != "completed", lines[:end + 1][-2:]
+
 
 def _run(tmp_path: Path, shape: str) -> list[str]:
     pytest.importorskip("torch")
@@ -91,7 +141,7 @@ def test_a_finished_run_s_last_lines_end_it(tmp_path, shape, end):
     assert _status(tmp_path, lines[:cut + 1], "cut.log") != "completed", lines[:cut + 1][-4:]
 
 
-@pytest.mark.parametrize("case", ["214", "213", "199", "210"])
+@pytest.mark.parametrize("case", ["214", "213", "199", "210", "215", "224"])
 def test_healthy_logs_that_end_this_way_are_completed(case):
     log = next((TESTS / "healthy").glob(f"{case}-*")) / "train.log"
     assert diagnose(DiagnoseRequest(target=str(log))).run_status.value == "completed"

@@ -113,10 +113,10 @@ def summary_after_training(tail: list[str], tail_start: int, last_progress_line:
 
 
 # A result printed once, after the last step, about the finished model: its score on the held-out test set ('test
-# Accuracy: 0.9487', 'Accuracy on Test-Set: 71.38%'), or the model written out ('Saved model to data/big.mytorch',
+# Accuracy: 0.9487', 'Accuracy on Test-Set: 71.38%', a named model's 'PGD Detector Test Accuracy: 99.43%'), or the model written out ('Saved model to data/big.mytorch',
 # 'saved -> .../model.pt'). A per-epoch evaluation or a periodic checkpoint carries the epoch or step it was taken at.
 _TEST_RESULT = lazy(
-    r"(?i)^\W*(?:final\s+)?(?:test(?:ing)?|held[- ]?out)(?:[-_ ]?(?:set|data|split))?\b[^\n]{0,40}?"
+    r"(?i)^\W*(?:[a-z][\w-]*\s+){0,2}?(?:final\s+)?(?:test(?:ing)?|held[- ]?out)(?:[-_ ]?(?:set|data|split))?\b[^\n]{0,40}?"
     r"\b(?:acc(?:uracy)?|loss|f1|auc|m?ap|bleu|wer|cer|score|precision|recall|rmse|mae|perplexity|ppl)\b[^\n]{0,20}?[:=]\s*(?:tensor\()?-?\d"
     r"|\b(?:acc(?:uracy)?|loss|f1|auc|m?ap|bleu|wer|score)\s+(?:on|of)\s+(?:the\s+)?test\b[^\n]{0,20}?[:=]\s*-?\d"
     # the PyTorch tutorial's 'Accuracy of the network on the 10000 test images: 97.45 %'
@@ -202,12 +202,28 @@ def planned_last_epoch(tail: list[str], tail_start: int, points: Sequence[Metric
     return last.line_no
 
 
+# the whole run's estimated time left, as detectron2, mmcv/mmengine and YOLOX print it on every iteration line: zero on
+# the last iteration of the run (not of an epoch: a tqdm bar's '<00:00' is the epoch's)
+_ETA_ZERO = lazy(r"(?i)\beta:\s*(?:0:00:00|0?0:00|0s)(?:\s|,|$)")
+_FATAL = lazy(r"(?i)(error|exception|traceback|killed|fatal|abort)")
+
+
+def eta_reached_zero(tail: list[str], tail_start: int, last_progress_line: int | None) -> int | None:
+    """The last progress line when it says no time is left for the whole run, and nothing fatal follows it (the
+    final save and evaluation that such runners print next may report NaN for metrics they cannot compute)."""
+    if last_progress_line is None or not 0 <= (i := last_progress_line - tail_start) < len(tail):
+        return None
+    if not _ETA_ZERO.search(tail[i]) or any(_FATAL.search(x) for x in tail[i + 1 :]):
+        return None
+    return last_progress_line
+
+
 def run_end(tail: list[str], tail_start: int, last_progress_line: int | None,
             points: Sequence[MetricPoint] = ()) -> int | None:
     """The line that shows the run reached its end when no completion message says so: its own counter reaching
-    its configured total, a summary of the whole run after its last step, a final test result or model save, or
-    a 0-based epoch counter ending on the last epoch of a round total."""
-    for shape in (final_counter, summary_after_training, final_result_after_training):
+    its configured total, a summary of the whole run after its last step, a final test result or model save, a
+    whole-run ETA of zero, or a 0-based epoch counter ending on the last epoch of a round total."""
+    for shape in (final_counter, summary_after_training, final_result_after_training, eta_reached_zero):
         if (line := shape(tail, tail_start, last_progress_line)) is not None:
             return line
     return planned_last_epoch(tail, tail_start, points)

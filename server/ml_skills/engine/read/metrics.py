@@ -24,8 +24,8 @@ _PAIR = lazy(
     r"(?:^|[\s|,;{(\[-])['\"]?(?P<key>[A-Za-z_][\w/.\-]*(?: [A-Za-z_][\w/]*){0,2}(?: \([a-z]+\))?)['\"]?\s*(?:[:=]\s*)\[?(?:tensor\()?(?P<val>" + _NUM + r")(?=[\s,|;}\])%a-zA-Z]|$)"
 )
 _SEGMENT = lazy(r"^\s*(?P<key>[A-Za-z_][\w/.\-]*(?: [a-z_][\w/]*){0,2})\s+(?P<val>" + _NUM + r")\s*[a-zA-Z%]{0,3}\s*$")
-# `epoch 3`, `Epoch 3/10`, and the tutorials' `Epoch [3/10]` / `Epoch: [3/10]`
-_SPACE_PAIR = lazy(r"\b(?P<key>step|iter|iteration|epoch|Epoch|Step|Iter|Iteration|EPOCH|STEP|ITER|ITERATION)(?:\s+|\s*:?\s*\[\s*)(?P<val>\d+(?:\.\d+)?)(?:\s*/\s*(?P<total>\d+))?\b")
+# `epoch 3`, `Epoch 3/10`, the tutorials' `Epoch [3/10]` / `Epoch: [3/10]`, and hand-written loops' `Ep 20 | Loss 0.1`
+_SPACE_PAIR = lazy(r"\b(?P<key>step|iter|iteration|epoch|Epoch|Ep|Step|Iter|Iteration|EPOCH|STEP|ITER|ITERATION)(?:\s+|\s*:?\s*\[\s*)(?P<val>\d+(?:\.\d+)?)(?:\s*/\s*(?P<total>\d+))?\b")
 # `loss 2.31`, `train loss is 0.4`: matched on the lower-cased line, from the literal (the word before is checked after)
 _WORD_NUM = lazy(r"loss\s+(?:is\s+)?(?P<val>" + _NUM.lower() + r")(?!\w|\.\d)")
 _WORD_BEFORE = {"train ": "loss", "val ": "val_loss", "valid ": "val_loss", "eval ": "val_loss", "test ": "val_loss"}
@@ -265,12 +265,12 @@ def _step_words(line: str, low: str, found: Found) -> bool:
     Only a counter still missing can be set, and only by a key the line holds (its keys, lower-cased, hold 'epoch',
     'step' or 'iter'): a `step=100` line with no epoch word is not searched (4 us a line, every loss line of a small
     log)."""
-    wants_epoch = found.epoch is None and "epoch" in low
+    wants_epoch = found.epoch is None and ("epoch" in low or "ep " in low)
     wants_step = found.step is None and ("step" in low or "iter" in low)
     for m in _SPACE_PAIR.finditer(line) if wants_epoch or wants_step else ():
         k = m["key"].lower()
         v = float(m["val"])
-        if k == "epoch" and found.epoch is None:
+        if k in ("epoch", "ep") and found.epoch is None:
             found.epoch = v
         elif k != "epoch" and found.step is None:
             found.step = v
