@@ -265,6 +265,19 @@ def _precursor(points: Sequence[MetricPoint], i: int, nan: MetricPoint) -> str |
     return f"grad_norm {v0:.4g} -> {v1:.5g} at {at(q1)}, {before}"
 
 
+def _spike_passed(points: Sequence[MetricPoint], norms: list[tuple[MetricPoint, float]], spike: MetricPoint, med: float) -> bool:
+    """One spike the run trained far past: 20+ readings after it, the gradient norm back near its median and the loss
+    below where it stood before the spike. Clipping absorbed it; it is not how the run failed."""
+    later = [v for q, v in norms if q.line_no > spike.line_no]
+    losses = [(q.line_no, q.values["loss"]) for q in points if "loss" in q.values and _finite(q.values["loss"])]
+    before = [v for n, v in losses if n < spike.line_no]
+    after = [v for n, v in losses if n > spike.line_no]
+    if len(later) < 20 or len(before) < 3 or len(after) < 20:
+        return False
+    tail = later[-max(5, len(later) // 4):]
+    return statistics.median(tail) < 3 * med and statistics.median(after[-max(5, len(after) // 4):]) < statistics.median(before)
+
+
 def _grad_spike(points: Sequence[MetricPoint], exact_max: MetricPoint | None) -> Anomaly | None:
     s = [(p, p.values["grad_norm"]) for p in points if "grad_norm" in p.values and _finite(p.values["grad_norm"])]
     if (exact_max is not None and "grad_norm" in exact_max.values and _finite(exact_max.values["grad_norm"])
@@ -277,7 +290,7 @@ def _grad_spike(points: Sequence[MetricPoint], exact_max: MetricPoint | None) ->
     # gradient norms start high and fall while the loss drops from its value at initialisation:
     # the first tenth of the series is that phase, not a spike
     p, top = max(s[len(s) // 10 :], key=lambda t: t[1])
-    if med <= 0 or top < 10 * med or top < 1.0:
+    if med <= 0 or top < 10 * med or top < 1.0 or _spike_passed(points, s, p, med):
         return None
     return Anomaly(
         kind=AnomalyKind.GRAD_SPIKE, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE,

@@ -64,9 +64,15 @@ def _class_scores(signals: list[Signal]) -> tuple[dict[FailureClass, float], dic
 
 def _went_on_past(ranked: list[tuple[FailureClass, float]], by_class: dict[FailureClass, list[Signal]],
                   logs: list[LogEvidence]) -> bool:
-    """The leading class's every signal came before a later attempt that ran clean: it did not end the run."""
-    return bool(ranked) and all(s.survived for s in by_class[ranked[0][0]]) and any(
-        clean_retry_start(log) is not None for log in logs)
+    """The leading class's every signal came before a later attempt that ran clean, or is an error line training went
+    on past with nothing unsurvived anywhere after it: it did not end the run."""
+    if not ranked or not all(s.survived for s in by_class[ranked[0][0]]):
+        return False
+    if any(clean_retry_start(log) is not None for log in logs):
+        return True
+    lead = by_class[ranked[0][0]]
+    return all(s.kind in ("signature", "traceback") for s in lead) and all(
+        s.survived or s.role is Role.HINT or s.kind == "stop" for sigs in by_class.values() for s in sigs)
 
 
 def _abstain(scores: dict[FailureClass, float], ranked: list[tuple[FailureClass, float]], notes: list[str]) -> Classification:
