@@ -69,7 +69,11 @@ _SUMMARY = lazy(
     # 'Early stopping, best iteration is:', 'Early Stopping....@ 72 epoch' (not a flag, a callback's repr or a counter)
     r"\bearly[ _]?stopping\b(?:\s*[.,!:@]|\s*$|\s+(?:at|triggered)\b)|"
     # training named as finished by the run itself: 'Training finished', 'Train finish time: ...', 'training complete'
-    r"\btrain(?:ing)?\s+(?:finish(?:ed)?|done|complete[d]?)\b(?!\s+(?:for\s+)?(?:epoch|step|iter))|"
+    r"\btrain(?:ing)?\]?\s+(?:finish(?:ed)?|done|complete[d]?)\b(?!\s+(?:for\s+)?(?:epoch|step|iter))|"
+    # the whole run's last evaluation or loss, named final ('[Eval FINAL]:', 'final eval finished', 'Final Loss: 0.08'),
+    # and the time all of training took ('Time ellapsed in training is: 1271.3', 'training took 3:02:11')
+    r"\[eval final\]|\bfinal (?:eval(?:uation)?|test(?:ing)?) (?:finished|done|complete[d]?)\b|\bfinal (?:train(?:ing)? )?loss\s*[:=]\s*-?\d|"
+    r"\btime e?l+apsed (?:in|for|of) training\b|\btraining took \d|"
     # the process, job or script saying it ended well, about itself as a whole
     r"\b(process|job|script|run|pipeline) (completed|finished|ended) successfully\b|"
     # the same in the other languages training scripts print in: Chinese (training/task finished, total time taken),
