@@ -62,10 +62,10 @@ def test_the_key_memo_reads_every_line_as_before(tmp_path: Path) -> None:
 
 
 def reference_step_words(line: str, low: str, found: Found) -> None:
-    for m in metrics._SPACE_PAIR.finditer(line) if "step" in low or "iter" in low or "epoch" in low else ():
+    for m in metrics._SPACE_PAIR.finditer(line) if "step" in low or "iter" in low or "epoch" in low or "ep " in low else ():
         k = m["key"].lower()
         v = float(m["val"])
-        if k == "epoch" and found.epoch is None:
+        if k in ("epoch", "ep") and found.epoch is None:
             found.epoch = v
         elif k != "epoch" and found.step is None:
             found.step = v

@@ -144,3 +144,17 @@ def test_a_stack_interrupted_in_the_loader_queue_is_stalled_whole_or_cut_before_
     assert d.primary_cause_confidence <= CONFIDENCE_CAP
     assert d.root_cause.proximate_line.line_no == last_frame + 2  # the innermost frame's code line, quoted
     assert "waited" in d.root_cause.root
+
+
+def test_a_tuning_run_whose_every_trial_is_still_pending_where_its_log_stops_is_stalled():
+    """Corpus 951 (ray-project/ray, a public report; thirteenth batch, abstained before this): Ray Tune's status
+    block repeats 'Number of trials: 1/1 (1 PENDING)' with 0/4 CPUs in use, its trial table below, until the log
+    stops. The status line sits above the table, so the table is read with it. Corpus 775, a Tune run whose status
+    says RUNNING above its table, is not read as waiting."""
+    corpus = Path(__file__).resolve().parents[1] / "corpus"
+    pending = diagnose(DiagnoseRequest(target=str(next(corpus.glob("951-*")) / "train.log")))
+    assert pending.primary_cause is not None and pending.primary_cause.value == "stalled"
+    assert pending.run_status.value == "hung" and pending.primary_cause_confidence <= CONFIDENCE_CAP
+    assert any("1 PENDING" in e.text for e in pending.evidence)
+    running = diagnose(DiagnoseRequest(target=str(next(corpus.glob("775-*")) / "train.log")))
+    assert not any("stopped-at-sync-point" in e.text for e in running.evidence)

@@ -256,6 +256,7 @@ HISTORY_NOTE = _HISTORY["corpus"]["note"]
 
 # The healthy set's figures, each measured before the engine was changed on the cases it covers.
 READER_NOTE = _HISTORY["corpus"]["reader_note"]
+LEARNED_NOTE = _HISTORY["corpus"].get("learned_note", "")
 HEALTHY_HISTORY = [tuple(r.values()) for r in _HISTORY["healthy"]["rows"]]
 HEALTHY_NOTE = _HISTORY["healthy"]["note"]
 
@@ -609,7 +610,7 @@ def report(rs: list[CaseResult], hs: list[HealthyResult] | None = None) -> str:
               "## History", "", "| engine | all | dev | held-out | note |", "| --- | --- | --- | --- | --- |",
               *[f"| {c} | {a} | {d} | {h} | {n} |" for c, a, d, h, n in HISTORY],
               (f"| this run | {sum(r.correct for r in rs)}/{len(rs)} | {sum(r.correct for r in dev)}/{len(dev)} | "
-              f"{sum(r.correct for r in held)}/{len(held)} | |"), "", HISTORY_NOTE, "", READER_NOTE, "",
+              f"{sum(r.correct for r in held)}/{len(held)} | |"), "", HISTORY_NOTE, "", READER_NOTE, "", LEARNED_NOTE, "",
               "## Calibration", "", calibration(rs),
               "## Confusion matrix (all cases)", "", confusion(rs),
               "## Cases it gets wrong", ""]

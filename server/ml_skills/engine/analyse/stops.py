@@ -36,12 +36,15 @@ DIST_INIT = lazy(
     r"MASTER_ADDR|Distributed environment: (MULTI_GPU|DEEPSPEED)|world_size|\[c10d\]|TCPStore)"
 )
 # the first collectives of training (PyTorch's reducer, TF's MirroredStrategy), the training loop's start (mmcv's
-# workflow line), its first step or batch, and a bar still at its first item: where every rank or worker first waits
+# workflow line), its first step or batch, a bar still at its first item, and a tuning run none of whose trials has
+# started: where every rank or worker first waits
 _FIRST_SYNC = lazy(
     r"(?i)(Reducer buckets have been rebuilt|batch_all_reduce|all-reduces with algorithm|Running collective:|"
     r"Reduce to \S+ then broadcast to|NCCL INFO (Connected all (rings|trees)|Init COMPLETE|ncclCommInitRank)|"
     r"workflow: \[\('train'|\b(step|iter|iteration)\s*[:=#]?\s*0\b(?![.,]?\d)|\[\s*0\s*/\s*\d+\s*\]|"
-    r"(^|[\s:])0it \[|(^|\s)0%\|[^|]*\|\s*0/\d+)"
+    r"(^|[\s:])0it \[|(^|\s)0%\|[^|]*\|\s*0/\d+|"
+    # Ray Tune's status with every trial still waiting for its resources: none has started
+    r"Number of trials: \d+(?:/\d+)? \(\d+ PENDING\)\s*$)"
 )
 # torch.utils.cpp_extension's JIT build: every process but one waits on the build directory's lock file while that one
 # compiles, and a lock left by a killed build makes all of them wait forever ('Lock file exists in build directory')
@@ -59,6 +62,7 @@ _SHARED_WORK = lazy(r"(?i)(\[rank\s*\d+\]|\brank\s*[:=]?\s*\d+|num_workers\s*[:=
 # a process group shutting down after the work is done (c10d's store closing, destroy_process_group)
 _TEARDOWN = lazy(r"(?i)(destroy|clean ?up|shut ?down|finished|closing|closed|exiting|terminat|uv_loop_close)")
 _FRAME = lazy(r'^\s*File "[^"]+", line \d+')
+_TABLE_ROW = lazy(r"^\s*[+|][-+=|]*[-+=|]\s*$|^\s*\|.*\|\s*$")
 _CARETS = lazy(r"^\s*[\^~]+\s*$")
 AT_SYNC_POINT, CUT_WAITING, CUT_IN_CALL = "stopped-at-sync-point", "stack-cut-while-waiting", "stack-cut-in-call"
 FINDING = {
@@ -127,7 +131,8 @@ def stop_signals(log: LogEvidence) -> list[Signal]:
     if any(h.line_no >= ending and h.role is not Role.HINT for h in log.hits):
         return []  # an error on the last lines (a launcher's exit code glued to a bar) says how it ended
     shared = None
-    for i, raw in reversed(lines[-LAST_LINES:]):
+    text_lines = [(i, x) for i, x in lines if not _TABLE_ROW.match(x)]  # a status table is read with the line above it
+    for i, raw in reversed(text_lines[-LAST_LINES:]):
         text = last_frame(raw)
         if (DIST_INIT.search(text) or _FIRST_SYNC.search(text) or _JIT_BUILD.search(text)) and not _TEARDOWN.search(text):
             m = _FIRST_SYNC.search(text)

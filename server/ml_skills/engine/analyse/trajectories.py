@@ -267,7 +267,7 @@ def _precursor(points: Sequence[MetricPoint], i: int, nan: MetricPoint) -> str |
 
 def _spike_passed(points: Sequence[MetricPoint], norms: list[tuple[MetricPoint, float]], spike: MetricPoint, med: float) -> bool:
     """One spike the run trained far past: 20+ readings after it, the gradient norm back near its median and the loss
-    below where it stood before the spike. Clipping absorbed it; it is not how the run failed."""
+    below where it stood before the spike. Clipping absorbed it: reported as minor, never how the run failed alone."""
     later = [v for q, v in norms if q.line_no > spike.line_no]
     losses = [(q.line_no, q.values["loss"]) for q in points if "loss" in q.values and _finite(q.values["loss"])]
     before = [v for n, v in losses if n < spike.line_no]
@@ -290,13 +290,15 @@ def _grad_spike(points: Sequence[MetricPoint], exact_max: MetricPoint | None) ->
     # gradient norms start high and fall while the loss drops from its value at initialisation:
     # the first tenth of the series is that phase, not a spike
     p, top = max(s[len(s) // 10 :], key=lambda t: t[1])
-    if med <= 0 or top < 10 * med or top < 1.0 or _spike_passed(points, s, p, med):
+    if med <= 0 or top < 10 * med or top < 1.0:
         return None
+    passed = _spike_passed(points, s, p, med)
     return Anomaly(
         kind=AnomalyKind.GRAD_SPIKE, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE,
-        severity=Severity.SIGNIFICANT if top < 100 * med else Severity.CRITICAL,
+        severity=Severity.MINOR if passed else Severity.SIGNIFICANT if top < 100 * med else Severity.CRITICAL,
         source=p.source, line_no=p.line_no, step=p.step,
-        detail=f"largest grad_norm {top:.4g} at step {_fmt(p.step)} (line {p.line_no}) is {top / med:.0f}x the median {med:.3g}",
+        detail=f"largest grad_norm {top:.4g} at step {_fmt(p.step)} (line {p.line_no}) is {top / med:.0f}x the median {med:.3g}"
+               + ("; training went on past it (the norm back near its median, the loss below where it was)" if passed else ""),
     )
 
 

@@ -65,21 +65,24 @@ def _class_scores(signals: list[Signal]) -> tuple[dict[FailureClass, float], dic
 def _went_on_past(ranked: list[tuple[FailureClass, float]], by_class: dict[FailureClass, list[Signal]],
                   logs: list[LogEvidence]) -> bool:
     """The leading class's every signal came before a later attempt that ran clean, or is an error line training went
-    on past with nothing unsurvived anywhere after it: it did not end the run."""
+    on past with nothing anywhere that could name a class alone and was not survived: it did not end the run."""
     if not ranked or not all(s.survived for s in by_class[ranked[0][0]]):
         return False
     if any(clean_retry_start(log) is not None for log in logs):
         return True
     lead = by_class[ranked[0][0]]
     return all(s.kind in ("signature", "traceback") for s in lead) and all(
-        s.survived or s.role is Role.HINT or s.kind == "stop" for sigs in by_class.values() for s in sigs)
+        s.survived or s.role is Role.HINT or s.kind == "stop" or s.weight < MIN_PRIMARY for sigs in by_class.values() for s in sigs)
 
 
-def _abstain(scores: dict[FailureClass, float], ranked: list[tuple[FailureClass, float]], notes: list[str]) -> Classification:
-    """No class named: every class is ruled out for too little evidence."""
+def _abstain(scores: dict[FailureClass, float], ranked: list[tuple[FailureClass, float]], notes: list[str],
+             went_on_past: bool = False) -> Classification:
+    """No class named: every class is ruled out for too little evidence, except one the run went on past, which
+    is kept as contributing (it happened, it did not end the run)."""
+    kept = [ranked[0][0]] if went_on_past else []
     return Classification(
-        primary=None, confidence=0.0, scores={k.value: round(v, 3) for k, v in scores.items()},
-        ruled_out=[RuledOut(failure_class=c, reason=f"too little evidence (score {v:.2f})") for c, v in ranked],
+        primary=None, confidence=0.0, scores={k.value: round(v, 3) for k, v in scores.items()}, contributing=kept,
+        ruled_out=[RuledOut(failure_class=c, reason=f"too little evidence (score {v:.2f})") for c, v in ranked if c not in kept],
         reasons=["no signal strong enough to name a failure class"] + notes,
     )
 
@@ -146,7 +149,7 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
     if past:
         notes.append(f"{ranked[0][0].value} came before a later attempt that ran without error: the run went on past it")
     if not ranked or ranked[0][1] < MIN_PRIMARY or past:
-        return _abstain(scores, ranked, notes), signals
+        return _abstain(scores, ranked, notes, past), signals
     primary = ranked[0][0]
     psigs = sorted(by_class[primary], key=lambda s: (-s.weight, s.line_no or 0))
     decisive = psigs[0]
