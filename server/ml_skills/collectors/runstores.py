@@ -124,12 +124,11 @@ def _mlflow_run(d: Path) -> tracker.TrackerRun:
     run.facts["store"] = str(d.parent.parent)
     budget = [MAX_METRIC_BYTES, MAX_METRIC_LINES]  # shared by the run's metric files; the tracked ones are read first
     keys = sorted(_files(d / "metrics"), key=lambda k: (not tracker.tracked(k.replace("\\", "/")), k))
-    for i, key in enumerate(keys):
-        if min(budget) <= 0:
-            run.missing.append(f"history: the run's metric files are over {MAX_METRIC_BYTES // 2**20} MiB or "
-                               f"{MAX_METRIC_LINES:,} lines together; {len(keys) - i + 1} of {len(keys)} were not read whole")
+    for key in keys:
+        if not _metric(run, key, d / "metrics" / key, budget):
+            run.missing.append(f"history of {key} and later keys: the run's metric files are over {MAX_METRIC_BYTES // 2**20} "
+                               f"MiB or {MAX_METRIC_LINES:,} lines together; the rest was not read")
             break
-        _metric(run, key, d / "metrics" / key, budget)
     params = d / "params"
     names = _files(params) if _plain(params, stat.S_ISDIR) else []
     if len(names) > MAX_PARAMS:
@@ -139,18 +138,20 @@ def _mlflow_run(d: Path) -> tracker.TrackerRun:
     return run
 
 
-def _metric(run: tracker.TrackerRun, key: str, f: Path, budget: list[int]) -> None:
-    """One metric file's points, streamed line by line (each line cut at 64 KiB) within the run's budget: a 64 MiB file
-    of 'ts v' lines held as one string and its split list took 1.3 GB and 31 s (tenth round)."""
+def _metric(run: tracker.TrackerRun, key: str, f: Path, budget: list[int]) -> bool:
+    """One metric file's points, streamed line by line (each line cut at 64 KiB) within the run's budget; False when the
+    budget ran out. A 64 MiB file of 'ts v' lines held as one string and its split list took 1.3 GB and 31 s (tenth
+    round)."""
     try:
         for raw in logfile.iter_lines(f):
             if min(budget) <= 0:
-                return
+                return False
             budget[0] -= len(raw) + 1
             budget[1] -= 1
             _point(run, key, raw.split())
     except MLSkillsError as e:
         run.missing.append(f"history of {key}: {e}")
+    return True
 
 
 def _point(run: tracker.TrackerRun, key: str, parts: list[bytes]) -> None:

@@ -1,0 +1,156 @@
+"""Issue 14's tenth round: attacks from outside on the surfaces new since round nine, the tracker stores a run directory
+keeps beside its logs (an MLflow file store read without the SDK, W&B run folders, TensorBoard event files), and the
+plugin cache.
+
+Each test is one attack that broke a claim of docs/security.md, driven through the real CLI in a child process or a real
+MCP client over stdio, with real files; each failed on the code before its fix (see docs/security.md, "Tenth round").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.mcp.conftest import Server, text
+
+pytestmark = pytest.mark.slow  # real child processes and servers
+
+
+def _cli(run: Path, out: Path, limit: int | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """`ml-skills check-failed-run RUN --format json` in a child process, under an address-space cap when given."""
+    pre = None
+    if limit is not None:
+        import resource
+
+        def pre() -> None:  # type: ignore[misc]
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    return subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", str(run), "--out-dir", str(out),
+                           "--format", "json"], capture_output=True, text=True, timeout=timeout, preexec_fn=pre,
+                          env=dict(os.environ), check=False)
+
+
+def _mlflow_run(run: Path, run_id: str = "4f1c2a") -> Path:
+    """A run folder with a short healthy log and an MLflow file store holding one finished run with a falling loss."""
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "train.log").write_text("".join(f"step {i} loss {1 / (i + 1):.4f}\n" for i in range(50)))
+    r = run / "mlruns" / "1" / run_id
+    (r / "metrics").mkdir(parents=True)
+    (r / "params").mkdir()
+    (r / "meta.yaml").write_text("status: 3\nrun_name: overnight\n")
+    (r / "metrics" / "loss").write_text("".join(f"{1796205310759 + i} {1 / (i + 1)} {i}\n" for i in range(20)))
+    return r
+
+
+def _outside_folder(o: Path) -> None:
+    """A folder outside the roots: its file names are what must never come back."""
+    (o / "sub").mkdir(parents=True)
+    (o / "payroll-2026-OUTSIDE.xlsx").write_text("1796205310759 1e30 4\n")
+    (o / "sub" / "id_rsa-OUTSIDE").write_text("x\n")
+
+
+def test_an_mlflow_store_whose_folders_link_out_of_the_run_never_names_the_files_outside(tmp_path: Path) -> None:
+    """A run's `metrics` and `params` folders linked to a folder outside the run. Before: the store was listed through
+    the link (`rglob`, `iterdir`), and every outside file's name, in every subfolder, came back in the notes, the
+    report and `insufficient_evidence`, through the CLI and `diagnose` over MCP alike."""
+    root, o = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    _outside_folder(o)
+    first = _mlflow_run(root / "a")
+    (first / "metrics" / "loss").unlink()
+    (first / "metrics").rmdir()
+    (first / "metrics").symlink_to(o, target_is_directory=True)
+    second = _mlflow_run(root / "b")
+    (second / "params").rmdir()
+    (second / "params").symlink_to(o, target_is_directory=True)
+
+    for run in (root / "a", root / "b"):
+        proc = _cli(run, tmp_path / "out")
+        assert proc.returncode == 0, proc.stderr
+        report = (tmp_path / "out" / "check-failed-run.json").read_text()
+        for shown in (proc.stdout, proc.stderr, report):
+            assert "OUTSIDE" not in shown, shown[:2000]
+
+    srv = Server(tmp_path, roots=[root])
+    got: list[str] = []
+
+    async def go() -> None:
+        async with srv.client() as c:
+            for run in (root / "a", root / "b"):
+                res = await c.call_tool("diagnose", {"target": str(run), "out_dir": str(root / "out")})
+                got.append(text(res) + json.dumps(res.structured_content))
+
+    anyio.run(go)
+    assert len(got) == 2 and all("overnight" in g or "mlflow" in g for g in got), got
+    for g in got:
+        assert "OUTSIDE" not in g, g[:2000]
+    assert "OUTSIDE" not in srv.audit.read_text()
+
+
+def _vm_after_importing(modules: str) -> int:
+    probe = f"import {modules}; print(open('/proc/self/status').read().split('VmPeak:')[1].split()[0])"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    return int(out.stdout.strip()) * 1024
+
+
+def test_an_mlflow_metric_file_of_millions_of_short_lines_is_read_in_bounded_memory_and_time(tmp_path: Path) -> None:
+    """A 48 MiB `metrics/loss` of 12.6 million `1 1` lines. Before: read whole, decoded and split into a list of lines
+    (1.3 GB and 31 s for 64 MiB, against 0.05 GB and 1.3 s for a 64 MiB log); now streamed, under one budget of bytes
+    and lines per run, the rest named. The CLI runs under an address-space cap 384 MiB above what its imports need."""
+    r = _mlflow_run(tmp_path / "run")
+    with (r / "metrics" / "loss").open("w") as f:
+        f.write("1 1\n" * (12 * 2**20))
+    cap = _vm_after_importing("ml_skills.cli, ml_skills.engine.pipeline, ml_skills.collectors.runstores") + (384 << 20)
+    t0 = time.monotonic()
+    proc = _cli(tmp_path / "run", tmp_path / "out", limit=cap)
+    took = time.monotonic() - t0
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert took < 60, took
+    assert "not read" in (tmp_path / "out" / "check-failed-run.json").read_text()  # the budget that bit is named
+
+
+def _nest(top: Path, depth: int) -> Path:
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(depth):
+        os.mkdir("a", dir_fd=fd)
+        nfd = os.open("a", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = nfd
+    with open(os.open("loss", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as f:
+        f.write("1796205310759 0.5 1\n")
+    os.close(fd)
+    return top
+
+
+def _unnest(top: Path) -> None:
+    """Remove a/a/a/... without recursion (shutil.rmtree recurses once per level)."""
+    while (top / "a").is_dir():
+        if (top / "a" / "a").is_dir():
+            os.rename(top / "a" / "a", top / "b")
+            for n in os.listdir(top / "a"):
+                os.unlink(top / "a" / n)
+            os.rmdir(top / "a")
+            os.rename(top / "b", top / "a")
+        else:
+            for n in os.listdir(top / "a"):
+                os.unlink(top / "a" / n)
+            os.rmdir(top / "a")
+
+
+def test_an_mlflow_metrics_folder_nested_1500_deep_never_ends_the_diagnosis(tmp_path: Path) -> None:
+    """`metrics/a/a/.../a/loss`, 1,500 folders deep. Before: `rglob` recursed once per level and the CLI ended in
+    "internal error: RecursionError", exit 3; now the store's keys are looked for 8 folders deep."""
+    r = _mlflow_run(tmp_path / "run")
+    _nest(r / "metrics", 1500)
+    try:
+        proc = _cli(tmp_path / "run", tmp_path / "out")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "internal error" not in proc.stderr
+    finally:
+        _unnest(r / "metrics")
