@@ -154,3 +154,42 @@ def test_an_mlflow_metrics_folder_nested_1500_deep_never_ends_the_diagnosis(tmp_
         assert "internal error" not in proc.stderr
     finally:
         _unnest(r / "metrics")
+
+
+def _fake(alphabet: str, n: int) -> str:
+    import secrets
+
+    return "".join(secrets.choice(alphabet) for _ in range(n))
+
+
+def test_gitlab_npm_docker_google_oauth_and_databricks_tokens_never_leave(tmp_path: Path) -> None:
+    """Token kinds "What is not promised" listed as kept (`glpat-`, `npm_`, `dckr_pat_`, `GOCSPX-`, Google `ya29.` and
+    `1//` tokens, `dapi`), printed by a real process into a run's log the way launch scripts echo them. Before: every one
+    came back in clear from the CLI (text and JSON report) and from `read_log_tail` and `grep_log` over MCP."""
+    alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+    tokens = [f"glpat-{_fake(alnum, 20)}", f"npm_{_fake(alnum, 36)}", f"dckr_pat_{_fake(alnum, 27)}", f"GOCSPX-{_fake(alnum, 28)}",
+              f"ya29.a0{_fake(alnum, 120)}", f"1//0g{_fake(alnum, 100)}", f"dapi{_fake('0123456789abcdef', 32)}"]
+    lines = [f"export GITLAB_TOKEN {tokens[0]}", f"//registry.npmjs.org/:_authToken={tokens[1]}", f"docker login -p {tokens[2]}",
+             f'{{"installed": {{"client_secret": "{tokens[3]}"}}}}', f"gcloud auth print-access-token -> {tokens[4]}",
+             f"refresh {tokens[5]}", f"DATABRICKS_HOST=https://x.cloud.databricks.com DATABRICKS_TOKEN_{tokens[6]}",
+             "step 1 loss nan", "FloatingPointError: loss is nan"]
+    run = tmp_path / "root" / "run"
+    run.mkdir(parents=True)
+    with (run / "train.log").open("w") as f:
+        subprocess.run([sys.executable, "-c", "import sys; print('\\n'.join(sys.argv[1:]))", *lines], stdout=f, check=True, timeout=60)
+    proc = _cli(run, tmp_path / "out")
+    shown = [proc.stdout, proc.stderr, (tmp_path / "out" / "check-failed-run.json").read_text()]
+    srv = Server(tmp_path, roots=[tmp_path / "root"])
+
+    async def go() -> None:
+        async with srv.client() as c:
+            for tool, args in (("read_log_tail", {"path": str(run / "train.log")}),
+                               ("grep_log", {"path": str(run / "train.log"), "pattern": "."})):
+                res = await c.call_tool(tool, args)
+                shown.append(text(res) + json.dumps(res.structured_content))
+
+    anyio.run(go)
+    assert "[REDACTED]" in shown[-1]
+    for t in tokens:
+        for s in shown:
+            assert t[-16:] not in s, (t, s[:1500])
