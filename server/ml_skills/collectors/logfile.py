@@ -248,8 +248,9 @@ def _split_window(head: bytes, tail_bytes: bytes, cut_head: bool, before: int, a
     return len(prev), judged(above, [decode(x) for x in prev + nxt])
 
 
-def iter_lines(path: Path, max_line: int = MAX_LINE_BYTES) -> Iterator[bytes]:
-    """Every line of the file as it was when opened, each cut to `max_line` bytes (the rest skipped).
+def iter_lines(path: Path, max_line: int = MAX_LINE_BYTES, limit: int | None = None) -> Iterator[bytes]:
+    """Every line of the file as it was when opened (of its first `limit` bytes), each cut to `max_line` bytes (the
+    rest skipped).
 
     Built on iter_chunks, so memory stays one chunk plus one cut line whatever the file holds
     (a 5 GB line of NUL bytes in a sparse log included), and a log still growing ends.
@@ -259,6 +260,8 @@ def iter_lines(path: Path, max_line: int = MAX_LINE_BYTES) -> Iterator[bytes]:
     except OSError:
         size = None
     carry = bytearray()  # the head of a line that continues into the next chunk
+    if limit is not None:
+        size = limit if size is None else min(size, limit)
     for _, chunk in iter_chunks(path, limit=size):
         start = 0
         while (nl := chunk.find(b"\n", start)) >= 0:
