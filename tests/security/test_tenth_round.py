@@ -193,3 +193,48 @@ def test_gitlab_npm_docker_google_oauth_and_databricks_tokens_never_leave(tmp_pa
     for t in tokens:
         for s in shown:
             assert t[-16:] not in s, (t, s[:1500])
+
+
+_EVIL_C = """
+#include <stdio.h>
+__attribute__((constructor)) static void pwn(void) { FILE *f = fopen(MARK, "a"); if (f) { fputs("so ", f); fclose(f); } }
+int OSSL_provider_init(void) { return 0; }
+"""
+
+
+@pytest.mark.skipif(not any(os.access(os.path.join(p, "gcc"), os.X_OK) for p in os.environ.get("PATH", "").split(os.pathsep)),
+                    reason="needs gcc to build the planted library")
+def test_a_recorded_command_never_sets_a_variable_that_makes_a_library_load_code_from_the_run_folder(tmp_path: Path) -> None:
+    """`OPENSSL_CONF=ssl.cnf python train.py` reads as a launch with an SSL setting, and train.py is harmless (it imports
+    `ssl`, as every HTTP client does: the Hub, W&B, MLflow). The config names a provider module in the run folder, a
+    shared library OpenSSL loads as the interpreter's ssl starts. Before: after the accept its constructor ran; the
+    ninth round refused GCONV_PATH and NCCL's plugin variables (libraries to load), not OpenSSL's. Now refused, with
+    `OPENSSL_MODULES`, `OPENSSL_ENGINES`, plugin and tool-library variables; `OMP_NUM_THREADS=1` still runs."""
+    from tests.mcp.conftest import answer
+    from tests.security.test_ninth_round import _restarts, _wait_for
+
+    r, o = tmp_path / "root", tmp_path / "outside"
+    run = r / "run"
+    run.mkdir(parents=True)
+    o.mkdir()
+    pwned = o / "PWNED"
+    (run / "evil.c").write_text(_EVIL_C)
+    subprocess.run(["gcc", "-shared", "-fPIC", f'-DMARK="{pwned}"', "-o", str(run / "libssl-prov.so"), str(run / "evil.c")],
+                   check=True, timeout=120)
+    (run / "ssl.cnf").write_text("openssl_conf = init\n[init]\nproviders = provs\n[provs]\nx = x_sect\n[x_sect]\n"
+                                 f"module = {run / 'libssl-prov.so'}\nactivate = 1\n")
+    (run / "modules.cnf").write_text("openssl_conf = init\n[init]\nproviders = provs\n[provs]\nx = x_sect\n[x_sect]\n"
+                                     "module = libssl-prov.so\nactivate = 1\n")
+    (run / "train.py").write_text(f"import ssl\nopen({str(o / 'REAL')!r}, 'a').write('ran\\n')\n")
+    subprocess.run(["python", "train.py"], cwd=run, env={**os.environ, "OPENSSL_CONF": "ssl.cnf"}, check=True, timeout=60)
+    assert pwned.exists()  # control: the planted library is live
+    pwned.unlink()
+    (o / "REAL").unlink()
+    lines = ["OPENSSL_CONF=ssl.cnf python train.py", "OPENSSL_MODULES=. OPENSSL_CONF=modules.cnf python train.py",
+             "OMP_TOOL_LIBRARIES=./libssl-prov.so python train.py", "OMP_NUM_THREADS=1 python train.py"]
+    got = _restarts(Server(tmp_path, roots=[r]), run / "command.txt", lines, answer("accept"))
+    _wait_for(o / "REAL")
+    time.sleep(1)  # a refused launch that started anyway would have written its marker by now
+    assert not pwned.exists(), (pwned.read_text(), got)
+    assert all("error" in g or g.get("ran") is False for g in got[:3]), got
+    assert got[3].get("ran") is True, got[3]
