@@ -238,3 +238,32 @@ def test_a_recorded_command_never_sets_a_variable_that_makes_a_library_load_code
     assert not pwned.exists(), (pwned.read_text(), got)
     assert all("error" in g or g.get("ran") is False for g in got[:3]), got
     assert got[3].get("ran") is True, got[3]
+
+
+def test_a_link_out_of_the_roots_gets_one_answer_whether_its_target_exists_or_not(tmp_path: Path) -> None:
+    """Links in the roots to `outside/payroll.xlsx` (there) and to `outside/board-minutes.pdf` (not there), a path given
+    outside the roots, there and not. Before: "X resolves to /.../outside/payroll.xlsx, outside the allowed roots" against
+    "nothing at X": where each link points, and whether a file of that name exists outside the roots ("What is not
+    promised" listed it). Now one refusal, naming only the path given, over MCP for every tool that opens a path."""
+    root, o = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    o.mkdir()
+    (o / "payroll.xlsx").write_text("x\n")
+    (root / "there.log").symlink_to(o / "payroll.xlsx")
+    (root / "gone.log").symlink_to(o / "board-minutes.pdf")
+    srv = Server(tmp_path, roots=[root])
+    answers: dict[str, list[str]] = {}
+
+    async def go() -> None:
+        async with srv.client() as c:
+            for tool, key in (("read_log_tail", "path"), ("inspect_checkpoint", "path"), ("grep_log", "path")):
+                extra = {"pattern": "x"} if tool == "grep_log" else {}
+                for name, path in (("there", root / "there.log"), ("gone", root / "gone.log"),
+                                   ("given there", o / "payroll.xlsx"), ("given gone", o / "board-minutes.pdf")):
+                    res = await c.call_tool(tool, {key: str(path), **extra})
+                    answers.setdefault(tool, []).append(text(res).replace(str(path), "P"))
+
+    anyio.run(go)
+    for tool, got in answers.items():
+        assert len(set(got)) == 1, (tool, got)  # the same refusal, the target there or not, a link or given
+        assert "payroll" not in got[0] and "board-minutes" not in got[0] and "outside the allowed roots" in got[0], got[0]
