@@ -164,14 +164,16 @@ def _fake(alphabet: str, n: int) -> str:
 
 def test_gitlab_npm_docker_google_oauth_and_databricks_tokens_never_leave(tmp_path: Path) -> None:
     """Token kinds "What is not promised" listed as kept (`glpat-`, `npm_`, `dckr_pat_`, `GOCSPX-`, Google `ya29.` and
-    `1//` tokens, `dapi`), printed by a real process into a run's log the way launch scripts echo them. Before: every one
+    `1//` tokens, `dapi`, an `Authorization:` scheme other than Bearer, Basic, Token and Digest), printed by a real process into a run's log the way launch scripts echo them. Before: every one
     came back in clear from the CLI (text and JSON report) and from `read_log_tail` and `grep_log` over MCP."""
     alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
     tokens = [f"glpat-{_fake(alnum, 20)}", f"npm_{_fake(alnum, 36)}", f"dckr_pat_{_fake(alnum, 27)}", f"GOCSPX-{_fake(alnum, 28)}",
-              f"ya29.a0{_fake(alnum, 120)}", f"1//0g{_fake(alnum, 100)}", f"dapi{_fake('0123456789abcdef', 32)}"]
+              f"ya29.a0{_fake(alnum, 120)}", f"1//0g{_fake(alnum, 100)}", f"dapi{_fake('0123456789abcdef', 32)}",
+              f"k7{_fake(alnum, 30)}", f"00{_fake(alnum, 40)}"]
     lines = [f"export GITLAB_TOKEN {tokens[0]}", f"//registry.npmjs.org/:_authToken={tokens[1]}", f"docker login -p {tokens[2]}",
              f'{{"installed": {{"client_secret": "{tokens[3]}"}}}}', f"gcloud auth print-access-token -> {tokens[4]}",
              f"refresh {tokens[5]}", f"DATABRICKS_HOST=https://x.cloud.databricks.com DATABRICKS_TOKEN_{tokens[6]}",
+             f"curl -H 'Authorization: ApiKey {tokens[7]}' https://es.internal:9200", f"Authorization: SSWS {tokens[8]}",
              "step 1 loss nan", "FloatingPointError: loss is nan"]
     run = tmp_path / "root" / "run"
     run.mkdir(parents=True)

@@ -90,7 +90,9 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("jwt", ("eyj",), lazy(r"(?P<s>eyJ[A-Za-z0-9_\-]{8,4000}\.eyJ[A-Za-z0-9_\-]{8,8000}\.[A-Za-z0-9_\-]{8,4000})")),
     ("auth-header", ("authorization",), lazy(
         r"(?i)" + _GLUED + r"(?:authorization|proxy-authorization)['\"]?(?:\s{0,3}[:=]\s{0,3}|" + _PCT + r"3A(?:" + _PCT + r"20)?)['\"]?"
-        r"(?:bearer|basic|token|digest)(?:\s{1,3}|" + _PCT + r"20|\+)(?P<s>[A-Za-z0-9._~+/=\-]{6,4000})")),
+        # any scheme (RFC 7235: ApiKey, Key, SSWS, ...; tenth round) when its credentials hold a digit, as keys do
+        r"(?:bearer|basic|token|digest|[a-z][a-z0-9_\-]{1,30}(?=(?:\s{1,3}|" + _PCT + r"20|\+)[A-Za-z._~+/=\-]{0,4000}\d))"
+        r"(?:\s{1,3}|" + _PCT + r"20|\+)(?P<s>[A-Za-z0-9._~+/=\-]{6,4000})")),
     ("bearer", ("bearer",), lazy(r"(?i)" + _GLUED + r"bearer(?:\s{1,3}|" + _PCT + r"20|\+)(?P<s>[A-Za-z0-9._~+/=\-]{16,4000})")),
     # user:password@ in a URL, whatever the scheme's case, with an empty user (`redis://:pw@`), and a password holding
     # '/' or '@' (unencoded, as people write them): the password ends at the '@' the host follows, not at the first;
