@@ -269,3 +269,20 @@ def test_a_link_out_of_the_roots_gets_one_answer_whether_its_target_exists_or_no
     for tool, got in answers.items():
         assert len(set(got)) == 1, (tool, got)  # the same refusal, the target there or not, a link or given
         assert "payroll" not in got[0] and "board-minutes" not in got[0] and "outside the allowed roots" in got[0], got[0]
+
+
+def test_an_mlflow_run_of_tens_of_thousands_of_metric_files_reads_no_more_than_it_can_count(tmp_path: Path) -> None:
+    """12,000 one-line metric files beside `loss`. Before: every one was opened and read (100,000 took 26 s against
+    0.7 s for the same run without them; while streaming was being added, a 4 MiB buffer per file made it 5 minutes);
+    names past the 10,000 the tracker counts were read for nothing. Now the loss, lr, grad-norm and validation series
+    are read first, then up to 10,000 files, and the cap is named."""
+    r = _mlflow_run(tmp_path / "run")
+    for i in range(12_000):
+        (r / "metrics" / f"layer{i}_act").write_text("1796205310759 0.5 1\n")
+    t0 = time.monotonic()
+    proc = _cli(tmp_path / "run", tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert time.monotonic() - t0 < 60
+    report = (tmp_path / "out" / "check-failed-run.json").read_text()
+    assert "12,001 metric files, the first 10,000 read" in report
+    assert "points read: loss 20" in report  # the loss series was read first

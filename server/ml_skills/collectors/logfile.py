@@ -262,7 +262,9 @@ def iter_lines(path: Path, max_line: int = MAX_LINE_BYTES, limit: int | None = N
     carry = bytearray()  # the head of a line that continues into the next chunk
     if limit is not None:
         size = limit if size is None else min(size, limit)
-    for _, chunk in iter_chunks(path, limit=size):
+    # a small file gets a buffer of its size, not a 4 MiB one: 100,000 metric files of one line each spent 5 minutes
+    # zeroing buffers (tenth round)
+    for _, chunk in iter_chunks(path, size=CHUNK if size is None else max(1, min(CHUNK, size)), limit=size):
         start = 0
         while (nl := chunk.find(b"\n", start)) >= 0:
             if carry:

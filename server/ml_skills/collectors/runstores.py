@@ -124,6 +124,10 @@ def _mlflow_run(d: Path) -> tracker.TrackerRun:
     run.facts["store"] = str(d.parent.parent)
     budget = [MAX_METRIC_BYTES, MAX_METRIC_LINES]  # shared by the run's metric files; the tracked ones are read first
     keys = sorted(_files(d / "metrics"), key=lambda k: (not tracker.tracked(k.replace("\\", "/")), k))
+    if len(keys) > tracker.MAX_KEYS:  # names past these are not counted anyway (tracker.TrackerRun.add)
+        run.missing.append(f"history: {len(keys):,} metric files, the first {tracker.MAX_KEYS:,} read (the loss, lr, grad-norm "
+                           "and validation series first)")
+        keys = keys[: tracker.MAX_KEYS]
     for key in keys:
         if not _metric(run, key, d / "metrics" / key, budget):
             run.missing.append(f"history of {key} and later keys: the run's metric files are over {MAX_METRIC_BYTES // 2**20} "
