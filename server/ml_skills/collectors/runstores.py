@@ -11,7 +11,6 @@ the plain text files it is, without the SDK, which would create or migrate a sto
 from __future__ import annotations
 
 import math
-import os
 import stat
 from collections.abc import Callable
 from datetime import UTC, datetime
