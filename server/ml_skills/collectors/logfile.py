@@ -248,8 +248,9 @@ def _split_window(head: bytes, tail_bytes: bytes, cut_head: bool, before: int, a
     return len(prev), judged(above, [decode(x) for x in prev + nxt])
 
 
-def iter_lines(path: Path, max_line: int = MAX_LINE_BYTES) -> Iterator[bytes]:
-    """Every line of the file as it was when opened, each cut to `max_line` bytes (the rest skipped).
+def iter_lines(path: Path, max_line: int = MAX_LINE_BYTES, limit: int | None = None) -> Iterator[bytes]:
+    """Every line of the file as it was when opened (of its first `limit` bytes), each cut to `max_line` bytes (the
+    rest skipped).
 
     Built on iter_chunks, so memory stays one chunk plus one cut line whatever the file holds
     (a 5 GB line of NUL bytes in a sparse log included), and a log still growing ends.
@@ -259,7 +260,11 @@ def iter_lines(path: Path, max_line: int = MAX_LINE_BYTES) -> Iterator[bytes]:
     except OSError:
         size = None
     carry = bytearray()  # the head of a line that continues into the next chunk
-    for _, chunk in iter_chunks(path, limit=size):
+    if limit is not None:
+        size = limit if size is None else min(size, limit)
+    # a small file gets a buffer of its size, not a 4 MiB one: 100,000 metric files of one line each spent 5 minutes
+    # zeroing buffers (tenth round)
+    for _, chunk in iter_chunks(path, size=CHUNK if size is None else max(1, min(CHUNK, size)), limit=size):
         start = 0
         while (nl := chunk.find(b"\n", start)) >= 0:
             if carry:

@@ -11,11 +11,13 @@ the plain text files it is, without the SDK, which would create or migrate a sto
 from __future__ import annotations
 
 import math
+import stat
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from ml_skills.collectors import tracker
+from ml_skills.collectors import logfile, tracker
 from ml_skills.errors import MLSkillsError
 from ml_skills.models import CollectRequest, RawEvidence
 from ml_skills.safety import paths
@@ -23,7 +25,11 @@ from ml_skills.safety.redact import redact
 
 MAX_DEPTH = 4  # the store's own folder within this many levels of the run directory
 MAX_RUNS = 2  # the newest runs of a store read; more are named
-MAX_METRIC_BYTES = 64 * 1024 * 1024  # one metric file of the MLflow store
+MAX_STORES = 16  # stores read from one run directory; more are named
+MAX_METRIC_BYTES = 64 * 1024 * 1024  # read from one run's metric files together; the rest is named in missing
+MAX_METRIC_LINES = 2_500_000  # lines read from one run's metric files together (a real line is ~28 bytes: 1M are 28 MiB)
+MAX_KEY_DEPTH = 8  # folders below metrics/ or params/ (a key holding '/' is a folder)
+MAX_PARAMS = 1_000  # param files read from one run; the rest are named
 TB_MARK = "tfevents"  # collectors/tensorboard.MARK, without loading that reader to look for its files
 _MLFLOW_STATUS = {"1": "running", "2": "scheduled", "3": "finished", "4": "failed", "5": "killed"}
 
@@ -37,7 +43,10 @@ def collect(root: Path, req: _Copyable) -> tuple[list[RawEvidence], list[str]]:
     directory's own log scan), and notes on what could not be read."""
     found: list[RawEvidence] = []
     notes: list[str] = []
-    for kind, path in _stores(root):
+    stores = _stores(root)
+    if len(stores) > MAX_STORES:
+        notes.append(f"{len(stores)} tracker stores under {root}: the first {MAX_STORES} read")
+    for kind, path in stores[:MAX_STORES]:
         try:
             if kind == "mlflow":
                 found.extend(tracker.to_evidence(r) for r in _mlflow_runs(path, notes))
@@ -49,7 +58,7 @@ def collect(root: Path, req: _Copyable) -> tuple[list[RawEvidence], list[str]]:
                 from ml_skills.collectors import tensorboard
 
                 found.append(tensorboard.collect(req.model_copy(update={"tensorboard": str(path)})))
-        except MLSkillsError as e:
+        except (MLSkillsError, OSError) as e:  # a folder that vanished or cannot be listed is a note too
             notes.append(f"{kind} store {path.name}: {redact(str(e))[:200]}; not read")
     for raw in found:
         raw.logs = []  # the run's console logs are among the directory's logs already
@@ -75,15 +84,35 @@ def _stores(root: Path) -> list[tuple[str, Path]]:
 def _mlflow_runs(store: Path, notes: list[str]) -> list[tracker.TrackerRun]:
     """The newest runs of an MLflow file store: `<experiment>/<run>/meta.yaml` with `metrics/<key>` files of
     'timestamp_ms value step' lines (a key with '/' is a folder), `params/<name>` files holding the value."""
-    runs = [d for e in _subdirs(store) for d in _subdirs(e) if (d / "meta.yaml").is_file() and (d / "metrics").is_dir()]
-    runs.sort(key=lambda d: (d / "meta.yaml").stat().st_mtime, reverse=True)
+    runs = [d for e in _subdirs(store) for d in _subdirs(e) if _plain(d / "meta.yaml", stat.S_ISREG) and _plain(d / "metrics", stat.S_ISDIR)]
+    runs.sort(key=lambda d: (d / "meta.yaml").lstat().st_mtime, reverse=True)
     if len(runs) > MAX_RUNS:
         notes.append(f"MLflow store {store}: {len(runs)} runs, the {MAX_RUNS} newest read")
     return [_mlflow_run(d) for d in runs[:MAX_RUNS]]
 
 
+def _plain(p: Path, kind: Callable[[int], bool]) -> bool:
+    """Whether `p` is itself of that kind (a link is not followed: a store's `metrics -> /elsewhere` would list a folder
+    outside the roots, and name its files in the notes; tenth round)."""
+    try:
+        return kind(p.lstat().st_mode)
+    except OSError:
+        return False
+
+
 def _subdirs(d: Path) -> list[Path]:
-    return sorted(p for p in d.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith("."))
+    return sorted(p for p in d.iterdir() if _plain(p, stat.S_ISDIR) and not p.name.startswith("."))
+
+
+def _files(top: Path) -> list[str]:
+    """The regular files below `top` (a plain folder of the run), as paths relative to it: walked through held fds
+    (paths.walk), no link followed, FIFOs and links left out."""
+    out: list[str] = []
+    real: Path | None = None
+    for d, _dirs, names in paths.walk(top, MAX_KEY_DEPTH):
+        real = real or d  # the first folder walked is `top` itself, resolved
+        out.extend(str((d / n).relative_to(real)) for n in names if _plain(d / n, stat.S_ISREG))
+    return sorted(out)
 
 
 def _mlflow_run(d: Path) -> tracker.TrackerRun:
@@ -92,34 +121,53 @@ def _mlflow_run(d: Path) -> tracker.TrackerRun:
     run.state = _MLFLOW_STATUS.get(meta.get("status", ""), meta.get("status") or None)
     run.facts["run id"] = d.name
     run.facts["store"] = str(d.parent.parent)
-    for f in sorted((d / "metrics").rglob("*")):
-        if f.is_file() and not f.is_symlink():
-            _metric(run, str(f.relative_to(d / "metrics")), f)
+    budget = [MAX_METRIC_BYTES, MAX_METRIC_LINES]  # shared by the run's metric files; the tracked ones are read first
+    keys = sorted(_files(d / "metrics"), key=lambda k: (not tracker.tracked(k.replace("\\", "/")), k))
+    if len(keys) > tracker.MAX_KEYS:  # names past these are not counted anyway (tracker.TrackerRun.add)
+        run.missing.append(f"history: {len(keys):,} metric files, the first {tracker.MAX_KEYS:,} read (the loss, lr, grad-norm "
+                           "and validation series first)")
+        keys = keys[: tracker.MAX_KEYS]
+    for key in keys:
+        if not _metric(run, key, d / "metrics" / key, budget):
+            run.missing.append(f"history of {key} and later keys: the run's metric files are over {MAX_METRIC_BYTES // 2**20} "
+                               f"MiB or {MAX_METRIC_LINES:,} lines together; the rest was not read")
+            break
     params = d / "params"
-    for f in sorted(params.iterdir()) if params.is_dir() else []:
-        if f.is_file() and not f.is_symlink():
-            run.config[f.name] = paths.read_capped(f, 4096).decode("utf-8", "replace").strip()
+    names = _files(params) if _plain(params, stat.S_ISDIR) else []
+    if len(names) > MAX_PARAMS:
+        run.missing.append(f"params: {len(names)} files, the first {MAX_PARAMS} read")
+    for name in names[:MAX_PARAMS]:
+        run.config[name] = paths.read_capped(params / name, 4096).decode("utf-8", "replace").strip()
     return run
 
 
-def _metric(run: tracker.TrackerRun, key: str, f: Path) -> None:
+def _metric(run: tracker.TrackerRun, key: str, f: Path, budget: list[int]) -> bool:
+    """One metric file's points, streamed line by line (each line cut at 64 KiB) within the run's budget; False when the
+    budget ran out. A 64 MiB file of 'ts v' lines held as one string and its split list took 1.3 GB and 31 s (tenth
+    round)."""
     try:
-        text = paths.read_capped(f, MAX_METRIC_BYTES).decode("utf-8", "replace")
+        for raw in logfile.iter_lines(f, limit=budget[0] + 1):  # a 5 GB line of NULs is not read to its end
+            if min(budget) <= 0:
+                return False
+            budget[0] -= len(raw) + 1
+            budget[1] -= 1
+            _point(run, key, raw.split())
     except MLSkillsError as e:
         run.missing.append(f"history of {key}: {e}")
+    return min(budget) > 0
+
+
+def _point(run: tracker.TrackerRun, key: str, parts: list[bytes]) -> None:
+    if len(parts) < 2:
         return
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) < 2:
-            continue
-        try:
-            ts, value = int(parts[0]), float(parts[1])
-            step = float(parts[2]) if len(parts) > 2 else 0.0
-        except ValueError:
-            continue
-        when = datetime.fromtimestamp(ts / 1000, UTC) if 0 < ts < 2**42 else None
-        if math.isfinite(step):
-            run.add(key.replace("\\", "/"), step, value, when)
+    try:
+        ts, value = int(parts[0]), float(parts[1])
+        step = float(parts[2]) if len(parts) > 2 else 0.0
+    except ValueError:
+        return
+    when = datetime.fromtimestamp(ts / 1000, UTC) if 0 < ts < 2**42 else None
+    if math.isfinite(step):
+        run.add(key.replace("\\", "/"), step, value, when)
 
 
 def _meta(text: str) -> dict[str, str]:

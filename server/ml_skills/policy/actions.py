@@ -166,8 +166,17 @@ _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}=")
 # the site and library folders whose .pth files and modules load before the script.
 # HOME moves the user site folder (~/.local/lib/pythonX.Y/site-packages, whose .pth files run at start-up) and a version
 # manager's own folder, like PYTHONUSERBASE; GCONV_PATH and NCCL's plugin variables name libraries to load, like LD_PRELOAD.
-_PROGRAM_ENV = re.compile(r"^(PATH|HOME|LD_\w+|DYLD_\w+|GCONV_PATH|NCCL_\w*PLUGIN\w*|BASH_ENV|ENV|"
-                          r"SHELL|IFS|PET_NO_PYTHON|PYENV_\w*|ASDF_\w*|MISE_\w*|RTX_\w*|RBENV_\w*|NODENV_\w*|GOENV_\w*)$")
+# Libraries read their own variables as the script imports them: OPENSSL_CONF names a config whose provider or engine
+# module is a shared library OpenSSL loads when `ssl` starts (every HTTP client imports it); before the tenth round
+# `OPENSSL_CONF=ssl.cnf python train.py` ran a library planted in the run folder after an accept. So are refused:
+# OpenSSL's variables, any variable naming a plugin (NCCL's, Qt's, GStreamer's, PYTEST_PLUGINS), the OpenMP and GPU
+# loaders' tool and driver libraries (OMP_TOOL_LIBRARIES, *_ICD_*, VK_*LAYER*, __EGL_*, LIBGL_*), Open MPI / PMIx component
+# paths and parameter files (OMPI_MCA_mca_base_component_path; OMPI_MCA_btl=^openib still runs), module folders (GIO_MODULE_DIR, UCX_MODULE_DIR) and the programs a JIT compiler runs (CC, CXX, NVCC,
+# Triton's tool and libcuda paths).
+_PROGRAM_ENV = re.compile(r"^(PATH|HOME|LD_\w+|DYLD_\w+|GCONV_PATH|\w*PLUGIN\w*|BASH_ENV|ENV|"
+                          r"SHELL|IFS|PET_NO_PYTHON|PYENV_\w*|ASDF_\w*|MISE_\w*|RTX_\w*|RBENV_\w*|NODENV_\w*|GOENV_\w*|"
+                          r"OPENSSL_\w+|OMP_TOOL\w*|\w*_ICD_\w*|VK_\w*LAYER\w*|__EGL_\w*|LIBGL_\w*|\w*_MCA_\w*(?:path|file|dir|prefix)\w*|\w*MODULE_DIR\w*|"
+                          r"CC|CXX|NVCC\w*|CUDAHOSTCXX|TRITON_\w*_PATH)$")
 # Python's own variables are read before the script: a new one can pick what loads (PYTHONPYCACHEPREFIX names the folder
 # cached bytecode of the standard library is read from; before the ninth round `PYTHONPYCACHEPREFIX=.c python train.py`
 # ran a planted json.pyc after an accept). Only these, which tune the interpreter and load nothing, may be set; PYTHONPATH

@@ -152,6 +152,8 @@ def contain(path: str | os.PathLike[str], want: Want = "any", roots: Sequence[Pa
     try:
         real = candidate.resolve(strict=True)
     except FileNotFoundError:
+        if roots is not None and _leads_out(candidate, roots):  # a link out of the roots: one answer, its target there or not
+            raise PathNotAllowed(_outside(candidate, roots)) from None
         raise TargetNotFound(f"nothing at {candidate}: check the path") from None
     except OSError as e:
         if e.errno == errno.EINVAL:  # readlink on a part that stopped being a link: swapped under us
@@ -162,10 +164,26 @@ def contain(path: str | os.PathLike[str], want: Want = "any", roots: Sequence[Pa
         raise PathNotAllowed(f"cannot resolve {candidate}: {e}") from None
     refuse_kernel_tree(real)
     if roots is not None and _root_of(real, roots) is None:
-        raise PathNotAllowed(f"{candidate} resolves to {real}, outside the allowed roots {_describe(roots)}; "
-                             "start the server with --allow-root for that directory")
+        raise PathNotAllowed(_outside(candidate, roots))
     _kind(real, want)
     return real
+
+
+def _outside(candidate: Path, roots: Sequence[Path]) -> str:
+    """The refusal of a path outside the roots. It names the path given, never where a link in it leads: "X resolves to
+    /elsewhere/..." told the caller where a link in the roots points, and (with "nothing at X" for a dangling one)
+    whether a file exists there (tenth round)."""
+    return (f"{candidate} is outside the allowed roots {_describe(roots)}, or leads out of them through a link (not "
+            "followed); start the server with --allow-root for that directory")
+
+
+def _leads_out(candidate: Path, roots: Sequence[Path]) -> bool:
+    """Whether a path that does not resolve leads out of the roots as far as it goes (a dangling link to /elsewhere)."""
+    try:
+        loose = candidate.resolve(strict=False)
+    except (OSError, RuntimeError):
+        return True
+    return _root_of(loose, roots) is None
 
 
 def confine(path: str, roots: Sequence[Path], want: Want = "file") -> Path:

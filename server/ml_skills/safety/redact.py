@@ -81,10 +81,18 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # Stripe secret and restricted keys, live and test mode
     ("stripe-key", ("_live_", "_test_"), lazy(r"(?<![A-Za-z0-9])(?P<s>[sr]k_(?:live|test)_[A-Za-z0-9]{16,250})(?![A-Za-z0-9])")),
     ("google-api-key", ("aiza",), lazy(r"(?P<s>AIza[0-9A-Za-z_\-]{35})")),
+    # GitLab, npm and Docker access tokens, a Google OAuth client secret, access token and refresh token, a Databricks
+    # token: distinctive prefixes, so taken after anything (a Databricks `dapi` only after a non-letter; tenth round)
+    ("vendor-token", ("glpat-", "npm_", "dckr_pat_", "gocspx-", "ya29.", "1//0", "dapi"), lazy(
+        r"(?P<s>glpat-[A-Za-z0-9_\-]{20,255}|npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])|dckr_pat_[A-Za-z0-9_\-]{20,255}"
+        r"|GOCSPX-[A-Za-z0-9_\-]{20,255}|ya29\.[A-Za-z0-9_\-]{20,4000}|1//0[A-Za-z0-9_\-]{30,1000}"
+        r"|" + _GLUED + r"dapi[0-9a-f]{32}(?:-\d)?(?![A-Za-z0-9]))")),
     ("jwt", ("eyj",), lazy(r"(?P<s>eyJ[A-Za-z0-9_\-]{8,4000}\.eyJ[A-Za-z0-9_\-]{8,8000}\.[A-Za-z0-9_\-]{8,4000})")),
     ("auth-header", ("authorization",), lazy(
         r"(?i)" + _GLUED + r"(?:authorization|proxy-authorization)['\"]?(?:\s{0,3}[:=]\s{0,3}|" + _PCT + r"3A(?:" + _PCT + r"20)?)['\"]?"
-        r"(?:bearer|basic|token|digest)(?:\s{1,3}|" + _PCT + r"20|\+)(?P<s>[A-Za-z0-9._~+/=\-]{6,4000})")),
+        # any scheme (RFC 7235: ApiKey, Key, SSWS, ...; tenth round) when its credentials hold a digit, as keys do
+        r"(?:bearer|basic|token|digest|[a-z][a-z0-9_\-]{1,30}(?=(?:\s{1,3}|" + _PCT + r"20|\+)[A-Za-z._~+/=\-]{0,4000}\d))"
+        r"(?:\s{1,3}|" + _PCT + r"20|\+)(?P<s>[A-Za-z0-9._~+/=\-]{6,4000})")),
     ("bearer", ("bearer",), lazy(r"(?i)" + _GLUED + r"bearer(?:\s{1,3}|" + _PCT + r"20|\+)(?P<s>[A-Za-z0-9._~+/=\-]{16,4000})")),
     # user:password@ in a URL, whatever the scheme's case, with an empty user (`redis://:pw@`), and a password holding
     # '/' or '@' (unencoded, as people write them): the password ends at the '@' the host follows, not at the first;
