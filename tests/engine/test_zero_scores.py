@@ -4,7 +4,9 @@ Real logs: corpus 459 (a TF Faster R-CNN on MNIST with every class's AP 0.0 and 
 0.000000 on every valid/test direction at epoch 8), healthy 016 (Caffe DetectNet 'mAP = 0' after 3240 steps),
 032 and 033 (YOLOX 'Training of experiment is done and the best AP is 0.00'); corpus 010 (Caffe's 'Iteration 0,
 Testing net' scoring the untrained model, then killed) must not be read so. Real run: a detector whose scores
-never pass its threshold, so a real AP computation gives 0 for every class.
+never pass its threshold, so a real AP computation gives 0 for every class. Thirteenth batch (959, abstained before):
+nnU-Net's 'Average global foreground Dice: [0.0]' at epochs 99-100; a real segmenter that predicts only background
+computes the same Dice of 0, and the same run with a threshold that finds the foreground does not read so.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ def _log(suite: str, prefix: str) -> Path:
     return next((TESTS / suite).glob(f"{prefix}-*")) / "train.log"
 
 
-@pytest.mark.parametrize(("suite", "case"), [("corpus", "459"), ("corpus", "516"), ("healthy", "016")])
+@pytest.mark.parametrize(("suite", "case"), [("corpus", "459"), ("corpus", "516"), ("healthy", "016"), ("corpus", "959")])
 def test_every_score_zero_in_the_summary_is_an_evaluation_mismatch(suite, case):
     d = diagnose(DiagnoseRequest(target=str(_log(suite, case))))
     assert d.primary_cause is not None and d.primary_cause.value == "evaluation-mismatch", d.root_cause
@@ -90,3 +92,35 @@ def test_bleu_zero_in_any_tools_format_is_an_evaluation_mismatch(case):
     """multi-bleu.perl's 'BLEU = 0.00, 32.2/2.9/0.8/0.0 (BP=0.005, ...)' (652) and a loop's '... BLEU 0.00, <date>' (654)."""
     d = diagnose(DiagnoseRequest(target=str(_log("corpus", case))))
     assert d.primary_cause is not None and d.primary_cause.value == "evaluation-mismatch", d.root_cause
+
+
+SEGMENTER = """
+    import sys, torch
+    torch.manual_seed(0)
+    x = torch.rand(64, 1, 16, 16); y = (x > 0.7).float()
+    net = torch.nn.Conv2d(1, 1, 3, padding=1)
+    opt = torch.optim.Adam(net.parameters(), lr=0.05)
+    threshold = float(sys.argv[1])
+    for epoch in range(1, 4):
+        for _ in range(100):
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(net(x), y)
+            opt.zero_grad(); loss.backward(); opt.step()
+        with torch.no_grad():
+            pred = (torch.sigmoid(net(x)) > threshold).float()
+        dice = (2 * (pred * y).sum() / (pred.sum() + y.sum())).item()
+        print(f"epoch {epoch} train loss : {loss.item():.4f}")
+        print(f"Average global foreground Dice: {[round(dice, 4)]}")
+"""
+
+
+@pytest.mark.parametrize(("threshold", "zero"), [(1.1, True), (0.5, False)])
+def test_a_real_segmenter_whose_dice_is_zero_is_degraded(tmp_path, threshold, zero):
+    pytest.importorskip("torch")
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(SEGMENTER), str(threshold)], capture_output=True, text=True,
+                         timeout=300, check=True).stdout
+    assert ("Dice: [0.0]" in out.splitlines()[-1]) is zero, out
+    log = tmp_path / "train.log"
+    log.write_text(out)
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    named = d.primary_cause is not None and d.primary_cause.value == "evaluation-mismatch"
+    assert named is zero, (d.primary_cause, out)

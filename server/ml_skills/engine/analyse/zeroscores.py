@@ -1,7 +1,8 @@
-"""A run whose summary reports every detection or translation score as zero (at most NEAR_ZERO).
+"""A run whose summary reports every detection, segmentation or translation score as zero (at most NEAR_ZERO).
 
 A detector that found nothing ('Average Precision for class 1: 0.0' ... 'Mean Average Precision: 0.000000', YOLOX's
-'the best AP is 0.00', Caffe's 'mAP = 0') or a translator whose BLEU is 0.000000 on every test set trained to a
+'the best AP is 0.00', Caffe's 'mAP = 0'), a segmenter whose Dice or IoU is 0 (nnU-Net's 'Average global foreground
+Dice: [0.0]') or a translator whose BLEU is 0.000000 on every test set trained to a
 useless model, or is scored against the wrong labels: the run may have finished, but its result is not usable. Read
 from the log's last lines, where summaries are printed, and only when no such score there is above zero.
 """
@@ -14,6 +15,9 @@ from ml_skills.models import Anomaly, AnomalyKind, FailureClass, Severity
 _SCORE = lazy(
     r"(?i)(\bm?AP(50|75|@?[\d.:]+)?\b|average precision|\bbleu\b|_bleu\b)[^\n]{0,90}?(?:[:=]|->|\bis\b)\s*"
     r"(?P<v>-?\d+(?:\.\d+)?)\s*%?\s*\.?[}\])]*\s*$")  # also a printed dict: "{'bbox AP': 0.0}"
+# a segmentation score with its value right after its name, ending the line: nnU-Net's 'Average global foreground
+# Dice: [0.0]', 'mIoU: 0.0000' (not a training line's running 'IOU: 0.13(0.17) ... LR: 0.01')
+_SEG = lazy(r"(?i)\b(?:foreground |mean )?(?:dice|m?iou)\b[\w ]{0,20}[:=]\s*\[?(?P<v>\d+(?:\.\d+)?)\s*%?\s*[\])]*\s*$")
 # BLEU's score is the first number after its name in every tool's format: multi-bleu.perl and sacrebleu's
 # 'BLEU = 0.00, 32.2/2.9/0.8/0.0 (BP=0.005, ...)', fairseq's 'BLEU4 = 0.00', a training loop's '... BLEU 0.00, <date>'
 _BLEU = lazy(r"(?i)\bBLEU[-_ ]?4?\s*(?:=|:)?\s*(?P<v>\d+(?:\.\d+)?)(?![\d.]|/)")
@@ -53,7 +57,7 @@ def zero_scores(tail: list[str], tail_start: int, source: str) -> Anomaly | None
     seen: list[tuple[int, float]] = []
     start = max(0, len(tail) - WINDOW)
     for i in range(start, len(tail)):
-        m = _BLEU.search(tail[i]) or _SCORE.search(tail[i])
+        m = _BLEU.search(tail[i]) or _SCORE.search(tail[i]) or _SEG.search(tail[i])
         # COCO prints -1.000 for an area with no ground truth: no score, not a zero
         if m is not None and "loss" not in tail[i].lower() and float(m["v"]) >= 0:
             seen.append((tail_start + i, float(m["v"])))
@@ -70,7 +74,7 @@ def zero_scores(tail: list[str], tail_start: int, source: str) -> Anomaly | None
     return Anomaly(
         kind=AnomalyKind.VALIDATION_METRIC_NEAR_ZERO, failure_class=FailureClass.EVALUATION_MISMATCH,
         severity=Severity.SIGNIFICANT, source=source, line_no=line_no,
-        detail=(f"every detection/translation score in the run's summary is {_zero(seen)} ({len(seen)} from line {line_no}): "
+        detail=(f"every detection, segmentation or translation score in the run's summary is {_zero(seen)} ({len(seen)} from line {line_no}): "
                 "the model predicts nothing that matches the labels - a class/label mapping or annotation format that "
                 "does not fit the evaluator, or a model that never learned"),
     )

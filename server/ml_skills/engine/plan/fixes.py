@@ -93,6 +93,15 @@ def plan(cls: Classification, signals: list[Signal], logs: list[LogEvidence], in
     return [first, *rest], ([urgent[1]] if urgent[1] else []) + commands
 
 
+def _where_it_ends(logs: list[LogEvidence]) -> str:
+    """What made 'collect more evidence' apply: the log's last line, read with no failure named up to it."""
+    for log in logs:
+        last = next(((n, x) for n, x in reversed(list(enumerate(log.tail.lines, log.tail.start_line))) if x.strip()), None) if log.tail else None
+        if last is not None:
+            return f"no failure named up to the log's last line ({Path(log.source).name}:{last[0]}: {last[1].strip()[:120]})"
+    return ""
+
+
 def _ranked(cls: Classification, signals: list[Signal], logs: list[LogEvidence], inv: ArtifactInventory | None, launch_command: str | None,
             *, risk_of: RiskOf, completed_clean: bool, facts: list[RunFact]) -> tuple[list[Fix], list[str]]:
     if cls.primary is None:  # a clean finished run has nothing to fix, only outputs to check; otherwise evidence is missing
@@ -101,7 +110,8 @@ def _ranked(cls: Classification, signals: list[Signal], logs: list[LogEvidence],
         run_dir = inv.root if inv else next((str(Path(x.source).parent) for x in logs if Path(x.source).is_absolute()), None)
         cmd = f"ml-skills verify-artifacts {shlex.quote(run_dir)}" if completed_clean and run_dir else None
         return [Fix(rank=1, fix_id=f.id, action=f.action, kind=f.kind, risk=risk, risk_rule=rule, expected_impact=f.impact,
-                    time_to_try=f.time_to_try, validation=f.validation, command=cmd)], [cmd] if cmd else []
+                    time_to_try=f.time_to_try, validation=f.validation, command=cmd,
+                    because="" if completed_clean else _where_it_ends(logs))], [cmd] if cmd else []
     cand = {fid: cw for fid, cw in candidates(cls, signals, logs, inv).items()
             if ruled_out_by_facts(fid, facts) is None and ruled_out_by_evidence(fid, cls, logs) is None}
     before = _prerequisites(cls, signals)

@@ -32,7 +32,7 @@ MARKERS: list[tuple[str, str]] = [
     # platforms that ran the job
     ("kubeflow", r"(?i)(kubeflow|\bkfp[._ /-]|argoproj|\bargo\b|\b(tf|pytorch|mpi)job\b|ml-pipeline)"),
     ("vertex", r"(?i)(aiplatform|\bvertex[-_ ]?ai\b|gcloud ai |customjob|ml\.googleapis\.com|ai-platform|cloud ?ml\b|ml-engine|xmanager)"),
-    ("ray", r"(\bray::|raylet|ray_worker|\bRay(Task|Actor)Error|ActorDiedError|\bray\.(exceptions|tune|train|init|util|data)\b|\bray/|\((\w+ )?pid=\d+(, ip=[0-9.]+)?\)|\bRay (Train|Tune)\b)"),
+    ("ray", r"(\bray::|raylet|ray_worker|\bRay(Task|Actor)Error|ActorDiedError|\bray\.(exceptions|tune|train|init|util|data)\b|\bray/|\((\w+ )?pid=\d+(, ip=[0-9.]+)?\)|\bRay (Train|Tune)\b|[/\\]ray_results\b|^Number of trials: \d+/\d+ \(|\bray-[\w-]+-(head|worker)\b)"),
     ("sagemaker", r"(?i)(sagemaker|ExecuteUserScriptError|AlgorithmError)"),
     ("azureml", r"(?i)(azureml|azure ml\b|azure machine learning)"),
     ("watson", r"(?i)watson"),
