@@ -11,7 +11,8 @@ Real PyTorch runs print each shape; a log cut before the shape is not completed.
 before these) added two more: a loop's 'Ep 20 | Loss ...' then a named model's 'PGD Detector Test Accuracy' and its
 final save (healthy 215), and a whole-run 'eta: 0:00:00' on detectron2's last iteration line (healthy 224).
 Earlier batches' healthy logs that end on a named final evaluation or loss ('[Eval FINAL]', 'Final Loss: 0.088'), the
-time all training took ('Time ellapsed in training is: 1271.25') or nanoGPT's '[train] done.' (164, 169, 182, 196).
+time all training took ('Time ellapsed in training is: 1271.25'), nanoGPT's '[train] done.' or a script's own last words
+'>>> CatBoost Process Finished' (164, 169, 182, 196, 218).
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ def test_a_finished_run_s_last_lines_end_it(tmp_path, shape, end):
     assert _status(tmp_path, lines[:cut + 1], "cut.log") != "completed", lines[:cut + 1][-4:]
 
 
-@pytest.mark.parametrize("case", ["214", "213", "199", "210", "215", "224", "164", "169", "182", "196"])
+@pytest.mark.parametrize("case", ["214", "213", "199", "210", "215", "224", "164", "169", "182", "196", "218"])
 def test_healthy_logs_that_end_this_way_are_completed(case):
     log = next((TESTS / "healthy").glob(f"{case}-*")) / "train.log"
     assert diagnose(DiagnoseRequest(target=str(log))).run_status.value == "completed"

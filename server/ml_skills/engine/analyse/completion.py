@@ -76,6 +76,8 @@ _SUMMARY = lazy(
     r"\btime e?l+apsed (?:in|for|of) training\b|\btraining took \d|"
     # the process, job or script saying it ended well, about itself as a whole
     r"\b(process|job|script|run|pipeline) (completed|finished|ended) successfully\b|"
+    # or as the line's last words ('>>> CatBoost Process Finished'; never 'Process finished with exit code 1')
+    r"\b(process|job|script|pipeline) (completed|finished|ended|done)\s*[.!]*\s*$|"
     # the same in the other languages training scripts print in: Chinese (training/task finished, total time taken),
     # Japanese, Korean, Spanish, Portuguese, German, French, Indonesian
     r"(训练|訓練|任务|任務)[^\n]{0,8}(完成|结束|結束)|总耗时|總耗時|学習(が)?(完了|終了)|학습\s*(완료|종료)|"
