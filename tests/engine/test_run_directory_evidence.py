@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
@@ -131,3 +132,21 @@ def test_a_hostile_store_is_read_within_the_directory_and_never_hangs(tmp_path):
     d = diagnose(DiagnoseRequest(target=str(tmp_path / "run")))
     assert d.primary_cause is None, d.root_cause  # the outside file's 1e30 losses would read as divergence
     assert not any("1e+30" in e.text or "1e30" in e.text for e in d.evidence)
+
+
+def test_a_wandb_store_copied_without_its_latest_run_link_is_read_from_its_newest_run(tmp_path):
+    """A run directory copied with `cp -r`/rsync without links, or an offline store synced elsewhere, has run folders
+    but no latest-run link (found by the tenth security round: only a note, its runs never read). A real offline W&B
+    run of a diverging training: with the link removed, the directory's diagnosis still reads its history."""
+    pytest.importorskip("wandb")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "WANDB_DIR": str(tmp_path), "WANDB_SILENT": "true", "WANDB_MODE": "offline"}
+    subprocess.run([sys.executable, "-m", "tests.collectors.wandb_offline", "diverging"], cwd=root, env=env, check=True,
+                   capture_output=True, timeout=300)
+    link = tmp_path / "wandb" / "latest-run"
+    assert link.is_symlink()
+    link.unlink()
+    (tmp_path / "train.log").write_text("wandb: Tracking run with wandb version 0.19\nstarting training\n")
+    d = diagnose(DiagnoseRequest(target=str(tmp_path)))
+    assert any(e.source and e.source.startswith("wandb:") for e in d.evidence), d.evidence
+    assert "no latest-run link" in d.model_dump_json()  # the reader says which run it took

@@ -11,6 +11,7 @@ the plain text files it is, without the SDK, which would create or migrate a sto
 from __future__ import annotations
 
 import math
+import os
 import stat
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -53,7 +54,7 @@ def collect(root: Path, req: _Copyable) -> tuple[list[RawEvidence], list[str]]:
             elif kind == "wandb":
                 from ml_skills.collectors import wandb  # each reader loads only when its store is there
 
-                found.append(wandb.collect(req.model_copy(update={"wandb": str(path)})))
+                found.append(wandb.collect(req.model_copy(update={"wandb": str(_wandb_run(path, notes))})))
             else:
                 from ml_skills.collectors import tensorboard
 
@@ -63,6 +64,18 @@ def collect(root: Path, req: _Copyable) -> tuple[list[RawEvidence], list[str]]:
     for raw in found:
         raw.logs = []  # the run's console logs are among the directory's logs already
     return found, notes
+
+
+def _wandb_run(store: Path, notes: list[str]) -> Path:
+    """The store's latest-run link, or with none (copied without links, or synced elsewhere) its newest run folder:
+    wandb names them run-YYYYMMDD_HHMMSS-id, so the last name is the newest."""
+    if os.path.lexists(store / "latest-run"):
+        return store
+    runs = sorted((d for d in _subdirs(store) if d.name.startswith(("run-", "offline-run-"))), key=lambda d: d.name.split("-", 2)[-1])
+    if not runs:
+        return store
+    notes.append(f"wandb store {store.name} has no latest-run link: read its newest run folder, {runs[-1].name}")
+    return runs[-1]
 
 
 def _stores(root: Path) -> list[tuple[str, Path]]:
