@@ -18,6 +18,7 @@ from ml_skills.models import (
     LogEvidence,
     Role,
     RunStatus,
+    Severity,
     SourceEvidence,
 )
 
@@ -172,7 +173,8 @@ def completed_clean(cls: Classification, status: RunStatus, logs: list[LogEviden
     """A run that says it completed, with no failure, no anomaly and no unread source: nothing to recover."""
     if status is not RunStatus.COMPLETED or cls.primary is not None or cls.contributing:
         return False
-    if any(l.trajectory.anomalies or l.status is not EvidenceStatus.OK for l in logs):
+    # a minor anomaly (a clipped spike the run trained past) is an observation, not something to recover from
+    if any(any(a.severity is not Severity.MINOR for a in l.trajectory.anomalies) or l.status is not EvidenceStatus.OK for l in logs):
         return False
     return not any(s.missing or s.signals or s.status is not EvidenceStatus.OK for s in sources)
 

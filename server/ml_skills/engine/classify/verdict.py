@@ -63,26 +63,29 @@ def _class_scores(signals: list[Signal]) -> tuple[dict[FailureClass, float], dic
 
 
 def _went_on_past(ranked: list[tuple[FailureClass, float]], by_class: dict[FailureClass, list[Signal]],
-                  logs: list[LogEvidence]) -> bool:
-    """The leading class's every signal came before a later attempt that ran clean, or is an error line training went
-    on past with nothing anywhere that could name a class alone and was not survived: it did not end the run."""
+                  logs: list[LogEvidence]) -> str | None:
+    """How the leading class did not end the run, or None: every signal of it came before a later attempt that ran
+    clean ('retried'), or is an error line training went on past with nothing anywhere that could name a class alone
+    and was not survived ('trained past')."""
     if not ranked or not all(s.survived for s in by_class[ranked[0][0]]):
-        return False
+        return None
     if any(clean_retry_start(log) is not None for log in logs):
-        return True
+        return "retried"
     lead = by_class[ranked[0][0]]
-    return all(s.kind in ("signature", "traceback") for s in lead) and all(
-        s.survived or s.role is Role.HINT or s.kind == "stop" or s.weight < MIN_PRIMARY for sigs in by_class.values() for s in sigs)
+    # one log with no traceback and no completion after it: across a directory's attempts, or when a later launch
+    # completed, the earlier failure is the attempts' and status.outlived's to read (kept there as contributing); an
+    # uncaught exception ends its process, and step lines after it are its stdout buffer flushed at exit
+    if len(logs) == 1 and not logs[0].tracebacks and "completed-marker" not in logs[0].frameworks and all(s.kind in ("signature", "traceback") for s in lead) and all(
+            s.survived or s.role is Role.HINT or s.kind == "stop" or s.weight < MIN_PRIMARY for sigs in by_class.values() for s in sigs):
+        return "trained past"
+    return None
 
 
-def _abstain(scores: dict[FailureClass, float], ranked: list[tuple[FailureClass, float]], notes: list[str],
-             went_on_past: bool = False) -> Classification:
-    """No class named: every class is ruled out for too little evidence, except one the run went on past, which
-    is kept as contributing (it happened, it did not end the run)."""
-    kept = [ranked[0][0]] if went_on_past else []
+def _abstain(scores: dict[FailureClass, float], ranked: list[tuple[FailureClass, float]], notes: list[str]) -> Classification:
+    """No class named: every class is ruled out for too little evidence."""
     return Classification(
-        primary=None, confidence=0.0, scores={k.value: round(v, 3) for k, v in scores.items()}, contributing=kept,
-        ruled_out=[RuledOut(failure_class=c, reason=f"too little evidence (score {v:.2f})") for c, v in ranked if c not in kept],
+        primary=None, confidence=0.0, scores={k.value: round(v, 3) for k, v in scores.items()},
+        ruled_out=[RuledOut(failure_class=c, reason=f"too little evidence (score {v:.2f})") for c, v in ranked],
         reasons=["no signal strong enough to name a failure class"] + notes,
     )
 
@@ -146,10 +149,12 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
     scores, by_class = _class_scores(signals)
     ranked = sorted(scores.items(), key=lambda t: -t[1])
     past = _went_on_past(ranked, by_class, logs)
-    if past:
+    if past == "retried":
         notes.append(f"{ranked[0][0].value} came before a later attempt that ran without error: the run went on past it")
+    elif past:
+        notes.append(f"{ranked[0][0].value}: training went on past every line of it, so it did not end the run")
     if not ranked or ranked[0][1] < MIN_PRIMARY or past:
-        return _abstain(scores, ranked, notes, past), signals
+        return _abstain(scores, ranked, notes), signals
     primary = ranked[0][0]
     psigs = sorted(by_class[primary], key=lambda s: (-s.weight, s.line_no or 0))
     decisive = psigs[0]
