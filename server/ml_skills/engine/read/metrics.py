@@ -265,7 +265,8 @@ def _step_words(line: str, low: str, found: Found) -> bool:
     Only a counter still missing can be set, and only by a key the line holds (its keys, lower-cased, hold 'epoch',
     'step' or 'iter'): a `step=100` line with no epoch word is not searched (4 us a line, every loss line of a small
     log)."""
-    wants_epoch = found.epoch is None and ("epoch" in low or "ep " in low)
+    # 'ep ' outside 'step ': every step line holds 'ep ', and must not pay a search for an 'Ep N' it cannot hold
+    wants_epoch = found.epoch is None and ("epoch" in low or low.count("ep ") > low.count("step "))
     wants_step = found.step is None and ("step" in low or "iter" in low)
     for m in _SPACE_PAIR.finditer(line) if wants_epoch or wants_step else ():
         k = m["key"].lower()
