@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "prospective.json")
     a = ap.parse_args(argv)
-    corpus = {int(p.name[:3]): p for p in (ROOT / "tests" / "corpus").iterdir() if p.name[:3].isdigit()}
+    corpus = {int(p.name.split("-")[0]): p for p in (ROOT / "tests" / "corpus").iterdir() if p.name.split("-")[0].isdigit()}
     records = []
     with tempfile.TemporaryDirectory() as tmp:
         for commit, nums in batches():

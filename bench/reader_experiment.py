@@ -42,7 +42,7 @@ def main() -> int:
     cases = {}
     for d in sorted((ROOT / "tests" / "corpus").glob("[0-9]*-*")):
         label = json.loads((d / "case.json").read_text())
-        cases[d.name] = (int(d.name[:3]), label["primary_cause"], set(label.get("acceptable", [])),
+        cases[d.name] = (int(d.name.split("-")[0]), label["primary_cause"], set(label.get("acceptable", [])),
                          terminal_block((d / "train.log").read_text(errors="replace")))
     verdicts = json.loads((ROOT / "bench" / "prospective.json").read_text())
     batches: list[tuple[str, list[dict]]] = []
@@ -54,7 +54,7 @@ def main() -> int:
     answered: list[tuple[float, bool]] = []  # where the rules abstained: (reader's probability, reader right)
     demoted: list[tuple[float, bool]] = []  # where the rules named a class: (reader's probability of it, rules right)
     for _, batch in batches:
-        first = min(int(v["case"][:3]) for v in batch)
+        first = min(int(v["case"].split("-")[0]) for v in batch)
         train = [c for c in cases.values() if c[0] < first]
         if len(train) < 60:
             continue

@@ -31,7 +31,7 @@ def tail(path: Path, n: int = 500) -> str:
 
 
 def cases(kind: str) -> dict[int, Path]:
-    return {int(p.name[:3]): p for p in (ROOT / "tests" / kind).iterdir() if p.name[:3].isdigit()}
+    return {int(p.name.split("-")[0]): p for p in (ROOT / "tests" / kind).iterdir() if p.name.split("-")[0].isdigit()}
 
 
 def model(texts: list[str], labels: list[str]):
@@ -58,8 +58,8 @@ def leave_one_batch_out(threshold: float) -> tuple[int, int, int]:
     for r in records:
         k += r["commit"] != prev
         prev = r["commit"]
-        batch[int(r["case"][:3])] = k
-    abstained = {int(r["case"][:3]) for r in records if r.get("predicted") is None}
+        batch[int(r["case"].split("-")[0])] = k
+    abstained = {int(r["case"].split("-")[0]) for r in records if r.get("predicted") is None}
     htexts = [tail(p / "train.log") for p in healthy.values()]
     right = wrong = 0
     for b in sorted(set(batch.values())):

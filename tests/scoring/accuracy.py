@@ -482,7 +482,7 @@ def prospective() -> list[dict]:
             continue  # an abstention names no class: it has no confidence to calibrate
         kind = evidence_kind(r.get("top_kind") or "", label_of(r.get("top_text") or ""))
         out.append({**r, "kind": kind, "right": r["predicted"] in [r["expected"], *r["acceptable"]],
-                    "half": "dev" if int(r["case"][:3]) % 2 else "held-out"})
+                    "half": "dev" if int(r["case"].split("-")[0]) % 2 else "held-out"})
     return out
 
 
