@@ -267,3 +267,28 @@ def test_a_coco_ap_of_minus_one_means_the_evaluation_found_no_ground_truth(resul
     """pycocotools prints -1 for an AP it cannot define (no ground-truth box for what it evaluated): corpus 401."""
     r = next(r for r in results if r.name.startswith("401-"))
     assert (r.predicted, r.cited) == ("evaluation-mismatch", True), r.reasons
+
+
+def test_a_log_ending_in_nccls_error_return_trace_is_a_failed_call_not_a_wait(results):
+    """'NCCL INFO bootstrap.cc:270 -> 2' is NCCL's error-return trace (2: a system error): a log ending on it ended in
+    a failed call, so it is not 'stopped at a sync point'; the rank's NCCL WARN names the failure (corpus 633). A
+    harmless return code mid-log (corpus 480's 'net.h:19 -> 2', then the rings connect) leaves the stop alone."""
+    r = next(r for r in results if r.name.startswith("633-"))
+    assert (r.predicted, r.run_status) == ("nccl-distributed", "crashed"), r.reasons
+    r = next(r for r in results if r.name.startswith("480-"))
+    assert r.predicted == "stalled", r.reasons
+
+
+def test_a_profile_read_back_after_training_is_the_runs_output_not_its_data(results):
+    """pstats.Stats('stats') raising FileNotFoundError after a 10-hour job reads the run's own profiler output, which
+    was never written: not a missing data file (corpus 585)."""
+    r = next(r for r in results if r.name.startswith("585-"))
+    assert r.predicted == "io-checkpoint", r.reasons
+
+
+def test_a_metric_that_cannot_be_computed_in_evaluation_code_is_an_evaluation_problem(results):
+    """sklearn's 'Number of classes in y_true not equal to the number of columns in y_score' raised inside the run's
+    validation is a metric the validation split cannot feed, named by its words; 'raised in evaluation code, so
+    misconfigured' yields to that (corpus 785)."""
+    r = next(r for r in results if r.name.startswith("785-"))
+    assert r.predicted == "evaluation-mismatch", r.reasons

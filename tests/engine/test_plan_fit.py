@@ -111,7 +111,7 @@ def test_eval_batch_size_only_for_an_oom_during_evaluation():
     ("018-nnunet-no-kernel-image", r"torch\.cuda\.get_arch_list\(\)"),
 ])
 def test_next_commands_are_filled_in_from_the_evidence(case, expect):
-    log = next(CORPUS.glob(f"{case.split("-")[0]}-*/train.log"))
+    log = next(CORPUS.glob(f"{case.split('-')[0]}-*/train.log"))
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert any(re.search(expect, c) for c in d.next_commands), d.next_commands
 

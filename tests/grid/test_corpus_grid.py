@@ -21,7 +21,7 @@ def corpus_grid(tmp_path_factory: pytest.TempPathFactory) -> Path:
     grid = tmp_path_factory.mktemp("corpus-grid")
     for case in CASES:
         for i in range(3):
-            run = grid / f"{case.split("-")[0]}-seed{i}"
+            run = grid / f"{case.split('-')[0]}-seed{i}"
             run.mkdir()
             shutil.copy(ROOT / "tests" / "corpus" / case / "train.log", run / "train.log")
     # a resubmitted cell: the same job launched again, failing the same way at the same point
@@ -36,7 +36,7 @@ def test_runs_of_one_real_failure_share_a_group_with_check_failed_runs_class(cor
     assert report.runs_total == len(CASES) * 3 + 1 and report.attempts_total == len(CASES) * 3 + 2
     by_run = {r.name: r for r in report.runs}
     for case in CASES:
-        members = [f"{case.split("-")[0]}-seed{i}" for i in range(3)]
+        members = [f"{case.split('-')[0]}-seed{i}" for i in range(3)]
         group = next(g for g in report.groups if members[0] in g.runs)
         assert set(members) <= set(group.runs), case
         single = diagnose(DiagnoseRequest(target=str(corpus_grid / members[0])))

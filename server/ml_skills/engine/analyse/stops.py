@@ -62,6 +62,9 @@ _SHARED_WORK = lazy(r"(?i)(\[rank\s*\d+\]|\brank\s*[:=]?\s*\d+|num_workers\s*[:=
 # a process group shutting down after the work is done (c10d's store closing, destroy_process_group)
 _TEARDOWN = lazy(r"(?i)(destroy|clean ?up|shut ?down|finished|closing|closed|exiting|terminat|uv_loop_close)")
 _FRAME = lazy(r'^\s*File "[^"]+", line \d+')
+# NCCL's error-return trace: with NCCL_DEBUG=INFO every function an error passes through logs 'file.cc:LINE -> CODE'
+# (2 system, 3 internal, 5 invalid usage, 6 remote): a log ending on it ended in a failed call, nobody waiting
+_NCCL_RETURN = lazy(r"NCCL INFO \S+\.(cc|h|cu):\d+ -> [1-9]\d*(\s|$)")
 _TABLE_ROW = lazy(r"^\s*[+|][-+=|]*[-+=|]\s*$|^\s*\|.*\|\s*$")
 _CARETS = lazy(r"^\s*[\^~]+\s*$")
 AT_SYNC_POINT, CUT_WAITING, CUT_IN_CALL = "stopped-at-sync-point", "stack-cut-while-waiting", "stack-cut-in-call"
@@ -130,6 +133,8 @@ def stop_signals(log: LogEvidence) -> list[Signal]:
         return _cut_in_call(log, [x for _, x in lines])
     if any(h.line_no >= ending and h.role is not Role.HINT for h in log.hits):
         return []  # an error on the last lines (a launcher's exit code glued to a bar) says how it ended
+    if _NCCL_RETURN.search(lines[-1][1]):
+        return []  # an NCCL call returned an error: the log ends in its failure, not at a wait
     shared = None
     text_lines = [(i, x) for i, x in lines if not _TABLE_ROW.match(x)]  # a status table is read with the line above it
     for i, raw in reversed(text_lines[-LAST_LINES:]):

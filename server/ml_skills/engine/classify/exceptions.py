@@ -25,6 +25,12 @@ def traceback_class(tb: TracebackEvent, hits_by_line: dict[tuple[str, int], list
         if rx_frames is None or (interrupted and "KeyboardInterrupt" not in rule.exc_type):
             continue  # a Ctrl-C's frames say only whether it was waiting (a hang), not what failed
         if rx_type.fullmatch(typed) and rx_msg.search(tb.message) and rx_frames.search(frames):
+            named = next((h for h in line_hits if h.role is Role.CAUSE), None)
+            if named is not None and rule.exc_type == ".*" and rule.failure_class is FailureClass.CONFIG_ERROR and not interrupted:
+                # 'raised in evaluation (or argument) code, so something there is misconfigured' is the weakest reading
+                # of where: it yields to a signature naming the exception's own words (sklearn's 'Number of classes in
+                # y_true not equal ...' raised in evaluation code is a metric that cannot be computed)
+                return named.failure_class, 0.9, named.signature_id
             return rule.failure_class, rule.weight, rule.id
     for h in line_hits:
         if h.role is Role.CAUSE:
