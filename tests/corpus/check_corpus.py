@@ -30,7 +30,7 @@ KEYS = {"source", "url", "primary_cause", "acceptable", "framework",
 # the recovery-plan label: which catalog fixes match what the thread says worked (bench/accuracy.py scores it)
 OPTIONAL = {"fix_that_worked", "fix_note"}
 FIXES_TOML = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "server", "ml_skills", "catalog", "fixes.toml")
-DIR_RE = re.compile(r"^\d{3}-[a-z0-9][a-z0-9-]*$")
+DIR_RE = re.compile(r"^\d{3,4}-[a-z0-9][a-z0-9-]*$")
 MAX_LOG_BYTES = 200 * 1024
 
 

@@ -25,7 +25,7 @@ FRAMEWORKS = {"pytorch", "lightning", "deepspeed", "fsdp", "hf-trainer", "tensor
 STATUSES = {"completed", "recovered", "degraded", "running"}
 STRENGTHS = {"strong", "weak"}
 KEYS = {"source", "url", "framework", "run_status", "expected_class", "label_strength", "note"}
-DIR_RE = re.compile(r"^\d{3}-[a-z0-9][a-z0-9-]*$")
+DIR_RE = re.compile(r"^\d{3,4}-[a-z0-9][a-z0-9-]*$")
 MAX_LOG_BYTES = 200 * 1024
 
 
