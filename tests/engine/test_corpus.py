@@ -292,3 +292,11 @@ def test_a_metric_that_cannot_be_computed_in_evaluation_code_is_an_evaluation_pr
     misconfigured' yields to that (corpus 785)."""
     r = next(r for r in results if r.name.startswith("785-"))
     assert r.predicted == "evaluation-mismatch", r.reasons
+
+
+def test_an_epoch_that_replays_the_last_ones_losses_is_a_run_that_does_not_learn(results):
+    """Epoch 2 printing epoch 1's losses value for value (0.9741, 1.3742, 1.2390, 0.9670, ...) on tqdm's
+    'Epoch 2, Step 0, Loss: 0.9741: 7%|...' lines: a full epoch of updates changed nothing (corpus 1016)."""
+    r = next(r for r in results if r.name.startswith("1016-"))
+    assert (r.predicted, r.run_status) == ("optimization-divergence", "degraded"), r.reasons
+    assert "repeats epoch 1" in r.proximate, r.proximate

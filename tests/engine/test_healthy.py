@@ -71,3 +71,10 @@ def test_the_healthy_section_is_written(bench, healthy):
     text = "\n".join(bench.healthy_report(healthy))
     assert "## Healthy and recovered runs" in text and "### Every healthy case" in text
     assert "false alarms" in text and "run status right" in text
+
+
+def test_a_warning_the_run_went_on_past_each_epoch_is_not_a_failure_when_the_log_stops_after_it(healthy):
+    """fairseq's '| WARNING: overflow detected, setting loss scale to: 1.0' after every epoch while the loss falls and
+    each epoch sets a new best: the log stopping after the last one (to 0.5) does not make it the run's end (264)."""
+    h = next(h for h in healthy if h.name.startswith("264-"))
+    assert not h.false_alarm, (h.engine_class, h.proximate)

@@ -211,6 +211,45 @@ def loss_frozen(points: Sequence[MetricPoint]) -> Anomaly | None:
     )
 
 
+
+REPLAY_LOGS = 4  # logged losses of one epoch repeated, in order, at the start of the next...
+REPLAY_DIGITS = 3  # ...each to 3 significant digits or more ('0.9670' parses as 0.967): a varying sequence, not one value
+
+
+def loss_replayed(points: Sequence[MetricPoint]) -> Anomaly | None:
+    """An epoch's logged losses repeated by the next epoch, value for value to every printed digit: the weights did
+    not change.
+
+    With the batches in the same order each epoch, a model that learns prints other losses on them one epoch later;
+    the same varying sequence again (0.9741, 1.3742, 1.2390, 0.9670, ...) means the forward pass runs on weights no
+    update touches: the optimizer never steps (a zero learning rate, every step skipped), or the parameters it updates
+    are not the ones the model uses (LoRA adapters frozen or left out of the optimizer's parameter groups).
+    """
+    by_epoch: dict[float, list[tuple[MetricPoint, float]]] = {}
+    for p in points:
+        v = p.values.get("loss")
+        if p.epoch is not None and v is not None and finite(v):
+            by_epoch.setdefault(p.epoch, []).append((p, v))
+    epochs = sorted(by_epoch)
+    for a, b in zip(epochs, epochs[1:]):
+        before, again = [v for _, v in by_epoch[a]], by_epoch[b]
+        n = 0
+        while n < min(len(before), len(again)) and before[n] == again[n][1] and _digits(before[n]) >= REPLAY_DIGITS:
+            n += 1
+        if n < REPLAY_LOGS or len(set(before[:n])) < 2:
+            continue
+        first = again[0][0]
+        shown = ", ".join(f"{v:g}" for v in before[:n][:6])
+        return Anomaly(
+            kind=AnomalyKind.LOSS_FROZEN, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE, severity=Severity.SIGNIFICANT,
+            source=first.source, line_no=first.line_no, step=first.step,
+            detail=(f"epoch {b:g} repeats epoch {a:g}'s training losses value for value ({shown}: {n} logs in a row, "
+                    f"from line {first.line_no}): a full epoch of updates changed nothing - the optimizer does not step "
+                    "(learning rate 0, every step skipped) or the parameters it updates are not the ones the model uses "
+                    "(adapters frozen or missing from the optimizer)"),
+        )
+    return None
+
 # -ln(FLT_MIN): the per-sample cross-entropy when the true class's probability underflows float32 and the loss clamps
 # it there (Caffe's SoftmaxWithLoss, `-log(max(p, FLT_MIN))`); a frame loss weighted by k prints k times it
 FLT_MIN_LOSS = -math.log(1.1754943508222875e-38)

@@ -17,6 +17,7 @@ from ml_skills.engine.analyse.divergence import (
     loss_blowup,
     loss_collapsed,
     loss_frozen,
+    loss_replayed,
     loss_jump,
 )
 from ml_skills.engine.analyse.points import at, iterations_before
@@ -329,7 +330,7 @@ def _detect(points: Sequence[MetricPoint], exact_nan: MetricPoint | None, exact_
     nan = _nan_onset(points, exact_nan)
     if nan:
         anomalies.append(nan)
-    blowup = None if nan else (loss_blowup(points) or loss_jump(points) or loss_absurd(points) or loss_frozen(points) or loss_collapsed(points))
+    blowup = None if nan else (loss_blowup(points) or loss_jump(points) or loss_absurd(points) or loss_frozen(points) or loss_collapsed(points) or loss_replayed(points))
     # a grad-norm jump just before the NaN is the NaN's precursor, cited in its finding with its numbers: one event,
     # not a second failure competing with it (the same history gives the same answer from a log or a tracker)
     spike = None if nan is not None and PRECURSOR_WORDS in nan.detail else _grad_spike(points, exact_grad_max)

@@ -99,6 +99,12 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
                 w *= WARNING_DAMP
             text = f"{tb.exc_type}: {tb.message}" if tb.message else tb.exc_type
             signals.append(Signal(cls, w, "traceback", f"traceback:{rule}", tb.source, tb.line_no, text, role, survived, logged))
+        went_on = {id(h): survived_line(log, h.line_no, last_prog) for h in log.hits}
+        first_gone_past: dict[tuple[str, str], int] = {}  # the first line of each signature the run went on past
+        for h in log.hits:
+            if went_on[id(h)]:
+                key = (h.source, h.signature_id)
+                first_gone_past[key] = min(first_gone_past.get(key, h.line_no), h.line_no)
         for h in log.hits:
             same = hits_by_line[(h.source, h.line_no)]
             # one line, several signatures: a cause on the line silences symptoms of other classes
@@ -114,7 +120,9 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
             elif h.role is not Role.HINT and informational(h.text):
                 w *= WARNING_DAMP * ROLE_W[Role.HINT] / ROLE_W[h.role]  # below any failure, and never named alone
                 warning = True
-            survived = survived_line(log, h.line_no, last_prog)
+            # a warning the run already went on past earlier in the log, repeated: the same routine event again (fairseq's
+            # fp16 scaler backing off every epoch while the loss falls), not a new failure because the log stops after it
+            survived = went_on[id(h)] or (warning and first_gone_past.get((h.source, h.signature_id), h.line_no) < h.line_no)
             if survived:
                 w *= SURVIVED
             signals.append(Signal(h.failure_class, w, "signature", h.signature_id, h.source, h.line_no, _around_match(h.text, h.signature_id),
