@@ -231,7 +231,7 @@ def loss_replayed(points: Sequence[MetricPoint]) -> Anomaly | None:
         if p.epoch is not None and v is not None and finite(v):
             by_epoch.setdefault(p.epoch, []).append((p, v))
     epochs = sorted(by_epoch)
-    for a, b in zip(epochs, epochs[1:]):
+    for a, b in itertools.pairwise(epochs):
         before, again = [v for _, v in by_epoch[a]], by_epoch[b]
         n = 0
         while n < min(len(before), len(again)) and before[n] == again[n][1] and _digits(before[n]) >= REPLAY_DIGITS:

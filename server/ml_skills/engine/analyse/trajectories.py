@@ -17,8 +17,8 @@ from ml_skills.engine.analyse.divergence import (
     loss_blowup,
     loss_collapsed,
     loss_frozen,
-    loss_replayed,
     loss_jump,
+    loss_replayed,
 )
 from ml_skills.engine.analyse.points import at, iterations_before
 from ml_skills.engine.analyse.points import finite as _finite

@@ -99,12 +99,7 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
                 w *= WARNING_DAMP
             text = f"{tb.exc_type}: {tb.message}" if tb.message else tb.exc_type
             signals.append(Signal(cls, w, "traceback", f"traceback:{rule}", tb.source, tb.line_no, text, role, survived, logged))
-        went_on = {id(h): survived_line(log, h.line_no, last_prog) for h in log.hits}
-        first_gone_past: dict[tuple[str, str], int] = {}  # the first line of each signature the run went on past
-        for h in log.hits:
-            if went_on[id(h)]:
-                key = (h.source, h.signature_id)
-                first_gone_past[key] = min(first_gone_past.get(key, h.line_no), h.line_no)
+        went_on, first_gone_past = _gone_past(log, last_prog)
         for h in log.hits:
             same = hits_by_line[(h.source, h.line_no)]
             # one line, several signatures: a cause on the line silences symptoms of other classes
@@ -136,6 +131,17 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
             signals.append(_anomaly_signal(a, kind="source"))
     return signals
 
+
+
+def _gone_past(log: LogEvidence, last_prog: int | None) -> tuple[dict[int, bool], dict[tuple[str, str], int]]:
+    """Whether the run went on past each hit (by the hit's id), and the first line of each signature it went on past."""
+    went_on = {id(h): survived_line(log, h.line_no, last_prog) for h in log.hits}
+    first: dict[tuple[str, str], int] = {}
+    for h in log.hits:
+        if went_on[id(h)]:
+            key = (h.source, h.signature_id)
+            first[key] = min(first.get(key, h.line_no), h.line_no)
+    return went_on, first
 
 def _raw_line(log: LogEvidence, line_no: int, line_hits: list[SignatureHit]) -> str | None:
     tail = log.tail
