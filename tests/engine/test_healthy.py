@@ -78,3 +78,12 @@ def test_a_warning_the_run_went_on_past_each_epoch_is_not_a_failure_when_the_log
     each epoch sets a new best: the log stopping after the last one (to 0.5) does not make it the run's end (264)."""
     h = next(h for h in healthy if h.name.startswith("264-"))
     assert not h.false_alarm, (h.engine_class, h.proximate)
+
+
+def test_a_run_reaching_its_end_is_read_from_what_a_returned_loop_prints(healthy):
+    """Three shapes of a finished run with no 'done' line: the step counter's last log short of its total by less than
+    its interval, then the final evaluation (274: 'step: 3300/ 3305' after 3200); YOLOv8's 'Optimizer stripped from
+    .../best.pt' then its final validation (270); a W&B run summary holding Hugging Face's whole-run train_runtime (277)."""
+    for prefix in ("274-", "270-", "277-"):
+        h = next(h for h in healthy if h.name.startswith(prefix))
+        assert h.engine_status == "completed" and not h.false_alarm, (prefix, h.engine_status, h.engine_class)

@@ -8,6 +8,7 @@ completed.'). Either is read from the run's own counters, never from how old the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ml_skills.engine.read.metrics import parse_line
@@ -53,8 +54,21 @@ def final_counter(tail: list[str], tail_start: int, last_progress_line: int | No
         if last_progress_line is not None and line_no < last_progress_line - 2:
             return None  # training went on past this counter (or the counter is not the training's)
         n, total = int(m["n"]), int(m["total"])
-        return line_no if total > 1 and n == total else None
+        return line_no if total > 1 and (n == total or _last_of_interval(tail[:i], tail[i + 1 :], m)) else None
     return None
+
+
+def _last_of_interval(before: list[str], after: list[str], m: re.Match[str]) -> bool:
+    """A counter short of its total by less than its own logging interval ('step: 3300/ 3305' after 3200/3305) is the
+    last the loop prints; with other lines after it (a final evaluation, a save), the loop has returned."""
+    n, total = int(m["n"]), int(m["total"])
+    if not 0 < total - n or not any(x.strip() for x in after):
+        return False
+    prev = next((p for x in reversed(before) if (p := _COUNTER.search(x)) is not None and p["what"].lower() == m["what"].lower()), None)
+    if prev is None or int(prev["total"]) != total:
+        return False
+    interval = n - int(prev["n"])
+    return interval > 0 and n + interval > total
 
 
 # What a run prints once, after its last step, about the whole run: a budget compared with its limit ('num_updates:
@@ -74,6 +88,9 @@ _SUMMARY = lazy(
     # and the time all of training took ('Time ellapsed in training is: 1271.3', 'training took 3:02:11')
     r"\[eval final\]|\bfinal (?:eval(?:uation)?|test(?:ing)?) (?:finished|done|complete[d]?)\b|\bfinal (?:train(?:ing)? )?loss\s*[:=]\s*-?\d|"
     r"\btime e?l+apsed (?:in|for|of) training\b|\btraining took \d|"
+    # what a trainer prints once its loop has returned: Hugging Face's whole-run 'train_runtime' (in its final metrics
+    # dict or a tracker's run summary), YOLOv5/v8's 'Optimizer stripped from .../best.pt' before the final validation
+    r"\btrain_runtime\b|\boptimizer stripped from\b|"
     # the process, job or script saying it ended well, about itself as a whole
     r"\b(process|job|script|run|pipeline) (completed|finished|ended) successfully\b|"
     # or as the line's last words ('>>> CatBoost Process Finished'; never 'Process finished with exit code 1')
