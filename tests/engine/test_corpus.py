@@ -300,3 +300,10 @@ def test_an_epoch_that_replays_the_last_ones_losses_is_a_run_that_does_not_learn
     r = next(r for r in results if r.name.startswith("1016-"))
     assert (r.predicted, r.run_status) == ("optimization-divergence", "degraded"), r.reasons
     assert "repeats epoch 1" in r.proximate, r.proximate
+
+
+def test_yolo_validations_that_match_nothing_every_epoch_are_a_useless_model(results):
+    """Each YOLO 'all' row over 58 labelled images reads P, R, mAP50 and mAP50-95 of exactly 0, epoch after epoch,
+    while cls_loss stays at 17.9: the model finds none of the labels (corpus 1009)."""
+    r = next(r for r in results if r.name.startswith("1009-"))
+    assert (r.predicted, r.run_status) == ("evaluation-mismatch", "degraded"), r.reasons

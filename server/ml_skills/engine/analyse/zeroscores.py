@@ -46,13 +46,31 @@ def _unlabelled_split(tail: list[str], tail_start: int, source: str) -> Anomaly 
     return None
 
 
+ZERO_ROWS = 2  # validations in a row that matched nothing: one may be a detector's first epoch
+
+
+def _yolo_nothing_found(tail: list[str], tail_start: int, source: str) -> Anomaly | None:
+    """YOLO validation rows over labelled images whose P, R, mAP@.5 and mAP@.5:.95 are all 0, every epoch shown."""
+    rows = [(tail_start + i, m) for i in range(max(0, len(tail) - WINDOW), len(tail)) if (m := _YOLO_ALL.match(tail[i])) is not None]
+    if len(rows) < ZERO_ROWS or any(int(m["labels"]) == 0 or any(float(v) > NEAR_ZERO for v in m["scores"].split()[-4:])
+                                    for _, m in rows):
+        return None
+    line_no, m = rows[0]
+    return Anomaly(
+        kind=AnomalyKind.VALIDATION_METRIC_NEAR_ZERO, failure_class=FailureClass.EVALUATION_MISMATCH,
+        severity=Severity.SIGNIFICANT, source=source, line_no=line_no,
+        detail=(f"precision, recall and mAP are 0 in each of the {len(rows)} validations from line {line_no} ({m['images']} "
+                f"images, {m['labels']} labels): the model matches none of the labels - class ids or box format that do "
+                "not fit the evaluator, or a model that is not learning (a classification loss that does not fall)"))
+
+
 def _zero(seen: list[tuple[int, float]]) -> str:
     top = max(v for _, v in seen)
     return "exactly 0" if top == 0 else f"at most {top:g}, about 0"
 
 
 def zero_scores(tail: list[str], tail_start: int, source: str) -> Anomaly | None:
-    if (unlabelled := _unlabelled_split(tail, tail_start, source)) is not None:
+    if (unlabelled := _unlabelled_split(tail, tail_start, source) or _yolo_nothing_found(tail, tail_start, source)) is not None:
         return unlabelled
     seen: list[tuple[int, float]] = []
     start = max(0, len(tail) - WINDOW)
