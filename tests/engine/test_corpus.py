@@ -317,3 +317,10 @@ def test_an_http_clients_send_is_not_a_collective(results):
     not point-to-point communication: never nccl-distributed (corpus 976)."""
     r = next(r for r in results if r.name.startswith("976-"))
     assert r.predicted != "nccl-distributed" and r.correct, r.reasons
+
+
+def test_a_summary_of_zero_dice_above_a_schedulers_report_is_a_useless_model(results):
+    """'Avg. val_dice: 0.0000' in the 8-fold summary, followed by LSF's 60-line job report: the summary is read where the
+    program's output ends, not in the report's last lines, and a snake_case 'val_dice' is a Dice score (corpus 980)."""
+    r = next(r for r in results if r.name.startswith("980-"))
+    assert (r.predicted, r.run_status) == ("evaluation-mismatch", "degraded"), r.reasons

@@ -87,3 +87,9 @@ def test_a_run_reaching_its_end_is_read_from_what_a_returned_loop_prints(healthy
     for prefix in ("274-", "270-", "277-"):
         h = next(h for h in healthy if h.name.startswith(prefix))
         assert h.engine_status == "completed" and not h.false_alarm, (prefix, h.engine_status, h.engine_class)
+
+
+def test_a_finished_run_whose_every_mean_dice_is_near_zero_is_degraded(healthy):
+    """'Testing performance in val model: mean_dice : 0.000317' at every evaluation of a 100-epoch run (121)."""
+    h = next(h for h in healthy if h.name.startswith("121-"))
+    assert h.engine_status == "degraded", (h.engine_status, h.engine_class)

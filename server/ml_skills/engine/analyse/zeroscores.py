@@ -17,7 +17,7 @@ _SCORE = lazy(
     r"(?P<v>-?\d+(?:\.\d+)?)\s*%?\s*\.?[}\])]*\s*$")  # also a printed dict: "{'bbox AP': 0.0}"
 # a segmentation score with its value right after its name, ending the line: nnU-Net's 'Average global foreground
 # Dice: [0.0]', 'mIoU: 0.0000' (not a training line's running 'IOU: 0.13(0.17) ... LR: 0.01')
-_SEG = lazy(r"(?i)\b(?:foreground |mean )?(?:dice|m?iou)\b[\w ]{0,20}[:=]\s*\[?(?P<v>\d+(?:\.\d+)?)\s*%?\s*[\])]*\s*$")
+_SEG = lazy(r"(?i)(?:\b|(?<=_))(?:foreground |mean )?(?:dice|m?iou)\b[\w ]{0,20}[:=]\s*\[?(?P<v>\d+(?:\.\d+)?)\s*%?\s*[\])]*\s*$")
 # BLEU's score is the first number after its name in every tool's format: multi-bleu.perl and sacrebleu's
 # 'BLEU = 0.00, 32.2/2.9/0.8/0.0 (BP=0.005, ...)', fairseq's 'BLEU4 = 0.00', a training loop's '... BLEU 0.00, <date>'
 _BLEU = lazy(r"(?i)\bBLEU[-_ ]?4?\s*(?:=|:)?\s*(?P<v>\d+(?:\.\d+)?)(?![\d.]|/)")
@@ -69,7 +69,15 @@ def _zero(seen: list[tuple[int, float]]) -> str:
     return "exactly 0" if top == 0 else f"at most {top:g}, about 0"
 
 
+# a batch scheduler's report appended after the program's own output (LSF's 'Sender: LSF System' mail, its resource
+# summary): the summary block to read ends where it starts
+_JOB_REPORT = lazy(r"^(Sender: LSF System|Subject: Job \d+|Job <[^>]*> was submitted from host|Resource usage summary:)")
+
+
 def zero_scores(tail: list[str], tail_start: int, source: str) -> Anomaly | None:
+    end = next((i for i, x in enumerate(tail) if _JOB_REPORT.match(x)), len(tail))
+    if not any("The output (if any) follows" in x for x in tail[end:]):  # LSF's report put before the output, not after
+        tail = tail[:end]
     if (unlabelled := _unlabelled_split(tail, tail_start, source) or _yolo_nothing_found(tail, tail_start, source)) is not None:
         return unlabelled
     seen: list[tuple[int, float]] = []
