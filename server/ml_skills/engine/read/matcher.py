@@ -108,7 +108,9 @@ class Matcher:
             self._scratch = _hs.Scratch(self._db)
             self._local = threading.local()  # a scratch is one scan's working memory: one per thread
         else:
-            self._res = [re.compile(p.encode(), re.MULTILINE) for p in self.patterns]
+            from ml_skills.catalog import recache  # the programs kept between runs: compiling them is most of a small log's run
+
+            self._res = recache.compile_set([p.encode() for p in self.patterns], re.MULTILINE)
 
     def find(self, chunk: bytes | bytearray, limit: int | None = None) -> list[tuple[int, int]]:
         """All (pattern index, end offset) matches in the chunk, sorted by offset.

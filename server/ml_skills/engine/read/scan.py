@@ -94,7 +94,8 @@ def _matcher(engine: str | None = None) -> tuple[Matcher, tuple[Signature, ...]]
 
 
 def warm_cache() -> int:
-    """Build every pattern database a scan uses, so that they are in the on-disk cache; how many matchers."""
+    """Build every pattern database a scan uses, and the `re` programs of a small log's scan, so that they are in
+    the on-disk cache; how many matchers."""
     _matcher(None)
     _signature_matcher(None)
     frameworks._matcher(None)
@@ -102,7 +103,9 @@ def warm_cache() -> int:
     from ml_skills.engine.plan import facts
 
     facts._prefilter()
-    return 5
+    _matcher("re")  # and the programs of the `re` engine a small log is read with (catalog/recache.compile_set)
+    frameworks._matcher("re")
+    return 7
 
 
 def scan_log(
