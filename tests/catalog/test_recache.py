@@ -122,7 +122,8 @@ def test_a_kept_pattern_set_gives_the_patterns_re_compile_gives(cache: Path) -> 
     assert sum(len(s) for s in sets) > 150
     for pats in sets:
         first = recache.compile_set(pats, re.MULTILINE)  # not kept yet: compiled, then written
-        second = recache.compile_set(pats, re.MULTILINE)  # from the file
+        second = recache.compile_set(pats, re.MULTILINE)  # from the file, each made when first read
+        assert isinstance(second, recache.PatternSet) and len(second) == len(pats)
         for p, a, b in zip(pats, first, second, strict=True):
             want = re.compile(p, re.MULTILINE)
             assert a == want and b == want, p
@@ -136,11 +137,11 @@ def test_a_damaged_set_file_means_re_compile_and_a_bad_pattern_raises(cache: Pat
     recache.compile_set(pats, 0)
     (f,) = cache.glob("rs-*.json")
     f.write_bytes(f.read_bytes()[:-20])  # truncated: the seal no longer matches
-    got = recache.compile_set(pats, 0)
+    got = list(recache.compile_set(pats, 0))
     assert got == [re.compile(p) for p in pats] and got[0].search(b"x lr = 3")["val"] == b"3"
     key = f.name[3:-5]
     diskcache.write(f, key, json.dumps([recache._packed([0, [999, 1, 2], 2, {"key": 1, "val": 2}, [None, "key", "val"]]),
                                         recache._packed([0, [999], 0, {}, [None]])]).encode(), recache.SET_MAGIC, recache.SET_KEEP)
-    assert recache.compile_set(pats, 0) == [re.compile(p) for p in pats]  # programs _sre refuses: compiled again
+    assert list(recache.compile_set(pats, 0)) == [re.compile(p) for p in pats]  # programs _sre refuses: compiled again
     with pytest.raises(re.error):
         recache.compile_set([rb"(unclosed"], 0)
