@@ -117,3 +117,30 @@ def test_pydantic_own_switch_decides_and_nothing_is_remembered(tmp_path: Path) -
     _install_plugin(site)
     assert _run_cli(tmp_path, site, PYDANTIC_DISABLE_PLUGINS="probe") == []
     assert _plugin_files(tmp_path) == []
+
+
+ON_USE = '''import sys
+from ml_skills.catalog import plugincache
+plugincache.skip_known_none()
+import ml_skills.models
+from pydantic.plugin import _loader
+print("importlib.metadata" in sys.modules, "email.message" in sys.modules, _loader._plugins)
+import pydantic
+print(_loader.importlib_metadata.version("pydantic") == pydantic.VERSION)  # the stand-in imports the real module
+import importlib.metadata
+print(type(importlib.metadata).__name__, importlib.metadata is sys.modules["importlib.metadata"],
+      hasattr(importlib.metadata, "entry_points"))
+'''
+
+
+def test_a_run_that_knows_there_is_no_plugin_imports_no_metadata_reader(tmp_path: Path) -> None:
+    """Known to find none: pydantic's loader is imported without importlib.metadata (and email); any use of it still
+    reaches the real module, and every other importer gets the real module."""
+    site = tmp_path / "site"
+    site.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    outs = [subprocess.run([sys.executable, "-c", ON_USE], cwd=work, env=_env(tmp_path, site), capture_output=True, text=True,
+                           timeout=120, check=True).stdout.split("\n") for _ in range(2)]
+    assert outs[0][0] == "True True {}"  # not known yet: read once by plugincache, with the real module
+    assert outs[1][:3] == ["False False {}", "True", "module True True"]  # known: not imported until used

@@ -105,3 +105,43 @@ def test_warm_cache_keeps_the_programs_of_every_pattern_the_engine_defines(tmp_p
     (kept,) = tmp_path.glob("re-*.json")
     programs = json.loads(diskcache.read(kept, recache._KEY, recache.MAGIC) or b"{}")
     assert len(programs) >= 200  # every lazy pattern the engine, the redaction and the renderers define
+
+
+def _small_log_sets() -> list[list[bytes]]:
+    """The pattern sets of the `re` engine a small log is read with (scan.py's matcher and its gated one, the
+    framework markers)."""
+    from ml_skills.engine.read import frameworks, scan
+
+    m = scan._matcher("re")[0]
+    sets = [m.patterns, frameworks._matcher("re").patterns] + ([m._gated.patterns] if m._gated else [])
+    return [[p.encode() for p in s] for s in sets]
+
+
+def test_a_kept_pattern_set_gives_the_patterns_re_compile_gives(cache: Path) -> None:
+    sets = _small_log_sets() + [[rb"(?i)loss\s*[:=]\s*(?P<v>nan)", rb"(?<=a)b|\xe9+"]]
+    assert sum(len(s) for s in sets) > 150
+    for pats in sets:
+        first = recache.compile_set(pats, re.MULTILINE)  # not kept yet: compiled, then written
+        second = recache.compile_set(pats, re.MULTILINE)  # from the file, each made when first read
+        assert isinstance(second, recache.PatternSet) and len(second) == len(pats)
+        for p, a, b in zip(pats, first, second, strict=True):
+            want = re.compile(p, re.MULTILINE)
+            assert a == want and b == want, p
+            assert (b.groups, b.groupindex, b.flags) == (want.groups, want.groupindex, want.flags), p
+    assert len(list(cache.glob("rs-*.json"))) == len(sets)
+    assert not list(cache.glob("re-*.json"))  # the lazy patterns' file is not touched
+
+
+def test_a_damaged_set_file_means_re_compile_and_a_bad_pattern_raises(cache: Path) -> None:
+    pats = [rb"(?P<key>[A-Za-z_]\w*)\s*=\s*(?P<val>\d+)", rb"nan|inf"]
+    recache.compile_set(pats, 0)
+    (f,) = cache.glob("rs-*.json")
+    f.write_bytes(f.read_bytes()[:-20])  # truncated: the seal no longer matches
+    got = list(recache.compile_set(pats, 0))
+    assert got == [re.compile(p) for p in pats] and got[0].search(b"x lr = 3")["val"] == b"3"
+    key = f.name[3:-5]
+    diskcache.write(f, key, json.dumps([recache._packed([0, [999, 1, 2], 2, {"key": 1, "val": 2}, [None, "key", "val"]]),
+                                        recache._packed([0, [999], 0, {}, [None]])]).encode(), recache.SET_MAGIC, recache.SET_KEEP)
+    assert list(recache.compile_set(pats, 0)) == [re.compile(p) for p in pats]  # programs _sre refuses: compiled again
+    with pytest.raises(re.error):
+        recache.compile_set([rb"(unclosed"], 0)

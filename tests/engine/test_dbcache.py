@@ -108,3 +108,29 @@ def test_warm_cache_builds_the_databases_ahead_and_says_where(tmp_path: Path) ->
     bad = {**os.environ, "ML_SKILLS_CACHE": "/proc/ml-skills-cache"}
     r = subprocess.run(["ml-skills", "--warm-cache"], env=bad, capture_output=True, text=True, timeout=120, check=False)
     assert r.returncode == 2 and "ML_SKILLS_CACHE" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_cached_only_loads_a_kept_database_and_compiles_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under cached_only() a database the cache does not hold raises NotCached, and nothing is compiled or written;
+    one it holds is loaded. Outside the block (or in another thread's) compiling goes on as always."""
+    import threading
+
+    import hyperscan
+    from ml_skills.engine.read import dbcache
+
+    monkeypatch.setenv("ML_SKILLS_CACHE", str(tmp_path))
+    args = (hyperscan, [rb"loss\s*=\s*nan", rb"CUDA out of memory"], [0, 1], [hyperscan.HS_FLAG_MULTILINE] * 2, hyperscan.HS_MODE_BLOCK)
+    with dbcache.cached_only(), pytest.raises(dbcache.NotCached):
+        dbcache.compiled(*args)
+    assert _files(tmp_path) == {}
+    seen: list[object] = []
+    with dbcache.cached_only():  # another thread compiles as always
+        t = threading.Thread(target=lambda: seen.append(dbcache.compiled(*args)))
+        t.start()
+        t.join()
+    assert seen and len(_files(tmp_path)) == 1
+    with dbcache.cached_only():
+        db = dbcache.compiled(*args)
+    found: list[int] = []
+    db.scan(b"step 3 loss = nan\n", match_event_handler=lambda i, *_: found.append(i), scratch=hyperscan.Scratch(db))
+    assert found == [0]

@@ -41,3 +41,45 @@ def test_large_logs_and_warm_processes_use_hyperscan():
     scan._matcher(None)  # compiled, as in a running MCP server
     assert scan._engine_for(100, None) is None
     assert scan._engine_for(100, "re") == "re"
+
+
+LOGS = sorted([*(ROOT / "tests" / "corpus").glob("*/train.log"), *(ROOT / "tests" / "healthy").glob("*/train.log")])
+
+
+def _unguided(m: matcher.Matcher) -> matcher.Matcher:
+    """The same `re` matcher running every pattern (no Hyperscan database to say which may match)."""
+    import copy
+
+    plain = copy.copy(m)
+    plain._db = None
+    if m._gated is not None:
+        plain._gated = _unguided(m._gated)
+    return plain
+
+
+def _find(m: matcher.Matcher, chunk: bytes, limit: int | None) -> tuple[str, list[tuple[int, int]]]:
+    try:
+        return "all", m.find(chunk, limit)
+    except matcher.ScanLimit as e:
+        return "limit", e.found
+
+
+@pytest.mark.skipif(matcher._hs is None, reason="hyperscan is not installed: `re` runs every pattern")
+def test_the_re_engine_guided_by_the_cached_database_finds_what_it_finds_alone(tmp_path, monkeypatch):
+    """A small log's `re` matchers run only the patterns their Hyperscan database (when the cache holds it) reports:
+    the same matches, in the same order, with the same limits, as running every pattern, on every corpus and healthy
+    log (the order of same-line matches is `re`'s, which Hyperscan's own reports would not give: issue 17)."""
+    from ml_skills.engine.read import frameworks
+
+    monkeypatch.setenv("ML_SKILLS_CACHE", str(tmp_path))
+    scan._matcher.__wrapped__(None)  # the databases, compiled and written to the cache
+    frameworks._matcher.__wrapped__(None)
+    guided = [scan._matcher.__wrapped__("re")[0], frameworks._matcher.__wrapped__("re")]
+    assert all(m._db is not None for m in guided) and guided[0]._gated is not None and guided[0]._gated._db is not None
+    pairs = [(m, _unguided(m)) for m in guided]
+    assert len(LOGS) > 1000
+    for log in LOGS:
+        chunk = log.read_bytes()
+        for m, plain in pairs:
+            for limit in (None, 3):
+                assert _find(m, chunk, limit) == _find(plain, chunk, limit), log.parent.name

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import types
 from typing import Any
 
 from ml_skills.catalog import diskcache
@@ -31,6 +32,37 @@ def _loader() -> Any:
     from pydantic.plugin import _loader
 
     return _loader
+
+
+class _MetadataOnUse(types.ModuleType):
+    """`importlib.metadata` as pydantic's plugin loader sees it when the scan is known to find nothing: the real module
+    (with `email`, `zipfile`, `csv`, `socket`: 6-10 ms of an everyday run, issue 17) is imported at the first use of
+    any of its names, which a loader told there is no plugin never makes."""
+
+    def __getattr__(self, name: str) -> Any:
+        import importlib.metadata
+
+        return getattr(importlib.metadata, name)
+
+
+def _loader_metadata_on_use() -> Any:
+    """pydantic's plugin loader, imported with `importlib.metadata` standing in as _MetadataOnUse when nothing has
+    imported the real one yet. Only the loader's own name is bound to the stand-in: sys.modules and the `importlib`
+    package are left as they were, so every other importer gets the real module."""
+    if "pydantic.plugin._loader" in sys.modules or "importlib.metadata" in sys.modules:
+        return _loader()
+    import importlib
+
+    stand_in = _MetadataOnUse("importlib.metadata")
+    sys.modules["importlib.metadata"] = stand_in
+    importlib.metadata = stand_in  # type: ignore[attr-defined]  # `import importlib.metadata as m` reads it here
+    try:
+        return _loader()
+    finally:
+        if sys.modules.get("importlib.metadata") is stand_in:
+            del sys.modules["importlib.metadata"]
+        if getattr(importlib, "metadata", None) is stand_in:
+            del importlib.metadata  # type: ignore[attr-defined]
 
 
 def key() -> str | None:
@@ -72,6 +104,6 @@ def skip_known_none() -> None:
     if known is None:  # this plugin set not seen yet: read it once (pydantic then need not)
         known = SOME_FOUND if _has_plugins() else NONE_FOUND
         diskcache.write(_path(k), k, known, MAGIC, KEEP)
-    loader = _loader()
+    loader = _loader_metadata_on_use() if known == NONE_FOUND else _loader()
     if known == NONE_FOUND and getattr(loader, "_plugins", ...) is None:  # not scanned yet here (and pydantic's name)
         loader._plugins = {}

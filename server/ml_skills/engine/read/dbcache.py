@@ -18,7 +18,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import platform
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from ml_skills.catalog import diskcache
@@ -27,7 +28,24 @@ from ml_skills.catalog.diskcache import cache_dir
 MAGIC = b"MLSKHS1\n"
 KEEP = 256  # files kept: the grad-norm threshold compiles one small database per level seen
 
-__all__ = ["cache_dir", "cache_key", "compiled"]
+__all__ = ["NotCached", "cache_dir", "cache_key", "cached_only", "compiled"]
+
+_CACHED_ONLY: ContextVar[bool] = ContextVar("ml_skills_dbcache_cached_only", default=False)
+
+
+class NotCached(Exception):
+    """Under cached_only(): this database is not in the cache (or not loadable from it), and was not compiled."""
+
+
+@contextlib.contextmanager
+def cached_only() -> Iterator[None]:
+    """Within this block (this thread or task only), a database not loadable from the cache raises NotCached
+    instead of being compiled: for a caller that has a cheaper way than compiling (scan.py's small logs)."""
+    token = _CACHED_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _CACHED_ONLY.reset(token)
 
 
 def cache_key(hs: Any, expressions: Sequence[bytes], ids: Sequence[int], flags: Sequence[int], mode: int) -> str:
@@ -48,6 +66,8 @@ def compiled(hs: Any, expressions: Sequence[bytes], ids: Sequence[int], flags: S
     if payload is not None:
         with contextlib.suppress(Exception):  # a foreign or damaged database: compile instead
             return hs.loadb(payload, mode)
+    if _CACHED_ONLY.get():
+        raise NotCached(key)
     db = hs.Database(mode=mode)
     db.compile(expressions=list(expressions), ids=list(ids), elements=len(expressions), flags=list(flags))
     with contextlib.suppress(Exception):  # serializing is an optimisation; never fail a scan for it

@@ -10,14 +10,19 @@ gate fired is scanned again for the gated patterns. This is for patterns keyed o
 every training line (`loss`, `grad_norm`) that match only rare values (nan, 1e+05): Hyperscan
 confirms a pattern after each occurrence of its key, so such a key costs as much per byte as a
 dozen ordinary signatures.
+
+The `re` engine (a small log in a fresh process, scan.py) runs only the patterns its Hyperscan database, when the
+cache holds it, reports in the chunk: the same matches in the same order as running them all.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections.abc import Sequence
 from types import ModuleType
+from typing import Any
 
 from ml_skills.engine.read import dbcache
 from ml_skills.lazyre import lazy
@@ -96,19 +101,40 @@ class Matcher:
         self._ids = kept + [self._gate_id] * len(self._gated_ids)
         self.patterns = [line_safe(p) for p in [patterns[i] for i in kept] + [gates[i] for i in self._gated_ids]]  # type: ignore[index,misc]
         self.single = [single[i] for i in kept] + [True] * len(self._gated_ids)
+        self._db: Any = None  # a Hyperscan database: the engine's, or the `re` engine's guide (see _reported)
         if self.engine == "hyperscan":
             if _hs is None:
                 raise RuntimeError("hyperscan is not installed")
-            flags = [
-                _hs.HS_FLAG_MULTILINE | _hs.HS_FLAG_ALLOWEMPTY | (_hs.HS_FLAG_SINGLEMATCH if s else 0)
-                | (_hs.HS_FLAG_PREFILTER if prefilter else 0)
-                for s in self.single
-            ]
-            self._db = dbcache.compiled(_hs, [p.encode() for p in self.patterns], self._ids, flags, _hs.HS_MODE_BLOCK)
-            self._scratch = _hs.Scratch(self._db)
-            self._local = threading.local()  # a scratch is one scan's working memory: one per thread
+            self._db = dbcache.compiled(_hs, [p.encode() for p in self.patterns], self._ids, self._flags(prefilter), _hs.HS_MODE_BLOCK)
         else:
-            self._res = [re.compile(p.encode(), re.MULTILINE) for p in self.patterns]
+            from ml_skills.catalog import recache  # the programs kept between runs: compiling them is most of a small log's run
+
+            self._res = recache.compile_set([p.encode() for p in self.patterns], re.MULTILINE)
+            if _hs is not None:  # the same patterns' Hyperscan database, when the cache holds it: which ones to run
+                with dbcache.cached_only(), contextlib.suppress(dbcache.NotCached):
+                    self._db = dbcache.compiled(_hs, [p.encode() for p in self.patterns], self._ids, self._flags(prefilter), _hs.HS_MODE_BLOCK)
+        if self._db is not None:
+            self._scratch = _hs.Scratch(self._db)  # type: ignore[union-attr]  # _db is only set with _hs
+            self._local = threading.local()  # a scratch is one scan's working memory: one per thread
+
+    def _flags(self, prefilter: bool) -> list[int]:
+        assert _hs is not None
+        return [_hs.HS_FLAG_MULTILINE | _hs.HS_FLAG_ALLOWEMPTY | (_hs.HS_FLAG_SINGLEMATCH if s else 0)
+                | (_hs.HS_FLAG_PREFILTER if prefilter else 0) for s in self.single]
+
+    def _reported(self, chunk: bytes | bytearray) -> set[int] | None:
+        """The `re` engine's ids that may match in the chunk: those its Hyperscan database reports (a gate's id
+        stands for every gate), or None (every id) without the database."""
+        if self._db is None:
+            return None
+        ids: set[int] = set()
+
+        def on_match(idx: int, _from: int, _to: int, _flags: int, _ctx: object) -> bool:
+            ids.add(idx)
+            return False
+
+        self._db.scan(chunk, match_event_handler=on_match, scratch=self._thread_scratch())
+        return ids
 
     def find(self, chunk: bytes | bytearray, limit: int | None = None) -> list[tuple[int, int]]:
         """All (pattern index, end offset) matches in the chunk, sorted by offset.
@@ -164,8 +190,15 @@ class Matcher:
                 found.sort(key=lambda t: (t[1], t[0]))
                 raise ScanLimit(found) from None
         else:
-            for k, rx in enumerate(self._res):
+            # Hyperscan's report, when there is one, only skips the patterns it did not report: the two engines find
+            # the same patterns matching in a chunk (tests/engine/test_small_log_engine.py), so the ones left give
+            # `re`'s own matches in `re`'s own order, as if every pattern had been run.
+            reported = self._reported(chunk)
+            for k in range(len(self._res)):
                 idx = self._ids[k]
+                if reported is not None and idx not in reported:
+                    continue
+                rx = self._res[k]
                 if self.single[k]:
                     m = rx.search(chunk)
                     if m:
