@@ -9,8 +9,10 @@ from the log's last lines, where summaries are printed, and only when no such sc
 
 from __future__ import annotations
 
+from ml_skills.engine.read.excerpts import LINE_QUOTE
 from ml_skills.lazyre import lazy
 from ml_skills.models import Anomaly, AnomalyKind, FailureClass, Severity
+from ml_skills.safety.redact import redact
 
 _SCORE = lazy(
     r"(?i)(\bm?AP(50|75|@?[\d.:]+)?\b|average precision|\bbleu\b|_bleu\b)[^\n]{0,90}?(?:[:=]|->|\bis\b)\s*"
@@ -42,7 +44,7 @@ def _unlabelled_split(tail: list[str], tail_start: int, source: str) -> Anomaly 
                 severity=Severity.SIGNIFICANT, source=source, line_no=tail_start + i,
                 detail=(f"the evaluation ran over {m['images']} images with 0 labels (line {tail_start + i}): every score "
                         "is 0 because there is nothing to match - the split's label files were not found or not read "
-                        "(label paths, the images/ -> labels/ naming, an empty or wrong-format label set)"))
+                        "(label paths, the images/ -> labels/ naming, an empty or wrong-format label set)" + _quote(tail[i])))
     return None
 
 
@@ -61,7 +63,13 @@ def _yolo_nothing_found(tail: list[str], tail_start: int, source: str) -> Anomal
         severity=Severity.SIGNIFICANT, source=source, line_no=line_no,
         detail=(f"precision, recall and mAP are 0 in each of the {len(rows)} validations from line {line_no} ({m['images']} "
                 f"images, {m['labels']} labels): the model matches none of the labels - class ids or box format that do "
-                "not fit the evaluator, or a model that is not learning (a classification loss that does not fall)"))
+                "not fit the evaluator, or a model that is not learning (a classification loss that does not fall)"
+                + _quote(tail[line_no - tail_start])))
+
+
+def _quote(line: str) -> str:
+    """The summary line itself, after the finding, so the report cites what the log printed."""
+    return f"{LINE_QUOTE}{redact(line.strip()[:300])}"
 
 
 def _zero(seen: list[tuple[int, float]]) -> str:
@@ -102,5 +110,5 @@ def zero_scores(tail: list[str], tail_start: int, source: str) -> Anomaly | None
         severity=Severity.SIGNIFICANT, source=source, line_no=line_no,
         detail=(f"every detection, segmentation or translation score in the run's summary is {_zero(seen)} ({len(seen)} from line {line_no}): "
                 "the model predicts nothing that matches the labels - a class/label mapping or annotation format that "
-                "does not fit the evaluator, or a model that never learned"),
+                "does not fit the evaluator, or a model that never learned" + _quote(tail[line_no - tail_start])),
     )
