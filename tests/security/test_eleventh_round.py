@@ -7,15 +7,18 @@ MCP client over stdio, with real files; each failed on the code before its fix (
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 
-from tests.mcp.conftest import Server
+from tests.mcp.conftest import Server, text
 
 pytestmark = pytest.mark.slow  # real child processes and servers
 
@@ -55,3 +58,58 @@ def test_a_recorded_command_never_names_a_program_a_library_the_script_imports_w
     assert not pwned.exists(), (pwned.read_text(), got)
     assert all("error" in g or g.get("ran") is False for g in got[:4]), got
     assert got[4].get("ran") is True, got[4]
+
+
+def _fake(alphabet: str, n: int) -> str:
+    import secrets
+
+    return "".join(secrets.choice(alphabet) for _ in range(n))
+
+
+def _cli(run: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", str(run), "--out-dir", str(out),
+                           "--format", "json"], capture_output=True, text=True, timeout=180, env=dict(os.environ), check=False)
+
+
+def _shown_over_mcp(tmp_path: Path, root: Path, log: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """Each call's text and structured answer from a real MCP stdio client."""
+    srv = Server(tmp_path, roots=[root])
+    shown: list[str] = []
+
+    async def go() -> None:
+        async with srv.client() as c:
+            for tool, args in calls:
+                res = await c.call_tool(tool, {"path": str(log), **args})
+                shown.append(text(res) + json.dumps(res.structured_content))
+
+    anyio.run(go)
+    return shown
+
+
+def test_a_service_account_key_id_printed_by_python_and_a_key_printed_by_a_rank_never_leave(tmp_path: Path) -> None:
+    """docs/security.md lists a GCP service-account JSON's `private_key_id` and PEM private keys "whole or line by line"
+    as redacted. A script that loads its service account and prints it (`print(info)`) writes Python's repr,
+    `'private_key_id': 'X'`, not JSON; a key printed line by line from a rank under torchrun has `[rank0]: ` before each
+    line (mpirun --tag-output: `[1,0]<stdout>:`). Before: the key id came back in clear from the CLI (text and JSON report)
+    and every MCP log tool, and a body line from a window or a grep that does not reach the key's BEGIN line."""
+    alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+    key_id = _fake("0123456789abcdef", 40)
+    body = [_fake(alnum, 62) + "Aa1" for _ in range(12)]
+    info = {"type": "service_account", "project_id": "p", "private_key_id": key_id, "client_email": "t@p.iam.gserviceaccount.com"}
+    lines = [f"loaded credentials {info}", f"private_key_id: {key_id}", "[rank0]: -----BEGIN PRIVATE KEY-----",
+             *(f"[rank0]: {b}" for b in body[:6]), *(f"[1,0]<stdout>:{b}" for b in body[6:]),
+             "[rank0]: -----END PRIVATE KEY-----", *(f"step {i} loss nan" for i in range(3)), "FloatingPointError: loss is nan"]
+    root = tmp_path / "root"
+    run = root / "run"
+    run.mkdir(parents=True)
+    with (run / "train.log").open("w") as f:
+        subprocess.run([sys.executable, "-c", "import sys; print('\\n'.join(sys.argv[1:]))", *lines], stdout=f, check=True, timeout=60)
+    proc = _cli(run, tmp_path / "out")
+    shown = [proc.stdout, proc.stderr, (tmp_path / "out" / "check-failed-run.json").read_text()]
+    shown += _shown_over_mcp(tmp_path, root, run / "train.log", [
+        ("read_log_tail", {}), ("grep_log", {"pattern": "private_key_id|" + body[4][:20] + "|" + body[9][:20], "context": 0}),
+        ("read_log_window", {"line": 10, "before": 0, "after": 2})])
+    assert all("[REDACTED]" in s for s in shown[-3:]), shown[-3:]
+    for secret in (key_id, *body):
+        for s in shown:
+            assert secret[-20:] not in s, (secret, s[:1500])

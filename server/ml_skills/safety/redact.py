@@ -52,18 +52,24 @@ _ASSIGN = (r"(?:['\"]?(?:\s{0,3}(?:[:=]|=>|->)\s{0,3}|[ ]{0,3}\|[ ]{0,3}|\t{1,3}
 # password from one inside it (`https://u:p@ss@host/`).
 _HOST = r"[A-Za-z0-9.\-\[\]:]{1,255}(?=[/\s?#'\"`,;)\]>}|\\]|$)"
 
+# The prefix a launcher puts on each line a rank prints: torchrun's `[rank0]: ` / `[default0]:`, mpirun --tag-output's
+# `[1,0]<stdout>:`. A PEM key printed by a rank has it on every body line (eleventh round: kept line by line).
+_RANK_PREFIX = r"(?:\[[\w,.:\-]{1,40}\](?:<std(?:out|err)>)?:?[ \t]{0,4})?"
+
 # Each rule also names lowercase needles, one of which must be in the text for the rule to run: a cheap
 # `in` test that skips most rules on ordinary log lines.
 _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("pem-private-key", ("private key",), lazy(
         r"(?P<s>-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----(?:(?!-----END)[\s\S]){0,8000}(?:-----END [A-Z ]{0,40}PRIVATE KEY-----)?)")),
     ("gcp-private-key-json", ('"private_key"',), lazy(r'"private_key"\s{0,5}:\s{0,5}"(?P<s>[^"]{1,8000})"?')),
-    ("gcp-private-key-id", ("private_key_id", "client_secret"), lazy(r'"(?:private_key_id|client_secret)"\s{0,5}:\s{0,5}"(?P<s>[^"\s]{8,200})"')),
+    # ... as JSON, and as Python prints the loaded dict ('private_key_id': 'X'), YAML or an assignment (eleventh round: kept)
+    ("gcp-private-key-id", ("private_key_id", "client_secret"), lazy(
+        r"(?i)(?<![A-Za-z0-9_])['\"]?(?:private_key_id|client_secret)['\"]?\s{0,5}[:=]\s{0,5}['\"]?(?P<s>[^'\"\s,}]{8,200})")),
     # A PEM body line on its own (a key printed line by line is redacted one line at a time): 24-76
     # base64 characters with upper, lower case and a digit, so a bare git SHA (hex) is not one; a line
-    # number prefix ('12: ', '  12 | ') as grep and the report print it is allowed.
+    # number prefix ('12: ', '  12 | ') as grep and the report print it, and a rank's prefix, are allowed.
     ("pem-body-line", (), lazy(
-        r"(?m)^[\s'\">]{0,8}(?:\d{1,12}\s{0,4}[:|]\s{0,4})?(?P<s>(?=[A-Za-z0-9+/]{0,76}[A-Z])(?=[A-Za-z0-9+/]{0,76}[a-z])(?=[A-Za-z0-9+/]{0,76}[0-9])"
+        r"(?m)^[\s'\">]{0,8}" + _RANK_PREFIX + r"(?:\d{1,12}\s{0,4}[:|]\s{0,4})?(?P<s>(?=[A-Za-z0-9+/]{0,76}[A-Z])(?=[A-Za-z0-9+/]{0,76}[a-z])(?=[A-Za-z0-9+/]{0,76}[0-9])"
         r"[A-Za-z0-9+/]{24,76}={0,2})[\s'\",\\n]{0,8}$")),
     ("aws-access-key-id", ("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"), lazy(
         r"(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})(?![A-Z0-9])")),
@@ -373,7 +379,7 @@ def _needle_database() -> list[Any]:
     except ImportError:  # pragma: no cover - platforms without a wheel
         return [None]
     exprs = [re.escape(n).encode() for n in _NEEDLES]
-    exprs.append(rb"^[\s'\">]{0,8}(?:\d{1,12}\s{0,4}[:|]\s{0,4})?[A-Za-z0-9+/]{24,76}")  # pem-body-line's shape, loosely
+    exprs.append(rb"^[\s'\">]{0,8}" + _RANK_PREFIX.encode() + rb"(?:\d{1,12}\s{0,4}[:|]\s{0,4})?[A-Za-z0-9+/]{24,76}")  # pem-body-line's shape, loosely
     db = hyperscan.Database()
     db.compile(expressions=exprs, ids=list(range(len(exprs))),
                flags=[hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_SINGLEMATCH] * len(_NEEDLES) + [hyperscan.HS_FLAG_SINGLEMATCH])
