@@ -113,3 +113,49 @@ def test_a_service_account_key_id_printed_by_python_and_a_key_printed_by_a_rank_
     for secret in (key_id, *body):
         for s in shown:
             assert secret[-20:] not in s, (secret, s[:1500])
+
+
+def _reader_of(expected: str) -> Any:
+    """A person who accepts a restart whose question reads as `expected` and names nothing else to look at, and declines
+    any other: records what they were shown."""
+    from mcp import types
+
+    shown: list[str] = []
+
+    async def cb(ctx: Any, params: Any) -> types.ElicitResult:
+        shown.append(params.message)
+        reads_as = params.message.replace("\ua78f", ".").replace("\u1427", ".").replace("\u0323", "")
+        ok = f'"{expected}"' in reads_as and "outside ASCII" not in params.message
+        return types.ElicitResult(action="accept", content={"approve": True}) if ok else types.ElicitResult(action="decline")
+
+    cb.shown = shown  # type: ignore[attr-defined]
+    return cb
+
+
+def test_a_restart_question_names_a_letter_that_reads_as_a_dot_or_a_mark_that_reads_as_nothing(tmp_path: Path) -> None:
+    """`python train<U+A78F>py` (LATIN LETTER SINOLOGICAL DOT), `python train<U+1427>py` (CANADIAN SYLLABICS FINAL MIDDLE
+    DOT) and `python train.py<U+0323>` (COMBINING DOT BELOW) read as `python train.py`; files of those names sit in the
+    run folder beside the real train.py. They are letters and marks of names people use, so the tenth round listed them as
+    not promised. A person who reads the question as the ordinary launch accepts. Before: the look-alike file ran. Now
+    the question names each character outside ASCII with its code, so it no longer reads as train.py; `python train.py`
+    itself still reads so, and runs."""
+    from tests.security.test_ninth_round import _restarts, _wait_for
+
+    r, o = tmp_path / "root", tmp_path / "outside"
+    run = r / "run"
+    run.mkdir(parents=True)
+    o.mkdir()
+    (run / "train.py").write_text(f"import sys\nopen({str(o / 'REAL')!r}, 'a').write(sys.argv[0] + '\\n')\n")
+    odd = ["train\ua78fpy", "train\u1427py", "train.py\u0323"]
+    for name in odd:
+        (run / name).write_text(f"open({str(o / 'PWNED')!r}, 'a').write({name!r} + '\\n')\n")
+    person = _reader_of("python train.py")
+    got = _restarts(Server(tmp_path, roots=[r]), run / "command.txt", [*(f"python {n}" for n in odd), "python train.py"], person)
+    _wait_for(o / "REAL")
+    time.sleep(1)  # a look-alike launched after an accept would have written its marker by now
+    assert not (o / "PWNED").exists(), ((o / "PWNED").read_text(), got)
+    assert all(g.get("ran") is not True for g in got[:3]), got
+    assert got[3].get("ran") is True, got[3]
+    assert (o / "REAL").read_text() == "train.py\n"
+    for code in ("U+A78F", "U+1427", "U+0323"):
+        assert any(code in q for q in person.shown), person.shown  # type: ignore[attr-defined]

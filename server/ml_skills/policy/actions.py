@@ -242,6 +242,26 @@ def looks_like_another(c: str) -> bool:
 
 
 QUOTED_LIMIT = 500
+MAX_NAMED = 8
+
+
+def named_outside_ascii(text: str) -> str:
+    """Each character outside ASCII in a command or path the person approves, named with its code, once, and the word
+    that holds it: ` (characters outside ASCII: U+A78F LATIN LETTER SINOLOGICAL DOT in "train꞉py")`. A letter can read as
+    punctuation (U+A78F and U+1427 CANADIAN SYLLABICS FINAL MIDDLE DOT as a dot between `train` and `py`) and a combining
+    mark as nothing (U+0323 COMBINING DOT BELOW: `train.pỵ`); both are letters of names people use, so they are shown,
+    and named, so the person reads `train.py` only when it is train.py (eleventh round: the question read as the
+    ordinary launch and the look-alike file ran)."""
+    seen: dict[str, str] = {}
+    for word in text.split():
+        for c in word:
+            if not c.isascii() and c not in seen:
+                seen[c] = word
+    if not seen:
+        return ""
+    named = [f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')} in {quoted(w, 80)}" for c, w in list(seen.items())[:MAX_NAMED]]
+    more = f", and {len(seen) - MAX_NAMED} more" if len(seen) > MAX_NAMED else ""
+    return f" (characters outside ASCII: {'; '.join(named)}{more})"
 
 
 def quoted(text: str, limit: int = QUOTED_LIMIT) -> str:
@@ -506,7 +526,8 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
     return Prepared(
         action=a, kind=ActionKind.RESTART_UNCHANGED, target=str(f),
         summary=f"start a new process, in {quoted(str(f.parent))}, running the command recorded in {quoted(f.name)} exactly: "
-                f"{quoted(shown, MAX_SHOWN_COMMAND)}" + (" ([REDACTED] parts are passed as recorded)" if shown != line else ""),
+                f"{quoted(shown, MAX_SHOWN_COMMAND)}" + (" ([REDACTED] parts are passed as recorded)" if shown != line else "")
+                + named_outside_ascii(f"{f.parent} {shown}"),
         impact="starts a new run with the recorded command; it uses the same resources (GPUs, nodes, a paid job) as the original",
         undo="stop it with kill-worker on the pid this returns",
         manual=f"cd {shlex.quote(str(f.parent))} && {shown}", identity={"command_sha256": digest}, run=run,
@@ -756,7 +777,7 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
     return Prepared(
         action=a, kind=ActionKind.REPOINT_CHECKPOINT, target=str(pointer),
         summary=f"rewrite the resume pointer {quoted(str(pointer))} (now {was}) to {quoted(new.strip())}, the checkpoint "
-                f"{quoted(str(ckpt))} ({info.format}, valid: {quoted(info.reason, 200)})",
+                f"{quoted(str(ckpt))} ({info.format}, valid: {quoted(info.reason, 200)})" + named_outside_ascii(f"{pointer} {new} {ckpt}"),
         impact="the next resume starts from this checkpoint; nothing is deleted" + ("; the pointer named a valid checkpoint, so "
                                                                                     "this rolls the resume point back" if also else ""),
         undo=f"the old content is kept in {backup}: cp {shlex.quote(str(backup))} {shlex.quote(str(pointer))} (it held: {old.strip()[:200] or '(empty)'})",
