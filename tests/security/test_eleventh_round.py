@@ -159,3 +159,27 @@ def test_a_restart_question_names_a_letter_that_reads_as_a_dot_or_a_mark_that_re
     assert (o / "REAL").read_text() == "train.py\n"
     for code in ("U+A78F", "U+1427", "U+0323"):
         assert any(code in q for q in person.shown), person.shown  # type: ignore[attr-defined]
+
+
+def test_a_recorded_command_never_moves_a_code_cache_by_a_variable_that_does_not_name_it(tmp_path: Path) -> None:
+    """`TMPDIR=. python train.py` and `USER=bob python train.py` move torch inductor's kernel cache
+    (`$TMPDIR/torchinductor_$USER`, whose compiled kernels load when the script uses torch.compile) into the run folder or
+    another user's folder; `XDG_CACHE_HOME=.` moves the Hub's remote-code modules. The line does not say so, so the tenth
+    round's "shown to the person" left them nothing to judge by (listed as not promised). Before: each ran after an
+    accept. Now refused; `TORCHINDUCTOR_CACHE_DIR=./c`, which names the cache, is still shown and runs."""
+    from tests.mcp.conftest import answer
+    from tests.security.test_ninth_round import _restarts, _wait_for
+
+    r, o = tmp_path / "root", tmp_path / "outside"
+    run = r / "run"
+    run.mkdir(parents=True)
+    o.mkdir()
+    (run / "train.py").write_text(f"import os\nopen({str(o / 'REAL')!r}, 'a').write(os.environ.get('TMPDIR', '-') + '\\n')\n")
+    lines = ["TMPDIR=. python train.py", "USER=bob python train.py", "XDG_CACHE_HOME=. python train.py",
+             "LOGNAME=bob TMP=. python train.py", "TORCHINDUCTOR_CACHE_DIR=./c python train.py"]
+    got = _restarts(Server(tmp_path, roots=[r]), run / "command.txt", lines, answer("accept"))
+    _wait_for(o / "REAL")
+    time.sleep(1)  # a refused launch that started anyway would have written its line by now
+    assert all("error" in g or g.get("ran") is False for g in got[:4]), got
+    assert got[4].get("ran") is True, got[4]
+    assert (o / "REAL").read_text() == "-\n"

@@ -179,14 +179,18 @@ _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}=")
 # GIT_EXEC_PATH, GIT_CONFIG_*), any *EXECUTABLE* / *_PYTHON / *_COMMAND / *ASKPASS* variable and the editor, pager and browser; the
 # CUDA and NVTX injection libraries (CUDA_INJECTION64_PATH), tool and device libraries (HSA_TOOLS_LIB, TPU_LIBRARY_PATH,
 # TF_PLUGGABLE_DEVICE_LIBRARY, PJRT_NAMES_AND_LIBRARY_PATHS), libfabric's FI_PROVIDER_PATH; and the folders gcc takes
-# its own programs and headers from (COMPILER_PATH=. runs ./cc1plus when torch.compile builds a C++ kernel).
+# its own programs and headers from (COMPILER_PATH=. runs ./cc1plus when torch.compile builds a C++ kernel). And the
+# variables that move a folder code is loaded from without naming it: TMPDIR=. or USER=bob moves torch inductor's kernel
+# cache (`$TMPDIR/torchinductor_$USER`), XDG_CACHE_HOME the Hub's remote-code modules, XDG_CONFIG_HOME matplotlib's
+# config (its backend is a module); the tenth round listed them as shown, but the line does not say what they move.
 _PROGRAM_ENV = re.compile(r"^(PATH|HOME|LD_\w+|DYLD_\w+|GCONV_PATH|\w*PLUGIN\w*|BASH_ENV|ENV|"
                           r"SHELL|IFS|PET_NO_PYTHON|PYENV_\w*|ASDF_\w*|MISE_\w*|RTX_\w*|RBENV_\w*|NODENV_\w*|GOENV_\w*|"
                           r"OPENSSL_\w+|OMP_TOOL\w*|\w*_ICD_\w*|VK_\w*LAYER\w*|__EGL_\w*|LIBGL_\w*|\w*_MCA_\w*(?:path|file|dir|prefix)\w*|\w*MODULE_DIR\w*|"
                           r"CC|CXX|NVCC\w*|CUDAHOSTCXX|TRITON_\w*_PATH|"
                           r"GIT_\w+|\w*EXECUTABLE\w*|\w+_PYTHON|\w*_COMMAND|\w*ASKPASS\w*|EDITOR|VISUAL|PAGER|BROWSER|"
                           r"\w*INJECTION\w*|\w*_LIB|(?:\w*_)?LIBRARY(?:_PATHS?)?|\w*PROVIDER_PATH\w*|"
-                          r"COMPILER_PATH|GCC_EXEC_PREFIX|CPATH|C_INCLUDE_PATH|CPLUS_INCLUDE_PATH|OBJC_INCLUDE_PATH)$")
+                          r"COMPILER_PATH|GCC_EXEC_PREFIX|CPATH|C_INCLUDE_PATH|CPLUS_INCLUDE_PATH|OBJC_INCLUDE_PATH|"
+                          r"TMPDIR|TMP|TEMP|TEMPDIR|USER|LOGNAME|USERNAME|XDG_\w+_HOME)$")
 # Python's own variables are read before the script: a new one can pick what loads (PYTHONPYCACHEPREFIX names the folder
 # cached bytecode of the standard library is read from; before the ninth round `PYTHONPYCACHEPREFIX=.c python train.py`
 # ran a planted json.pyc after an accept). Only these, which tune the interpreter and load nothing, may be set; PYTHONPATH
