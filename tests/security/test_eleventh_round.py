@@ -207,3 +207,41 @@ def test_an_mlflow_metrics_folder_of_hundreds_of_thousands_of_files_is_not_liste
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "over 100,000 names below it, the first 100,000 looked at" in proc.stdout, proc.stdout[-3000:]
     assert took < 60, took
+
+
+def _folders(top: Path, names: Any) -> None:
+    top.mkdir(parents=True, exist_ok=True)
+    fd = os.open(top, os.O_RDONLY)
+    try:
+        for n in names:
+            os.mkdir(n, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def test_tens_of_thousands_of_empty_folders_never_cost_more_than_the_files_cap(tmp_path: Path) -> None:
+    """The run directory's inventory stops at 20,000 files, but folders were not counted, and every `checkpoint-N` folder
+    was inspected and listed in the report: 50,000 empty `checkpoint-N` folders took 28 s and a 17 MB report; 150,000
+    empty run folders in `mlruns/1` took 10 to 20 s (the walk, then an lstat of each one's meta.yaml and metrics).
+    Now each walk (the inventory's, the search for tracker stores) stops after 20,000 folders, the 200 checkpoint folders with the highest step numbers are inspected, and
+    a store's first 10,000 run folders are looked into; each cut is named."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train.log").write_text("".join(f"step {i} loss {1 / (i + 1):.4f}\n" for i in range(50)))
+    _folders(run, (f"checkpoint-{i}" for i in range(40_000)))
+    _folders(run / "cache", (f"d{i}" for i in range(25_000)))
+    store = tmp_path / "run2"
+    _folders(store / "mlruns" / "1", (f"r{i}" for i in range(15_000)))
+    (store / "train.log").write_text((run / "train.log").read_text())
+    t = time.monotonic()
+    proc = _cli(run, tmp_path / "out")
+    took = time.monotonic() - t
+    assert "15,000 run folders, the first 10,000 looked at" in _cli(store, tmp_path / "out2").stdout
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = (tmp_path / "out" / "check-failed-run.json").read_text()
+    assert "40,000 checkpoint folders: the 200 with the highest step numbers inspected" in report, report[-3000:]
+    assert "checkpoint-39999" in report and "checkpoint-100\"" not in report
+    assert "over 20,000 folders under" in report
+    assert "tracker stores were looked for in the first 20,000" in proc.stdout
+    assert len(report) < 2_000_000, len(report)
+    assert took < 60, took
