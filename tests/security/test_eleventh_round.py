@@ -245,3 +245,29 @@ def test_tens_of_thousands_of_empty_folders_never_cost_more_than_the_files_cap(t
     assert "tracker stores were looked for in the first 20,000" in proc.stdout
     assert len(report) < 2_000_000, len(report)
     assert took < 60, took
+
+
+def test_pypi_replicate_grafana_shopify_tokens_and_ssh_hmac_kaggle_storage_keys_never_leave(tmp_path: Path) -> None:
+    """Token kinds with distinctive prefixes outside the listed ones (a PyPI upload token, `pypi-AgEIcHlwaS5vcmc...`;
+    Replicate `r8_`; Grafana Cloud `glc_`; Shopify `shpat_`) and keys named by a qualifier outside the list (`ssh_key`,
+    `hmac_key`, `KAGGLE_KEY`, `AZURE_STORAGE_KEY`), printed into a run's log as `twine`, `.pypirc` and launch scripts
+    echo them. Before: every one came back in clear from the CLI (text and JSON report) and from `read_log_tail`."""
+    alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+    tokens = [f"pypi-AgEIcHlwaS5vcmc{_fake(alnum, 120)}", f"r8_{_fake(alnum, 37)}", f"glc_{_fake(alnum, 80)}==",
+              f"shpat_{_fake('0123456789abcdef', 32)}", f"Sk{_fake(alnum, 30)}", f"Hm{_fake(alnum, 30)}", _fake("0123456789abcdef", 32),
+              f"{_fake(alnum, 60)}=="]
+    lines = [f"twine upload -u __token__ -p{tokens[0]} dist/*", f"export REPLICATE_API_TOKEN_{tokens[1]}",
+             f"grafana push {tokens[2]}", f"shopify token {tokens[3]}", f"ssh_key={tokens[4]}", f"hmac_key: {tokens[5]}",
+             f"KAGGLE_KEY={tokens[6]}", f"AZURE_STORAGE_KEY={tokens[7]}", "step 1 loss nan", "FloatingPointError: loss is nan"]
+    root = tmp_path / "root"
+    run = root / "run"
+    run.mkdir(parents=True)
+    with (run / "train.log").open("w") as f:
+        subprocess.run([sys.executable, "-c", "import sys; print('\\n'.join(sys.argv[1:]))", *lines], stdout=f, check=True, timeout=60)
+    proc = _cli(run, tmp_path / "out")
+    shown = [proc.stdout, proc.stderr, (tmp_path / "out" / "check-failed-run.json").read_text()]
+    shown += _shown_over_mcp(tmp_path, root, run / "train.log", [("read_log_tail", {})])
+    assert "[REDACTED]" in shown[-1]
+    for t in tokens:
+        for s in shown:
+            assert t[-16:] not in s, (t, s[:1500])

@@ -36,7 +36,7 @@ _GLUED = r"(?:(?<![A-Za-z0-9])|(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2}))"
 # (`tokens`, `tokenizer`, `secretName` are not secrets); a `key` needs a qualifier (`api_key`,
 # `secret-key`, `wandb_key`, `aws_secret_access_key`), since `key` alone names ordinary things.
 _KEYWORD = (
-    r"(?:(?:api|access|private|secret|wandb|auth|client|session|signing|encryption|master|account|service|license|"
+    r"(?:(?:api|access|private|secret|wandb|auth|client|session|signing|encryption|master|account|service|license|ssh|hmac|kaggle|storage|"
     r"hf|openai|anthropic|github|gh|mlflow|comet|neptune)[_.\-]?(?:access[_.\-]?)?key(?![a-z])"
     r"|apikey|secret(?![a-z])|token(?![a-z])|passw(?:or)?d(?![a-z])|passphrase(?![a-z]))"
 )
@@ -89,8 +89,11 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("google-api-key", ("aiza",), lazy(r"(?P<s>AIza[0-9A-Za-z_\-]{35})")),
     # GitLab, npm and Docker access tokens, a Google OAuth client secret, access token and refresh token, a Databricks
     # token: distinctive prefixes, so taken after anything (a Databricks `dapi` only after a non-letter; tenth round)
-    ("vendor-token", ("glpat-", "npm_", "dckr_pat_", "gocspx-", "ya29.", "1//0", "dapi"), lazy(
+    # PyPI upload tokens (a macaroon for pypi.org or test.pypi.org), Replicate, Grafana Cloud and Shopify tokens (eleventh round)
+    ("vendor-token", ("glpat-", "npm_", "dckr_pat_", "gocspx-", "ya29.", "1//0", "dapi", "pypi-ag", "r8_", "glc_", "shp"), lazy(
         r"(?P<s>glpat-[A-Za-z0-9_\-]{20,255}|npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])|dckr_pat_[A-Za-z0-9_\-]{20,255}"
+        r"|pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[A-Za-z0-9_\-]{20,4000}|" + _GLUED + r"r8_[A-Za-z0-9]{37}(?![A-Za-z0-9])"
+        r"|glc_[A-Za-z0-9+/]{32,4000}={0,2}|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}(?![A-Za-z0-9])"
         r"|GOCSPX-[A-Za-z0-9_\-]{20,255}|ya29\.[A-Za-z0-9_\-]{20,4000}|1//0[A-Za-z0-9_\-]{30,1000}"
         r"|" + _GLUED + r"dapi[0-9a-f]{32}(?:-\d)?(?![A-Za-z0-9]))")),
     ("jwt", ("eyj",), lazy(r"(?P<s>eyJ[A-Za-z0-9_\-]{8,4000}\.eyJ[A-Za-z0-9_\-]{8,8000}\.[A-Za-z0-9_\-]{8,4000})")),
