@@ -185,10 +185,10 @@ def test_a_recorded_command_never_moves_a_code_cache_by_a_variable_that_does_not
     assert (o / "REAL").read_text() == "-\n"
 
 
-def test_an_mlflow_metrics_folder_of_hundreds_of_thousands_of_files_is_not_listed_past_what_is_read(tmp_path: Path) -> None:
+def test_an_mlflow_metrics_folder_is_never_listed_past_three_times_what_is_read(tmp_path: Path) -> None:
     """The tenth round read at most 10,000 of a run's metric files, but listed every name first (a Path and an lstat
     each): a million empty files in `mlruns/1/<run>/metrics` took 30 s and 222 MB of the CLI (without the store: 0.7 s).
-    Now the listing stops after 100,000 names and says so: 4.7 s and 120 MB for the million (250,000 here)."""
+    Now the listing stops after 30,000 names and says so: 3.3 s and 120 MB for the million (40,000 here)."""
     run = tmp_path / "run"
     run.mkdir()
     (run / "train.log").write_text("".join(f"step {i} loss {1 / (i + 1):.4f}\n" for i in range(50)))
@@ -197,7 +197,7 @@ def test_an_mlflow_metrics_folder_of_hundreds_of_thousands_of_files_is_not_liste
     (r / "meta.yaml").write_text("status: 3\nrun_name: overnight\n")
     fd = os.open(r / "metrics", os.O_RDONLY)
     try:
-        for i in range(250_000):
+        for i in range(40_000):
             os.close(os.open(f"m{i}", os.O_CREAT | os.O_WRONLY, 0o600, dir_fd=fd))
     finally:
         os.close(fd)
@@ -205,7 +205,7 @@ def test_an_mlflow_metrics_folder_of_hundreds_of_thousands_of_files_is_not_liste
     proc = _cli(run, tmp_path / "out")
     took = time.monotonic() - t
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "over 100,000 names below it, the first 100,000 looked at" in proc.stdout, proc.stdout[-3000:]
+    assert "over 30,000 names below it, the first 30,000 looked at" in proc.stdout, proc.stdout[-3000:]
     assert took < 60, took
 
 
