@@ -173,10 +173,24 @@ _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}=")
 # loaders' tool and driver libraries (OMP_TOOL_LIBRARIES, *_ICD_*, VK_*LAYER*, __EGL_*, LIBGL_*), Open MPI / PMIx component
 # paths and parameter files (OMPI_MCA_mca_base_component_path; OMPI_MCA_btl=^openib still runs), module folders (GIO_MODULE_DIR, UCX_MODULE_DIR) and the programs a JIT compiler runs (CC, CXX, NVCC,
 # Triton's tool and libcuda paths).
+# Programs a library the script imports starts, and libraries a driver loads (eleventh round): GitPython runs
+# GIT_PYTHON_GIT_EXECUTABLE as soon as it is imported, and `wandb.init` imports it, so before this round
+# `GIT_PYTHON_GIT_EXECUTABLE=./x python train.py` ran ./x after an accept. So are refused: git's own variables (GIT_SSH_COMMAND,
+# GIT_EXEC_PATH, GIT_CONFIG_*), any *EXECUTABLE* / *_PYTHON / *_COMMAND / *ASKPASS* variable and the editor, pager and browser; the
+# CUDA and NVTX injection libraries (CUDA_INJECTION64_PATH), tool and device libraries (HSA_TOOLS_LIB, TPU_LIBRARY_PATH,
+# TF_PLUGGABLE_DEVICE_LIBRARY, PJRT_NAMES_AND_LIBRARY_PATHS), libfabric's FI_PROVIDER_PATH; and the folders gcc takes
+# its own programs and headers from (COMPILER_PATH=. runs ./cc1plus when torch.compile builds a C++ kernel). And the
+# variables that move a folder code is loaded from without naming it: TMPDIR=. or USER=bob moves torch inductor's kernel
+# cache (`$TMPDIR/torchinductor_$USER`), XDG_CACHE_HOME the Hub's remote-code modules, XDG_CONFIG_HOME matplotlib's
+# config (its backend is a module); the tenth round listed them as shown, but the line does not say what they move.
 _PROGRAM_ENV = re.compile(r"^(PATH|HOME|LD_\w+|DYLD_\w+|GCONV_PATH|\w*PLUGIN\w*|BASH_ENV|ENV|"
                           r"SHELL|IFS|PET_NO_PYTHON|PYENV_\w*|ASDF_\w*|MISE_\w*|RTX_\w*|RBENV_\w*|NODENV_\w*|GOENV_\w*|"
                           r"OPENSSL_\w+|OMP_TOOL\w*|\w*_ICD_\w*|VK_\w*LAYER\w*|__EGL_\w*|LIBGL_\w*|\w*_MCA_\w*(?:path|file|dir|prefix)\w*|\w*MODULE_DIR\w*|"
-                          r"CC|CXX|NVCC\w*|CUDAHOSTCXX|TRITON_\w*_PATH)$")
+                          r"CC|CXX|NVCC\w*|CUDAHOSTCXX|TRITON_\w*_PATH|"
+                          r"GIT_\w+|\w*EXECUTABLE\w*|\w+_PYTHON|\w*_COMMAND|\w*ASKPASS\w*|EDITOR|VISUAL|PAGER|BROWSER|"
+                          r"\w*INJECTION\w*|\w*_LIB|(?:\w*_)?LIBRARY(?:_PATHS?)?|\w*PROVIDER_PATH\w*|"
+                          r"COMPILER_PATH|GCC_EXEC_PREFIX|CPATH|C_INCLUDE_PATH|CPLUS_INCLUDE_PATH|OBJC_INCLUDE_PATH|"
+                          r"TMPDIR|TMP|TEMP|TEMPDIR|USER|LOGNAME|USERNAME|XDG_\w+_HOME)$")
 # Python's own variables are read before the script: a new one can pick what loads (PYTHONPYCACHEPREFIX names the folder
 # cached bytecode of the standard library is read from; before the ninth round `PYTHONPYCACHEPREFIX=.c python train.py`
 # ran a planted json.pyc after an accept). Only these, which tune the interpreter and load nothing, may be set; PYTHONPATH
@@ -232,6 +246,26 @@ def looks_like_another(c: str) -> bool:
 
 
 QUOTED_LIMIT = 500
+MAX_NAMED = 8
+
+
+def named_outside_ascii(text: str) -> str:
+    """Each character outside ASCII in a command or path the person approves, named with its code, once, and the word
+    that holds it: ` (characters outside ASCII: U+A78F LATIN LETTER SINOLOGICAL DOT in "train꞉py")`. A letter can read as
+    punctuation (U+A78F and U+1427 CANADIAN SYLLABICS FINAL MIDDLE DOT as a dot between `train` and `py`) and a combining
+    mark as nothing (U+0323 COMBINING DOT BELOW: `train.pỵ`); both are letters of names people use, so they are shown,
+    and named, so the person reads `train.py` only when it is train.py (eleventh round: the question read as the
+    ordinary launch and the look-alike file ran)."""
+    seen: dict[str, str] = {}
+    for word in text.split():
+        for c in word:
+            if not c.isascii() and c not in seen:
+                seen[c] = word
+    if not seen:
+        return ""
+    named = [f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')} in {quoted(w, 80)}" for c, w in list(seen.items())[:MAX_NAMED]]
+    more = f", and {len(seen) - MAX_NAMED} more" if len(seen) > MAX_NAMED else ""
+    return f" (characters outside ASCII: {'; '.join(named)}{more})"
 
 
 def quoted(text: str, limit: int = QUOTED_LIMIT) -> str:
@@ -496,7 +530,8 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
     return Prepared(
         action=a, kind=ActionKind.RESTART_UNCHANGED, target=str(f),
         summary=f"start a new process, in {quoted(str(f.parent))}, running the command recorded in {quoted(f.name)} exactly: "
-                f"{quoted(shown, MAX_SHOWN_COMMAND)}" + (" ([REDACTED] parts are passed as recorded)" if shown != line else ""),
+                f"{quoted(shown, MAX_SHOWN_COMMAND)}" + (" ([REDACTED] parts are passed as recorded)" if shown != line else "")
+                + named_outside_ascii(f"{f.parent} {shown}"),
         impact="starts a new run with the recorded command; it uses the same resources (GPUs, nodes, a paid job) as the original",
         undo="stop it with kill-worker on the pid this returns",
         manual=f"cd {shlex.quote(str(f.parent))} && {shown}", identity={"command_sha256": digest}, run=run,
@@ -746,7 +781,7 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
     return Prepared(
         action=a, kind=ActionKind.REPOINT_CHECKPOINT, target=str(pointer),
         summary=f"rewrite the resume pointer {quoted(str(pointer))} (now {was}) to {quoted(new.strip())}, the checkpoint "
-                f"{quoted(str(ckpt))} ({info.format}, valid: {quoted(info.reason, 200)})",
+                f"{quoted(str(ckpt))} ({info.format}, valid: {quoted(info.reason, 200)})" + named_outside_ascii(f"{pointer} {new} {ckpt}"),
         impact="the next resume starts from this checkpoint; nothing is deleted" + ("; the pointer named a valid checkpoint, so "
                                                                                     "this rolls the resume point back" if also else ""),
         undo=f"the old content is kept in {backup}: cp {shlex.quote(str(backup))} {shlex.quote(str(pointer))} (it held: {old.strip()[:200] or '(empty)'})",

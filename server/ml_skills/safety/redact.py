@@ -36,7 +36,7 @@ _GLUED = r"(?:(?<![A-Za-z0-9])|(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2}))"
 # (`tokens`, `tokenizer`, `secretName` are not secrets); a `key` needs a qualifier (`api_key`,
 # `secret-key`, `wandb_key`, `aws_secret_access_key`), since `key` alone names ordinary things.
 _KEYWORD = (
-    r"(?:(?:api|access|private|secret|wandb|auth|client|session|signing|encryption|master|account|service|license|"
+    r"(?:(?:api|access|private|secret|wandb|auth|client|session|signing|encryption|master|account|service|license|ssh|hmac|kaggle|storage|"
     r"hf|openai|anthropic|github|gh|mlflow|comet|neptune)[_.\-]?(?:access[_.\-]?)?key(?![a-z])"
     r"|apikey|secret(?![a-z])|token(?![a-z])|passw(?:or)?d(?![a-z])|passphrase(?![a-z]))"
 )
@@ -52,18 +52,24 @@ _ASSIGN = (r"(?:['\"]?(?:\s{0,3}(?:[:=]|=>|->)\s{0,3}|[ ]{0,3}\|[ ]{0,3}|\t{1,3}
 # password from one inside it (`https://u:p@ss@host/`).
 _HOST = r"[A-Za-z0-9.\-\[\]:]{1,255}(?=[/\s?#'\"`,;)\]>}|\\]|$)"
 
+# The prefix a launcher puts on each line a rank prints: torchrun's `[rank0]: ` / `[default0]:`, mpirun --tag-output's
+# `[1,0]<stdout>:`. A PEM key printed by a rank has it on every body line (eleventh round: kept line by line).
+_RANK_PREFIX = r"(?:\[[\w,.:\-]{1,40}\](?:<std(?:out|err)>)?:?[ \t]{0,4})?"
+
 # Each rule also names lowercase needles, one of which must be in the text for the rule to run: a cheap
 # `in` test that skips most rules on ordinary log lines.
 _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("pem-private-key", ("private key",), lazy(
         r"(?P<s>-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----(?:(?!-----END)[\s\S]){0,8000}(?:-----END [A-Z ]{0,40}PRIVATE KEY-----)?)")),
     ("gcp-private-key-json", ('"private_key"',), lazy(r'"private_key"\s{0,5}:\s{0,5}"(?P<s>[^"]{1,8000})"?')),
-    ("gcp-private-key-id", ("private_key_id", "client_secret"), lazy(r'"(?:private_key_id|client_secret)"\s{0,5}:\s{0,5}"(?P<s>[^"\s]{8,200})"')),
+    # ... as JSON, and as Python prints the loaded dict ('private_key_id': 'X'), YAML or an assignment (eleventh round: kept)
+    ("gcp-private-key-id", ("private_key_id", "client_secret"), lazy(
+        r"(?i)(?<![A-Za-z0-9_])['\"]?(?:private_key_id|client_secret)['\"]?\s{0,5}[:=]\s{0,5}['\"]?(?P<s>[^'\"\s,}]{8,200})")),
     # A PEM body line on its own (a key printed line by line is redacted one line at a time): 24-76
     # base64 characters with upper, lower case and a digit, so a bare git SHA (hex) is not one; a line
-    # number prefix ('12: ', '  12 | ') as grep and the report print it is allowed.
+    # number prefix ('12: ', '  12 | ') as grep and the report print it, and a rank's prefix, are allowed.
     ("pem-body-line", (), lazy(
-        r"(?m)^[\s'\">]{0,8}(?:\d{1,12}\s{0,4}[:|]\s{0,4})?(?P<s>(?=[A-Za-z0-9+/]{0,76}[A-Z])(?=[A-Za-z0-9+/]{0,76}[a-z])(?=[A-Za-z0-9+/]{0,76}[0-9])"
+        r"(?m)^[\s'\">]{0,8}" + _RANK_PREFIX + r"(?:\d{1,12}\s{0,4}[:|]\s{0,4})?(?P<s>(?=[A-Za-z0-9+/]{0,76}[A-Z])(?=[A-Za-z0-9+/]{0,76}[a-z])(?=[A-Za-z0-9+/]{0,76}[0-9])"
         r"[A-Za-z0-9+/]{24,76}={0,2})[\s'\",\\n]{0,8}$")),
     ("aws-access-key-id", ("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"), lazy(
         r"(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})(?![A-Z0-9])")),
@@ -83,8 +89,11 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("google-api-key", ("aiza",), lazy(r"(?P<s>AIza[0-9A-Za-z_\-]{35})")),
     # GitLab, npm and Docker access tokens, a Google OAuth client secret, access token and refresh token, a Databricks
     # token: distinctive prefixes, so taken after anything (a Databricks `dapi` only after a non-letter; tenth round)
-    ("vendor-token", ("glpat-", "npm_", "dckr_pat_", "gocspx-", "ya29.", "1//0", "dapi"), lazy(
+    # PyPI upload tokens (a macaroon for pypi.org or test.pypi.org), Replicate, Grafana Cloud and Shopify tokens (eleventh round)
+    ("vendor-token", ("glpat-", "npm_", "dckr_pat_", "gocspx-", "ya29.", "1//0", "dapi", "pypi-ag", "r8_", "glc_", "shp"), lazy(
         r"(?P<s>glpat-[A-Za-z0-9_\-]{20,255}|npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])|dckr_pat_[A-Za-z0-9_\-]{20,255}"
+        r"|pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[A-Za-z0-9_\-]{20,4000}|" + _GLUED + r"r8_[A-Za-z0-9]{37}(?![A-Za-z0-9])"
+        r"|glc_[A-Za-z0-9+/]{32,4000}={0,2}|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}(?![A-Za-z0-9])"
         r"|GOCSPX-[A-Za-z0-9_\-]{20,255}|ya29\.[A-Za-z0-9_\-]{20,4000}|1//0[A-Za-z0-9_\-]{30,1000}"
         r"|" + _GLUED + r"dapi[0-9a-f]{32}(?:-\d)?(?![A-Za-z0-9]))")),
     ("jwt", ("eyj",), lazy(r"(?P<s>eyJ[A-Za-z0-9_\-]{8,4000}\.eyJ[A-Za-z0-9_\-]{8,8000}\.[A-Za-z0-9_\-]{8,4000})")),
@@ -373,7 +382,7 @@ def _needle_database() -> list[Any]:
     except ImportError:  # pragma: no cover - platforms without a wheel
         return [None]
     exprs = [re.escape(n).encode() for n in _NEEDLES]
-    exprs.append(rb"^[\s'\">]{0,8}(?:\d{1,12}\s{0,4}[:|]\s{0,4})?[A-Za-z0-9+/]{24,76}")  # pem-body-line's shape, loosely
+    exprs.append(rb"^[\s'\">]{0,8}" + _RANK_PREFIX.encode() + rb"(?:\d{1,12}\s{0,4}[:|]\s{0,4})?[A-Za-z0-9+/]{24,76}")  # pem-body-line's shape, loosely
     db = hyperscan.Database()
     db.compile(expressions=exprs, ids=list(range(len(exprs))),
                flags=[hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_SINGLEMATCH] * len(_NEEDLES) + [hyperscan.HS_FLAG_SINGLEMATCH])
