@@ -42,6 +42,8 @@ CASES = [
     ("136", "other", "paddle"),
     ("349", "other", "mxnet"),
     ("430", "other", "mindspore"),
+    ("973", "pytorch", None),  # only 'import torch' above "No module named 'torch'"
+    ("964", "pytorch", "mmdet"),  # only mmdet's logger prefix: a PyTorch project's own lines name its base
 ]
 
 

@@ -43,7 +43,7 @@ MARKERS: list[tuple[str, str]] = [
     ("hf-trainer", r"(\btransformers[/\\]|\btransformers\.(trainer|models|modeling|utils|generation|tokenization|configuration)|\*\*\*\*\* Running training \*\*\*\*\*|'train_runtime'|\{'loss': -?[0-9.naei]+, '(grad_norm|learning_rate)'|from transformers import|huggingface_hub|huggingface\.co/)"),
     ("fsdp", r"(FullyShardedDataParallel|\bFSDP\b|fully_sharded|torch[./]distributed[./]fsdp)"),
     # base libraries
-    ("pytorch", r"(torch[/\\._]|\bTORCH_[A-Z_]+=|(?i:\bpytorch)|/aten/src/|\btorch \d|\bPyTorch\b|torchrun|\[rank\d+\]:|ProcessGroup(NCCL|Gloo)|\bc10d\b|\bc10::|Tried to allocate \d|DataLoader worker|(?i:caffe2)|(?i:\bgloo\b))"),
+    ("pytorch", r"(torch[/\\._]|\btorch-\d|\b(?:import|from) torch\b|\bTORCH_[A-Z_]+=|(?i:\bpytorch)|/aten/src/|\btorch \d|\bPyTorch\b|torchrun|\[rank\d+\]:|ProcessGroup(NCCL|Gloo)|\bc10d\b|\bc10::|Tried to allocate \d|DataLoader worker|(?i:caffe2)|(?i:\bgloo\b))"),
     ("tensorflow", r"((?i:tensorflow)|\btf\.(keras|data|function|compat|errors|distribute|config|train|estimator|contrib)\b)"),
     ("tensorflow-startup", r"(cpu_feature_guard|oneDNN custom operations|This TensorFlow binary is optimized|Successfully opened dynamic library|dso_loader|TF-TRT Warning|Unable to register cu(DNN|FFT|BLAS) factory|Could not find cuda drivers)"),
     ("keras", r"(?i)(\bkeras\b|Using TensorFlow backend|\d+/\d+ \[=*[>.]*\] - (ETA: )?\d+m?s|^\d+/\d+ - \d+m?s - |\d+/\d+ (\xe2\x94\x81)+ )"),  # bars of Keras 2 (verbose 1, 2), Keras 3
@@ -188,6 +188,8 @@ def _base(counts: dict[str, int], terminal: list[str]) -> str | None:
         named["tensorflow"] = named.get("tensorflow", 0) + counts["keras"]
     if len(named) > 1 and "tensorflow" in named and named["tensorflow"] <= counts.get("tensorflow-startup", 0):
         del named["tensorflow"]  # start-up lines of TensorFlow imported on the side (by tensorboard, transformers)
+    if not named:  # a PyTorch project's own banner or lines (Ultralytics, detectron2, fairseq, mmdet) name its base
+        named = {DETAIL[d]: counts[d] for d in DETAIL if counts.get(d) and DETAIL[d] in BASES[:3]}
     if not named and counts.get("xla"):
         return "jax"
     if not named:
