@@ -66,11 +66,12 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("gcp-private-key-id", ("private_key_id", "client_secret"), lazy(
         r"(?i)(?<![A-Za-z0-9_])['\"]?(?:private_key_id|client_secret)['\"]?\s{0,5}[:=]\s{0,5}['\"]?(?P<s>[^'\"\s,}]{8,200})")),
     # A PEM body line on its own (a key printed line by line is redacted one line at a time): 24-76
-    # base64 characters with upper, lower case and a digit, so a bare git SHA (hex) is not one; a line
+    # base64 characters with upper, lower case and a digit, '+' or '/' (or exactly 64, a full body line: one in 50,000
+    # random ones holds no digit, which the digit rule alone let through), so a bare git SHA (hex) is not one; a line
     # number prefix ('12: ', '  12 | ') as grep and the report print it, and a rank's prefix, are allowed.
     ("pem-body-line", (), lazy(
-        r"(?m)^[\s'\">]{0,8}" + _RANK_PREFIX + r"(?:\d{1,12}\s{0,4}[:|]\s{0,4})?(?P<s>(?=[A-Za-z0-9+/]{0,76}[A-Z])(?=[A-Za-z0-9+/]{0,76}[a-z])(?=[A-Za-z0-9+/]{0,76}[0-9])"
-        r"[A-Za-z0-9+/]{24,76}={0,2})[\s'\",\\n]{0,8}$")),
+        r"(?m)^[\s'\">]{0,8}" + _RANK_PREFIX + r"(?:\d{1,12}\s{0,4}[:|]\s{0,4})?(?P<s>(?=[A-Za-z0-9+/]{0,76}[A-Z])(?=[A-Za-z0-9+/]{0,76}[a-z])"
+        r"(?:(?=[A-Za-z0-9+/]{0,76}[0-9+/])[A-Za-z0-9+/]{24,76}|[A-Za-z0-9+/]{64})={0,2})[\s'\",\\n]{0,8}$")),
     ("aws-access-key-id", ("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"), lazy(
         r"(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})(?![A-Z0-9])")),
     ("aws-secret", ("secret",), lazy(
