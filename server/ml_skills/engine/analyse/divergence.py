@@ -1,6 +1,6 @@
 """A loss that blows up without (yet) becoming NaN: a rise that stays, a jump by orders of
-magnitude, an absurd magnitude. Each is cited where the rise began, not at its peak. Also a loss
-that no longer moves at all: a network whose outputs saturated after such an upset."""
+magnitude, an absurd magnitude. Each is cited where the rise began, not at its peak; and training accuracy that collapses.
+A loss that no longer moves at all is frozen.py's."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from ml_skills.engine.analyse.points import at, finite, trailing_run
+from ml_skills.engine.analyse.points import at, finite
 from ml_skills.models import Anomaly, AnomalyKind, FailureClass, MetricPoint, Severity
 
 
@@ -164,156 +164,6 @@ def _absurd_tail(points: Sequence[MetricPoint]) -> tuple[MetricPoint, float, flo
         p, v, _ = both[i]
         return p, v, both[-1][1], f"{BLOWN:.0e}, its gradient norm too"
     return None
-
-
-FROZEN_LOGS = 5
-FROZEN_DIGITS = 4  # significant digits printed: a loss shown as '0.69' may repeat in a slow healthy run, '0.6931' does not
-
-
-def _digits(v: float) -> int:
-    """Significant digits the log printed (a parsed float's shortest repr holds the digits that were parsed)."""
-    m = repr(abs(v)).split("e")[0].removesuffix(".0")
-    return len(m.replace(".", "").lstrip("0"))
-
-
-def loss_frozen(points: Sequence[MetricPoint]) -> Anomaly | None:
-    """The training loss identical to every printed digit at the last FROZEN_LOGS logs: the network stopped changing.
-
-    A model that trains changes its loss from one minibatch or epoch to the next in the fourth digit at least. The
-    same 0.6931 (ln 2), 2.3026 (ln 10), 14.5063 or 87.3365 (Caffe's -ln FLT_MIN) log after log means the outputs
-    saturated (a collapsed softmax, dead ReLUs) and no gradient flows: the optimisation was knocked out, typically
-    by a learning rate too high for the model or an output on the wrong scale.
-    """
-    s = [(p, p.values["loss"]) for p in points if "loss" in p.values and finite(p.values["loss"])]
-    if len(s) < FROZEN_LOGS:
-        return None
-    last = s[-1][1]
-    run = trailing_run(s)
-    # one step printed again (a bar redrawn, a summary line) is not a new log; a bar's count (8144/8144) in each epoch is
-    marks = {(p.epoch, p.step) for p, _ in run if p.step is not None or p.epoch is not None}
-    logs = len(marks) if marks else len(run)
-    if logs < FROZEN_LOGS or abs(last) < 0.01 or _digits(last) < FROZEN_DIGITS:
-        return None
-    moved = len(run) < len(s)  # the loss changed before it froze: a run that was training stopped changing
-    newest, first = run[-1][0], run[0][0]
-    others = {k for k in newest.values if k not in ("loss", "lr")}
-    epochs = {p.epoch for p, _ in run if p.epoch is not None}
-    if not moved and len(epochs) < FROZEN_LOGS and not any(all(p.values.get(k) == newest.values[k] for p, _ in run) for k in others):
-        return None  # a constant that never moved, over a few steps, with no second metric frozen beside it, need not be a network
-    chance = next((k for k in range(2, 1001) if abs(math.log(k) - last) < 5e-4), None)
-    why = f" = ln {chance}, the loss of a uniform guess over {chance} classes" if chance else ""
-    return Anomaly(
-        kind=AnomalyKind.LOSS_FROZEN, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE, severity=Severity.SIGNIFICANT,
-        source=first.source, line_no=first.line_no, step=first.step,
-        detail=(f"training loss {last:g}{why} at each of the last {logs} logs from {at(first)} (line {first.line_no}): "
-                "the network no longer changes - its outputs saturated (collapsed softmax, dead units) and no gradient "
-                "flows, typically after a learning rate too high for the model or outputs on the wrong scale"),
-    )
-
-
-
-REPLAY_LOGS = 4  # logged losses of one epoch repeated, in order, at the start of the next...
-REPLAY_DIGITS = 3  # ...each to 3 significant digits or more ('0.9670' parses as 0.967): a varying sequence, not one value
-
-
-def loss_replayed(points: Sequence[MetricPoint]) -> Anomaly | None:
-    """An epoch's logged losses repeated by the next epoch, value for value to every printed digit: the weights did
-    not change.
-
-    With the batches in the same order each epoch, a model that learns prints other losses on them one epoch later;
-    the same varying sequence again (0.9741, 1.3742, 1.2390, 0.9670, ...) means the forward pass runs on weights no
-    update touches: the optimizer never steps (a zero learning rate, every step skipped), or the parameters it updates
-    are not the ones the model uses (LoRA adapters frozen or left out of the optimizer's parameter groups).
-    """
-    by_epoch: dict[float, list[tuple[MetricPoint, float]]] = {}
-    for p in points:
-        v = p.values.get("loss")
-        if p.epoch is not None and v is not None and finite(v):
-            by_epoch.setdefault(p.epoch, []).append((p, v))
-    epochs = sorted(by_epoch)
-    for a, b in itertools.pairwise(epochs):
-        before, again = [v for _, v in by_epoch[a]], by_epoch[b]
-        n = 0
-        while n < min(len(before), len(again)) and before[n] == again[n][1] and _digits(before[n]) >= REPLAY_DIGITS:
-            n += 1
-        if n < REPLAY_LOGS or len(set(before[:n])) < 2:
-            continue
-        first = again[0][0]
-        shown = ", ".join(f"{v:g}" for v in before[:n][:6])
-        return Anomaly(
-            kind=AnomalyKind.LOSS_FROZEN, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE, severity=Severity.SIGNIFICANT,
-            source=first.source, line_no=first.line_no, step=first.step,
-            detail=(f"epoch {b:g} repeats epoch {a:g}'s training losses value for value ({shown}: {n} logs in a row, "
-                    f"from line {first.line_no}): a full epoch of updates changed nothing - the optimizer does not step "
-                    "(learning rate 0, every step skipped) or the parameters it updates are not the ones the model uses "
-                    "(adapters frozen or missing from the optimizer)"),
-        )
-    return None
-
-# -ln(FLT_MIN): the per-sample cross-entropy when the true class's probability underflows float32 and the loss clamps
-# it there (Caffe's SoftmaxWithLoss, `-log(max(p, FLT_MIN))`); a frame loss weighted by k prints k times it
-FLT_MIN_LOSS = -math.log(1.1754943508222875e-38)
-CHANCE_LOGS = 3  # logs in a row at the uniform guess's loss
-CHANCE_REL = 0.005  # within 0.5% of ln C: a network at its random start is there too, so time at it is what counts
-CHANCE_EPOCHS = 2  # epochs spent there: no healthy classifier is still at chance two epochs in
-UNIFORM_DIGITS = 5  # ln C printed to this many digits, log after log: outputs exactly uniform (zero logits)
-
-
-def _uniform_classes(v: float, rel: float) -> int | None:
-    """C when v is the loss of a uniform guess over C classes (ln C) within `rel`, else None."""
-    c = round(math.exp(v)) if 0.5 < v < 12 else 0
-    return c if c >= 2 and abs(math.log(c) - v) <= rel * v else None
-
-
-def _at_chance_accuracy(p: MetricPoint, classes: int) -> bool:
-    """An accuracy printed beside the loss sits at 1/C (as a fraction or a percent)."""
-    accs = [v for k, v in p.values.items() if k in ("acc", "val_acc") and finite(v)]
-    return bool(accs) and all(abs((a / 100 if a > 1 else a) * classes - 1) <= 0.15 for a in accs)
-
-
-def loss_collapsed(points: Sequence[MetricPoint]) -> Anomaly | None:
-    """The loss pinned at a value that only a collapsed network prints: its outputs no longer depend on the input.
-
-    Three readings, each of a number that means something whatever the framework: 87.3365 (or a weighted multiple),
-    -ln(FLT_MIN), the clamped loss of a probability that underflowed for every sample; ln C to five or more printed
-    digits log after log, after another value, a prediction exactly uniform over C classes (all logits equal); and ln C with an
-    accuracy of 1/C beside it for two epochs or more, a guess no better than chance long after any start-up.
-    """
-    s = [(p, p.values["loss"]) for p in points if "loss" in p.values and finite(p.values["loss"])]
-    if len(s) < 2:
-        return None
-    tail = s[-CHANCE_LOGS:]
-    first, last = tail[0][0], tail[-1][1]
-    why = None
-    if len(tail) >= 2 and all(abs(v / FLT_MIN_LOSS - round(v / FLT_MIN_LOSS)) * FLT_MIN_LOSS <= 5e-4 * max(1, round(v / FLT_MIN_LOSS))
-                              and 1 <= round(v / FLT_MIN_LOSS) <= 1000 for _, v in s[-2:]):
-        first = s[-2][0]
-        why = (f"= {round(last / FLT_MIN_LOSS)} x 87.3365, -ln(FLT_MIN): " if round(last / FLT_MIN_LOSS) > 1 else "= -ln(FLT_MIN), ") + \
-            "the loss clamped where the true class's probability underflowed to zero for every sample"
-    elif (c := _uniform_classes(last, CHANCE_REL)) is not None:
-        # exact: among the last logs (a smoothed average may be printed between them), at least CHANCE_LOGS at ln C
-        # to every one of five or more printed digits, the newest of the last two among them
-        exact = [(p, v) for p, v in s[-3 * CHANCE_LOGS:] if _digits(v) >= UNIFORM_DIGITS
-                 and abs(v - math.log(c)) <= 10 ** (math.floor(math.log10(v)) - _digits(v) + 1)]  # one unit of the last digit
-        epochs = [p.epoch for p, _ in tail if p.epoch is not None]
-        chance = (len(tail) == CHANCE_LOGS and all(_uniform_classes(v, CHANCE_REL) == c and _at_chance_accuracy(p, c) for p, v in tail)
-                  and len(epochs) == len(tail) and epochs[-1] - epochs[0] >= CHANCE_EPOCHS)
-        # ...and a different loss before them: a head initialised at zero prints ln C exactly at its first steps
-        moved = bool(exact) and any(v != exact[0][1] for _, v in s[: s.index(exact[0])])
-        if len(exact) >= CHANCE_LOGS and moved and exact[-1][0] in (p for p, _ in s[-2:]):
-            first, last = exact[0][0], exact[-1][1]
-            why = f"= ln {c} to every printed digit, the loss of a prediction exactly uniform over {c} classes (all logits equal)"
-        elif chance:
-            why = f"= ln {c} with an accuracy of 1/{c} beside it for {epochs[-1] - epochs[0]:g} epochs: a guess no better than chance"
-    if why is None:
-        return None
-    return Anomaly(
-        kind=AnomalyKind.LOSS_FROZEN, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE, severity=Severity.SIGNIFICANT,
-        source=first.source, line_no=first.line_no, step=first.step,
-        detail=(f"training loss {last:g} {why}, from {at(first)} (line {first.line_no}) to the end: the network's outputs "
-                "collapsed and no longer depend on the input - typically a learning rate too high for the model, outputs "
-                "on the wrong scale, or labels the loss cannot reach"),
-    )
 
 
 COLLAPSE_TO = 0.2  # training accuracy under a fifth of its level (10 classes: from 90% to chance)...

@@ -15,11 +15,9 @@ from ml_skills.engine.analyse.divergence import (
     accuracy_collapse,
     loss_absurd,
     loss_blowup,
-    loss_collapsed,
-    loss_frozen,
     loss_jump,
-    loss_replayed,
 )
+from ml_skills.engine.analyse.frozen import loss_collapsed, loss_frozen, loss_replayed
 from ml_skills.engine.analyse.points import at, iterations_before
 from ml_skills.engine.analyse.points import finite as _finite
 from ml_skills.engine.analyse.points import fmt as _fmt
