@@ -255,6 +255,9 @@ EPOCH_KEYS = {"epoch", "epochs", "train/epoch"}
 # name after a Train-/Validation- prefix); its default metric names for the loss are cross-entropy and ce
 _MXNET_SPLIT = {"train-": "", "validation-": "val_"}
 _MXNET_NAMES = {"accuracy": "acc", "acc": "acc", "cross-entropy": "loss", "ce": "loss"}
+# TensorBoard-style tags that group by metric and name the split last ('loss/train', 'accuracy/validation'), as
+# SummaryWriter users write them and W&B prints them in its run summary
+_SPLIT_SUFFIX = {"train": "", "training": "", "val": "val_", "valid": "val_", "validation": "val_", "eval": "val_", "dev": "val_"}
 
 
 @lru_cache(maxsize=4096)  # a log repeats a few dozen keys on every line
@@ -269,6 +272,9 @@ def canonical(key: str) -> str | None:
     for prefix in ("train/", "train_", "training/", "metrics/"):
         if k.startswith(prefix) and k[len(prefix):] in ALIASES and ALIASES[k[len(prefix):]] in ("loss", "grad_norm", "lr"):
             return ALIASES[k[len(prefix):]]
+    name, _, split = k.rpartition("/")
+    if split in _SPLIT_SUFFIX and ALIASES.get(name) in ("loss", "acc"):
+        return _SPLIT_SUFFIX[split] + ALIASES[name]
     return None
 
 
