@@ -232,9 +232,13 @@ CANONICAL = ("loss", "val_loss", "grad_norm", "lr", "throughput", "acc", "val_ac
 
 _NAMES: dict[str, list[str]] = {
     "loss": ["loss", "train_loss", "training_loss", "lm_loss", "total_loss", "train/loss", "loss_step",
-             "train_loss_step", "avg_loss", "train/loss_step", "objective", "train/lm_loss", "mean_loss", "loss_epoch", "train_loss_epoch"],
+             "train_loss_step", "avg_loss", "train/loss_step", "objective", "train/lm_loss", "mean_loss", "loss_epoch", "train_loss_epoch",
+             "loss_total", "xent", "nll", "nll_loss"],
     "val_loss": ["val_loss", "eval_loss", "validation_loss", "valid_loss", "val/loss", "eval/loss", "dev_loss",
                  "validation/loss", "val_lm_loss", "test_loss", "valid/loss", "val_loss_epoch"],
+    # perplexity, exp of the token loss (OpenNMT's 'ppl:', fairseq's 'ppl', 'PPL 35.2'): non-finite exactly when the loss is
+    "ppl": ["ppl", "perplexity", "train_ppl", "train_perplexity", "training_perplexity"],
+    "val_ppl": ["val_ppl", "valid_ppl", "eval_ppl", "dev_ppl", "val_perplexity", "validation_perplexity", "valid_perplexity", "eval_perplexity"],
     "grad_norm": ["grad_norm", "gradient_norm", "gnorm", "total_norm", "grad/norm", "train/grad_norm", "grad_l2_norm", "global_norm"],
     "lr": ["lr", "learning_rate", "train/learning_rate", "lr-adamw", "lr-adam", "learningrate", "lr-sgd"],
     "throughput": ["samples/sec", "samples_per_second", "train_samples_per_second", "samples/s", "tokens/s",

@@ -17,12 +17,13 @@ from ml_skills.engine.analyse.points import fmt as _fmt
 from ml_skills.models import Anomaly, AnomalyKind, FailureClass, MetricPoint, Severity
 
 EARLY_NAN_STEPS = 100
+_VALIDATION = frozenset({"val_loss", "val_ppl"})  # an evaluation's own numbers
 
 
 def nan_onset(points: Sequence[MetricPoint], exact_nan: MetricPoint | None) -> Anomaly | None:
     first = None
     for i, p in enumerate(points):
-        bad: list[str] = [k for k in ("loss", "grad_norm", "val_loss") if k in p.values and not _finite(p.values[k])]
+        bad: list[str] = [k for k in ("loss", "ppl", "grad_norm", "val_loss", "val_ppl") if k in p.values and not _finite(p.values[k])]
         if bad:
             first = (i, p, bad)
             break
@@ -33,8 +34,8 @@ def nan_onset(points: Sequence[MetricPoint], exact_nan: MetricPoint | None) -> A
     if first is None:
         return None
     i, p, bad = first
-    zeroed = _zeroed_loss(points[i:]) if bad == ["val_loss"] else None
-    if bad == ["val_loss"] and zeroed is None:
+    zeroed = _zeroed_loss(points[i:]) if set(bad) <= _VALIDATION else None
+    if set(bad) <= _VALIDATION and zeroed is None:
         later = [q.values["loss"] for q in points[i:] if "loss" in q.values]
         if later and all(_finite(v) for v in later):
             # training stays finite while every evaluation says nan: the evaluation is broken, not the optimisation
@@ -42,7 +43,7 @@ def nan_onset(points: Sequence[MetricPoint], exact_nan: MetricPoint | None) -> A
             return Anomaly(
                 kind=AnomalyKind.NAN_ONSET, failure_class=FailureClass.EVALUATION_MISMATCH, severity=Severity.SIGNIFICANT,
                 source=p.source, line_no=p.line_no, step=p.step,
-                detail=(f"non-finite val_loss from {where} (line {p.line_no}) while the training loss stays finite "
+                detail=(f"non-finite {', '.join(bad)} from {where} (line {p.line_no}) while the training loss stays finite "
                         f"({len(later)} values): the evaluation computes nan (an empty or unlabelled validation batch, a "
                         "division by zero in the metric, a preprocessing step only the validation split goes through)"),
             )

@@ -265,6 +265,7 @@ class Pass:
             batch = batches = None
             if (ei := metric_parser.epoch_iteration(text)) is not None:
                 epoch, batch, batches = ei
+                step = None if step == batch else step  # 'Epoch 10 ; Iter 50/213': the epoch's iteration, no global step
             elif epoch is None and (bar := metric_parser.KERAS_BAR.match(text)) is not None:
                 batch, batches = float(bar["i"]), float(bar["n"])
                 head = None  # the epoch is on its own header line above the bar ('Epoch 8/100')
