@@ -6,7 +6,8 @@
   predictions of a real softmax that overflowed, inside a trial loop that logs its failure as Optuna does.
 - A perplexity or cross-entropy that stands for the loss (OpenNMT's 'acc: 0.19; ppl: nan; xent: nan', a loop's
   'Epoch 10 ; Iter 50/213 ; PPL nan'), placed by the run's own epoch and iteration, not read as a global step 50.
-  Real PyTorch language-model steps on CPU whose learning rate is raised until the loss overflows.
+  Real PyTorch language-model steps on CPU whose learning rate is raised until the loss overflows; and a perplexity
+  pinned at OpenNMT's cap exp(100), far beyond any vocabulary's uniform guess, by Adam at lr 50 (corpus 1079).
 """
 
 from __future__ import annotations
@@ -76,11 +77,12 @@ LM = textwrap.dedent("""
     shape = sys.argv[1]
     vocab, dim = 50, 16
     model = torch.nn.Sequential(torch.nn.Embedding(vocab, dim), torch.nn.Linear(dim, vocab))
-    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    # 'capped': Adam at lr 50 (OpenNMT's '-optim adam -learning_rate 1.0' of corpus 1079): the loss sits in the thousands
+    opt = torch.optim.Adam(model.parameters(), lr=50.0) if shape == "capped" else torch.optim.SGD(model.parameters(), lr=0.5)
     data = torch.randint(0, vocab, (64, 9))
     step = 0
     for epoch in range(1, 6):
-        if epoch == 4:
+        if epoch == 4 and shape != "capped":
             opt.param_groups[0]["lr"] = 1e12  # a schedule that multiplies where it should decay
         for it in range(1, 51):
             step += 1
@@ -91,7 +93,10 @@ LM = textwrap.dedent("""
             ppl = math.exp(loss.item()) if math.isfinite(loss.item()) and loss.item() < 700 else float("nan")
             if it % 10:
                 continue
-            if shape == "onmt":
+            if shape == "capped":  # OpenNMT prints exp(min(loss, 100))
+                print(f"Epoch {epoch:2d}, {it:5d}/   50; acc: {100 * acc:6.2f}; ppl: {math.exp(min(loss.item(), 100)):6.2f}; "
+                      f"3324 src tok/s; 4592 tgt tok/s; {step:6d} s elapsed", flush=True)
+            elif shape == "onmt":
                 print(f"[INFO] Step {step}/250; acc: {100 * acc:6.2f}; ppl: {ppl:6.2f}; xent: {loss.item():.2f}; "
                       f"lr: {opt.param_groups[0]['lr']:.5f}; 1928/2310 tok/s; {step} sec", flush=True)
             else:
@@ -104,7 +109,7 @@ def _lm(tmp_path: Path, shape: str) -> Path:
     out = subprocess.run([sys.executable, "-c", LM, shape], capture_output=True, text=True, timeout=120, check=True)
     log = tmp_path / f"{shape}.log"
     log.write_text(out.stdout + out.stderr)
-    assert "nan" in log.read_text()
+    assert "nan" in log.read_text() or shape == "capped"
     return log
 
 
@@ -117,3 +122,13 @@ def test_a_perplexity_gone_nan_is_a_nan_loss(tmp_path: Path, shape: str) -> None
     assert "within the first 100 steps" not in onset.text  # three epochs of 50 iterations came before it
     if shape == "epoch-iter":
         assert "epoch 4, iteration" in onset.text, onset.text
+
+
+def test_a_perplexity_pinned_beyond_any_vocabulary_is_divergence(tmp_path: Path) -> None:
+    """Adam at lr 50: the loss stays finite in the thousands and the printed perplexity at OpenNMT's cap exp(100)."""
+    pytest.importorskip("torch")
+    log = _lm(tmp_path, "capped")
+    assert "ppl: 26881171418161356094253400435962903554686976.00" in log.read_text()
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "optimization-divergence", d.evidence
+    assert any("perplexity is 2.688e+43" in e.text for e in d.evidence), d.evidence
