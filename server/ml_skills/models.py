@@ -259,6 +259,9 @@ EPOCH_KEYS = {"epoch", "epochs", "train/epoch"}
 # name after a Train-/Validation- prefix); its default metric names for the loss are cross-entropy and ce
 _MXNET_SPLIT = {"train-": "", "validation-": "val_"}
 _MXNET_NAMES = {"accuracy": "acc", "acc": "acc", "cross-entropy": "loss", "ce": "loss"}
+# what Hugging Face's Trainer reports through W&B once training ends: the mean loss over the whole run (its final
+# metrics' train_loss), not a step's; a falling loss reads as a rise to it
+_RUN_AVERAGES = frozenset({"train/train_loss"})
 # TensorBoard-style tags that group by metric and name the split last ('loss/train', 'accuracy/validation'), as
 # SummaryWriter users write them and W&B prints them in its run summary
 _SPLIT_SUFFIX = {"train": "", "training": "", "val": "val_", "valid": "val_", "validation": "val_", "eval": "val_", "dev": "val_"}
@@ -268,6 +271,8 @@ _SPLIT_SUFFIX = {"train": "", "training": "", "val": "val_", "valid": "val_", "v
 def canonical(key: str) -> str | None:
     """The canonical name of a metric key ('train/loss' -> loss, 'Validation-accuracy' -> val_acc), or None."""
     k = key.strip().strip("'\"").lower().replace(" ", "_")
+    if k in _RUN_AVERAGES:
+        return None
     if k in ALIASES:
         return ALIASES[k]
     for prefix, split in _MXNET_SPLIT.items():

@@ -121,3 +121,48 @@ def test_a_classifier_that_learned_is_not_at_chance(tmp_path: Path) -> None:
     d = diagnose(DiagnoseRequest(target=str(_classify(tmp_path, "learn"))))
     assert not any("ends at chance" in e.text for e in d.evidence), d.evidence
     assert d.primary_cause is None
+
+
+HF_REPORTING = textwrap.dedent("""
+    import time
+    import torch
+    import wandb
+    torch.manual_seed(0)
+    x = torch.randn(512, 8)
+    y = x @ torch.randn(8, 1)
+    model = torch.nn.Linear(8, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    run = wandb.init(project="huggingface", name="projector-pretrain")
+    start, losses = time.time(), []
+    for step in range(1, 41):
+        loss = ((model(x) - y) ** 2).mean()
+        opt.zero_grad(); loss.backward(); opt.step()
+        losses.append(loss.item())
+        if step % 5 == 0:  # the Trainer's logging_steps
+            print({"loss": round(loss.item(), 4), "learning_rate": 0.05 * (1 - step / 40), "epoch": step / 40}, flush=True)
+        wandb.log({"train/loss": round(loss.item(), 4), "train/learning_rate": 0.05 * (1 - step / 40),
+                   "train/epoch": step / 40, "train/global_step": step})
+    # what the Trainer prints and reports once its loop returns: the mean loss of the whole run, not the last step's
+    final = {"train_runtime": round(time.time() - start, 4), "train_samples_per_second": 7.11,
+             "train_loss": sum(losses) / len(losses), "epoch": 1.0}
+    print(final, flush=True)
+    wandb.log({"train/train_runtime": final["train_runtime"], "train/train_loss": final["train_loss"]})
+    run.finish()
+""")
+
+
+@pytest.mark.slow
+def test_the_trainers_whole_run_mean_loss_is_not_a_last_step(tmp_path: Path) -> None:
+    """Hugging Face's final 'train_loss' (printed with train_runtime, and as train/train_loss in W&B's summary) is the
+    mean over the run: far above the last step's loss of a run that learned, it is no rise. A guard on a real run; the
+    case that showed it (healthy 285, two ranks printing two different means) is in the healthy suite."""
+    pytest.importorskip("torch")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    env.update(WANDB_MODE="offline", WANDB_DIR=str(tmp_path), HOME=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", HF_REPORTING], capture_output=True, text=True, timeout=240, check=True,
+                         env=env, cwd=tmp_path)
+    log = tmp_path / "pretrain.log"
+    log.write_text(out.stdout + out.stderr)
+    assert "train/train_loss" in log.read_text() and "'train_runtime'" in log.read_text()
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is None, d.evidence

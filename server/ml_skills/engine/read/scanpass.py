@@ -262,6 +262,11 @@ class Pass:
             if parsed is None:
                 continue
             values, step, epoch = parsed
+            if "train_runtime" in text and "loss" in values:
+                # Hugging Face's final metrics ({'train_runtime': ..., 'train_loss': 0.15}): the whole run's mean loss
+                values = {k: v for k, v in values.items() if k != "loss"}
+                if not values:
+                    continue
             batch = batches = None
             if (ei := metric_parser.epoch_iteration(text)) is not None:
                 epoch, batch, batches = ei
