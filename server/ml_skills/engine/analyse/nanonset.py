@@ -32,7 +32,7 @@ def nan_onset(points: Sequence[MetricPoint], exact_nan: MetricPoint | None) -> A
         idx = sum(1 for p in points if p.line_no < exact_nan.line_no)
         first = (idx, exact_nan, bad)
     if first is None:
-        return None
+        return _zeroed_for_good(points)
     i, p, bad = first
     zeroed = _zeroed_loss(points[i:]) if set(bad) <= _VALIDATION else None
     if set(bad) <= _VALIDATION and zeroed is None:
@@ -127,6 +127,29 @@ def _zeroed_loss(points: Sequence[MetricPoint]) -> MetricPoint | None:
             return q
         prev = v
     return None
+
+
+ZEROED_LOGS = 2  # logs of exactly 0 after the drop, to the end
+
+
+def _zeroed_for_good(points: Sequence[MetricPoint]) -> Anomaly | None:
+    """No NaN printed, but the training loss drops from a real value to exactly 0 in one log and stays there: every
+    step behind those logs was non-finite and dropped by the logger's average (HF Trainer's logging_nan_inf_filter
+    prints 0.0 for a window of only nan steps; DeepSpeed then reports most steps skipped for overflow)."""
+    zero = _zeroed_loss(points)
+    if zero is None:
+        return None
+    later = [q.values["loss"] for q in points if q.line_no >= zero.line_no and "loss" in q.values]
+    if len(later) < ZEROED_LOGS or any(v != 0.0 for v in later):
+        return None
+    return Anomaly(
+        kind=AnomalyKind.NAN_ONSET, failure_class=FailureClass.NAN_INF, severity=Severity.CRITICAL,
+        source=zero.source, line_no=zero.line_no, step=zero.step,
+        detail=(f"the training loss is logged as exactly 0 from {at(zero)} (line {zero.line_no}) to the end ({len(later)} "
+                "logs) right after a positive value: no objective falls to exactly 0 in one logging interval; a logger "
+                "that drops non-finite losses from its average (HF Trainer's logging_nan_inf_filter) prints 0 for "
+                "windows of steps that were all nan"),
+    )
 
 
 PRECURSOR_WORDS = "with the gradient norm exploding just before it"
