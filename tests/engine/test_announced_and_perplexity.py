@@ -44,7 +44,7 @@ TRIALS = textwrap.dedent("""
 
 
 def _trials(tmp_path: Path) -> str:
-    out = subprocess.run([sys.executable, "-c", TRIALS], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", TRIALS], check=False, capture_output=True, text=True, timeout=120)
     assert out.returncode == 1 and "failed because of the following error: ValueError(" in out.stdout + out.stderr
     return out.stdout + out.stderr
 
