@@ -41,7 +41,7 @@ COPY = textwrap.dedent("""
 
 
 def _run(tmp_path: Path, mode: str) -> Path:
-    out = subprocess.run([sys.executable, "-c", COPY, mode], capture_output=True, text=True, timeout=120, check=True)
+    out = subprocess.run([sys.executable, "-c", COPY, mode], capture_output=True, text=True, timeout=600, check=True)
     log = tmp_path / f"{mode}.log"
     log.write_text(out.stdout + out.stderr)
     return log

@@ -43,7 +43,7 @@ RUN = textwrap.dedent("""
 
 
 def _run(tmp_path: Path, mode: str) -> Path:
-    out = subprocess.run([sys.executable, "-c", RUN, mode], capture_output=True, text=True, timeout=120, check=True)
+    out = subprocess.run([sys.executable, "-c", RUN, mode], capture_output=True, text=True, timeout=600, check=True)
     log = tmp_path / f"{mode}.log"
     log.write_text(out.stdout + out.stderr)
     return log

@@ -214,9 +214,9 @@ def _series_prefix(path: Path, run_dir: Path) -> Any:
 
 def fold(tag: str) -> str:
     """A TensorBoard tag as the detectors name it: 'Loss/train' -> loss, 'Loss/val' -> val_loss; else as written."""
-    if canonical(tag) is not None:
-        return tag
     parts = [p for p in tag.replace("\\", "/").split("/") if p]
+    if canonical(tag) is not None and (len(parts) < 2 or parts[-1].lower() not in _VAL | _TRAIN):
+        return tag  # a name the detectors know as written ('val/loss', 'train/grad_norm'), not a metric/split tag
     if len(parts) < 2:
         return tag
     for split, rest in ((parts[-1].lower(), parts[:-1]), (parts[0].lower(), parts[1:])):
