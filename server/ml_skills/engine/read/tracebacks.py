@@ -82,7 +82,10 @@ _ANNOUNCED = lazy(r"\b(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(?
 
 def announced(line: str) -> tuple[str, str] | None:
     """(type, message) of an exception named with its message on the line above a traceback, else None."""
-    m = _ANNOUNCED.search(ANSI.sub("", line))
+    plain = ANSI.sub("", line).strip()
+    if _EXC.match(plain):
+        return None  # the last line of the traceback before this one (another rank's, a first attempt's), not a herald
+    m = _ANNOUNCED.search(plain)
     return None if m is None else (m["type"], (m["m1"] or m["m2"] or "").strip())
 
 
