@@ -8,6 +8,7 @@ every validation-metric line of a chunk that has few (the sample would miss them
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
 from ml_skills.engine.read import tables
 from ml_skills.engine.read.matcher import Matcher, ScanLimit
@@ -122,9 +123,19 @@ _RANK = lazy(
 )
 
 
-def rank_of(line: str) -> int | None:
-    """The rank tag at the start of a metric line (or a worker's pid for Ray), or None."""
-    m = _RANK.match(line[:160])
+def _rank_span(head: str) -> tuple[int, int] | None:
+    m = _RANK.match(head)
     if m is None:
         return None
-    return int(next(g for g in m.groups() if g is not None))
+    return m.span(next(i for i, g in enumerate(m.groups(), 1) if g is not None))
+
+
+def rank_of(line: str, memo: dict[str, Any] | None = None) -> int | None:
+    """The rank tag at the start of a metric line (or a worker's pid for Ray), or None. `memo`: the line's shape memo
+    (metrics.shape_memo): _RANK is digit-blind, so the tag is at the same place on every line of a shape."""
+    head = line[:160]
+    if memo is None:
+        span = _rank_span(head)
+    elif (span := memo.get("rank", None)) is None and "rank" not in memo:
+        span = memo["rank"] = _rank_span(head)
+    return None if span is None else int(head[span[0]:span[1]])
