@@ -54,6 +54,8 @@ def loss_lines(chunk: bytes | bytearray, budget: int | None) -> list[int]:
 
 
 Row = tuple[dict[str, float], float | None, float | None]
+# the ASCII characters str.strip() strips; a byte from 0x80 may start a character it strips too (b'\xc2\xa0')
+_ASCII_SPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
 
 
 def table_rows(chunk: bytes | bytearray, starts: list[int]) -> dict[int, Row]:
@@ -65,7 +67,11 @@ def table_rows(chunk: bytes | bytearray, starts: list[int]) -> dict[int, Row]:
     rows: dict[int, Row] = {}
     for s in starts:
         e = chunk.find(b"\n", s)
-        head = tables.header(chunk[s : (len(chunk) if e < 0 else e)].decode("utf-8", errors="replace"))
+        raw = chunk[s : (len(chunk) if e < 0 else e)]
+        first = raw.lstrip(_ASCII_SPACE)[:1]
+        if not first or (first < b"\x80" and not first.isalpha()):
+            continue  # tables.header refuses a text that does not start with a letter once stripped: decoded, not read
+        head = tables.header(raw.decode("utf-8", errors="replace"))
         n = 0
         while head is not None and e >= 0 and n < tables.MAX_ROWS:
             pos, e = e + 1, chunk.find(b"\n", e + 1)

@@ -401,7 +401,11 @@ def parse_line(line: str, memo: dict[str, Any] | None = None) -> tuple[dict[str,
     if text is None:
         return None
     low = text.lower()
-    if not any(h in low for h in _HINTS):
+    if memo is None:
+        hinted = any(h in low for h in _HINTS)
+    elif (hinted := memo.get("hinted")) is None:  # the hints name no digit
+        hinted = memo["hinted"] = any(h in low for h in _HINTS)
+    if not hinted:
         return None
     found = Found(memo)
     for _name, read in FORMATS if memo is None else memo.get("formats", FORMATS):

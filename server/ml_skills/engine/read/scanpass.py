@@ -23,6 +23,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import methodcaller
 
 from ml_skills.collectors import logfile
 from ml_skills.engine.read import frameworks, gradmax, metric_lines, newlines
@@ -49,6 +50,9 @@ class SigAgg:
 
 def _shift3(t: tuple[int, int, str], k: int) -> tuple[int, int, str]:
     return (t[0] + k, t[1], t[2])
+
+
+_is_val = methodcaller("startswith", "val_")
 
 
 def thin(points: list[tuple[int, MetricPoint]], bucket: int) -> list[tuple[int, MetricPoint]]:
@@ -272,10 +276,10 @@ class Pass:
                     pass
                 epoch = float(head["e"]) if head is not None else None
             mp = metric_point(source=name, line_no=mline, step=step, epoch=epoch, values=values,
-                              split="eval" if all(k.startswith("val_") for k in values) else "train",
+                              split="eval" if all(map(_is_val, values)) else "train",
                               time=metric_parser.parse_timestamp(text[:200]), rank=metric_lines.rank_of(text, memo),
                               batch=batch, batches=batches)
-            if self.nan_point is None and not all(math.isfinite(v) for v in values.values()):
+            if self.nan_point is None and not all(map(math.isfinite, values.values())):
                 self.nan_point, self.nan_offset = mp, offset + s
                 self.point_offsets[mline] = offset + s
             gn = values.get("grad_norm")
