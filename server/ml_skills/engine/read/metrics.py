@@ -454,7 +454,10 @@ _EPOCH_ITER_WORDS = (
     r"(?:\bepoch(?:\(\w+\))?\s*:?\s*\[\s*(?P<e1>\d+)\s*\]\s*\[\s*(?P<i1>\d+)\s*/\s*(?P<n1>\d+)\s*\]|"
     r"\[\s*epoch\s+(?P<e2>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?:batch|iter(?:ation)?)\s+(?P<i2>\d+)\s*/\s*(?P<n2>\d+)\s*\]|"
     r"\be(?P<e3>\d+)\s+iter\[\s*(?P<i3>\d+)\s*/\s*(?P<n3>\d+)\s*\]|"
-    r"\btrain epoch:\s*(?P<e4>\d+)\s*\[\s*(?P<i4>\d+)\s*/\s*(?P<n4>\d+))"
+    r"\btrain epoch:\s*(?P<e4>\d+)\s*\[\s*(?P<i4>\d+)\s*/\s*(?P<n4>\d+)|"
+    # and a loop's own 'Epoch 10 ; Iter 50/213', 'epoch 3, iter 50/213', 'Epoch: 2 | Batch: 100/500' (a counter out of
+    # the epoch's iterations, right after the epoch)
+    r"\bepoch\s*:?\s*(?P<e5>\d+)\s*(?:/\s*\d+\s*)?[,;|]?\s*(?:batch|iter(?:ation)?)\s*:?\s*(?P<i5>\d+)\s*/\s*(?P<n5>\d+))"
 )
 _EPOCH_ITER = lazy("(?i)" + _EPOCH_ITER_WORDS)
 # The same on the text lower-cased first: a case-sensitive pattern lets `re` skip to the positions its first
@@ -478,7 +481,7 @@ def _epoch_iteration_spans(head: str) -> tuple[tuple[int, int], ...] | None:
         m = _EPOCH_ITER.search(head)
     if m is None:
         return None
-    k = next(i for i in "1234" if m[f"e{i}"] is not None)
+    k = next(i for i in "12345" if m[f"e{i}"] is not None)
     return m.span(f"e{k}"), m.span(f"i{k}"), m.span(f"n{k}")
 
 

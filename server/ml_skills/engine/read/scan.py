@@ -227,6 +227,9 @@ def _summary_readings(ev: LogEvidence, tail_lines: list[str], tail_start: int, n
     if not any(a.kind is AnomalyKind.TRAIN_VAL_DIVERGENCE for a in ev.trajectory.anomalies) and \
             (history := sparklines.wandb_history(tail_lines, tail_start, name)) is not None:
         ev.trajectory.anomalies.append(history)
+    if not any(a.kind is AnomalyKind.LOSS_FROZEN for a in ev.trajectory.anomalies) and \
+            (chance := sparklines.wandb_chance(tail_lines, tail_start, name)) is not None:
+        ev.trajectory.anomalies.append(chance)
 
 
 def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Task | None, engine: str | None,

@@ -266,9 +266,15 @@ class Pass:
             if parsed is None:
                 continue
             values, step, epoch = parsed
+            if "train_runtime" in text and "loss" in values:
+                # Hugging Face's final metrics ({'train_runtime': ..., 'train_loss': 0.15}): the whole run's mean loss
+                values = {k: v for k, v in values.items() if k != "loss"}
+                if not values:
+                    continue
             batch = batches = None
             if (ei := metric_parser.epoch_iteration(text, memo)) is not None:
                 epoch, batch, batches = ei
+                step = None if step == batch else step  # 'Epoch 10 ; Iter 50/213': the epoch's iteration, no global step
             elif epoch is None and (bar := metric_parser.KERAS_BAR.match(text)) is not None:
                 batch, batches = float(bar["i"]), float(bar["n"])
                 head = None  # the epoch is on its own header line above the bar ('Epoch 8/100')

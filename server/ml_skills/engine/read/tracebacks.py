@@ -74,8 +74,24 @@ def parse_hydra(lines: list[str], first_line_no: int, source: str) -> TracebackE
     )
 
 
-def parse_at(lines: list[str], first_line_no: int, source: str, chained: bool = False) -> TracebackEvent | None:
-    """Parse one traceback whose start line is lines[0]; None if it does not end in an exception line."""
+# the line above a traceback that names its exception first, as a framework's error handler logs it before the stack:
+# Optuna's 'Trial 41 failed because of the following error: ValueError("Input contains NaN ...")', a logger's
+# 'An exception has been raised[ValueError: No valid experiment ...'
+_ANNOUNCED = lazy(r"\b(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(?:\((?P<q>[\"'])(?P<m1>.+?)(?P=q)\)|: (?P<m2>\S.*))")
+
+
+def announced(line: str) -> tuple[str, str] | None:
+    """(type, message) of an exception named with its message on the line above a traceback, else None."""
+    m = _ANNOUNCED.search(ANSI.sub("", line))
+    return None if m is None else (m["type"], (m["m1"] or m["m2"] or "").strip())
+
+
+def parse_at(lines: list[str], first_line_no: int, source: str, chained: bool = False,
+             above: str | None = None) -> TracebackEvent | None:
+    """Parse one traceback whose start line is lines[0]; None if it does not end in an exception line.
+
+    `above`, the line before it: when the stack is cut before its exception line (the log ends inside it) and that
+    line named the exception with its message, the traceback is read as ending in that exception, cited there."""
     if lines and HYDRA_TARGET.match(ANSI.sub("", lines[0]).strip()):
         return parse_hydra(lines, first_line_no, source)
     head = ANSI.sub("", lines[0])
@@ -132,7 +148,12 @@ def parse_at(lines: list[str], first_line_no: int, source: str, chained: bool = 
         if body.strip().startswith(_CHAIN):
             continue
         # Something else (e.g. a multi-line message or noise); keep looking a little.
-    return None
+    told = announced(above) if above is not None and frames and len(lines) < _MAX_LINES else None
+    if told is None:
+        return None
+    return TracebackEvent(source=source, line_no=first_line_no - 1, start_line=first_line_no - 1, exc_type=told[0],
+                          message=told[1][:500], frames=[*frames[-12:], *(f"  {c}" for c in code_lines[-12:])],
+                          chained=chained or bool(m.group(1)))
 
 
 # Indented as Python prints it, or at column 0 when a paste lost its indentation.
@@ -184,7 +205,7 @@ def read_all(reader: Reader, name: str, starts: list[tuple[int, int]]) -> list[T
         _, before = reader.window_at(off, 3, 0)
         ignored = any(IGNORED in b for b in before[-2:-1])
         chained = any(is_chain_marker(b) for b in before[:-1])
-        ev = parse_at(lines, line_no, name, chained=chained)
+        ev = parse_at(lines, line_no, name, chained=chained, above=before[-2] if len(before) >= 2 else None)
         # Python ignored it (a __del__ at shutdown), so it ended nothing; a Ctrl-C caught there still says who stopped the run
         if ev is not None and ignored and ev.exc_type != "KeyboardInterrupt":
             continue
