@@ -16,7 +16,7 @@ def reference(line: str) -> tuple[float, float, float] | None:
     m = metrics._EPOCH_ITER.search(line[:400])
     if m is None:
         return None
-    k = next(i for i in "1234" if m[f"e{i}"] is not None)
+    k = next(i for i in "12345" if m[f"e{i}"] is not None)
     return float(m[f"e{k}"]), float(m[f"i{k}"]), float(m[f"n{k}"])
 
 
