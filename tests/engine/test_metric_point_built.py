@@ -47,3 +47,19 @@ def test_every_point_of_every_real_log_is_the_validated_one(monkeypatch: pytest.
     for log in sorted(root.glob("corpus/*/train.log")) + sorted(root.glob("healthy/*/train.log")):
         scan.scan_log(log, engine="re" if log.stat().st_size < scan.SMALL_LOG_BYTES else None)
     assert len(set(seen)) > 200
+
+
+def test_a_point_holds_what_model_construct_would_set() -> None:
+    """scanpass.metric_point sets the instance's attributes itself: what model_construct sets for a model with no alias,
+    no private attribute, no extra and no post-init hook, which MetricPoint must stay."""
+    assert MetricPoint.__pydantic_post_init__ is None and not MetricPoint.__private_attributes__
+    assert MetricPoint.model_config.get("extra") != "allow"
+    assert all(f.alias is None and f.validation_alias is None for f in MetricPoint.model_fields.values())
+    fields: dict = {"source": "a.log", "line_no": 3, "step": 1.0, "epoch": None, "split": "train", "values": {"loss": 1.0},
+                    "time": None, "rank": 2, "batch": None, "batches": None}
+    mp, ref = scanpass.metric_point(**fields), MetricPoint.model_construct(**fields)
+    assert list(mp.__dict__.items()) == list(ref.__dict__.items())  # the same fields, in the same order
+    assert (mp.__pydantic_fields_set__, mp.__pydantic_extra__, mp.__pydantic_private__) == \
+        (ref.__pydantic_fields_set__, ref.__pydantic_extra__, ref.__pydantic_private__)
+    mp.line_no += 5  # a merge shifts line numbers: the fields-set is the point's own
+    assert mp.line_no == 8 and ref.line_no == 3

@@ -8,6 +8,7 @@ every validation-metric line of a chunk that has few (the sample would miss them
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
 from ml_skills.engine.read import tables
 from ml_skills.engine.read.matcher import Matcher, ScanLimit
@@ -55,6 +56,8 @@ def loss_lines(chunk: bytes | bytearray, budget: int | None) -> list[int]:
 
 
 Row = tuple[dict[str, float], float | None, float | None]
+# the ASCII characters str.strip() strips; a byte from 0x80 may start a character it strips too (b'\xc2\xa0')
+_ASCII_SPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
 
 
 def table_rows(chunk: bytes | bytearray, starts: list[int]) -> dict[int, Row]:
@@ -66,7 +69,11 @@ def table_rows(chunk: bytes | bytearray, starts: list[int]) -> dict[int, Row]:
     rows: dict[int, Row] = {}
     for s in starts:
         e = chunk.find(b"\n", s)
-        head = tables.header(chunk[s : (len(chunk) if e < 0 else e)].decode("utf-8", errors="replace"))
+        raw = chunk[s : (len(chunk) if e < 0 else e)]
+        first = raw.lstrip(_ASCII_SPACE)[:1]
+        if not first or (first < b"\x80" and not first.isalpha()):
+            continue  # tables.header refuses a text that does not start with a letter once stripped: decoded, not read
+        head = tables.header(raw.decode("utf-8", errors="replace"))
         n = 0
         while head is not None and e >= 0 and n < tables.MAX_ROWS:
             pos, e = e + 1, chunk.find(b"\n", e + 1)
@@ -124,9 +131,19 @@ _RANK = lazy(
 )
 
 
-def rank_of(line: str) -> int | None:
-    """The rank tag at the start of a metric line (or a worker's pid for Ray), or None."""
-    m = _RANK.match(line[:160])
+def _rank_span(head: str) -> tuple[int, int] | None:
+    m = _RANK.match(head)
     if m is None:
         return None
-    return int(next(g for g in m.groups() if g is not None))
+    return m.span(next(i for i, g in enumerate(m.groups(), 1) if g is not None))
+
+
+def rank_of(line: str, memo: dict[str, Any] | None = None) -> int | None:
+    """The rank tag at the start of a metric line (or a worker's pid for Ray), or None. `memo`: the line's shape memo
+    (metrics.shape_memo): _RANK is digit-blind, so the tag is at the same place on every line of a shape."""
+    head = line[:160]
+    if memo is None:
+        span = _rank_span(head)
+    elif (span := memo.get("rank", None)) is None and "rank" not in memo:
+        span = memo["rank"] = _rank_span(head)
+    return None if span is None else int(head[span[0]:span[1]])

@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable
 from datetime import datetime
 from functools import lru_cache
+from typing import Any
 
 from ml_skills.lazyre import lazy
 from ml_skills.models import ALIASES, CANONICAL, EPOCH_KEYS, STEP_KEYS, canonical  # noqa: F401 (the vocabulary, re-exported)
@@ -90,14 +91,29 @@ def _phrase(key: str) -> str | None:
 
 class Found:
     """What the formats read on one line so far. The first value of a canonical name wins, so an earlier format
-    takes precedence over a later one; step and epoch follow each format's own rule (see its parser)."""
+    takes precedence over a later one; step and epoch follow each format's own rule (see its parser).
 
-    __slots__ = ("epoch", "step", "values")
+    `memo` is what the digit-blind patterns found on the first line of this line's shape (see `shape_of`), by site,
+    or None to search this line itself."""
 
-    def __init__(self) -> None:
+    __slots__ = ("epoch", "memo", "step", "values")
+
+    def __init__(self, memo: dict[str, Any] | None = None) -> None:
         self.values: dict[str, float] = {}
         self.step: float | None = None
         self.epoch: float | None = None
+        self.memo = memo
+
+    def spans(self, site: str, find: Callable[[str], Any], text: str) -> Any:
+        """find(text): the spans a digit-blind pattern finds in `text`, from the memo of this line's shape when
+        another line of the shape was searched already."""
+        memo = self.memo
+        if memo is None:
+            return find(text)
+        found = memo.get(site, _MISSING)
+        if found is _MISSING:
+            found = memo[site] = find(text)
+        return found
 
 
 # A format's parser reads `line` (and `low`, the line lower-cased) into `found`; it returns True when the line is
@@ -114,12 +130,17 @@ def _format(name: str) -> Callable[[Format], Format]:
     return register
 
 
+def _json_shaped(stripped: str) -> bool:
+    brace = stripped.find("{")
+    return brace >= 0 and stripped.endswith("}") and '"' in stripped[brace:]
+
+
 @_format("json")
 def _json_object(line: str, low: str, found: Found) -> bool:
     """`{"loss": 2.3, "step": 10}` and HF Trainer dicts after a prefix: the whole line is this object."""
     stripped = line.strip()
     brace = stripped.find("{")
-    if not (brace >= 0 and stripped.endswith("}") and '"' in stripped[brace:]):
+    if not found.spans("json", _json_shaped, stripped):
         return False
     try:
         obj = untrusted_json.loads(stripped[brace:])
@@ -144,14 +165,20 @@ def _json_object(line: str, low: str, found: Found) -> bool:
     return True
 
 
+def _tqdm_spans(line: str) -> tuple[tuple[int, int], ...] | None:
+    bar = _TQDM.search(line)
+    return None if bar is None else (bar.span("n"), bar.span("rate"), bar.span("unit"))
+
+
 @_format("tqdm")
 def _tqdm_bar(line: str, low: str, found: Found) -> bool:
     """A tqdm or Lightning bar: its count is the step, its rate the throughput."""
-    bar = _TQDM.search(line) if "%|" in line else None  # the bar's own literal: skip the slow search on other lines
+    bar = found.spans("tqdm", _tqdm_spans, line) if "%|" in line else None  # the bar's own literal: skip the slow search on other lines
     if bar:
-        found.step = float(bar["n"])
-        unit = bar["unit"]
-        rate = float(bar["rate"])
+        (ns, ne), (rs, re_), (us, ue) = bar
+        found.step = float(line[ns:ne])
+        unit = line[us:ue]
+        rate = float(line[rs:re_])
         if unit in ("it/s", "samples/s", "tok/s", "img/s"):
             found.values["throughput"] = rate
         elif unit == "s/it" and rate > 0:
@@ -184,14 +211,18 @@ def _pair_key(raw: str) -> tuple[int, str | None, bool]:
     return (_OTHER, None, False) if c is None else (_METRIC, c, c == "step_time" and "(ms)" in key)
 
 
+def _pair_spans(line: str) -> tuple[tuple[int, int, int, int], ...]:
+    return tuple((*m.span("key"), *m.span("val")) for m in _PAIR.finditer(line))
+
+
 @_format("key-value")
 def _key_values(line: str, low: str, found: Found) -> bool:
     """`key=value`, `key: value`, Keras' `- loss: 0.23`, keys of a few words (`lm loss: 7.1E+00`)."""
     values = found.values
-    for m in _PAIR.finditer(line):
-        kind, name, in_ms = _pair_key(m["key"])
+    for ks, ke, vs, ve in found.spans("key-value", _pair_spans, line):
+        kind, name, in_ms = _pair_key(line[ks:ke])
         try:
-            val = _num(m["val"])
+            val = _num(line[vs:ve])
         except ValueError:
             continue
         if kind == _STEP:
@@ -201,7 +232,7 @@ def _key_values(line: str, low: str, found: Found) -> bool:
             found.epoch = val
         elif name is not None:
             values.setdefault(name, val / 1000.0 if in_ms else val)
-        elif not math.isfinite(val) and _named_loss(m["key"].lower().strip()):
+        elif not math.isfinite(val) and _named_loss(line[ks:ke].lower().strip()):
             values.setdefault("loss", val)  # one of several losses ('NoConvLoss=nan', 'g_loss: nan'): the objective is not finite
     return False
 
@@ -210,12 +241,28 @@ def _key_values(line: str, low: str, found: Found) -> bool:
 _COUNT_ACC = lazy(r"(?i)\baccuracy\s*[:=]\s*\d+\s*/\s*\d+\s*\(\s*(?P<pct>\d+(?:\.\d+)?)\s*%\s*\)")
 
 
+def _count_acc_span(line: str) -> tuple[int, int] | None:
+    m = _COUNT_ACC.search(line)
+    return None if m is None else m.span("pct")
+
+
 @_format("count-accuracy")
 def _count_accuracy(line: str, low: str, found: Found) -> bool:
     """`Accuracy: 49816/50000 (99.63%)`: the percentage, as a percent like any `acc: 99.6%`."""
-    if "%" in line and (m := _COUNT_ACC.search(line)) is not None:
-        found.values.setdefault("acc", float(m["pct"]))
+    if "%" in line and (pct := found.spans("count-accuracy", _count_acc_span, line)) is not None:
+        found.values.setdefault("acc", float(line[pct[0]:pct[1]]))
     return False
+
+
+def _segment_spans(line: str) -> tuple[tuple[int, int, int, int], ...]:
+    """(key start, end, value start, end) in `line` of each `|`-separated segment that reads `key value`."""
+    out = []
+    at = 0
+    for seg in line.split("|"):
+        if (sm := _SEGMENT.match(seg)) is not None:
+            out.append((at + sm.start("key"), at + sm.end("key"), at + sm.start("val"), at + sm.end("val")))
+        at += len(seg) + 1
+    return tuple(out)
 
 
 @_format("pipe-segments")
@@ -223,39 +270,47 @@ def _pipe_segments(line: str, low: str, found: Found) -> bool:
     """fairseq and many custom loggers: `step 100 | loss 2.31 | lr 0.0005`."""
     if "|" not in line:
         return False
-    for seg in line.split("|"):
-        sm = _SEGMENT.match(seg)
-        if not sm:
-            continue
-        key = sm["key"].lower()
+    for ks, ke, vs, ve in found.spans("pipe-segments", _segment_spans, line):
+        key = line[ks:ke].lower()
         if key in STEP_KEYS:
-            found.step = found.step if found.step is not None else float(sm["val"])
+            found.step = found.step if found.step is not None else float(line[vs:ve])
         elif key in EPOCH_KEYS:
-            found.epoch = found.epoch if found.epoch is not None else float(sm["val"])
+            found.epoch = found.epoch if found.epoch is not None else float(line[vs:ve])
         elif (c := canonical(key)) is not None:
-            found.values.setdefault(c, _num(sm["val"]))
+            found.values.setdefault(c, _num(line[vs:ve]))
     return False
+
+
+def _loss_word_spans(low: str) -> tuple[tuple[int, int, int], ...]:
+    return tuple((m.start(), *m.span("val")) for m in _WORD_NUM.finditer(low))
 
 
 @_format("loss-word")
 def _loss_words(line: str, low: str, found: Found) -> bool:
     """nanoGPT's `iter 100: loss 2.3`, `train loss is 0.4`: the word before `loss` names the series."""
-    for m in _WORD_NUM.finditer(low):
-        s = m.start()
+    for s, vs, ve in found.spans("loss-word", _loss_word_spans, low):
         if s and _is_word(low[s - 1]):
             continue  # not a word of its own (`val_loss 0.3` is _NAMED_NUM's)
         c = next((c for w, c in _WORD_BEFORE.items() if low.endswith(w, 0, s) and (s == len(w) or not _is_word(low[s - len(w) - 1]))), "loss")
-        found.values.setdefault(c, _num(m["val"]))
+        found.values.setdefault(c, _num(low[vs:ve]))
     return False
+
+
+def _named_spans(line: str) -> tuple[tuple[int, int, int, int], ...]:
+    return tuple((*m.span("key"), *m.span("val")) for m in _NAMED_NUM.finditer(line))
 
 
 @_format("named-number")
 def _named_numbers(line: str, low: str, found: Found) -> bool:
     """print(f"epoch {e} train_loss {x:.4f} val_loss {y:.4f}"): known names only."""
-    for m in _NAMED_NUM.finditer(line):
-        if (c := canonical(m["key"])) is not None:
-            found.values.setdefault(c, _num(m["val"]))
+    for ks, ke, vs, ve in found.spans("named-number", _named_spans, line):
+        if (c := canonical(line[ks:ke])) is not None:
+            found.values.setdefault(c, _num(line[vs:ve]))
     return False
+
+
+def _space_pair_spans(line: str) -> tuple[tuple[int, int, int, int], ...]:
+    return tuple((*m.span("key"), *m.span("val")) for m in _SPACE_PAIR.finditer(line))
 
 
 @_format("step-word")
@@ -268,9 +323,9 @@ def _step_words(line: str, low: str, found: Found) -> bool:
     # 'ep ' outside 'step ': every step line holds 'ep ', and must not pay a search for an 'Ep N' it cannot hold
     wants_epoch = found.epoch is None and ("epoch" in low or low.count("ep ") > low.count("step "))
     wants_step = found.step is None and ("step" in low or "iter" in low)
-    for m in _SPACE_PAIR.finditer(line) if wants_epoch or wants_step else ():
-        k = m["key"].lower()
-        v = float(m["val"])
+    for ks, ke, vs, ve in found.spans("step-word", _space_pair_spans, line) if wants_epoch or wants_step else ():
+        k = line[ks:ke].lower()
+        v = float(line[vs:ve])
         if k in ("epoch", "ep") and found.epoch is None:
             found.epoch = v
         elif k != "epoch" and found.step is None:
@@ -278,10 +333,15 @@ def _step_words(line: str, low: str, found: Found) -> bool:
     return False
 
 
+def _megatron_iteration(line: str) -> bool:
+    return _MEGATRON_ITER.match(line) is not None
+
+
 @_format("megatron-nan")
 def _megatron_missing_loss(line: str, low: str, found: Found) -> bool:
     """Megatron's iteration line with nothing skipped and no loss field: the loss was NaN (see _MEGATRON_ITER)."""
-    if _MEGATRON_ITER.match(line) and _MEGATRON_NOTHING_SKIPPED.search(line) and not _ANY_LOSS.search(line):
+    # _MEGATRON_NOTHING_SKIPPED names digits ('1.0', '0'): searched on every line, never taken from the memo
+    if found.spans("megatron-nan", _megatron_iteration, line) and _MEGATRON_NOTHING_SKIPPED.search(line) and not _ANY_LOSS.search(line):
         found.values["loss"] = math.nan
     return False
 
@@ -299,24 +359,65 @@ def _metric_text(line: str) -> str | None:
     return line
 
 
-def parse_line(line: str) -> tuple[dict[str, float], float | None, float | None] | None:
+# Lines of one shape. A log prints its metric lines from a few format strings, so thousands of its lines differ only
+# in their digits: `shape_of` maps every ASCII digit to '0'. The patterns the formats search with are digit-blind:
+# none names a digit, and every character class holds all ten digits or none (tests/engine/test_metric_shapes.py
+# checks each), so on two lines of one shape a pattern matches at the same places, with the same groups' spans.
+# What they found on the first line of a shape is kept by site (`Found.spans`) and read at the same offsets of the
+# next; the values are read from each line's own text and every check on a value (a NaN, the sign of a rate) runs
+# on each line. A memo is kept for a line of at most SHAPE_BYTES, for at most SHAPES_KEPT shapes (then begun again).
+_ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+_MISSING = object()
+SHAPE_BYTES = 4096
+SHAPES_KEPT = 4096
+_shapes: dict[bytes, dict[str, Any]] = {}
+
+
+def shape_of(raw: bytes | bytearray) -> bytes | None:
+    """The shape of a raw line (its bytes with every ASCII digit made '0'), or None when it is too long to keep."""
+    return bytes(raw).translate(_ZERO_DIGITS) if len(raw) <= SHAPE_BYTES else None
+
+
+def shape_memo(shape: bytes | None) -> dict[str, Any] | None:
+    """What the digit-blind patterns found on the first line of this shape, by site (filled as they search)."""
+    if shape is None:
+        return None
+    memo = _shapes.get(shape)
+    if memo is None:
+        if len(_shapes) >= SHAPES_KEPT:
+            _shapes.clear()
+        memo = _shapes[shape] = {}
+    return memo
+
+
+def parse_line(line: str, memo: dict[str, Any] | None = None) -> tuple[dict[str, float], float | None, float | None] | None:
     """Return (canonical values, step, epoch) for a metric line, or None if it holds no metric.
 
     Every format of FORMATS reads the line in turn (the first value of a name wins); a format that owns the whole
-    line (a JSON object) ends the reading."""
+    line (a JSON object) ends the reading. `memo`: shape_memo of the raw line `line` was decoded from (UTF-8, its
+    errors replaced: a digit is never part of a multi-byte character, so two raw lines of one shape decode to two
+    texts of one shape), or None."""
     text = _metric_text(line)
     if text is None:
         return None
     low = text.lower()
-    if not any(h in low for h in _HINTS):
+    if memo is None:
+        hinted = any(h in low for h in _HINTS)
+    elif (hinted := memo.get("hinted")) is None:  # the hints name no digit
+        hinted = memo["hinted"] = any(h in low for h in _HINTS)
+    if not hinted:
         return None
-    found = Found()
-    for _name, read in FORMATS:
+    found = Found(memo)
+    for _name, read in FORMATS if memo is None else memo.get("formats", FORMATS):
         if read(text, low, found):
             break
+    if memo is not None and "formats" not in memo:
+        # each format reads a line through its own memo site, named as it is, before anything else: a format whose
+        # site found nothing on this shape reads nothing on any line of it (a site not reached is kept)
+        memo["formats"] = [(name, read) for name, read in FORMATS if memo.get(name, True)]
     if not found.values:
         return None
-    _fold_eval_split(low, found.values)
+    _fold_eval_split(low, found)
     return found.values, found.step, found.epoch
 
 
@@ -328,12 +429,17 @@ _TRAIN_LABEL = lazy(r"(?<![/\w.-])train(?:ing)?(?![/\w.-])")
 _FIRST_METRIC = lazy(r"loss|acc")
 
 
-def _fold_eval_split(low: str, values: dict[str, float]) -> None:
-    if "loss" not in values and "acc" not in values:
-        return  # nothing to fold (a bar's throughput, an lr line): no search on every such line
+def _eval_labelled(low: str) -> bool:
     m = _FIRST_METRIC.search(low)
     label = low[: m.start()] if m else ""
-    if not label or not _EVAL_LABEL.search(label) or _TRAIN_LABEL.search(label):
+    return bool(label) and _EVAL_LABEL.search(label) is not None and _TRAIN_LABEL.search(label) is None
+
+
+def _fold_eval_split(low: str, found: Found) -> None:
+    values = found.values
+    if "loss" not in values and "acc" not in values:
+        return  # nothing to fold (a bar's throughput, an lr line): no search on every such line
+    if not found.spans("eval-label", _eval_labelled, low):
         return
     for train, held in (("loss", "val_loss"), ("acc", "val_acc")):
         if train in values and held not in values:
@@ -366,9 +472,8 @@ KERAS_BAR = lazy(r"^\s*(?P<i>\d+)/(?P<n>\d+) \[[=>.]")
 KERAS_EPOCH = lazy(rb"(?m)^\s*Epoch (?P<e>\d+)/(?P<n>\d+)\s*$")
 
 
-def epoch_iteration(line: str) -> tuple[float, float, float] | None:
-    """(epoch, iteration within it, iterations per epoch) when the line prints them together, else None."""
-    head = line[:400]
+def _epoch_iteration_spans(head: str) -> tuple[tuple[int, int], ...] | None:
+    """The spans in `head` of the epoch, the iteration and the iterations per epoch, or None."""
     if head.isascii() or not any(c in head for c in ASCII_FOLDS):
         low = head.lower()
         m = _EPOCH_ITER_LOWER.search(low) if "epoch" in low or "iter[" in low else None
@@ -377,4 +482,18 @@ def epoch_iteration(line: str) -> tuple[float, float, float] | None:
     if m is None:
         return None
     k = next(i for i in "12345" if m[f"e{i}"] is not None)
-    return float(m[f"e{k}"]), float(m[f"i{k}"]), float(m[f"n{k}"])
+    return m.span(f"e{k}"), m.span(f"i{k}"), m.span(f"n{k}")
+
+
+def epoch_iteration(line: str, memo: dict[str, Any] | None = None) -> tuple[float, float, float] | None:
+    """(epoch, iteration within it, iterations per epoch) when the line prints them together, else None.
+    `memo`: as parse_line's."""
+    head = line[:400]
+    if memo is None:
+        spans = _epoch_iteration_spans(head)
+    elif (spans := memo.get("epoch-iteration", _MISSING)) is _MISSING:
+        spans = memo["epoch-iteration"] = _epoch_iteration_spans(head)
+    if spans is None:
+        return None
+    (es, ee), (is_, ie), (ns, ne) = spans
+    return float(head[es:ee]), float(head[is_:ie]), float(head[ns:ne])
