@@ -401,6 +401,7 @@ def parse_line(line: str, memo: dict[str, Any] | None = None) -> tuple[dict[str,
     if text is None:
         return None
     low = text.lower()
+    hinted: bool | None
     if memo is None:
         hinted = any(h in low for h in _HINTS)
     elif (hinted := memo.get("hinted")) is None:  # the hints name no digit
