@@ -37,6 +37,11 @@ import re
 # variables that move a folder code is loaded from without naming it: TMPDIR=. or USER=bob moves torch inductor's kernel
 # cache (`$TMPDIR/torchinductor_$USER`), XDG_CACHE_HOME the Hub's remote-code modules, XDG_CONFIG_HOME matplotlib's
 # config (its backend is a module); the tenth round listed them as shown, but the line does not say what they move.
+# Twelfth round: the toolkit folders whose programs torch's extension builds and Triton run (CUDA_HOME=. runs ./bin/nvcc;
+# the eleventh round listed it as shown), TRITON_HOME (moves Triton's kernel cache without naming it), Tcl's package path
+# (tkinter), NCCL's config file (a file of NCCL variables, its plugins among them), and the programs and options of the
+# other runtimes a library starts: Java (PySpark runs $SPARK_HOME/bin/spark-submit, then $JAVA_HOME/bin/java, and
+# JAVA_TOOL_OPTIONS=-agentpath:./x.so loads a library into it), node, perl and ruby (their option and module variables).
 _PROGRAM_ENV = re.compile(r"^(PATH|HOME|LD_\w+|DYLD_\w+|GCONV_PATH|\w*PLUGIN\w*|BASH_ENV|ENV|"
                           r"SHELL|IFS|PET_NO_PYTHON|PYENV_\w*|ASDF_\w*|MISE_\w*|RTX_\w*|RBENV_\w*|NODENV_\w*|GOENV_\w*|"
                           r"OPENSSL_\w+|OMP_TOOL\w*|\w*_ICD_\w*|VK_\w*LAYER\w*|__EGL_\w*|LIBGL_\w*|\w*_MCA_\w*(?:path|file|dir|prefix)\w*|\w*MODULE_DIR\w*|"
@@ -44,7 +49,9 @@ _PROGRAM_ENV = re.compile(r"^(PATH|HOME|LD_\w+|DYLD_\w+|GCONV_PATH|\w*PLUGIN\w*|
                           r"GIT_\w+|\w*EXECUTABLE\w*|\w+_PYTHON|\w*_COMMAND|\w*ASKPASS\w*|EDITOR|VISUAL|PAGER|BROWSER|"
                           r"\w*INJECTION\w*|\w*_LIB|(?:\w*_)?LIBRARY(?:_PATHS?)?|\w*PROVIDER_PATH\w*|"
                           r"COMPILER_PATH|GCC_EXEC_PREFIX|CPATH|C_INCLUDE_PATH|CPLUS_INCLUDE_PATH|OBJC_INCLUDE_PATH|"
-                          r"TMPDIR|TMP|TEMP|TEMPDIR|USER|LOGNAME|USERNAME|XDG_\w+_HOME)$")
+                          r"TMPDIR|TMP|TEMP|TEMPDIR|USER|LOGNAME|USERNAME|XDG_\w+_HOME|"
+                          r"CUDA_HOME|CUDA_PATH|CUDA_ROOT|ROCM_HOME|ROCM_PATH|HIP_PATH|TRITON_HOME|TCLLIBPATH|NCCL_CONF_FILE|"
+                          r"JAVA_HOME|SPARK_HOME|HADOOP_HOME|\w*JAVA_OPTIONS|JAVA_TOOL_OPTIONS|NODE_OPTIONS|NODE_PATH|PERL5\w*|PERLLIB|RUBYOPT|RUBYLIB)$")
 # Python's own variables are read before the script: a new one can pick what loads (PYTHONPYCACHEPREFIX names the folder
 # cached bytecode of the standard library is read from; before the ninth round `PYTHONPYCACHEPREFIX=.c python train.py`
 # ran a planted json.pyc after an accept). Only these, which tune the interpreter and load nothing, may be set; PYTHONPATH
