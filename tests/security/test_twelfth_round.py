@@ -8,14 +8,81 @@ docs/security.md, "Twelfth round").
 
 from __future__ import annotations
 
+import secrets
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.mcp.conftest import Server
+from tests.security.test_eleventh_round import _cli, _shown_over_mcp
 
 pytestmark = pytest.mark.slow  # real child processes and servers
+
+_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+_HEX = "0123456789abcdef"
+
+
+def _fake(alphabet: str, n: int) -> str:
+    return "".join(secrets.choice(alphabet) for _ in range(n))
+
+
+def _printed_and_shown(tmp_path: Path, lines: list[str]) -> list[str]:
+    """`lines` printed by a real process into a failed run's log, then what the CLI (text, stderr, JSON report) and a real
+    MCP client (`read_log_tail`, `grep_log`) show of it."""
+    root = tmp_path / "root"
+    run = root / "run"
+    run.mkdir(parents=True)
+    with (run / "train.log").open("w") as f:
+        subprocess.run([sys.executable, "-c", "import sys; print('\\n'.join(sys.argv[1:]))", *lines, "step 1 loss nan",
+                        "FloatingPointError: loss is nan"], stdout=f, check=True, timeout=60)
+    proc = _cli(run, tmp_path / "out")
+    shown = [proc.stdout, proc.stderr, (tmp_path / "out" / "check-failed-run.json").read_text()]
+    return shown + _shown_over_mcp(tmp_path, root, run / "train.log", [("read_log_tail", {}), ("grep_log", {"pattern": "."})])
+
+
+def test_sendgrid_discord_telegram_cookie_docker_kaggle_and_command_line_passwords_never_leave(tmp_path: Path) -> None:
+    """The eleventh round listed as not promised: SendGrid keys, Discord webhook and Telegram bot tokens in their URLs, a
+    `Cookie:` / `Set-Cookie:` header, a Docker config's `"auth"`, kaggle.json's `"key"`, `sshpass -p X`, `mysql -pX` and
+    `curl -u user:X`, as a run's alerting hook, a `requests` debug dump and a launch script print them. Before: each came
+    back in clear from the CLI (text, JSON report), `read_log_tail` and `grep_log`."""
+    b64 = _ALNUM + "+/"
+    secrets_ = [f"SG.{_fake(_ALNUM, 22)}.{_fake(_ALNUM, 43)}", _fake(_ALNUM + "_-", 68), f"AA{_fake(_ALNUM + '_-', 33)}",
+                _fake(_ALNUM, 32), _fake(_ALNUM, 40), f"{_fake(b64, 38)}==", _fake(_HEX, 32), _fake(_ALNUM, 14), _fake(_ALNUM, 14),
+                _fake(_ALNUM, 14)]
+    lines = [f"alerts: sendgrid {secrets_[0]}", f"POST https://discord.com/api/webhooks/1234567890123456789/{secrets_[1]}",
+             f"GET https://api.telegram.org/bot7012345678:{secrets_[2]}/sendMessage", f"send: b'Cookie: sessionid={secrets_[3]}'",
+             f"reply: 'Set-Cookie: session={secrets_[4]}; Path=/; HttpOnly'",
+             '{"auths": {"https://index.docker.io/v1/": {"auth": "' + secrets_[5] + '"}}}',
+             '{"username": "alice", "key": "' + secrets_[6] + '"}', f"sshpass -p {secrets_[7]} ssh node1 nvidia-smi",
+             f"mysql -h db -uroot -p{secrets_[8]} runs", f"curl -u admin:{secrets_[9]} https://registry/api"]
+    shown = _printed_and_shown(tmp_path, lines)
+    assert "[REDACTED]" in shown[-1]
+    for s in secrets_:
+        for out in shown:
+            assert s[-12:] not in out, (s, out[:2000])
+
+
+def test_tokens_of_the_ml_services_a_run_calls_never_leave(tmp_path: Path) -> None:
+    """Token formats outside the listed kinds, of services a training or evaluation run calls: LangSmith `lsv2_pt_`, Groq
+    `gsk_`, xAI `xai-`, Perplexity `pplx-`, NVIDIA `nvapi-`, HashiCorp Vault `hvs.`, Pinecone `pcsk_`, Sentry `sntrys_`,
+    DigitalOcean `dop_v1_`, Together `tgp_v1_`, Atlassian `ATATT3`, a GCS HMAC access id `GOOG1`, a Mailgun `key-`, and an
+    Azure `Ocp-Apim-Subscription-Key:` header. Before: each came back in clear from the CLI, `read_log_tail` and `grep_log`."""
+    tokens = [f"lsv2_pt_{_fake(_HEX, 32)}_{_fake(_HEX, 10)}", f"gsk_{_fake(_ALNUM, 52)}", f"xai-{_fake(_ALNUM, 80)}",
+              f"pplx-{_fake(_ALNUM, 48)}", f"nvapi-{_fake(_ALNUM, 64)}", f"hvs.{_fake(_ALNUM, 95)}", f"pcsk_{_fake(_ALNUM, 6)}_{_fake(_ALNUM, 60)}",
+              f"sntrys_{_fake(_ALNUM, 120)}", f"dop_v1_{_fake(_HEX, 64)}", f"tgp_v1_{_fake(_ALNUM, 43)}", f"ATATT3{_fake(_ALNUM, 180)}",
+              f"GOOG1E{_fake('ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789', 55)}", f"key-{_fake(_HEX, 32)}", _fake(_HEX, 32)]
+    lines = [f"export LANGCHAIN_API_KEY_{tokens[0]}", f"groq client {tokens[1]}", f"xai: {tokens[2]}", f"pplx {tokens[3]}",
+             f"nim endpoint token {tokens[4]}", f"vault login {tokens[5]}", f"pinecone {tokens[6]}", f"sentry auth {tokens[7]}",
+             f"doctl {tokens[8]}", f"together {tokens[9]}", f"jira {tokens[10]}", f"gsutil hmac {tokens[11]}", f"mailgun {tokens[12]}",
+             f"headers: Ocp-Apim-Subscription-Key: {tokens[13]}"]
+    shown = _printed_and_shown(tmp_path, lines)
+    for t in tokens:
+        for out in shown:
+            assert t[-12:] not in out, (t, out[:2000])
+
 
 def test_a_recorded_command_never_names_a_toolkit_or_another_runtime_a_library_starts(tmp_path: Path) -> None:
     """`CUDA_HOME=. python train.py` reads as a launch with a CUDA setting, but torch's extension builds run
