@@ -144,3 +144,53 @@ def test_an_mlflow_store_of_many_experiments_is_never_listed_past_its_cap_in_all
     notes: list[str] = []
     runstores._mlflow_runs(many, notes)
     assert any("over 30,000 names in its experiments" in n for n in notes), notes
+
+
+def test_a_restart_question_names_a_look_alike_character_whatever_else_the_folder_holds(tmp_path: Path) -> None:
+    """The eleventh round's question named the characters outside ASCII, but only the first 8 (then "and 1 more"), each
+    once, in the first word holding it. A run folder named `expériences_données_çàüöñøß` (eight accented letters) left
+    U+A78F LATIN LETTER SINOLOGICAL DOT in `python train꞉py` unnamed; a folder `a꞉b` named it in the folder only. A person
+    who reads the question as `python train.py`, and accepts when no character is named in the script's word, accepted;
+    before: the look-alike file ran, twice. Now every character is named in every word holding it, and a question that
+    would name over 40 is refused; the real train.py, run from the accented folder, still runs."""
+    import anyio
+    from mcp import types
+
+    from tests.mcp.conftest import text
+
+    r, o = tmp_path / "root", tmp_path / "outside"
+    o.mkdir()
+    odd = "train\ua78fpy"
+    folders = [r / "expériences_données_çàüöñøß" / "run", r / "a\ua78fb" / "run", r / ("".join(chr(0x4E00 + i) for i in range(41))) / "run"]
+    for run in folders:
+        run.mkdir(parents=True)
+        (run / "train.py").write_text(f"open({str(o / 'REAL')!r}, 'a').write('real\\n')\n")
+        (run / odd).write_text(f"open({str(o / 'PWNED')!r}, 'a').write('pwned\\n')\n")
+        (run / "command.txt").write_text(f"python {odd}\n")
+    shown: list[str] = []
+
+    async def person(ctx: object, params: types.ElicitRequestParams) -> types.ElicitResult:
+        shown.append(params.message)
+        named_in_script = f'in "{odd}"' in params.message
+        ok = '"python train.py"' in params.message.replace("\ua78f", ".") and not named_in_script
+        return types.ElicitResult(action="accept", content={"approve": True}) if ok else types.ElicitResult(action="decline")
+
+    got: list[str] = []
+
+    async def go() -> None:
+        async with Server(tmp_path, roots=[r]).client(elicit=person) as c:
+            for run in [*folders, folders[0]]:
+                if run == folders[0] and got:
+                    (run / "command.txt").write_text("python train.py\n")
+                res = await c.call_tool("request_action", {"action": {"kind": "restart-unchanged", "command_file": str(run / "command.txt")}})
+                got.append(text(res))
+
+    anyio.run(go)
+    from tests.security.test_ninth_round import _wait_for
+
+    _wait_for(o / "REAL")
+    time.sleep(1)  # a look-alike launched after an accept would have written its marker by now
+    assert not (o / "PWNED").exists(), (got, shown)
+    assert "more than the question can name" in got[2], got[2]
+    assert (o / "REAL").read_text() == "real\n", got
+    assert all(f'U+A78F LATIN LETTER SINOLOGICAL DOT in "{odd}"' in q for q in shown[:2]), shown

@@ -198,26 +198,31 @@ def looks_like_another(c: str) -> bool:
 
 
 QUOTED_LIMIT = 500
-MAX_NAMED = 8
+MAX_NAMED = 40  # characters outside ASCII one question names; a question that would hold more is refused, never cut
 
 
 def named_outside_ascii(text: str) -> str:
-    """Each character outside ASCII in a command or path the person approves, named with its code, once, and the word
+    """Each character outside ASCII in a command or path the person approves, named with its code, once, after the word
     that holds it: ` (characters outside ASCII: U+A78F LATIN LETTER SINOLOGICAL DOT in "train꞉py")`. A letter can read as
     punctuation (U+A78F and U+1427 CANADIAN SYLLABICS FINAL MIDDLE DOT as a dot between `train` and `py`) and a combining
     mark as nothing (U+0323 COMBINING DOT BELOW: `train.pỵ`); both are letters of names people use, so they are shown,
     and named, so the person reads `train.py` only when it is train.py (eleventh round: the question read as the
-    ordinary launch and the look-alike file ran)."""
-    seen: dict[str, str] = {}
-    for word in text.split():
-        for c in word:
-            if not c.isascii() and c not in seen:
-                seen[c] = word
-    if not seen:
+    ordinary launch and the look-alike file ran). Every one is named, in every word that holds it: before the twelfth
+    round the first 8 were, then "and 1 more", and a run folder named with eight accented letters
+    (`expériences_données_çàüöñøß`) left the look-alike dot in `python train꞉py` unnamed; it ran after an accept. Over
+    MAX_NAMED, the action is refused."""
+    by_word: dict[str, list[str]] = {}  # each word's own: a folder holding U+A78F must not leave it unnamed in `train꞉py`
+    for word in dict.fromkeys(text.split()):
+        if chars := list(dict.fromkeys(c for c in word if not c.isascii())):
+            by_word[word] = chars
+    count = sum(len(cs) for cs in by_word.values())
+    if not count:
         return ""
-    named = [f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')} in {quoted(w, 80)}" for c, w in list(seen.items())[:MAX_NAMED]]
-    more = f", and {len(seen) - MAX_NAMED} more" if len(seen) > MAX_NAMED else ""
-    return f" (characters outside ASCII: {'; '.join(named)}{more})"
+    if count > MAX_NAMED:
+        raise PolicyError(f"the action's paths and command hold {count} characters outside ASCII: more than the question can "
+                          f"name ({MAX_NAMED}), and a letter among them can read as punctuation; do it yourself")
+    named = [", ".join(f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}" for c in cs) + f" in {quoted(w, 80)}" for w, cs in by_word.items()]
+    return f" (characters outside ASCII: {'; '.join(named)})"
 
 
 def quoted(text: str, limit: int = QUOTED_LIMIT) -> str:
