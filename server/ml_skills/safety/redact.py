@@ -72,6 +72,11 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("pem-body-line", (), lazy(
         r"(?m)^[\s'\">]{0,8}" + _RANK_PREFIX + r"(?:\d{1,12}\s{0,4}[:|]\s{0,4})?(?P<s>(?=[A-Za-z0-9+/]{0,76}[A-Z])(?=[A-Za-z0-9+/]{0,76}[a-z])"
         r"(?:(?=[A-Za-z0-9+/]{0,76}[0-9+/])[A-Za-z0-9+/]{24,76}|[A-Za-z0-9+/]{64})={0,2})[\s'\",\\n]{0,8}$")),
+    # An AWS secret with no name beside it, but right after its access key id: the credentials CSV the console gives
+    # (`user,,AKIA...,SECRET`), `aws configure list` and a printed tuple (twelfth round: the id was masked, the secret kept)
+    ("aws-secret-after-id", ("akia", "asia"), lazy(
+        r"(?:AKIA|ASIA)[A-Z0-9]{16}['\"]?[\s,;:|=()\[\]]{1,10}['\"]?(?P<s>(?=[A-Za-z0-9/+]{0,39}[a-z])(?=[A-Za-z0-9/+]{0,39}[A-Z])"
+        r"[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])")),
     ("aws-access-key-id", ("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"), lazy(
         r"(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})(?![A-Z0-9])")),
     ("aws-secret", ("secret",), lazy(
