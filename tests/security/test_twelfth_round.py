@@ -196,3 +196,39 @@ def test_a_restart_question_names_a_look_alike_character_whatever_else_the_folde
     assert "more than the question can name" in got[2], got[2]
     assert (o / "REAL").read_text() == "real\n", got
     assert all(f'U+A78F LATIN LETTER SINOLOGICAL DOT in "{odd}"' in q for q in shown[:2]), shown
+
+
+def test_a_repoint_never_shows_a_pointers_url_password_cut_before_its_host(tmp_path: Path) -> None:
+    """A `latest` pointer naming a remote checkpoint by a URL with a password (`https://user:PW@host/ckpt`), the `@` past
+    the 200th character. A rollback to a valid local checkpoint: the question's "How to undo", the answer's `undo` and
+    `detail`, and the audit log quoted the old content cut at 200 characters, then redacted: cut before its `@host`, the
+    password no longer matched the URL rule. Before: the password was in all four. Now each is redacted, then cut."""
+    import anyio
+    import torch
+    from safetensors.torch import save_file
+
+    from tests.mcp.conftest import answer, text
+
+    run = tmp_path / "root" / "run"
+    (run / "ckpt-1").mkdir(parents=True)
+    save_file({"w": torch.zeros(4)}, str(run / "ckpt-1" / "model.safetensors"))
+    pw = f"Pw{_fake(_ALNUM, 18)}"
+    old = "https://" + "u" * 171 + ":" + pw + "@host.example/ckpt/step-9"
+    assert old.index("@") == 200
+    (run / "latest").write_text(old + "\n")
+    srv = Server(tmp_path, roots=[tmp_path / "root"])
+    person = answer("accept")
+    got: list[str] = []
+
+    async def go() -> None:
+        async with srv.client(elicit=person) as c:
+            res = await c.call_tool("request_action", {"action": {"kind": "repoint-checkpoint", "pointer_file": str(run / "latest"),
+                                                                   "checkpoint": str(run / "ckpt-1")}})
+            got.append(text(res))
+
+    anyio.run(go)
+    assert (run / "latest").read_text().strip() == "ckpt-1", got  # it ran, after the accept
+    shown = [*person.shown, *got, srv.audit.read_text()]  # type: ignore[attr-defined]
+    for out in shown:
+        assert pw not in out, out
+    assert "[REDACTED]" in person.shown[0]  # type: ignore[attr-defined]

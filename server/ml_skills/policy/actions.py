@@ -228,8 +228,9 @@ def named_outside_ascii(text: str) -> str:
 def quoted(text: str, limit: int = QUOTED_LIMIT) -> str:
     """Untrusted text (a command line, a path) as one quoted line: escapes and invisible characters
     gone, line breaks and other controls shown as escapes, so it cannot start a line of its own; a
-    character that reads as another one (looks_like_another) shown as its code (`\\u2800`)."""
-    text, _ = strip_invisible(text)
+    character that reads as another one (looks_like_another) shown as its code (`\\u2800`). Redacted before it is cut: a
+    URL's password cut before its `@host`, or a token cut short, no longer matches a pattern (twelfth round)."""
+    text, _ = strip_invisible(redact(text))
     text = "".join(c if c.isprintable() and not looks_like_another(c) else _ESCAPE.get(c, f"\\u{ord(c):04x}")
                    for c in text.replace("\\", "\\\\").replace('"', '\\"'))
     return '"' + (text if len(text) <= limit else text[:limit] + "...") + '"'
@@ -710,7 +711,7 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
                 raise
         finally:
             os.close(dfd)
-        return (f"{pointer} now holds {new.strip()} (was: {old.strip()[:200] or 'empty'}); the old content is kept in {backup}; "
+        return (f"{pointer} now holds {new.strip()} (was: {redact(old.strip())[:200] or 'empty'}); the old content is kept in {backup}; "
                 f"undo: cp {shlex.quote(str(backup))} {shlex.quote(str(pointer))}")
 
     was = quoted(old.strip(), 300) if old.strip() else "(empty)"
@@ -720,7 +721,7 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
                 f"{quoted(str(ckpt))} ({info.format}, valid: {quoted(info.reason, 200)})" + named_outside_ascii(f"{pointer} {new} {ckpt}"),
         impact="the next resume starts from this checkpoint; nothing is deleted" + ("; the pointer named a valid checkpoint, so "
                                                                                     "this rolls the resume point back" if also else ""),
-        undo=f"the old content is kept in {backup}: cp {shlex.quote(str(backup))} {shlex.quote(str(pointer))} (it held: {old.strip()[:200] or '(empty)'})",
+        undo=f"the old content is kept in {backup}: cp {shlex.quote(str(backup))} {shlex.quote(str(pointer))} (it held: {redact(old.strip())[:200] or '(empty)'})",
         manual=f"printf '%s\\n' {shlex.quote(new.strip())} > {shlex.quote(str(pointer))}", identity=identity, run=run, also=also,
     )
 
