@@ -232,3 +232,23 @@ def test_a_repoint_never_shows_a_pointers_url_password_cut_before_its_host(tmp_p
     for out in shown:
         assert pw not in out, out
     assert "[REDACTED]" in person.shown[0]  # type: ignore[attr-defined]
+
+
+def test_a_latest_pointer_never_shows_its_url_password_cut_before_its_host(tmp_path: Path) -> None:
+    """The same pointer, read by a diagnosis: the run directory's `latest` holds `https://user:PW@host/ckpt` with its `@` past
+    the 200th character. The inventory's `latest_pointer` and the pointer's checkpoint `reason` ("points to ...") were cut
+    at 200 characters, then redacted with the model. Before: the password was in the CLI's text and JSON report and in
+    check-failed-run.json, and in `list_artifacts`. Now each is redacted, then cut."""
+    run = tmp_path / "root" / "run"
+    run.mkdir(parents=True)
+    (run / "train.log").write_text("step 1 loss 2.3\nstep 2 loss nan\nFloatingPointError: loss is nan\n")
+    pw = f"Pw{_fake(_ALNUM, 18)}"
+    (run / "latest").write_text("https://" + "u" * 171 + ":" + pw + "@host.example/ckpt/step-9\n")
+    proc = _cli(run, tmp_path / "out")
+    text_report = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", str(run), "--out-dir", str(tmp_path / "o2")],
+                                 capture_output=True, text=True, timeout=180, check=False)
+    shown = [proc.stdout, proc.stderr, (tmp_path / "out" / "check-failed-run.json").read_text(), text_report.stdout]
+    shown += _shown_over_mcp(tmp_path, tmp_path / "root", run, [("list_artifacts", {})])
+    assert "points to" in shown[0] and "[REDACTED]@host" in shown[0], shown[0][:3000]
+    for out in shown:
+        assert pw not in out, out[:3000]
