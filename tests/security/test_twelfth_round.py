@@ -47,19 +47,21 @@ def test_sendgrid_discord_telegram_cookie_docker_kaggle_aws_and_command_line_pas
     """The eleventh round listed as not promised: SendGrid keys, Discord webhook and Telegram bot tokens in their URLs, a
     `Cookie:` / `Set-Cookie:` header, a Docker config's `"auth"`, kaggle.json's `"key"`, `sshpass -p X`, `mysql -pX` and
     `curl -u user:X`, as a run's alerting hook, a `requests` debug dump and a launch script print them, and an AWS secret with
-    no name beside it but right after its key id (the console's credentials CSV). Before: each came back in clear from the
+    no name beside it but right after its key id (the console's credentials CSV), and a URL's password after a user of over
+    200 characters (a token as the user). Before: each came back in clear from the
     CLI (text, JSON report), `read_log_tail` and `grep_log`."""
     b64 = _ALNUM + "+/"
     secrets_ = [f"SG.{_fake(_ALNUM, 22)}.{_fake(_ALNUM, 43)}", _fake(_ALNUM + "_-", 68), f"AA{_fake(_ALNUM + '_-', 33)}",
                 _fake(_ALNUM, 32), _fake(_ALNUM, 40), f"{_fake(b64, 38)}==", _fake(_HEX, 32), _fake(_ALNUM, 14), _fake(_ALNUM, 14),
-                _fake(_ALNUM, 14), f"Ab1{_fake(b64, 37)}"]
+                _fake(_ALNUM, 14), f"Ab1{_fake(b64, 37)}", _fake(_ALNUM, 20)]
     lines = [f"alerts: sendgrid {secrets_[0]}", f"POST https://discord.com/api/webhooks/1234567890123456789/{secrets_[1]}",
              f"GET https://api.telegram.org/bot7012345678:{secrets_[2]}/sendMessage", f"send: b'Cookie: sessionid={secrets_[3]}'",
              f"reply: 'Set-Cookie: session={secrets_[4]}; Path=/; HttpOnly'",
              '{"auths": {"https://index.docker.io/v1/": {"auth": "' + secrets_[5] + '"}}}',
              '{"username": "alice", "key": "' + secrets_[6] + '"}', f"sshpass -p {secrets_[7]} ssh node1 nvidia-smi",
              f"mysql -h db -uroot -p{secrets_[8]} runs", f"curl -u admin:{secrets_[9]} https://registry/api",
-             f"alice,,AKIA{_fake('ABCDEFGHIJKLMNOPQRSTUVWXYZ234567', 16)},{secrets_[10]}"]
+             f"alice,,AKIA{_fake('ABCDEFGHIJKLMNOPQRSTUVWXYZ234567', 16)},{secrets_[10]}",
+             f"git clone https://{_fake(_ALNUM, 240)}:{secrets_[11]}@git.example/x.git"]
     shown = _printed_and_shown(tmp_path, lines)
     assert "[REDACTED]" in shown[-1]
     for s in secrets_:

@@ -135,9 +135,10 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("bearer", ("bearer",), lazy(r"(?i)" + _GLUED + r"bearer(?:\s{1,3}|" + _PCT + r"20|\+)(?P<s>[A-Za-z0-9._~+/=\-]{16,4000})")),
     # user:password@ in a URL, whatever the scheme's case, with an empty user (`redis://:pw@`), and a password holding
     # '/' or '@' (unencoded, as people write them): the password ends at the '@' the host follows, not at the first;
-    # a port and a path (`https://host:8443/a@b`) are not a password.
+    # a port and a path (`https://host:8443/a@b`) are not a password. A user of up to 2,000 characters (a token as the user,
+    # `https://<JWT>:x-oauth-basic@host`; over 200 kept the password in clear before the twelfth round).
     ("url-password", ("://",), lazy(
-        r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@]{0,200}:(?![0-9]{1,5}(?:/|$))(?P<s>\S{1,200}?)@" + _HOST)),
+        r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@]{0,2000}:(?![0-9]{1,5}(?:/|$))(?P<s>\S{1,200}?)@" + _HOST)),
     # the same URL URL-encoded once or twice, as a query value or a flag carries it: %3A%2F%2F, %40
     ("url-password-encoded", ("%3a%2f%2f", "%253a%252f%252f"), lazy(
         r"(?i)\b[a-z][a-z0-9+.\-]{1,20}" + _PCT + r"3A" + _PCT + r"2F" + _PCT + r"2F(?:(?!" + _PCT + r"(?:3A|40|2F))[^\s&/@]){0,200}"
