@@ -254,3 +254,41 @@ def test_a_latest_pointer_never_shows_its_url_password_cut_before_its_host(tmp_p
     assert "points to" in shown[0] and "[REDACTED]@host" in shown[0], shown[0][:3000]
     for out in shown:
         assert pw not in out, out[:3000]
+
+
+def _nested(top: Path, depth: int) -> None:
+    """`top/d/d/.../d` `depth` folders deep, made through held fds (the path is far past PATH_MAX), a log at the bottom."""
+    import os
+
+    top.mkdir(parents=True, exist_ok=True)
+    fd = os.open(top, os.O_RDONLY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=fd)
+        sub = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = sub
+    os.close(os.open("x.log", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
+    os.close(fd)
+
+
+def test_a_folder_nested_thousands_deep_never_ends_verify_artifacts_or_preflight(tmp_path: Path) -> None:
+    """A run folder holding a folder nested 3,000 deep (made with mkdirat, past PATH_MAX). `verify-artifacts` lists the run's
+    files with `paths.walk` (os.fwalk, which recurses once per level); `preflight-run --data --results-archive` walked the
+    data and the archive with `Path.rglob` (recursive too). Before: "internal error: RecursionError", exit 3, from both
+    CLI commands. Now every walk goes through `paths.walk` and stops at 100 levels: the checks report."""
+    run = tmp_path / "root" / "run"
+    (run / "train.log").parent.mkdir(parents=True)
+    (run / "train.log").write_text("step 1 loss 2.3\n")
+    _nested(run / "deep", 3000)
+    proc = subprocess.run([sys.executable, "-m", "ml_skills.cli", "verify-artifacts", str(run)], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode in (0, 1), (proc.returncode, proc.stderr[-2000:])
+    assert "internal error" not in proc.stderr and "[FAIL] weights" in proc.stdout, proc.stdout[-2000:]
+    shown = _shown_over_mcp(tmp_path, tmp_path / "root", run, [("verify_artifacts", {})])
+    assert "unexpectedly" not in shown[0] and "weights" in shown[0], shown[0][:2000]
+    (run / "train.py").write_text("print(1)\n")
+    pre = subprocess.run([sys.executable, "-m", "ml_skills.cli", "preflight-run", str(run / "train.py"), "--data", str(run),
+                          "--results-archive", str(run), "--out-dir", str(tmp_path / "out")], capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert "internal error" not in pre.stderr and "input completeness" in pre.stdout and "results archive" in pre.stdout, (
+        pre.returncode, pre.stderr[-2000:], pre.stdout[-2000:])
