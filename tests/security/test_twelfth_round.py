@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -271,7 +272,32 @@ def _nested(top: Path, depth: int) -> None:
     os.close(fd)
 
 
-def test_a_folder_nested_thousands_deep_never_ends_verify_artifacts_or_preflight(tmp_path: Path) -> None:
+def _remove_nested(top: Path) -> None:
+    """Undo _nested without recursion (pytest's own clean-up of tmp_path recurses once per level and fails at exit)."""
+    import os
+
+    fds = [os.open(top, os.O_RDONLY)]
+    while True:
+        try:
+            fds.append(os.open("d", os.O_RDONLY | os.O_NOFOLLOW, dir_fd=fds[-1]))
+        except FileNotFoundError:
+            break
+    os.unlink("x.log", dir_fd=fds[-1])
+    os.close(fds.pop())
+    while fds:
+        os.rmdir("d", dir_fd=fds[-1])
+        os.close(fds.pop())
+
+
+@pytest.fixture
+def nested_cleanup() -> Any:
+    made: list[Path] = []
+    yield made
+    for top in made:
+        _remove_nested(top)
+
+
+def test_a_folder_nested_thousands_deep_never_ends_verify_artifacts_or_preflight(tmp_path: Path, nested_cleanup: list[Path]) -> None:
     """A run folder holding a folder nested 3,000 deep (made with mkdirat, past PATH_MAX). `verify-artifacts` lists the run's
     files with `paths.walk` (os.fwalk, which recurses once per level); `preflight-run --data --results-archive` walked the
     data and the archive with `Path.rglob` (recursive too). Before: "internal error: RecursionError", exit 3, from both
@@ -280,6 +306,7 @@ def test_a_folder_nested_thousands_deep_never_ends_verify_artifacts_or_preflight
     (run / "train.log").parent.mkdir(parents=True)
     (run / "train.log").write_text("step 1 loss 2.3\n")
     _nested(run / "deep", 3000)
+    nested_cleanup.append(run / "deep")
     proc = subprocess.run([sys.executable, "-m", "ml_skills.cli", "verify-artifacts", str(run)], capture_output=True, text=True,
                           timeout=120, check=False)
     assert proc.returncode in (0, 1), (proc.returncode, proc.stderr[-2000:])
