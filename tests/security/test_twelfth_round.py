@@ -300,8 +300,10 @@ def nested_cleanup() -> Any:
 def test_a_folder_nested_thousands_deep_never_ends_verify_artifacts_or_preflight(tmp_path: Path, nested_cleanup: list[Path]) -> None:
     """A run folder holding a folder nested 3,000 deep (made with mkdirat, past PATH_MAX). `verify-artifacts` lists the run's
     files with `paths.walk` (os.fwalk, which recurses once per level); `preflight-run --data --results-archive` walked the
-    data and the archive with `Path.rglob` (recursive too). Before: "internal error: RecursionError", exit 3, from both
-    CLI commands. Now every walk goes through `paths.walk` and stops at 100 levels: the checks report."""
+    data and the archive with `Path.rglob` (recursive too), and a repoint's prepare counted its target's files so. Before:
+    "internal error: RecursionError", exit 3, from both CLI commands, and a repoint to it refused as "could not be prepared
+    (RecursionError)". Now every walk goes through `paths.walk` and stops at 100 levels: the checks report, and the
+    repoint is refused as not a valid checkpoint."""
     run = tmp_path / "root" / "run"
     (run / "train.log").parent.mkdir(parents=True)
     (run / "train.log").write_text("step 1 loss 2.3\n")
@@ -319,3 +321,10 @@ def test_a_folder_nested_thousands_deep_never_ends_verify_artifacts_or_preflight
                          timeout=120, check=False)
     assert "internal error" not in pre.stderr and "input completeness" in pre.stdout and "results archive" in pre.stdout, (
         pre.returncode, pre.stderr[-2000:], pre.stdout[-2000:])
+    from ml_skills.errors import PolicyError
+    from ml_skills.policy.actions import RepointCheckpoint, prepare
+
+    (run / "latest").write_text("deep\n")  # on the deep folder: leaving it asks; pointing at it is refused, clearly
+    with pytest.raises(PolicyError, match="not a valid checkpoint"):
+        prepare(RepointCheckpoint(kind="repoint-checkpoint", pointer_file=str(run / "latest"), checkpoint=str(run / "deep")),
+                [tmp_path / "root"], tmp_path / "out")

@@ -33,6 +33,7 @@ from ml_skills.collectors.checkpoints import NO_WEIGHTS, WEIGHT_SUFFIXES, inspec
 from ml_skills.errors import InputError, MLSkillsError, PolicyError, TargetNotFound
 from ml_skills.models import ActionKind, CheckpointInfo, Model
 from ml_skills.policy.restart_env import launcher_env, picks_the_program
+from ml_skills.safety import paths
 from ml_skills.safety.paths import confine, open_fd, open_out_dir, within
 from ml_skills.safety.quoting import strip_invisible
 from ml_skills.safety.redact import _FILL, READ_AS, _one_pass, redact
@@ -560,7 +561,7 @@ def _verified(ckpt: Path) -> CheckpointInfo:
 def _inspected(ckpt: Path) -> CheckpointInfo:
     if ckpt.is_dir():
         files = []
-        for p in ckpt.rglob("*"):  # bounded, and before inspect_dir walks it: a pointer may name a huge tree
+        for p in paths.below(ckpt):  # bounded, and before inspect_dir walks it: a pointer may name a huge (or deep) tree
             if p.is_symlink():
                 raise PolicyError(f"{quoted(str(ckpt))} holds a symlink ({quoted(p.name)}): a repoint target must be plain files")
             files.append(p)
@@ -635,8 +636,8 @@ def _may_be_good(cur: Path, roots: Sequence[Path]) -> bool:
                 return True
             return info.valid is not False
         return inspect_file(real).valid is not False
-    except (MLSkillsError, OSError):
-        return True  # cannot look (outside the roots, unreadable): ask rather than assume it is bad
+    except (MLSkillsError, OSError, RecursionError):  # os.fwalk recurses per level: a folder 3,000 deep (twelfth round)
+        return True  # cannot look (outside the roots, unreadable, too deep): ask rather than assume it is bad
 
 
 def _non_empty(name: str, dir_fd: int) -> bool:

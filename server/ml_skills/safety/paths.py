@@ -351,6 +351,17 @@ def walk(base: Path, max_depth: int | None = None) -> Iterator[tuple[Path, list[
         yield d, dirnames, filenames
 
 
+def below(base: Path) -> Iterator[Path]:
+    """Every name below `base` (folders, files and links, no link entered), spelled under `base`, through `walk`: never
+    deeper than MAX_WALK_DEPTH. `Path.rglob` recursed once per level: a folder nested 3,000 deep ended `preflight-run`
+    and a repoint's prepare in RecursionError (twelfth round)."""
+    real = contain(base, "dir")
+    for d, dirnames, filenames in walk(real):
+        rel = base / d.relative_to(real)
+        for n in (*dirnames, *filenames):
+            yield rel / n
+
+
 def write_bytes(data: bytes, out_dir: str | os.PathLike[str], filename: str) -> Path:
     """Write a file of --out-dir as a new temp file renamed over the name: a link planted at the name (a run
     folder's `check-failed-run.png -> ~/.bashrc`, diagnosed from inside) is replaced, never written through."""

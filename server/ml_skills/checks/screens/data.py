@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from ml_skills.checks.report import Check, Verdict
@@ -17,24 +16,13 @@ TEMP_NAMES = re.compile(r"(?i)(\.tmp$|\.partial$|\.incomplete$|\.part$|~$|^\.)")
 IMAGE_EXT = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
 
 
-def _below(data: Path, real: Path) -> Iterator[Path]:
-    """Every name below `data` (folders and files, links not entered), under `data`'s own spelling: walked through held
-    fds (paths.walk), never deeper than its bound. `Path.rglob` recursed once per level: a data folder nested 3,000 deep
-    ended `preflight-run` in "internal error: RecursionError" (twelfth round)."""
-    for d, dirnames, filenames in paths.walk(real):
-        rel = data / d.relative_to(real)
-        for n in (*dirnames, *filenames):
-            yield rel / n
-
-
 def _plain_files(data: Path) -> tuple[list[Path], int]:
     """The dataset's files, and how many symlinks were not followed: a link is followed only to a file inside the
     allowed roots (safety/paths.contain). Following every link made the shard count, the fresh and the empty files
     an oracle on any file of the machine (`shard-9.bin -> /home/x/.ssh/id_rsa`: counted when it exists)."""
     files: list[Path] = []
     unfollowed = 0
-    real_data = paths.contain(data, "dir")
-    for p in _below(data, real_data):
+    for p in paths.below(data):
         if p.is_symlink():
             try:
                 real = paths.contain(p, "any")
@@ -92,7 +80,7 @@ def memory_check(data: Path, bytes_per_value: int, limit: int | None) -> tuple[C
         return Check(name="memory budget", verdict=Verdict.SKIP, detail="Pillow not installed"), {}
     total = 0
     count = 0
-    for p in _below(data, paths.contain(data, "dir")):
+    for p in paths.below(data):
         if p.suffix.lower() in IMAGE_EXT and p.is_file():
             try:
                 with paths.open_binary(p) as fh, Image.open(fh) as im:
