@@ -310,7 +310,7 @@ def test_a_folder_nested_thousands_deep_never_ends_verify_artifacts_or_preflight
     _nested(run / "deep", 3000)
     nested_cleanup.append(run / "deep")
     proc = subprocess.run([sys.executable, "-m", "ml_skills.cli", "verify-artifacts", str(run)], capture_output=True, text=True,
-                          timeout=120, check=False)
+                          timeout=120, check=False, cwd=tmp_path)  # its report lands in the working directory
     assert proc.returncode in (0, 1), (proc.returncode, proc.stderr[-2000:])
     assert "internal error" not in proc.stderr and "[FAIL] weights" in proc.stdout, proc.stdout[-2000:]
     shown = _shown_over_mcp(tmp_path, tmp_path / "root", run, [("verify_artifacts", {})])
