@@ -18,6 +18,7 @@ from ml_skills.errors import InputError, TargetNotFound, UnreadableInput
 from ml_skills.lazyre import lazy
 from ml_skills.models import ArtifactInventory, CheckpointInfo
 from ml_skills.safety import paths
+from ml_skills.safety.redact import redact
 
 MAX_FILES = 20_000
 MAX_FOLDERS = 20_000  # folders walked, empty ones too
@@ -95,7 +96,7 @@ def _inventory(base: Path) -> ArtifactInventory:
             if name == "latest" or name == "latest_checkpointed_iteration.txt":
                 text = _small_text(p, inv)
                 if text is not None:
-                    inv.latest_pointer = text.strip()[:200]
+                    inv.latest_pointer = redact(text.strip())[:200]  # redacted, then cut (twelfth round)
                     pointers.append(p)
                 continue
             if name in _COMMAND_FILES and inv.launch_command is None:

@@ -30,6 +30,7 @@ from ml_skills.errors import InputError
 from ml_skills.lazyre import lazy
 from ml_skills.models import CheckpointInfo
 from ml_skills.safety import paths, untrusted_json
+from ml_skills.safety.redact import redact
 
 WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth", ".ckpt", ".bin", ".h5", ".keras", ".pkl", ".msgpack", ".npz")
 _STEP = lazy(r"(?:checkpoint|global_step|step|iter|epoch|ckpt|model)[-_=]?(\d+)", re.IGNORECASE)
@@ -440,6 +441,7 @@ def inspect_latest(pointer: Path) -> CheckpointInfo:
     if len(raw) > MAX_POINTER_BYTES:
         return _unusable(pointer, f"over {MAX_POINTER_BYTES} bytes: not a pointer file", fmt="latest-pointer")
     text = raw.decode("utf-8", errors="replace").strip()[:200]
+    shown = redact(raw.decode("utf-8", errors="replace").strip())[:200]  # redacted, then cut: a URL password cut before its @host
     base = pointer.parent
     if _ITERATION.fullmatch(text) and pointer.name.startswith("latest_checkpointed"):
         target = base / f"iter_{int(text):07d}"
@@ -450,15 +452,15 @@ def inspect_latest(pointer: Path) -> CheckpointInfo:
         return CheckpointInfo(path=str(pointer), format="latest-pointer", size_bytes=st.st_size, mtime=mtime, valid=False, reason="empty pointer file")
     if "\0" in text or not target.resolve().is_relative_to(base.resolve()):  # `/`, `//`, `../..`: the fuzzer's `//` walked the whole filesystem
         return CheckpointInfo(path=str(pointer), format="latest-pointer", size_bytes=st.st_size, mtime=mtime, valid=False,
-                              reason=f"points to {text!r}, not a path inside the pointer's own folder: not followed")
+                              reason=f"points to {shown!r}, not a path inside the pointer's own folder: not followed")
     if not os.path.lexists(target):
         return CheckpointInfo(path=str(pointer), format="latest-pointer", size_bytes=st.st_size, mtime=mtime, step=step_of(text), valid=False,
-                              reason=f"points to {text}, which does not exist: a resume from 'latest' will fail")
+                              reason=f"points to {shown}, which does not exist: a resume from 'latest' will fail")
     try:
         real = paths.contain(target, "any")  # a path read from data: confined like any other
     except InputError as e:
         return CheckpointInfo(path=str(pointer), format="latest-pointer", size_bytes=st.st_size, mtime=mtime, step=step_of(text), valid=False,
-                              reason=f"points to {text}, which is not followed: {e}")
+                              reason=f"points to {shown}, which is not followed: {e}")
     target_info = inspect_dir(target) if real.is_dir() else inspect_file(target)
     return CheckpointInfo(path=str(pointer), format="latest-pointer", size_bytes=st.st_size, mtime=mtime, step=target_info.step,
-                          valid=target_info.valid, reason=f"points to {text}: " + ("valid" if target_info.valid else target_info.reason))
+                          valid=target_info.valid, reason=f"points to {shown}: " + ("valid" if target_info.valid else target_info.reason))

@@ -104,10 +104,15 @@ def _stores(root: Path, notes: list[str]) -> list[tuple[str, Path]]:
 def _mlflow_runs(store: Path, notes: list[str]) -> list[tracker.TrackerRun]:
     """The newest runs of an MLflow file store: `<experiment>/<run>/meta.yaml` with `metrics/<key>` files of
     'timestamp_ms value step' lines (a key with '/' is a folder), `params/<name>` files holding the value."""
-    folders = [d for e in _subdirs(store) for d in _subdirs(e)]
-    if len(folders) > MAX_RUN_FOLDERS:  # 150,000 empty run folders took 5 s to look into (eleventh round)
-        many = f"over {MAX_LISTED:,}" if len(folders) > MAX_LISTED else f"{len(folders):,}"
-        notes.append(f"MLflow store {store}: {many} run folders, the first {MAX_RUN_FOLDERS:,} looked at")
+    folders: list[Path] = []
+    left = [MAX_LISTED + 1]  # names looked at in all the experiments: 300 experiments of 1,000 run folders were each listed
+    for e in _subdirs(store):  # whole, 300,000 Paths built before the cut to 10,000 (twelfth round)
+        if left[0] <= 0:
+            break
+        folders += _subdirs(e, left)
+    if len(folders) > MAX_RUN_FOLDERS or left[0] <= 0:  # 150,000 empty run folders took 5 s to look into (eleventh round)
+        many = f"over {MAX_LISTED:,} names in its experiments" if left[0] <= 0 else f"{len(folders):,} run folders"
+        notes.append(f"MLflow store {store}: {many}, the first {min(len(folders), MAX_RUN_FOLDERS):,} looked at")
     runs = [d for d in folders[:MAX_RUN_FOLDERS] if _plain(d / "meta.yaml", stat.S_ISREG) and _plain(d / "metrics", stat.S_ISDIR)]
     runs.sort(key=lambda d: (d / "meta.yaml").lstat().st_mtime, reverse=True)
     if len(runs) > MAX_RUNS:
@@ -124,11 +129,14 @@ def _plain(p: Path, kind: Callable[[int], bool]) -> bool:
         return False
 
 
-def _subdirs(d: Path) -> list[Path]:
-    """The plain folders in `d` (no link), from the first MAX_LISTED names listed: told apart by the entry's own type,
-    with no Path built and no lstat for the others."""
+def _subdirs(d: Path, left: list[int] | None = None) -> list[Path]:
+    """The plain folders in `d` (no link), from the first MAX_LISTED names listed (or `left[0]`, which is lowered by the
+    names listed): told apart by the entry's own type, with no Path built and no lstat for the others."""
+    left = left if left is not None else [MAX_LISTED + 1]
     with os.scandir(d) as it:
-        names = [e.name for e in itertools.islice(it, MAX_LISTED + 1) if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)]
+        entries = list(itertools.islice(it, max(left[0], 0)))
+    left[0] -= len(entries)
+    names = [e.name for e in entries if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)]
     return [d / n for n in sorted(names)]
 
 

@@ -33,7 +33,7 @@ from ml_skills.policy.approval import Approve, Ledger, question
 from ml_skills.policy.audit import AuditEntry, AuditError
 from ml_skills.policy.rules import Verdict
 from ml_skills.safety import untrusted_json
-from ml_skills.safety.redact import redact_value
+from ml_skills.safety.redact import redact, redact_value
 
 ACTION_TOOL = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
 """request_action: it can end processes and cancel cloud jobs, so clients must treat it as destructive."""
@@ -123,7 +123,7 @@ async def _ask(ctx: Context, p: Prepared, v: Verdict) -> tuple[str, str] | Input
     except TimeoutError:
         return "elicitation-error", f"no answer from the person within {APPROVAL_TIMEOUT:g} s"
     except Exception as e:  # noqa: BLE001 - fail closed on any elicitation failure
-        return "elicitation-error", f"the elicitation failed ({type(e).__name__}: {str(e)[:200]})"
+        return "elicitation-error", f"the elicitation failed ({type(e).__name__}: {redact(str(e))[:200]})"
     return _decision(res.action, res.content, secrets.token_hex(16))
 
 
@@ -155,7 +155,7 @@ async def request_action(
     try:
         p = await anyio.to_thread.run_sync(lambda: prepare(action, roots(), cfg.out_dir))
     except Exception as e:  # any refusal or fault is audited (a ValueError went unaudited before the ninth round), then answered
-        detail = str(e) if isinstance(e, MLSkillsError) else f"the action could not be prepared ({type(e).__name__}: {str(e)[:300]})"
+        detail = str(e) if isinstance(e, MLSkillsError) else f"the action could not be prepared ({type(e).__name__}: {redact(str(e))[:300]})"
         _audit(None, None, "invalid", detail, action=getattr(action, "kind", "?"), arguments=action.model_dump(mode="json"))
         raise
     v = cfg.policy.decide_all([p.kind.value, *(k.value for k in p.also)], p.target)
@@ -189,7 +189,7 @@ async def request_action(
         done = await anyio.to_thread.run_sync(p.run)
     except Exception as e:  # noqa: BLE001 - a failed action is reported and audited, never a crash
         log.info("action failed: %r", e)
-        detail = f"the action failed: {str(e)[:300]}"
+        detail = f"the action failed: {redact(str(e))[:300]}"
         try:
             return result("failed", detail, by=by)
         except AuditError as ae:

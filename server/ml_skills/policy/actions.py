@@ -32,6 +32,8 @@ from pydantic import Field
 from ml_skills.collectors.checkpoints import NO_WEIGHTS, WEIGHT_SUFFIXES, inspect_dir, inspect_file
 from ml_skills.errors import InputError, MLSkillsError, PolicyError, TargetNotFound
 from ml_skills.models import ActionKind, CheckpointInfo, Model
+from ml_skills.policy.restart_env import launcher_env, picks_the_program
+from ml_skills.safety import paths
 from ml_skills.safety.paths import confine, open_fd, open_out_dir, within
 from ml_skills.safety.quoting import strip_invisible
 from ml_skills.safety.redact import _FILL, READ_AS, _one_pass, redact
@@ -157,55 +159,6 @@ def _prepare_kill(a: KillProcess) -> Prepared:
 RECORDED_COMMAND_FILES = ("command.txt", "cmd.txt", "command")
 _LAUNCHER = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun|deepspeed|accelerate|srun|mpirun|horovodrun)$")
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}=")
-# Variables that choose which program runs or what it loads before it starts: set from a recorded
-# line, they turn "python train.py" into any program (PATH=/elsewhere python, LD_PRELOAD=evil.so).
-# PET_NO_PYTHON is torchrun's --no-python given through the environment (torchrun reads PET_<OPTION>).
-# The `python` on the server's PATH can be a version manager's shim (pyenv, asdf, mise), a script that picks
-# the program from its own variables: PYENV_VERSION=../../run/env runs any file named python (pyenv does not
-# check it for `..`), PYENV_HOOK_PATH makes the shim source any bash. PYTHONUSERBASE and PYTHONPLATLIBDIR move
-# the site and library folders whose .pth files and modules load before the script.
-# HOME moves the user site folder (~/.local/lib/pythonX.Y/site-packages, whose .pth files run at start-up) and a version
-# manager's own folder, like PYTHONUSERBASE; GCONV_PATH and NCCL's plugin variables name libraries to load, like LD_PRELOAD.
-# Libraries read their own variables as the script imports them: OPENSSL_CONF names a config whose provider or engine
-# module is a shared library OpenSSL loads when `ssl` starts (every HTTP client imports it); before the tenth round
-# `OPENSSL_CONF=ssl.cnf python train.py` ran a library planted in the run folder after an accept. So are refused:
-# OpenSSL's variables, any variable naming a plugin (NCCL's, Qt's, GStreamer's, PYTEST_PLUGINS), the OpenMP and GPU
-# loaders' tool and driver libraries (OMP_TOOL_LIBRARIES, *_ICD_*, VK_*LAYER*, __EGL_*, LIBGL_*), Open MPI / PMIx component
-# paths and parameter files (OMPI_MCA_mca_base_component_path; OMPI_MCA_btl=^openib still runs), module folders (GIO_MODULE_DIR, UCX_MODULE_DIR) and the programs a JIT compiler runs (CC, CXX, NVCC,
-# Triton's tool and libcuda paths).
-# Programs a library the script imports starts, and libraries a driver loads (eleventh round): GitPython runs
-# GIT_PYTHON_GIT_EXECUTABLE as soon as it is imported, and `wandb.init` imports it, so before this round
-# `GIT_PYTHON_GIT_EXECUTABLE=./x python train.py` ran ./x after an accept. So are refused: git's own variables (GIT_SSH_COMMAND,
-# GIT_EXEC_PATH, GIT_CONFIG_*), any *EXECUTABLE* / *_PYTHON / *_COMMAND / *ASKPASS* variable and the editor, pager and browser; the
-# CUDA and NVTX injection libraries (CUDA_INJECTION64_PATH), tool and device libraries (HSA_TOOLS_LIB, TPU_LIBRARY_PATH,
-# TF_PLUGGABLE_DEVICE_LIBRARY, PJRT_NAMES_AND_LIBRARY_PATHS), libfabric's FI_PROVIDER_PATH; and the folders gcc takes
-# its own programs and headers from (COMPILER_PATH=. runs ./cc1plus when torch.compile builds a C++ kernel). And the
-# variables that move a folder code is loaded from without naming it: TMPDIR=. or USER=bob moves torch inductor's kernel
-# cache (`$TMPDIR/torchinductor_$USER`), XDG_CACHE_HOME the Hub's remote-code modules, XDG_CONFIG_HOME matplotlib's
-# config (its backend is a module); the tenth round listed them as shown, but the line does not say what they move.
-_PROGRAM_ENV = re.compile(r"^(PATH|HOME|LD_\w+|DYLD_\w+|GCONV_PATH|\w*PLUGIN\w*|BASH_ENV|ENV|"
-                          r"SHELL|IFS|PET_NO_PYTHON|PYENV_\w*|ASDF_\w*|MISE_\w*|RTX_\w*|RBENV_\w*|NODENV_\w*|GOENV_\w*|"
-                          r"OPENSSL_\w+|OMP_TOOL\w*|\w*_ICD_\w*|VK_\w*LAYER\w*|__EGL_\w*|LIBGL_\w*|\w*_MCA_\w*(?:path|file|dir|prefix)\w*|\w*MODULE_DIR\w*|"
-                          r"CC|CXX|NVCC\w*|CUDAHOSTCXX|TRITON_\w*_PATH|"
-                          r"GIT_\w+|\w*EXECUTABLE\w*|\w+_PYTHON|\w*_COMMAND|\w*ASKPASS\w*|EDITOR|VISUAL|PAGER|BROWSER|"
-                          r"\w*INJECTION\w*|\w*_LIB|(?:\w*_)?LIBRARY(?:_PATHS?)?|\w*PROVIDER_PATH\w*|"
-                          r"COMPILER_PATH|GCC_EXEC_PREFIX|CPATH|C_INCLUDE_PATH|CPLUS_INCLUDE_PATH|OBJC_INCLUDE_PATH|"
-                          r"TMPDIR|TMP|TEMP|TEMPDIR|USER|LOGNAME|USERNAME|XDG_\w+_HOME)$")
-# Python's own variables are read before the script: a new one can pick what loads (PYTHONPYCACHEPREFIX names the folder
-# cached bytecode of the standard library is read from; before the ninth round `PYTHONPYCACHEPREFIX=.c python train.py`
-# ran a planted json.pyc after an accept). Only these, which tune the interpreter and load nothing, may be set; PYTHONPATH
-# is shown to the person, who judges the folders it adds.
-_PYTHON_ENV_OK = frozenset({
-    "PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONDONTWRITEBYTECODE", "PYTHONFAULTHANDLER",
-    "PYTHONOPTIMIZE", "PYTHONUTF8", "PYTHONDEVMODE", "PYTHONTRACEMALLOC", "PYTHONWARNINGS", "PYTHONNOUSERSITE", "PYTHONSAFEPATH",
-    "PYTHONVERBOSE", "PYTHONDEBUG", "PYTHONMALLOC", "PYTHONNODEBUGRANGES", "PYTHONINTMAXSTRDIGITS", "PYTHONPROFILEIMPORTTIME",
-    "PYTHONASYNCIODEBUG", "PYTHONCOERCECLOCALE", "PYTHON_CPU_COUNT", "PYTHON_GIL",
-})
-
-
-def _picks_the_program(name: str) -> bool:
-    """A variable that chooses the program that runs, or code it loads before the script."""
-    return bool(_PROGRAM_ENV.match(name)) or (name.startswith("PYTHON") and name not in _PYTHON_ENV_OK)
 
 
 # `python -X pycache_prefix=DIR` is PYTHONPYCACHEPREFIX given as an option (also bundled: `-EXpycache_prefix=DIR`).
@@ -246,33 +199,39 @@ def looks_like_another(c: str) -> bool:
 
 
 QUOTED_LIMIT = 500
-MAX_NAMED = 8
+MAX_NAMED = 40  # characters outside ASCII one question names; a question that would hold more is refused, never cut
 
 
 def named_outside_ascii(text: str) -> str:
-    """Each character outside ASCII in a command or path the person approves, named with its code, once, and the word
+    """Each character outside ASCII in a command or path the person approves, named with its code, once, after the word
     that holds it: ` (characters outside ASCII: U+A78F LATIN LETTER SINOLOGICAL DOT in "train꞉py")`. A letter can read as
     punctuation (U+A78F and U+1427 CANADIAN SYLLABICS FINAL MIDDLE DOT as a dot between `train` and `py`) and a combining
     mark as nothing (U+0323 COMBINING DOT BELOW: `train.pỵ`); both are letters of names people use, so they are shown,
     and named, so the person reads `train.py` only when it is train.py (eleventh round: the question read as the
-    ordinary launch and the look-alike file ran)."""
-    seen: dict[str, str] = {}
-    for word in text.split():
-        for c in word:
-            if not c.isascii() and c not in seen:
-                seen[c] = word
-    if not seen:
+    ordinary launch and the look-alike file ran). Every one is named, in every word that holds it: before the twelfth
+    round the first 8 were, then "and 1 more", and a run folder named with eight accented letters
+    (`expériences_données_çàüöñøß`) left the look-alike dot in `python train꞉py` unnamed; it ran after an accept. Over
+    MAX_NAMED, the action is refused."""
+    by_word: dict[str, list[str]] = {}  # each word's own: a folder holding U+A78F must not leave it unnamed in `train꞉py`
+    for word in dict.fromkeys(text.split()):
+        if chars := list(dict.fromkeys(c for c in word if not c.isascii())):
+            by_word[word] = chars
+    count = sum(len(cs) for cs in by_word.values())
+    if not count:
         return ""
-    named = [f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')} in {quoted(w, 80)}" for c, w in list(seen.items())[:MAX_NAMED]]
-    more = f", and {len(seen) - MAX_NAMED} more" if len(seen) > MAX_NAMED else ""
-    return f" (characters outside ASCII: {'; '.join(named)}{more})"
+    if count > MAX_NAMED:
+        raise PolicyError(f"the action's paths and command hold {count} characters outside ASCII: more than the question can "
+                          f"name ({MAX_NAMED}), and a letter among them can read as punctuation; do it yourself")
+    named = [", ".join(f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}" for c in cs) + f" in {quoted(w, 80)}" for w, cs in by_word.items()]
+    return f" (characters outside ASCII: {'; '.join(named)})"
 
 
 def quoted(text: str, limit: int = QUOTED_LIMIT) -> str:
     """Untrusted text (a command line, a path) as one quoted line: escapes and invisible characters
     gone, line breaks and other controls shown as escapes, so it cannot start a line of its own; a
-    character that reads as another one (looks_like_another) shown as its code (`\\u2800`)."""
-    text, _ = strip_invisible(text)
+    character that reads as another one (looks_like_another) shown as its code (`\\u2800`). Redacted before it is cut: a
+    URL's password cut before its `@host`, or a token cut short, no longer matches a pattern (twelfth round)."""
+    text, _ = strip_invisible(redact(text))
     text = "".join(c if c.isprintable() and not looks_like_another(c) else _ESCAPE.get(c, f"\\u{ord(c):04x}")
                    for c in text.replace("\\", "\\\\").replace('"', '\\"'))
     return '"' + (text if len(text) <= limit else text[:limit] + "...") + '"'
@@ -377,7 +336,7 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
     if syntax:
         raise _not_a_launch(f, line, f"it holds {syntax}: the question would show a shell line, but the command runs as one "
                                      "argument list with no shell, and the answer's manual line would run it in a shell")
-    bad_env = sorted(k for k in env if _picks_the_program(k))
+    bad_env = sorted(k for k in env if picks_the_program(k))
     if bad_env:
         raise _not_a_launch(f, line, f"it sets {', '.join(bad_env)}, which chooses the program that runs or what it loads")
     if any(_PYCACHE_OPTION.search(w) for w in words[1:]):
@@ -394,7 +353,7 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
             raise _not_a_launch(f, line, f"{Path(words[0]).name} starts any program; the one it starts must be python, "
                                          "torchrun, deepspeed or accelerate")
         # 'python' anywhere is not enough: `srun awk '...' python` starts awk, with python as its argument
-        if set_env := _launcher_env(words[1:inner]):
+        if set_env := launcher_env(words[1:inner]):
             raise _not_a_launch(f, line, f"{Path(words[0]).name} sets {', '.join(set_env)} for the program it starts, which "
                                          "chooses the program that runs or what it loads")
         # a program given as an option's value counts too: `srun --task-prolog=./x.sh python` starts x.sh first (ninth round)
@@ -403,27 +362,6 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
         if first is not None:
             raise _not_a_launch(f, line, f"{Path(words[0]).name} would start {quoted(first)} before any Python launcher")
         _launcher_program(f, words[inner], dfd)
-
-
-_ENV_OPTIONS = {"-x", "-genv", "-env", "--env", "--export", "-export"}  # Open MPI, MPICH/Intel MPI hydra, srun
-
-
-def _launcher_env(opts: list[str]) -> list[str]:
-    """Variables srun, mpirun or horovodrun would set, from its options, for the program it starts (`mpirun -x NAME=V`,
-    `srun --export=ALL,NAME=V`, `mpirun -genv NAME V`) that choose what runs or loads; `--export-file` (variables read
-    from a file the question does not show) counts as one. Before the ninth round only a line's leading NAME=V was
-    checked: `mpirun -np 1 -x PYTHONPYCACHEPREFIX=.c python train.py` loaded planted bytecode after an accept."""
-    bad: list[str] = []
-    for i, w in enumerate(opts):
-        if w.startswith(("--export-file", "--export_file")):
-            bad.append("--export-file")
-            continue
-        value = w.split("=", 1)[1] if w.startswith("-") and "=" in w else w
-        names = [x.split("=", 1)[0] for x in value.split(",") if "=" in x]
-        if i > 0 and opts[i - 1] in _ENV_OPTIONS:
-            names.append(w.split("=", 1)[0])
-        bad += [n for n in names if _picks_the_program(n)]
-    return sorted(set(bad))
 
 
 _EXPANSION = re.compile(r"`|\$[\w{(]")
@@ -623,7 +561,7 @@ def _verified(ckpt: Path) -> CheckpointInfo:
 def _inspected(ckpt: Path) -> CheckpointInfo:
     if ckpt.is_dir():
         files = []
-        for p in ckpt.rglob("*"):  # bounded, and before inspect_dir walks it: a pointer may name a huge tree
+        for p in paths.below(ckpt):  # bounded, and before inspect_dir walks it: a pointer may name a huge (or deep) tree
             if p.is_symlink():
                 raise PolicyError(f"{quoted(str(ckpt))} holds a symlink ({quoted(p.name)}): a repoint target must be plain files")
             files.append(p)
@@ -698,8 +636,8 @@ def _may_be_good(cur: Path, roots: Sequence[Path]) -> bool:
                 return True
             return info.valid is not False
         return inspect_file(real).valid is not False
-    except (MLSkillsError, OSError):
-        return True  # cannot look (outside the roots, unreadable): ask rather than assume it is bad
+    except (MLSkillsError, OSError, RecursionError):  # os.fwalk recurses per level: a folder 3,000 deep (twelfth round)
+        return True  # cannot look (outside the roots, unreadable, too deep): ask rather than assume it is bad
 
 
 def _non_empty(name: str, dir_fd: int) -> bool:
@@ -774,7 +712,7 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
                 raise
         finally:
             os.close(dfd)
-        return (f"{pointer} now holds {new.strip()} (was: {old.strip()[:200] or 'empty'}); the old content is kept in {backup}; "
+        return (f"{pointer} now holds {new.strip()} (was: {redact(old.strip())[:200] or 'empty'}); the old content is kept in {backup}; "
                 f"undo: cp {shlex.quote(str(backup))} {shlex.quote(str(pointer))}")
 
     was = quoted(old.strip(), 300) if old.strip() else "(empty)"
@@ -784,7 +722,7 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
                 f"{quoted(str(ckpt))} ({info.format}, valid: {quoted(info.reason, 200)})" + named_outside_ascii(f"{pointer} {new} {ckpt}"),
         impact="the next resume starts from this checkpoint; nothing is deleted" + ("; the pointer named a valid checkpoint, so "
                                                                                     "this rolls the resume point back" if also else ""),
-        undo=f"the old content is kept in {backup}: cp {shlex.quote(str(backup))} {shlex.quote(str(pointer))} (it held: {old.strip()[:200] or '(empty)'})",
+        undo=f"the old content is kept in {backup}: cp {shlex.quote(str(backup))} {shlex.quote(str(pointer))} (it held: {redact(old.strip())[:200] or '(empty)'})",
         manual=f"printf '%s\\n' {shlex.quote(new.strip())} > {shlex.quote(str(pointer))}", identity=identity, run=run, also=also,
     )
 

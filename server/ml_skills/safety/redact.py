@@ -36,7 +36,7 @@ _GLUED = r"(?:(?<![A-Za-z0-9])|(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2}))"
 # (`tokens`, `tokenizer`, `secretName` are not secrets); a `key` needs a qualifier (`api_key`,
 # `secret-key`, `wandb_key`, `aws_secret_access_key`), since `key` alone names ordinary things.
 _KEYWORD = (
-    r"(?:(?:api|access|private|secret|wandb|auth|client|session|signing|encryption|master|account|service|license|ssh|hmac|kaggle|storage|"
+    r"(?:(?:api|access|private|secret|wandb|auth|client|session|signing|encryption|master|account|service|license|ssh|hmac|kaggle|storage|subscription|"
     r"hf|openai|anthropic|github|gh|mlflow|comet|neptune)[_.\-]?(?:access[_.\-]?)?key(?![a-z])"
     r"|apikey|secret(?![a-z])|token(?![a-z])|passw(?:or)?d(?![a-z])|passphrase(?![a-z]))"
 )
@@ -72,6 +72,11 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("pem-body-line", (), lazy(
         r"(?m)^[\s'\">]{0,8}" + _RANK_PREFIX + r"(?:\d{1,12}\s{0,4}[:|]\s{0,4})?(?P<s>(?=[A-Za-z0-9+/]{0,76}[A-Z])(?=[A-Za-z0-9+/]{0,76}[a-z])"
         r"(?:(?=[A-Za-z0-9+/]{0,76}[0-9+/])[A-Za-z0-9+/]{24,76}|[A-Za-z0-9+/]{64})={0,2})[\s'\",\\n]{0,8}$")),
+    # An AWS secret with no name beside it, but right after its access key id: the credentials CSV the console gives
+    # (`user,,AKIA...,SECRET`), `aws configure list` and a printed tuple (twelfth round: the id was masked, the secret kept)
+    ("aws-secret-after-id", ("akia", "asia"), lazy(
+        r"(?:AKIA|ASIA)[A-Z0-9]{16}['\"]?[\s,;:|=()\[\]]{1,10}['\"]?(?P<s>(?=[A-Za-z0-9/+]{0,39}[a-z])(?=[A-Za-z0-9/+]{0,39}[A-Z])"
+        r"[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])")),
     ("aws-access-key-id", ("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"), lazy(
         r"(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})(?![A-Z0-9])")),
     ("aws-secret", ("secret",), lazy(
@@ -91,12 +96,36 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # GitLab, npm and Docker access tokens, a Google OAuth client secret, access token and refresh token, a Databricks
     # token: distinctive prefixes, so taken after anything (a Databricks `dapi` only after a non-letter; tenth round)
     # PyPI upload tokens (a macaroon for pypi.org or test.pypi.org), Replicate, Grafana Cloud and Shopify tokens (eleventh round)
-    ("vendor-token", ("glpat-", "npm_", "dckr_pat_", "gocspx-", "ya29.", "1//0", "dapi", "pypi-ag", "r8_", "glc_", "shp"), lazy(
-        r"(?P<s>glpat-[A-Za-z0-9_\-]{20,255}|npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])|dckr_pat_[A-Za-z0-9_\-]{20,255}"
+    # LangSmith, Groq, xAI, Perplexity, NVIDIA, HashiCorp Vault, Pinecone, Sentry, DigitalOcean, Together, Atlassian, GCS
+    # HMAC access ids and Mailgun keys (twelfth round: each was kept in clear)
+    ("vendor-token", ("glpat-", "npm_", "dckr_pat_", "gocspx-", "ya29.", "1//0", "dapi", "pypi-ag", "r8_", "glc_", "shp", "lsv2_",
+                      "gsk_", "xai-", "pplx-", "nvapi-", "hvs.", "hvb.", "pcsk_", "sntrys_", "_v1_", "atatt3", "goog1", "key-"), lazy(
+        r"(?P<s>lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}|" + _GLUED + r"(?:gsk_[A-Za-z0-9]{48,60}|xai-[A-Za-z0-9]{60,100}"
+        r"|pplx-[A-Za-z0-9]{40,60}|nvapi-[A-Za-z0-9_\-]{60,70}|hv[sb]\.[A-Za-z0-9_\-]{90,200}|pcsk_[A-Za-z0-9]{4,10}_[A-Za-z0-9]{40,90}"
+        r"|sntrys_[A-Za-z0-9+/=_\-]{50,400}|do[opr]_v1_[a-f0-9]{64}|tgp_v1_[A-Za-z0-9_\-]{40,60}|ATATT3[A-Za-z0-9_\-=]{150,300}"
+        r"|GOOG1[A-Z0-9]{50,70}|key-[a-f0-9]{32})(?![A-Za-z0-9])"
+        r"|glpat-[A-Za-z0-9_\-]{20,255}|npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])|dckr_pat_[A-Za-z0-9_\-]{20,255}"
         r"|pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[A-Za-z0-9_\-]{20,4000}|" + _GLUED + r"r8_[A-Za-z0-9]{37}(?![A-Za-z0-9])"
         r"|glc_[A-Za-z0-9+/]{32,4000}={0,2}|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}(?![A-Za-z0-9])"
         r"|GOCSPX-[A-Za-z0-9_\-]{20,255}|ya29\.[A-Za-z0-9_\-]{20,4000}|1//0[A-Za-z0-9_\-]{30,1000}"
         r"|" + _GLUED + r"dapi[0-9a-f]{32}(?:-\d)?(?![A-Za-z0-9]))")),
+    # SendGrid API keys, Discord webhooks and Telegram bot tokens (twelfth round: kept in clear; `sg.` is a common substring,
+    # `msg.`, so the rule starts with its literal and is cheap where it fails), and a Cookie / Set-Cookie header's value:
+    # a session cookie is a login.
+    ("sendgrid-key", ("sg.",), lazy(r"(?P<s>SG\.(?<![A-Za-z0-9_\-]SG\.)[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43})(?![A-Za-z0-9_\-])")),
+    ("discord-webhook", ("discord",), lazy(
+        r"(?i)discord(?:app)?\.com/api/(?:v\d{1,2}/)?webhooks/\d{15,25}/(?P<s>[A-Za-z0-9_\-]{30,120})")),
+    ("telegram-bot-token", (":aa",), lazy(r"(?<![A-Za-z0-9_])(?:bot)?\d{6,12}:(?P<s>AA[A-Za-z0-9_\-]{30,40})(?![A-Za-z0-9_\-])")),
+    ("cookie-header", ("cookie",), lazy(
+        r"(?i)(?<![A-Za-z0-9_\-])(?:set-)?cookie['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?P<s>[^\r\n'\"]{4,4000})")),
+    # A Docker config's `"auth"` (base64 of user:password), kaggle.json's `"key"` after its `"username"`, and a password
+    # given on a command line to sshpass, mysql (`-pPW`) or curl (`-u user:PW`) (twelfth round: kept in clear)
+    ("docker-auth", ('"auth"',), lazy(r'"auth"\s{0,3}:\s{0,3}"(?P<s>[A-Za-z0-9+/]{8,4000}={0,2})"')),
+    ("kaggle-key", ('"username"',), lazy(
+        r'"username"\s{0,3}:\s{0,3}"[^"\n]{1,100}"\s{0,3},\s{0,3}"key"\s{0,3}:\s{0,3}"(?P<s>[0-9a-f]{32})"')),
+    ("cli-password", ("sshpass", "mysql", "curl"), lazy(
+        r"(?:\bsshpass\s{1,3}-p\s{0,3}|\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p|\bcurl\b[^\n]{0,200}?\s(?:-u|--user)[\s=]{1,3}['\"]?"
+        r"[^\s:'\"]{1,200}:)['\"]?(?P<s>[^\s'\"]{1,200})")),
     ("jwt", ("eyj",), lazy(r"(?P<s>eyJ[A-Za-z0-9_\-]{8,4000}\.eyJ[A-Za-z0-9_\-]{8,8000}\.[A-Za-z0-9_\-]{8,4000})")),
     ("auth-header", ("authorization",), lazy(
         r"(?i)" + _GLUED + r"(?:authorization|proxy-authorization)['\"]?(?:\s{0,3}[:=]\s{0,3}|" + _PCT + r"3A(?:" + _PCT + r"20)?)['\"]?"
@@ -106,9 +135,10 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("bearer", ("bearer",), lazy(r"(?i)" + _GLUED + r"bearer(?:\s{1,3}|" + _PCT + r"20|\+)(?P<s>[A-Za-z0-9._~+/=\-]{16,4000})")),
     # user:password@ in a URL, whatever the scheme's case, with an empty user (`redis://:pw@`), and a password holding
     # '/' or '@' (unencoded, as people write them): the password ends at the '@' the host follows, not at the first;
-    # a port and a path (`https://host:8443/a@b`) are not a password.
+    # a port and a path (`https://host:8443/a@b`) are not a password. A user of up to 2,000 characters (a token as the user,
+    # `https://<JWT>:x-oauth-basic@host`; over 200 kept the password in clear before the twelfth round).
     ("url-password", ("://",), lazy(
-        r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@]{0,200}:(?![0-9]{1,5}(?:/|$))(?P<s>\S{1,200}?)@" + _HOST)),
+        r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@]{0,2000}:(?![0-9]{1,5}(?:/|$))(?P<s>\S{1,200}?)@" + _HOST)),
     # the same URL URL-encoded once or twice, as a query value or a flag carries it: %3A%2F%2F, %40
     ("url-password-encoded", ("%3a%2f%2f", "%253a%252f%252f"), lazy(
         r"(?i)\b[a-z][a-z0-9+.\-]{1,20}" + _PCT + r"3A" + _PCT + r"2F" + _PCT + r"2F(?:(?!" + _PCT + r"(?:3A|40|2F))[^\s&/@]){0,200}"

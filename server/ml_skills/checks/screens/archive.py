@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 from pathlib import Path
 
 from ml_skills.checks.report import Check, Verdict
@@ -21,7 +22,8 @@ def archive_check(archive: Path | None, script: Path, args: list[str]) -> Check:
     if not archive.is_dir():
         return Check(name="results archive", verdict=Verdict.FAIL, detail=f"no archive at {archive}", fix="point at the results archive")
     wanted = " ".join(args)
-    for cmd_file in list(archive.rglob("command.txt"))[:10_000]:
+    found = (Path(d) / "command.txt" for d, _dirs, names in paths.walk(archive) if "command.txt" in names)  # bounded depth, held fds
+    for cmd_file in itertools.islice(found, 10_000):
         try:
             recorded = paths.read_capped(cmd_file, 64 * 1024).decode("utf-8", errors="replace")
         except (OSError, InputError):

@@ -22,7 +22,7 @@ def _plain_files(data: Path) -> tuple[list[Path], int]:
     an oracle on any file of the machine (`shard-9.bin -> /home/x/.ssh/id_rsa`: counted when it exists)."""
     files: list[Path] = []
     unfollowed = 0
-    for p in data.rglob("*"):
+    for p in paths.below(data):
         if p.is_symlink():
             try:
                 real = paths.contain(p, "any")
@@ -80,7 +80,7 @@ def memory_check(data: Path, bytes_per_value: int, limit: int | None) -> tuple[C
         return Check(name="memory budget", verdict=Verdict.SKIP, detail="Pillow not installed"), {}
     total = 0
     count = 0
-    for p in data.rglob("*"):
+    for p in paths.below(data):
         if p.suffix.lower() in IMAGE_EXT and p.is_file():
             try:
                 with paths.open_binary(p) as fh, Image.open(fh) as im:

@@ -1,0 +1,90 @@
+"""Which `NAME=value` prefixes of a recorded restart line are refused, and which variables a launcher's own options
+(`mpirun -x`, `srun --export=`) may not set for the program it starts.
+
+A restart runs a recorded command after the person accepts the question that shows it; a variable in front of it can
+still choose the program that runs or code it loads before the script (`PATH=`, `LD_PRELOAD=`, `OPENSSL_CONF=`,
+`GIT_PYTHON_GIT_EXECUTABLE=`), which the line does not say. The list has grown every red-team round, so it lives here,
+apart from how an action is prepared and run (`policy/actions.py`).
+"""
+
+from __future__ import annotations
+
+import re
+
+# Variables that choose which program runs or what it loads before it starts: set from a recorded
+# line, they turn "python train.py" into any program (PATH=/elsewhere python, LD_PRELOAD=evil.so).
+# PET_NO_PYTHON is torchrun's --no-python given through the environment (torchrun reads PET_<OPTION>).
+# The `python` on the server's PATH can be a version manager's shim (pyenv, asdf, mise), a script that picks
+# the program from its own variables: PYENV_VERSION=../../run/env runs any file named python (pyenv does not
+# check it for `..`), PYENV_HOOK_PATH makes the shim source any bash. PYTHONUSERBASE and PYTHONPLATLIBDIR move
+# the site and library folders whose .pth files and modules load before the script.
+# HOME moves the user site folder (~/.local/lib/pythonX.Y/site-packages, whose .pth files run at start-up) and a version
+# manager's own folder, like PYTHONUSERBASE; GCONV_PATH and NCCL's plugin variables name libraries to load, like LD_PRELOAD.
+# Libraries read their own variables as the script imports them: OPENSSL_CONF names a config whose provider or engine
+# module is a shared library OpenSSL loads when `ssl` starts (every HTTP client imports it); before the tenth round
+# `OPENSSL_CONF=ssl.cnf python train.py` ran a library planted in the run folder after an accept. So are refused:
+# OpenSSL's variables, any variable naming a plugin (NCCL's, Qt's, GStreamer's, PYTEST_PLUGINS), the OpenMP and GPU
+# loaders' tool and driver libraries (OMP_TOOL_LIBRARIES, *_ICD_*, VK_*LAYER*, __EGL_*, LIBGL_*), Open MPI / PMIx component
+# paths and parameter files (OMPI_MCA_mca_base_component_path; OMPI_MCA_btl=^openib still runs), module folders (GIO_MODULE_DIR, UCX_MODULE_DIR) and the programs a JIT compiler runs (CC, CXX, NVCC,
+# Triton's tool and libcuda paths).
+# Programs a library the script imports starts, and libraries a driver loads (eleventh round): GitPython runs
+# GIT_PYTHON_GIT_EXECUTABLE as soon as it is imported, and `wandb.init` imports it, so before this round
+# `GIT_PYTHON_GIT_EXECUTABLE=./x python train.py` ran ./x after an accept. So are refused: git's own variables (GIT_SSH_COMMAND,
+# GIT_EXEC_PATH, GIT_CONFIG_*), any *EXECUTABLE* / *_PYTHON / *_COMMAND / *ASKPASS* variable and the editor, pager and browser; the
+# CUDA and NVTX injection libraries (CUDA_INJECTION64_PATH), tool and device libraries (HSA_TOOLS_LIB, TPU_LIBRARY_PATH,
+# TF_PLUGGABLE_DEVICE_LIBRARY, PJRT_NAMES_AND_LIBRARY_PATHS), libfabric's FI_PROVIDER_PATH; and the folders gcc takes
+# its own programs and headers from (COMPILER_PATH=. runs ./cc1plus when torch.compile builds a C++ kernel). And the
+# variables that move a folder code is loaded from without naming it: TMPDIR=. or USER=bob moves torch inductor's kernel
+# cache (`$TMPDIR/torchinductor_$USER`), XDG_CACHE_HOME the Hub's remote-code modules, XDG_CONFIG_HOME matplotlib's
+# config (its backend is a module); the tenth round listed them as shown, but the line does not say what they move.
+# Twelfth round: the toolkit folders whose programs torch's extension builds and Triton run (CUDA_HOME=. runs ./bin/nvcc;
+# the eleventh round listed it as shown), TRITON_HOME (moves Triton's kernel cache without naming it), Tcl's package path
+# (tkinter), NCCL's config file (a file of NCCL variables, its plugins among them), and the programs and options of the
+# other runtimes a library starts: Java (PySpark runs $SPARK_HOME/bin/spark-submit, then $JAVA_HOME/bin/java, and
+# JAVA_TOOL_OPTIONS=-agentpath:./x.so loads a library into it), node, perl and ruby (their option and module variables).
+_PROGRAM_ENV = re.compile(r"^(PATH|HOME|LD_\w+|DYLD_\w+|GCONV_PATH|\w*PLUGIN\w*|BASH_ENV|ENV|"
+                          r"SHELL|IFS|PET_NO_PYTHON|PYENV_\w*|ASDF_\w*|MISE_\w*|RTX_\w*|RBENV_\w*|NODENV_\w*|GOENV_\w*|"
+                          r"OPENSSL_\w+|OMP_TOOL\w*|\w*_ICD_\w*|VK_\w*LAYER\w*|__EGL_\w*|LIBGL_\w*|\w*_MCA_\w*(?:path|file|dir|prefix)\w*|\w*MODULE_DIR\w*|"
+                          r"CC|CXX|NVCC\w*|CUDAHOSTCXX|TRITON_\w*_PATH|"
+                          r"GIT_\w+|\w*EXECUTABLE\w*|\w+_PYTHON|\w*_COMMAND|\w*ASKPASS\w*|EDITOR|VISUAL|PAGER|BROWSER|"
+                          r"\w*INJECTION\w*|\w*_LIB|(?:\w*_)?LIBRARY(?:_PATHS?)?|\w*PROVIDER_PATH\w*|"
+                          r"COMPILER_PATH|GCC_EXEC_PREFIX|CPATH|C_INCLUDE_PATH|CPLUS_INCLUDE_PATH|OBJC_INCLUDE_PATH|"
+                          r"TMPDIR|TMP|TEMP|TEMPDIR|USER|LOGNAME|USERNAME|XDG_\w+_HOME|"
+                          r"CUDA_HOME|CUDA_PATH|CUDA_ROOT|ROCM_HOME|ROCM_PATH|HIP_PATH|TRITON_HOME|TCLLIBPATH|NCCL_CONF_FILE|"
+                          r"JAVA_HOME|SPARK_HOME|HADOOP_HOME|\w*JAVA_OPTIONS|JAVA_TOOL_OPTIONS|NODE_OPTIONS|NODE_PATH|PERL5\w*|PERLLIB|RUBYOPT|RUBYLIB)$")
+# Python's own variables are read before the script: a new one can pick what loads (PYTHONPYCACHEPREFIX names the folder
+# cached bytecode of the standard library is read from; before the ninth round `PYTHONPYCACHEPREFIX=.c python train.py`
+# ran a planted json.pyc after an accept). Only these, which tune the interpreter and load nothing, may be set; PYTHONPATH
+# is shown to the person, who judges the folders it adds.
+_PYTHON_ENV_OK = frozenset({
+    "PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONDONTWRITEBYTECODE", "PYTHONFAULTHANDLER",
+    "PYTHONOPTIMIZE", "PYTHONUTF8", "PYTHONDEVMODE", "PYTHONTRACEMALLOC", "PYTHONWARNINGS", "PYTHONNOUSERSITE", "PYTHONSAFEPATH",
+    "PYTHONVERBOSE", "PYTHONDEBUG", "PYTHONMALLOC", "PYTHONNODEBUGRANGES", "PYTHONINTMAXSTRDIGITS", "PYTHONPROFILEIMPORTTIME",
+    "PYTHONASYNCIODEBUG", "PYTHONCOERCECLOCALE", "PYTHON_CPU_COUNT", "PYTHON_GIL",
+})
+
+
+def picks_the_program(name: str) -> bool:
+    """A variable that chooses the program that runs, or code it loads before the script."""
+    return bool(_PROGRAM_ENV.match(name)) or (name.startswith("PYTHON") and name not in _PYTHON_ENV_OK)
+
+
+_ENV_OPTIONS = {"-x", "-genv", "-env", "--env", "--export", "-export"}  # Open MPI, MPICH/Intel MPI hydra, srun
+
+
+def launcher_env(opts: list[str]) -> list[str]:
+    """Variables srun, mpirun or horovodrun would set, from its options, for the program it starts (`mpirun -x NAME=V`,
+    `srun --export=ALL,NAME=V`, `mpirun -genv NAME V`) that choose what runs or loads; `--export-file` (variables read
+    from a file the question does not show) counts as one. Before the ninth round only a line's leading NAME=V was
+    checked: `mpirun -np 1 -x PYTHONPYCACHEPREFIX=.c python train.py` loaded planted bytecode after an accept."""
+    bad: list[str] = []
+    for i, w in enumerate(opts):
+        if w.startswith(("--export-file", "--export_file")):
+            bad.append("--export-file")
+            continue
+        value = w.split("=", 1)[1] if w.startswith("-") and "=" in w else w
+        names = [x.split("=", 1)[0] for x in value.split(",") if "=" in x]
+        if i > 0 and opts[i - 1] in _ENV_OPTIONS:
+            names.append(w.split("=", 1)[0])
+        bad += [n for n in names if picks_the_program(n)]
+    return sorted(set(bad))
