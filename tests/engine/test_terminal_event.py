@@ -137,7 +137,9 @@ def test_interleaved_ranks_per_batch_noise_is_no_blowup_and_the_killed_rank_ends
     torchrun SIGTERMs the rest. Read as one series the losses jump between ranks; each rank alone is noise."""
     log = _run(tmp_path, RANKS_ONE_KILLED, "{py} -m torch.distributed.run --nproc_per_node 4 train.py", timeout=300)
     text = log.read_text()
-    assert "SIGKILL" in text and ("Connection reset by peer" in text or "Connection closed by peer" in text), text[-3000:]
+    # the peers' Gloo errors ('Connection reset/closed by peer') race torchrun's SIGTERMs: a loaded clean-clone CI run
+    # had the launcher kill every peer before one noticed; the reading below must hold either way
+    assert "SIGKILL" in text, text[-3000:]
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.primary_cause is not None and d.primary_cause.value in ("oom", "process-crash"), d.root_cause
     assert "exitcode" in d.root_cause.proximate and "-9" in d.root_cause.proximate
