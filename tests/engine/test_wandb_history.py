@@ -33,14 +33,20 @@ RUN = textwrap.dedent("""
 """)
 
 
-def _run(tmp_path: Path, mode: str) -> Path:
+def _offline(tmp_path: Path, script: str, mode: str) -> Path:
+    """Run `script` with W&B offline in tmp_path; its console output (what wandb.finish() prints too) as a log."""
     # none of the test process's own W&B settings (the wandb collector sets WANDB_SILENT when it reads a run)
     env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
     env.update(WANDB_MODE="offline", WANDB_DIR=str(tmp_path), HOME=str(tmp_path))
-    out = subprocess.run([sys.executable, "-c", RUN, mode], capture_output=True, text=True, timeout=180, check=True,
+    out = subprocess.run([sys.executable, "-c", script, mode], capture_output=True, text=True, timeout=600, check=True,
                          env=env, cwd=tmp_path)
     log = tmp_path / f"{mode}.log"
     log.write_text(out.stdout + out.stderr)
+    return log
+
+
+def _run(tmp_path: Path, mode: str) -> Path:
+    log = _offline(tmp_path, RUN, mode)
     assert "Run history:" in log.read_text(), log.read_text()
     return log
 
@@ -95,12 +101,7 @@ CLASSIFY = textwrap.dedent("""
 
 
 def _classify(tmp_path: Path, mode: str) -> Path:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
-    env.update(WANDB_MODE="offline", WANDB_DIR=str(tmp_path), HOME=str(tmp_path))
-    out = subprocess.run([sys.executable, "-c", CLASSIFY, mode], capture_output=True, text=True, timeout=240, check=True,
-                         env=env, cwd=tmp_path)
-    log = tmp_path / f"{mode}.log"
-    log.write_text(out.stdout + out.stderr)
+    log = _offline(tmp_path, CLASSIFY, mode)
     assert "Run summary:" in log.read_text(), log.read_text()
     return log
 
@@ -157,12 +158,7 @@ def test_the_trainers_whole_run_mean_loss_is_not_a_last_step(tmp_path: Path) -> 
     mean over the run: far above the last step's loss of a run that learned, it is no rise. A guard on a real run; the
     case that showed it (healthy 285, two ranks printing two different means) is in the healthy suite."""
     pytest.importorskip("torch")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
-    env.update(WANDB_MODE="offline", WANDB_DIR=str(tmp_path), HOME=str(tmp_path))
-    out = subprocess.run([sys.executable, "-c", HF_REPORTING], capture_output=True, text=True, timeout=240, check=True,
-                         env=env, cwd=tmp_path)
-    log = tmp_path / "pretrain.log"
-    log.write_text(out.stdout + out.stderr)
+    log = _offline(tmp_path, HF_REPORTING, "pretrain")
     assert "train/train_loss" in log.read_text() and "'train_runtime'" in log.read_text()
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.primary_cause is None, d.evidence
