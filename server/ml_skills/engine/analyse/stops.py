@@ -68,7 +68,9 @@ _NCCL_RETURN = lazy(r"NCCL INFO \S+\.(cc|h|cu):\d+ -> [1-9]\d*(\s|$)")
 _TABLE_ROW = lazy(r"^\s*[+|][-+=|]*[-+=|]\s*$|^\s*\|.*\|\s*$")
 _CARETS = lazy(r"^\s*[\^~]+\s*$")
 AT_SYNC_POINT, CUT_WAITING, CUT_IN_CALL = "stopped-at-sync-point", "stack-cut-while-waiting", "stack-cut-in-call"
+CANCELLED_IDLE = "cancelled-without-progress"
 FINDING = {
+    CANCELLED_IDLE: "a person cancelled the job and the log holds no training progress before it",
     AT_SYNC_POINT: "the log stops with no error where ranks or workers wait for each other",
     CUT_WAITING: "the log ends in a stack cut before its exception line, its innermost frames waiting",
     CUT_IN_CALL: "the log ends in a traceback cut before its exception line, raised inside",
@@ -79,6 +81,10 @@ MEANING = {  # the root cause's words
                     "that never joined, an unreachable MASTER_ADDR:PORT, a broken GPU peer-to-peer path, a stuck DataLoader "
                     "worker or a build lock left by a killed compile (torch_extensions' 'lock' file). If the "
                     "process ended instead, the log is cut: the job's stderr says how."),
+    CANCELLED_IDLE: ("A person cancelled the job (scancel or bkill, not a limit) and nothing in the log before it shows "
+                     "training progress: the run was stuck before its first step (data loading, distributed start-up, a "
+                     "compile) or so slow that it never logged one, and whoever cancelled it had waited for it. If it was "
+                     "cancelled on purpose right after start, nothing failed."),
     CUT_WAITING: ("The log ends in a stack printed while the process waited (its innermost frames are a blocking call: a "
                   "queue, a pipe, a lock or a collective), cut before the exception line: a Ctrl-C or a stack dump of a "
                   "process that had stopped progressing."),
@@ -122,6 +128,9 @@ def stop_signals(log: LogEvidence) -> list[Signal]:
     lines = [(i, x) for i, x in enumerate(log.tail.lines, log.tail.start_line) if x.strip() and not _CARETS.match(x)]
     if not lines:
         return []
+    cancelled = _cancelled_idle(log)
+    if cancelled:
+        return cancelled
     last_line = lines[-1][0]
     ending = lines[-min(len(lines), LAST_LINES)][0]  # the first of the last lines
     if any(t.line_no >= ending for t in log.tracebacks):
@@ -149,6 +158,20 @@ def stop_signals(log: LogEvidence) -> list[Signal]:
                     continue  # one process whose first step logged its loss had passed that step: it waited for nobody (corpus 515)
             return [_signal(log, i, AT_SYNC_POINT, text)]
     return []
+
+
+def _cancelled_idle(log: LogEvidence) -> list[Signal]:
+    """A job a person cancelled with no progress line before it had not got going: weak evidence that it was stuck.
+
+    A cancellation after steady progress says nothing about a failure (someone stopped a run they no longer wanted);
+    one that ends a log of start-up lines only, or a stack, is the only sign of how long it waited. Any error line, a
+    traceback or a progress line before the cancellation leaves it to them."""
+    cancel = next((h for h in log.hits if h.signature_id == "scheduler-cancelled"), None)
+    if cancel is None or log.tracebacks or log.trajectory.last_progress is not None:
+        return []
+    if any(h.role is not Role.HINT for h in log.hits):
+        return []
+    return [_signal(log, cancel.line_no, CANCELLED_IDLE, cancel.text)]
 
 
 _TB_HEAD = lazy(r"Traceback \(most recent call last\)")

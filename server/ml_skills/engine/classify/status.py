@@ -202,6 +202,12 @@ def insufficient_evidence(cls: Classification, logs: list[LogEvidence], sources:
             return (f"the run was interrupted (KeyboardInterrupt at line {stop.line_no}: a Ctrl-C, or a scheduler's SIGINT){at} "
                     "while it was not blocked waiting, so nothing in the log says it failed: need why it was stopped "
                     "(who sent the signal, the scheduler's record) or, if it had slowed down, its timestamps or throughput")
+        cancel = next((h for l in logs for h in l.hits if h.signature_id == "scheduler-cancelled"), None)
+        if cancel is not None and lp is not None:
+            at = f"step {fmt_number(lp.step)} (line {lp.line_no})" if lp.step is not None else f"line {lp.line_no}"
+            return (f"a person cancelled the job at line {cancel.line_no} (scancel or bkill: no limit is named) after "
+                    f"progress up to {at}, so nothing in the log says it failed: need why it was cancelled (sacct -j "
+                    "JOB -o State,User,Elapsed; whoever ran scancel) or, if it had slowed down, its timestamps or throughput")
         if lp:
             when = f" around {lp.time:%H:%M}" if lp.time else ""
             at = f"step {fmt_number(lp.step)} (line {lp.line_no})" if lp.step is not None else f"line {lp.line_no}"
