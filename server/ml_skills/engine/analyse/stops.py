@@ -33,7 +33,16 @@ DIST_INIT = lazy(
     r"initializing ddp: GLOBAL_RANK|Using (PyTorch )?DDP\b|"
     r"store_based_barrier|Waiting in store based barrier|Rendezvous|NCCL INFO (Bootstrap|NET/|Using network|comm 0x|"
     r"cudaDriverVersion|Init START|Setting affinity|Channel \d+/)|NCCL version \d|"
-    r"MASTER_ADDR|Distributed environment: (MULTI_GPU|DEEPSPEED)|world_size|\[c10d\]|TCPStore)"
+    r"MASTER_ADDR|Distributed environment: (MULTI_GPU|DEEPSPEED)|world_size|\[c10d\]|TCPStore|"
+    # TensorFlow's multi-worker cluster: each worker's gRPC server, the collective strategy
+    r"Started server with target: grpc://|MultiWorkerMirroredStrategy|CollectiveAllReduceStrategy)"
+)
+# the processes meeting, as they print it themselves (not a launcher's echo of its settings: world_size, MASTER_ADDR):
+# NCCL's communicator set-up, torch's process group and store, Lightning's and Ray Train's start-up, TF's gRPC servers
+_MET = lazy(
+    r"(?i)(NCCL INFO (Bootstrap|NET/|Using network|comm 0x|Init START|Channel \d+|Trees|Connected all)|init_process_group|"
+    r"Initializing (TorchBackend|distributed: GLOBAL_RANK)|initializing ddp: GLOBAL_RANK|store_based_barrier|"
+    r"Waiting in store based barrier|\[c10d\]|TCPStore|Started server with target: grpc://)"
 )
 # the first collectives of training (PyTorch's reducer, TF's MirroredStrategy), the training loop's start (mmcv's
 # workflow line), its first step or batch, a bar still at its first item, and a tuning run none of whose trials has
@@ -69,7 +78,9 @@ _TABLE_ROW = lazy(r"^\s*[+|][-+=|]*[-+=|]\s*$|^\s*\|.*\|\s*$")
 _CARETS = lazy(r"^\s*[\^~]+\s*$")
 AT_SYNC_POINT, CUT_WAITING, CUT_IN_CALL = "stopped-at-sync-point", "stack-cut-while-waiting", "stack-cut-in-call"
 CANCELLED_IDLE = "cancelled-without-progress"
+BEFORE_FIRST_STEP = "stopped-in-distributed-start-up"
 FINDING = {
+    BEFORE_FIRST_STEP: "the log stops with no error after distributed start-up and before any training step",
     CANCELLED_IDLE: "a person cancelled the job and the log holds no training progress before it",
     AT_SYNC_POINT: "the log stops with no error where ranks or workers wait for each other",
     CUT_WAITING: "the log ends in a stack cut before its exception line, its innermost frames waiting",
@@ -81,6 +92,11 @@ MEANING = {  # the root cause's words
                     "that never joined, an unreachable MASTER_ADDR:PORT, a broken GPU peer-to-peer path, a stuck DataLoader "
                     "worker or a build lock left by a killed compile (torch_extensions' 'lock' file). If the "
                     "process ended instead, the log is cut: the job's stderr says how."),
+    BEFORE_FIRST_STEP: ("The log stops with no error after its processes started up together (a process group, NCCL, a "
+                        "TensorFlow cluster's gRPC servers) and before it logged any training step: the first collective "
+                        "or the first batch is where every worker waits for the others, so a worker that never joined, an "
+                        "unreachable peer address or a stuck data loader holds all of them there without a message. If "
+                        "the process ended instead, the log is cut: the job's stderr says how."),
     CANCELLED_IDLE: ("A person cancelled the job (scancel or bkill, not a limit) and nothing in the log before it shows "
                      "training progress: the run was stuck before its first step (data loading, distributed start-up, a "
                      "compile) or so slow that it never logged one, and whoever cancelled it had waited for it. If it was "
@@ -157,6 +173,10 @@ def stop_signals(log: LogEvidence) -> list[Signal]:
                 if not shared and parsed is not None and parsed[0]:
                     continue  # one process whose first step logged its loss had passed that step: it waited for nobody (corpus 515)
             return [_signal(log, i, AT_SYNC_POINT, text)]
+    if log.trajectory.last_progress is None and not any(h.role is not Role.HINT for h in log.hits):
+        start = next(((i, x) for i, x in lines if _MET.search(x)), None)
+        if start is not None and not any(_TEARDOWN.search(x) for _, x in lines[-LAST_LINES:]):
+            return [_signal(log, last_line, BEFORE_FIRST_STEP, lines[-1][1])]
     return []
 
 

@@ -39,6 +39,8 @@ def last_progress_line(log: LogEvidence) -> int | None:
 
 _DIGITS = lazy(r"\d+")
 RETRY_OPENING = 10
+# the tag a launcher puts on each line of one rank: torch's '[rank3]:', torchrun --tee's '[default3]:', mpirun's '[1,3]<stderr>:'
+_RANK_TAG = lazy(r"^(\[(rank|default)\d+\]:|\[\d+,\d+\]<std(out|err)>:)")
 _STACKISH = lazy(r'(^\s*File "|^\s*-+>|Traceback|^\S+ in \w+\(|^\s*\d+\s+\S)')
 
 
@@ -55,7 +57,10 @@ def clean_retry_start(log: LogEvidence) -> int | None:
     if tail is None or not fatal or tail.start_line > 1:
         return None
     last_fatal = fatal[-1]
-    norm = [_DIGITS.sub("#", x.strip()) for x in tail.lines]
+    # a rank's tag is kept whole (rank 0 printing what rank 2 printed is no retry) and read past for the rest
+    tags = [m.group(0) if (m := _RANK_TAG.match(x)) else "" for x in tail.lines]
+    lines = [x[len(t):] for x, t in zip(tail.lines, tags)]
+    norm = [t + _DIGITS.sub("#", x.strip()) for x, t in zip(lines, tags)]
     # the log's opening lines (its first ten that say something), before any failure: what a start-up prints
     before: dict[str, int] = {}
     opening = [i for i, x in enumerate(norm) if x][:RETRY_OPENING]
@@ -63,8 +68,8 @@ def clean_retry_start(log: LogEvidence) -> int | None:
         x = norm[i]
         if tail.start_line + i >= fatal[0]:
             break
-        if (len(x) > 20 and not tail.lines[i][:1].isspace() and parse_line(tail.lines[i]) is None and not _ERROR_WORDS.search(x) and not _STACKISH.search(x)
-                and len(re.findall(r"[A-Za-z]{3,}", x)) >= 2):
+        if (len(x) > 20 and not lines[i][:1].isspace() and parse_line(tail.lines[i]) is None and not _ERROR_WORDS.search(x)
+                and not _STACKISH.search(lines[i]) and len(re.findall(r"[A-Za-z]{3,}", x)) >= 2):
             before[x] = norm.count(x)
     for i, x in enumerate(norm):
         n = tail.start_line + i
@@ -72,7 +77,7 @@ def clean_retry_start(log: LogEvidence) -> int | None:
             continue
         if before.get(x) == 2:
             # a retry runs code again; a stack printed again (a notebook's traceback, a second worker's) is no retry
-            return None if any(_STACKISH.search(y) for y in tail.lines[i:]) else n
+            return None if any(_STACKISH.search(y) for y in lines[i:]) else n
     return None
 
 
