@@ -311,6 +311,9 @@ class Signature(Model):
     logged_as_warning: bool = Field(False, description=(
         "The framework reports this failure at WARNING level (Ray's worker-died line), so a warning prefix "
         "does not make it harmless."))
+    goes_on: bool = Field(False, description=(
+        "The line itself says the run skipped the bad batch or step and went on ('non-finite loss, skipping'): one "
+        "progress line after it with a finite loss shows the run went past it."))
     generic: bool = Field(False, description=(
         "Says how a failure surfaced (a launcher's exit code, a signal, a subsystem's error wrapper), not what "
         "failed: when a specific signal of another class comes before it or on its line, it is read as a symptom."))

@@ -12,7 +12,7 @@ from ml_skills.catalog.loader import signatures
 from ml_skills.engine.analyse.stops import stop_signals
 from ml_skills.engine.classify.exceptions import callers_of_chained, traceback_class
 from ml_skills.engine.classify.signals import ANOMALY_W, ROLE_W, SEV_W, SURVIVED, TRACEBACK_W, WARNING_DAMP, Signal
-from ml_skills.engine.classify.terminal import informational, last_progress_line, survived_line
+from ml_skills.engine.classify.terminal import finite_loss_after, informational, last_progress_line, survived_line
 from ml_skills.lazyre import lazy
 from ml_skills.models import Anomaly, FailureClass, LogEvidence, Role, Severity, SignatureHit, SourceEvidence, TracebackEvent
 
@@ -35,6 +35,12 @@ def _wrapper(tb: TracebackEvent) -> bool:
 def _logged_as_warning() -> frozenset[str]:
     """Signatures of failures that their framework reports at WARNING level (not damped)."""
     return frozenset(s.id for s in signatures() if s.logged_as_warning)
+
+
+@cache
+def _goes_on() -> frozenset[str]:
+    """Signatures whose line says the run skipped a bad step and went on."""
+    return frozenset(s.id for s in signatures() if s.goes_on)
 
 
 @cache
@@ -117,7 +123,8 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
                 warning = True
             # a warning the run already went on past earlier in the log, repeated: the same routine event again (fairseq's
             # fp16 scaler backing off every epoch while the loss falls), not a new failure because the log stops after it
-            survived = went_on[id(h)] or (warning and first_gone_past.get((h.source, h.signature_id), h.line_no) < h.line_no)
+            survived = went_on[id(h)] or (warning and first_gone_past.get((h.source, h.signature_id), h.line_no) < h.line_no) \
+                or (h.signature_id in _goes_on() and finite_loss_after(log, h.line_no))
             if survived:
                 w *= SURVIVED
             signals.append(Signal(h.failure_class, w, "signature", h.signature_id, h.source, h.line_no, _around_match(h.text, h.signature_id),

@@ -6,6 +6,7 @@ ran clean or before a resubmitted job's output: each was survived, and counts li
 
 from __future__ import annotations
 
+import math
 import re
 
 from ml_skills.collectors.attempts import REPORT_END
@@ -118,6 +119,18 @@ def progress_after(log: LogEvidence, line_no: int) -> tuple[int, int] | None:
     if first is None:
         return None
     return tail.start_line + first, tail.start_line + next(i for i in reversed(after) if progress(i))
+
+
+def finite_loss_after(log: LogEvidence, line_no: int) -> bool:
+    """A progress line after `line_no` in the log's tail logs a finite loss: a skipped step the run went past."""
+    tail = log.tail
+    if tail is None:
+        return False
+    for text in tail.lines[max(0, line_no + 1 - tail.start_line):]:
+        p = parse_line(text)
+        if p is not None and "loss" in p[0] and math.isfinite(p[0]["loss"]):
+            return True
+    return False
 
 
 def survived_line(log: LogEvidence, line_no: int, last_prog: int | None) -> bool:
