@@ -64,7 +64,7 @@ def _accuracy_held(points: Sequence[MetricPoint], onset: MetricPoint) -> bool:
 
 def _level_rose(vals: list[float], low_i: int) -> bool:
     """The loss's level rose and stayed: the mean of its last window is twice the lowest mean of any window as long,
-    or no value after the low ever came back within 3x of it.
+    or no value after the low ever came back within 3x of it, or none did for the last window or more of the log.
 
     Single values swing: a per-batch loss over two samples goes from 0.2 to 3.7 and back in a healthy run (healthy
     021). Means over windows of an eighth of the log (at least 3 logs) smooth that spread away; a blow-up moves them.
@@ -77,8 +77,16 @@ def _level_rose(vals: list[float], low_i: int) -> bool:
     sums = [sum(vals[i : i + w]) for i in range(len(vals) - w + 1)]
     if sums[-1] / w > 2 * max(abs(min(sums) / w), 1e-3):
         return True
+    bar = 3 * max(abs(vals[low_i]), 1e-3)
     later = vals[low_i + 1 :]
-    return bool(later) and min(later) > 3 * max(abs(vals[low_i]), 1e-3)
+    if later and min(later) > bar:
+        return True
+    # a log that starts a few logs before the rise (a paste from mid-run) has no low window: the loss left the low's
+    # neighbourhood and stayed above it for at least a window's worth of logs, to the end
+    k = len(vals)
+    while k > low_i + 1 and vals[k - 1] > bar:
+        k -= 1
+    return len(vals) - k >= w and any(v <= bar for v in vals[low_i + 1 : k])
 
 
 def _blowup_onset(after: Sequence[tuple[MetricPoint, float]], high: float, stay: float) -> MetricPoint | None:
