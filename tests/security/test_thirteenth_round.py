@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.mcp.conftest import Server
 from tests.security.test_twelfth_round import _ALNUM, _HEX, _fake, _printed_and_shown
 
 pytestmark = pytest.mark.slow  # real child processes and servers
@@ -48,3 +49,33 @@ def test_a_sentry_dsn_a_zhipu_key_and_a_stripe_key_glued_to_a_word_never_leave(t
     for s in [dsn, zhipu, *stripe]:
         for out in shown:
             assert s[-12:] not in out, (s, out[:2000])
+
+
+def test_the_approval_question_never_names_a_character_of_a_secret_its_quoted_path_masks(tmp_path: Path) -> None:
+    """Promise 3 (every prompt is redacted) and promise 2 (quoted parts redacted before they are shown). The twelfth
+    round's question names each character outside ASCII after the word holding it, each word quoted alone: a run folder
+    named `run --password Sécret...` was masked in the question's folder (`--password [REDACTED]`), while its second word,
+    named for its `é` and quoted without the flag beside it, showed the password, in the question the person read and in the
+    answer. Declined, so nothing runs."""
+    import anyio
+
+    from tests.mcp.conftest import answer, text
+
+    r = tmp_path / "root"
+    pw = f"Sécret{_fake(_ALNUM, 12)}"
+    run = r / f"run --password {pw}"
+    run.mkdir(parents=True)
+    (run / "train.py").write_text("print('ran')\n")
+    (run / "command.txt").write_text("python train.py\n")
+    person = answer("decline")
+    got: list[str] = []
+
+    async def go() -> None:
+        async with Server(tmp_path, roots=[r]).client(elicit=person) as c:
+            res = await c.call_tool("request_action", {"action": {"kind": "restart-unchanged", "command_file": str(run / "command.txt")}})
+            got.append(text(res))
+
+    anyio.run(go)
+    assert person.shown and "--password [REDACTED]" in person.shown[0], person.shown  # type: ignore[attr-defined]
+    for out in [*person.shown, *got, (tmp_path / "audit.jsonl").read_text()]:  # type: ignore[attr-defined]
+        assert pw[6:] not in out, out

@@ -52,9 +52,11 @@ def named_outside_ascii(text: str) -> str:
     ordinary launch and the look-alike file ran). Every one is named, in every word that holds it: before the twelfth
     round the first 8 were, then "and 1 more", and a run folder named with eight accented letters
     (`expériences_données_çàüöñøß`) left the look-alike dot in `python train꞉py` unnamed; it ran after an accept. Over
-    MAX_NAMED, the action is refused."""
+    MAX_NAMED, the action is refused. The words are those of the text redacted whole: a word quoted alone has lost the
+    name beside it, and before the thirteenth round a run folder named `run --password Sécret1` was shown masked in the
+    question while its second word, named for its `é`, showed the password."""
     by_word: dict[str, list[str]] = {}  # each word's own: a folder holding U+A78F must not leave it unnamed in `train꞉py`
-    for word in dict.fromkeys(text.split()):
+    for word in dict.fromkeys(redact(text).split()):
         if chars := list(dict.fromkeys(c for c in word if not c.isascii())):
             by_word[word] = chars
     count = sum(len(cs) for cs in by_word.values())
