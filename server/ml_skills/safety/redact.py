@@ -148,9 +148,10 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # `https://<JWT>:x-oauth-basic@host`; over 200 kept the password in clear before the twelfth round).
     ("url-password", ("://",), lazy(
         r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@]{0,2000}:(?![0-9]{1,5}(?:/|$))(?P<s>\S{1,200}?)@" + _HOST)),
-    # a URL whose user is a key of 32 hex digits and has no password: a Sentry DSN (`https://<key>@o1.ingest.sentry.io/2`),
-    # which lets anyone send events to the project (thirteenth round: kept in clear; listed as a gap in the twelfth)
-    ("url-hex-key-user", ("://",), lazy(r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://(?P<s>[0-9a-f]{32})@" + _HOST)),
+    # a URL whose user is a key of 32 to 64 hex digits and has no password: a Sentry DSN (`https://<key>@o1.ingest.sentry.io/2`),
+    # which lets anyone send events to the project, and a 40-hex OAuth token as a git remote's user (thirteenth round: kept
+    # in clear; listed as a gap in the twelfth). A URL's user is never a git SHA.
+    ("url-hex-key-user", ("://",), lazy(r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://(?P<s>[0-9a-f]{32,64})@" + _HOST)),
     # the same URL URL-encoded once or twice, as a query value or a flag carries it: %3A%2F%2F, %40
     ("url-password-encoded", ("%3a%2f%2f", "%253a%252f%252f"), lazy(
         r"(?i)\b[a-z][a-z0-9+.\-]{1,20}" + _PCT + r"3A" + _PCT + r"2F" + _PCT + r"2F(?:(?!" + _PCT + r"(?:3A|40|2F))[^\s&/@]){0,200}"
