@@ -347,10 +347,10 @@ def _may_be_good(cur: Path, roots: Sequence[Path]) -> bool:
         real = confine(str(cur), roots, want="any")
         if real.is_dir():
             n, holds_data = 0, False
-            for _root, _dirs, files, fd in os.fwalk(real):
+            for top, _dirs, files, fd in os.fwalk(real):
                 n += len(files) + len(_dirs)
-                if n > MAX_CHECKPOINT_FILES:
-                    return True  # too big to judge here: ask
+                if n > MAX_CHECKPOINT_FILES or (_dirs and len(Path(top).relative_to(real).parts) >= paths.MAX_WALK_DEPTH):
+                    return True  # too big or too deep to judge here (os.fwalk recurses once per level): ask
                 holds_data = holds_data or any(_non_empty(f, fd) for f in files)
             info = inspect_dir(real)
             if info.valid is False and info.format == "dir" and info.reason == NO_WEIGHTS and holds_data:
@@ -359,7 +359,7 @@ def _may_be_good(cur: Path, roots: Sequence[Path]) -> bool:
                 return True
             return info.valid is not False
         return inspect_file(real).valid is not False
-    except (MLSkillsError, OSError, RecursionError):  # os.fwalk recurses per level: a folder 3,000 deep (twelfth round)
+    except (MLSkillsError, OSError, RecursionError):  # RecursionError: inspect_dir, should it ever walk deeper than the walk here
         return True  # cannot look (outside the roots, unreadable, too deep): ask rather than assume it is bad
 
 
