@@ -192,7 +192,7 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
         action=a, kind=ActionKind.RESTART_UNCHANGED, target=str(f),
         summary=f"start a new process, in {quoted(str(f.parent))}, running the command recorded in {quoted(f.name)} exactly: "
                 f"{quoted(shown, MAX_SHOWN_COMMAND)}" + (" ([REDACTED] parts are passed as recorded)" if shown != line else "")
-                + named_outside_ascii(f"{f.parent} {shown}"),
+                + named_outside_ascii(str(f.parent), shown),
         impact="starts a new run with the recorded command; it uses the same resources (GPUs, nodes, a paid job) as the original",
         undo="stop it with kill-worker on the pid this returns",
         manual=f"cd {shlex.quote(str(f.parent))} && {shown}", identity={"command_sha256": digest}, run=run,
@@ -442,7 +442,7 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
     return Prepared(
         action=a, kind=ActionKind.REPOINT_CHECKPOINT, target=str(pointer),
         summary=f"rewrite the resume pointer {quoted(str(pointer))} (now {was}) to {quoted(new.strip())}, the checkpoint "
-                f"{quoted(str(ckpt))} ({info.format}, valid: {quoted(info.reason, 200)})" + named_outside_ascii(f"{pointer} {new} {ckpt}"),
+                f"{quoted(str(ckpt))} ({info.format}, valid: {quoted(info.reason, 200)})" + named_outside_ascii(str(pointer), new, str(ckpt)),
         impact="the next resume starts from this checkpoint; nothing is deleted" + ("; the pointer named a valid checkpoint, so "
                                                                                     "this rolls the resume point back" if also else ""),
         undo=f"the old content is kept in {backup}: cp {shlex.quote(str(backup))} {shlex.quote(str(pointer))} (it held: {redact(old.strip())[:200] or '(empty)'})",

@@ -43,7 +43,7 @@ QUOTED_LIMIT = 500
 MAX_NAMED = 40  # characters outside ASCII one question names; a question that would hold more is refused, never cut
 
 
-def named_outside_ascii(text: str) -> str:
+def named_outside_ascii(*parts: str) -> str:
     """Each character outside ASCII in a command or path the person approves, named with its code, once, after the word
     that holds it: ` (characters outside ASCII: U+A78F LATIN LETTER SINOLOGICAL DOT in "train꞉py")`. A letter can read as
     punctuation (U+A78F and U+1427 CANADIAN SYLLABICS FINAL MIDDLE DOT as a dot between `train` and `py`) and a combining
@@ -52,11 +52,12 @@ def named_outside_ascii(text: str) -> str:
     ordinary launch and the look-alike file ran). Every one is named, in every word that holds it: before the twelfth
     round the first 8 were, then "and 1 more", and a run folder named with eight accented letters
     (`expériences_données_çàüöñøß`) left the look-alike dot in `python train꞉py` unnamed; it ran after an accept. Over
-    MAX_NAMED, the action is refused. The words are those of the text redacted whole: a word quoted alone has lost the
-    name beside it, and before the thirteenth round a run folder named `run --password Sécret1` was shown masked in the
-    question while its second word, named for its `é`, showed the password."""
+    MAX_NAMED, the action is refused. `parts` (a folder, a command, a path) are each redacted whole, as the question shows
+    them, then split into words: a word quoted alone has lost the name beside it, and before the thirteenth round a run
+    folder named `run --password Sécret1` was shown masked in the question while its second word, named for its `é`,
+    showed the password. Each part alone: a folder ending in `--password` must not mask the command's first word."""
     by_word: dict[str, list[str]] = {}  # each word's own: a folder holding U+A78F must not leave it unnamed in `train꞉py`
-    for word in dict.fromkeys(redact(text).split()):
+    for word in dict.fromkeys(w for part in parts for w in redact(part).split()):
         if chars := list(dict.fromkeys(c for c in word if not c.isascii())):
             by_word[word] = chars
     count = sum(len(cs) for cs in by_word.values())
