@@ -79,3 +79,31 @@ def test_the_approval_question_never_names_a_character_of_a_secret_its_quoted_pa
     assert person.shown and "--password [REDACTED]" in person.shown[0], person.shown  # type: ignore[attr-defined]
     for out in [*person.shown, *got, (tmp_path / "audit.jsonl").read_text()]:  # type: ignore[attr-defined]
         assert pw[6:] not in out, out
+
+
+def test_a_link_into_proc_dev_or_sys_gets_the_one_answer_of_any_link_out_of_the_roots(tmp_path: Path) -> None:
+    """Listed as not promised ("Kernel trees are named"): a link in the roots into /proc, /dev or /sys was refused as
+    "/proc/4242/environ is under /proc", naming where it leads (and, through /proc/self, the server's own pid), while a
+    link to /etc or to nothing got "X is outside the allowed roots". Now every link out of the roots gets that one answer;
+    a kernel path given as such is still refused as one."""
+    import anyio
+
+    from tests.mcp.conftest import text
+
+    r = tmp_path / "root"
+    r.mkdir()
+    targets = ["/proc/self/environ", "/dev/zero", "/sys/kernel/notes", "/etc/hostname", "/nonexistent/x.log"]
+    for i, t in enumerate(targets):
+        (r / f"{i}.log").symlink_to(t)
+    got: list[str] = []
+
+    async def go() -> None:
+        async with Server(tmp_path, roots=[r]).client() as c:
+            for i in range(len(targets)):
+                got.append(text(await c.call_tool("read_log_tail", {"path": str(r / f"{i}.log")})).replace(f"{i}.log", "N.log"))
+            got.append(text(await c.call_tool("read_log_tail", {"path": "/proc/self/environ"})))
+
+    anyio.run(go)
+    assert len(set(got[:-1])) == 1, got
+    assert "under /" not in got[0] and "outside the allowed roots" in got[0], got[0]
+    assert "kernel and device files are never read" in got[-1], got[-1]
