@@ -107,3 +107,16 @@ def test_a_link_into_proc_dev_or_sys_gets_the_one_answer_of_any_link_out_of_the_
     assert len(set(got[:-1])) == 1, got
     assert "under /" not in got[0] and "outside the allowed roots" in got[0], got[0]
     assert "kernel and device files are never read" in got[-1], got[-1]
+
+
+def test_a_secret_assigned_through_a_subscript_never_leaves(tmp_path: Path) -> None:
+    """Promise 3: a value next to a secret-bearing name, in every common syntax, assignments among them. Python's
+    `os.environ["WANDB_API_KEY"] = "X"` (a notebook's first cell, a traceback's source line) and `config['hub_token'] = 'X'`
+    put `"]` between the name and the `=`: before, each came back whole from the CLI, `read_log_tail` and `grep_log`."""
+    values = [_fake(_ALNUM, 20) for _ in range(3)]
+    lines = [f'    os.environ["WANDB_API_KEY"] = "{values[0]}"', f"config['hub_token'] = '{values[1]}'",
+             f'env["DB_PASSWORD"]="{values[2]}"']
+    shown = _printed_and_shown(tmp_path, lines)
+    for v in values:
+        for out in shown:
+            assert v not in out, (v, out[:2000])

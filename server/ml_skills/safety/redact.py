@@ -43,9 +43,10 @@ _KEYWORD = (
 _KEY_NEEDLES = ("key", "token", "passw", "secret", "passphrase")
 # What separates a name from its value: `=`, `:` (YAML, headers, JSON), `=>` / `->` (a printed map), a table's cell
 # border (`| api_key | X |`, a markdown table of a run's arguments) or tabs (a TSV dump), and the URL-encoded forms of
-# `=` and `:`, once or twice (`%3D`, `%253D`).
+# `=` and `:`, once or twice (`%3D`, `%253D`). A subscript's closing `"]` may come before the operator:
+# `os.environ["WANDB_API_KEY"] = "X"`, `config['hub_token'] = X` (kept in clear before the thirteenth round).
 _PCT = r"%(?:25)?"
-_ASSIGN = (r"(?:['\"]?(?:\s{0,3}(?:[:=]|=>|->)\s{0,3}|[ ]{0,3}\|[ ]{0,3}|\t{1,3})['\"]?|(?:" + _PCT + r"2[27])?" + _PCT + r"3[DdAa](?:" + _PCT + r"20|\+)?(?:" + _PCT
+_ASSIGN = (r"(?:(?:['\"]\]|['\"])?(?:\s{0,3}(?:[:=]|=>|->)\s{0,3}|[ ]{0,3}\|[ ]{0,3}|\t{1,3})['\"]?|(?:" + _PCT + r"2[27])?" + _PCT + r"3[DdAa](?:" + _PCT + r"20|\+)?(?:" + _PCT
            + r"2[27])?)")
 
 # A URL's host (and port) after user:password@, up to where the authority ends (RFC 3986: a `/`, `?`, `#`, or the
