@@ -37,16 +37,17 @@ def test_a_url_password_is_redacted_whatever_follows_its_host(tmp_path: Path) ->
 
 def test_a_sentry_dsn_a_zhipu_key_and_a_stripe_key_glued_to_a_word_never_leave(tmp_path: Path) -> None:
     """Listed as not promised in the twelfth round: a Sentry DSN's key (`https://<32 hex>@o1.ingest.sentry.io/2`) and a
-    `<32 hex>.<16 letters>` key (Zhipu's), and a 40-hex OAuth token as a git remote's user (`https://TOKEN@host`). And promise 3 says Stripe's keys are caught wherever they start, after a word
+    `<32 hex>.<16 letters>` key (Zhipu's), and a 40-hex OAuth token as a git remote's user (`https://TOKEN@host`); not listed, `redis-cli -a X`. And promise 3 says Stripe's keys are caught wherever they start, after a word
     character too: `STRIPE_KEYsk_live_...` and `1rk_live_...` were kept in clear. Before: each came back whole from the CLI,
     `read_log_tail` and `grep_log`."""
-    dsn, zhipu, oauth = _fake(_HEX, 32), _fake(_ALNUM, 16), _fake(_HEX, 40)
+    dsn, zhipu, oauth, redis = _fake(_HEX, 32), _fake(_ALNUM, 16), _fake(_HEX, 40), _fake(_ALNUM, 16)
     stripe = [f"sk_live_{_fake(_ALNUM, 24)}", f"rk_live_{_fake(_ALNUM, 24)}"]
     lines = [f"sentry_sdk.init(dsn='https://{dsn}@o450123.ingest.sentry.io/5501234')", f"ZHIPUAI {_fake(_HEX, 32)}.{zhipu}",
-             f"env STRIPE_KEY{stripe[0]}", f"keys: 1{stripe[1]}", f"git remote add origin https://{oauth}@github.com/org/repo.git"]
+             f"env STRIPE_KEY{stripe[0]}", f"keys: 1{stripe[1]}", f"git remote add origin https://{oauth}@github.com/org/repo.git",
+             f"redis-cli -h cache -p 6379 -a {redis} ping"]
     shown = _printed_and_shown(tmp_path, lines)
     assert "o450123.ingest.sentry.io" in shown[-1]  # the host is kept
-    for s in [dsn, zhipu, oauth, *stripe]:
+    for s in [dsn, zhipu, oauth, redis, *stripe]:
         for out in shown:
             assert s[-12:] not in out, (s, out[:2000])
 
