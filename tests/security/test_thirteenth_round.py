@@ -52,33 +52,40 @@ def test_a_sentry_dsn_a_zhipu_key_and_a_stripe_key_glued_to_a_word_never_leave(t
             assert s[-12:] not in out, (s, out[:2000])
 
 
-def test_the_approval_question_never_names_a_character_of_a_secret_its_quoted_path_masks(tmp_path: Path) -> None:
-    """Promise 3 (every prompt is redacted) and promise 2 (quoted parts redacted before they are shown). The twelfth
-    round's question names each character outside ASCII after the word holding it, each word quoted alone: a run folder
-    named `run --password Sécret...` was masked in the question's folder (`--password [REDACTED]`), while its second word,
-    named for its `é` and quoted without the flag beside it, showed the password, in the question the person read and in the
-    answer. Declined, so nothing runs."""
+def test_a_restart_or_repoint_whose_folder_the_question_would_mask_is_refused_and_never_shows_the_secret(tmp_path: Path) -> None:
+    """Promise 2 (the person approves exactly that action; what is shown is what runs) and promise 3 (every prompt is
+    redacted). A run folder named `exp --password Sécret...` was shown masked in the restart question (`--password
+    [REDACTED]`), so two folders `exp --token good` and `exp --token evil` read the same; and the question's list of
+    characters outside ASCII, which quotes each word alone, named the `é` "in "Sécret..."", showing the password to the
+    person and in the answer. Before: the question was asked, with the password in it. Now a restart or a repoint whose
+    folder or paths the question would mask is refused, asking no one, and nothing shows the password."""
     import anyio
 
     from tests.mcp.conftest import answer, text
+    from tests.security.test_ninth_round import _safetensors
 
     r = tmp_path / "root"
     pw = f"Sécret{_fake(_ALNUM, 12)}"
-    run = r / f"run --password {pw}"
-    run.mkdir(parents=True)
+    run = r / f"exp --password {pw}"
+    (run / "ck").mkdir(parents=True)
     (run / "train.py").write_text("print('ran')\n")
     (run / "command.txt").write_text("python train.py\n")
-    person = answer("decline")
+    _safetensors(run / "ck" / "model.safetensors")
+    (r / "latest").write_text("nothing-here\n")
+    person = answer("accept")
     got: list[str] = []
 
     async def go() -> None:
         async with Server(tmp_path, roots=[r]).client(elicit=person) as c:
-            res = await c.call_tool("request_action", {"action": {"kind": "restart-unchanged", "command_file": str(run / "command.txt")}})
-            got.append(text(res))
+            for action in ({"kind": "restart-unchanged", "command_file": str(run / "command.txt")},
+                           {"kind": "repoint-checkpoint", "pointer_file": str(r / "latest"), "checkpoint": str(run / "ck")}):
+                got.append(text(await c.call_tool("request_action", {"action": action})))
 
     anyio.run(go)
-    assert person.shown and "--password [REDACTED]" in person.shown[0], person.shown  # type: ignore[attr-defined]
-    for out in [*person.shown, *got, (tmp_path / "audit.jsonl").read_text()]:  # type: ignore[attr-defined]
+    assert person.shown == [], person.shown  # type: ignore[attr-defined]
+    assert "would show in part as [REDACTED]" in got[0] and "would show as [REDACTED]" in got[1], got
+    assert (r / "latest").read_text() == "nothing-here\n"
+    for out in [*got, (tmp_path / "audit.jsonl").read_text()]:
         assert pw[6:] not in out, out
 
 

@@ -29,7 +29,7 @@ from pydantic import Field
 from ml_skills.collectors.checkpoints import NO_WEIGHTS, WEIGHT_SUFFIXES, inspect_dir, inspect_file
 from ml_skills.errors import InputError, MLSkillsError, PolicyError, TargetNotFound
 from ml_skills.models import ActionKind, CheckpointInfo, Model
-from ml_skills.policy.quoting import QUOTED_LIMIT, named_outside_ascii, quoted
+from ml_skills.policy.quoting import QUOTED_LIMIT, masked, named_outside_ascii, quoted
 from ml_skills.policy.restart_command import MAX_SHOWN_COMMAND, _recorded_command
 from ml_skills.safety import paths
 from ml_skills.safety.paths import confine, open_fd, open_out_dir, within
@@ -184,6 +184,9 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
         raise PolicyError(f"the folder of {quoted(f.name)} is a path of {len(str(f.parent))} characters, too long to show whole "
                           f"in the question (over {QUOTED_LIMIT}): the person would approve a folder whose end they never saw; "
                           "run it yourself, or from a shorter path")
+    if masked(str(f.parent)):  # thirteenth round: `exp --token good` and `exp --token evil` read the same
+        raise PolicyError(f"the folder of {quoted(f.name)} has a name the question would show in part as [REDACTED] (it reads as a "
+                          "secret): the person would approve a folder they cannot see whole; rename it, or run it yourself")
     shown = redact(line)
     if len(quoted(shown, MAX_SHOWN_COMMAND + 1)) > MAX_SHOWN_COMMAND + 2:  # the person must see all of what runs, never "..."
         raise PolicyError(f"{quoted(str(f))} records a command of {len(line)} characters: too long to show the person whole in "
@@ -394,6 +397,9 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
         if quoted(text).endswith('..."') and not text.endswith("..."):  # the question would cut it: the person never sees the end
             raise PolicyError(f"the {what} is too long to show whole in the question ({len(text)} characters, over "
                               f"{QUOTED_LIMIT}): a cut name cannot be approved; use a shorter path")
+        if masked(text):  # thirteenth round: a name the question masks cannot be approved either
+            raise PolicyError(f"the {what} holds what reads as a secret, which the question would show as [REDACTED]: a hidden "
+                              "name cannot be approved; rename it")
     also: list[ActionKind] = []
     cur = _current_target(pointer, old)
     if _ELSEWHERE.match(old.strip()):  # before the ninth round `s3://bucket/step-2000` was "missing": moved off it unasked

@@ -12,7 +12,7 @@ import unicodedata
 
 from ml_skills.errors import PolicyError
 from ml_skills.safety.quoting import strip_invisible
-from ml_skills.safety.redact import redact
+from ml_skills.safety.redact import MASK, redact
 
 _ESCAPE = {"\n": "\\n", "\t": "\\t"}
 
@@ -52,12 +52,12 @@ def named_outside_ascii(*parts: str) -> str:
     ordinary launch and the look-alike file ran). Every one is named, in every word that holds it: before the twelfth
     round the first 8 were, then "and 1 more", and a run folder named with eight accented letters
     (`expériences_données_çàüöñøß`) left the look-alike dot in `python train꞉py` unnamed; it ran after an accept. Over
-    MAX_NAMED, the action is refused. `parts` (a folder, a command, a path) are each redacted whole, as the question shows
-    them, then split into words: a word quoted alone has lost the name beside it, and before the thirteenth round a run
-    folder named `run --password Sécret1` was shown masked in the question while its second word, named for its `é`,
-    showed the password. Each part alone: a folder ending in `--password` must not mask the command's first word."""
+    MAX_NAMED, the action is refused. `parts` are a folder, a command, paths: a path the question would mask is refused
+    before (see masked), since a word quoted alone has lost the name beside it (before the thirteenth round a run folder
+    named `run --password Sécret1` was shown masked in the question while its second word, named for its `é`, showed the
+    password), and a command is given here as shown, redacted."""
     by_word: dict[str, list[str]] = {}  # each word's own: a folder holding U+A78F must not leave it unnamed in `train꞉py`
-    for word in dict.fromkeys(w for part in parts for w in redact(part).split()):
+    for word in dict.fromkeys(w for part in parts for w in part.split()):
         if chars := list(dict.fromkeys(c for c in word if not c.isascii())):
             by_word[word] = chars
     count = sum(len(cs) for cs in by_word.values())
@@ -68,6 +68,13 @@ def named_outside_ascii(*parts: str) -> str:
                           f"name ({MAX_NAMED}), and a letter among them can read as punctuation; do it yourself")
     named = [", ".join(f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}" for c in cs) + f" in {quoted(w, 80)}" for w, cs in by_word.items()]
     return f" (characters outside ASCII: {'; '.join(named)})"
+
+
+def masked(text: str) -> bool:
+    """Whether the question would show part of `text` (a folder, a path, a pointer's new content) as [REDACTED]. The person
+    would approve a place they cannot see whole: two run folders `exp --token good` and `exp --token evil` read the same, and
+    before the thirteenth round either was restarted from one question."""
+    return redact(text).count(MASK) > text.count(MASK)
 
 
 def quoted(text: str, limit: int = QUOTED_LIMIT) -> str:
