@@ -23,11 +23,12 @@ def test_a_url_password_is_redacted_whatever_follows_its_host(tmp_path: Path) ->
     at a listed character, so a URL in an HTML link (`...@example.com</a>`), in markdown bold (`**...@host**`), at the end
     of a sentence (`...@host!`), before an `&`, `=`, `+` or `~`, or with a host holding `_` or a letter outside ASCII kept
     its password in clear. Before: each came back whole from the CLI (text, JSON report), `read_log_tail` and `grep_log`."""
-    pws = [_fake(_ALNUM, 14) for _ in range(8)]
+    pws = [_fake(_ALNUM, 14) for _ in range(10)]
     lines = [f'pushed to <a href="/r">https://alice:{pws[0]}@git.example.com</a>', f"remote: **https://bob:{pws[1]}@example.org**",
              f"mirror is https://carol:{pws[2]}@mirror.example.net!", f"GET https://dave:{pws[3]}@api.example.com&page=2",
              f"db=postgresql://eve:{pws[4]}@db_primary.internal/runs", f"proxy https://frank:{pws[5]}@exämple.de/",
-             f"redis://:{pws[6]}@cache~", f"url=amqp://grace:{pws[7]}@mq.example.com+tls"]
+             f"redis://:{pws[6]}@cache~", f"url=amqp://grace:{pws[7]}@mq.example.com+tls",
+             f"mirrors=https://h:{pws[8]}@a.example,https://i:{pws[9]}@b.example"]  # two in one word: the host is not taken
     shown = _printed_and_shown(tmp_path, lines)
     assert "https://alice:[REDACTED]@git.example.com" in shown[-1]  # the user and host are kept
     for pw in pws:

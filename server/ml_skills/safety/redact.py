@@ -54,7 +54,7 @@ _ASSIGN = (r"(?:(?:['\"]\]|['\"])?(?:\s{0,3}(?:[:=]|=>|->)\s{0,3}|[ ]{0,3}\|[ ]{
 # those and '@' may be in it, or after it in the same word: before the thirteenth round the host had to be ASCII letters,
 # digits and `.-[]:` and end at a listed character, so `https://u:PW@example.com</a>` (HTML), `**https://u:PW@host**`
 # (markdown), `...@host!`, `...@host&x=1`, `...@exämple.com/` and `...@ex_ample.com/` kept the password in clear.
-_HOST = r"[^\s@/?#]{1,255}(?=[/?#\s]|$)"
+_HOST = r"(?=[^\s@/?#]{1,255}(?:[/?#\s]|$))"  # looked at, not taken: a second URL after a `,` or `;` in the same word is matched too
 
 # The prefix a launcher puts on each line a rank prints: torchrun's `[rank0]: ` / `[default0]:`, mpirun --tag-output's
 # `[1,0]<stdout>:`. A PEM key printed by a rank has it on every body line (eleventh round: kept line by line).
