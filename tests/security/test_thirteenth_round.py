@@ -8,6 +8,9 @@ docs/security.md, "Thirteenth round").
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -129,3 +132,31 @@ def test_a_secret_assigned_through_a_subscript_never_leaves(tmp_path: Path) -> N
     for v in values:
         for out in shown:
             assert v not in out, (v, out[:2000])
+
+
+def test_an_error_naming_a_missing_path_never_folds_a_url_out_of_its_redaction(tmp_path: Path) -> None:
+    """Promise 3: errors are redacted. A path that names nothing was echoed as Path() spells it, which folds `//`: a W&B run
+    or a log given as `runs/x?src=https://u:PW@host` came back as "nothing at .../runs/x?src=https:/u:PW@host", no longer a
+    URL to the redactor, and the password was in the error (and the CLI's one-line error). Now the path is echoed as given."""
+    import anyio
+
+    from tests.mcp.conftest import text
+
+    r = tmp_path / "root"
+    r.mkdir()
+    pw = _fake(_ALNUM, 16)
+    given = f"runs/x?src=https://alice:{pw}@host.example/y"
+    got: list[str] = []
+
+    async def go() -> None:
+        async with Server(tmp_path, roots=[r]).client() as c:
+            for tool, arg in (("get_wandb_run", "run"), ("read_log_tail", "path"), ("list_artifacts", "path")):
+                got.append(text(await c.call_tool(tool, {arg: given})))
+
+    anyio.run(go)
+    assert all("nothing at" in g for g in got), got
+    for out in got:
+        assert pw not in out, out
+    proc = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", f"{r}/{given}", "--out-dir", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120, env=dict(os.environ), check=False)
+    assert proc.returncode != 0 and pw not in proc.stdout + proc.stderr, proc.stderr

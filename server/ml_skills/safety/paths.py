@@ -215,8 +215,9 @@ def confine(path: str, roots: Sequence[Path], want: Want = "file") -> Path:
     candidate = raw if raw.is_absolute() else roots[0] / raw
     try:
         return contain(candidate, want, roots)
-    except TargetNotFound:
-        raise TargetNotFound(f"nothing at {candidate}: check the path (relative paths start from {roots[0]})") from None
+    except TargetNotFound:  # the path as given: Path() folds `//`, and `x?u=https://u:PW@h` lost the `://` redaction needs
+        where = "" if raw.is_absolute() else f" (relative paths start from {roots[0]})"
+        raise TargetNotFound(f"nothing at {path}: check the path{where}") from None
     except PathNotAllowed as e:
         raise PathNotAllowed(str(e).replace(str(candidate), path, 1)) from None
 
