@@ -160,3 +160,45 @@ def test_an_error_naming_a_missing_path_never_folds_a_url_out_of_its_redaction(t
     proc = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", f"{r}/{given}", "--out-dir", str(tmp_path / "out")],
                           capture_output=True, text=True, timeout=120, env=dict(os.environ), check=False)
     assert proc.returncode != 0 and pw not in proc.stdout + proc.stderr, proc.stderr
+
+
+def test_a_restart_question_shows_a_folder_whose_path_reads_like_a_key_line(tmp_path: Path) -> None:
+    """Promise 2: what is shown is what runs. A folder path of 24 to 76 base64 characters with upper and lower case and a
+    digit (`/tmp/Q1a2b3c4dZ/runs/GPT2/exp1`) was redacted alone as a PEM key's body line, and the restart question read
+    `in "[REDACTED]"`: the person was asked to approve a run in a folder they could not see. Now the folder is shown, and
+    the person who sees it accepts; the script runs."""
+    import secrets as _secrets
+    import shutil
+
+    import anyio
+    from mcp import types
+
+    from tests.mcp.conftest import text
+    from tests.security.test_ninth_round import _wait_for
+
+    top = Path(f"/tmp/Q{_secrets.token_hex(4)}Z")
+    run = top / "runs" / "GPT2" / "exp1"
+    run.mkdir(parents=True)
+    try:
+        (run / "train.py").write_text(f"open({str(tmp_path / 'RAN')!r}, 'w').write('ran')\n")
+        (run / "command.txt").write_text("python train.py\n")
+        shown: list[str] = []
+
+        async def person(ctx: object, params: types.ElicitRequestParams) -> types.ElicitResult:
+            shown.append(params.message)
+            ok = f'in "{run}"' in params.message
+            return types.ElicitResult(action="accept", content={"approve": True}) if ok else types.ElicitResult(action="decline")
+
+        got: list[str] = []
+
+        async def go() -> None:
+            async with Server(tmp_path, roots=[top]).client(elicit=person) as c:
+                got.append(text(await c.call_tool("request_action", {"action": {"kind": "restart-unchanged",
+                                                                                  "command_file": str(run / "command.txt")}})))
+
+        anyio.run(go)
+        assert shown and f'in "{run}"' in shown[0], (shown, got)
+        _wait_for(tmp_path / "RAN")
+        assert (tmp_path / "RAN").exists(), got
+    finally:
+        shutil.rmtree(top, ignore_errors=True)

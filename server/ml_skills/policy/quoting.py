@@ -70,11 +70,23 @@ def named_outside_ascii(*parts: str) -> str:
     return f" (characters outside ASCII: {'; '.join(named)})"
 
 
+def in_line(text: str) -> str:
+    """`text` redacted as it stands inside a line of the question, not as a line of its own. A rule for a whole line (a PEM
+    key's body line: 24 to 76 base64 characters, `/` among them) took a folder such as `/data/runs/GPT2/exp1` for a key
+    line, and before the thirteenth round the restart question read `in "[REDACTED]"`: the person approved a folder they
+    could not see. A word after it ends the line's match; it is taken off again unless a mask swallowed it (never less
+    masked than the text alone, but for that rule). Only for an absolute path: other quoted text (a pointer's old content)
+    is redacted as a line of its own."""
+    if not text.startswith("/"):
+        return redact(text)
+    return redact(text + " x").removesuffix(" x")
+
+
 def masked(text: str) -> bool:
     """Whether the question would show part of `text` (a folder, a path, a pointer's new content) as [REDACTED]. The person
     would approve a place they cannot see whole: two run folders `exp --token good` and `exp --token evil` read the same, and
     before the thirteenth round either was restarted from one question."""
-    return redact(text).count(MASK) > text.count(MASK)
+    return in_line(text).count(MASK) > text.count(MASK)
 
 
 def quoted(text: str, limit: int = QUOTED_LIMIT) -> str:
@@ -82,7 +94,7 @@ def quoted(text: str, limit: int = QUOTED_LIMIT) -> str:
     gone, line breaks and other controls shown as escapes, so it cannot start a line of its own; a
     character that reads as another one (looks_like_another) shown as its code (`\\u2800`). Redacted before it is cut: a
     URL's password cut before its `@host`, or a token cut short, no longer matches a pattern (twelfth round)."""
-    text, _ = strip_invisible(redact(text))
+    text, _ = strip_invisible(in_line(text))
     text = "".join(c if c.isprintable() and not looks_like_another(c) else _ESCAPE.get(c, f"\\u{ord(c):04x}")
                    for c in text.replace("\\", "\\\\").replace('"', '\\"'))
     return '"' + (text if len(text) <= limit else text[:limit] + "...") + '"'
