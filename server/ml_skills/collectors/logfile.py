@@ -39,7 +39,8 @@ def check_readable(path: str | os.PathLike[str]) -> Path:
     try:
         st = p.stat()
     except FileNotFoundError:
-        raise TargetNotFound(f"no file at {p}: check the path (relative paths start from {Path.cwd()})") from None
+        # the path as given: Path() folds `//`, and a URL in it lost the `://` redaction needs (thirteenth round)
+        raise TargetNotFound(f"no file at {os.fspath(path)}: check the path (relative paths start from {Path.cwd()})") from None
     except PermissionError:
         raise UnreadableInput(f"{p} cannot be read: permission denied") from None
     except OSError as e:

@@ -15,12 +15,9 @@ import os
 import re
 import secrets
 import shlex
-import shutil
 import signal as signals
 import stat
 import subprocess
-import sys
-import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -32,12 +29,12 @@ from pydantic import Field
 from ml_skills.collectors.checkpoints import NO_WEIGHTS, WEIGHT_SUFFIXES, inspect_dir, inspect_file
 from ml_skills.errors import InputError, MLSkillsError, PolicyError, TargetNotFound
 from ml_skills.models import ActionKind, CheckpointInfo, Model
-from ml_skills.policy.restart_env import launcher_env, picks_the_program
+from ml_skills.policy.quoting import QUOTED_LIMIT, masked, named_outside_ascii, quoted
+from ml_skills.policy.restart_command import MAX_SHOWN_COMMAND, _recorded_command
 from ml_skills.safety import paths
 from ml_skills.safety.paths import confine, open_fd, open_out_dir, within
 from ml_skills.safety.quoting import strip_invisible
-from ml_skills.safety.redact import _FILL, READ_AS, _one_pass, redact
-from ml_skills.safety.redact import MAX_PASSES as MAX_REDACT_PASSES
+from ml_skills.safety.redact import redact
 
 SIGNALS = {"TERM": signals.SIGTERM, "INT": signals.SIGINT, "KILL": signals.SIGKILL, "HUP": signals.SIGHUP}
 
@@ -154,280 +151,6 @@ def _prepare_kill(a: KillProcess) -> Prepared:
     )
 
 
-# Files launchers write to record the command a run was started with. Scripts (launch.sh,
-# train.sh) are programs a person wrote, not records, so they are never run from here.
-RECORDED_COMMAND_FILES = ("command.txt", "cmd.txt", "command")
-_LAUNCHER = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun|deepspeed|accelerate|srun|mpirun|horovodrun)$")
-_ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}=")
-
-
-# `python -X pycache_prefix=DIR` is PYTHONPYCACHEPREFIX given as an option (also bundled: `-EXpycache_prefix=DIR`).
-_PYCACHE_OPTION = re.compile(r"pycache_prefix", re.IGNORECASE)
-# argparse takes any unambiguous prefix of a long option: torchrun reads --no-py (even --no-) as --no-python
-_NO_PYTHON = ("--no-python", "--no_python")
-# Launchers that start any program they are given: what they start must itself be a Python launcher.
-_ANY_PROGRAM = {"srun", "mpirun", "horovodrun"}
-_PY_LAUNCHERS = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun|deepspeed|accelerate)$")
-_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "csh", "tcsh", "fish", "busybox", "env", "exec", "xargs", "perl", "ruby", "node"}
-MAX_COMMAND_FILE = 64 * 1024
-MAX_SHOWN_COMMAND = 2000  # characters of a recorded command the question shows; a longer one is refused, never cut
-
-
-_ESCAPE = {"\n": "\\n", "\t": "\\t"}
-
-
-# Modifier letters that only extend a word of their own script (kana's long vowel mark, CJK iteration marks).
-_WORD_MODIFIERS = frozenset("\u3005\u3031\u3032\u3033\u3034\u3035\u309d\u309e\u30fc\u30fd\u30fe\uff70\uff9e\uff9f")
-# Latin click letters: `ǀ ǁ ǂ ǃ` read as `| || ‡ !`.
-_CLICKS = frozenset("\u01c0\u01c1\u01c2\u01c3")
-
-
-def looks_like_another(c: str) -> bool:
-    """A character a reader can take for another one, outside ASCII. A symbol can be blank (U+2800 BRAILLE PATTERN BLANK
-    reads as a space, so `train.py<U+2800>--lr` reads as two words) or look like punctuation (U+2215 DIVISION SLASH for
-    '/', U+FF0E FULLWIDTH FULL STOP for '.'). So can a modifier letter (U+A4F8 LISU LETTER TONE MYA TI reads as '.',
-    U+02BC as an apostrophe, U+A4FD as ':'), a click letter (U+01C3 as '!'), a digit of another script (U+0660
-    ARABIC-INDIC DIGIT ZERO is a dot) and an enclosing mark (it draws a shape over the character before it): before the
-    ninth round `python train<U+A4F8>py` read as `python train.py`. Letters of words (résumé, データ) and combining
-    accents are names people use and stay."""
-    if c.isascii():
-        return False
-    cat = unicodedata.category(c)
-    if cat == "Lm":
-        return c not in _WORD_MODIFIERS
-    return cat[0] not in "LM" or cat == "Me" or c in _CLICKS
-
-
-QUOTED_LIMIT = 500
-MAX_NAMED = 40  # characters outside ASCII one question names; a question that would hold more is refused, never cut
-
-
-def named_outside_ascii(text: str) -> str:
-    """Each character outside ASCII in a command or path the person approves, named with its code, once, after the word
-    that holds it: ` (characters outside ASCII: U+A78F LATIN LETTER SINOLOGICAL DOT in "train꞉py")`. A letter can read as
-    punctuation (U+A78F and U+1427 CANADIAN SYLLABICS FINAL MIDDLE DOT as a dot between `train` and `py`) and a combining
-    mark as nothing (U+0323 COMBINING DOT BELOW: `train.pỵ`); both are letters of names people use, so they are shown,
-    and named, so the person reads `train.py` only when it is train.py (eleventh round: the question read as the
-    ordinary launch and the look-alike file ran). Every one is named, in every word that holds it: before the twelfth
-    round the first 8 were, then "and 1 more", and a run folder named with eight accented letters
-    (`expériences_données_çàüöñøß`) left the look-alike dot in `python train꞉py` unnamed; it ran after an accept. Over
-    MAX_NAMED, the action is refused."""
-    by_word: dict[str, list[str]] = {}  # each word's own: a folder holding U+A78F must not leave it unnamed in `train꞉py`
-    for word in dict.fromkeys(text.split()):
-        if chars := list(dict.fromkeys(c for c in word if not c.isascii())):
-            by_word[word] = chars
-    count = sum(len(cs) for cs in by_word.values())
-    if not count:
-        return ""
-    if count > MAX_NAMED:
-        raise PolicyError(f"the action's paths and command hold {count} characters outside ASCII: more than the question can "
-                          f"name ({MAX_NAMED}), and a letter among them can read as punctuation; do it yourself")
-    named = [", ".join(f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}" for c in cs) + f" in {quoted(w, 80)}" for w, cs in by_word.items()]
-    return f" (characters outside ASCII: {'; '.join(named)})"
-
-
-def quoted(text: str, limit: int = QUOTED_LIMIT) -> str:
-    """Untrusted text (a command line, a path) as one quoted line: escapes and invisible characters
-    gone, line breaks and other controls shown as escapes, so it cannot start a line of its own; a
-    character that reads as another one (looks_like_another) shown as its code (`\\u2800`). Redacted before it is cut: a
-    URL's password cut before its `@host`, or a token cut short, no longer matches a pattern (twelfth round)."""
-    text, _ = strip_invisible(redact(text))
-    text = "".join(c if c.isprintable() and not looks_like_another(c) else _ESCAPE.get(c, f"\\u{ord(c):04x}")
-                   for c in text.replace("\\", "\\\\").replace('"', '\\"'))
-    return '"' + (text if len(text) <= limit else text[:limit] + "...") + '"'
-
-
-def _recorded_command(f: Path, dfd: int) -> tuple[str, dict[str, str], list[str]]:
-    """(the recorded line, environment assignments, argv) of a launcher's command file, read through
-    `dfd` (its folder, held: see _held_dir), or a clear refusal."""
-    if f.name not in RECORDED_COMMAND_FILES:
-        raise PolicyError(f"{quoted(str(f))} is not a recorded launch command: restart-unchanged runs only a command a launcher "
-                          f"recorded ({', '.join(RECORDED_COMMAND_FILES)}), never an arbitrary file or a script")
-    try:
-        fd = os.open(f.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
-    except OSError as e:
-        raise PolicyError(f"{quoted(str(f))} cannot be opened as a plain file ({e.strerror or e}): nothing was started") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise PolicyError(f"{quoted(str(f))} is not a regular file")
-        if st.st_size > MAX_COMMAND_FILE:
-            raise InputError(f"{quoted(str(f))} is {st.st_size} bytes: a recorded command is one line")
-        raw = os.read(fd, MAX_COMMAND_FILE + 1)
-    finally:
-        os.close(fd)
-    if b"\x00" in raw:
-        raise InputError(f"{quoted(str(f))} holds binary data, not a recorded command")
-    lines = [ln.strip() for ln in raw.decode("utf-8", errors="replace").splitlines() if ln.strip() and not ln.strip().startswith("#")]
-    if len(lines) != 1:
-        raise InputError(f"{quoted(str(f))} holds {len(lines)} command lines; restart-unchanged runs exactly one recorded command")
-    try:
-        words = shlex.split(lines[0])
-    except ValueError as e:
-        raise InputError(f"{quoted(str(f))}: the command cannot be split into arguments ({e})") from None
-    env: dict[str, str] = {}
-    while words and _ENV_ASSIGN.match(words[0]):
-        k, _, v = words.pop(0).partition("=")
-        env[k] = v
-    if not words or not _LAUNCHER.match(Path(words[0]).name):
-        raise PolicyError(f"{quoted(str(f))} does not record a training launch (python, torchrun, deepspeed, accelerate, srun, "
-                          f"mpirun, horovodrun): {quoted(redact(lines[0]), 200)} is not restarted")
-    _shown_as_it_runs(f, lines[0])
-    _only_a_training_launch(f, lines[0], env, words, dfd)
-    return lines[0], env, [_launcher_program(f, words[0], dfd), *words[1:]]
-
-
-# What a redaction may hide in a recorded line: a secret's value (a token, a key, a password), never code or words.
-_VALUE_CHARS = re.compile(r"[A-Za-z0-9_\-.+/=:@%~]+")
-
-
-def _shown_as_it_runs(f: Path, line: str) -> None:
-    """Refuse a line the question cannot show as it runs: the question strips invisible characters and
-    escapes (`python tra<ZWSP>in.py` read as `python train.py`, another file), and masks secrets (a mask
-    over `token=os.system('...')` hides code, not a value). What is shown must be what runs, or at most a
-    secret's value hidden."""
-    if strip_invisible(line)[1] or any(not c.isprintable() for c in line):
-        raise _not_a_launch(f, line, "it holds invisible characters, escapes or controls, which the question cannot show: the "
-                                     "command shown would not be the command that runs")
-    if odd := next((c for c in line if looks_like_another(c)), None):
-        raise _not_a_launch(f, line, f"it holds U+{ord(odd):04X}, a symbol a reader can take for a space or for punctuation "
-                                     "(a blank one makes one word read as two): the command read would not be the command that runs")
-    hidden = []
-    for masked in (line, line.translate(READ_AS)):  # as written, and as read (redact masks both: `--ｔｏｋｅｎ=X`)
-        for _ in range(MAX_REDACT_PASSES):
-            masked, n = _one_pass(masked, fill=True)
-            if n == 0:
-                break
-        hidden += [line[m.start():m.end()] for m in re.finditer(_FILL + "+", masked)]
-    if any(not _VALUE_CHARS.fullmatch(h) for h in hidden):
-        raise _not_a_launch(f, line, "a part the question would show as [REDACTED] is not a plain secret value (it holds spaces, "
-                                     "quotes, brackets or operators), so the person could not see what runs")
-
-
-def _not_a_launch(f: Path, line: str, why: str) -> PolicyError:
-    return PolicyError(f"{quoted(str(f))} does not record a training launch ({why}): {quoted(redact(line), 200)} is not restarted")
-
-
-def _launcher_program(f: Path, word: str, dfd: int) -> str:
-    """The launcher's executable, found on the server's own PATH: a recorded line cannot name
-    another program (a file called python elsewhere) and have it run as the launcher.
-
-    A relative path (`venv/bin/python`) is judged where it runs, in the recorded command's folder
-    (the held `dfd`, which the process starts in), never from the server's own working directory:
-    there it can name the real Python while the folder holds a script of that name."""
-    found = shutil.which(Path(word).name)
-    if "/" not in word:
-        if found is None:
-            raise PolicyError(f"{quoted(str(f))}: {quoted(word)} is not on the server's PATH: nothing to start")
-        return found
-    same = {os.path.realpath(x) for x in (found, sys.executable if Path(sys.executable).name == Path(word).name else None) if x}
-    where = word if os.path.isabs(word) else f"/proc/self/fd/{dfd}/{word}"
-    if os.path.realpath(where) not in same:
-        raise PolicyError(f"{quoted(str(f))} names its launcher by a path ({quoted(word)}) that is not the server's own "
-                          f"{quoted(Path(word).name)}: a file of that name elsewhere is any program; record the launcher by "
-                          "name, or start the server from the environment that has it")
-    return word
-
-
-def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list[str], dfd: int) -> None:
-    """Refuse what runs a program other than the launcher's Python: variables that pick the program,
-    --no-python, and a shell started by srun, mpirun or horovodrun."""
-    syntax = _shell_syntax(line)
-    if syntax:
-        raise _not_a_launch(f, line, f"it holds {syntax}: the question would show a shell line, but the command runs as one "
-                                     "argument list with no shell, and the answer's manual line would run it in a shell")
-    bad_env = sorted(k for k in env if picks_the_program(k))
-    if bad_env:
-        raise _not_a_launch(f, line, f"it sets {', '.join(bad_env)}, which chooses the program that runs or what it loads")
-    if any(_PYCACHE_OPTION.search(w) for w in words[1:]):
-        raise _not_a_launch(f, line, "-X pycache_prefix chooses where the standard library's compiled code is read from")
-    if any(len(opt := w.split("=")[0]) >= 4 and any(n.startswith(opt) for n in _NO_PYTHON) for w in words[1:]):
-        raise _not_a_launch(f, line, "--no-python starts a program that is not Python")
-    names = [Path(w).name for w in words[1:]]
-    shell = next((n for n in names if n in _SHELLS), None)
-    if shell:
-        raise _not_a_launch(f, line, f"it starts {shell}, not a training script")
-    if Path(words[0]).name in _ANY_PROGRAM:
-        inner = next((i for i, n in enumerate(names, 1) if _PY_LAUNCHERS.match(n)), None)
-        if inner is None:
-            raise _not_a_launch(f, line, f"{Path(words[0]).name} starts any program; the one it starts must be python, "
-                                         "torchrun, deepspeed or accelerate")
-        # 'python' anywhere is not enough: `srun awk '...' python` starts awk, with python as its argument
-        if set_env := launcher_env(words[1:inner]):
-            raise _not_a_launch(f, line, f"{Path(words[0]).name} sets {', '.join(set_env)} for the program it starts, which "
-                                         "chooses the program that runs or what it loads")
-        # a program given as an option's value counts too: `srun --task-prolog=./x.sh python` starts x.sh first (ninth round)
-        values = [w.split("=", 1)[1] if w.startswith("-") and "=" in w else w for w in words[1:inner]]
-        first = next((v for v in values if v and not v.startswith("-") and _is_program(v, f.parent)), None)
-        if first is not None:
-            raise _not_a_launch(f, line, f"{Path(words[0]).name} would start {quoted(first)} before any Python launcher")
-        _launcher_program(f, words[inner], dfd)
-
-
-_EXPANSION = re.compile(r"`|\$[\w{(]")
-
-
-def _shell_syntax(line: str) -> str | None:
-    """What in a recorded line only a shell gives a meaning: an operator (`;`, `&&`, `|`, `>`, a
-    subshell) or an expansion (`$VAR`, `$(...)`, backticks). A launcher records one command's words."""
-    lex = shlex.shlex(line, posix=True, punctuation_chars=True)
-    lex.whitespace_split = True
-    try:
-        op = next((w for w in lex if w and set(w) <= set("();<>|&")), None)
-    except ValueError:  # an unclosed quote: refused where the line is split
-        return None
-    if op is not None:
-        return f"the shell operator {quoted(op)}"
-    m = _EXPANSION.search(line)
-    if m:
-        return f"the shell expansion {quoted(m.group(0))}"
-    g = next((m for w in _unquoted_words(line) if (m := _GLOB.search(w))), None)
-    return f"the shell expansion {quoted(g.group(0))} (a pattern, brace or ~ a shell expands)" if g else None
-
-
-# Unquoted, a shell expands these too: `*`, `?`, `[...]` to file names, `{a,b}` and `{1..3}` to words, a leading `~` to a
-# home folder. Before the ninth round `python {evil,train}.py` passed: the restart ran the literal file name, while the
-# answer's manual line, pasted into a shell, ran `python evil.py train.py`.
-_GLOB = re.compile(r"[*?\[]|\{[^{}]*(?:,|\.\.)[^{}]*\}|^~|(?<=[=:])~")
-
-
-def _unquoted_words(line: str) -> list[str]:
-    """Each word of `line` with its quoted and backslash-escaped characters replaced by '_': what a shell would expand."""
-    words, cur, quote, i = [], [], "", 0
-    while i < len(line):
-        c = line[i]
-        if quote:
-            if c == quote:
-                quote = ""
-            elif quote == '"' and c == "\\" and i + 1 < len(line):
-                i += 1
-            cur.append("_" if c != quote else "")
-        elif c in "'\"":
-            quote = c
-        elif c == "\\":
-            i += 1
-            cur.append("_")
-        elif c.isspace():
-            if cur:
-                words.append("".join(cur))
-            cur = []
-        else:
-            cur.append(c)
-        i += 1
-    if cur:
-        words.append("".join(cur))
-    return words
-
-
-def _is_program(word: str, cwd: Path) -> bool:
-    """Whether a word between srun/mpirun and its Python launcher names a program it could start
-    (on PATH, or an executable file), rather than an option's value (-N 2, -J myjob)."""
-    if "/" not in word:
-        return shutil.which(word) is not None
-    p = Path(word) if Path(word).is_absolute() else cwd / word
-    return p.is_file() and os.access(p, os.X_OK)
-
-
 def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) -> Prepared:
     f = confine(a.command_file, roots)
     dfd = _held_dir(f, roots)
@@ -461,6 +184,9 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
         raise PolicyError(f"the folder of {quoted(f.name)} is a path of {len(str(f.parent))} characters, too long to show whole "
                           f"in the question (over {QUOTED_LIMIT}): the person would approve a folder whose end they never saw; "
                           "run it yourself, or from a shorter path")
+    if masked(str(f.parent)):  # thirteenth round: `exp --token good` and `exp --token evil` read the same
+        raise PolicyError(f"the folder of {quoted(f.name)} has a name the question would show in part as [REDACTED] (it reads as a "
+                          "secret): the person would approve a folder they cannot see whole; rename it, or run it yourself")
     shown = redact(line)
     if len(quoted(shown, MAX_SHOWN_COMMAND + 1)) > MAX_SHOWN_COMMAND + 2:  # the person must see all of what runs, never "..."
         raise PolicyError(f"{quoted(str(f))} records a command of {len(line)} characters: too long to show the person whole in "
@@ -469,7 +195,7 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
         action=a, kind=ActionKind.RESTART_UNCHANGED, target=str(f),
         summary=f"start a new process, in {quoted(str(f.parent))}, running the command recorded in {quoted(f.name)} exactly: "
                 f"{quoted(shown, MAX_SHOWN_COMMAND)}" + (" ([REDACTED] parts are passed as recorded)" if shown != line else "")
-                + named_outside_ascii(f"{f.parent} {shown}"),
+                + named_outside_ascii(str(f.parent), shown),
         impact="starts a new run with the recorded command; it uses the same resources (GPUs, nodes, a paid job) as the original",
         undo="stop it with kill-worker on the pid this returns",
         manual=f"cd {shlex.quote(str(f.parent))} && {shown}", identity={"command_sha256": digest}, run=run,
@@ -624,10 +350,10 @@ def _may_be_good(cur: Path, roots: Sequence[Path]) -> bool:
         real = confine(str(cur), roots, want="any")
         if real.is_dir():
             n, holds_data = 0, False
-            for _root, _dirs, files, fd in os.fwalk(real):
+            for top, _dirs, files, fd in os.fwalk(real):
                 n += len(files) + len(_dirs)
-                if n > MAX_CHECKPOINT_FILES:
-                    return True  # too big to judge here: ask
+                if n > MAX_CHECKPOINT_FILES or (_dirs and len(Path(top).relative_to(real).parts) >= paths.MAX_WALK_DEPTH):
+                    return True  # too big or too deep to judge here (os.fwalk recurses once per level): ask
                 holds_data = holds_data or any(_non_empty(f, fd) for f in files)
             info = inspect_dir(real)
             if info.valid is False and info.format == "dir" and info.reason == NO_WEIGHTS and holds_data:
@@ -636,7 +362,7 @@ def _may_be_good(cur: Path, roots: Sequence[Path]) -> bool:
                 return True
             return info.valid is not False
         return inspect_file(real).valid is not False
-    except (MLSkillsError, OSError, RecursionError):  # os.fwalk recurses per level: a folder 3,000 deep (twelfth round)
+    except (MLSkillsError, OSError, RecursionError):  # RecursionError: inspect_dir, should it ever walk deeper than the walk here
         return True  # cannot look (outside the roots, unreadable, too deep): ask rather than assume it is bad
 
 
@@ -671,6 +397,9 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
         if quoted(text).endswith('..."') and not text.endswith("..."):  # the question would cut it: the person never sees the end
             raise PolicyError(f"the {what} is too long to show whole in the question ({len(text)} characters, over "
                               f"{QUOTED_LIMIT}): a cut name cannot be approved; use a shorter path")
+        if masked(text):  # thirteenth round: a name the question masks cannot be approved either
+            raise PolicyError(f"the {what} holds what reads as a secret, which the question would show as [REDACTED]: a hidden "
+                              "name cannot be approved; rename it")
     also: list[ActionKind] = []
     cur = _current_target(pointer, old)
     if _ELSEWHERE.match(old.strip()):  # before the ninth round `s3://bucket/step-2000` was "missing": moved off it unasked
@@ -719,7 +448,7 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
     return Prepared(
         action=a, kind=ActionKind.REPOINT_CHECKPOINT, target=str(pointer),
         summary=f"rewrite the resume pointer {quoted(str(pointer))} (now {was}) to {quoted(new.strip())}, the checkpoint "
-                f"{quoted(str(ckpt))} ({info.format}, valid: {quoted(info.reason, 200)})" + named_outside_ascii(f"{pointer} {new} {ckpt}"),
+                f"{quoted(str(ckpt))} ({info.format}, valid: {quoted(info.reason, 200)})" + named_outside_ascii(str(pointer), new, str(ckpt)),
         impact="the next resume starts from this checkpoint; nothing is deleted" + ("; the pointer named a valid checkpoint, so "
                                                                                     "this rolls the resume point back" if also else ""),
         undo=f"the old content is kept in {backup}: cp {shlex.quote(str(backup))} {shlex.quote(str(pointer))} (it held: {redact(old.strip())[:200] or '(empty)'})",

@@ -162,9 +162,16 @@ def contain(path: str | os.PathLike[str], want: Want = "any", roots: Sequence[Pa
         raise PathNotAllowed(f"cannot resolve {candidate}: {e.strerror or e}") from None
     except RuntimeError as e:  # symlink loop
         raise PathNotAllowed(f"cannot resolve {candidate}: {e}") from None
+    outside = roots is not None and _root_of(real, roots) is None
+    held = roots or []
+    spelled = Path(os.path.abspath(candidate))
+    if outside and not any(spelled == t or spelled.is_relative_to(t) for t in _KERNEL_TREES):
+        # a link in the roots into /proc gets the refusal of any link out, never "/proc/1/environ is under /proc"
+        # (thirteenth round: it named where the link leads, and the server's own pid through /proc/self)
+        raise PathNotAllowed(_outside(candidate, held))
     refuse_kernel_tree(real)
-    if roots is not None and _root_of(real, roots) is None:
-        raise PathNotAllowed(_outside(candidate, roots))
+    if outside:
+        raise PathNotAllowed(_outside(candidate, held))
     _kind(real, want)
     return real
 
@@ -208,8 +215,9 @@ def confine(path: str, roots: Sequence[Path], want: Want = "file") -> Path:
     candidate = raw if raw.is_absolute() else roots[0] / raw
     try:
         return contain(candidate, want, roots)
-    except TargetNotFound:
-        raise TargetNotFound(f"nothing at {candidate}: check the path (relative paths start from {roots[0]})") from None
+    except TargetNotFound:  # the path as given: Path() folds `//`, and `x?u=https://u:PW@h` lost the `://` redaction needs
+        where = "" if raw.is_absolute() else f" (relative paths start from {roots[0]})"
+        raise TargetNotFound(f"nothing at {path}: check the path{where}") from None
     except PathNotAllowed as e:
         raise PathNotAllowed(str(e).replace(str(candidate), path, 1)) from None
 

@@ -43,14 +43,18 @@ _KEYWORD = (
 _KEY_NEEDLES = ("key", "token", "passw", "secret", "passphrase")
 # What separates a name from its value: `=`, `:` (YAML, headers, JSON), `=>` / `->` (a printed map), a table's cell
 # border (`| api_key | X |`, a markdown table of a run's arguments) or tabs (a TSV dump), and the URL-encoded forms of
-# `=` and `:`, once or twice (`%3D`, `%253D`).
+# `=` and `:`, once or twice (`%3D`, `%253D`). A subscript's closing `"]` may come before the operator:
+# `os.environ["WANDB_API_KEY"] = "X"`, `config['hub_token'] = X` (kept in clear before the thirteenth round).
 _PCT = r"%(?:25)?"
-_ASSIGN = (r"(?:['\"]?(?:\s{0,3}(?:[:=]|=>|->)\s{0,3}|[ ]{0,3}\|[ ]{0,3}|\t{1,3})['\"]?|(?:" + _PCT + r"2[27])?" + _PCT + r"3[DdAa](?:" + _PCT + r"20|\+)?(?:" + _PCT
+_ASSIGN = (r"(?:(?:['\"]\]|['\"])?(?:\s{0,3}(?:[:=]|=>|->)\s{0,3}|[ ]{0,3}\|[ ]{0,3}|\t{1,3})['\"]?|(?:" + _PCT + r"2[27])?" + _PCT + r"3[DdAa](?:" + _PCT + r"20|\+)?(?:" + _PCT
            + r"2[27])?)")
 
-# A URL's host (and port) after user:password@, up to where the authority ends: what tells the '@' that ends a
-# password from one inside it (`https://u:p@ss@host/`).
-_HOST = r"[A-Za-z0-9.\-\[\]:]{1,255}(?=[/\s?#'\"`,;)\]>}|\\]|$)"
+# A URL's host (and port) after user:password@, up to where the authority ends (RFC 3986: a `/`, `?`, `#`, or the
+# word's end): what tells the '@' that ends a password from one inside it (`https://u:p@ss@host/`). Any character but
+# those and '@' may be in it, or after it in the same word: before the thirteenth round the host had to be ASCII letters,
+# digits and `.-[]:` and end at a listed character, so `https://u:PW@example.com</a>` (HTML), `**https://u:PW@host**`
+# (markdown), `...@host!`, `...@host&x=1`, `...@exämple.com/` and `...@ex_ample.com/` kept the password in clear.
+_HOST = r"(?=[^\s@/?#]{1,255}(?:[/?#\s]|$))"  # looked at, not taken: a second URL after a `,` or `;` in the same word is matched too
 
 # The prefix a launcher puts on each line a rank prints: torchrun's `[rank0]: ` / `[default0]:`, mpirun --tag-output's
 # `[1,0]<stdout>:`. A PEM key printed by a rank has it on every body line (eleventh round: kept line by line).
@@ -90,8 +94,10 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         r"(?i)(?:wandb[_-]?api[_-]?key|wandb\s{1,3}login|api_key|\bkey)['\"]?\s{0,3}[:= ]\s{0,3}['\"]?(?P<s>[0-9a-f]{40})\b")),
     # bot, user, app-level (xapp-), configuration and refresh (xoxe.xoxp-, xoxe-) tokens
     ("slack-token", ("xox", "xapp-"), lazy(r"(?P<s>xox[abposre]-[A-Za-z0-9-]{10,200}|xoxe\.xox[bp]-[A-Za-z0-9-]{10,200}|xapp-\d-[A-Za-z0-9-]{10,200})")),
-    # Stripe secret and restricted keys, live and test mode
-    ("stripe-key", ("_live_", "_test_"), lazy(r"(?<![A-Za-z0-9])(?P<s>[sr]k_(?:live|test)_[A-Za-z0-9]{16,250})(?![A-Za-z0-9])")),
+    # Stripe secret and restricted keys, live and test mode. A live key is taken after anything, as promise 3 says of
+    # Stripe's keys (`STRIPE_KEYsk_live_...`, `1sk_live_...` were kept in clear before the thirteenth round); a test key
+    # not after a letter or digit, but through a URL-encoded byte (`task_test_...` is a name).
+    ("stripe-key", ("_live_", "_test_"), lazy(r"(?P<s>[sr]k_live_[A-Za-z0-9]{16,250}|" + _GLUED + r"[sr]k_test_[A-Za-z0-9]{16,250})(?![A-Za-z0-9])")),
     ("google-api-key", ("aiza",), lazy(r"(?P<s>AIza[0-9A-Za-z_\-]{35})")),
     # GitLab, npm and Docker access tokens, a Google OAuth client secret, access token and refresh token, a Databricks
     # token: distinctive prefixes, so taken after anything (a Databricks `dapi` only after a non-letter; tenth round)
@@ -109,6 +115,10 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         r"|glc_[A-Za-z0-9+/]{32,4000}={0,2}|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}(?![A-Za-z0-9])"
         r"|GOCSPX-[A-Za-z0-9_\-]{20,255}|ya29\.[A-Za-z0-9_\-]{20,4000}|1//0[A-Za-z0-9_\-]{30,1000}"
         r"|" + _GLUED + r"dapi[0-9a-f]{32}(?:-\d)?(?![A-Za-z0-9]))")),
+    # Zhipu (BigModel) API keys: an id of 32 hex digits, a dot, and a secret of 16 letters and digits (thirteenth round:
+    # kept in clear; listed as a gap in the twelfth). No literal is common to them but the dot, so the rule starts at the
+    # dot (a literal the regex engine skips to) and looks back for the id; the secret after the dot is masked.
+    ("hex-dot-key", (".",), lazy(r"\.(?<=(?<![A-Za-z0-9])[0-9a-f]{32}\.)(?P<s>[A-Za-z0-9]{16})(?![A-Za-z0-9])")),
     # SendGrid API keys, Discord webhooks and Telegram bot tokens (twelfth round: kept in clear; `sg.` is a common substring,
     # `msg.`, so the rule starts with its literal and is cheap where it fails), and a Cookie / Set-Cookie header's value:
     # a session cookie is a login.
@@ -119,12 +129,13 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("cookie-header", ("cookie",), lazy(
         r"(?i)(?<![A-Za-z0-9_\-])(?:set-)?cookie['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?P<s>[^\r\n'\"]{4,4000})")),
     # A Docker config's `"auth"` (base64 of user:password), kaggle.json's `"key"` after its `"username"`, and a password
-    # given on a command line to sshpass, mysql (`-pPW`) or curl (`-u user:PW`) (twelfth round: kept in clear)
+    # given on a command line to sshpass, mysql (`-pPW`) or curl (`-u user:PW`) (twelfth round: kept in clear), and
+    # redis-cli's `-a PW` (thirteenth round)
     ("docker-auth", ('"auth"',), lazy(r'"auth"\s{0,3}:\s{0,3}"(?P<s>[A-Za-z0-9+/]{8,4000}={0,2})"')),
     ("kaggle-key", ('"username"',), lazy(
         r'"username"\s{0,3}:\s{0,3}"[^"\n]{1,100}"\s{0,3},\s{0,3}"key"\s{0,3}:\s{0,3}"(?P<s>[0-9a-f]{32})"')),
-    ("cli-password", ("sshpass", "mysql", "curl"), lazy(
-        r"(?:\bsshpass\s{1,3}-p\s{0,3}|\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p|\bcurl\b[^\n]{0,200}?\s(?:-u|--user)[\s=]{1,3}['\"]?"
+    ("cli-password", ("sshpass", "mysql", "curl", "redis-cli"), lazy(
+        r"(?:\bsshpass\s{1,3}-p\s{0,3}|\bredis-cli\b[^\n]{0,200}?\s-a\s{1,3}|\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p|\bcurl\b[^\n]{0,200}?\s(?:-u|--user)[\s=]{1,3}['\"]?"
         r"[^\s:'\"]{1,200}:)['\"]?(?P<s>[^\s'\"]{1,200})")),
     ("jwt", ("eyj",), lazy(r"(?P<s>eyJ[A-Za-z0-9_\-]{8,4000}\.eyJ[A-Za-z0-9_\-]{8,8000}\.[A-Za-z0-9_\-]{8,4000})")),
     ("auth-header", ("authorization",), lazy(
@@ -139,6 +150,10 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # `https://<JWT>:x-oauth-basic@host`; over 200 kept the password in clear before the twelfth round).
     ("url-password", ("://",), lazy(
         r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@]{0,2000}:(?![0-9]{1,5}(?:/|$))(?P<s>\S{1,200}?)@" + _HOST)),
+    # a URL whose user is a key of 32 to 64 hex digits and has no password: a Sentry DSN (`https://<key>@o1.ingest.sentry.io/2`),
+    # which lets anyone send events to the project, and a 40-hex OAuth token as a git remote's user (thirteenth round: kept
+    # in clear; listed as a gap in the twelfth). A URL's user is never a git SHA.
+    ("url-hex-key-user", ("://",), lazy(r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://(?P<s>[0-9a-f]{32,64})@" + _HOST)),
     # the same URL URL-encoded once or twice, as a query value or a flag carries it: %3A%2F%2F, %40
     ("url-password-encoded", ("%3a%2f%2f", "%253a%252f%252f"), lazy(
         r"(?i)\b[a-z][a-z0-9+.\-]{1,20}" + _PCT + r"3A" + _PCT + r"2F" + _PCT + r"2F(?:(?!" + _PCT + r"(?:3A|40|2F))[^\s&/@]){0,200}"
