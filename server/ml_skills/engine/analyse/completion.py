@@ -82,7 +82,10 @@ _SUMMARY = lazy(
     r"\btraining\b.{0,40}\b(is|was) (done|finished|complete|over)\b|\bend of training\b|"
     # the run's own early stop, its planned end by its patience rule: Keras' 'Epoch 00036: early stopping', LightGBM's
     # 'Early stopping, best iteration is:', 'Early Stopping....@ 72 epoch' (not a flag, a callback's repr or a counter)
-    r"\bearly[ _]?stopping\b(?:\s*[.,!:@]|\s*$|\s+(?:at|triggered)\b)|"
+    r"\bearly[ _]?stopping\b(?:\s*[.,!:@]|\s*$|\s+(?:at|triggered)\b)|\bearly stop triggered\b|"
+    # a throughput benchmark's closing total over all its workers (Horovod's and tf_cnn_benchmarks' 'Total img/sec on
+    # 4 GPU(s): 432.8', 'total images/sec: 1234.5')
+    r"\btotal (?:img|images)/sec\b|"
     # training named as finished by the run itself: 'Training finished', 'Train finish time: ...', 'training complete'
     r"\btrain(?:ing)?\]?\s+(?:finish(?:ed)?|done|complete[d]?)\b(?!\s+(?:for\s+)?(?:epoch|step|iter))|"
     # the whole run's last evaluation or loss, named final ('[Eval FINAL]:', 'final eval finished', 'Final Loss: 0.08'),
