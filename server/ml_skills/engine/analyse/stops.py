@@ -78,6 +78,7 @@ _TABLE_ROW = lazy(r"^\s*[+|][-+=|]*[-+=|]\s*$|^\s*\|.*\|\s*$")
 _CARETS = lazy(r"^\s*[\^~]+\s*$")
 AT_SYNC_POINT, CUT_WAITING, CUT_IN_CALL = "stopped-at-sync-point", "stack-cut-while-waiting", "stack-cut-in-call"
 CANCELLED_IDLE = "cancelled-without-progress"
+SCHEDULER_CANCELLED = "scheduler-cancelled"  # the catalog's hint for a person's scancel or bkill
 BEFORE_FIRST_STEP = "stopped-in-distributed-start-up"
 FINDING = {
     BEFORE_FIRST_STEP: "the log stops with no error after distributed start-up and before any training step",
@@ -173,11 +174,15 @@ def stop_signals(log: LogEvidence) -> list[Signal]:
                 if not shared and parsed is not None and parsed[0]:
                     continue  # one process whose first step logged its loss had passed that step: it waited for nobody (corpus 515)
             return [_signal(log, i, AT_SYNC_POINT, text)]
-    if log.trajectory.last_progress is None and not any(h.role is not Role.HINT for h in log.hits):
-        start = next(((i, x) for i, x in lines if _MET.search(x)), None)
-        if start is not None and not any(_TEARDOWN.search(x) for _, x in lines[-LAST_LINES:]):
-            return [_signal(log, last_line, BEFORE_FIRST_STEP, lines[-1][1])]
+    if _nothing_else_named(log) and any(_MET.search(x) for _, x in lines) \
+            and not any(_TEARDOWN.search(x) for _, x in lines[-LAST_LINES:]):
+        return [_signal(log, last_line, BEFORE_FIRST_STEP, lines[-1][1])]
     return []
+
+
+def _nothing_else_named(log: LogEvidence) -> bool:
+    """No progress line and no line that names a failure: where the log stops is all it says."""
+    return log.trajectory.last_progress is None and not any(h.role is not Role.HINT for h in log.hits)
 
 
 def _cancelled_idle(log: LogEvidence) -> list[Signal]:
@@ -186,10 +191,8 @@ def _cancelled_idle(log: LogEvidence) -> list[Signal]:
     A cancellation after steady progress says nothing about a failure (someone stopped a run they no longer wanted);
     one that ends a log of start-up lines only, or a stack, is the only sign of how long it waited. Any error line, a
     traceback or a progress line before the cancellation leaves it to them."""
-    cancel = next((h for h in log.hits if h.signature_id == "scheduler-cancelled"), None)
-    if cancel is None or log.tracebacks or log.trajectory.last_progress is not None:
-        return []
-    if any(h.role is not Role.HINT for h in log.hits):
+    cancel = next((h for h in log.hits if h.signature_id == SCHEDULER_CANCELLED), None)
+    if cancel is None or log.tracebacks or not _nothing_else_named(log):
         return []
     return [_signal(log, cancel.line_no, CANCELLED_IDLE, cancel.text)]
 

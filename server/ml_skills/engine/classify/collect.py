@@ -12,7 +12,7 @@ from ml_skills.catalog.loader import signatures
 from ml_skills.engine.analyse.stops import stop_signals
 from ml_skills.engine.classify.exceptions import callers_of_chained, traceback_class
 from ml_skills.engine.classify.signals import ANOMALY_W, ROLE_W, SEV_W, SURVIVED, TRACEBACK_W, WARNING_DAMP, Signal
-from ml_skills.engine.classify.terminal import finite_loss_after, informational, last_progress_line, survived_line
+from ml_skills.engine.classify.terminal import informational, last_finite_loss_line, last_progress_line, survived_line
 from ml_skills.lazyre import lazy
 from ml_skills.models import Anomaly, FailureClass, LogEvidence, Role, Severity, SignatureHit, SourceEvidence, TracebackEvent
 
@@ -106,6 +106,8 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
             text = f"{tb.exc_type}: {tb.message}" if tb.message else tb.exc_type
             signals.append(Signal(cls, w, "traceback", f"traceback:{rule}", tb.source, tb.line_no, text, role, survived, logged))
         went_on, first_gone_past = _gone_past(log, last_prog)
+        skips = [h for h in log.hits if h.signature_id in _goes_on()]
+        finite_at = last_finite_loss_line(log) if skips else None
         for h in log.hits:
             same = hits_by_line[(h.source, h.line_no)]
             # one line, several signatures: a cause on the line silences symptoms of other classes
@@ -124,7 +126,7 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
             # a warning the run already went on past earlier in the log, repeated: the same routine event again (fairseq's
             # fp16 scaler backing off every epoch while the loss falls), not a new failure because the log stops after it
             survived = went_on[id(h)] or (warning and first_gone_past.get((h.source, h.signature_id), h.line_no) < h.line_no) \
-                or (h.signature_id in _goes_on() and finite_loss_after(log, h.line_no))
+                or (h.signature_id in _goes_on() and finite_at is not None and finite_at > h.line_no)
             if survived:
                 w *= SURVIVED
             signals.append(Signal(h.failure_class, w, "signature", h.signature_id, h.source, h.line_no, _around_match(h.text, h.signature_id),

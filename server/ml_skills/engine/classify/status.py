@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 from ml_skills.engine.analyse.ranks import collective_desync
-from ml_skills.engine.analyse.stops import CUT_IN_CALL, DIST_INIT, ends_in_traceback
+from ml_skills.engine.analyse.stops import CUT_IN_CALL, DIST_INIT, SCHEDULER_CANCELLED, ends_in_traceback
 from ml_skills.engine.classify.signals import Signal
 from ml_skills.lazyre import lazy
 from ml_skills.models import (
@@ -202,7 +202,7 @@ def insufficient_evidence(cls: Classification, logs: list[LogEvidence], sources:
             return (f"the run was interrupted (KeyboardInterrupt at line {stop.line_no}: a Ctrl-C, or a scheduler's SIGINT){at} "
                     "while it was not blocked waiting, so nothing in the log says it failed: need why it was stopped "
                     "(who sent the signal, the scheduler's record) or, if it had slowed down, its timestamps or throughput")
-        cancel = next((h for l in logs for h in l.hits if h.signature_id == "scheduler-cancelled"), None)
+        cancel = next((h for l in logs for h in l.hits if h.signature_id == SCHEDULER_CANCELLED), None)
         if cancel is not None and lp is not None:
             at = f"step {fmt_number(lp.step)} (line {lp.line_no})" if lp.step is not None else f"line {lp.line_no}"
             return (f"a person cancelled the job at line {cancel.line_no} (scancel or bkill: no limit is named) after "

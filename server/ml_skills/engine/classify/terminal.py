@@ -121,16 +121,16 @@ def progress_after(log: LogEvidence, line_no: int) -> tuple[int, int] | None:
     return tail.start_line + first, tail.start_line + next(i for i in reversed(after) if progress(i))
 
 
-def finite_loss_after(log: LogEvidence, line_no: int) -> bool:
-    """A progress line after `line_no` in the log's tail logs a finite loss: a skipped step the run went past."""
+def last_finite_loss_line(log: LogEvidence) -> int | None:
+    """The last progress line of the log's tail that logs a finite loss: a skipped step before it was gone past."""
     tail = log.tail
     if tail is None:
-        return False
-    for text in tail.lines[max(0, line_no + 1 - tail.start_line):]:
-        p = parse_line(text)
+        return None
+    for i in range(len(tail.lines) - 1, -1, -1):
+        p = parse_line(tail.lines[i])
         if p is not None and "loss" in p[0] and math.isfinite(p[0]["loss"]):
-            return True
-    return False
+            return tail.start_line + i
+    return None
 
 
 def survived_line(log: LogEvidence, line_no: int, last_prog: int | None) -> bool:
