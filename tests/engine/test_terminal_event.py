@@ -154,6 +154,24 @@ def test_interleaved_ranks_per_batch_noise_is_no_blowup_and_the_killed_rank_ends
     assert shown is not None and 55 <= int(shown[1]) <= 60 and f"rank 1: step {shown[1]} loss" in text, d.root_cause.root
 
 
+@pytest.mark.slow
+def test_when_the_launcher_tears_the_peers_down_before_they_notice_the_killed_rank_is_still_named_first(tmp_path):
+    """The other side of the race above, made certain: the peers are busy (a long data step) when rank 1 is killed,
+    torchrun SIGTERMs them before any collective of theirs fails, and the only rank-tagged error is the launcher's
+    'local_rank: 1' report. The killed rank is still the first to fail and the others were torn down after it."""
+    script = RANKS_ONE_KILLED.replace("        time.sleep(0.01)\n", "        time.sleep(0.01)\n"
+                                      "        if rank != 1 and step == 60:\n            time.sleep(30)\n")
+    assert script != RANKS_ONE_KILLED
+    log = _run(tmp_path, script, "{py} -m torch.distributed.run --nproc_per_node 3 train.py", timeout=300)
+    text = log.read_text()
+    assert "SIGKILL" in text and "local_rank: 1" in text, text[-3000:]
+    assert "Connection closed by peer" not in text and "Connection reset" not in text, text[-3000:]
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value in ("oom", "process-crash"), d.root_cause
+    assert "The first rank to fail was train.log [rank1]: its own error" in d.root_cause.root, d.root_cause.root
+    assert "train.log [rank0] stopped at line" in d.root_cause.root and "after step 60" in d.root_cause.root
+
+
 def test_a_grad_norm_jump_one_step_before_the_first_nan_is_cited_as_its_precursor(tmp_path):
     """The skill's worked example, run for real: the gradient explodes on one batch and the loss is inf on the next
     step. The log gives nan-inf with the jump and its numbers in the finding, and no competing divergence (the same

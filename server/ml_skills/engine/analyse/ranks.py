@@ -110,12 +110,21 @@ def _interleaved(log: LogEvidence, signals: list[Signal]) -> list[RankEnd]:
     return list(firsts.values())
 
 
+def _torn_down(log: LogEvidence, failed: RankEnd) -> list[RankEnd]:
+    """The ranks of one log that made progress and then said nothing: the launcher tore them down after the failed
+    rank died (torchrun SIGTERMs the peers, often before a collective of theirs can fail)."""
+    return [RankEnd(f"{log.source} [rank{r}]", "stopped", ln, f"step {_fmt_step(st)}", None, st)
+            for r, (st, ln, _) in sorted(_rank_progress([log]).items()) if not failed.source.endswith(f"[rank{r}]")]
+
+
 def first_failing(logs: list[LogEvidence], signals: list[Signal]) -> tuple[RankEnd, list[RankEnd]] | None:
     """(the first rank to fail, the others), or None unless two ranks' endings can be told apart."""
     ranks = [e for log in logs if (e := rank_end(log, signals)) is not None]
     ranks = [e for e in ranks if e.kind != "stopped" or e.step is not None or e.time is not None]
     if len(ranks) < 2 and len(logs) == 1:
         ranks = _interleaved(logs[0], signals)  # one log, every rank in it: line order is time order
+        if len(ranks) == 1 and ranks[0].kind == "error":
+            ranks += _torn_down(logs[0], ranks[0])
     if len(ranks) < 2:
         return None
     if sum(e.kind != "stopped" for e in ranks) < 2 and not all(_rank_named(e.source) for e in ranks):
