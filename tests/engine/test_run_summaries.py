@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -29,4 +30,14 @@ def test_a_flop_counters_total_time_is_no_end():
 def test_a_benchmarks_closing_total_is_its_end():
     d = _diagnose("336")
     assert d.run_status.value == "completed"
+    assert d.primary_cause is None
+
+
+# public logs whose last words are the optimiser's or pipeline's own end of the whole run: Caffe's solver (311, 312),
+# the Theano tutorials after epochs whose metric is a 'validation error' (244), LightGBM's CLI (295), a segmentation
+# pipeline (333), ColBERT's training loop over all its triples (122), an Optuna study (148)
+@pytest.mark.parametrize("prefix", ["122", "148", "244", "295", "311", "312", "333"])
+def test_a_solvers_or_pipelines_own_end_of_the_whole_run_is_its_end(prefix):
+    d = _diagnose(prefix)
+    assert d.run_status.value == "completed", prefix
     assert d.primary_cause is None

@@ -95,6 +95,11 @@ _SUMMARY = lazy(
     # what a trainer prints once its loop has returned: Hugging Face's whole-run 'train_runtime' (in its final metrics
     # dict or a tracker's run summary), YOLOv5/v8's 'Optimizer stripped from .../best.pt' before the final validation
     r"\btrain_runtime\b|\boptimizer stripped from\b|"
+    # a solver's or tuner's own end of the whole optimisation (Caffe's 'Optimization Done.', the Theano tutorials'
+    # 'Optimization complete with best validation score', LightGBM's 'Finish train'), a pipeline's 'All enabled phases
+    # completed.', a loop over its whole input done ('Done with all triples!')
+    r"\boptimization (?:done|complete[d]?|finished)\b|\bfinish(?:ed)? train(?:ing)?\s*[.!]*\s*$|"
+    r"\ball\b[^\n]{0,30}\b(?:phases|stages|tasks|experiments|folds)\b[^\n]{0,10}\b(?:completed|finished|done)\b|\bdone with all\b|"
     # the process, job or script saying it ended well, about itself as a whole
     r"\b(process|job|script|run|pipeline) (completed|finished|ended) successfully\b|"
     # or as the line's last words ('>>> CatBoost Process Finished'; never 'Process finished with exit code 1')
@@ -107,6 +112,13 @@ _SUMMARY = lazy(
 # a shell prompt on the log's last line: the process returned to its shell ('user@host:~/dir$ ', '(env) user@host:~$')
 _PROMPT = lazy(r"^(\([\w.-]+\)\s*)?[\w.-]+@[\w.-]+:[^\s]*\s*[$#]\s*$")
 _ERROR = lazy(r"(?i)(error|exception|traceback|killed|fatal|abort|fail|nan\b)")
+# an error rate that is a metric, not a failure: 'validation error 5.716667 %', 'test error: 0.12', 'top-1 error = 23.1'
+_ERROR_METRIC = lazy(r"(?i)\b(?:validation|valid|val|test|train(?:ing)?|top-?\d|classification|mean[ _]squared|mean[ _]absolute)"
+                     r"[ _]error(?:[ _]rate)?\s*(?:[:=]\s*)?-?\d")
+
+
+def _fatal(line: str) -> bool:
+    return bool(_ERROR.search(_ERROR_METRIC.sub("", line)))
 
 
 def summary_after_training(tail: list[str], tail_start: int, last_progress_line: int | None) -> int | None:
@@ -125,7 +137,7 @@ def summary_after_training(tail: list[str], tail_start: int, last_progress_line:
         if first is None:
             return None
         after = after[first:]
-    if not after or any(_ERROR.search(x) for _, x in after if not _SUMMARY.search(x) and not _LIMIT.search(x)):
+    if not after or any(_fatal(x) for _, x in after if not _SUMMARY.search(x) and not _LIMIT.search(x)):
         return None
     for line_no, text in after:
         m = _LIMIT.search(text)
