@@ -1,0 +1,33 @@
+"""Failures as frameworks other than PyTorch word them (issue 13, seventeenth batch): each a verbatim public log of the
+corpus, scored wrong or abstained on before these wordings were in the catalog.
+
+- MXNet's generic kernel: 'Check failed: err == cudaSuccess (2 vs. 0) Name: mxnet_generic_kernel ErrStr:out of
+  memory' (1184), CNTK's 'EXCEPTION occurred: CUDA failure 2: out of memory' (1186) and CuPy's (Chainer's) 'out of
+  memory to allocate 205520896 bytes' (1191) are a GPU out of memory, not an unclassified exception;
+- PaddlePaddle's 'FatalError: `Termination signal` is detected by the operating system' with 'SIGTERM ... received by
+  PID ... from PID ...' is a signal from outside, not a code bug (1157);
+- kohya's 'num epochs: 0' and 'total optimization steps: 0' (HF Trainer's 'Total optimization steps = 0') is a
+  training planned with no step at all: the configuration, not a stall at 'steps: 0it' (1187).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+
+
+@pytest.mark.parametrize(("case", "expected", "line"), [
+    ("1184", "oom", "ErrStr:out of memory"),
+    ("1186", "oom", "CUDA failure 2: out of memory"),
+    ("1191", "oom", "out of memory to allocate 205520896 bytes"),
+    ("1157", "process-crash", "Termination signal"),
+    ("1187", "config-error", "optimization steps"),
+])
+def test_a_frameworks_own_wording_names_its_failure(case, expected, line):
+    d = diagnose(DiagnoseRequest(target=str(next(CORPUS.glob(f"{case}-*")) / "train.log")))
+    assert d.primary_cause is not None and d.primary_cause.value == expected, d.root_cause
+    assert line in d.root_cause.proximate or any(line in e.text for e in d.evidence), [e.text for e in d.evidence]
