@@ -31,3 +31,12 @@ def test_a_frameworks_own_wording_names_its_failure(case, expected, line):
     d = diagnose(DiagnoseRequest(target=str(next(CORPUS.glob(f"{case}-*")) / "train.log")))
     assert d.primary_cause is not None and d.primary_cause.value == expected, d.root_cause
     assert line in d.root_cause.proximate or any(line in e.text for e in d.evidence), [e.text for e in d.evidence]
+
+
+def test_numpys_printed_may_crash_traceback_is_a_warning_the_run_goes_on_from():
+    """Healthy 364 (a committed SLURM output): NumPy 2's banner 'A module that was compiled using NumPy 1.x cannot be
+    run in NumPy 2.2.4 as it may crash' with its traceback ending 'AttributeError: _ARRAY_API not found' (printed by
+    NumPy, not raised), then the run loads its data and model and starts epoch 1: no failure, not crashed."""
+    d = diagnose(DiagnoseRequest(target=str(next((CORPUS.parent / "healthy").glob("364-*")) / "train.log")))
+    assert d.primary_cause is None, d.root_cause
+    assert d.run_status.value == "running"

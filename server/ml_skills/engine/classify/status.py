@@ -92,7 +92,8 @@ def _terminal(signals: list[Signal]) -> list[Signal]:
     """The fatal lines: a failure's own line the run did not go on past."""
     # a hang or a bad evaluation is a live or finished run, not a dead one: their own lines are not a crash
     live = (FailureClass.STALLED, FailureClass.EVALUATION_MISMATCH)
-    return [s for s in signals if not s.survived and s.role.value in ("cause", "symptom")
+    # (a traceback its program logged at WARNING and went on from, or NumPy 2's printed 'may crash' warning, is neither)
+    return [s for s in signals if not s.survived and not (s.warning and s.kind == "traceback") and s.role.value in ("cause", "symptom")
             and s.kind in ("signature", "traceback") and not (s.kind == "signature" and s.failure_class in live)
             # a Ctrl-C (KeyboardInterrupt, read as stalled) ended a process that had stopped progressing
             and not (s.kind == "traceback" and s.failure_class is FailureClass.STALLED)]
