@@ -40,3 +40,11 @@ def test_numpys_printed_may_crash_traceback_is_a_warning_the_run_goes_on_from():
     d = diagnose(DiagnoseRequest(target=str(next((CORPUS.parent / "healthy").glob("364-*")) / "train.log")))
     assert d.primary_cause is None, d.root_cause
     assert d.run_status.value == "running"
+
+
+def test_a_subprocess_info_record_relayed_at_error_level_is_no_failure():
+    """Healthy 390 (a public XGBoost issue): XGBoost4J-Spark relays the tracker's 'INFO [22] train-logloss:...' rounds
+    through Spark's 'ERROR RabitTracker$TrackerProcessLogger:' logger; the last line is such a record, not a failure."""
+    d = diagnose(DiagnoseRequest(target=str(next((CORPUS.parent / "healthy").glob("390-*")) / "train.log")))
+    assert d.primary_cause is None, d.root_cause
+    assert d.run_status.value in ("running", "unknown")
