@@ -1,0 +1,46 @@
+"""Issue 14's fourteenth round: attacks from outside beside the thirteenth round's fixes (`policy/restart_command.py`,
+`policy/quoting.py`, the URL host rule, the subscript assignment) and at the gaps it listed as not promised.
+
+Each test is one attack that broke a claim of docs/security.md, or a listed gap now closed, driven through the real CLI
+in a child process or a real MCP client over stdio, with real files; each failed on the code before its fix (see
+docs/security.md, "Fourteenth round").
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.mcp.conftest import Server
+
+pytestmark = pytest.mark.slow  # real child processes and servers
+
+
+def test_a_recorded_command_never_sets_the_options_or_prompts_of_the_bash_a_launcher_shim_is(tmp_path: Path) -> None:
+    """The `python` on the server's PATH can be a pyenv shim, a bash script (it is on this machine). Bash reads its options
+    and its trace prompt from the environment: `SHELLOPTS=xtrace PS4='\\044\\050touch\\040X\\051' python train.py` turns on
+    tracing, and PS4, its octal escapes decoded to `$(touch X)` (no `$` in the line for the shell-syntax check to see), is
+    expanded with command substitution before each traced line of the shim. Run by bash 5.2 as uid 65534 (`setpriv`), X
+    was made; bash denies root an inherited PS4. Before: the restart was asked and started after an accept. Now refused
+    (with BASHOPTS, PROMPT_COMMAND, BASH_*, CDPATH); `CUDA_VISIBLE_DEVICES=0 python train.py` still runs."""
+    from tests.mcp.conftest import answer
+    from tests.security.test_ninth_round import _restarts, _wait_for
+
+    r, o = tmp_path / "root", tmp_path / "outside"
+    run = r / "run"
+    run.mkdir(parents=True)
+    o.mkdir()
+    (run / "train.py").write_text(f"import os\nopen({str(o / 'RAN')!r}, 'a').write(os.environ.get('SHELLOPTS', '-') + '\\n')\n")
+    pwned = o / "PWNED"
+    lines = [f"SHELLOPTS=xtrace PS4='\\044\\050touch\\040{pwned}\\051' python train.py", "BASHOPTS=xpg_echo python train.py",
+             "PS4=x python train.py", "BASH_XTRACEFD=2 python train.py", "PROMPT_COMMAND=x python train.py", "CDPATH=/ python train.py",
+             "CUDA_VISIBLE_DEVICES=0 python train.py"]
+    got = _restarts(Server(tmp_path, roots=[r]), run / "command.txt", lines, answer("accept"))
+    _wait_for(o / "RAN")
+    time.sleep(1)  # a refused launch that started anyway would have written its line by now
+    assert all("error" in g or g.get("ran") is False for g in got[:6]), got
+    assert got[6].get("ran") is True, got[6]
+    assert (o / "RAN").read_text() == "-\n"
+    assert not pwned.exists()
