@@ -8,12 +8,15 @@ docs/security.md, "Fourteenth round").
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 
-from tests.mcp.conftest import Server
+from tests.mcp.conftest import Server, text
 
 pytestmark = pytest.mark.slow  # real child processes and servers
 
@@ -44,3 +47,36 @@ def test_a_recorded_command_never_sets_the_options_or_prompts_of_the_bash_a_laun
     assert got[6].get("ran") is True, got[6]
     assert (o / "RAN").read_text() == "-\n"
     assert not pwned.exists()
+
+
+def _mcp_answers(srv: Server, calls: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """Each call's text and structured answer from a real MCP stdio client."""
+    shown: list[str] = []
+
+    async def go() -> None:
+        async with srv.client() as c:
+            for tool, args in calls:
+                res = await c.call_tool(tool, args)
+                shown.append(text(res) + json.dumps(res.structured_content))
+
+    anyio.run(go)
+    return shown
+
+
+def test_a_triage_glob_never_lists_a_folder_outside_the_roots_through_a_link(tmp_path: Path) -> None:
+    """`triage_runs` confines a glob's fixed leading folder, then walked it as `glob.glob` does, following links: with
+    `runs/lnk -> /outside`, `runs/*/*` listed the outside folder and every name in it came back as an unreadable run
+    (`secret_project_name`, the audit log), and `runs/*/secret_project_name` told whether it existed. Now a folder the
+    roots refuse is not entered: both answer as for a name that is nowhere. The run inside is still triaged."""
+    r, o = tmp_path / "root", tmp_path / "outside"
+    (r / "runs" / "good").mkdir(parents=True)
+    (r / "runs" / "good" / "train.log").write_text("step 1 loss 1.0\nstep 2 loss nan\nFloatingPointError: nan\n")
+    (o / "secret_project_name").mkdir(parents=True)
+    (o / "secret_project_name" / "train.log").write_text("step 1 loss 1.0\n")
+    (r / "runs" / "lnk").symlink_to(o)
+    shown = _mcp_answers(Server(tmp_path, roots=[r]), [("triage_runs", {"targets": [str(r / "runs" / "*" / "*")]}),
+                                                        ("triage_runs", {"targets": [str(r / "runs" / "*" / "secret_project_name")]}),
+                                                        ("triage_runs", {"targets": [str(r / "runs" / "*" / "no_such_name")]})])
+    assert "secret_project_name" not in shown[0] and "step 2 loss nan" in shown[0], shown[0]
+    assert f'"notes": ["{r}/runs/*/secret_project_name matched nothing"]' in shown[1], shown[1]
+    assert "outside" not in shown[1] + shown[2]
