@@ -80,3 +80,57 @@ def test_a_triage_glob_never_lists_a_folder_outside_the_roots_through_a_link(tmp
     assert "secret_project_name" not in shown[0] and "step 2 loss nan" in shown[0], shown[0]
     assert f'"notes": ["{r}/runs/*/secret_project_name matched nothing"]' in shown[1], shown[1]
     assert "outside" not in shown[1] + shown[2]
+
+
+def _most_marks_in_a_row(text: str) -> int:
+    import unicodedata
+
+    best = run = 0
+    for c in text:
+        run = run + 1 if unicodedata.category(c) in ("Mn", "Me") else 0
+        best = max(best, run)
+    return best
+
+
+def test_a_question_never_stacks_a_tower_of_combining_marks_over_its_other_lines(tmp_path: Path) -> None:
+    """Combining marks are letters' accents, shown and named (eleventh round); but a hundred on one character ("Zalgo"
+    text) are drawn as a tower above and below their line, over the question's Action and Risk lines. Before: a run folder
+    named `run` + 120 stacked marks was asked as is (the person accepting, it ran), and kill-worker's question quoted a
+    process's command line of 200 stacked marks whole. Now the restart is refused before any question, and the kill's
+    question shows marks past four in a row as codes; a folder `résumé` written decomposed (two marks) still runs."""
+    import subprocess
+    import sys
+
+    from tests.mcp.conftest import answer
+    from tests.security.test_ninth_round import _wait_for
+
+    r, o = tmp_path / "root", tmp_path / "outside"
+    o.mkdir()
+    zalgo, plain = r / ("run" + "\u0346" * 60 + "\u0336" * 60), r / "re\u0301sume\u0301"
+    for d in (zalgo, plain):
+        d.mkdir(parents=True)
+        (d / "train.py").write_text(f"open({str(o / d.name[:3])!r}, 'w').write('ran')\n")
+        (d / "command.txt").write_text("python train.py\n")
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "x" + "\u0346" * 200])
+    person, asked = answer("accept"), answer("decline")
+    got: list[dict[str, Any]] = []
+
+    async def go() -> None:
+        async with Server(tmp_path, roots=[r]).client(elicit=person) as c:
+            for d in (zalgo, plain):
+                res = await c.call_tool("request_action", {"action": {"kind": "restart-unchanged", "command_file": str(d / "command.txt")}})
+                got.append(res.structured_content or {"error": text(res)})
+        async with Server(tmp_path, roots=[r]).client(elicit=asked) as c:
+            await c.call_tool("request_action", {"action": {"kind": "kill-worker", "pid": proc.pid}})
+
+    try:
+        anyio.run(go)
+    finally:
+        proc.kill()
+        proc.wait()
+    _wait_for(o / "re\u0301")
+    time.sleep(1)  # a refused launch that started anyway would have written its file by now
+    assert ("error" in got[0] or got[0].get("ran") is False) and not (o / "run").exists(), got[0]
+    assert got[1].get("ran") is True, got[1]
+    assert len(person.shown) == 1 and len(asked.shown) == 1  # type: ignore[attr-defined]
+    assert _most_marks_in_a_row(asked.shown[0]) <= 4 and "\\u0346" in asked.shown[0], asked.shown[0]  # type: ignore[attr-defined]
