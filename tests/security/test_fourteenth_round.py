@@ -134,3 +134,39 @@ def test_a_question_never_stacks_a_tower_of_combining_marks_over_its_other_lines
     assert got[1].get("ran") is True, got[1]
     assert len(person.shown) == 1 and len(asked.shown) == 1  # type: ignore[attr-defined]
     assert _most_marks_in_a_row(asked.shown[0]) <= 4 and "\\u0346" in asked.shown[0], asked.shown[0]  # type: ignore[attr-defined]
+
+
+def test_a_path_that_reads_like_a_key_line_is_shown_in_answers_and_reports(tmp_path: Path) -> None:
+    """A listed gap (thirteenth round): a field that is only an absolute path of 24 to 76 base64 characters with upper and
+    lower case and a digit (`/tmp/Rt14.../runs/GPT2/exp1`) was masked whole as a PEM key's body line: `list_artifacts`
+    answered `"root": "[REDACTED]"` and `"path": "[REDACTED]"`, and the CLI's report `Target: [REDACTED]`. Now a result's
+    path fields are redacted as they stand in a line, as the approval question's folder is: shown, while a secret in a
+    folder's name (`exp --password X`) is still masked there."""
+    import os
+    import secrets
+    import shutil
+    import struct
+    import subprocess
+    import sys
+
+    base = Path("/tmp") / ("Rt14" + secrets.token_hex(6).upper() + "q")
+    run = base / "runs" / "GPT2" / "exp1"
+    try:
+        (run / "ckpt1").mkdir(parents=True)
+        header = json.dumps({"t": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}).encode()
+        (run / "ckpt1" / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 4)
+        (run / "train.log").write_text("step 1 loss 1.0\nstep 2 loss nan\nFloatingPointError: nan\n")
+        hidden = run / "exp --password Zq8xP2mLk9RtY6wB"
+        hidden.mkdir()
+        shown = _mcp_answers(Server(tmp_path, roots=[base]), [("list_artifacts", {"path": str(run)}),
+                                                              ("inspect_checkpoint", {"path": str(run / "ckpt1")}),
+                                                              ("diagnose", {"target": str(run)}),
+                                                              ("list_artifacts", {"path": str(hidden)})])
+        cli = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", str(run), "--out-dir", str(tmp_path / "o")],
+                             capture_output=True, text=True, timeout=120, env=dict(os.environ), check=False)
+        assert f"Target: {run} " in cli.stdout, cli.stdout
+        assert "[REDACTED]" not in "".join(shown[:3]) + cli.stdout, shown
+        assert f'"root": "{run}"' in shown[0] and f'"path": "{run}/ckpt1"' in shown[1], shown[:2]
+        assert "Zq8xP2mLk9RtY6wB" not in shown[3] and "[REDACTED]" in shown[3], shown[3]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

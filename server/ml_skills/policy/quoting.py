@@ -12,7 +12,7 @@ import unicodedata
 
 from ml_skills.errors import PolicyError
 from ml_skills.safety.quoting import strip_invisible
-from ml_skills.safety.redact import MASK, redact
+from ml_skills.safety.redact import MASK, redact_in_line
 
 _ESCAPE = {"\n": "\\n", "\t": "\\t"}
 
@@ -95,10 +95,8 @@ def in_line(text: str) -> str:
     line, and before the thirteenth round the restart question read `in "[REDACTED]"`: the person approved a folder they
     could not see. A word after it ends the line's match; it is taken off again unless a mask swallowed it (never less
     masked than the text alone, but for that rule). Only for an absolute path: other quoted text (a pointer's old content)
-    is redacted as a line of its own."""
-    if not text.startswith("/"):
-        return redact(text)
-    return redact(text + " x").removesuffix(" x")
+    is redacted as a line of its own (`safety/redact.redact_in_line`, which result fields holding a path share)."""
+    return redact_in_line(text)
 
 
 def masked(text: str) -> bool:
