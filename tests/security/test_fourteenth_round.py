@@ -170,3 +170,20 @@ def test_a_path_that_reads_like_a_key_line_is_shown_in_answers_and_reports(tmp_p
         assert "Zq8xP2mLk9RtY6wB" not in shown[3] and "[REDACTED]" in shown[3], shown[3]
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_secret_in_an_xml_element_named_for_it_never_leaves(tmp_path: Path) -> None:
+    """Promise 3 masks a value next to a secret-bearing name "in every common syntax"; an XML element was not one: a CI
+    step printing Maven's settings.xml (`<password>X</password>`), a namespaced `<s:password>` and `<hub_token> X
+    </hub_token>` came back in clear from the CLI (text, JSON report), `read_log_tail` and `grep_log`. Now masked between
+    the tags; `<max_tokens>4096</max_tokens>` and `<eos_token></s></eos_token>` are left alone."""
+    from tests.security.test_twelfth_round import _ALNUM, _fake, _printed_and_shown
+
+    values = [_fake(_ALNUM, 20) for _ in range(3)]
+    lines = [f"<server><id>nexus</id><username>ci</username><password>{values[0]}</password></server>",
+             f"<s:password>{values[1]}</s:password>", f"<hub_token> {values[2]} </hub_token>",
+             "<max_tokens>4096</max_tokens> <eos_token></s></eos_token>"]
+    shown = _printed_and_shown(tmp_path, lines)
+    for out in shown:
+        assert not any(v in out for v in values), out
+    assert "<max_tokens>4096</max_tokens>" in shown[-2], shown[-2]

@@ -188,6 +188,10 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("wandb-config-yaml", ("desc:",), lazy(
         r"(?im)^[ \t]{0,40}[a-z0-9_.\-]{0,40}" + _KEYWORD + r":[ \t]{0,3}\r?\n[ \t]{1,40}desc:[^\n]{0,400}\n[ \t]{1,40}value:[ \t]{0,3}"
         r"['\"]?(?![<\[]|[0-9.]{1,30}(?![^\s'\",}&\])]))(?P<s>[^\s'\",}&\])]{4,1000})")),
+    # An XML element named for a secret (Maven's settings.xml `<password>X</password>`, `<hub_token>X</hub_token>`), printed
+    # by a CI step: kept in clear before the fourteenth round. The value is what stands between the tags.
+    ("xml-secret-element", ("</",), lazy(
+        r"(?i)<[a-z0-9_.:\-]{0,40}" + _KEYWORD + r">\s{0,3}(?![0-9.]{1,30}\s{0,3}<)(?P<s>[^<>\s]{4,1000})\s{0,3}</")),
     # NAME=X, NAME: X, "name": "X", ?access_token=X&, X-API-KEY: X, and URL-encoded %3D / %3A.
     # A tokenizer's special tokens (`eos_token: </s>`, `pad_token = [PAD]`) and plain numbers are not secrets.
     ("keyword-secret-assign", _KEY_NEEDLES, lazy(
