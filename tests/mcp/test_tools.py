@@ -158,7 +158,8 @@ def test_checkpoints_are_judged_from_structure(server: Server, tmp_path: Path) -
         by_step = {c["step"]: c for c in inv["checkpoints"]}
         assert by_step[100]["valid"] and by_step[200]["valid"] and not by_step[300]["valid"]
         assert inv["newest_valid_checkpoint"].endswith("model_step400.pt")  # the highest step whose structure is whole
-        assert inv["launch_command"] == "python train.py --lr 0.1" and inv["logs"] == ["train.log"]
+        assert inv["launch_command"].endswith("] python train.py --lr 0.1 [/data " + inv["launch_command"].split()[1])  # marked as data
+        assert inv["logs"] == ["train.log"]
         assert bad.structured_content["checkpoint"]["valid"] is False and "truncated" in bad.structured_content["checkpoint"]["reason"]
         assert ok.structured_content["checkpoint"]["format"] == "safetensors" and ok.structured_content["checkpoint"]["valid"]
         assert evil.structured_content["checkpoint"]["format"] == "torch-zip"

@@ -181,7 +181,8 @@ def test_triage_runs_never_names_a_result_file_outside_the_roots(tmp_path: Path)
         err, out = anyio.run(_tool, srv, "triage_runs", {"targets": [str(r / "runs")], "workers": 1, **args})
         assert not err, out
         assert "OUTSIDE_NAME" not in out, (args, out)
-        assert "outside the allowed roots were left out" in out, (args, out)
+        # since the fourteenth round the linked folder is not entered at all: nothing outside is listed, nor counted
+        assert "outside the allowed roots were left out" not in out, (args, out)
 
 
 def test_a_since_before_year_one_is_a_clear_error_in_the_cli_and_over_mcp(tmp_path: Path) -> None:

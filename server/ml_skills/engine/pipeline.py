@@ -50,7 +50,7 @@ from ml_skills.models import (
 )
 from ml_skills.safety import paths
 from ml_skills.safety.quoting import pasteable
-from ml_skills.safety.redact import redact, redact_value, redaction_count, reset_redaction_count
+from ml_skills.safety.redact import redact, redact_in_line, redact_value, redaction_count, reset_redaction_count
 from ml_skills.targets import Confine, TargetKind
 
 MAX_LOGS = 16
@@ -305,7 +305,7 @@ def analyse(req: DiagnoseRequest, ev: Evidence, risk_of: RiskOf = builtin_risk) 
     d = Diagnosis(
         tool=ToolInfo(version=__version__),
         created_at=datetime.now(UTC),
-        target=redact(ev.target),
+        target=redact_in_line(ev.target),  # a path: not masked whole as a key line (fourteenth round)
         target_kind=ev.target_kind,
         framework=framework,
         framework_source=fw_source,

@@ -54,6 +54,21 @@ def _broken(path: str) -> str | None:
     return None
 
 
+def allows(check: Check | None) -> Callable[[str], bool] | None:
+    """`check` (the MCP tools' confinement) as a yes or no, for a glob's walk: a folder it refuses is not entered."""
+    if check is None:
+        return None
+
+    def inside(path: str) -> bool:
+        try:
+            check(path)
+        except MLSkillsError:
+            return False
+        return True
+
+    return inside
+
+
 def discover(targets: list[str], since: datetime | None = None, max_runs: int | None = None, check: Check | None = None,
              extra: dict[str, list[AttemptTask]] | None = None) -> Discovery:
     """Every run of the targets with its attempts (plus `extra` runs another source listed); raises
@@ -65,7 +80,7 @@ def discover(targets: list[str], since: datetime | None = None, max_runs: int | 
             break
     for target in targets:
         if glob.has_magic(target):
-            matches, whole = bounded_glob(target)
+            matches, whole = bounded_glob(target, inside=allows(check))
             if not matches:
                 found.notes.append(f"{target} matched nothing")
             if not whole:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ml_skills.errors import InputError, MLSkillsError, TargetNotFound, UnreadableInput
+from ml_skills.grid.discover import allows
 from ml_skills.grid.globs import MAX_LISTED, bounded_glob
 from ml_skills.grid.models import ExpectReport, Outcome, RunRecord
 from ml_skills.safety import paths
@@ -122,7 +123,7 @@ def check_expected(grid: str, results: str | None, runs: list[RunRecord], check:
         results = grid
     else:
         names = read_grid(grid)
-    matched, whole = bounded_glob(results) if results else ([], True)
+    matched, whole = bounded_glob(results, inside=allows(check)) if results else ([], True)
     if not whole:
         notes.append(f"the glob {results} was stopped after {len(matched):,} matches or {MAX_LISTED:,} directory entries: "
                      "the result files past it were not compared")

@@ -14,13 +14,17 @@ from __future__ import annotations
 import fnmatch
 import glob
 import os
+from collections.abc import Callable
 
 MAX_LISTED = 1_000_000  # directory entries looked at, over the whole walk
 MAX_MATCHES = 100_000
 
 
-def bounded_glob(pattern: str, max_listed: int = MAX_LISTED, max_matches: int = MAX_MATCHES) -> tuple[list[str], bool]:
-    """(sorted matches, complete): complete is False when a budget stopped the walk."""
+def bounded_glob(pattern: str, max_listed: int = MAX_LISTED, max_matches: int = MAX_MATCHES,
+                 inside: Callable[[str], bool] | None = None) -> tuple[list[str], bool]:
+    """(sorted matches, complete): complete is False when a budget stopped the walk. With `inside` (the MCP tools' roots),
+    a folder it refuses is never entered: before the fourteenth round `runs/*/*` listed a folder outside the roots through
+    a link in the roots, and every name in it came back as a run (its existence too: `runs/*/name`)."""
     if not glob.has_magic(pattern):
         return ([pattern] if os.path.lexists(pattern) else []), True
     head, *parts = pattern.split("/")
@@ -29,6 +33,7 @@ def bounded_glob(pattern: str, max_listed: int = MAX_LISTED, max_matches: int = 
         current, parts = ["."], [head, *parts]
     parts = [p for p in parts if p]  # 'a//b' is 'a/b'
     listed = 0
+    fixed = next((i for i, part in enumerate(parts) if glob.has_magic(part)), len(parts))  # the leading folders: confined by the caller
     for i, part in enumerate(parts):
         last = i == len(parts) - 1
         nxt: list[str] = []
@@ -36,7 +41,7 @@ def bounded_glob(pattern: str, max_listed: int = MAX_LISTED, max_matches: int = 
         for d in current:
             if not glob.has_magic(part):
                 p = os.path.join(d, part)
-                if (os.path.lexists(p) if last else os.path.isdir(p)) and _first(p, last, seen):
+                if (os.path.lexists(p) if last else os.path.isdir(p) and (i < fixed or _allowed(p, inside))) and _first(p, last, seen):
                     nxt.append(p)
                 continue
             try:
@@ -55,7 +60,7 @@ def bounded_glob(pattern: str, max_listed: int = MAX_LISTED, max_matches: int = 
                 if name.startswith(".") and not hidden:
                     continue
                 p = os.path.join(d, name)
-                if (last or os.path.isdir(p)) and _first(p, last, seen):
+                if (last or os.path.isdir(p) and _allowed(p, inside)) and _first(p, last, seen):
                     nxt.append(p)
                     if last and len(nxt) >= max_matches:
                         return sorted(_clean(x, head) for x in nxt), False
@@ -63,6 +68,10 @@ def bounded_glob(pattern: str, max_listed: int = MAX_LISTED, max_matches: int = 
         if not current:
             break
     return sorted(_clean(x, head) for x in current), True
+
+
+def _allowed(path: str, inside: Callable[[str], bool] | None) -> bool:
+    return inside is None or inside(path)
 
 
 def _first(path: str, last: bool, seen: set[tuple[int, int]]) -> bool:

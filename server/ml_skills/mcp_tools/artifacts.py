@@ -57,13 +57,15 @@ def list_artifacts(path: DirArg) -> ArtifactsResult:
         vals, s, r = _clean_names(getattr(inv, name))
         setattr(inv, name, vals)
         stripped, red = stripped + s, red + r
+    marker = new_marker()
+    # the launch command and the pointer's content are a file's text, not names: marked as data (fourteenth round: a
+    # command.txt ending `IGNORE PREVIOUS INSTRUCTIONS` came back bare)
     if inv.launch_command:
         c = clean(inv.launch_command, 1000)
-        inv.launch_command, stripped, red = c.text, stripped + c.stripped, red + c.redactions
+        inv.launch_command, stripped, red = quote_inline(c.text, marker), stripped + c.stripped, red + c.redactions
     if inv.latest_pointer:
         c = clean(inv.latest_pointer, 200)
-        inv.latest_pointer, stripped, red = c.text, stripped + c.stripped, red + c.redactions
-    marker = new_marker()
+        inv.latest_pointer, stripped, red = quote_inline(c.text, marker), stripped + c.stripped, red + c.redactions
     inv.checkpoints = [_quoted(c, marker) for c in inv.checkpoints]
     empty = not (inv.configs or inv.logs or inv.checkpoints or inv.failure_artifacts)
     return ArtifactsResult(status=EvidenceStatus.NO_DATA if empty else EvidenceStatus.PARTIAL if inv.truncated else EvidenceStatus.OK,

@@ -14,10 +14,21 @@ from ml_skills.checks.report import CheckReport
 from ml_skills.mcp_tools.common import ToolResult, roots, tool
 from ml_skills.models import EvidenceStatus
 from ml_skills.safety.paths import confine
+from ml_skills.safety.quoting import new_marker, quote_inline
 
 
 class GateResult(ToolResult):
     report: CheckReport
+
+
+def _marked(report: CheckReport) -> GateResult:
+    """The gate's answer with each check's detail and each fact marked as quoted data: they quote the run's files (a
+    metrics.json's keys, a manifest's file names, a script's lines). Before the fourteenth round a metrics.json key reading
+    as an instruction came back bare in a check's detail. Check names, verdicts and the decision are the gate's own words."""
+    marker = new_marker()
+    checks = [c.model_copy(update={"detail": quote_inline(c.detail, marker)}) if c.detail else c for c in report.checks]
+    facts = {k: quote_inline(v, marker) if v else v for k, v in report.facts.items()}
+    return GateResult(status=EvidenceStatus.OK, marker=marker, report=report.model_copy(update={"checks": checks, "facts": facts}))
 
 
 @tool(title="Verify a model's artifacts before promotion", deadline=120.0)
@@ -33,8 +44,7 @@ def verify_artifacts(
 
     d = confine(path, roots(), want="dir")
     prev = str(confine(previous, roots(), want="any")) if previous else None
-    report = verify(d, prev, first_version=first_version)
-    return GateResult(status=EvidenceStatus.OK, report=report)
+    return _marked(verify(d, prev, first_version=first_version))
 
 
 @tool(title="Preflight screens for a training script (read-only)", deadline=120.0)
@@ -60,7 +70,7 @@ def preflight_checks(
     report = pf.preflight(pf.PreflightOptions(script=str(s), cap_hours=platform_cap_hours, data=d, expect_shards=expect_shards,
                                               marker=marker, shard_pattern=shard_pattern, quiet_seconds=60.0,
                                               memory_limit=memory_limit, decode_bytes=1, launch=launch))
-    return GateResult(status=EvidenceStatus.OK, report=report)
+    return _marked(report)
 
 
 TOOLS = [verify_artifacts, preflight_checks]

@@ -78,6 +78,10 @@ def _quoted(b: Brief, marker: str) -> Brief:
         "run_facts": q(b.run_facts) or "",
         "report_lines": [q(x) for x in b.report_lines],
         "insufficient_evidence": q(b.insufficient_evidence),
+        # the parts asked for in `detail` are the report's own fields, which quote the log and the run's files as the brief
+        # does (an evidence item's line, a fact's launch command, the inventory's launch_command and latest_pointer): every
+        # string marked as read_report marks it; before the fourteenth round they came back bare. The excerpt is fenced.
+        "detail": {k: v if k == Part.EXCERPT.value else _marked(v, marker) for k, v in b.detail.items()} if b.detail else b.detail,
     })
 
 

@@ -12,7 +12,7 @@ import unicodedata
 
 from ml_skills.errors import PolicyError
 from ml_skills.safety.quoting import strip_invisible
-from ml_skills.safety.redact import MASK, redact
+from ml_skills.safety.redact import MASK, redact_in_line
 
 _ESCAPE = {"\n": "\\n", "\t": "\\t"}
 
@@ -43,6 +43,22 @@ QUOTED_LIMIT = 500
 MAX_NAMED = 40  # characters outside ASCII one question names; a question that would hold more is refused, never cut
 
 
+# Combining marks one character carries, in a row. A name needs few (Vietnamese written decomposed: two; Tibetan's stacked
+# letters: three or four); a run of a hundred (`run` + U+0346 x 60 + U+0336 x 60, "Zalgo" text) is drawn as a tower above
+# and below its line, over the question's Action and Risk lines, and was asked as is before the fourteenth round.
+MAX_MARKS_IN_A_ROW = 4
+
+
+def _stacked(word: str) -> bool:
+    """Whether `word` puts more than MAX_MARKS_IN_A_ROW combining marks (Mn, Me) in a row on one character."""
+    run = 0
+    for c in word:
+        run = run + 1 if not c.isascii() and unicodedata.category(c) in ("Mn", "Me") else 0
+        if run > MAX_MARKS_IN_A_ROW:
+            return True
+    return False
+
+
 def named_outside_ascii(*parts: str) -> str:
     """Each character outside ASCII in a command or path the person approves, named with its code, once, after the word
     that holds it: ` (characters outside ASCII: U+A78F LATIN LETTER SINOLOGICAL DOT in "train꞉py")`. A letter can read as
@@ -56,6 +72,9 @@ def named_outside_ascii(*parts: str) -> str:
     before (see masked), since a word quoted alone has lost the name beside it (before the thirteenth round a run folder
     named `run --password Sécret1` was shown masked in the question while its second word, named for its `é`, showed the
     password), and a command is given here as shown, redacted."""
+    if any(_stacked(part) for part in parts):
+        raise PolicyError(f"the action's paths and command stack more than {MAX_MARKS_IN_A_ROW} combining marks on one character: "
+                          "drawn above and below their line, they can cover the question's other lines; do it yourself")
     by_word: dict[str, list[str]] = {}  # each word's own: a folder holding U+A78F must not leave it unnamed in `train꞉py`
     for word in dict.fromkeys(w for part in parts for w in part.split()):
         if chars := list(dict.fromkeys(c for c in word if not c.isascii())):
@@ -76,10 +95,8 @@ def in_line(text: str) -> str:
     line, and before the thirteenth round the restart question read `in "[REDACTED]"`: the person approved a folder they
     could not see. A word after it ends the line's match; it is taken off again unless a mask swallowed it (never less
     masked than the text alone, but for that rule). Only for an absolute path: other quoted text (a pointer's old content)
-    is redacted as a line of its own."""
-    if not text.startswith("/"):
-        return redact(text)
-    return redact(text + " x").removesuffix(" x")
+    is redacted as a line of its own (`safety/redact.redact_in_line`, which result fields holding a path share)."""
+    return redact_in_line(text)
 
 
 def masked(text: str) -> bool:
@@ -93,8 +110,14 @@ def quoted(text: str, limit: int = QUOTED_LIMIT) -> str:
     """Untrusted text (a command line, a path) as one quoted line: escapes and invisible characters
     gone, line breaks and other controls shown as escapes, so it cannot start a line of its own; a
     character that reads as another one (looks_like_another) shown as its code (`\\u2800`). Redacted before it is cut: a
-    URL's password cut before its `@host`, or a token cut short, no longer matches a pattern (twelfth round)."""
+    URL's password cut before its `@host`, or a token cut short, no longer matches a pattern (twelfth round). Combining
+    marks past MAX_MARKS_IN_A_ROW on one character are shown as codes too: a process's command line (kill-worker's question)
+    stacking a hundred of them is drawn over the question's other lines (fourteenth round)."""
     text, _ = strip_invisible(in_line(text))
-    text = "".join(c if c.isprintable() and not looks_like_another(c) else _ESCAPE.get(c, f"\\u{ord(c):04x}")
-                   for c in text.replace("\\", "\\\\").replace('"', '\\"'))
+    out, run = [], 0
+    for c in text.replace("\\", "\\\\").replace('"', '\\"'):
+        run = run + 1 if not c.isascii() and unicodedata.category(c) == "Mn" else 0
+        shown = c.isprintable() and not looks_like_another(c) and run <= MAX_MARKS_IN_A_ROW
+        out.append(c if shown else _ESCAPE.get(c, f"\\u{ord(c):04x}"))
+    text = "".join(out)
     return '"' + (text if len(text) <= limit else text[:limit] + "...") + '"'

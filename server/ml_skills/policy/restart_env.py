@@ -42,8 +42,13 @@ import re
 # (tkinter), NCCL's config file (a file of NCCL variables, its plugins among them), and the programs and options of the
 # other runtimes a library starts: Java (PySpark runs $SPARK_HOME/bin/spark-submit, then $JAVA_HOME/bin/java, and
 # JAVA_TOOL_OPTIONS=-agentpath:./x.so loads a library into it), node, perl and ruby (their option and module variables).
+# Fourteenth round: bash's own variables. The `python` on PATH can be a pyenv shim, a bash script, and bash reads options
+# and prompts from its environment: `SHELLOPTS=xtrace PS4='\044\050touch\040x\051' python train.py` turns on tracing, and
+# the trace prompt, its octal escapes decoded (no `$` in the line for the expansion check to see), is expanded with command
+# substitution before each line of the shim: the command ran (as any user but root, whom bash denies an inherited PS4).
+# So SHELLOPTS, BASHOPTS, the prompts, PROMPT_COMMAND, any BASH_* and the search and ignore lists are refused.
 _PROGRAM_ENV = re.compile(r"^(PATH|HOME|LD_\w+|DYLD_\w+|GCONV_PATH|\w*PLUGIN\w*|BASH_ENV|ENV|"
-                          r"SHELL|IFS|PET_NO_PYTHON|PYENV_\w*|ASDF_\w*|MISE_\w*|RTX_\w*|RBENV_\w*|NODENV_\w*|GOENV_\w*|"
+                          r"SHELL|IFS|SHELLOPTS|BASHOPTS|PS[0-4]|PROMPT_COMMAND|BASH_\w+|CDPATH|GLOBIGNORE|EXECIGNORE|PET_NO_PYTHON|PYENV_\w*|ASDF_\w*|MISE_\w*|RTX_\w*|RBENV_\w*|NODENV_\w*|GOENV_\w*|"
                           r"OPENSSL_\w+|OMP_TOOL\w*|\w*_ICD_\w*|VK_\w*LAYER\w*|__EGL_\w*|LIBGL_\w*|\w*_MCA_\w*(?:path|file|dir|prefix)\w*|\w*MODULE_DIR\w*|"
                           r"CC|CXX|NVCC\w*|CUDAHOSTCXX|TRITON_\w*_PATH|"
                           r"GIT_\w+|\w*EXECUTABLE\w*|\w+_PYTHON|\w*_COMMAND|\w*ASKPASS\w*|EDITOR|VISUAL|PAGER|BROWSER|"

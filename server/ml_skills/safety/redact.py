@@ -188,6 +188,10 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("wandb-config-yaml", ("desc:",), lazy(
         r"(?im)^[ \t]{0,40}[a-z0-9_.\-]{0,40}" + _KEYWORD + r":[ \t]{0,3}\r?\n[ \t]{1,40}desc:[^\n]{0,400}\n[ \t]{1,40}value:[ \t]{0,3}"
         r"['\"]?(?![<\[]|[0-9.]{1,30}(?![^\s'\",}&\])]))(?P<s>[^\s'\",}&\])]{4,1000})")),
+    # An XML element named for a secret (Maven's settings.xml `<password>X</password>`, `<hub_token>X</hub_token>`), printed
+    # by a CI step: kept in clear before the fourteenth round. The value is what stands between the tags.
+    ("xml-secret-element", ("</",), lazy(
+        r"(?i)<[a-z0-9_.:\-]{0,40}" + _KEYWORD + r">\s{0,3}(?![0-9.]{1,30}\s{0,3}<)(?P<s>[^<>\s]{4,1000})\s{0,3}</")),
     # NAME=X, NAME: X, "name": "X", ?access_token=X&, X-API-KEY: X, and URL-encoded %3D / %3A.
     # A tokenizer's special tokens (`eos_token: </s>`, `pad_token = [PAD]`) and plain numbers are not secrets.
     ("keyword-secret-assign", _KEY_NEEDLES, lazy(
@@ -489,7 +493,7 @@ def redact_value(value: Any) -> Any:
         update = {}
         for name in type(value).model_fields:
             old = getattr(value, name)
-            new = redact_value(old)
+            new = _redact_path(old) if name in PATH_FIELDS and isinstance(old, str) else redact_value(old)
             if new is not old:
                 update[name] = new
         return value.model_copy(update=update) if update else value
@@ -508,4 +512,30 @@ def _redact_item(key: Any, value: Any) -> Any:
     if isinstance(key, str) and isinstance(value, str) and _KEYWORD_ENDS.search(key.lower()):
         new = redact_named(key, value)
         return value if new == value else new
+    if key in PATH_FIELDS and isinstance(value, str):
+        return _redact_path(value)
     return redact_value(value)
+
+
+# Fields of a result that hold a path the server resolved or was given (a checkpoint's `path`, an inventory's `root`, an
+# answer's `target`), never a line of a printed key. Before the fourteenth round such a field holding only a folder of 24
+# to 76 base64 characters with upper and lower case and a digit (`/data/runs/GPT2/exp1`) was masked whole as a PEM key's
+# body line: `list_artifacts` answered `"path": "[REDACTED]"`. An absolute path is redacted here as it stands inside a
+# line (the approval question's rule since the thirteenth round, `redact_in_line`): every other rule still applies.
+PATH_FIELDS = frozenset({"path", "root", "source", "target", "report_path", "pointer_file", "out_dir", "newest_valid_checkpoint",
+                         "command_file", "checkpoint"})
+
+
+def redact_in_line(text: str) -> str:
+    """`text` redacted as it stands inside a line, not as a line of its own: a word after it ends a whole-line rule's match
+    (pem-body-line), and is taken off again; when a mask swallowed it (`/data/--api-key x`), the text is redacted alone. Never
+    less masked than the text alone, but for that rule. Only for an absolute path; any other text is redacted as it is."""
+    if not text.startswith("/"):
+        return redact(text)
+    joined = redact(text + " x")
+    return joined.removesuffix(" x") if joined.endswith(" x") else redact(text)
+
+
+def _redact_path(value: str) -> str:
+    new = redact_in_line(value)
+    return value if new == value else new
