@@ -399,6 +399,7 @@ class AnomalyKind(StrEnum):
     LOSS_BLOWUP = "loss-blowup"
     ACCURACY_COLLAPSE = "accuracy-collapse"  # training accuracy from its level to near nothing, and staying there
     LOSS_FROZEN = "loss-frozen"  # the same loss to every printed digit, log after log: outputs saturated, no gradient
+    LR_ZERO = "learning-rate-zero"  # the learning rate printed as exactly 0 log after log, past the first: nothing trains
     THROUGHPUT_COLLAPSE = "throughput-collapse"
     TRAIN_VAL_DIVERGENCE = "train-val-divergence"
     EARLY_PERFECT_VALIDATION = "early-perfect-validation"

@@ -158,3 +158,27 @@ def loss_collapsed(points: Sequence[MetricPoint]) -> Anomaly | None:
                 "collapsed and no longer depend on the input - typically a learning rate too high for the model, outputs "
                 "on the wrong scale, or labels the loss cannot reach"),
     )
+
+
+LR_ZERO_LOGS = 3  # logs in a row, the run's last, with a learning rate of exactly 0
+
+
+def learning_rate_zero(points: Sequence[MetricPoint]) -> Anomaly | None:
+    """The learning rate printed as exactly 0 at each of the last LR_ZERO_LOGS logs, none of them the run's first.
+
+    A warm-up starts from 0 at its first step and a decay reaches 0 at its last; a run whose schedule prints 0 log
+    after log in between updates nothing: the configured rate, its scaling (a batch size or accumulation that
+    divides it away), or a scheduler stepped past its end set it there.
+    """
+    lrs = [(p, p.values["lr"]) for p in points if "lr" in p.values and finite(p.values["lr"])]
+    tail = lrs[-LR_ZERO_LOGS:]
+    if len(lrs) <= LR_ZERO_LOGS or any(v != 0 for _, v in tail) or points[-1] not in (p for p, _ in tail):
+        return None
+    first = tail[0][0]
+    return Anomaly(
+        kind=AnomalyKind.LR_ZERO, failure_class=FailureClass.CONFIG_ERROR, severity=Severity.SIGNIFICANT,
+        source=first.source, line_no=first.line_no, step=first.step,
+        detail=(f"learning rate 0 at each of the last {len(tail)} logs from {at(first)} (line {first.line_no}): the "
+                "optimizer does not move the weights, so nothing trains - the configured rate, its scaling by the batch "
+                "size or accumulation steps, or a schedule stepped past its end set it to 0"),
+    )
