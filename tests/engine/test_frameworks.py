@@ -139,3 +139,15 @@ def test_a_vertex_pipeline_target_is_vertex(monkeypatch: pytest.MonkeyPatch) -> 
         monkeypatch.setenv(gcp.TIMEOUT_ENV, "2")
         d = diagnose(DiagnoseRequest(vertex_pipeline=load(fake, "permission"), project=PROJECT, region=REGION, once=True))
     assert (d.framework.value, d.framework_source) == ("vertex", "detected")
+
+
+def test_a_folder_named_transformers_inside_another_package_is_not_the_hf_library() -> None:
+    """Corpus 1153 (a committed console capture): a diffusers training loop under accelerate whose traceback runs
+    through site-packages/diffusers/models/transformers/transformer_flux2.py. The installed package is the folder right
+    under site-packages (diffusers), and the HF marker needs the library's own modules after 'transformers/': the run is
+    plain PyTorch, not the HF Trainer."""
+    frame = "/home/u/miniconda3/envs/flux2/lib/python3.10/site-packages/diffusers/models/transformers/transformer_flux2.py:forward"
+    assert frameworks.frame_packages([frame]) == []
+    assert frameworks.frame_packages(["/usr/lib/python3/dist-packages/transformers/trainer.py:train"]) == ["hf-trainer"]
+    log = next((ROOT / "tests" / "corpus").glob("1153-*")) / "train.log"
+    assert frameworks.decide([scan.scan_log(log)])[0] == "pytorch"

@@ -40,7 +40,7 @@ MARKERS: list[tuple[str, str]] = [
     ("megatron", r"(?i)megatron"),
     ("deepspeed", r"(?i)(deepspeed|\bzero_optimization\b|\[launch\.py:\d+:)"),
     ("lightning", r"(pytorch_lightning|lightning\.pytorch|lightning_fabric|lightning/(pytorch|fabric)|lightning\.fabric|LOCAL_RANK: \d+ - CUDA_VISIBLE_DEVICES|`Trainer\.fit`|\bv_num=|GPU available: (True|False)|\| Name +\| Type +\| Params)"),
-    ("hf-trainer", r"(\btransformers[/\\]|\btransformers\.(trainer|models|modeling|utils|generation|tokenization|configuration)|\*\*\*\*\* Running training \*\*\*\*\*|'train_runtime'|\{'loss': -?[0-9.naei]+, '(grad_norm|learning_rate)'|from transformers import|huggingface_hub|huggingface\.co/)"),
+    ("hf-trainer", r"(\btransformers[/\\](?:trainer|training_args|modeling_|models[/\\]|generation|tokenization|utils[/\\]|integrations|configuration_|data[/\\]|pipelines|optimization|pytorch_utils|activations|__init__)|\btransformers\.(trainer|models|modeling|utils|generation|tokenization|configuration)|\*\*\*\*\* Running training \*\*\*\*\*|'train_runtime'|\{'loss': -?[0-9.naei]+, '(grad_norm|learning_rate)'|from transformers import|huggingface_hub|huggingface\.co/)"),
     ("fsdp", r"(FullyShardedDataParallel|\bFSDP\b|fully_sharded|torch[./]distributed[./]fsdp)"),
     # base libraries
     ("pytorch", r"(torch[/\\._]|\btorch-\d|\b(?:import|from) torch\b|\bTORCH_[A-Z_]+=|(?i:\bpytorch)|/aten/src/|\btorch \d|\bPyTorch\b|torchrun|\[rank\d+\]:|ProcessGroup(NCCL|Gloo)|\bc10d\b|\bc10::|Tried to allocate \d|DataLoader worker|(?i:caffe2)|(?i:\bgloo\b))"),
@@ -84,6 +84,7 @@ PACKAGES = {"torch": "pytorch", "torchvision": "pytorch", "torchaudio": "pytorch
             "kfp": "kubeflow", "paddle": "paddle", "mxnet": "mxnet", "mindspore": "mindspore", "chainer": "chainer",
             "caffe": "caffe", "ultralytics": "ultralytics", "detectron2": "detectron2", "fairseq": "fairseq",
             "mmdet": "mmdet", "mmcv": "mmdet", "mmengine": "mmdet", "torchbiggraph": "torchbiggraph"}
+_SITE = re.compile(r"[/\\](?:site|dist)-packages[/\\]([^/\\]+)[/\\]")
 _PKG = re.compile(r"(?:^|[/\\])(" + "|".join(sorted(PACKAGES, key=len, reverse=True)) + r")[/\\]")
 
 
@@ -142,6 +143,13 @@ def frame_packages(frames: Iterable[str]) -> list[str]:
     out: list[str] = []
     for f in frames:
         path = f.rsplit(":", 1)[0]
+        site = None
+        for site in _SITE.finditer(path):
+            pass
+        if site is not None:  # an installed package is the folder right under site-packages (diffusers/models/transformers/ is diffusers')
+            if site.group(1) in PACKAGES:
+                out.append(PACKAGES[site.group(1)])
+            continue
         m = None
         for m in _PKG.finditer(path):
             pass
