@@ -148,19 +148,6 @@ def _accuracy_zero_beside_low_loss(points: Sequence[MetricPoint]) -> Anomaly | N
 LN2 = 0.6931471805599453
 
 
-HELD_EVALS = 3  # validation accuracies needed to say it held
-HELD_SHARE = 0.98  # the last one within 2% of the best
-HELD_RISE = 1.03  # the best at least 3% above the first
-
-
-def _val_accuracy_held(points: Sequence[MetricPoint]) -> bool:
-    """Validation accuracy printed beside the loss, risen during the run (the model learned what generalises: not an
-    accuracy at chance that only wanders, nor a frozen one, a failure of its own), and its last value within 2% of
-    its best."""
-    vacc = [p.values["val_acc"] for p in points if "val_acc" in p.values and _finite(p.values["val_acc"])]
-    return len(vacc) >= HELD_EVALS and max(vacc) >= vacc[0] * HELD_RISE and vacc[-1] >= max(vacc) * HELD_SHARE
-
-
 def train_val(points: Sequence[MetricPoint], task: Task | None) -> list[Anomaly]:
     out: list[Anomaly] = []
     if (zero := _accuracy_zero_beside_low_loss(points)) is not None:
@@ -168,9 +155,10 @@ def train_val(points: Sequence[MetricPoint], task: Task | None) -> list[Anomaly]
     train = [(p, p.values["loss"]) for p in points if "loss" in p.values and _finite(p.values["loss"])]
     val = [(p, p.values["val_loss"]) for p in points if "val_loss" in p.values and _finite(p.values["val_loss"])]
     # the thresholds are ratios of losses: a loss that can be negative (a Dice or log-likelihood loss, nnU-Net's -0.8)
-    # has no such reading; and a validation loss that climbs while validation accuracy holds at its best is the model
-    # growing over-confident on the samples it gets wrong, not memorising
-    if len(val) >= 3 and len(train) >= 3 and min(v for _, v in [*train, *val]) > 0 and not _val_accuracy_held(points):
+    # has no such reading. (A validation loss that climbs while validation accuracy holds at its best reads the same
+    # in numbers as a run memorising one shard whose held accuracy is poor - tests/lab's shard-zero run - so it stays
+    # a finding.)
+    if len(val) >= 3 and len(train) >= 3 and min(v for _, v in [*train, *val]) >= 0:
         tv = [v for _, v in train]
         vv = [v for _, v in val]
         vmin_i = min(range(len(vv)), key=vv.__getitem__)
