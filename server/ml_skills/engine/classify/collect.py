@@ -12,7 +12,8 @@ from ml_skills.catalog.loader import signatures
 from ml_skills.engine.analyse.stops import stop_signals
 from ml_skills.engine.classify.exceptions import callers_of_chained, traceback_class
 from ml_skills.engine.classify.signals import ANOMALY_W, ROLE_W, SEV_W, SURVIVED, TRACEBACK_W, WARNING_DAMP, Signal
-from ml_skills.engine.classify.terminal import informational, last_finite_loss_line, last_progress_line, survived_line
+from ml_skills.engine.classify.terminal import last_finite_loss_line, last_progress_line, survived_line
+from ml_skills.engine.read.levels import informational
 from ml_skills.lazyre import lazy
 from ml_skills.models import Anomaly, FailureClass, LogEvidence, Role, Severity, SignatureHit, SourceEvidence, TracebackEvent
 

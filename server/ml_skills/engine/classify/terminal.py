@@ -10,6 +10,7 @@ import math
 import re
 
 from ml_skills.collectors.attempts import REPORT_END
+from ml_skills.engine.read.levels import ERROR_WORDS
 from ml_skills.engine.read.metrics import parse_line
 from ml_skills.lazyre import lazy
 from ml_skills.models import LogEvidence, Role
@@ -18,21 +19,6 @@ from ml_skills.models import LogEvidence, Role
 # a DataLoader still hands out the batches its other workers prefetched (2 per worker) after
 # one worker dies, and loggers flush late, so one or two step lines do not mean recovery.
 SURVIVED_MIN_PROGRESS = 3
-# A line its program logged at INFO or DEBUG level: logging's '- INFO -', 'INFO:name:', '[INFO]', loguru's '| INFO |',
-# glog's 'I0610 06:55:34'. The program itself judged it informational ('No checkpoint found. Initializing model from
-# scratch'): it reports a choice the run made and went on from, not a failure, unless it carries an error's words
-# (TF's 'INFO:tensorflow:Error reported to Coordinator', a metric line whose loss is nan).
-_INFO_LEVEL = lazy(r"(^|[\s\[|(:-])(INFO|DEBUG)(\s*[\]|:-]|\s)|^[ID]\d{4} \d\d:\d\d:\d\d")
-_ERROR_WORDS = lazy(r"(?i)(error|fail|exception|fatal|abort|killed|\bnan\b|\binf\b|infinity|overflow|timed? ?out|denied|refused|"
-                          r"exhausted|out of memory|corrupt|illegal|segmentation|traceback|exit ?code|signal)")
-
-
-def informational(text: str) -> bool:
-    """A line logged at INFO/DEBUG level with no error in its words: never the failure that ended a run."""
-    m = _INFO_LEVEL.search(text[:160])
-    return m is not None and not _ERROR_WORDS.search(text[m.end():])
-
-
 def last_progress_line(log: LogEvidence) -> int | None:
     lp = log.trajectory.last_progress
     return lp.line_no if lp else None
@@ -69,7 +55,7 @@ def clean_retry_start(log: LogEvidence) -> int | None:
         x = norm[i]
         if tail.start_line + i >= fatal[0]:
             break
-        if (len(x) > 20 and not lines[i][:1].isspace() and parse_line(tail.lines[i]) is None and not _ERROR_WORDS.search(x)
+        if (len(x) > 20 and not lines[i][:1].isspace() and parse_line(tail.lines[i]) is None and not ERROR_WORDS.search(x)
                 and not _STACKISH.search(lines[i]) and len(re.findall(r"[A-Za-z]{3,}", x)) >= 2):
             before[x] = norm.count(x)
     for i, x in enumerate(norm):

@@ -143,19 +143,19 @@ def frame_packages(frames: Iterable[str]) -> list[str]:
     out: list[str] = []
     for f in frames:
         path = f.rsplit(":", 1)[0]
-        site = None
-        for site in _SITE.finditer(path):
-            pass
-        if site is not None:  # an installed package is the folder right under site-packages (diffusers/models/transformers/ is diffusers')
-            if site.group(1) in PACKAGES:
-                out.append(PACKAGES[site.group(1)])
-            continue
-        m = None
-        for m in _PKG.finditer(path):
-            pass
-        if m is not None:
+        # an installed package is the folder right under site-packages (diffusers/models/transformers/ is diffusers');
+        # a source tree's, the innermost folder of a known name
+        m = _last(_SITE, path) or _last(_PKG, path)
+        if m is not None and m.group(1) in PACKAGES:
             out.append(PACKAGES[m.group(1)])
     return out
+
+
+def _last(rx: re.Pattern[str], path: str) -> re.Match[str] | None:
+    m = None
+    for m in rx.finditer(path):
+        pass
+    return m
 
 
 def decide(logs: Iterable[LogEvidence]) -> tuple[str, str | None]:

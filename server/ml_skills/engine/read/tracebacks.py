@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ml_skills.engine.read.levels import informational
 from ml_skills.lazyre import lazy
 from ml_skills.models import TracebackEvent
 from ml_skills.safety.redact import redact
@@ -226,9 +227,6 @@ BARE_LAST = 6  # the exception line must be among the log's last lines that say 
 _LOGGED_ERROR = lazy(r"(?:^|[\s\[|(:-])(?:ERROR|CRITICAL|FATAL)(?:\s*[\]|:]\s*|\s+-\s+|\s+)(?P<msg>\S.*)$"
                      r"|^[EF]\d{4} \d\d:\d\d:\d\d[.\d]*\s+\d+\s+\S+:\d+\]\s*(?P<glog>\S.*)$")
 _NAMED_TYPE = lazy(r"\b(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))\b")
-# a log record inside the ERROR record's message, at its own INFO/DEBUG level: another program's output relayed
-_RELAYED_INFO = lazy(r"(?:^|\s)(?:INFO|DEBUG)(?:\s|:|\])")
-_FAILURE_WORDS = lazy(r"(?i)(error|exception|fail|fatal|abort|killed|traceback|denied|refused|timed? ?out|not found)")
 _RETRYING = lazy(r"(?i)\bretrying\b|\bwill retry\b|\bretry(ing)? in \d")
 _STACK_ABOVE = lazy(r'^\s*File "|^\s+at |^\s*\^+\s*$|Traceback \(most recent call last\)')
 
@@ -264,7 +262,7 @@ def _logged_error_at_end(tail: list[str], tail_start: int, source: str, known: l
     if m is None or any(abs(t.line_no - (tail_start + i)) <= 60 for t in known):
         return None
     msg = m["msg"] or m["glog"] or ""
-    if _RELAYED_INFO.search(msg) and not _FAILURE_WORDS.search(msg):
+    if informational(msg):
         return None  # a subprocess's INFO record relayed at ERROR (Spark's 'ERROR RabitTracker$...: ... INFO [22] train-logloss')
     named = _NAMED_TYPE.search(msg)
     return TracebackEvent(source=source, line_no=tail_start + i, start_line=tail_start + i,
