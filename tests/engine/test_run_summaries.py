@@ -41,3 +41,12 @@ def test_a_solvers_or_pipelines_own_end_of_the_whole_run_is_its_end(prefix):
     d = _diagnose(prefix)
     assert d.run_status.value == "completed", prefix
     assert d.primary_cause is None
+
+
+def test_a_reinforcement_learning_runs_last_episode_of_its_count_and_total_time_is_its_end():
+    # healthy 367 (a committed DRL-2048 log): 'Episode 30/30, Avg Score: 44.80, ..., Avg TD Error: 414.078789, ...'
+    # then 'Total training time: 438.83 seconds': an episode counter at its total ends the run, and an error given as
+    # a fraction is a metric, not a failure after the summary
+    d = _diagnose("367")
+    assert d.run_status.value == "completed"
+    assert d.primary_cause is None

@@ -17,7 +17,7 @@ from ml_skills.models import MetricPoint
 
 # an epoch or step counter with its total: 'Epoch 5/5', 'epoch [10/10]', 'Epoch: [99/100]', 'iteration 1000/1000'
 _COUNTER = lazy(
-    r"(?i)\b(?P<what>epoch|step|iter|iteration|global step)s?\s*[:#]?\s*\[?\s*(?P<n>\d+)\s*/\s*(?P<total>\d+)\s*\]?")
+    r"(?i)\b(?P<what>epoch|step|iter|iteration|global step|episode)s?\s*[:#]?\s*\[?\s*(?P<n>\d+)\s*/\s*(?P<total>\d+)\s*\]?")
 
 
 _KERAS_HEADER = lazy(r"^\s*Epoch \d+/\d+\s*$")
@@ -114,7 +114,9 @@ _PROMPT = lazy(r"^(\([\w.-]+\)\s*)?[\w.-]+@[\w.-]+:[^\s]*\s*[$#]\s*$")
 _ERROR = lazy(r"(?i)(error|exception|traceback|killed|fatal|abort|fail|nan\b)")
 # an error rate that is a metric, not a failure: 'validation error 5.716667 %', 'test error: 0.12', 'top-1 error = 23.1'
 _ERROR_METRIC = lazy(r"(?i)\b(?:validation|valid|val|test|train(?:ing)?|top-?\d|classification|mean[ _]squared|mean[ _]absolute)"
-                     r"[ _]error(?:[ _]rate)?\s*(?:[:=]\s*)?-?\d")
+                     r"[ _]error(?:[ _]rate)?\s*(?:[:=]\s*)?-?\d"
+                     # or any error given as a fraction, which no failure prints ('Avg TD Error: 414.078789', 'MSE error = 0.12')
+                     r"|\berror(?:[ _]rate)?\s*[:=]\s*-?\d*\.\d+")
 
 
 def _fatal(line: str) -> bool:
