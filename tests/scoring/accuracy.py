@@ -45,7 +45,7 @@ _HISTORY = json.loads(HISTORY_FILE.read_text())
 sys.path.insert(0, str(ROOT / "server"))
 
 from ml_skills.engine.analyse.stops import CONFIDENCE_CAP
-from ml_skills.engine.classify.confidence import ACCURACY, KINDS, MAX_CONFIDENCE, evidence_kind, label_of
+from ml_skills.engine.classify.confidence import ACCURACY, KINDS, LABEL_ACCURACY, LABEL_MIN, MAX_CONFIDENCE, evidence_kind, label_of
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 from ml_skills.models import FailureClass
 
@@ -480,8 +480,9 @@ def prospective() -> list[dict]:
     for r in json.loads(PROSPECTIVE.read_text()):
         if not r.get("predicted"):
             continue  # an abstention names no class: it has no confidence to calibrate
-        kind = evidence_kind(r.get("top_kind") or "", label_of(r.get("top_text") or ""))
-        out.append({**r, "kind": kind, "right": r["predicted"] in [r["expected"], *r["acceptable"]],
+        label = label_of(r.get("top_text") or "")
+        kind = evidence_kind(r.get("top_kind") or "", label)
+        out.append({**r, "kind": kind, "label": label, "right": r["predicted"] in [r["expected"], *r["acceptable"]],
                     "half": "dev" if int(r["case"].split("-")[0]) % 2 else "held-out"})
     return out
 
@@ -497,8 +498,25 @@ def fit(verdicts: list[dict]) -> dict[str, float]:
     return out
 
 
-def _conf(kind: str, fitted: dict[str, float]) -> float:
-    c = fitted.get(kind, min(fitted.values()))
+def fit_labels(verdicts: list[dict], fitted: dict[str, float]) -> dict[str, float]:
+    """Each label with LABEL_MIN or more dev verdicts: its accuracy shrunk toward its kind's fit by PRIOR_CASES
+    verdicts, kept where it differs from the kind's."""
+    mine: dict[tuple[str, str], list[bool]] = {}
+    for v in verdicts:
+        if v["half"] == "dev":
+            mine.setdefault((v["kind"], v["label"]), []).append(v["right"])
+    out = {}
+    for (kind, label), rights in sorted(mine.items()):
+        if len(rights) >= LABEL_MIN:
+            c = min(MAX_CONFIDENCE, round((sum(rights) + PRIOR_CASES * fitted[kind]) / (len(rights) + PRIOR_CASES), 2))
+            if c != fitted[kind]:
+                out[label] = c
+    return out
+
+
+def _conf(kind: str, fitted: dict[str, float], label: str | None = None,
+          labels: dict[str, float] | None = None) -> float:
+    c = (labels or {}).get(label or "", fitted.get(kind, min(fitted.values())))
     return min(c, CONFIDENCE_CAP) if kind == "stop" else c
 
 
@@ -538,8 +556,17 @@ def calibration(rs: list[CaseResult]) -> str:
         held = [v for v in verdicts if v["kind"] == k and v["half"] == "held-out"]
         lines.append(f"| {k} | {_pct(sum(v['right'] for v in dev), len(dev))} | {fitted[k]:.2f} | {ACCURACY.get(k, 0):.2f} | "
                      f"{_pct(sum(v['right'] for v in held), len(held))} |")
+    labels = fit_labels(verdicts, fitted)
+    lines += ["", (f"Labels measured apart from their kind ({LABEL_MIN} or more dev verdicts resting on the label, its accuracy "
+                   f"shrunk toward its kind's fit by {PRIOR_CASES} verdicts, listed where that differs from the kind's):"), "",
+              "| kind | label | dev right | fitted confidence | in the engine | held-out right |", "| --- | --- | --- | --- | --- | --- |"]
+    for lab, c in labels.items():
+        dev = [v for v in verdicts if v["label"] == lab and v["half"] == "dev"]
+        held = [v for v in verdicts if v["label"] == lab and v["half"] == "held-out"]
+        lines.append(f"| {dev[0]['kind']} | {lab} | {_pct(sum(v['right'] for v in dev), len(dev))} | {c:.2f} | "
+                     f"{LABEL_ACCURACY.get(lab, 0):.2f} | {_pct(sum(v['right'] for v in held), len(held))} |")
     for half in ("held-out", "dev"):
-        pairs = [(_conf(v["kind"], fitted), v["right"]) for v in verdicts if v["half"] == half]
+        pairs = [(_conf(v["kind"], fitted, v["label"], labels), v["right"]) for v in verdicts if v["half"] == half]
         lines += ["", f"Prospective verdicts, {half} half ({len(pairs)} named a class; Brier score {brier(pairs):.3f}):", "",
                   "| confidence | verdicts | mean confidence | accuracy | gap |", "| --- | --- | --- | --- | --- |", *_bins(pairs)]
     now = [(r.confidence, r.correct) for r in rs if not r.abstained]

@@ -94,7 +94,7 @@ def _verdict_confidence(decisive: Signal, primary_signals: list[Signal]) -> tupl
     """(evidence kind, confidence): how often verdicts resting on this kind of evidence were right on logs the engine
     had not been tuned on; capped when only where the log stops says it hung."""
     kind = evidence_kind(decisive.kind, decisive.label, decisive.role)
-    confidence = verdict_confidence(kind)
+    confidence = verdict_confidence(kind, decisive.label)
     if all(s.kind == "stop" or s.role is Role.HINT for s in primary_signals):  # a hint beside it proves nothing more
         confidence = min(confidence, CONFIDENCE_CAP)
     return kind, confidence
