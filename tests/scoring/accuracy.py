@@ -45,7 +45,15 @@ _HISTORY = json.loads(HISTORY_FILE.read_text())
 sys.path.insert(0, str(ROOT / "server"))
 
 from ml_skills.engine.analyse.stops import CONFIDENCE_CAP
-from ml_skills.engine.classify.confidence import ACCURACY, KINDS, LABEL_ACCURACY, LABEL_MIN, MAX_CONFIDENCE, evidence_kind, label_of
+from ml_skills.engine.classify.confidence import (
+    ACCURACY,
+    KINDS,
+    LABEL_ACCURACY,
+    LABEL_MIN,
+    MAX_CONFIDENCE,
+    evidence_kind,
+    label_of,
+)
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 from ml_skills.models import FailureClass
 

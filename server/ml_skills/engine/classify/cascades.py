@@ -9,6 +9,7 @@ from __future__ import annotations
 from functools import cache
 
 from ml_skills.catalog.loader import signatures
+from ml_skills.engine.analyse.stops import ends_in_traceback
 from ml_skills.engine.classify.signals import MIN_PRIMARY, ROLE_W, SEV_W, SURVIVED, WARNING_DAMP, Signal
 from ml_skills.engine.classify.terminal import last_progress_line
 from ml_skills.lazyre import lazy
@@ -236,3 +237,22 @@ def external_kill(signals: list[Signal], logs: list[LogEvidence]) -> list[str]:
             s.text += f" ({why})"
             notes.append(f"SIGKILL without memory pressure: {why}")
     return notes
+
+
+def warning_before_a_lost_error(signals: list[Signal], logs: list[LogEvidence]) -> None:
+    """A log cut inside a traceback, before its exception line, lost the error that ended the run. When nothing else
+    could name a class, the last failure line logged as a warning before that traceback, that no training progress
+    followed (fairseq's 'OOM: Ran out of memory ...' then 'attempting to recover from OOM' and the traceback; PyTorch's
+    'None of the inputs have requires_grad=True' then the trainer's), is the nearest account of that error: it is
+    named, with the capped confidence of a verdict that rests on where the log stops."""
+    if any(not s.warning and not s.survived and s.role is not Role.HINT and s.kind != "stop" and s.weight >= MIN_PRIMARY
+           for s in signals):
+        return
+    for log in logs:
+        if not ends_in_traceback(log):
+            continue
+        near = [s for s in signals if s.source == log.source and s.kind == "signature" and s.warning and not s.survived
+                and s.role is Role.CAUSE and s.line_no is not None]
+        if near:
+            last = max(near, key=lambda s: s.line_no or 0)
+            last.weight, last.inferred = max(last.weight, MIN_PRIMARY), True

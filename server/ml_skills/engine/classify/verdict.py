@@ -25,6 +25,7 @@ from ml_skills.engine.classify.cascades import (
     numeric_before_crash,
     own_error_before_a_kill,
     peers_follow_a_death,
+    warning_before_a_lost_error,
 )
 from ml_skills.engine.classify.collect import collect_signals
 from ml_skills.engine.classify.confidence import confidence as verdict_confidence
@@ -95,7 +96,7 @@ def _verdict_confidence(decisive: Signal, primary_signals: list[Signal]) -> tupl
     had not been tuned on; capped when only where the log stops says it hung."""
     kind = evidence_kind(decisive.kind, decisive.label, decisive.role)
     confidence = verdict_confidence(kind, decisive.label)
-    if all(s.kind == "stop" or s.role is Role.HINT for s in primary_signals):  # a hint beside it proves nothing more
+    if all(s.kind == "stop" or s.role is Role.HINT for s in primary_signals) or decisive.inferred:  # a hint beside it proves nothing more
         confidence = min(confidence, CONFIDENCE_CAP)
     return kind, confidence
 
@@ -144,6 +145,7 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
     anomalies_below_the_ending(signals)
     peers_follow_a_death(signals)
     own_error_before_a_kill(signals)
+    warning_before_a_lost_error(signals, logs)
     notes = external_kill(signals, logs)
 
     scores, by_class = _class_scores(signals)
