@@ -50,3 +50,24 @@ def test_a_reinforcement_learning_runs_last_episode_of_its_count_and_total_time_
     d = _diagnose("367")
     assert d.run_status.value == "completed"
     assert d.primary_cause is None
+
+
+# the eighteenth batch's completed runs (public logs): a one-epoch SFT whose last line is 'Epoch:[1/1](56608/56608)'
+# (420), MindSpore's 'train success' after epoch 300 (434), diffusers' whole-run bar 'Steps: 100%| 250/250' (435),
+# CatBoost's 'Stopped by overfitting detector' then its best iteration (436)
+@pytest.mark.parametrize("prefix", ["420", "434", "435", "436"])
+def test_a_one_epoch_runs_last_step_a_whole_run_bar_and_a_solvers_own_stop_are_its_end(prefix):
+    d = _diagnose(prefix)
+    assert d.run_status.value == "completed", prefix
+    assert d.primary_cause is None
+
+
+def test_a_bar_over_one_epoch_or_a_one_epoch_run_short_of_its_last_step_is_no_end():
+    from ml_skills.engine.analyse.completion import final_counter
+
+    epoch_bar = "Epoch 3: 100%|██████████| 500/500 [01:58<00:00,  4.2it/s, loss=0.31]"
+    assert final_counter([epoch_bar], 10, 10) is None
+    assert final_counter(["Epoch:[1/1](56550/56608), loss: 2.0205, lr: 0.00000100"], 10, 10) is None
+    assert final_counter(["Epoch:[1/1](56608/56608), loss: 1.8960, lr: 0.00000100"], 10, 10) == 10
+    assert final_counter(["Steps: 100%|██████████| 250/250 [05:08<00:00,  1.23s/it, loss=0.647]"], 10, 10) == 10
+    assert final_counter(["Steps:  40%|████      | 100/250 [02:08<03:00,  1.23s/it, loss=0.647]"], 10, 10) is None

@@ -54,8 +54,28 @@ def final_counter(tail: list[str], tail_start: int, last_progress_line: int | No
         if last_progress_line is not None and line_no < last_progress_line - 2:
             return None  # training went on past this counter (or the counter is not the training's)
         n, total = int(m["n"]), int(m["total"])
+        if n == total == 1:  # the one epoch of a one-epoch run: over when its step counter beside it is ('[1/1](56608/56608)')
+            inner = _INNER.match(tail[i], m.end())
+            return line_no if inner is not None and inner["n"] == inner["total"] != "1" else None
         return line_no if total > 1 and (n == total or _last_of_interval(tail[:i], tail[i + 1 :], m)) else None
-    return None
+    return _whole_run_bar(tail, tail_start, last_progress_line)
+
+
+# the step counter printed right after a one-epoch run's 'Epoch:[1/1]': '(56608/56608)', ' step 500/500'
+_INNER = lazy(r"\W{0,3}(?:(?:step|iter(?:ation)?|batch)\s*:?\s*)?\(?\s*(?P<n>\d+)\s*/\s*(?P<total>\d+)\b")
+# a progress bar over the whole run, not over one epoch: named for steps or training, no epoch in its name, at its
+# total ('Steps: 100%|██████████| 250/250 [05:08<00:00, ...]': diffusers' DreamBooth and LoRA scripts)
+_RUN_BAR = lazy(r"(?i)^\s*(?:global[ _]|total[ _]|training[ _]|train[ _])?(?:steps?|iterations?|iters?|training)\s*:?\s*100%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\b")
+
+
+def _whole_run_bar(tail: list[str], tail_start: int, last_progress_line: int | None) -> int | None:
+    """The line of a whole-run progress bar at its total, when it is the run's last progress (a bar's redrawn frames
+    joined on one line: the newest frame counts)."""
+    if last_progress_line is None or not tail_start <= last_progress_line < tail_start + len(tail):
+        return None
+    text = tail[last_progress_line - tail_start].split("\r")[-1]
+    m = _RUN_BAR.search(text)
+    return last_progress_line if m is not None and m["n"] == m["total"] != "1" else None
 
 
 def _last_of_interval(before: list[str], after: list[str], m: re.Match[str]) -> bool:
@@ -102,6 +122,9 @@ _SUMMARY = lazy(
     r"\ball\b[^\n]{0,30}\b(?:phases|stages|tasks|experiments|folds)\b[^\n]{0,10}\b(?:completed|finished|done)\b|\bdone with all\b|"
     # the process, job or script saying it ended well, about itself as a whole
     r"\b(process|job|script|run|pipeline) (completed|finished|ended) successfully\b|"
+    # training said to have succeeded as the line's last words (MindSpore's model zoo: 'train success'), and CatBoost's
+    # own early stop ('Stopped by overfitting detector  (100 iterations wait)': its planned end by its patience rule)
+    r"\btrain(?:ing)? (?:success(?:ful(?:ly)?)?|succeeded)\s*[.!]*\s*$|\bStopped by overfitting detector\b|"
     # or as the line's last words ('>>> CatBoost Process Finished'; never 'Process finished with exit code 1')
     r"\b(process|job|script|pipeline) (completed|finished|ended|done)\s*[.!]*\s*$|"
     # the same in the other languages training scripts print in: Chinese (training/task finished, total time taken),
