@@ -87,3 +87,22 @@ def test_a_loss_that_can_be_negative_has_no_ratio_reading():
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.primary_cause is None, d.root_cause
     assert "train-val-divergence" not in [a.kind.value for a in d.anomalies]
+
+
+def _public(kind: str, prefix: str):
+    root = Path(__file__).resolve().parents[1] / kind
+    return diagnose(DiagnoseRequest(target=str(next(root.glob(f"{prefix}-*")) / "train.log")))
+
+
+def test_a_long_noisy_validation_curve_is_read_by_its_level_not_its_last_spike():
+    # healthy 416 (a public cgcnn2 log, epochs 203-300 of 300): validation loss jumps between 11 and 45 throughout; its
+    # last value (21.1) is a spike against a best of 10.99, while every stretch's median sits near 13-14
+    d = _public("healthy", "416")
+    assert "train-val-divergence" not in [a.kind.value for a in d.anomalies]
+    assert d.primary_cause is None and d.run_status.value == "completed"
+
+
+def test_a_long_validation_curve_whose_level_climbed_still_reads_as_memorising():
+    # corpus 979 (a public LSF job): three models in turn, the last one's validation level above its best stretch
+    d = _public("corpus", "979")
+    assert d.primary_cause is not None and d.primary_cause.value in ("optimization-divergence", "evaluation-mismatch")

@@ -148,6 +148,9 @@ def _accuracy_zero_beside_low_loss(points: Sequence[MetricPoint]) -> Anomaly | N
 LN2 = 0.6931471805599453
 
 
+NOISY_EVALS = 20  # evaluations from which a validation curve is read by the medians of its stretches
+
+
 def train_val(points: Sequence[MetricPoint], task: Task | None) -> list[Anomaly]:
     out: list[Anomaly] = []
     if (zero := _accuracy_zero_beside_low_loss(points)) is not None:
@@ -163,6 +166,14 @@ def train_val(points: Sequence[MetricPoint], task: Task | None) -> list[Anomaly]
         vv = [v for _, v in val]
         vmin_i = min(range(len(vv)), key=vv.__getitem__)
         rising = vv[-1] > vv[vmin_i] * 1.15 and vmin_i < len(vv) - 1 and vv[-1] >= vv[-2] * 0.98
+        if len(vv) >= NOISY_EVALS:
+            # a long, noisy validation curve (a small validation set: spikes of 3x its best) is read by its level, not
+            # its extremes: its recent median against the lowest median of any stretch as long; one spike at the end
+            # is no climb, a curve whose every stretch since its best is worse is
+            w = max(3, len(vv) // 10)
+            level = [statistics.median(vv[i : i + w]) for i in range(len(vv) - w + 1)]
+            best = min(range(len(level)), key=level.__getitem__)
+            rising = level[-1] > level[best] * 1.15 and best < len(level) - 1
         # or: the best evaluation came in the first twentieth of a long history and every later stretch is worse -
         # the rest of the run only memorised (a 10% rise over 400 evaluations is no noise)
         rising = rising or (len(vv) >= EARLY_BEST_EVALS and vmin_i < len(vv) * EARLY_BEST_SHARE
