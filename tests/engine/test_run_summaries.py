@@ -71,3 +71,11 @@ def test_a_bar_over_one_epoch_or_a_one_epoch_run_short_of_its_last_step_is_no_en
     assert final_counter(["Epoch:[1/1](56608/56608), loss: 1.8960, lr: 0.00000100"], 10, 10) == 10
     assert final_counter(["Steps: 100%|██████████| 250/250 [05:08<00:00,  1.23s/it, loss=0.647]"], 10, 10) == 10
     assert final_counter(["Steps:  40%|████      | 100/250 [02:08<03:00,  1.23s/it, loss=0.647]"], 10, 10) is None
+
+
+def test_ray_tunes_total_run_time_is_its_end_and_its_status_tables_total_time_column_is_not():
+    # healthy 411 (a public Ray Tune report): '3/3 (3 TERMINATED)' then 'Total run time: 15.67 seconds'; corpus 1211
+    # (Ray's APEX release test): the status table of a trial still RUNNING, whose header has a 'total time (s)' column
+    assert _diagnose("411").run_status.value == "completed"
+    d = diagnose(DiagnoseRequest(target=str(next((TESTS / "corpus").glob("1211-*")) / "train.log")))
+    assert d.run_status.value != "completed"

@@ -97,8 +97,9 @@ def _last_of_interval(before: list[str], after: list[str], m: re.Match[str]) -> 
 # done'). Each is a summary of the run, not of a step: no step line prints it.
 _LIMIT = lazy(r"(?i)\b(?P<n>\d+)\s*>=\s*max[\w ]{0,20}?[:=]?\s*(?P<total>\d+)\b")
 _SUMMARY = lazy(
-    # (not a profiler's 'Total time used in this flop counting step', printed at a step)
-    r"(?i)(\btotal (training |train )?time\b(?!.{0,40}\b(flop|profil))|\btrain(?:ing)? time\s*[:=]?\s*\d+:\d\d:\d\d\b|\boverall training (speed|time)\b|\b(epochs?|iterations?|steps?) completed in\b|"
+    # (not a profiler's 'Total time used in this flop counting step', printed at a step, nor the 'total time (s)' column
+    # of Ray Tune's status table, printed while trials run; Tune's own end is 'Total run time: 15.67 seconds')
+    r"(?i)(\btotal (training |train |run )?time\b(?!\s*\(s\)|.{0,40}\b(flop|profil))|\btrain(?:ing)? time\s*[:=]?\s*\d+:\d\d:\d\d\b|\boverall training (speed|time)\b|\b(epochs?|iterations?|steps?) completed in\b|"
     r"\btraining\b.{0,40}\b(is|was) (done|finished|complete|over)\b|\bend of training\b|"
     # the run's own early stop, its planned end by its patience rule: Keras' 'Epoch 00036: early stopping', LightGBM's
     # 'Early stopping, best iteration is:', 'Early Stopping....@ 72 epoch' (not a flag, a callback's repr or a counter)
