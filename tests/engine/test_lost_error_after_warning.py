@@ -72,6 +72,7 @@ def test_the_warning_before_a_traceback_the_log_lost_is_named_with_a_capped_conf
     assert d.run_status.value == "crashed"
     assert d.primary_cause is not None and d.primary_cause.value == "config-error"
     assert 0 < d.primary_cause_confidence <= CONFIDENCE_CAP
+    assert d.insufficient_evidence is not None and "ends inside a traceback" in d.insufficient_evidence
     assert "None of the inputs have requires_grad" in (d.root_cause.proximate or "") + " ".join(e.text for e in d.evidence)
 
 
