@@ -56,7 +56,7 @@ def generic_after_specific(signals: list[Signal]) -> None:
         if g.label == NATIVE_ABORT and not _CPP_ABORT.search(g.text):
             span = None
         if span is not None and any(s.source == g.source and s.failure_class != g.failure_class
-                                    and g.line_no <= (s.line_no or 0) <= g.line_no + span for s in carried):
+                                    and (g.line_no <= (s.line_no or 0) <= g.line_no + span or _its_what(g, s)) for s in carried):
             # a native abort names only the mechanism, so it stays below what it carries even when that is
             # itself a symptom (a collective timeout in what()); an NCCL error's own words still count
             target = Role.HINT if g.label == NATIVE_ABORT else Role.SYMPTOM
@@ -70,6 +70,13 @@ def generic_after_specific(signals: list[Signal]) -> None:
                 g.role = Role.SYMPTOM
             else:
                 g.weight *= 0.5
+
+
+def _its_what(abort: Signal, s: Signal) -> bool:
+    """The abort's own what() line a few lines below it: two processes' 'terminate called' lines interleaved push it
+    down (the first process's quote closed on a line of its own)."""
+    return abort.label == NATIVE_ABORT and abort.line_no is not None and s.line_no is not None \
+        and abort.line_no < s.line_no <= abort.line_no + 3 and "what():" in s.text
 
 
 def numeric_before_crash(signals: list[Signal]) -> None:

@@ -138,6 +138,8 @@ def parse_at(lines: list[str], first_line_no: int, source: str, chained: bool = 
             continue
         em = _EXC.match(body.strip())
         if em and frames and _EXC_NAME.search(em["type"]):
+            if _REMOTE_WRAPPER.match(em["type"]) and _frame_next(lines, offset, prefix):
+                continue  # Ray's RayTaskError(X): the remote task's own frames follow, then X itself
             exc_type = em["type"]
             message = (em["msg"] or "").strip()
             return TracebackEvent(
@@ -158,6 +160,19 @@ def parse_at(lines: list[str], first_line_no: int, source: str, chained: bool = 
     return TracebackEvent(source=source, line_no=first_line_no - 1, start_line=first_line_no - 1, exc_type=told[0],
                           message=told[1][:500], frames=[*frames[-12:], *(f"  {c}" for c in code_lines[-12:])],
                           chained=chained or bool(m.group(1)))
+
+
+# An exception that wraps another raised in a remote task and prints that task's traceback right below itself
+_REMOTE_WRAPPER = lazy(r"^(?:[\w.]+\.)?RayTaskError\([\w.]+\)$")
+
+
+def _frame_next(lines: list[str], offset: int, prefix: str) -> bool:
+    """The next line that says something, after lines[offset], is a traceback frame."""
+    for raw in lines[offset + 1 : offset + 4]:
+        body = _strip(raw, prefix)
+        if body is not None and body.strip():
+            return FRAME.match(body) is not None
+    return False
 
 
 # Indented as Python prints it, or at column 0 when a paste lost its indentation.
