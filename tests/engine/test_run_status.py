@@ -173,3 +173,25 @@ def test_a_nan_the_run_skipped_past_is_recovered_not_diverged(tmp_path):
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.primary_cause is not None and d.primary_cause.value == "nan-inf"
     assert d.run_status.value == "recovered"
+
+
+BAR = """
+    import time
+    from tqdm import tqdm
+    print("Process rank: 0, device: cpu, n_gpu: 0, distributed training: True", flush=True)
+    for step in tqdm(range(28)):
+        time.sleep(3)
+"""
+
+
+def test_a_bar_that_moved_past_its_first_step_is_no_wait_at_a_sync_point(tmp_path):
+    """Healthy 398 (LLaMA-Factory on 8 ranks): the bar's '0/28' frame, then '1/28 [00:31<14:22]', then the file ends.
+    A distributed run's bar at 0 is where ranks wait for each other, but this one went past it: the run was training
+    when its log was cut. A real run killed after its first step, its bar's carriage returns stored as line breaks as a
+    paste or a file index stores them (each frame on its own line)."""
+    _script(tmp_path, BAR)
+    log = _shell(tmp_path, f"timeout -s KILL 5 {sys.executable} train.py 2>&1 | tr '\\r' '\\n'")
+    text = log.read_text(errors="replace")
+    assert "0/28" in text and "1/28" in text and "2/28" not in text, text
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is None and d.run_status.value in ("running", "unknown"), d.run_status

@@ -163,8 +163,13 @@ def stop_signals(log: LogEvidence) -> list[Signal]:
         return []  # an NCCL call returned an error: the log ends in its failure, not at a wait
     shared = None
     text_lines = [(i, x) for i, x in lines if not _TABLE_ROW.match(x)]  # a status table is read with the line above it
+    lp = log.trajectory.last_progress
     for i, raw in reversed(text_lines[-LAST_LINES:]):
         text = last_frame(raw)
+        step0 = _FIRST_SYNC.search(text)
+        if lp is not None and lp.source == log.source and i < lp.line_no and step0 is not None \
+                and _FIRST_STEP_ONLY.match(step0.group(0)) and not DIST_INIT.search(text):
+            continue  # a bar at step 0 that a later line shows past it ('0/28' then '1/28 [00:31<14:22]'): no wait there
         if (DIST_INIT.search(text) or _FIRST_SYNC.search(text) or _JIT_BUILD.search(text)) and not _TEARDOWN.search(text):
             m = _FIRST_SYNC.search(text)
             if not DIST_INIT.search(text) and m is not None and _FIRST_STEP_ONLY.match(m.group(0)):
