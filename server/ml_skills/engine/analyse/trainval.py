@@ -148,6 +148,23 @@ def _accuracy_zero_beside_low_loss(points: Sequence[MetricPoint]) -> Anomaly | N
 LN2 = 0.6931471805599453
 
 
+def _climbed(vv: list[float], vmin_i: int) -> bool:
+    """The validation loss climbed from its best (vv[vmin_i]) to where it ends."""
+    rising = vv[-1] > vv[vmin_i] * 1.15 and vmin_i < len(vv) - 1 and vv[-1] >= vv[-2] * 0.98
+    if len(vv) >= NOISY_EVALS:
+        # a long, noisy validation curve (a small validation set: spikes of 3x its best) is read by its level, not
+        # its extremes: its recent median against the lowest median of any stretch as long; one spike at the end
+        # is no climb, a curve whose every stretch since its best is worse is
+        w = max(3, len(vv) // 10)
+        level = [statistics.median(vv[i : i + w]) for i in range(len(vv) - w + 1)]
+        best = min(range(len(level)), key=level.__getitem__)
+        rising = level[-1] > level[best] * 1.15 and best < len(level) - 1
+    # or: the best evaluation came in the first twentieth of a long history and every later stretch is worse -
+    # the rest of the run only memorised (a 10% rise over 400 evaluations is no noise)
+    return rising or (len(vv) >= EARLY_BEST_EVALS and vmin_i < len(vv) * EARLY_BEST_SHARE
+                      and statistics.median(vv[-len(vv) // 4:]) > vv[vmin_i] * 1.05)
+
+
 NOISY_EVALS = 20  # evaluations from which a validation curve is read by the medians of its stretches
 
 
@@ -165,19 +182,7 @@ def train_val(points: Sequence[MetricPoint], task: Task | None) -> list[Anomaly]
         tv = [v for _, v in train]
         vv = [v for _, v in val]
         vmin_i = min(range(len(vv)), key=vv.__getitem__)
-        rising = vv[-1] > vv[vmin_i] * 1.15 and vmin_i < len(vv) - 1 and vv[-1] >= vv[-2] * 0.98
-        if len(vv) >= NOISY_EVALS:
-            # a long, noisy validation curve (a small validation set: spikes of 3x its best) is read by its level, not
-            # its extremes: its recent median against the lowest median of any stretch as long; one spike at the end
-            # is no climb, a curve whose every stretch since its best is worse is
-            w = max(3, len(vv) // 10)
-            level = [statistics.median(vv[i : i + w]) for i in range(len(vv) - w + 1)]
-            best = min(range(len(level)), key=level.__getitem__)
-            rising = level[-1] > level[best] * 1.15 and best < len(level) - 1
-        # or: the best evaluation came in the first twentieth of a long history and every later stretch is worse -
-        # the rest of the run only memorised (a 10% rise over 400 evaluations is no noise)
-        rising = rising or (len(vv) >= EARLY_BEST_EVALS and vmin_i < len(vv) * EARLY_BEST_SHARE
-                            and statistics.median(vv[-len(vv) // 4:]) > vv[vmin_i] * 1.05)
+        rising = _climbed(vv, vmin_i)
         train_falling = tv[-1] < tv[0] * 0.8
         gap = vv[-1] / max(tv[-1], 1e-9)
         streak = _val_rising_streak(train, val)

@@ -14,6 +14,7 @@ from ml_skills.engine.classify.exceptions import callers_of_chained, traceback_c
 from ml_skills.engine.classify.signals import ANOMALY_W, ROLE_W, SEV_W, SURVIVED, TRACEBACK_W, WARNING_DAMP, Signal
 from ml_skills.engine.classify.terminal import last_finite_loss_line, last_progress_line, survived_line
 from ml_skills.engine.read.levels import informational
+from ml_skills.engine.read.tracebacks import interrupted
 from ml_skills.lazyre import lazy
 from ml_skills.models import Anomaly, FailureClass, LogEvidence, Role, Severity, SignatureHit, SourceEvidence, TracebackEvent
 
@@ -188,7 +189,7 @@ def _unclassified_ending(log: LogEvidence, tb, last: bool, hits_by_line: dict[tu
     """
     if not last or hits_by_line.get((tb.source, tb.line_no)) or survived_line(log, tb.line_no, last_prog):
         return None
-    if tb.exc_type.rsplit(".", 1)[-1] in ("KeyboardInterrupt", "SystemExit", "StopIteration", "GeneratorExit"):
+    if tb.exc_type.rsplit(".", 1)[-1] in ("SystemExit", "StopIteration", "GeneratorExit") or interrupted(tb.exc_type, tb.message):
         return None
     text = f"{tb.exc_type}: {tb.message}" if tb.message else tb.exc_type
     return Signal(FailureClass.CONFIG_ERROR, ROLE_W[Role.SYMPTOM], "traceback", f"traceback:{UNCLASSIFIED}",

@@ -8,6 +8,7 @@ is read with the wrapper's frames as the trigger's callers.
 from __future__ import annotations
 
 from ml_skills.catalog.loader import compiled_exception_rules
+from ml_skills.engine.read.tracebacks import interrupted as was_interrupted
 from ml_skills.models import FailureClass, Role, Severity, SignatureHit, TracebackEvent
 
 
@@ -18,9 +19,12 @@ def traceback_class(tb: TracebackEvent, hits_by_line: dict[tuple[str, int], list
         if h.role is Role.CAUSE and h.severity is Severity.CRITICAL:
             return h.failure_class, 1.0, h.signature_id
     frames = "\n".join(tb.frames)
+    # a Ctrl-C is raised wherever the process happened to be waiting: its frames say where, not what failed (torchrun's
+    # SignalException for SIGINT is the same Ctrl-C, read as KeyboardInterrupt)
+    interrupted = was_interrupted(tb.exc_type, tb.message)
+    if interrupted and not tb.exc_type.endswith("KeyboardInterrupt"):
+        return None, 0.0, ""  # the launcher's agent, which always waits in its monitor loop: no word on its workers
     typed = f"{tb.exc_type}"
-    # a Ctrl-C is raised wherever the process happened to be waiting: its frames say where, not what failed
-    interrupted = typed.rsplit(".", 1)[-1] == "KeyboardInterrupt"
     for rule, rx_type, rx_msg, rx_frames in compiled_exception_rules():
         if rx_frames is None or (interrupted and "KeyboardInterrupt" not in rule.exc_type):
             continue  # a Ctrl-C's frames say only whether it was waiting (a hang), not what failed

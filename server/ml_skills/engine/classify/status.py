@@ -9,6 +9,7 @@ from pathlib import Path
 from ml_skills.engine.analyse.ranks import collective_desync
 from ml_skills.engine.analyse.stops import CUT_IN_CALL, DIST_INIT, SCHEDULER_CANCELLED, ends_in_traceback
 from ml_skills.engine.classify.signals import Signal
+from ml_skills.engine.read.tracebacks import interrupted
 from ml_skills.lazyre import lazy
 from ml_skills.models import (
     AnomalyKind,
@@ -64,6 +65,8 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
     # before it, the process was ended, so the run is over, not hanging
     if any(s.label in SCHEDULER_ENDS and not s.survived for s in signals):
         return RunStatus.CRASHED
+    if cls.primary is None and _stopped_by_a_person(logs):
+        return RunStatus.UNKNOWN  # a Ctrl-C ended it (the launcher's teardown after it is no crash): nothing failed
     if cls.primary is FailureClass.STALLED and not terminal:
         return RunStatus.HUNG
     if AnomalyKind.NO_PROGRESS in kinds:
@@ -87,6 +90,15 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
     if cls.primary is None and _ends_in_progress(logs):
         return RunStatus.RUNNING
     return RunStatus.UNKNOWN
+
+
+def _stopped_by_a_person(logs: list[LogEvidence]) -> bool:
+    """The log's last exception is a Ctrl-C (KeyboardInterrupt, or torchrun's SignalException for SIGINT)."""
+    for log in logs:
+        last = max(log.tracebacks, key=lambda t: t.line_no, default=None)
+        if last is not None and interrupted(last.exc_type, last.message) and last.line_no >= (log.total_lines or 0) - 400:
+            return True
+    return False
 
 
 def _terminal(signals: list[Signal]) -> list[Signal]:
@@ -198,10 +210,10 @@ def insufficient_evidence(cls: Classification, logs: list[LogEvidence], sources:
         if cut:
             return cut
         lp = next((l.trajectory.last_progress for l in logs if l.trajectory.last_progress), None)
-        stop = next((t for l in logs for t in l.tracebacks if t.exc_type.rsplit(".", 1)[-1] == "KeyboardInterrupt"), None)
+        stop = next((t for l in logs for t in l.tracebacks if interrupted(t.exc_type, t.message)), None)
         if stop is not None:
             at = f" at step {fmt_number(lp.step)}" if lp is not None and lp.step is not None else ""
-            return (f"the run was interrupted (KeyboardInterrupt at line {stop.line_no}: a Ctrl-C, or a scheduler's SIGINT){at} "
+            return (f"the run was interrupted ({stop.exc_type.rsplit('.', 1)[-1]} at line {stop.line_no}: a Ctrl-C, or a scheduler's SIGINT){at} "
                     "while it was not blocked waiting, so nothing in the log says it failed: need why it was stopped "
                     "(who sent the signal, the scheduler's record) or, if it had slowed down, its timestamps or throughput")
         cancel = next((h for l in logs for h in l.hits if h.signature_id == SCHEDULER_CANCELLED), None)
@@ -250,6 +262,7 @@ def insufficient_evidence(cls: Classification, logs: list[LogEvidence], sources:
     return None
 
 
+_SIGINT_RAISED = lazy(r"SignalException: Process \d+ got signal: 2\b")
 _FRAME = lazy(r'^\s*(File "[^"]+", line \d+|-+> ?\[?\d+|Traceback \(most recent call last\))')
 _EXCEPTION = lazy(r"^\s*(E\s+)?([A-Za-z_][\w.]*\.)?[A-Z]\w*(Error|Exception)(:|\s*$)")
 
@@ -261,10 +274,10 @@ def _raised(logs: list[LogEvidence]) -> bool:
     """
     for log in logs:
         tail = (log.tail.lines if log.tail else [])[-400:]
-        if any("KeyboardInterrupt" in x for x in tail):
+        if any("KeyboardInterrupt" in x or _SIGINT_RAISED.search(x) for x in tail):
             continue
         since = (log.total_lines or 0) - len(tail)
-        if any(t.exc_type not in ("KeyboardInterrupt", "SystemExit") and t.line_no > since for t in log.tracebacks) or \
+        if any(t.exc_type != "SystemExit" and not interrupted(t.exc_type, t.message) and t.line_no > since for t in log.tracebacks) or \
                 any(_FRAME.search(x) or _EXCEPTION.search(x) for x in tail):
             return True
     return False

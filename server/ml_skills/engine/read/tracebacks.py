@@ -175,6 +175,16 @@ def _frame_next(lines: list[str], offset: int, prefix: str) -> bool:
     return False
 
 
+_SIGINT = lazy(r"\bgot signal: 2\b")
+
+
+def interrupted(exc_type: str, message: str) -> bool:
+    """A person's Ctrl-C: Python's KeyboardInterrupt, or torchrun's elastic agent raising SIGINT as its SignalException
+    ('Process 1840858 got signal: 2'). Raised wherever the process waited: its frames say where, not what failed."""
+    short = exc_type.rsplit(".", 1)[-1]
+    return short == "KeyboardInterrupt" or (short == "SignalException" and _SIGINT.search(message) is not None)
+
+
 # Indented as Python prints it, or at column 0 when a paste lost its indentation.
 _INDENTED_FRAME = lazy(r'(?:^|  )File "[^"]+", line \d+, in\b')
 HEADLESS_LINES = 60  # how far into a log a cut-off traceback's first frame may sit
