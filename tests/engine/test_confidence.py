@@ -29,7 +29,7 @@ def test_the_engines_confidences_are_the_fit_on_the_dev_half_of_the_prospective_
 def test_labels_measured_apart_are_the_fit_on_the_dev_half_and_hold_on_the_held_out_half(bench):
     verdicts = bench.prospective()
     fitted = bench.fit(verdicts)
-    labels = bench.fit_labels(verdicts, fitted)
+    labels = bench.fit_labels(verdicts)
     assert labels == LABEL_ACCURACY
     # the finer figures predict the held-out half at least as well as the kinds' alone
     held = [v for v in verdicts if v["half"] == "held-out"]
@@ -50,7 +50,7 @@ def test_labels_measured_apart_are_the_fit_on_the_dev_half_and_hold_on_the_held_
 def test_in_every_bin_of_twenty_or_more_held_out_verdicts_accuracy_is_within_a_tenth_of_the_confidence(bench):
     verdicts = bench.prospective()
     fitted = bench.fit(verdicts)
-    labels = bench.fit_labels(verdicts, fitted)
+    labels = bench.fit_labels(verdicts)
     pairs = [(bench._conf(v["kind"], fitted, v["label"], labels), v["right"]) for v in verdicts if v["half"] == "held-out"]
     checked = 0
     for lo, hi in bench.BINS:

@@ -495,31 +495,38 @@ def prospective() -> list[dict]:
     return out
 
 
-def fit(verdicts: list[dict]) -> dict[str, float]:
-    """Each kind's accuracy on the dev half, shrunk toward the pooled accuracy by PRIOR_CASES verdicts."""
-    dev = [v for v in verdicts if v["half"] == "dev"]
+def _shrunk(rights: list[bool], toward: float) -> float:
+    return min(MAX_CONFIDENCE, round((sum(rights) + PRIOR_CASES * toward) / (len(rights) + PRIOR_CASES), 2))
+
+
+def _whole_kinds(dev: list[dict]) -> dict[str, float]:
+    """Each kind's accuracy on every dev verdict of it, shrunk toward the pooled accuracy: what its labels lean on."""
     pooled = sum(v["right"] for v in dev) / max(1, len(dev))
-    out = {}
-    for k in KINDS:
-        mine = [v for v in dev if v["kind"] == k]
-        out[k] = min(MAX_CONFIDENCE, round((sum(v["right"] for v in mine) + PRIOR_CASES * pooled) / (len(mine) + PRIOR_CASES), 2))
-    return out
+    return {k: _shrunk([v["right"] for v in dev if v["kind"] == k], pooled) for k in KINDS}
 
 
-def fit_labels(verdicts: list[dict], fitted: dict[str, float]) -> dict[str, float]:
-    """Each label with LABEL_MIN or more dev verdicts: its accuracy shrunk toward its kind's fit by PRIOR_CASES
-    verdicts, kept where it differs from the kind's."""
+def fit_labels(verdicts: list[dict], fitted: dict[str, float] | None = None) -> dict[str, float]:
+    """Each label with LABEL_MIN or more dev verdicts: its accuracy shrunk toward its kind's (over all of the kind's
+    dev verdicts) by PRIOR_CASES verdicts, kept where it differs from the kind's."""
+    dev = [v for v in verdicts if v["half"] == "dev"]
+    whole = _whole_kinds(dev)
     mine: dict[tuple[str, str], list[bool]] = {}
-    for v in verdicts:
-        if v["half"] == "dev":
-            mine.setdefault((v["kind"], v["label"]), []).append(v["right"])
+    for v in dev:
+        mine.setdefault((v["kind"], v["label"]), []).append(v["right"])
     out = {}
     for (kind, label), rights in sorted(mine.items()):
-        if len(rights) >= LABEL_MIN:
-            c = min(MAX_CONFIDENCE, round((sum(rights) + PRIOR_CASES * fitted[kind]) / (len(rights) + PRIOR_CASES), 2))
-            if c != fitted[kind]:
-                out[label] = c
+        if len(rights) >= LABEL_MIN and (c := _shrunk(rights, whole[kind])) != whole[kind]:
+            out[label] = c
     return out
+
+
+def fit(verdicts: list[dict]) -> dict[str, float]:
+    """Each kind's accuracy on the dev verdicts it is applied to (those whose label is not measured apart), shrunk
+    toward the pooled accuracy by PRIOR_CASES verdicts."""
+    dev = [v for v in verdicts if v["half"] == "dev"]
+    pooled = sum(v["right"] for v in dev) / max(1, len(dev))
+    apart = fit_labels(verdicts)
+    return {k: _shrunk([v["right"] for v in dev if v["kind"] == k and v["label"] not in apart], pooled) for k in KINDS}
 
 
 def _conf(kind: str, fitted: dict[str, float], label: str | None = None,
@@ -553,7 +560,7 @@ def calibration(rs: list[CaseResult]) -> str:
              "what the verdict rests on, read from its strongest signal. It is measured on prospective verdicts: "
              "bench/prospective.py re-runs every History batch with the engine that first scored it, before the changes "
              "the batch prompted (cases 001-070 with the engine from before this scorer), so these are verdicts on logs "
-             "nobody had tuned for. Each kind's accuracy is fitted on the dev half of them (odd case numbers), shrunk "
+             "nobody had tuned for. Each kind's accuracy is fitted on the dev half of them (odd case numbers) whose label is not measured apart (below), shrunk "
              f"toward the pooled accuracy by {PRIOR_CASES} verdicts and capped at {MAX_CONFIDENCE}, and checked on the held-out "
              "half (even numbers). "
              "Abstentions name no class and have no confidence to calibrate; verdicts resting only on where a log stops "
@@ -564,7 +571,7 @@ def calibration(rs: list[CaseResult]) -> str:
         held = [v for v in verdicts if v["kind"] == k and v["half"] == "held-out"]
         lines.append(f"| {k} | {_pct(sum(v['right'] for v in dev), len(dev))} | {fitted[k]:.2f} | {ACCURACY.get(k, 0):.2f} | "
                      f"{_pct(sum(v['right'] for v in held), len(held))} |")
-    labels = fit_labels(verdicts, fitted)
+    labels = fit_labels(verdicts)
     lines += ["", (f"Labels measured apart from their kind ({LABEL_MIN} or more dev verdicts resting on the label, its accuracy "
                    f"shrunk toward its kind's fit by {PRIOR_CASES} verdicts, listed where that differs from the kind's):"), "",
               "| kind | label | dev right | fitted confidence | in the engine | held-out right |", "| --- | --- | --- | --- | --- | --- |"]

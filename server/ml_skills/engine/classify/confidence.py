@@ -15,7 +15,8 @@ A verdict's kind is the evidence it rests on (the primary class's strongest sign
 ACCURACY holds, per kind, the share of such verdicts that were right when the engine met the logs before
 being tuned on them: bench/prospective.py re-runs each History batch with the engine that first scored it,
 and bench/accuracy.py fits these figures on the dev half of those verdicts and checks them on the held-out
-half (docs/accuracy.md, Calibration). The figure is the verdict's confidence. How close a second class came is
+half (docs/accuracy.md, Calibration); a kind's figure is fitted on the verdicts it is applied to, those whose
+label is not measured apart in LABEL_ACCURACY. The figure is the verdict's confidence. How close a second class came is
 not part of it: the old engines' verdicts do not record it, so its effect could not be measured.
 """
 
@@ -32,9 +33,9 @@ KINDS = ("exception-named", "exception-located", "signature", "symptom", "anomal
 # tests/engine/test_confidence.py fails when these drift from the fit.
 ACCURACY: dict[str, float] = {
     "exception-named": 0.83,
-    "exception-located": 0.86,
+    "exception-located": 0.84,
     "signature": 0.97,
-    "symptom": 0.92,
+    "symptom": 0.91,
     "anomaly": 0.97,
     "stop": 0.65,  # few dev verdicts rest on a stop alone (shrunk toward the pooled figure); stops.py caps it at 0.45
 }
@@ -45,11 +46,11 @@ ACCURACY: dict[str, float] = {
 # whatever role the signal had in this verdict (the measured verdicts did not record it).
 # Fitted with ACCURACY by `python bench/accuracy.py`; tests/engine/test_confidence.py fails when they drift.
 LABEL_ACCURACY: dict[str, float] = {
-    "abort-native": 0.74,
+    "abort-native": 0.71,
     "nccl-watchdog-timeout": 0.97,
     "sigkill-exit-137": 0.94,
-    "traceback:exception-in-data-loading": 0.89,
-    "traceback:unclassified-exception": 0.76,
+    "traceback:exception-in-data-loading": 0.9,
+    "traceback:unclassified-exception": 0.78,
     "traceback:value-or-assert": 0.96,
 }
 LABEL_MIN = 8
