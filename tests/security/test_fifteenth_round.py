@@ -59,3 +59,26 @@ def test_triage_runs_gives_a_link_out_of_the_roots_one_answer_whether_its_target
         for a in answers:
             assert "payroll" not in a and "dangling" not in a, a
             assert "outside the allowed roots" in a and "step 2 loss nan" in a, a
+
+
+def test_an_xml_secret_with_attributes_or_cdata_and_a_url_password_before_no_host_never_leave(tmp_path: Path) -> None:
+    """The fourteenth round masked an XML element named for a secret (`<password>X</password>`); the same element with an
+    attribute (`<password type="text">`, `<ns:password xmlns:ns="...">`) or its value in a CDATA section kept X in clear, and
+    so did an element named for a secret by its `name` or `key` attribute (`<entry key="password">X</entry>`, Java's XML
+    properties; `<string name="api_key">X</string>`, an Android resource). A URL password with no host after its `@` (a
+    libpq or SQLAlchemy URL to a Unix socket, `postgresql://u:X@/db?host=/cloudsql/...`, Cloud SQL's documented form; a tab
+    or a line break after the `@`; the line's end) was kept too: the host had to hold a character. Before: in clear in the
+    CLI (text, JSON report), `read_log_tail` and `grep_log`. `<max_tokens>4096</max_tokens>` is left alone."""
+    from tests.security.test_twelfth_round import _ALNUM, _fake, _printed_and_shown
+
+    values = [_fake(_ALNUM, 20) for _ in range(9)]
+    lines = [f'<password type="text">{values[0]}</password>', f'<ns:password xmlns:ns="urn:x">{values[1]}</ns:password>',
+             f"<password><![CDATA[{values[2]}]]></password>", f'<entry key="db.password">{values[3]}</entry>',
+             f'<string name="api_key">{values[4]}</string>',
+             f"DATABASE_URL=postgresql+psycopg2://app:{values[5]}@/runs?host=/cloudsql/proj:us-central1:db",
+             f"redis://:{values[6]}@\tcache:6379", f"broker https://u:{values[7]}@", f"mongodb://u:{values[8]}@ host:27017",
+             "<max_tokens>4096</max_tokens>"]
+    shown = _printed_and_shown(tmp_path, lines)
+    for out in shown:
+        assert not any(v in out for v in values), out
+    assert "<max_tokens>4096</max_tokens>" in shown[-1], shown[-1]
