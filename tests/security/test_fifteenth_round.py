@@ -82,3 +82,63 @@ def test_an_xml_secret_with_attributes_or_cdata_and_a_url_password_before_no_hos
     for out in shown:
         assert not any(v in out for v in values), out
     assert "<max_tokens>4096</max_tokens>" in shown[-1], shown[-1]
+
+
+_CLOUD_TRAIN = """import os
+open({ran!r}, 'a').write('ran\\n')
+if os.environ.get('AWS_CONFIG_FILE') or os.environ.get('AWS_SHARED_CREDENTIALS_FILE'):
+    import botocore.session
+    botocore.session.get_session().get_credentials()
+if os.environ.get('GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES'):
+    import google.auth, google.auth.transport.requests
+    try:
+        google.auth.default()[0].refresh(google.auth.transport.requests.Request())
+    except Exception:
+        pass
+"""
+
+
+def test_a_recorded_command_never_names_a_file_that_makes_a_cloud_client_run_a_program(tmp_path: Path) -> None:
+    """Promise 2 refuses a variable that makes a library the script imports load code or start a program. A cloud client's
+    config file can name a program it runs for credentials: `AWS_CONFIG_FILE=aws.cfg python train.py` with `credential_process
+    = ./x` in it made botocore run ./x as soon as the script asked for credentials (an S3 upload), and
+    `GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES=1` let google-auth run the command an external-account key file names; and
+    some libraries name their programs without the words refused so far (`CONDA_EXE=./x TORCH_INDUCTOR_INSTALL_GXX=1` made
+    torch.compile run ./x on this CPU, shown by hand: 30 s; `PYTORCH_NVCC=./x`). Before: each restart ran after an accept,
+    and the two cloud clients ran ./x. Now refused; `AWS_PROFILE=default GOOGLE_APPLICATION_CREDENTIALS=c.json python
+    train.py` still runs."""
+    from tests.mcp.conftest import answer
+    from tests.security.test_ninth_round import _restarts, _wait_for
+
+    r, o = tmp_path / "root", tmp_path / "outside"
+    run = r / "run"
+    run.mkdir(parents=True)
+    o.mkdir()
+    pwned = o / "PWNED"
+    (run / "train.py").write_text(_CLOUD_TRAIN.format(ran=str(o / "RAN")))
+    (run / "x").write_text(f"#!/bin/sh\ntouch {pwned}\necho '{{\"Version\": 1, \"AccessKeyId\": \"AKIAX\", \"SecretAccessKey\": \"y\"}}'\n")
+    (run / "x").chmod(0o755)
+    (run / "aws.cfg").write_text("[default]\ncredential_process = ./x\n")
+    (run / "c.json").write_text(json.dumps({
+        "type": "external_account", "audience": "//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p/providers/x",
+        "subject_token_type": "urn:ietf:params:oauth:token-type:jwt", "token_url": "https://127.0.0.1:9/v1/token",
+        "credential_source": {"executable": {"command": str(run / "x"), "timeout_millis": 5000}}}))
+    lines = ["AWS_CONFIG_FILE=aws.cfg python train.py", "AWS_SHARED_CREDENTIALS_FILE=aws.cfg python train.py",
+             "GOOGLE_APPLICATION_CREDENTIALS=c.json GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES=1 python train.py",
+             "CONDA_EXE=./x TORCH_INDUCTOR_INSTALL_GXX=1 python train.py", "PYTORCH_NVCC=./x python train.py",
+             "KUBECONFIG=./kube.yaml python train.py", "AWS_PROFILE=default GOOGLE_APPLICATION_CREDENTIALS=c.json python train.py"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "GOOGLE_"))}
+    old = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)  # the server inherits this process's environment: no credentials of the machine's own
+    try:
+        got = _restarts(Server(tmp_path, roots=[r]), run / "command.txt", lines, answer("accept"))
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    _wait_for(o / "RAN")
+    _wait_for(pwned, 5)  # a refused launch that started anyway would have run ./x by now
+    assert not pwned.exists(), got
+    assert all("error" in g or g.get("ran") is False for g in got[:6]), got
+    assert got[6].get("ran") is True, got[6]
+    assert (o / "RAN").read_text() == "ran\n"
