@@ -101,3 +101,17 @@ def launcher_env(opts: list[str]) -> list[str]:
             names.append(w.split("=", 1)[0])
         bad += [n for n in names if picks_the_program(n)]
     return sorted(set(bad))
+
+
+# Variables that send the run's credentials and data to another host without loading any code: a tracker's or hub's base URL
+# (`WANDB_BASE_URL=https://elsewhere` sends the W&B key there, `HF_ENDPOINT` the Hugging Face token), a proxy, and a CA bundle
+# that lets a proxy read TLS traffic. A self-hosted W&B or a cluster's proxy sets them for good reasons, so they are not
+# refused; the fourteenth round left them to a person reading the whole command. Since the fifteenth the question's
+# "Expected impact" names them, so a person skimming `python train.py` at the end of a long line is told.
+_ROUTE_ENV = re.compile(r"(?i)^(?:\w*_BASE_URL|\w*_ENDPOINT(?:_URL)?|\w*_API_(?:URL|BASE|HOST)|\w*_HOST|\w*TRACKING_URI|\w*REGISTRY_URI|"
+                        r"(?:HTTPS?|ALL|FTP|WS|WSS)_PROXY|\w*_CA_BUNDLE|SSL_CERT_(?:FILE|DIR)|\w*_CA_CERTS?)$")
+
+
+def sends_elsewhere(names: list[str]) -> list[str]:
+    """Of the variables a recorded line sets, those that send the run's credentials or traffic to a host it names."""
+    return sorted(n for n in names if _ROUTE_ENV.match(n))
