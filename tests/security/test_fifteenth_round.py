@@ -168,3 +168,25 @@ def test_a_restart_question_says_when_the_command_sends_the_runs_credentials_to_
     for name in ("WANDB_BASE_URL", "HF_ENDPOINT", "HTTPS_PROXY", "SSL_CERT_FILE"):
         assert name in impact[0], impact[0]
     assert "credentials" in impact[0] and "credentials" not in impact[1], impact
+
+
+def test_the_audit_log_never_keeps_a_url_password_a_refusal_quoted_past_its_cut(tmp_path: Path) -> None:
+    """Promise 3: every string of an audit entry is redacted. The entry's detail (a refusal, quoting the path it was given)
+    was cut to 2,000 characters before the log redacted it: a `command_file` whose path held `?src=https://u:PW@host/...`
+    with the `@` past the cut left `https://u:PW` in the detail, no URL to the redactor, and the password (or its first
+    characters) stood in the audit log. The MCP error, redacted whole, never showed it. Now redacted, then cut."""
+    r = tmp_path / "root"
+    r.mkdir()
+    password = "Secr3tPassw0rdXYZ"
+    calls = []
+    for pad in range(0, 200, 5):  # the cut moved across the password, wherever the test folder is
+        path = f"{r}/{('a' * 200 + '/') * 9}{'b' * pad}/x?src=https://u:{password}@host.example/y/command.txt"
+        calls.append(("request_action", {"action": {"kind": "restart-unchanged", "command_file": path}}))
+    srv = Server(tmp_path, roots=[r])
+    shown = _mcp_answers(srv, calls)
+    assert all(password not in s for s in shown)
+    entries = srv.audit_entries()
+    assert len(entries) == len(calls) and all(e["outcome"] == "invalid" for e in entries), entries
+    assert any(len(e["detail"]) == 2000 for e in entries)
+    for e in entries:
+        assert password[:5] not in e["detail"], e["detail"][-80:]
