@@ -190,3 +190,29 @@ def test_the_audit_log_never_keeps_a_url_password_a_refusal_quoted_past_its_cut(
     assert any(len(e["detail"]) == 2000 for e in entries)
     for e in entries:
         assert password[:5] not in e["detail"], e["detail"][-80:]
+
+
+def test_a_vertex_jobs_error_never_shows_a_url_password_cut_before_its_host(tmp_path: Path) -> None:
+    """Promise 3 (and section 9: names and facts are cut after redaction). A Vertex AI pipeline's error message was cut to
+    300 characters for the report's "Pipeline error:" line before anything redacted it: a message quoting
+    `https://u:PW@host/...` with the `@` past the cut left `https://u:PW` there, no URL to the redactor, and the password (or
+    its first characters) was in the CLI's text and JSON. Served by the Vertex fake to the real client library; now each
+    message is redacted before it is cut."""
+    from ml_skills.collectors import gcp
+
+    from tests.fakes.vertex_api import PROJECT, REGION, VertexFake, pipeline, task
+
+    password = "Secr3tPassw0rdXYZ"
+    with VertexFake() as f:
+        env = {**os.environ, gcp.VERTEX_ENV: f.endpoint, gcp.LOGGING_ENV: f.endpoint, gcp.TIMEOUT_ENV: "2"}
+        for n in (240, 246):  # the password across the cut at 300
+            jid = f"train-pipeline-20261203{n:06d}"
+            msg = "x " * (n // 2) + f"fetch https://u:{password}@data.example/train.csv failed"
+            f.add_pipeline(pipeline(jid, "PIPELINE_STATE_FAILED", [task(2, "train", "FAILED", start=1, end=3, error=(9, msg))],
+                                    error=(9, msg), end=4))
+            for fmt in ("text", "json"):
+                p = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", "--vertex-pipeline", jid, "--project",
+                                    PROJECT, "--region", REGION, "--format", fmt], capture_output=True, text=True, env=env,
+                                   timeout=120, cwd=tmp_path)
+                assert password[:6] not in p.stdout + p.stderr, (n, fmt)
+                assert "https://u:[REDACTE" in p.stdout, p.stdout[:2000] + p.stderr
