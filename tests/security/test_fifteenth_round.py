@@ -216,3 +216,31 @@ def test_a_vertex_jobs_error_never_shows_a_url_password_cut_before_its_host(tmp_
                                    timeout=120, cwd=tmp_path)
                 assert password[:6] not in p.stdout + p.stderr, (n, fmt)
                 assert "https://u:[REDACTE" in p.stdout, p.stdout[:2000] + p.stderr
+
+
+def test_an_mlflow_runs_note_never_shows_a_url_password_cut_before_its_host(tmp_path: Path) -> None:
+    """Section 9 says tracker facts are cut after redaction (eighth round). An MLflow run's note (`mlflow.note.content`, the
+    description a person writes in the UI) and its source name were cut to 200 characters first: a note quoting
+    `https://u:PW@host` with the `@` past the cut left `https://u:PW` in the fact, no URL to the redactor, and
+    `get_mlflow_run` returned the password's first characters. A real MLflow sqlite store read through the real client."""
+    password = "Secr3tPassw0rdXYZ"
+    notes = ["x" * n + f" data from https://u:{password}@store.example/x" for n in (165, 172)]  # the cut at 200 in the password
+    store = tmp_path / "mlflow.db"
+    uri = f"sqlite:///{store}"
+    code = ("import mlflow, sys\nmlflow.set_tracking_uri(" + repr(uri) + ")\n"
+            "for note in sys.argv[1:]:\n"
+            "    with mlflow.start_run() as run:\n"
+            "        mlflow.set_tag('mlflow.note.content', note)\n"
+            "        mlflow.log_metric('loss', 1.0)\n"
+            "        print(run.info.run_id)\n")
+    done = subprocess.run([sys.executable, "-c", code, *notes], cwd=tmp_path, check=True, timeout=300, capture_output=True, text=True,
+                          env={**os.environ, "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false"})
+    ids = done.stdout.split()[-len(notes):]
+    os.environ["MLFLOW_TRACKING_URI"] = uri
+    try:
+        shown = _mcp_answers(Server(tmp_path, roots=[tmp_path]), [("get_mlflow_run", {"run_id": i}) for i in ids])
+    finally:
+        del os.environ["MLFLOW_TRACKING_URI"]
+    assert all("note" in s for s in shown), shown[0][:2000]
+    for s in shown:
+        assert password[:4] not in s, s[:3000]
