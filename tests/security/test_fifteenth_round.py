@@ -73,7 +73,7 @@ def test_an_xml_secret_with_attributes_or_cdata_and_a_url_password_before_no_hos
 
     values = [_fake(_ALNUM, 20) for _ in range(9)]
     lines = [f'<password type="text">{values[0]}</password>', f'<ns:password xmlns:ns="urn:x">{values[1]}</ns:password>',
-             f"<password><![CDATA[{values[2]}]]></password>", f'<entry key="db.password">{values[3]}</entry>',
+             f"<password><![CDATA[ {values[2]} ]]></password>", f'<entry key="db.password">{values[3]}</entry>',
              f'<string name="api_key">{values[4]}</string>',
              f"DATABASE_URL=postgresql+psycopg2://app:{values[5]}@/runs?host=/cloudsql/proj:us-central1:db",
              f"redis://:{values[6]}@\tcache:6379", f"broker https://u:{values[7]}@", f"mongodb://u:{values[8]}@ host:27017",

@@ -196,7 +196,7 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # in an Android resource, `<param name="hub_token">`): each was kept in clear.
     ("xml-secret-element", ("</",), lazy(
         r"(?i)<[a-z0-9_.:\-]{0,40}(?:" + _KEYWORD + r"(?:\s[^<>]{0,200})?|\s[^<>]{0,200}?(?<![a-z0-9_\-])(?:name|key)\s{0,3}=\s{0,3}['\"]"
-        r"[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"][^<>]{0,200})>\s{0,3}(?:<!\[CDATA\[)?(?![0-9.]{1,30}\s{0,3}(?:\]\]>)?<)"
+        r"[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"][^<>]{0,200})>\s{0,3}(?:<!\[CDATA\[\s{0,3})?(?![0-9.]{1,30}\s{0,3}(?:\]\]>)?<)"
         r"(?P<s>(?:(?!\]\]>)[^<>\s]){4,1000})\s{0,3}(?:\]\]>)?\s{0,3}</")),
     # NAME=X, NAME: X, "name": "X", ?access_token=X&, X-API-KEY: X, and URL-encoded %3D / %3A.
     # A tokenizer's special tokens (`eos_token: </s>`, `pad_token = [PAD]`) and plain numbers are not secrets.
