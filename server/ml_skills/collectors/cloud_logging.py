@@ -99,7 +99,7 @@ def _session(api_endpoint: str, timeout: float) -> Any:
 def _event(entry: Any) -> LogEvent:
     payload = entry.payload
     if isinstance(payload, dict):
-        text = payload.get("message") or payload.get("msg") or json.dumps(payload, default=str)[:MAX_TEXT]
+        text = payload.get("message") or payload.get("msg") or redact(json.dumps(payload, default=str))[:MAX_TEXT]  # redacted, then cut
     else:
         text = "" if payload is None else str(payload)
     labels = dict(entry.labels or {})

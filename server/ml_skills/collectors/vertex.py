@@ -187,7 +187,7 @@ def tasks_of(job: Any) -> list[Task]:
         # A task's `mainJob` is the job's own data: `1" OR severity>=DEFAULT OR "x` widened the filter to every entry
         # of the project (eighth round).
         out.append(Task(task_id=t.task_id, parent=t.parent_task_id, name=t.task_name[:MAX_NAME], state=_enum(t.state, ""),
-                        start=t.start_time or None, end=t.end_time or None, code=t.error.code, message=t.error.message[:MAX_TEXT],
+                        start=t.start_time or None, end=t.end_time or None, code=t.error.code, message=redact(t.error.message)[:MAX_TEXT],
                         custom_job=cj_id if _CUSTOM_ID.fullmatch(cj_id) else ""))
     parents = {t.parent for t in out}
     leaves = [t for t in out if t.task_id not in parents]
@@ -199,7 +199,10 @@ def _code(code: int) -> str:
 
 
 def _err(code: int, message: str) -> str:
-    return f"{_code(code)} (code {code}): {' '.join(message.split())[:MAX_MSG]}"
+    """A job's or task's error, redacted before anything cuts it: before the fifteenth round a message quoting
+    `https://u:PW@host` was cut (here, then to 300 for the report) between the password and its `@host`, and the password
+    was in the CLI's report and JSON."""
+    return f"{_code(code)} (code {code}): {' '.join(redact(message).split())[:MAX_MSG]}"
 
 
 def heuristics(code: int, message: str, where: str, service_account: str, source: str) -> list[Anomaly]:
@@ -303,7 +306,7 @@ def _pipeline(src: SourceEvidence, job: Any) -> None:
     if len(tasks) > MAX_TASKS:
         src.missing.append(f"{len(tasks)} tasks: only {MAX_TASKS} are listed in details (the failed ones first)")
     src.details.update({"tasks": [t.model_dump(mode="json") for t in listed], "tasks_total": len(tasks),
-                        "error": {"code": job.error.code, "message": redact(job.error.message[:MAX_TEXT])}})
+                        "error": {"code": job.error.code, "message": redact(job.error.message)[:MAX_TEXT]}})
     # The first failing task's own error first: the classifier gives the first cause a lead.
     for t in failed[:MAX_TASKS]:
         if t.code or t.message:

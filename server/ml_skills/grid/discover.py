@@ -42,7 +42,10 @@ class Discovery:
 
 
 def _broken(path: str) -> str | None:
-    """Why a path cannot be used, or None: loops and dangling links are told apart from other errors."""
+    """Why a path cannot be used, or None: loops and dangling links are told apart from other errors. Under the MCP tools'
+    roots a path is checked against them first (`_add_paths`): before the fifteenth round a link in the roots to a missing
+    file outside answered "dangling symlink (to /outside/...)", naming where it leads, and a link to an existing one
+    "outside the allowed roots": an existence oracle on any path (promise 5)."""
     try:
         os.stat(path)
     except OSError as e:
@@ -137,12 +140,13 @@ def _add_paths(found: Discovery, paths: list[str], cut: float | None, max_runs: 
         key, n = split_name(name) if resubmissions else (name, 0)
         if not os.path.isdir(p) and key.endswith(tuple(_SUFFIXES)):
             key = key.rsplit(".", 1)[0] if "." in key else key
-        err = _broken(p)
-        if err is None and check is not None:
+        err = None
+        if check is not None:  # the roots first: a link out of them gets their one answer, whether its target exists or not
             try:
                 p = check(p)
             except MLSkillsError as e:
                 err = str(e)
+        err = err or _broken(p)
         if err is not None:
             cells.setdefault(key, []).append(AttemptTask(run=key, attempt=n, path=p, error=err))
         elif os.path.isdir(p):

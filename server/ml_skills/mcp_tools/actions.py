@@ -33,7 +33,7 @@ from ml_skills.policy.approval import Approve, Ledger, question
 from ml_skills.policy.audit import AuditEntry, AuditError
 from ml_skills.policy.rules import Verdict
 from ml_skills.safety import untrusted_json
-from ml_skills.safety.redact import redact, redact_value
+from ml_skills.safety.redact import as_shown, redact, redact_value
 
 ACTION_TOOL = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
 """request_action: it can end processes and cancel cloud jobs, so clients must treat it as destructive."""
@@ -71,7 +71,10 @@ def classify_action(
 
 def _audit(p: Prepared | None, v: Verdict | None, outcome: str, detail: str, approved_by: str | None = None,
            action: str = "", arguments: dict[str, Any] | None = None, undo: str = "") -> None:
-    """Append one entry; raises AuditError when the log cannot be written."""
+    """Append one entry; raises AuditError when the log cannot be written. The detail is redacted before it is cut to 2,000
+    characters: cut first, a refusal quoting a path whose URL password ran past the cut (`...?src=https://u:PW` with its
+    `@host` cut off) was no URL to the redactor, and before the fifteenth round the password stood in the audit log."""
+    detail = as_shown(detail)
     config().audit.append(AuditEntry(
         action=p.kind.value if p else action, target=p.target if p else "", arguments=p.arguments() if p else (arguments or {}),
         risk=v.risk.value if v else None, rule=v.rule if v else None, fingerprint=p.fingerprint if p else None,

@@ -47,10 +47,18 @@ import re
 # the trace prompt, its octal escapes decoded (no `$` in the line for the expansion check to see), is expanded with command
 # substitution before each line of the shim: the command ran (as any user but root, whom bash denies an inherited PS4).
 # So SHELLOPTS, BASHOPTS, the prompts, PROMPT_COMMAND, any BASH_* and the search and ignore lists are refused.
+# Fifteenth round: a config file a cloud client reads can name a program it runs for credentials, and a few libraries name
+# their programs without the words above. `AWS_CONFIG_FILE=./aws.cfg` (its `credential_process = ./x`) made botocore run ./x
+# as the script asked for credentials; `GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES=1` lets google-auth run the command an
+# external-account key file names (`GOOGLE_APPLICATION_CREDENTIALS` still picks a key file: the switch is refused);
+# KUBECONFIG can name an exec plugin; `CONDA_EXE=./x TORCH_INDUCTOR_INSTALL_GXX=1` made torch.compile run ./x on a CPU;
+# `PYTORCH_NVCC` and `CUDACXX` name the nvcc torch's extension builds and inductor run. So the credential files, the switch,
+# KUBECONFIG, any *_EXE and *_BINARY and any name holding NVCC are refused.
 _PROGRAM_ENV = re.compile(r"^(PATH|HOME|LD_\w+|DYLD_\w+|GCONV_PATH|\w*PLUGIN\w*|BASH_ENV|ENV|"
                           r"SHELL|IFS|SHELLOPTS|BASHOPTS|PS[0-4]|PROMPT_COMMAND|BASH_\w+|CDPATH|GLOBIGNORE|EXECIGNORE|PET_NO_PYTHON|PYENV_\w*|ASDF_\w*|MISE_\w*|RTX_\w*|RBENV_\w*|NODENV_\w*|GOENV_\w*|"
                           r"OPENSSL_\w+|OMP_TOOL\w*|\w*_ICD_\w*|VK_\w*LAYER\w*|__EGL_\w*|LIBGL_\w*|\w*_MCA_\w*(?:path|file|dir|prefix)\w*|\w*MODULE_DIR\w*|"
-                          r"CC|CXX|NVCC\w*|CUDAHOSTCXX|TRITON_\w*_PATH|"
+                          r"CC|CXX|\w*NVCC\w*|CUDAHOSTCXX|CUDACXX|HIPCXX|TRITON_\w*_PATH|\w*_EXE|\w*_BINARY|"
+                          r"AWS_CONFIG_FILE|AWS_SHARED_CREDENTIALS_FILE|GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES|KUBECONFIG|"
                           r"GIT_\w+|\w*EXECUTABLE\w*|\w+_PYTHON|\w*_COMMAND|\w*ASKPASS\w*|EDITOR|VISUAL|PAGER|BROWSER|"
                           r"\w*INJECTION\w*|\w*_LIB|(?:\w*_)?LIBRARY(?:_PATHS?)?|\w*PROVIDER_PATH\w*|"
                           r"COMPILER_PATH|GCC_EXEC_PREFIX|CPATH|C_INCLUDE_PATH|CPLUS_INCLUDE_PATH|OBJC_INCLUDE_PATH|"
@@ -93,3 +101,17 @@ def launcher_env(opts: list[str]) -> list[str]:
             names.append(w.split("=", 1)[0])
         bad += [n for n in names if picks_the_program(n)]
     return sorted(set(bad))
+
+
+# Variables that send the run's credentials and data to another host without loading any code: a tracker's or hub's base URL
+# (`WANDB_BASE_URL=https://elsewhere` sends the W&B key there, `HF_ENDPOINT` the Hugging Face token), a proxy, and a CA bundle
+# that lets a proxy read TLS traffic. A self-hosted W&B or a cluster's proxy sets them for good reasons, so they are not
+# refused; the fourteenth round left them to a person reading the whole command. Since the fifteenth the question's
+# "Expected impact" names them, so a person skimming `python train.py` at the end of a long line is told.
+_ROUTE_ENV = re.compile(r"(?i)^(?:\w*_BASE_URL|\w*_ENDPOINT(?:_URL)?|\w*_API_(?:URL|BASE|HOST)|\w*_HOST|\w*TRACKING_URI|\w*REGISTRY_URI|"
+                        r"(?:HTTPS?|ALL|FTP|WS|WSS)_PROXY|\w*_CA_BUNDLE|SSL_CERT_(?:FILE|DIR)|\w*_CA_CERTS?)$")
+
+
+def sends_elsewhere(names: list[str]) -> list[str]:
+    """Of the variables a recorded line sets, those that send the run's credentials or traffic to a host it names."""
+    return sorted(n for n in names if _ROUTE_ENV.match(n))

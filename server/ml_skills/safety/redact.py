@@ -54,7 +54,7 @@ _ASSIGN = (r"(?:(?:['\"]\]|['\"])?(?:\s{0,3}(?:[:=]|=>|->)\s{0,3}|[ ]{0,3}\|[ ]{
 # those and '@' may be in it, or after it in the same word: before the thirteenth round the host had to be ASCII letters,
 # digits and `.-[]:` and end at a listed character, so `https://u:PW@example.com</a>` (HTML), `**https://u:PW@host**`
 # (markdown), `...@host!`, `...@host&x=1`, `...@exämple.com/` and `...@ex_ample.com/` kept the password in clear.
-_HOST = r"(?=[^\s@/?#]{1,255}(?:[/?#\s]|$))"  # looked at, not taken: a second URL after a `,` or `;` in the same word is matched too
+_HOST = r"(?=[^\s@/?#]{0,255}(?:[/?#\s]|$))"  # looked at, not taken: a second URL after a `,` or `;` in the same word is matched too
 
 # The prefix a launcher puts on each line a rank prints: torchrun's `[rank0]: ` / `[default0]:`, mpirun --tag-output's
 # `[1,0]<stdout>:`. A PEM key printed by a rank has it on every body line (eleventh round: kept line by line).
@@ -190,8 +190,14 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         r"['\"]?(?![<\[]|[0-9.]{1,30}(?![^\s'\",}&\])]))(?P<s>[^\s'\",}&\])]{4,1000})")),
     # An XML element named for a secret (Maven's settings.xml `<password>X</password>`, `<hub_token>X</hub_token>`), printed
     # by a CI step: kept in clear before the fourteenth round. The value is what stands between the tags.
+    # Fifteenth round: the element may carry attributes (`<password type="text">`, `<ns:password xmlns:ns="...">`) and its
+    # value sit in a CDATA section (`<password><![CDATA[X]]></password>`), and an element may be named for a secret by its
+    # `name` or `key` attribute (`<entry key="password">X</entry>` in Java's XML properties, `<string name="api_key">`
+    # in an Android resource, `<param name="hub_token">`): each was kept in clear.
     ("xml-secret-element", ("</",), lazy(
-        r"(?i)<[a-z0-9_.:\-]{0,40}" + _KEYWORD + r">\s{0,3}(?![0-9.]{1,30}\s{0,3}<)(?P<s>[^<>\s]{4,1000})\s{0,3}</")),
+        r"(?i)<[a-z0-9_.:\-]{0,40}(?:" + _KEYWORD + r"(?:\s[^<>]{0,200})?|\s[^<>]{0,200}?(?<![a-z0-9_\-])(?:name|key)\s{0,3}=\s{0,3}['\"]"
+        r"[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"][^<>]{0,200})>\s{0,3}(?:<!\[CDATA\[\s{0,3})?(?![0-9.]{1,30}\s{0,3}(?:\]\]>)?<)"
+        r"(?P<s>(?:(?!\]\]>)[^<>\s]){4,1000})\s{0,3}(?:\]\]>)?\s{0,3}</")),
     # NAME=X, NAME: X, "name": "X", ?access_token=X&, X-API-KEY: X, and URL-encoded %3D / %3A.
     # A tokenizer's special tokens (`eos_token: </s>`, `pad_token = [PAD]`) and plain numbers are not secrets.
     ("keyword-secret-assign", _KEY_NEEDLES, lazy(
