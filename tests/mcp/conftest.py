@@ -90,3 +90,19 @@ def sleeper():
 
 def text(result: types.CallToolResult) -> str:
     return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
+
+
+def answers(srv: Server, calls: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """Each call's text and structured answer, from one real MCP stdio client session."""
+    import anyio
+
+    shown: list[str] = []
+
+    async def go() -> None:
+        async with srv.client() as c:
+            for tool, args in calls:
+                res = await c.call_tool(tool, args)
+                shown.append(text(res) + json.dumps(res.structured_content))
+
+    anyio.run(go)
+    return shown

@@ -14,28 +14,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-import anyio
 import pytest
 
-from tests.mcp.conftest import Server, text
+from tests.mcp.conftest import Server, answers
 
 pytestmark = pytest.mark.slow  # real child processes and servers
-
-
-def _mcp_answers(srv: Server, calls: list[tuple[str, dict[str, Any]]]) -> list[str]:
-    """Each call's text and structured answer from a real MCP stdio client."""
-    shown: list[str] = []
-
-    async def go() -> None:
-        async with srv.client() as c:
-            for tool, args in calls:
-                res = await c.call_tool(tool, args)
-                shown.append(text(res) + json.dumps(res.structured_content))
-
-    anyio.run(go)
-    return shown
 
 
 def test_triage_runs_gives_a_link_out_of_the_roots_one_answer_whether_its_target_exists_or_not(tmp_path: Path) -> None:
@@ -52,11 +36,11 @@ def test_triage_runs_gives_a_link_out_of_the_roots_one_answer_whether_its_target
     shown = []
     for name, target in (("a.log", o / "exists_payroll.log"), ("b.log", o / "missing_payroll.log")):
         (r / "runs" / name).symlink_to(target)
-        shown.append(_mcp_answers(Server(tmp_path, roots=[r]), [("triage_runs", {"targets": [str(r / "runs")]}),
+        shown.append(answers(Server(tmp_path, roots=[r]), [("triage_runs", {"targets": [str(r / "runs")]}),
                                                                  ("triage_runs", {"targets": [str(r / "runs" / "*")]})]))
         (r / "runs" / name).unlink()
-    for answers in shown:
-        for a in answers:
+    for one_setup in shown:
+        for a in one_setup:
             assert "payroll" not in a and "dangling" not in a, a
             assert "outside the allowed roots" in a and "step 2 loss nan" in a, a
 
@@ -183,7 +167,7 @@ def test_the_audit_log_never_keeps_a_url_password_a_refusal_quoted_past_its_cut(
         path = f"{r}/{('a' * 200 + '/') * 9}{'b' * pad}/x?src=https://u:{password}@host.example/y/command.txt"
         calls.append(("request_action", {"action": {"kind": "restart-unchanged", "command_file": path}}))
     srv = Server(tmp_path, roots=[r])
-    shown = _mcp_answers(srv, calls)
+    shown = answers(srv, calls)
     assert all(password not in s for s in shown)
     entries = srv.audit_entries()
     assert len(entries) == len(calls) and all(e["outcome"] == "invalid" for e in entries), entries
@@ -238,7 +222,7 @@ def test_an_mlflow_runs_note_never_shows_a_url_password_cut_before_its_host(tmp_
     ids = done.stdout.split()[-len(notes):]
     os.environ["MLFLOW_TRACKING_URI"] = uri
     try:
-        shown = _mcp_answers(Server(tmp_path, roots=[tmp_path]), [("get_mlflow_run", {"run_id": i}) for i in ids])
+        shown = answers(Server(tmp_path, roots=[tmp_path]), [("get_mlflow_run", {"run_id": i}) for i in ids])
     finally:
         del os.environ["MLFLOW_TRACKING_URI"]
     assert all("note" in s for s in shown), shown[0][:2000]

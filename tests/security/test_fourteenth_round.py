@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.mcp.conftest import Server, text
+from tests.mcp.conftest import Server, answers, text
 
 pytestmark = pytest.mark.slow  # real child processes and servers
 
@@ -49,20 +49,6 @@ def test_a_recorded_command_never_sets_the_options_or_prompts_of_the_bash_a_laun
     assert not pwned.exists()
 
 
-def _mcp_answers(srv: Server, calls: list[tuple[str, dict[str, Any]]]) -> list[str]:
-    """Each call's text and structured answer from a real MCP stdio client."""
-    shown: list[str] = []
-
-    async def go() -> None:
-        async with srv.client() as c:
-            for tool, args in calls:
-                res = await c.call_tool(tool, args)
-                shown.append(text(res) + json.dumps(res.structured_content))
-
-    anyio.run(go)
-    return shown
-
-
 def test_a_triage_glob_never_lists_a_folder_outside_the_roots_through_a_link(tmp_path: Path) -> None:
     """`triage_runs` confines a glob's fixed leading folder, then walked it as `glob.glob` does, following links: with
     `runs/lnk -> /outside`, `runs/*/*` listed the outside folder and every name in it came back as an unreadable run
@@ -74,7 +60,7 @@ def test_a_triage_glob_never_lists_a_folder_outside_the_roots_through_a_link(tmp
     (o / "secret_project_name").mkdir(parents=True)
     (o / "secret_project_name" / "train.log").write_text("step 1 loss 1.0\n")
     (r / "runs" / "lnk").symlink_to(o)
-    shown = _mcp_answers(Server(tmp_path, roots=[r]), [("triage_runs", {"targets": [str(r / "runs" / "*" / "*")]}),
+    shown = answers(Server(tmp_path, roots=[r]), [("triage_runs", {"targets": [str(r / "runs" / "*" / "*")]}),
                                                         ("triage_runs", {"targets": [str(r / "runs" / "*" / "secret_project_name")]}),
                                                         ("triage_runs", {"targets": [str(r / "runs" / "*" / "no_such_name")]})])
     assert "secret_project_name" not in shown[0] and "step 2 loss nan" in shown[0], shown[0]
@@ -158,7 +144,7 @@ def test_a_path_that_reads_like_a_key_line_is_shown_in_answers_and_reports(tmp_p
         (run / "train.log").write_text("step 1 loss 1.0\nstep 2 loss nan\nFloatingPointError: nan\n")
         hidden = run / "exp --password Zq8xP2mLk9RtY6wB"
         hidden.mkdir()
-        shown = _mcp_answers(Server(tmp_path, roots=[base]), [("list_artifacts", {"path": str(run)}),
+        shown = answers(Server(tmp_path, roots=[base]), [("list_artifacts", {"path": str(run)}),
                                                               ("inspect_checkpoint", {"path": str(run / "ckpt1")}),
                                                               ("diagnose", {"target": str(run)}),
                                                               ("list_artifacts", {"path": str(hidden)})])
