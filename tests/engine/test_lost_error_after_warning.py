@@ -81,3 +81,23 @@ def test_a_warning_training_went_on_past_is_not_the_lost_error(tmp_path):
     log = _run(tmp_path, "trains", steps=12, head=True, after="raise KeyError('shard_7')")
     d = diagnose(DiagnoseRequest(target=str(_cut(log))))
     assert d.primary_cause is None or d.primary_cause.value != "config-error"
+
+
+def test_a_log_cut_right_after_the_traceback_header_lost_its_error_too(tmp_path):
+    log = _run(tmp_path, "frozen", steps=3, head=False, after="")
+    lines = log.read_text().splitlines(keepends=True)
+    header = next(i for i, x in enumerate(lines) if x.startswith("Traceback (most recent call last)"))
+    cut = log.with_name("header-cut.log")
+    cut.write_text("".join(lines[: header + 1]))
+    d = diagnose(DiagnoseRequest(target=str(cut)))
+    assert d.primary_cause is not None and d.primary_cause.value == "config-error"
+    assert 0 < d.primary_cause_confidence <= CONFIDENCE_CAP
+
+
+def test_public_logs_whose_paste_lost_the_error_after_a_warning():
+    # corpus 1216 (MAX: 'UserWarning: NaN in sampled next states!', then Sacred's 'Failed after' and its traceback
+    # header, where the paste ends) and 794 (fairseq: an OOM warning, then the spawn traceback cut at its header)
+    root = Path(__file__).resolve().parents[1] / "corpus"
+    for prefix, cls in (("1216", "nan-inf"), ("794", "oom")):
+        d = diagnose(DiagnoseRequest(target=str(next(root.glob(f"{prefix}-*")) / "train.log")))
+        assert d.primary_cause is not None and d.primary_cause.value == cls, prefix

@@ -109,6 +109,9 @@ MEANING = {  # the root cause's words
 LAST_LINES = 2  # the sync point must be on one of the last two non-empty lines (ranks interleave)
 
 
+_TB_HEADER = lazy(r"Traceback \(most recent calls?\b")
+
+
 def ends_in_traceback(log: LogEvidence) -> bool:
     """The log's last lines are traceback frames with no exception line after them: it was cut mid-traceback."""
     # Python 3.11+ underlines the failing expression with a line of carets: not a line of its own
@@ -117,6 +120,8 @@ def ends_in_traceback(log: LogEvidence) -> bool:
     # a paste may start inside the traceback (no header): several frames in a row say the same
     framed = any("Traceback (most recent call last)" in x for x in recent) or \
         sum(1 for x in recent if x.lstrip().startswith('File "')) >= 3
+    if tail and _TB_HEADER.search(tail[-1]):
+        return True  # cut right after the header (Sacred's 'Traceback (most recent calls WITHOUT Sacred internals):')
     return bool(tail) and framed and (_FRAME.match(tail[-1]) is not None or (len(tail) > 1 and _FRAME.match(tail[-2]) is not None))
 
 
