@@ -79,3 +79,9 @@ def test_ray_tunes_total_run_time_is_its_end_and_its_status_tables_total_time_co
     assert _diagnose("411").run_status.value == "completed"
     d = diagnose(DiagnoseRequest(target=str(next((TESTS / "corpus").glob("1211-*")) / "train.log")))
     assert d.run_status.value != "completed"
+
+
+def test_megatrons_evaluation_on_the_test_set_is_its_end():
+    # healthy 399 (a committed Megatron-LM smoke test): iteration 50 of 50, 'validation loss at iteration 50 on
+    # validation set', then 'validation loss at iteration 50 on test set', which Megatron prints once, after training
+    assert _diagnose("399").run_status.value == "completed"

@@ -116,6 +116,9 @@ _SUMMARY = lazy(
     # what a trainer prints once its loop has returned: Hugging Face's whole-run 'train_runtime' (in its final metrics
     # dict or a tracker's run summary), YOLOv5/v8's 'Optimizer stripped from .../best.pt' before the final validation
     r"\btrain_runtime\b|\boptimizer stripped from\b|"
+    # Megatron's evaluation on the test split, which it runs once, after the last iteration ('validation loss at
+    # iteration 50 on test set | lm loss value: ...'; during training it evaluates on the validation set)
+    r"\bloss at iteration \d+ on test set\b|"
     # a solver's or tuner's own end of the whole optimisation (Caffe's 'Optimization Done.', the Theano tutorials'
     # 'Optimization complete with best validation score', LightGBM's 'Finish train'), a pipeline's 'All enabled phases
     # completed.', a loop over its whole input done ('Done with all triples!')
