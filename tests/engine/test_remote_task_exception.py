@@ -8,6 +8,7 @@ are no DataLoader worker. A real local Ray run on the CPU.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -35,7 +36,11 @@ def test_a_remote_tasks_exception_is_read_through_the_ray_task_error_that_carrie
     (tmp_path / "train.py").write_text(SCRIPT)
     log = tmp_path / "train.log"
     with open(log, "wb") as out:
-        subprocess.run([sys.executable, "train.py"], cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, timeout=180, check=False)
+        # its own HOME: ray.init() writes ~/.ray/auth_token, which a later `ray start --head` would then require
+        # of every client (tests/grid/test_ray.py's triage-runs was refused 'InvalidAuthToken')
+        env = {**os.environ, "HOME": str(tmp_path), "RAY_USAGE_STATS_ENABLED": "0"}
+        subprocess.run([sys.executable, "train.py"], cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, timeout=180,
+                       check=False, env=env)
     text = log.read_text(errors="replace")
     assert "RayTaskError(ZeroDivisionError)" in text and text.rstrip().endswith("integer modulo by zero"), text[-2000:]
     d = diagnose(DiagnoseRequest(target=str(log)))
