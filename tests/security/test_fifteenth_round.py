@@ -16,8 +16,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from ml_skills.collectors.cloud_logging import MAX_TEXT
 
+from tests.fakes.vertex_api import PROJECT, REGION, load, log_entry
 from tests.mcp.conftest import Server, answers
+from tests.security.test_eighth_round import _call, fake  # noqa: F401 - the Vertex and Logging fake fixture
 
 pytestmark = pytest.mark.slow  # real child processes and servers
 
@@ -228,3 +231,22 @@ def test_an_mlflow_runs_note_never_shows_a_url_password_cut_before_its_host(tmp_
     assert all("note" in s for s in shown), shown[0][:2000]
     for s in shown:
         assert password[:4] not in s, s[:3000]
+
+
+def test_a_structured_log_payload_is_redacted_before_it_is_cut(fake, tmp_path: Path) -> None:  # noqa: F811
+    """A Cloud Logging entry whose structured payload has no message field is shown as its JSON, cut to 4,000
+    characters: the cut came before redaction, so a database URL whose '@host' fell past it kept the start of its
+    password in `describe_vertex_job`'s answer."""
+    jid = load(fake, "upstream")
+    password = "Zq8Wm3Rt6Yp1Ns4Kd7Lv"
+    head = '{"a": "'
+    dsn = f"postgresql://trainer:{password}@db.internal:5432/features"
+    filler = "x" * (MAX_TEXT - 10 - len(head) - len('", "dsn": "postgresql://trainer:'))  # the password straddles the cut
+    entry = log_entry(jid, "ERROR", "", 9, task_name="build-features")
+    entry["jsonPayload"] = {"a": filler, "dsn": dsn}
+    fake.log_entries.append(entry)
+    is_error, body, structured = _call(Server(tmp_path), "describe_vertex_job", {"job": jid, "project": PROJECT, "region": REGION})
+    assert not is_error, body[:500]
+    seen = body + json.dumps(structured)
+    assert "xxxxxxxxxx" in seen  # the payload itself was shown
+    assert password[:6] not in seen
