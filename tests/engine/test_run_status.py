@@ -193,7 +193,7 @@ def test_a_bar_that_moved_past_its_first_step_is_no_wait_at_a_sync_point(tmp_pat
     # killed once its bar shows step 1 (not after a fixed time: a loaded machine starts Python slowly), well before step 2
     log = _shell(tmp_path, f"{sys.executable} train.py > raw.log 2>&1 & pid=$!; "
                            "for i in $(seq 1 600); do grep -q '1/28' raw.log && break; sleep 0.1; done; "
-                           "kill -9 $pid; tr '\\r' '\\n' < raw.log")
+                           "{ kill -9 $pid; wait $pid; } 2>/dev/null; tr '\\r' '\\n' < raw.log")  # not the shell's 'Killed' notice
     text = log.read_text(errors="replace")
     assert "0/28" in text and "1/28" in text and "2/28" not in text, text
     d = diagnose(DiagnoseRequest(target=str(log)))
