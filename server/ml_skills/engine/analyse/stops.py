@@ -171,13 +171,12 @@ def stop_signals(log: LogEvidence) -> list[Signal]:
     lp = log.trajectory.last_progress
     for i, raw in reversed(text_lines[-LAST_LINES:]):
         text = last_frame(raw)
-        step0 = _FIRST_SYNC.search(text)
-        if lp is not None and lp.source == log.source and i < lp.line_no and step0 is not None \
-                and _FIRST_STEP_ONLY.match(step0.group(0)) and not DIST_INIT.search(text):
+        m = _FIRST_SYNC.search(text)
+        step0 = m is not None and not DIST_INIT.search(text) and _FIRST_STEP_ONLY.match(m.group(0)) is not None
+        if step0 and lp is not None and lp.source == log.source and i < lp.line_no:
             continue  # a bar at step 0 that a later line shows past it ('0/28' then '1/28 [00:31<14:22]'): no wait there
-        if (DIST_INIT.search(text) or _FIRST_SYNC.search(text) or _JIT_BUILD.search(text)) and not _TEARDOWN.search(text):
-            m = _FIRST_SYNC.search(text)
-            if not DIST_INIT.search(text) and m is not None and _FIRST_STEP_ONLY.match(m.group(0)):
+        if (DIST_INIT.search(text) or m is not None or _JIT_BUILD.search(text)) and not _TEARDOWN.search(text):
+            if step0:
                 if shared is None:
                     shared = any(DIST_INIT.search(x) or _SHARED_WORK.search(x) for _, x in lines)
                 parsed = parse_line(text)
