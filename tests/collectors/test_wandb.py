@@ -255,3 +255,13 @@ def test_server_down_is_connection_refused(tmp_path):
     )
     assert proc.returncode == 2 and "connection refused" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and time.monotonic() - t0 < 60
+
+
+def test_a_port_with_403_in_it_is_no_permission_error():
+    """Verbatim from the clean-clone CI on f71bb01: the fake had drawn port 40341, and '403' in the URL made an HTTP 503
+    read as 'W&B refused ... check WANDB_API_KEY'. Only a status code standing alone counts."""
+    text = "POST http://127.0.0.1:40341/graphql giving up after 4 attempt(s) while retrying: HTTP 503: injected HTTP 503"
+    err = wandb_collector._error(RuntimeError(text), "the runs of W&B project lab/study")
+    assert str(err).startswith("W&B failed on the runs of W&B project lab/study: ") and "WANDB_API_KEY" not in str(err)
+    err = wandb_collector._error(RuntimeError("POST http://127.0.0.1:8080/graphql: HTTP 403: Forbidden"), "run a/b/c")
+    assert str(err).startswith("W&B refused run a/b/c")

@@ -335,12 +335,16 @@ def _files(api: Any, r: Any, run: tracker.TrackerRun, deadline: Deadline) -> Non
             run.missing.append(f"log {f.name}: {e}")
 
 
+# a 401/403 named in the client's text, never the digits of a port or id (127.0.0.1:40341 is no 403)
+_AUTH_CODE = re.compile(r"(?<![\w:./-])40[13](?![\w.])")
+
+
 def _error(e: BaseException, what: str) -> MLSkillsError:
     """One line from whatever the wandb client raised, with the HTTP status when it has one."""
     text = redact(" ".join(str(e).split())[:240])
     status = _status(e)
     low = text.lower()
-    if status in (401, 403) or "401" in low or "403" in low or "unauthorized" in low or "permission" in low or "api key" in low:
+    if status in (401, 403) or _AUTH_CODE.search(low) or "unauthorized" in low or "permission" in low or "api key" in low:
         return SourceUnavailable(f"W&B refused {what}: {text}; check WANDB_API_KEY and that it may read this project")
     if status == 404 or "could not find run" in low or "not found" in low:
         return TargetNotFound(
