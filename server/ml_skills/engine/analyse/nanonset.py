@@ -87,6 +87,10 @@ def _onset_words(points: Sequence[MetricPoint], i: int, p: MetricPoint, early: b
     """Why the first NaN at points[i] happened, as far as the series before it tell: early in the run, after a
     grad-norm jump, after the lr jumped, after a rising grad norm, or with no warning."""
     jump = _precursor(points, i, p)
+    if early is False and not any("loss" in q.values and _finite(q.values["loss"]) for q in points[:i]):
+        # the log's first loss is already non-finite (an excerpt, a log cut at its start): nothing before it to read
+        return (f"the first loss this log shows, {finite.replace('finite ', '')} into the run: the steps before it are not "
+                "in the log, so whether a warning came before cannot be told from it")
     if early:
         # the measured jump is cited too, first, so a shortened quote keeps it: same history, same evidence
         jumped = f", {PRECURSOR_WORDS} ({jump})" if jump is not None else ""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from ml_skills.engine.read import tables
+from ml_skills.engine.read import kvblocks, tables
 from ml_skills.engine.read.matcher import Matcher, ScanLimit
 from ml_skills.lazyre import lazy
 
@@ -83,6 +83,55 @@ def table_rows(chunk: bytes | bytearray, starts: list[int]) -> dict[int, Row]:
             rows[pos] = parsed
             n += 1
     return rows
+
+
+def block_rows(chunk: bytes | bytearray, starts: list[int]) -> tuple[dict[int, Row], set[int]]:
+    """Key-value blocks (engine/read/kvblocks.py) holding a line at `starts`, each read whole into one point, given
+    to the block's loss row (else its first metric row); the block's other lines at `starts` are returned to drop."""
+    rows: dict[int, Row] = {}
+    drop: set[int] = set()
+    end_of_block = -1
+    for s in starts:
+        if s < end_of_block:
+            drop.add(s)
+            continue
+        e = chunk.find(b"\n", s)
+        if not kvblocks.is_row(chunk[s : (len(chunk) if e < 0 else e)]):
+            continue
+        offsets, lines = _block(chunk, s)
+        end_of_block = offsets[-1] + len(lines[-1]) + 1
+        drop |= set(offsets)
+        if (found := kvblocks.record(lines)) is not None:
+            rec, anchor = found
+            rows[offsets[anchor]] = rec
+            drop.discard(offsets[anchor])
+    return rows, drop
+
+
+def _block(chunk: bytes | bytearray, s: int) -> tuple[list[int], list[bytes]]:
+    """(start offsets, lines) of the key-value block holding the row that starts at `s`."""
+    first = s
+    for _ in range(kvblocks.MAX_BLOCK_LINES):
+        if first == 0:
+            break
+        prev = chunk.rfind(b"\n", 0, first - 1) + 1
+        if not kvblocks.is_row(chunk[prev : first - 1]):
+            break
+        first = prev
+    offsets: list[int] = []
+    lines: list[bytes] = []
+    pos = first
+    while len(lines) < kvblocks.MAX_BLOCK_LINES and pos <= len(chunk):
+        e = chunk.find(b"\n", pos)
+        line = bytes(chunk[pos : (len(chunk) if e < 0 else e)])
+        if not kvblocks.is_row(line):
+            break
+        offsets.append(pos)
+        lines.append(line)
+        if e < 0:
+            break
+        pos = e + 1
+    return offsets, lines
 
 
 def accuracy_lines(chunk: bytes | bytearray) -> set[int]:

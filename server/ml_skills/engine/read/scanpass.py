@@ -230,9 +230,11 @@ class Pass:
         Every loss line on small logs, an even sample on huge ones, plus the exact events."""
         budget = self.budget
         starts = metric_lines.loss_lines(chunk, budget)
-        rows: dict[int, metric_lines.Row] = {}
+        rows, drop = metric_lines.block_rows(chunk, starts)  # a key-value block is one point (engine/read/kvblocks.py)
+        if drop or rows:
+            starts = sorted((set(starts) - drop) | rows.keys())
         if budget is None:  # and the rows of metric tables whose header is one of those lines (engine/tables.py)
-            rows = metric_lines.table_rows(chunk, starts)
+            rows |= metric_lines.table_rows(chunk, starts)
             starts = sorted(set(starts) | metric_lines.accuracy_lines(chunk) | rows.keys())
         if budget is not None and eval_in_chunk:
             exact_lines |= metric_lines.eval_lines(chunk, self.engine)

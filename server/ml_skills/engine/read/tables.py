@@ -32,7 +32,7 @@ def _split(line: str, sep: str | None) -> list[str]:
     return [t.strip() for t in line.strip().split(sep)] if sep else line.split()
 
 
-def _column(name: str) -> str | None:
+def column(name: str) -> str | None:
     """The canonical meaning of one column name: `validation/main/loss` -> val_loss, `DEV_F1` -> val_acc."""
     k = name.lower()
     if k in STEP_KEYS:
@@ -62,7 +62,7 @@ def header(line: str) -> Header | None:
     names = _split(text, sep)
     if not 3 <= len(names) <= MAX_COLUMNS or not all(_NAME.match(n) for n in names):
         return None
-    keys = tuple(_column(n) for n in names)
+    keys = tuple(column(n) for n in names)
     if not any(k in ("loss", "val_loss", "acc", "val_acc") for k in keys) or 2 * sum(k is not None for k in keys) < len(keys):
         return None  # no loss or accuracy column, or mostly words we cannot read: a sentence, not a header
     return Header(sep=sep, keys=keys)
