@@ -106,3 +106,30 @@ def test_a_long_validation_curve_whose_level_climbed_still_reads_as_memorising()
     # corpus 979 (a public LSF job): three models in turn, the last one's validation level above its best stretch
     d = _public("corpus", "979")
     assert d.primary_cause is not None and d.primary_cause.value in ("optimization-divergence", "evaluation-mismatch")
+
+
+def test_a_loss_still_from_its_first_log_to_every_printed_digit_is_frozen(tmp_path):
+    """Batch 19's 1251 (litgpt at 10.8259 from iteration 76 on): a log that never shows the loss move, but shows it to
+    six digits at twenty steps, shows a network whose outputs do not depend on its weights. Here a language model's
+    output layer is zeroed and its learning rate is 0 (a schedule that never warms up), so every logit is 0."""
+    log = _run(tmp_path, """
+        import time
+        import torch
+        torch.manual_seed(0)
+        vocab = 50277
+        emb = torch.nn.Embedding(vocab, 16); head = torch.nn.Linear(16, vocab)
+        torch.nn.init.zeros_(head.weight); torch.nn.init.zeros_(head.bias)
+        opt = torch.optim.AdamW([*emb.parameters(), *head.parameters()], lr=0.0)
+        for it in range(76, 99):
+            t0 = time.perf_counter()
+            x = torch.randint(0, vocab, (4, 32)); y = torch.randint(0, vocab, (4, 32))
+            loss = torch.nn.functional.cross_entropy(head(emb(x)).view(-1, vocab), y.view(-1))
+            opt.zero_grad(); loss.backward(); opt.step()
+            print(f"iter {it} step {it // 2}: loss {loss.item():.4f}, iter time: {1000 * (time.perf_counter() - t0):.2f}ms", flush=True)
+    """)
+    text = log.read_text()
+    assert len({ln.split("loss ")[1].split(",")[0] for ln in text.splitlines()}) == 1, text  # the run really printed one value
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "optimization-divergence", text
+    assert [a.kind.value for a in d.anomalies] == ["loss-frozen"]
+

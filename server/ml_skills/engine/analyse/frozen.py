@@ -43,8 +43,12 @@ def loss_frozen(points: Sequence[MetricPoint]) -> Anomaly | None:
     newest, first = run[-1][0], run[0][0]
     others = {k for k in newest.values if k not in ("loss", "lr")}
     epochs = {p.epoch for p, _ in run if p.epoch is not None}
-    if not moved and len(epochs) < FROZEN_LOGS and not any(all(p.values.get(k) == newest.values[k] for p, _ in run) for k in others):
-        return None  # a constant that never moved, over a few steps, with no second metric frozen beside it, need not be a network
+    exact = _digits(last) >= UNIFORM_DIGITS and logs >= 2 * FROZEN_LOGS
+    if not moved and len(epochs) < FROZEN_LOGS and not exact and not any(
+            all(p.values.get(k) == newest.values[k] for p, _ in run) for k in others):
+        # a constant that never moved, over a few steps, with no second metric frozen beside it, need not be a network;
+        # one printed to five digits or more at ten logs or more is: a training step's loss is never that still
+        return None
     chance = next((k for k in range(2, 1001) if abs(math.log(k) - last) < 5e-4), None)
     why = f" = ln {chance}, the loss of a uniform guess over {chance} classes" if chance else ""
     return Anomaly(
