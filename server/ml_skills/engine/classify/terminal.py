@@ -19,6 +19,10 @@ from ml_skills.models import LogEvidence, Role
 # a DataLoader still hands out the batches its other workers prefetched (2 per worker) after
 # one worker dies, and loggers flush late, so one or two step lines do not mean recovery.
 SURVIVED_MIN_PROGRESS = 3
+# ...or, after an exception that ended a thread other than the main one, for this many non-blank lines of any kind up to
+# its last progress: a program that loads a model and starts a bar after a reader thread died was not waiting for that thread
+# (one that waits prints its prefetched steps and stops)
+THREAD_LINES_AFTER = 20
 def last_progress_line(log: LogEvidence) -> int | None:
     lp = log.trajectory.last_progress
     return lp.line_no if lp else None
@@ -132,6 +136,8 @@ def survived_line(log: LogEvidence, line_no: int, last_prog: int | None) -> bool
     tail = log.tail
     if tail is None or line_no < tail.start_line:
         return True  # the error is older than the tail: far more than a few steps followed
+    if _in_other_thread(log, line_no) and _lines_between(log, line_no, last_prog) >= THREAD_LINES_AFTER:
+        return True  # a thread's exception ends that thread; the program went on, well past it, to progress
     at = line_no - tail.start_line + 1
     reached: float | None = None
     progress = 0
@@ -147,6 +153,30 @@ def survived_line(log: LogEvidence, line_no: int, last_prog: int | None) -> bool
             if progress >= SURVIVED_MIN_PROGRESS:
                 return True
     return False
+
+
+# Python's header for an exception that ended a thread other than the main one ('Exception in thread Thread-2
+# (_readerthread):'): the thread dies, the program does not
+_THREAD_HEADER = lazy(r"^\s*Exception in thread (?!MainThread\b)\S")
+
+
+def _in_other_thread(log: LogEvidence, line_no: int) -> bool:
+    """The traceback ending at `line_no` was printed for a thread other than the main one."""
+    tb = next((t for t in log.tracebacks if t.line_no == line_no), None)
+    tail = log.tail
+    if tb is None or tail is None:
+        return False
+    i = tb.start_line - 1 - tail.start_line  # the line above 'Traceback (most recent call last):'
+    return 0 <= i < len(tail.lines) and _THREAD_HEADER.match(tail.lines[i]) is not None
+
+
+def _lines_between(log: LogEvidence, after: int, upto: int) -> int:
+    """Non-blank lines of the tail after line `after` up to line `upto`."""
+    tail = log.tail
+    if tail is None:
+        return 0
+    chunk = tail.lines[max(0, after + 1 - tail.start_line) : max(0, upto + 1 - tail.start_line)]
+    return sum(1 for x in chunk if x.strip())
 
 
 # a line a rank tagged as its own ('rank 1 step 2', '[rank1]:', torchrun's '[default1]:', srun -l's '1: ')
