@@ -60,3 +60,19 @@ def trailing_run(series: Sequence[tuple[MetricPoint, float]]) -> list[tuple[Metr
     while n < len(series) and series[-1 - n][1] == series[-1][1]:
         n += 1
     return list(series[len(series) - n:])
+
+
+def since_counter_reset(points: Sequence[MetricPoint]) -> Sequence[MetricPoint]:
+    """The points from the last place the run's counters went back (epoch 3 step 17730, then epoch 1 step 0): a run
+    launched again into the same log, or resumed from an earlier checkpoint. Its loss starts over from its own
+    beginning, so a rise read across the reset compares two runs, not one run's steps. Points with no counter keep
+    their place; the whole list when the counters never go back."""
+    start, last = 0, None
+    for i, p in enumerate(points):
+        if p.step is None and p.epoch is None:
+            continue
+        key = (p.epoch if p.epoch is not None else -math.inf, p.step if p.step is not None else -math.inf)
+        if last is not None and key < last and (p.epoch is None) == (last[0] == -math.inf):
+            start = i
+        last = key
+    return points[start:]
