@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 
 pytest.importorskip("stable_baselines3")
