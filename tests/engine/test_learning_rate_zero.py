@@ -56,3 +56,34 @@ def test_a_warm_up_from_zero_or_a_decay_to_zero_at_the_end_is_healthy(tmp_path, 
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert "learning-rate-zero" not in [a.kind.value for a in d.anomalies], d.root_cause
     assert d.primary_cause is None
+
+
+def test_a_step_decay_that_reached_zero_long_before_the_first_log_is_still_zero(tmp_path):
+    """Batch 19's 1260 (OpenNMT-py at lr: 0.00000 from step 380,000 of 1,000,000, each step log followed by its
+    validation lines): a run that logs every 1,000 steps, its rate halved every 50 steps (a decay meant for a run 1,000
+    times shorter), so its first log already prints 0. Evaluation lines after the last step do not hide it."""
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        torch.manual_seed(0)
+        x = torch.randn(256, 8); y = x.sum(1, keepdim=True)
+        model = torch.nn.Linear(8, 1)
+        opt = torch.optim.Adam(model.parameters(), lr=0.001)
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=50, gamma=0.5)
+        for step in range(1, 3001):
+            xb, yb = x[(step % 8) * 32 : (step % 8 + 1) * 32], y[(step % 8) * 32 : (step % 8 + 1) * 32]
+            loss = torch.nn.functional.mse_loss(model(xb), yb)
+            opt.zero_grad(); loss.backward(); opt.step(); sched.step()
+            if step % 1000 == 0:
+                print(f"Step {step}/100000; xent: {loss.item():.2f}; lr: {opt.param_groups[0]['lr']:.5f}", flush=True)
+                with torch.no_grad():
+                    print(f"Validation perplexity: {torch.exp(torch.nn.functional.mse_loss(model(x), y)).item():.3f}", flush=True)
+    """))
+    log = tmp_path / "train.log"
+    with open(log, "wb") as out:
+        subprocess.run([sys.executable, str(script)], cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, timeout=300, check=True)
+    text = log.read_text()
+    assert text.count("lr: 0.00000") == 3 and text.splitlines()[-1].startswith("Validation perplexity"), text
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "config-error", d.root_cause
+    assert "learning-rate-zero" in [a.kind.value for a in d.anomalies]

@@ -165,6 +165,7 @@ def loss_collapsed(points: Sequence[MetricPoint]) -> Anomaly | None:
 
 
 LR_ZERO_LOGS = 3  # logs in a row, the run's last, with a learning rate of exactly 0
+LR_ZERO_PAST_STEP = 1000  # ...none of them the run's first, unless its step counter says it is long past a warm-up
 
 
 def learning_rate_zero(points: Sequence[MetricPoint]) -> Anomaly | None:
@@ -176,8 +177,11 @@ def learning_rate_zero(points: Sequence[MetricPoint]) -> Anomaly | None:
     """
     lrs = [(p, p.values["lr"]) for p in points if "lr" in p.values and finite(p.values["lr"])]
     tail = lrs[-LR_ZERO_LOGS:]
-    if len(lrs) <= LR_ZERO_LOGS or any(v != 0 for _, v in tail) or points[-1] not in (p for p, _ in tail):
+    trained = [p for p in points if p.split != "eval"]  # an evaluation after the last step is not a later step
+    if len(tail) < LR_ZERO_LOGS or any(v != 0 for _, v in tail) or not trained or trained[-1] not in (p for p, _ in tail):
         return None
+    if len(lrs) == LR_ZERO_LOGS and (tail[0][0].step or 0) < LR_ZERO_PAST_STEP:
+        return None  # the log's first lr logs, near the run's start: a warm-up from 0 prints these
     first = tail[0][0]
     return Anomaly(
         kind=AnomalyKind.LR_ZERO, failure_class=FailureClass.CONFIG_ERROR, severity=Severity.SIGNIFICANT,
