@@ -153,3 +153,53 @@ def test_healthy_logs_that_end_this_way_are_completed(case):
 def test_an_epoch_header_with_nothing_after_it_has_just_begun():
     log = next((TESTS / "healthy").glob("062-*")) / "train.log"
     assert diagnose(DiagnoseRequest(target=str(log))).run_status.value != "completed"
+
+
+_ZERO_BASED = textwrap.dedent("""
+    import sys, torch
+    torch.manual_seed(0)
+    epochs, first = 50, int(sys.argv[1])  # 0: `for epoch in range(50)`; 1: a 1-based loop
+    stop = int(sys.argv[2])  # the epoch after which the run is killed (a time limit), or 0 for none
+    x = torch.randn(256, 8); y = x.sum(1, keepdim=True)
+    model = torch.nn.Linear(8, 1); opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    best, best_epoch = float("inf"), -1
+    for epoch in range(first, epochs + first):
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        opt.zero_grad(); loss.backward(); opt.step()
+        print(f"epoch={epoch}/{epochs},total_loss={loss.item():.6f}", flush=True)
+        print(f"lr, {opt.param_groups[0]['lr']}", flush=True)
+        if loss.item() < best:
+            best, best_epoch = loss.item(), epoch
+        if stop and epoch == stop:
+            raise SystemExit(0)  # cut here, as a scheduler's kill would leave the file (its own line is not in it)
+    print("best_loss: ", best, " best_epoch:", best_epoch, flush=True)
+""")
+
+
+def _zero_based(tmp_path: Path, first: int, stop: int) -> Path:
+    log = tmp_path / "train.log"
+    with log.open("wb") as out:
+        subprocess.run([sys.executable, "-c", _ZERO_BASED, str(first), str(stop)], stdout=out, stderr=subprocess.STDOUT,
+                       timeout=300, check=True)
+    return log
+
+
+def test_a_zero_based_counter_one_short_of_its_total_then_a_summary_is_the_runs_end(tmp_path):
+    """Batch 19's healthy 438: 'epoch=249/250,total_loss=...' then 'best_loss: ... best_epoch: 244' (a 0-based loop)."""
+    log = _zero_based(tmp_path, 0, 0)
+    assert log.read_text().splitlines()[-3].startswith("epoch=49/50")
+    assert diagnose(DiagnoseRequest(target=str(log))).run_status.value == "completed"
+
+
+def test_a_one_based_counter_cut_one_epoch_short_is_not(tmp_path):
+    log = _zero_based(tmp_path, 1, 49)
+    assert log.read_text().splitlines()[-2].startswith("epoch=49/50")  # then its per-epoch 'lr, ...' line, no summary
+    assert diagnose(DiagnoseRequest(target=str(log))).run_status.value != "completed"
+
+
+def test_a_powershell_prompt_after_the_last_results_is_the_process_returning_to_its_shell():
+    """Batch 19's healthy 481, a committed log (THGNN's 20/20 epochs, then its test metrics): it ends on the prompt
+    '(.venv) PS C:\\Users\\Administrator\\Desktop\\thgnn> ' the process returned to (no PowerShell here to run one)."""
+    case = next((TESTS / "healthy").glob("481-*"))
+    assert (case / "train.log").read_text().rstrip().endswith("thgnn>")
+    assert diagnose(DiagnoseRequest(target=str(case / "train.log"))).run_status.value == "completed"

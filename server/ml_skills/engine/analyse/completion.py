@@ -17,7 +17,7 @@ from ml_skills.models import MetricPoint
 
 # an epoch or step counter with its total: 'Epoch 5/5', 'epoch [10/10]', 'Epoch: [99/100]', 'iteration 1000/1000'
 _COUNTER = lazy(
-    r"(?i)\b(?P<what>epoch|step|iter|iteration|global step|episode)s?\s*[:#]?\s*\[?\s*(?P<n>\d+)\s*/\s*(?P<total>\d+)\s*\]?")
+    r"(?i)\b(?P<what>epoch|step|iter|iteration|global step|episode)s?\s*[:#=]?\s*\[?\s*(?P<n>\d+)\s*/\s*(?P<total>\d+)\s*\]?")
 
 
 _KERAS_HEADER = lazy(r"^\s*Epoch \d+/\d+\s*$")
@@ -57,8 +57,20 @@ def final_counter(tail: list[str], tail_start: int, last_progress_line: int | No
         if n == total == 1:  # the one epoch of a one-epoch run: over when its step counter beside it is ('[1/1](56608/56608)')
             inner = _INNER.match(tail[i], m.end())
             return line_no if inner is not None and inner["n"] == inner["total"] != "1" else None
+        if total > 1 and n == total - 1 and _closed_by_a_summary(tail[:i], tail[i + 1 :]):
+            return line_no  # a 0-based counter's last ('epoch=249/250'), then a line the run prints once, at its end
         return line_no if total > 1 and (n == total or _last_of_interval(tail[:i], tail[i + 1 :], m)) else None
     return _whole_run_bar(tail, tail_start, last_progress_line)
+
+
+def _closed_by_a_summary(before: list[str], after: list[str]) -> bool:
+    """A few plain lines end the log, none fatal, one of a shape never printed during training ('best_loss: 0.0767
+    best_epoch: 244'): what a loop prints once it has returned. A 1-based run cut one epoch short ends instead on the
+    lines it prints every epoch."""
+    rest = [x for x in after if x.strip()]
+    if not rest or len(rest) > _QUIET_END or any(_fatal(x) for x in rest):
+        return False
+    return any(not _COUNTER.search(x) and not _printed_before(x, before) for x in rest)
 
 
 # the step counter printed right after a one-epoch run's 'Epoch:[1/1]': '(56608/56608)', ' step 500/500'
@@ -136,8 +148,9 @@ _SUMMARY = lazy(
     r"(训练|訓練|任务|任務)[^\n]{0,8}(完成|结束|結束)|总耗时|總耗時|学習(が)?(完了|終了)|학습\s*(완료|종료)|"
     r"\bentrenamiento (completado|finalizado|terminado)\b|\btreinamento (conclu[ií]do|finalizado)\b|"
     r"\bTraining (abgeschlossen|beendet)\b|\bentra[iî]nement termin[eé]\b|\btraining selesai\b)")
-# a shell prompt on the log's last line: the process returned to its shell ('user@host:~/dir$ ', '(env) user@host:~$')
-_PROMPT = lazy(r"^(\([\w.-]+\)\s*)?[\w.-]+@[\w.-]+:[^\s]*\s*[$#]\s*$")
+# a shell prompt on the log's last line: the process returned to its shell ('user@host:~/dir$ ', '(env) user@host:~$',
+# PowerShell's '(.venv) PS C:\Users\me\proj> ')
+_PROMPT = lazy(r"^(\([\w.-]+\)\s*)?(?:[\w.-]+@[\w.-]+:[^\s]*\s*[$#]|PS [A-Za-z]:\\[^<>|\n]*>)\s*$")
 _ERROR = lazy(r"(?i)(error|exception|traceback|killed|fatal|abort|fail|nan\b)")
 # an error rate that is a metric, not a failure: 'validation error 5.716667 %', 'test error: 0.12', 'top-1 error = 23.1'
 _ERROR_METRIC = lazy(r"(?i)\b(?:validation|valid|val|test|train(?:ing)?|top-?\d|classification|mean[ _]squared|mean[ _]absolute)"
