@@ -49,7 +49,7 @@ LABEL_ACCURACY: dict[str, float] = {
     "abort-native": 0.71,
     "nccl-watchdog-timeout": 0.97,
     "sigkill-exit-137": 0.94,
-    "traceback:exception-in-data-loading": 0.9,
+    "traceback:exception-in-data-loading": 0.91,
     "traceback:unclassified-exception": 0.78,
     "traceback:value-or-assert": 0.96,
 }
