@@ -243,8 +243,10 @@ _NAMES: dict[str, list[str]] = {
     "lr": ["lr", "learning_rate", "train/learning_rate", "lr-adamw", "lr-adam", "learningrate", "lr-sgd"],
     "throughput": ["samples/sec", "samples_per_second", "train_samples_per_second", "samples/s", "tokens/s",
                    "tok/s", "tokens_per_sec", "tokens/sec", "it/s", "throughput", "tflops", "mfu", "img/s", "images/sec", "examples/sec", "samples_per_sec"],
-    "acc": ["acc", "accuracy", "train_acc", "train_accuracy", "top1", "train/acc", "acc@1", "prec@1", "top1_acc", "top-1", "training_accuracy", "training_acc"],
-    "val_acc": ["val_acc", "val_accuracy", "eval_accuracy", "eval_acc", "valid_acc", "val/acc", "validation_accuracy", "test_acc", "val_top1", "val_f1", "eval_f1"],
+    "acc": ["acc", "accuracy", "train_acc", "train_accuracy", "top1", "train/acc", "acc@1", "prec@1", "top1_acc", "top-1", "training_accuracy", "training_acc",
+            "sparse_categorical_accuracy", "categorical_accuracy", "binary_accuracy"],  # Keras' own metric names
+    "val_acc": ["val_acc", "val_accuracy", "eval_accuracy", "eval_acc", "valid_acc", "val/acc", "validation_accuracy", "test_acc", "val_top1", "val_f1", "eval_f1",
+                "val_sparse_categorical_accuracy", "val_categorical_accuracy", "val_binary_accuracy"],
     "mem": ["mem", "memory", "rss", "rss_mb", "rss_gb", "mem_gb", "gpu_mem", "max_memory_allocated", "memory_allocated", "mem_mb", "peak_mem", "max_mem"],
     "step_time": ["time", "step_time", "iter_time", "iter_time_(s)", "elapsed_time_per_iteration_(ms)", "time/step", "sec/it", "s/it", "batch_time"],
     "loss_scale": ["loss_scale", "scale", "loss_scaler"],

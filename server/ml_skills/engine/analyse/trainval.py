@@ -75,17 +75,12 @@ def _val_rising_streak(train: list[tuple[MetricPoint, float]], val: list[tuple[M
     return len(span) >= 2 and span[-1] < 0.95 * span[0]
 
 
-def _accuracy_gap(points: Sequence[MetricPoint]) -> Anomaly | None:
-    """Training accuracy high and validation accuracy under half of it at each of the last GAP_EVALS evaluations.
-
-    A model that scores 0.95 on what it trains on and 0.25 on held-out data evaluation after evaluation, with a
-    validation loss many times the training loss, is not slowly overfitting (that is the climbing validation loss
-    above): evaluation sees other inputs than training does (preprocessing, normalisation, BatchNorm statistics in
-    inference mode, a label order), or the held-out split is not the task trained on.
-    """
+def _eval_pairs(points: Sequence[MetricPoint]) -> list[tuple[MetricPoint, float, float, float, float]]:
+    """(point, training accuracy, validation accuracy, training loss, validation loss) at each evaluation that prints
+    both validation figures, beside the latest training ones logged up to it."""
     last_acc: float | None = None
     last_loss: float | None = None
-    pairs: list[tuple[MetricPoint, float, float, float, float]] = []  # point, acc, val acc, loss, val loss
+    pairs: list[tuple[MetricPoint, float, float, float, float]] = []
     for p in points:
         if "acc" in p.values and _finite(p.values["acc"]):
             last_acc = p.values["acc"]
@@ -95,6 +90,51 @@ def _accuracy_gap(points: Sequence[MetricPoint]) -> Anomaly | None:
         if last_acc is None or last_loss is None or vacc is None or vloss is None or not (_finite(vacc) and _finite(vloss)):
             continue
         pairs.append((p, last_acc, vacc, last_loss, vloss))
+    return pairs
+
+
+DISAGREE_RATIO = 20.0  # a validation loss this many times the training loss...
+DISAGREE_ACC = 0.9  # ...while validation accuracy holds at nine tenths of training accuracy or more
+
+
+def _loss_and_accuracy_disagree(points: Sequence[MetricPoint]) -> Anomaly | None:
+    """Validation accuracy as high as training accuracy while the validation loss is 20 times the training loss or more,
+    at each of the last GAP_EVALS evaluations.
+
+    A model right on 97% of held-out samples that fits them as its training data (0.97 accuracy at a training loss of
+    0.07) has no cross-entropy of 8 to 20 on them unless a few predictions are wrong with absurd confidence or the loss
+    is not computed on what the metric scores (logits given to a loss that expects probabilities, a loss over padding
+    or another head). Overfitting raises the validation loss and lowers the accuracy with it; here they disagree.
+    """
+    pairs = _eval_pairs(points)
+    if len(pairs) < GAP_EVALS:
+        return None
+    tail = pairs[-GAP_EVALS:]
+    scale = 100.0 if max(max(a, v) for _, a, v, _, _ in pairs) > 1.0 else 1.0
+    if any(acc < 0.5 * scale or vacc < DISAGREE_ACC * acc or vloss < max(1.0, DISAGREE_RATIO * loss) or loss <= 0
+           for _, acc, vacc, loss, vloss in tail):
+        return None
+    p, acc, vacc, loss, vloss = tail[-1]
+    return Anomaly(
+        kind=AnomalyKind.TRAIN_VAL_DIVERGENCE, failure_class=FailureClass.EVALUATION_MISMATCH,
+        severity=Severity.SIGNIFICANT, source=p.source, line_no=p.line_no, step=p.step,
+        detail=(f"validation accuracy {vacc:g} beside training accuracy {acc:g}, yet validation loss {vloss:.4g} is "
+                f"{vloss / loss:.0f}x the training loss {loss:.4g} at each of the last {GAP_EVALS} evaluations: the loss "
+                "and the accuracy disagree - the validation loss is not computed on what the metric scores (logits "
+                "passed as probabilities, a loss over padding or another output) or a few predictions are wrong with "
+                "absurd confidence"),
+    )
+
+
+def _accuracy_gap(points: Sequence[MetricPoint]) -> Anomaly | None:
+    """Training accuracy high and validation accuracy under half of it at each of the last GAP_EVALS evaluations.
+
+    A model that scores 0.95 on what it trains on and 0.25 on held-out data evaluation after evaluation, with a
+    validation loss many times the training loss, is not slowly overfitting (that is the climbing validation loss
+    above): evaluation sees other inputs than training does (preprocessing, normalisation, BatchNorm statistics in
+    inference mode, a label order), or the held-out split is not the task trained on.
+    """
+    pairs = _eval_pairs(points)
     if len(pairs) < GAP_EVALS:
         return None
     tail = pairs[-GAP_EVALS:]
@@ -220,7 +260,7 @@ def train_val(points: Sequence[MetricPoint], task: Task | None) -> list[Anomaly]
                 severity=Severity.SIGNIFICANT, source=p.source, line_no=p.line_no, step=p.step,
                 detail=f"validation loss {v:g} at the first evaluation: leakage or a trivial target",
             ))
-    if task in (None, Task.CLASSIFICATION) and not out and (gap_found := _accuracy_gap(points)):
+    if task in (None, Task.CLASSIFICATION) and not out and (gap_found := _accuracy_gap(points) or _loss_and_accuracy_disagree(points)):
         out.append(gap_found)
     if task in (None, Task.CLASSIFICATION) and (frozen := _validation_frozen(points, vacc)):
         out.append(frozen)
