@@ -133,3 +133,65 @@ def test_a_loss_still_from_its_first_log_to_every_printed_digit_is_frozen(tmp_pa
     assert d.primary_cause is not None and d.primary_cause.value == "optimization-divergence", text
     assert [a.kind.value for a in d.anomalies] == ["loss-frozen"]
 
+
+
+def test_a_two_class_model_answering_the_majority_for_every_input_is_stuck(tmp_path):
+    """Batch 19's 1259 (GStarX's GNN at eval accuracy 0.5298 every epoch, training loss ~0.688): a model whose outputs
+    do not depend on its input. Here its features are lost before the classifier (multiplied by a mask of zeros, a
+    bug), so only the bias learns: the class prior (62% here, so the loss, 0.664, is not ln 2), whose cross-entropy
+    is the prior's entropy."""
+    log = _run(tmp_path, """
+        import torch
+        torch.manual_seed(0)
+        def sample(n):
+            y = (torch.rand(n) < 0.62).float()
+            return torch.randn(n, 8) + y[:, None], y
+        x, y = sample(4096); xv, yv = sample(2048)
+        model = torch.nn.Linear(8, 1)
+        mask = torch.zeros(8)  # BUG: meant to drop one feature, drops them all
+        opt = torch.optim.Adam(model.parameters(), lr=0.05)
+        bce = torch.nn.functional.binary_cross_entropy_with_logits
+        for epoch in range(1, 31):
+            order, losses = torch.randperm(4096), []
+            for i in range(0, 4096, 256):
+                idx = order[i:i + 256]
+                loss = bce(model(x[idx] * mask).squeeze(1), y[idx])
+                opt.zero_grad(); loss.backward(); opt.step(); losses.append(loss.item())
+            with torch.no_grad():
+                tl = sum(losses) / len(losses)  # the epoch's mean minibatch loss, as training loops print it
+                out = model(xv * mask).squeeze(1)
+                vl, va = bce(out, yv).item(), ((out > 0).float() == yv).float().mean().item()
+            print(f"Epoch:{epoch}, Training_loss:{tl:.4f}, Eval_loss:{vl:.4f}, Eval_acc:{va:.4f}", flush=True)
+    """)
+    text = log.read_text()
+    assert len({ln.rsplit("Eval_acc:", 1)[1] for ln in text.splitlines()[-10:]}) == 1, text  # the run really stuck
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "optimization-divergence", text
+    assert "two-class prior" in d.root_cause.proximate, d.root_cause
+
+
+def test_the_same_model_with_its_features_learns_and_is_not_stuck(tmp_path):
+    log = _run(tmp_path, """
+        import torch
+        torch.manual_seed(0)
+        def sample(n):
+            y = (torch.rand(n) < 0.62).float()
+            return torch.randn(n, 8) + y[:, None], y
+        x, y = sample(4096); xv, yv = sample(2048)
+        model = torch.nn.Linear(8, 1)
+        opt = torch.optim.Adam(model.parameters(), lr=0.05)
+        bce = torch.nn.functional.binary_cross_entropy_with_logits
+        for epoch in range(1, 31):
+            order, losses = torch.randperm(4096), []
+            for i in range(0, 4096, 256):
+                idx = order[i:i + 256]
+                loss = bce(model(x[idx]).squeeze(1), y[idx])
+                opt.zero_grad(); loss.backward(); opt.step(); losses.append(loss.item())
+            with torch.no_grad():
+                tl = sum(losses) / len(losses)  # the epoch's mean minibatch loss
+                out = model(xv).squeeze(1)
+                vl, va = bce(out, yv).item(), ((out > 0).float() == yv).float().mean().item()
+            print(f"Epoch:{epoch}, Training_loss:{tl:.4f}, Eval_loss:{vl:.4f}, Eval_acc:{va:.4f}", flush=True)
+    """)
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is None, d.root_cause

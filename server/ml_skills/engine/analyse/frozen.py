@@ -164,6 +164,48 @@ def loss_collapsed(points: Sequence[MetricPoint]) -> Anomaly | None:
     )
 
 
+PRIOR_EVALS = 10  # evaluations in a row with one validation accuracy, to every printed digit
+PRIOR_REL = 0.02  # the training loss within 2% of the entropy of a two-class prior that accuracy is the share of
+
+
+def _entropy(m: float) -> float:
+    return -(m * math.log(m) + (1 - m) * math.log(1 - m))
+
+
+def predicting_the_prior(points: Sequence[MetricPoint]) -> Anomaly | None:
+    """A two-class model that answers the majority class for every input: its validation accuracy stays at one value
+    (the majority's share m) evaluation after evaluation, and its training loss sits at the entropy of a prior of m,
+    -(m ln m + (1-m) ln(1-m)), the cross-entropy of predicting the class frequencies and nothing else.
+
+    A model that learns moves both: its accuracy by a printed digit, its loss away from the prior's. Both still, at
+    PRIOR_EVALS evaluations, mean the outputs do not depend on the input (a dead network, features that are all
+    zero or lost before the classifier, a learning rate too high or too low to leave the constant solution)."""
+    vacc = [(p, p.values["val_acc"]) for p in points if "val_acc" in p.values and finite(p.values["val_acc"])]
+    run = trailing_run(vacc)
+    if len(run) < PRIOR_EVALS or _digits(run[-1][1]) < 3:
+        return None
+    m = run[-1][1] / (100.0 if run[-1][1] > 1.0 else 1.0)
+    m = max(m, 1 - m)
+    first = run[0][0]
+    # the losses of the stretch's last evaluations (its first epoch may still be leaving the initialisation's loss)
+    losses = [p.values["loss"] for p in points if p.line_no >= first.line_no and "loss" in p.values and finite(p.values["loss"])]
+    losses = losses[-PRIOR_EVALS:]
+    if not 0.5 <= m < 0.95 or len(losses) < PRIOR_EVALS:
+        return None
+    prior = _entropy(m)
+    if any(abs(v - prior) > PRIOR_REL * prior for v in losses):
+        return None
+    return Anomaly(
+        kind=AnomalyKind.LOSS_FROZEN, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE, severity=Severity.SIGNIFICANT,
+        source=first.source, line_no=first.line_no, step=first.step,
+        detail=(f"validation accuracy {run[-1][1]:g} at each of the last {len(run)} evaluations from {at(first)} (line "
+                f"{first.line_no}) while the training loss stays at {losses[-1]:.4g}, the entropy {prior:.4f} of a "
+                f"two-class prior of {m:.4g}: the model answers the majority class for every input - its outputs do not "
+                "depend on the input (a dead network, features lost before the classifier, a learning rate that never "
+                "leaves the constant solution)"),
+    )
+
+
 LR_ZERO_LOGS = 3  # logs in a row, the run's last, with a learning rate of exactly 0
 LR_ZERO_PAST_STEP = 1000  # ...none of them the run's first, unless its step counter says it is long past a warm-up
 
