@@ -7,6 +7,7 @@ check-failed-run.json is `Diagnosis`; its JSON schema is generated from it (gen.
 # No `from __future__ import annotations` here: pydantic would then make a ForwardRef of each of the 240 field
 # annotations (a compile() each) and evaluate it again; as objects they cost nothing more when the classes are built.
 
+import re
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -269,6 +270,14 @@ _RUN_AVERAGES = frozenset({"train/train_loss"})
 _SPLIT_SUFFIX = {"train": "", "training": "", "val": "val_", "valid": "val_", "validation": "val_", "eval": "val_", "dev": "val_"}
 
 
+# XGBoost's evaluation lines name each watched set, then its metric ('[500]\teval-logloss:0.419\ttrain-logloss:0.160',
+# 'validation_0-rmse'): a loss of the training set, or of a held-out one
+_GBM_LOSSES = frozenset({"logloss", "mlogloss", "rmse", "mae", "rmsle", "mphe", "error", "merror"})
+_GBM_TRAIN = frozenset({"train", "dtrain", "training"})
+_GBM_HELD = frozenset({"eval", "valid", "validation", "val", "test", "dvalid", "dtest", "dval"})
+_GBM_HELD_N = re.compile(r"(?:validation|valid|eval|test)_\d+$")
+
+
 @lru_cache(maxsize=4096)  # a log repeats a few dozen keys on every line
 def canonical(key: str) -> str | None:
     """The canonical name of a metric key ('train/loss' -> loss, 'Validation-accuracy' -> val_acc), or None."""
@@ -286,6 +295,9 @@ def canonical(key: str) -> str | None:
     name, _, split = k.rpartition("/")
     if split in _SPLIT_SUFFIX and ALIASES.get(name) in ("loss", "acc"):
         return _SPLIT_SUFFIX[split] + ALIASES[name]
+    data, _, metric = k.partition("-")
+    if metric in _GBM_LOSSES and (data in _GBM_TRAIN or data in _GBM_HELD or _GBM_HELD_N.match(data)):
+        return "loss" if data in _GBM_TRAIN else "val_loss"
     return None
 
 
