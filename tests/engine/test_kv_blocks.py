@@ -76,3 +76,18 @@ def test_a_guided_diffusion_record_all_nan_is_read_as_the_first_loss_the_excerpt
     onset = next(e for e in d.evidence if "non-finite" in e.text)
     assert "| loss          | nan" in onset.text  # the loss row cited, not lg_loss_scale's above it
     assert "steps before it are not in the log" in onset.text  # the excerpt starts at its nan: no history claimed
+
+
+def test_long_lines_shaped_like_rows_are_read_in_one_pass(tmp_path: Path) -> None:
+    """A bar and a key followed by a megabyte of spaces (a first version's lazy cells took quadratic time on it: hours
+    for this file). The diagnosis runs in a child process with a timeout far above a linear read's time."""
+    log = tmp_path / "train.log"
+    with log.open("wb") as f:
+        f.write(b"| loss" + b" " * 2**20 + b"\n")
+        f.write(b"| loss |" + b" " * 2**20 + b"x\n")
+        f.write(b"|" + b" " * 2**19 + b"loss |" + b" " * 2**19 + b"1.5 |\n")
+        f.write(b"| step | 3 |\n")
+    code = ("import sys, json; from ml_skills.engine.pipeline import DiagnoseRequest, diagnose; "
+            "d = diagnose(DiagnoseRequest(target=sys.argv[1])); print(json.dumps([s.name for s in d.trajectory]))")
+    done = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(done.stdout.splitlines()[-1]) == ["loss"]  # the one well-formed block: loss 1.5 at step 3

@@ -17,7 +17,9 @@ from __future__ import annotations
 from ml_skills.engine.read import tables
 from ml_skills.lazyre import lazy
 
-_ROW = lazy(rb"^[ \t]*\|[ \t]*([^|\n]*?)[ \t]*\|[ \t]*([^|\n]*?)[ \t]*\|[ \t]*\r?$")
+# possessive: a cell is everything up to the next bar, taken once (a lazy cell with optional spaces around it took
+# quadratic time on a long line of spaces); the cells are stripped after the match
+_ROW = lazy(rb"^[ \t]*+\|([^|\n]*+)\|([^|\n]*+)\|[ \t\r]*+$")
 MAX_BLOCK_LINES = 256  # a record of more keys than any logger prints is not one
 # the step of a reinforcement-learning record: environment steps (SB3's time/total_timesteps, baselines' 'timesteps')
 _STEP_KEYS = frozenset({"total_timesteps", "time/total_timesteps", "timesteps", "misc/total_timesteps", "samples_step"})
@@ -38,7 +40,7 @@ def record(lines: list[bytes]) -> tuple[tuple[dict[str, float], float | None, fl
         m = _ROW.match(raw)
         if m is None:
             continue
-        key, cell = (g.decode("utf-8", errors="replace") for g in m.groups())
+        key, cell = (g.decode("utf-8", errors="replace").strip() for g in m.groups())
         if key.endswith("/") and not cell:
             section = key  # SB3's section row: the keys below it belong to it
             continue
