@@ -95,6 +95,8 @@ def block_rows(chunk: bytes | bytearray, starts: list[int]) -> tuple[dict[int, R
         if s < end_of_block:
             drop.add(s)
             continue
+        if chunk[s : s + 1] != b"|":
+            continue  # the logger prints its rows from the line's first column: every other line is passed at one byte
         e = chunk.find(b"\n", s)
         if not kvblocks.is_row(chunk[s : (len(chunk) if e < 0 else e)]):
             continue
