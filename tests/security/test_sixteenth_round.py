@@ -1,0 +1,38 @@
+"""Issue 14's sixteenth round: attacks from outside beside the fifteenth round's fixes (XML secret elements with attributes,
+URL passwords before no host, cloud credential files refused in a restart line, redaction before every cut) and at the gaps
+it listed as not promised.
+
+Each test is one attack that broke a claim of docs/security.md (or docs/policy.md), or a listed gap now closed, driven
+through the real CLI in a child process or a real MCP client over stdio, with real files and processes; each failed on the
+code before its fix (see docs/security.md, "Sixteenth round").
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import types
+
+from tests.mcp.conftest import Server, answers, server_cmd
+
+pytestmark = pytest.mark.slow  # real child processes and servers
+
+
+def test_a_kernel_path_given_as_such_is_refused_by_the_name_given(tmp_path: Path) -> None:
+    """Promise 5: a refusal names only the path given, never where a link in it leads. A kernel path given as such was
+    refused by the path it resolved to: `/dev/fd/0` and `/dev/stdin` as "/dev/null is under /dev" (which file the server's
+    fd 0 is), `/proc/self/fd` and `/proc/mounts` as "/proc/4242/fd ..." (the server's pid, through /proc/self). Now each is
+    refused by its own name, and still never read."""
+    given = ["/dev/fd/0", "/dev/stdin", "/proc/self/fd", "/proc/mounts", "/proc/self/status"]
+    shown = answers(Server(tmp_path, roots=[tmp_path]), [("read_log_tail", {"path": p}) for p in given]
+                    + [("list_artifacts", {"path": "/proc/self/fd"})])
+    for path, a in zip([*given, "/proc/self/fd"], shown, strict=True):
+        assert "kernel and device files are never read" in a or "outside the allowed roots" in a, a
+        assert f"{path} is " in a, a
+        assert "/dev/null" not in a and not re.search(r"/proc/\d+", a), a
