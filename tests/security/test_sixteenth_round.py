@@ -36,3 +36,36 @@ def test_a_kernel_path_given_as_such_is_refused_by_the_name_given(tmp_path: Path
         assert "kernel and device files are never read" in a or "outside the allowed roots" in a, a
         assert f"{path} is " in a, a
         assert "/dev/null" not in a and not re.search(r"/proc/\d+", a), a
+
+
+def test_a_request_whose_question_is_never_answered_is_still_audited(tmp_path: Path) -> None:
+    """Promise 2, written ahead: every request and decision is appended to the audit log. A `request_action` whose question
+    was put to the person and never answered (the client cancelled the call while the person read it; on the 2026-07-28
+    protocol, a client that never sends the answer back) left no entry at all. Now the question is an `asked` entry, and a
+    cancelled mid-call elicitation an `abandoned` one; nothing runs."""
+    victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+
+    async def never_answers(ctx: object, params: object) -> types.ElicitResult:
+        await anyio.sleep(60)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    try:
+        for mode, expected in (("auto", ["asked"]), ("legacy", ["asked", "abandoned"])):
+            srv = Server(tmp_path / mode, roots=[tmp_path])
+            srv.tmp.mkdir()
+
+            async def go(srv: Server = srv, mode: str = mode) -> None:
+                async with srv.client(elicit=never_answers, mode=mode) as c:
+                    with anyio.move_on_after(4):
+                        await c.call_tool("request_action", {"action": {"kind": "kill-worker", "pid": victim.pid}})
+                    await anyio.sleep(0.5)
+                    await c.call_tool("classify_action", {"action": "kill-worker"})  # the server has seen the cancel
+
+            anyio.run(go)
+            entries = srv.audit_entries()
+            assert [e["outcome"] for e in entries] == expected, (mode, entries)
+            assert all(e["action"] == "kill-worker" and e["target"] == f"pid:{victim.pid}" for e in entries), entries
+            assert victim.poll() is None
+    finally:
+        victim.kill()
+        victim.wait(timeout=10)
