@@ -69,3 +69,23 @@ def test_a_request_whose_question_is_never_answered_is_still_audited(tmp_path: P
     finally:
         victim.kill()
         victim.wait(timeout=10)
+
+
+def test_a_policy_file_naming_an_action_that_does_not_exist_stops_the_server(tmp_path: Path) -> None:
+    """docs/policy.md: unknown keys and risk words are errors, so a typo cannot silently loosen anything. An action name was
+    not checked: `[[overrides]] action = "cancel-cloud-jоb"` (a Cyrillic о) with `allow = false` on the team's production
+    jobs, or `cancel_cloud_job`, never matched, and a prod job could be cancelled after an accept; `[risk] kill_worker =
+    "dangerous"` tightened nothing. The server started on each. Now it stops at start-up, naming the entry and showing the
+    look-alike letter as its escape."""
+    bodies = ['[[overrides]]\naction = "cancel-cloud-j\u043eb"\ntarget = "projects/prod/*"\nallow = false\n',
+              '[[overrides]]\naction = "cancel_cloud_job"\ntarget = "projects/prod/*"\nallow = false\n',
+              '[risk]\nkill_worker = "dangerous"\n', 'allow_dangerous = ["delete-checkpoint", "delete-checkpoints"]\n']
+    for i, body in enumerate(bodies):
+        pol = tmp_path / f"p{i}.toml"
+        pol.write_text(body, encoding="utf-8")
+        cmd = server_cmd("--allow-root", str(tmp_path), "--policy", str(pol), "--audit-log", str(tmp_path / "audit.jsonl"))
+        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, env=dict(os.environ))
+        assert proc.returncode == 2 and "is not an action kind" in proc.stderr, (body, proc.returncode, proc.stderr)
+    assert "\\u043e" in subprocess.run(
+        server_cmd("--allow-root", str(tmp_path), "--policy", str(tmp_path / "p0.toml")), stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=60, env=dict(os.environ)).stderr
