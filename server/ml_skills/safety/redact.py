@@ -198,6 +198,16 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         r"(?i)<[a-z0-9_.:\-]{0,40}(?:" + _KEYWORD + r"(?:\s[^<>]{0,200})?|\s[^<>]{0,200}?(?<![a-z0-9_\-])(?:name|key)\s{0,3}=\s{0,3}['\"]"
         r"[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"][^<>]{0,200})>\s{0,3}(?:<!\[CDATA\[\s{0,3})?(?![0-9.]{1,30}\s{0,3}(?:\]\]>)?<)"
         r"(?P<s>(?:(?!\]\]>)[^<>\s]){4,1000})\s{0,3}(?:\]\]>)?\s{0,3}</")),
+    # Sixteenth round (each listed as kept by the fifteenth): a property list's `<key>api_key</key><string>X</string>` (the
+    # value in the next element), the XML element written with HTML entities (`&lt;password&gt;X&lt;/password&gt;`, a log
+    # page's escaped text), and an element whose closing tag is not on its line (`<password>X` at the line's end, the value
+    # right after the tag).
+    ("plist-secret", ("<key>",), lazy(
+        r"(?i)<key>\s{0,3}[a-z0-9_.\-]{0,40}" + _KEYWORD + r"\s{0,3}</key>\s{0,40}<string>\s{0,3}(?P<s>[^<>\s]{4,1000})\s{0,3}</string>")),
+    ("xml-secret-entity", ("&lt;/",), lazy(
+        r"(?i)&lt;[a-z0-9_.:\-]{0,40}" + _KEYWORD + r"(?:\s[^&<>]{0,200})?&gt;\s{0,3}(?P<s>(?:(?!&lt;)[^<>\s]){4,1000}?)\s{0,3}&lt;/")),
+    ("xml-secret-unclosed", _KEY_NEEDLES, lazy(
+        r"(?im)<[a-z0-9_.:\-]{0,40}" + _KEYWORD + r">(?P<s>[^<>\s]{4,1000})[ \t]{0,3}$")),
     # NAME=X, NAME: X, "name": "X", ?access_token=X&, X-API-KEY: X, and URL-encoded %3D / %3A.
     # A tokenizer's special tokens (`eos_token: </s>`, `pad_token = [PAD]`) and plain numbers are not secrets.
     ("keyword-secret-assign", _KEY_NEEDLES, lazy(
@@ -242,6 +252,33 @@ def redact_counted(text: str) -> tuple[str, int]:
 # before the ninth round each of these kept its secret. U+E000 (the fill character) is never taken for one.
 READ_AS = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, 0x3000: 0x20, **{c: 0x2D for c in (*range(0x2010, 0x2016), 0x2212, 0xFE58, 0xFE63)},
             0x2018: 0x27, 0x2019: 0x27, 0x201C: 0x22, 0x201D: 0x22, 0xE000: 0x3F}
+
+
+def _letters_read_as_ascii() -> dict[int, int]:
+    """Letters and signs a reader takes for ASCII ones (sixteenth round: `ᴘᴀꜱꜱᴡᴏʀᴅ=X`, `𝐩𝐚𝐬𝐬𝐰𝐨𝐫𝐝=X`, `ⓟⓐⓢⓢⓦⓞⓡⓓ=X`,
+    `passwоrd=X` with a Cyrillic о, `password﹕ X` with a small colon kept X in clear): each character of the blocks below
+    whose compatibility form (NFKC) is one printable ASCII character, the small capitals (no compatibility form), and the
+    Cyrillic and Greek letters drawn like a Latin one. Mapped one for one, like READ_AS: only the reading changes."""
+    import unicodedata
+
+    blocks = ((0x1D400, 0x1D800), (0x2460, 0x2500), (0x1F100, 0x1F1AE), (0xFE10, 0xFE20), (0xFE50, 0xFE70), (0x2070, 0x20A0),
+              (0x1D2C, 0x1D6B), (0x2100, 0x2150), (0x2150, 0x2190), (0x02B0, 0x02E5), (0x2024, 0x2025))
+    out = {}
+    for a, b in blocks:
+        for c in range(a, b):
+            nf = unicodedata.normalize("NFKC", chr(c))
+            if len(nf) == 1 and nf.isascii() and nf.isprintable() and nf != " ":
+                out[c] = ord(nf)
+    small = dict(zip("ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘꞯʀꜱᴛᴜᴠᴡʏᴢ", "abcdefghijklmnopqrstuvwyz", strict=True))
+    cyrillic = dict(zip("аеорсухѕіјԁԛԝһАВЕКМНОРСТХЅІЈ", "aeopcyxsijdqwhABEKMHOPCTXSIJ", strict=True))
+    greek = dict(zip("οανρικΑΒΕΖΗΙΚΜΝΟΡΤΥΧ", "oavpikABEZHIKMNOPTYX", strict=True))
+    colons = dict.fromkeys("ː˸։׃܃܄᛬᠃᠉⁚∶꞉", ":")
+    equals = dict.fromkeys("꞊᐀⹀゠", "=")
+    out.update({ord(k): ord(v) for k, v in (*small.items(), *cyrillic.items(), *greek.items(), *colons.items(), *equals.items())})
+    return out
+
+
+READ_AS.update({c: a for c, a in _letters_read_as_ascii().items() if c not in READ_AS})
 
 
 def _masked_as_read(text: str) -> tuple[str, int]:
@@ -298,7 +335,8 @@ def _fill(match: re.Match[str]) -> str:
 # folds nothing but A-Z, a text with none of them cannot match either rule, so both are skipped. Other text (Unicode
 # folds 'ſ' to s and 'ı' to i) always runs them.
 _KEYWORD_ENDS = lazy(r"apikey|(?:key|token|secret|passw(?:or)?d|passphrase)(?![a-z])")
-_KEYWORD_RULES = frozenset({"cli-secret-flag", "keyword-secret-assign", "named-value", "nested-value", "wandb-config-yaml"})
+_KEYWORD_RULES = frozenset({"cli-secret-flag", "keyword-secret-assign", "named-value", "nested-value", "wandb-config-yaml",
+                            "xml-secret-unclosed"})
 _NEEDLES = tuple(dict.fromkeys(n for _name, needles, _rx in _RULES for n in needles))
 
 
