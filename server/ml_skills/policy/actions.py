@@ -31,7 +31,7 @@ from ml_skills.errors import InputError, MLSkillsError, PolicyError, TargetNotFo
 from ml_skills.models import ActionKind, CheckpointInfo, Model
 from ml_skills.policy.quoting import QUOTED_LIMIT, masked, named_outside_ascii, quoted
 from ml_skills.policy.restart_command import MAX_SHOWN_COMMAND, _recorded_command
-from ml_skills.policy.restart_env import sends_elsewhere
+from ml_skills.policy.restart_env import sends_elsewhere, set_by_launcher
 from ml_skills.safety import paths
 from ml_skills.safety.paths import confine, open_fd, open_out_dir, within
 from ml_skills.safety.quoting import strip_invisible
@@ -199,7 +199,7 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
                 + named_outside_ascii(str(f.parent), shown),
         impact="starts a new run with the recorded command; it uses the same resources (GPUs, nodes, a paid job) as the original"
                + (f"; it sets {', '.join(routes)}, so the run sends its credentials (W&B key, Hugging Face token, ...) and data "
-                  "where the command points them, not to the usual hosts" if (routes := sends_elsewhere(list(env))) else ""),
+                  "where the command points them, not to the usual hosts" if (routes := sends_elsewhere([*env, *set_by_launcher(argv)])) else ""),
         undo="stop it with kill-worker on the pid this returns",
         manual=f"cd {shlex.quote(str(f.parent))} && {shown}", identity={"command_sha256": digest}, run=run,
     )
