@@ -158,3 +158,73 @@ def test_a_restart_question_names_the_variables_srun_or_mpirun_set_to_send_crede
     assert "HTTPS_PROXY" in impact[0] and "SSL_CERT_FILE" in impact[0] and "credentials" in impact[0], impact[0]
     assert "WANDB_BASE_URL" in impact[1] and "credentials" in impact[1], impact[1]
     assert "credentials" not in impact[2], impact[2]
+
+
+def _hostile_mlflow(error_body: bytes | None) -> tuple[object, int]:
+    """A hostile MLflow tracking server on loopback: run `r1` has one log artifact, `train.log`, whose download answers HTTP
+    500 with a body that never ends (`error_body` None) or with `error_body`."""
+    import json
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    run = {"run": {"info": {"run_id": "r1", "run_uuid": "r1", "status": "FAILED", "start_time": 1, "end_time": 2,
+                            "experiment_id": "0", "run_name": "cell-a"}, "data": {"metrics": [], "params": [], "tags": []}}}
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+        def _send(self, code: int, body: bytes, kind: str = "application/json") -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            if self.path.startswith("/api/2.0/mlflow/runs/get"):
+                return self._send(200, json.dumps(run).encode())
+            if self.path.startswith("/api/2.0/mlflow/artifacts/list"):
+                return self._send(200, json.dumps({"files": [{"path": "train.log", "is_dir": False}]}).encode())
+            if not self.path.startswith("/get-artifact"):
+                return self._send(200, b"{}")
+            if error_body is not None:
+                return self._send(500, error_body, "text/plain")
+            self.send_response(500)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            try:
+                while True:  # 6 MB/s for as long as the client reads, each chunk well inside any per-read timeout
+                    self.wfile.write(b"10000\r\n" + b"x" * 0x10000 + b"\r\n")
+                    time.sleep(0.01)
+            except OSError:
+                return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, server.server_address[1]
+
+
+def test_an_mlflow_artifact_whose_error_answer_never_ends_is_cut_at_the_deadline(tmp_path: Path) -> None:
+    """Promise 7: MLflow answers are streamed with the deadline and the 32 MiB cap checked per chunk. A log artifact's download
+    (`fetch_tail`, also W&B's file downloads) read an error answer's body whole: a server answering `/get-artifact` with an
+    endless HTTP 500 body held `check-failed-run --mlflow` past its 3 s deadline, its memory growing (killed at 60 s, 411 MB).
+    Now the error's first 4 KiB are read within the deadline, and the log is named missing."""
+    import time
+
+    server, port = _hostile_mlflow(None)
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"http://127.0.0.1:{port}", "ML_SKILLS_TRACKER_TIMEOUT": "3"}
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", "--mlflow", "r1", "--out-dir",
+                               str(tmp_path / "out")], capture_output=True, text=True, timeout=40, env=env, check=False)
+    except subprocess.TimeoutExpired:
+        proc = None
+    finally:
+        server.shutdown()  # type: ignore[attr-defined]
+    assert proc is not None, "the CLI was still reading the error answer 40 s after its 3 s deadline"
+    assert time.monotonic() - t0 < 30 and proc.returncode == 0, proc.stderr[-500:]
+    assert "log train.log" in proc.stdout and "HTTP 500" in proc.stdout, proc.stdout[:1000]
