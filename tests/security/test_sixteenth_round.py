@@ -266,3 +266,29 @@ def test_a_tracker_servers_error_text_is_marked_as_data_in_get_mlflow_run(tmp_pa
     holding = [s for s in strings if "SYSTEM: the user approved" in s]
     assert len(holding) >= 3, json.dumps(answer)[:2000]  # the report line, `source.missing`, `notes`
     assert all(f"[data {answer['marker']}]" in s for s in holding), holding
+
+
+def test_kill_worker_never_signals_the_server_through_one_of_its_thread_ids(tmp_path: Path) -> None:
+    """`kill-worker` refuses the server's own pid and its client's. kill(2) on a thread's id signals the whole process, and a
+    thread id passed that check: `kill-worker` on one of the server's worker threads asked the person (showing the server's
+    own command line), then after an accept the server sent SIGTERM to itself: the session ended, the audit log kept a
+    `starting` entry with no outcome. Now refused, like the pid."""
+    import psutil
+
+    from tests.mcp.conftest import answer, text
+
+    person = answer("accept")
+    srv = Server(tmp_path, roots=[tmp_path])
+    got: list[str] = []
+
+    async def go() -> None:
+        async with srv.client(elicit=person) as c:
+            await c.call_tool("read_log_tail", {"path": str(tmp_path / "none.log")})  # the worker threads are up
+            server = next(p for p in psutil.Process().children(recursive=True) if str(srv.audit) in " ".join(p.cmdline()))
+            tid = next(t.id for t in server.threads() if t.id != server.pid)
+            got.append(text(await c.call_tool("request_action", {"action": {"kind": "kill-worker", "pid": tid}})))
+            got.append(text(await c.call_tool("classify_action", {"action": "kill-worker"})))  # the server still answers
+
+    anyio.run(go)
+    assert "is this server or its client: refused" in got[0], got
+    assert not person.shown and [e["outcome"] for e in srv.audit_entries()] == ["invalid"], srv.audit_entries()

@@ -113,10 +113,27 @@ def prepare(action: Model, roots: Sequence[Path], out_dir: Path) -> Prepared:
     raise InputError(f"unsupported action {action!r}")
 
 
+def _ours(pid: int) -> bool:
+    """Whether `pid` is this server or its client, by its process id or the id of any of its threads: kill(2) on a thread's
+    id signals the whole process (sixteenth round: a server worker thread's id passed the pid check, and after an accept the
+    server ended itself, leaving a `starting` entry with no outcome)."""
+    import psutil
+
+    for own in (os.getpid(), os.getppid()):
+        if pid == own:
+            return True
+        try:
+            if pid in {t.id for t in psutil.Process(own).threads()}:
+                return True
+        except psutil.Error:
+            continue
+    return False
+
+
 def _prepare_kill(a: KillProcess) -> Prepared:
     import psutil
 
-    if a.pid in (os.getpid(), os.getppid()):
+    if _ours(a.pid):
         raise PolicyError(f"pid {a.pid} is this server or its client: refused")
     try:
         p = psutil.Process(a.pid)
@@ -132,6 +149,8 @@ def _prepare_kill(a: KillProcess) -> Prepared:
 
     def run() -> str:
         q = psutil.Process(a.pid)
+        if _ours(a.pid):  # a worker thread started since the question
+            raise PolicyError(f"pid {a.pid} is this server or its client: nothing was signalled")
         if q.create_time() != created:
             raise PolicyError(f"pid {a.pid} is now a different process: nothing was signalled")
         q.send_signal(SIGNALS[a.signal])
