@@ -292,3 +292,25 @@ def test_kill_worker_never_signals_the_server_through_one_of_its_thread_ids(tmp_
     anyio.run(go)
     assert "is this server or its client: refused" in got[0], got
     assert not person.shown and [e["outcome"] for e in srv.audit_entries()] == ["invalid"], srv.audit_entries()
+
+
+def test_a_quoted_secret_holding_a_space_or_punctuation_never_leaves_in_part(tmp_path: Path) -> None:
+    """Promise 3: values next to a secret-bearing name, in every common syntax (assignments, JSON, flags, argv lists). A value
+    ended at its first space, quote, `,`, `}`, `&`, `]` or `)`, also inside quotes: `"password": "Zq8v)R2m..."` (a generated
+    password with a symbol), `DB_PASSWORD="two words"`, `api_key: 'a,b'`, an escaped quote in JSON, `--password 'a b'` and
+    `'--token', 'a b'` showed all that followed. Before: in clear in the CLI (text, JSON report), `read_log_tail` and
+    `grep_log`. `input("password: ") or input("token: ")` and `eos_token: "</s>"` are left alone."""
+    from tests.security.test_twelfth_round import _ALNUM, _fake, _printed_and_shown
+
+    tails = [_fake(_ALNUM, 16) for _ in range(8)]
+    lines = ['{"password": "Zq8v)' + tails[0] + '", "user": "a"}', f'DB_PASSWORD="Zq8v {tails[1]}"', f"api_key: 'Zq8v,{tails[2]}'",
+             '{"hub_token": "Zq8v\\"' + tails[3] + '"}', f"--password 'Zq8v {tails[4]}'", f"['train.py', '--token', 'Zq8v {tails[5]}']",
+             f"secret_key = 'Zq8v&{tails[6]}'", f"Namespace(hub_token='Zq8v]{tails[7]}', lr=0.1)",
+             'input("password: ") or input("token: ")', 'eos_token: "</s>"']
+    shown = _printed_and_shown(tmp_path, lines)
+    for out in shown:
+        assert not any(t in out for t in tails), out
+    import json
+
+    for kept in ('input("password: ") or input("token: ")', 'eos_token: "</s>"'):
+        assert json.dumps(kept)[1:-1] in shown[-2], shown[-2]  # read_log_tail's answer, as JSON

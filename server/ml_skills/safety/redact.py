@@ -49,6 +49,15 @@ _PCT = r"%(?:25)?"
 _ASSIGN = (r"(?:(?:['\"]\]|['\"])?(?:\s{0,3}(?:[:=]|=>|->)\s{0,3}|[ ]{0,3}\|[ ]{0,3}|\t{1,3})['\"]?|(?:" + _PCT + r"2[27])?" + _PCT + r"3[DdAa](?:" + _PCT + r"20|\+)?(?:" + _PCT
            + r"2[27])?)")
 
+# A value in quotes is taken whole, to its closing quote (sixteenth round): a value ended at a space, a quote, `,`, `}`, `&`,
+# `]` or `)`, so `"password": "Zq8v)R2m..."`, `DB_PASSWORD="two words"`, `api_key: 'a,b'`, an escaped quote in JSON
+# (`"Zq8v\"R2m"`), `--password 'two words'` and an argv list's `'--token', 'a b'` showed what followed. Tried only where
+# the name's operator ends in a quote (a lookbehind); the closing quote must end the word (a space, the line's end or a
+# closing mark follows), so `input("password: ") or input("token: ")` is code, not a value.
+def _quoted(least: int) -> str:
+    return "".join(rf"(?<={q})(?:\\.|[^{q}\\\n]){{{least},1000}}?(?={q}(?:[\s,;}})\]&]|$))|" for q in ("'", '"'))
+
+
 # A URL's host (and port) after user:password@, up to where the authority ends (RFC 3986: a `/`, `?`, `#`, or the
 # word's end): what tells the '@' that ends a password from one inside it (`https://u:p@ss@host/`). Any character but
 # those and '@' may be in it, or after it in the same word: before the thirteenth round the host had to be ASCII letters,
@@ -172,7 +181,7 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         r"(?!(?:[:=\uff1a\uff1d]{1,2}|=>|->)(?:\s|$))(?P<s>[^\s'\"|]{1,1000})")),
     # --api-key X, --hf_token=X, --aws-secret-access-key 'X', and argv printed as a list: '--token', 'X'.
     ("cli-secret-flag", _KEY_NEEDLES, lazy(
-        r"(?i)" + _START + r"--?[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"]?(?:\s{1,3}|=|,\s{0,2}|" + _PCT + r"3[Dd]|" + _PCT + r"20|\+)['\"]?(?P<s>[^\s'\",\]]{1,1000})")),
+        r"(?i)" + _START + r"--?[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"]?(?:\s{1,3}|=|,\s{0,2}|" + _PCT + r"3[Dd]|" + _PCT + r"20|\+)['\"]?(?P<s>" + _quoted(1) + r"[^\s'\",\]]{1,1000})")),
     # A secret-bearing name and its value in two fields: an environment entry of a Kubernetes, Vertex AI or Docker spec
     # ({"name": "WANDB_API_KEY", "value": "X"}, `- name: HF_TOKEN` over `  value: X`), an MLflow param or tag as its REST
     # API returns it ({"key": "db_password", "value": "X"}), and W&B's config.yaml, where each entry's value sits two lines
@@ -211,7 +220,7 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # NAME=X, NAME: X, "name": "X", ?access_token=X&, X-API-KEY: X, and URL-encoded %3D / %3A.
     # A tokenizer's special tokens (`eos_token: </s>`, `pad_token = [PAD]`) and plain numbers are not secrets.
     ("keyword-secret-assign", _KEY_NEEDLES, lazy(
-        r"(?i)" + _START + r"[a-z0-9_.\-]{0,40}" + _KEYWORD + _ASSIGN + r"(?![<\[]|[0-9.]{1,30}(?![^\s'\",}&\])])|desc:)(?P<s>[^\s'\",}&\])]{4,1000})")),
+        r"(?i)" + _START + r"[a-z0-9_.\-]{0,40}" + _KEYWORD + _ASSIGN + r"(?![<\[]|[0-9.]{1,30}(?![^\s'\",}&\])])|desc:)(?P<s>" + _quoted(4) + r"[^\s'\",}&\])]{4,1000})")),
 ]
 
 
