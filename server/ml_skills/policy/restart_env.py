@@ -9,8 +9,10 @@ apart from how an action is prepared and run (`policy/actions.py`).
 
 from __future__ import annotations
 
+import configparser
 import os
 import re
+import stat
 
 # Variables that choose which program runs or what it loads before it starts: set from a recorded
 # line, they turn "python train.py" into any program (PATH=/elsewhere python, LD_PRELOAD=evil.so).
@@ -134,3 +136,31 @@ def set_by_launcher(argv: list[str]) -> list[str]:
         return []
     inner = next((i for i, w in enumerate(argv[1:], 1) if _PYTHON_LAUNCHER.match(os.path.basename(w))), len(argv))
     return _names_set(argv[1:inner])
+
+
+def wandb_settings_route(dfd: int) -> str | None:
+    """What a run folder's `wandb/settings` tells W&B about its server: `wandb.init` reads the settings file of the working
+    directory, the folder a restart starts in, and sends the W&B key to its `base_url` (sixteenth round: a planted one sent
+    it to another host, while the question named only the variables of the command). The `base_url` it sets; a note when
+    the file is a link or cannot be read (W&B follows the link); None when there is no such setting."""
+    try:
+        st = os.stat("wandb/settings", dir_fd=dfd, follow_symlinks=False)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return "(wandb/settings is a link or not a plain file: W&B reads it wherever it leads)"
+    try:
+        fd = os.open("wandb/settings", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+    except OSError:
+        return "(wandb/settings cannot be read here)"
+    try:
+        raw = os.read(fd, 65536)
+    finally:
+        os.close(fd)
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(raw.decode("utf-8", errors="replace"))
+    except configparser.Error:
+        return "(wandb/settings cannot be parsed here)"
+    url = parser.get("default", "base_url", fallback=None)
+    return None if url is None or url.strip().rstrip("/") == "https://api.wandb.ai" else url
