@@ -319,13 +319,30 @@ _PLAIN_ESCAPE = lazy(r"\\{1,8}u00(2[BDEFbdef]|3[0-9AaDd]|[46][1-9A-Fa-f]|[57][0-
 
 
 def unescape_plain(text: str) -> str:
-    """`text` with every JSON escape of a letter, digit or `_-.+/:=` written plainly (see _PLAIN_ESCAPE)."""
+    """`text` with every JSON escape, and every HTML character reference, of a letter, digit or `_-.+/:=` written plainly
+    (see _PLAIN_ESCAPE, _HTML_REFERENCE)."""
     while "\\u00" in text:
         new = _PLAIN_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
         if new == text:
             break
         text = new
+    if "&" in text and ";" in text:
+        text = _HTML_REFERENCE.sub(_plain_reference, text)
     return text
+
+
+# The same characters written as HTML character references (`&#103;hp_...`, `password&#61;X`, `&#x67;`, `&equals;`), as a
+# page or an HTML-escaping logger prints them: listed as kept by the fifteenth round, decoded since the sixteenth.
+_HTML_REFERENCE = lazy(r"&#(?:[xX]0{0,6}([0-9A-Fa-f]{1,6})|0{0,6}([0-9]{1,7}));|&(equals|colon|lowbar|period|sol|plus|hyphen|dash);")
+_NAMED = {"equals": "=", "colon": ":", "lowbar": "_", "period": ".", "sol": "/", "plus": "+", "hyphen": "-", "dash": "-"}
+
+
+def _plain_reference(m: re.Match[str]) -> str:
+    if m.group(3):
+        return _NAMED[m.group(3)]
+    code = int(m.group(1), 16) if m.group(1) else int(m.group(2))
+    c = chr(code) if code < 128 else ""
+    return c if c and (c.isalnum() or c in "_-.+/:=") else m.group(0)
 
 
 _FILL = "\ue000"  # a private-use character: masks a secret in place, keeping every offset (redact_after)
@@ -439,7 +456,7 @@ def may_hide(text: str) -> bool:
     """Whether redacting `text` could change it: a rule's needle or a needle-less rule's shape, a character stripped, a
     JSON escape, a form read as ASCII. False: the text is shown as it is, so a caller's pattern may be matched on it raw.
     What it costs does not depend on anything a caller guesses (see mcp_tools/logs._ShownLines)."""
-    if "\\u00" in text or strip_invisible(text)[1]:
+    if "\\u00" in text or strip_invisible(text)[1] or ("&" in text and _HTML_REFERENCE.search(text)):
         return True
     read = text if text.isascii() else text.translate(READ_AS)  # a progress bar's blocks change nothing: judged like ASCII
     if not _needle_or_shape(read):  # most lines of a log: one scan in C
