@@ -101,6 +101,7 @@ HOSTILE = {  # prefixes of every pattern, repeated to fill a 1 MB line
     "look-alike": "\u1d18\u1d00\ua731\ua731\u1d21\u1d0f\u0280\u1d05\ufe55",
     "quoted": "password='a", "quoted-argv": "'--token', 'a", "quoted-json": '"password": "a\\',  # sixteenth round
     "html-reference": "password&#61;&#x67;&", "html-digits": "&#000000000",
+    "pass-pwd": " DB_PASS=", "pass-prefix": "A_" * 20 + "PASS=",
 }
 
 

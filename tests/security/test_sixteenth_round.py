@@ -360,3 +360,19 @@ def test_a_secret_written_with_html_character_references_never_leaves(tmp_path: 
     for out in shown:
         assert not any(v in out for v in values), out
     assert "Tom &amp; Jerry &#169; 2024" in shown[-1], shown[-1]
+
+
+def test_a_password_named_pwd_or_pass_never_leaves(tmp_path: Path) -> None:
+    """Listed as kept since the thirteenth round: `pwd=X`, `MYSQL_PWD=X`, `DB_PASS=X`, `RABBITMQ_DEFAULT_PASS=X`, and an ODBC
+    connection string's `UID=u;PWD=X;` (Azure SQL's documented form) were not secret-bearing names. Before: in clear in the
+    CLI (text, JSON report), `read_log_tail` and `grep_log`. The shell's `PWD=/home/u/runs` and `two_pass=True` are left
+    alone."""
+    from tests.security.test_twelfth_round import _ALNUM, _fake, _printed_and_shown
+
+    values = [_fake(_ALNUM, 20) for _ in range(5)]
+    lines = [f"Driver={{ODBC Driver 18}};Server=tcp:db.example;UID=app;PWD={values[0]};Encrypt=yes", f"export MYSQL_PWD={values[1]}",
+             f"DB_PASS={values[2]}", f'RABBITMQ_DEFAULT_PASS="{values[3]}"', f"uid=app;pwd={values[4]}", "PWD=/home/u/runs two_pass=True"]
+    shown = _printed_and_shown(tmp_path, lines)
+    for out in shown:
+        assert not any(v in out for v in values), out
+    assert "PWD=/home/u/runs two_pass=True" in shown[-1], shown[-1]

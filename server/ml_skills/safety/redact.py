@@ -217,6 +217,12 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         r"(?i)&lt;[a-z0-9_.:\-]{0,40}" + _KEYWORD + r"(?:\s[^&<>]{0,200})?&gt;\s{0,3}(?P<s>(?:(?!&lt;)[^<>\s]){4,1000}?)\s{0,3}&lt;/")),
     ("xml-secret-unclosed", _KEY_NEEDLES, lazy(
         r"(?im)<[a-z0-9_.:\-]{0,40}" + _KEYWORD + r">(?P<s>[^<>\s]{4,1000})[ \t]{0,3}$")),
+    # `PWD=X` and `*_PASS=X`, `*_PWD=X` (an ODBC connection string's `UID=u;PWD=X;`, MySQL's `MYSQL_PWD`, `DB_PASS`,
+    # RabbitMQ's `RABBITMQ_DEFAULT_PASS`): listed as kept until the sixteenth round. Upper case (ODBC's `Pwd`/`pwd` too), and
+    # never a path, a shell expansion or a literal: the shell's own `PWD=/home/u` and `two_pass=True` are not secrets.
+    ("pass-pwd-assign", ("pwd", "pass"), lazy(
+        r"(?<![^\s'\";{(])(?:[A-Z0-9_]{0,40}_)?(?:PASS|PWD|Pwd|pwd)\s{0,3}=\s{0,3}['\"]?"
+        r"(?![/~$%(<\[]|(?i:true|false|none|null|yes|no)\b|[0-9.]{1,30}(?![^\s'\";,}&\])]))(?P<s>[^\s'\";,}&\])]{4,1000})")),
     # NAME=X, NAME: X, "name": "X", ?access_token=X&, X-API-KEY: X, and URL-encoded %3D / %3A.
     # A tokenizer's special tokens (`eos_token: </s>`, `pad_token = [PAD]`) and plain numbers are not secrets.
     ("keyword-secret-assign", _KEY_NEEDLES, lazy(
