@@ -332,12 +332,17 @@ def test_a_restart_question_names_the_wandb_server_a_run_folders_settings_file_s
         if url:
             (r / name / "wandb").mkdir()
             (r / name / "wandb" / "settings").write_text(f"[default]\nbase_url = {url}\nentity = team\n")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "settings").write_text("[default]\nbase_url = https://outside.example\n")
+    (r / "linked").mkdir()
+    (r / "linked" / "command.txt").write_text("python train.py --lr 0.1\n")
+    (r / "linked" / "wandb").symlink_to(tmp_path / "outside")  # W&B follows it; the question names the link, not its content
     person = answer("decline")
     srv = Server(tmp_path, roots=[r])
 
     async def go() -> None:
         async with srv.client(elicit=person) as c:
-            for name in ("planted", "official", "none"):
+            for name in ("planted", "official", "none", "linked"):
                 await c.call_tool("request_action", {"action": {"kind": "restart-unchanged",
                                                                 "command_file": str(r / name / "command.txt")}})
 
@@ -345,6 +350,7 @@ def test_a_restart_question_names_the_wandb_server_a_run_folders_settings_file_s
     impact = [next(x for x in q.splitlines() if x.startswith("Expected impact:")) for q in person.shown]
     assert "collector.example" in impact[0] and "W&B key" in impact[0], impact[0]
     assert "wandb/settings" not in impact[1] and "wandb/settings" not in impact[2], impact
+    assert "wandb is a link" in impact[3] and "outside.example" not in impact[3], impact[3]
 
 
 def test_a_secret_written_with_html_character_references_never_leaves(tmp_path: Path) -> None:

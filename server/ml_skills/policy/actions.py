@@ -220,8 +220,9 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
         impact="starts a new run with the recorded command; it uses the same resources (GPUs, nodes, a paid job) as the original"
                + (f"; it sets {', '.join(routes)}, so the run sends its credentials (W&B key, Hugging Face token, ...) and data "
                   "where the command points them, not to the usual hosts" if (routes := sends_elsewhere([*env, *set_by_launcher(argv)])) else "")
-               + (f"; the folder's wandb/settings sets the W&B server to {quoted(wandb_url, 200)}, so a run that logs to W&B sends "
-                  "its W&B key there" if wandb_url else ""),
+               + (("; " + wandb_url.strip("()") + ", so a run that logs to W&B may send its W&B key elsewhere" if wandb_url.startswith("(")
+                   else f"; the folder's wandb/settings sets the W&B server to {quoted(wandb_url, 200)}, so a run that logs to W&B "
+                        "sends its W&B key there") if wandb_url else ""),
         undo="stop it with kill-worker on the pid this returns",
         manual=f"cd {shlex.quote(str(f.parent))} && {shown}", identity={"command_sha256": digest}, run=run,
     )

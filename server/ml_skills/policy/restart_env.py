@@ -142,21 +142,27 @@ def wandb_settings_route(dfd: int) -> str | None:
     """What a run folder's `wandb/settings` tells W&B about its server: `wandb.init` reads the settings file of the working
     directory, the folder a restart starts in, and sends the W&B key to its `base_url` (sixteenth round: a planted one sent
     it to another host, while the question named only the variables of the command). The `base_url` it sets; a note when
-    the file is a link or cannot be read (W&B follows the link); None when there is no such setting."""
+    `wandb` or the file is a link or cannot be read (W&B follows links; no link is followed here); None when there is no
+    such setting."""
     try:
-        st = os.stat("wandb/settings", dir_fd=dfd, follow_symlinks=False)
+        wfd = os.open("wandb", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
     except OSError:
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        return "(wandb/settings is a link or not a plain file: W&B reads it wherever it leads)"
+        return "(wandb is a link: W&B reads its settings wherever it leads)" if os.path.islink(f"/proc/self/fd/{dfd}/wandb") else None
     try:
-        fd = os.open("wandb/settings", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+        st = os.stat("settings", dir_fd=wfd, follow_symlinks=False)
+        if not stat.S_ISREG(st.st_mode):
+            return "(wandb/settings is a link or not a plain file: W&B reads it wherever it leads)"
+        fd = os.open("settings", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=wfd)
+        try:
+            raw = os.read(fd, 65536)
+        finally:
+            os.close(fd)
+    except FileNotFoundError:
+        return None
     except OSError:
         return "(wandb/settings cannot be read here)"
-    try:
-        raw = os.read(fd, 65536)
     finally:
-        os.close(fd)
+        os.close(wfd)
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     try:
         parser.read_string(raw.decode("utf-8", errors="replace"))
