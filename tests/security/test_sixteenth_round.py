@@ -382,3 +382,20 @@ def test_a_password_named_pwd_or_pass_never_leaves(tmp_path: Path) -> None:
     for out in shown:
         assert not any(v in out for v in values), out
     assert "PWD=/home/u/runs two_pass=True" in shown[-1], shown[-1]
+
+
+def test_preflight_gets_a_verdict_on_a_script_nested_to_the_compilers_limit_or_full_of_save_calls(tmp_path: Path) -> None:
+    """Promise 9: a hostile file gets a verdict, never a crash, a hang or a blow-up. The checkpointing screen walked the
+    script's syntax tree by recursion, and for each save call walked the whole tree again (for a signal handler) and each
+    enclosing `try`'s finally block: a script of 995 chained additions, which Python compiles, ended `preflight_checks` in
+    "failed unexpectedly (RecursionError)", and 4,000 `save()` calls in one function (a 40 KB script) took 105 s (20,000
+    would take most of an hour). Now one walk with a stack: both get their verdicts at once. Through a real MCP client."""
+    import time
+
+    (tmp_path / "deep.py").write_text("import os\nx = " + "+".join(["f(1)"] * 995) + "\n")
+    (tmp_path / "saves.py").write_text("import os\ndef f():\n" + "    save()\n" * 20_000)
+    t0 = time.monotonic()
+    shown = answers(Server(tmp_path, roots=[tmp_path]), [("preflight_checks", {"script": str(tmp_path / n)}) for n in ("deep.py", "saves.py")])
+    assert time.monotonic() - t0 < 60, time.monotonic() - t0
+    for a in shown:
+        assert '"name":"checkpointing","verdict":"fail"' in a and "unexpectedly" not in a, a[:600]
