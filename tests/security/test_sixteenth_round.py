@@ -299,7 +299,8 @@ def test_a_quoted_secret_holding_a_space_or_punctuation_never_leaves_in_part(tmp
     ended at its first space, quote, `,`, `}`, `&`, `]` or `)`, also inside quotes: `"password": "Zq8v)R2m..."` (a generated
     password with a symbol), `DB_PASSWORD="two words"`, `api_key: 'a,b'`, an escaped quote in JSON, `--password 'a b'` and
     `'--token', 'a b'` showed all that followed. Before: in clear in the CLI (text, JSON report), `read_log_tail` and
-    `grep_log`. `input("password: ") or input("token: ")` and `eos_token: "</s>"` are left alone."""
+    `grep_log`, and a restart question showed `--password '[REDACTED] <second word>'` (such a line is now refused: the mask would
+    hide a space). `input("password: ") or input("token: ")` and `eos_token: "</s>"` are left alone."""
     from tests.security.test_twelfth_round import _ALNUM, _fake, _printed_and_shown
 
     tails = [_fake(_ALNUM, 16) for _ in range(8)]
@@ -314,6 +315,24 @@ def test_a_quoted_secret_holding_a_space_or_punctuation_never_leaves_in_part(tmp
 
     for kept in ('input("password: ") or input("token: ")', 'eos_token: "</s>"'):
         assert json.dumps(kept)[1:-1] in shown[-2], shown[-2]  # read_log_tail's answer, as JSON
+    # the restart question showed `--password '[REDACTED] <the second word>'`; now such a line is refused, never asked
+    from tests.mcp.conftest import answer
+
+    run = tmp_path / "restart"
+    run.mkdir()
+    (run / "train.py").write_text("print('hi')\n")
+    (run / "command.txt").write_text(f"python train.py --password 'Zq8v {tails[4]}'\n")
+    person = answer("decline")
+    got: list[str] = []
+
+    async def go() -> None:
+        async with Server(tmp_path, roots=[run]).client(elicit=person) as c:
+            res = await c.call_tool("request_action", {"action": {"kind": "restart-unchanged", "command_file": str(run / "command.txt")}})
+            got.append(json.dumps(res.model_dump(mode="json")))
+
+    anyio.run(go)
+    assert not any(tails[4] in x for x in [*person.shown, *got]), (person.shown, got)
+    assert "not a plain secret value" in got[0], got[0]
 
 
 def test_a_restart_question_names_the_wandb_server_a_run_folders_settings_file_sets(tmp_path: Path) -> None:
