@@ -418,3 +418,25 @@ def test_preflight_gets_a_verdict_on_a_script_nested_to_the_compilers_limit_or_f
     assert time.monotonic() - t0 < 60, time.monotonic() - t0
     for a in shown:
         assert '"name":"checkpointing","verdict":"fail"' in a and "unexpectedly" not in a, a[:600]
+
+
+def test_kill_worker_never_signals_a_client_that_started_the_server_through_a_wrapper(tmp_path: Path) -> None:
+    """`kill-worker` refuses the server's client, which it took to be its parent. A server started through a wrapper that
+    stays (`sh -c '...; :'`, `uv run`) has the wrapper as its parent and the client above it: `kill-worker` on the client's
+    pid was put to the person as an ordinary kill. Now every ancestor is refused like the parent. The person would decline."""
+    from mcp import Client, StdioServerParameters
+
+    from tests.mcp.conftest import answer, server_cmd, text
+
+    srv = Server(tmp_path, roots=[tmp_path])
+    wrapped = " ".join(f"'{w}'" for w in server_cmd(*srv.args())) + "; :"  # the shell stays, as the server's parent
+    person = answer("decline")
+    got: list[str] = []
+
+    async def go() -> None:
+        params = StdioServerParameters(command="sh", args=["-c", wrapped], env=dict(os.environ), cwd=str(tmp_path))
+        async with Client(params, elicitation_callback=person, read_timeout_seconds=120) as c:
+            got.append(text(await c.call_tool("request_action", {"action": {"kind": "kill-worker", "pid": os.getpid()}})))
+
+    anyio.run(go)
+    assert "is this server or its client: refused" in got[0] and not person.shown, (got, person.shown)

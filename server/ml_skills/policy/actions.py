@@ -116,10 +116,15 @@ def prepare(action: Model, roots: Sequence[Path], out_dir: Path) -> Prepared:
 def _ours(pid: int) -> bool:
     """Whether `pid` is this server or its client, by its process id or the id of any of its threads: kill(2) on a thread's
     id signals the whole process (sixteenth round: a server worker thread's id passed the pid check, and after an accept the
-    server ended itself, leaving a `starting` entry with no outcome)."""
+    server ended itself, leaving a `starting` entry with no outcome). The client is any ancestor: a server started through a
+    wrapper (`sh -c`, `uv run`) has the wrapper as its parent and the client above it (sixteenth round too)."""
     import psutil
 
-    for own in (os.getpid(), os.getppid()):
+    try:
+        chain = [psutil.Process(), *psutil.Process().parents()]
+    except psutil.Error:
+        chain = []
+    for own in [os.getpid(), os.getppid(), *(p.pid for p in chain)]:
         if pid == own:
             return True
         try:
