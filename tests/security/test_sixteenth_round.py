@@ -440,3 +440,36 @@ def test_kill_worker_never_signals_a_client_that_started_the_server_through_a_wr
 
     anyio.run(go)
     assert "is this server or its client: refused" in got[0] and not person.shown, (got, person.shown)
+
+
+def test_a_restart_never_shows_a_command_or_folder_with_an_escape_decoded(tmp_path: Path) -> None:
+    """Promise 2, what is shown is what runs. Redaction reads a JSON escape of a letter (`\\u0061`) as the letter (eighth
+    round), and the question is redacted: a recorded `python 'tr\\u0061in.py' --lr 0.1` was shown as `python 'train.py' --lr
+    0.1`, and after an accept Python ran the run folder's file literally named `tr\\u0061in.py`, the attacker's; a folder
+    named `r\\u0075n` read as `run`. Now both are refused, never asked; nothing runs."""
+    from tests.mcp.conftest import answer, text
+
+    r, o = tmp_path / "root", tmp_path / "outside"
+    o.mkdir()
+    run, other = r / "run", r / "r\\u0075n"
+    for d in (run, other):
+        d.mkdir(parents=True)
+        (d / "train.py").write_text("print('the real one')\n")
+    (run / "tr\\u0061in.py").write_text(f"open({str(o / 'PWNED')!r}, 'w').write('x')\n")
+    (run / "command.txt").write_text("python 'tr\\u0061in.py' --lr 0.1\n")
+    (other / "command.txt").write_text(f"python -c \"open({str(o / 'RAN')!r}, 'w').write('x')\"\n")
+    person = answer("accept")
+    got: list[str] = []
+
+    async def go() -> None:
+        async with Server(tmp_path, roots=[r]).client(elicit=person) as c:
+            for d in (run, other):
+                got.append(text(await c.call_tool("request_action", {"action": {"kind": "restart-unchanged",
+                                                                                 "command_file": str(d / "command.txt")}})))
+
+    anyio.run(go)
+    import time
+
+    time.sleep(2)
+    assert not (o / "PWNED").exists() and not (o / "RAN").exists(), (got, person.shown)
+    assert not person.shown and all("show decoded" in g for g in got), (got, person.shown)

@@ -29,7 +29,7 @@ from pydantic import Field
 from ml_skills.collectors.checkpoints import NO_WEIGHTS, WEIGHT_SUFFIXES, inspect_dir, inspect_file
 from ml_skills.errors import InputError, MLSkillsError, PolicyError, TargetNotFound
 from ml_skills.models import ActionKind, CheckpointInfo, Model
-from ml_skills.policy.quoting import QUOTED_LIMIT, masked, named_outside_ascii, quoted
+from ml_skills.policy.quoting import QUOTED_LIMIT, decoded, masked, named_outside_ascii, quoted
 from ml_skills.policy.restart_command import MAX_SHOWN_COMMAND, _recorded_command
 from ml_skills.policy.restart_env import sends_elsewhere, set_by_launcher, wandb_settings_route
 from ml_skills.safety import paths
@@ -213,6 +213,9 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
     if masked(str(f.parent)):  # thirteenth round: `exp --token good` and `exp --token evil` read the same
         raise PolicyError(f"the folder of {quoted(f.name)} has a name the question would show in part as [REDACTED] (it reads as a "
                           "secret): the person would approve a folder they cannot see whole; rename it, or run it yourself")
+    if decoded(str(f.parent)):  # sixteenth round: a folder `r\u0075n` read as `run`
+        raise PolicyError(f"the folder of {quoted(f.name)} holds a JSON escape or an HTML character reference the question would "
+                          "show decoded: the person would approve another folder's name; rename it, or run it yourself")
     shown = redact(line)
     if len(quoted(shown, MAX_SHOWN_COMMAND + 1)) > MAX_SHOWN_COMMAND + 2:  # the person must see all of what runs, never "..."
         raise PolicyError(f"{quoted(str(f))} records a command of {len(line)} characters: too long to show the person whole in "
@@ -431,6 +434,9 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
         if masked(text):  # thirteenth round: a name the question masks cannot be approved either
             raise PolicyError(f"the {what} holds what reads as a secret, which the question would show as [REDACTED]: a hidden "
                               "name cannot be approved; rename it")
+        if decoded(text):  # sixteenth round: `ck\u0061.pt` read as `cka.pt`
+            raise PolicyError(f"the {what} holds a JSON escape or an HTML character reference the question would show decoded: "
+                              "the person would approve another name; rename it")
     also: list[ActionKind] = []
     cur = _current_target(pointer, old)
     if _ELSEWHERE.match(old.strip()):  # before the ninth round `s3://bucket/step-2000` was "missing": moved off it unasked
