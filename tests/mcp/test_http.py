@@ -77,7 +77,7 @@ def test_http_lists_tools_reads_logs_and_gates_actions(http_server, sleeper) -> 
     assert killed.structured_content["outcome"] == "ran"
     victim.wait(timeout=10)
     assert refused.structured_content["outcome"] == "no-elicitation" and spared.poll() is None
-    assert [e["outcome"] for e in srv.audit_entries()] == ["starting", "ran", "no-elicitation"]
+    assert [e["outcome"] for e in srv.audit_entries()] == ["asked", "starting", "ran", "no-elicitation"]
 
 
 def test_http_listens_on_loopback_only_and_refuses_foreign_hosts(http_server) -> None:

@@ -43,7 +43,7 @@ def test_kill_runs_only_after_the_person_accepts(server: Server, sleeper) -> Non
         shown = person.shown[-1]
         assert f"pid {p.pid}" in shown and "needs-approval" in shown and "Expected impact" in shown and "How to undo" in shown
     outcomes = [e["outcome"] for e in server.audit_entries()]
-    assert outcomes == ["starting", "ran"] * 2  # written ahead, then the outcome
+    assert outcomes == ["asked", "starting", "ran"] * 2  # the question, written ahead, then the outcome
     ran = [e for e in server.audit_entries() if e["outcome"] == "ran"]
     assert len(ran) == 2 and all(e["approved_by"].startswith("the person") and e["risk"] == "needs-approval" for e in ran)
 
@@ -64,7 +64,7 @@ def test_nothing_runs_unless_accepted(server: Server, sleeper) -> None:
     time.sleep(0.5)
     assert all(p.poll() is None for p in procs.values())
     outcomes = [e["outcome"] for e in server.audit_entries()]
-    assert outcomes == ["decline", "cancel", "decline", "no-elicitation"]
+    assert outcomes == ["asked", "decline", "asked", "cancel", "asked", "decline", "no-elicitation"]
 
 
 def test_forged_approvals_are_refused_and_audited(server: Server, sleeper) -> None:
@@ -119,7 +119,7 @@ def test_an_approval_is_bound_to_the_action_and_used_once(server: Server, tmp_pa
         time.sleep(0.5)
         assert a.poll() is None and b.poll() is None
         outcomes = [e["outcome"] for e in server.audit_entries()]
-        assert outcomes[:3] == ["starting", "ran", "replayed"] and outcomes[3] in ("invalid", "approval-mismatch") and len(outcomes) == 4
+        assert outcomes[:4] == ["asked", "starting", "ran", "replayed"] and outcomes[4:] in (["invalid"], ["approval-mismatch", "asked"])
     finally:
         for p in (a, b):
             p.kill()

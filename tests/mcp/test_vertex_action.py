@@ -36,7 +36,7 @@ def test_a_pipeline_is_cancelled_only_after_the_person_accepts(server: Server, f
     missing = dict(args, action={"kind": "cancel-cloud-job", "job": pipeline_name("9999")})
     failed = anyio.run(lambda: _call(server, missing))
     assert failed["outcome"] == "failed" and "no pipeline job" in failed["detail"] and fake.cancelled == [name]
-    assert [e["outcome"] for e in server.audit_entries()] == ["decline", "starting", "ran", "starting", "failed"]
+    assert [e["outcome"] for e in server.audit_entries()] == ["asked", "decline", "asked", "starting", "ran", "asked", "starting", "failed"]
 
 
 async def _call(server: Server, args: dict) -> dict:

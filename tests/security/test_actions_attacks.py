@@ -103,7 +103,7 @@ def test_a1_a_recorded_command_runs_only_after_the_person_sees_it_and_accepts(tm
     assert wait_for(run / "restarted-accept")
     time.sleep(0.5)
     assert not (run / "restarted-no-elicitation").exists() and not (run / "restarted-decline").exists()
-    assert [e["outcome"] for e in srv.audit_entries()] == ["no-elicitation", "decline", "starting", "ran"]
+    assert [e["outcome"] for e in srv.audit_entries()] == ["no-elicitation", "asked", "decline", "asked", "starting", "ran"]
 
 
 def test_a1_a_command_edited_after_the_approval_never_starts(tmp_path: Path) -> None:
@@ -248,7 +248,7 @@ def test_a9_a_repoint_is_checked_again_after_the_approval(tmp_path: Path) -> Non
         assert res.structured_content["outcome"] == "failed" and not res.structured_content["ran"], text(res)
         assert "changed since the action was prepared" in res.structured_content["detail"] or "not a valid" in res.structured_content["detail"]
         assert (run / "latest").read_text() == ("someone-elses-choice.pt\n" if change is rewrite_pointer else "gone.pt\n")
-    assert [e["outcome"] for e in srv.audit_entries()] == ["starting", "failed", "starting", "failed"]
+    assert [e["outcome"] for e in srv.audit_entries()] == ["asked", "starting", "failed"] * 2
     # input_required rounds (2026-07-28 clients): the retry is prepared afresh, so the person is asked again about the
     # files as they are now, or the broken checkpoint is refused before anyone is asked.
     (run / "latest").write_text("gone.pt\n")

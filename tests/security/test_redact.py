@@ -93,8 +93,15 @@ HOSTILE = {  # prefixes of every pattern, repeated to fill a 1 MB line
     "url": "a://b:", "bearer": "Authorization: Bearer ", "json-key": '"private_key": "', "env": " API_KEY=",
     "base64": "aA1+", "hex": "0123456789abcdef", "akia": "AKIA", "underscore-key": "A_",
     "mysql": "mysql ", "curl": "curl ", "cookie": "Set-Cookie: a", "kaggle": '"username":"x","key":"', "mailgun": "key-", "aws-pair": "AKIAAAAAAAAAAAAAAAAA,",  # twelfth round
-    "url-host": "a://b:c@", "hex-dot": "0123456789abcdef0123456789abcdef.", "stripe-glued": "xsk_live_a", "subscript": "x[\"api_key\"] = ", "redis": "redis-cli ",  # thirteenth round    "xml-attribute": '<password x="</', "xml-name-attribute": '<x key="api_key" </', "xml-cdata": "<password><![CDATA[</",  # fifteenth round
+    "url-host": "a://b:c@", "hex-dot": "0123456789abcdef0123456789abcdef.", "stripe-glued": "xsk_live_a", "subscript": "x[\"api_key\"] = ", "redis": "redis-cli ",  # thirteenth round
+    # fifteenth round (on one line with the thirteenth's comment until the sixteenth round, so never run)
+    "xml-attribute": '<password x="</', "xml-name-attribute": '<x key="api_key" </', "xml-cdata": "<password><![CDATA[</",
     "url-no-host": "a://b:c@ ",
+    "plist": "<key>api_key</key><string>", "xml-entity": "&lt;password&gt;a", "xml-unclosed": "<password>aaaa ",  # sixteenth round
+    "look-alike": "\u1d18\u1d00\ua731\ua731\u1d21\u1d0f\u0280\u1d05\ufe55",
+    "quoted": "password='a", "quoted-argv": "'--token', 'a", "quoted-json": '"password": "a\\',  # sixteenth round
+    "html-reference": "password&#61;&#x67;&", "html-digits": "&#000000000",
+    "pass-pwd": " DB_PASS=", "pass-prefix": "A_" * 20 + "PASS=",
 }
 
 

@@ -118,16 +118,31 @@ async def _ask(ctx: Context, p: Prepared, v: Verdict) -> tuple[str, str] | Input
             return _decision(answer.action, answer.content, nonce)
         nonce = secrets.token_hex(16)
         req = ElicitRequest(params=ElicitRequestFormParams(message=text, requested_schema=render_elicitation_schema(Approve)))
+        _asked(p, v)
         return InputRequiredResult(input_requests={_KEY: req}, request_state=json.dumps({"fp": p.fingerprint, "nonce": nonce}))
+    _asked(p, v)
     try:
         with anyio.fail_after(APPROVAL_TIMEOUT):
             res = await ctx.session.elicit_form(message=text, requested_schema=render_elicitation_schema(Approve),
                                                 related_request_id=ctx.request_id)
+    except anyio.get_cancelled_exc_class():
+        _asked(p, v, "abandoned", "the client cancelled the request while the person was asked: nothing ran")
+        raise
     except TimeoutError:
         return "elicitation-error", f"no answer from the person within {APPROVAL_TIMEOUT:g} s"
     except Exception as e:  # noqa: BLE001 - fail closed on any elicitation failure
         return "elicitation-error", f"the elicitation failed ({type(e).__name__}: {redact(str(e))[:200]})"
     return _decision(res.action, res.content, secrets.token_hex(16))
+
+
+def _asked(p: Prepared, v: Verdict, outcome: str = "asked", detail: str = "") -> None:
+    """An entry when the person is asked, and when the client abandons the question. Before the sixteenth round a request
+    whose question was never answered (the client cancelled it, or on the 2026-07-28 protocol never sent the answer back)
+    left no entry at all. Not a write-ahead: a log that cannot be written here still stops the action at `starting`."""
+    try:
+        _audit(p, v, outcome, detail or "the person is asked through the client; the decision follows in its own entry")
+    except AuditError as e:
+        log.warning("%s", e)
 
 
 def _decision(action: str, content: dict[str, Any] | None, nonce: str) -> tuple[str, str]:

@@ -16,7 +16,7 @@ from pydantic import Field
 from ml_skills.collectors import env_seconds, ssh
 from ml_skills.mcp_tools.common import READ_ONLY_REMOTE, ToolResult, tool
 from ml_skills.models import EvidenceStatus, Model
-from ml_skills.safety.quoting import DEFAULT_MAX_CHARS, Fenced, fence, new_marker
+from ml_skills.safety.quoting import DEFAULT_MAX_CHARS, Fenced, fence, new_marker, quote_inline
 
 COMPANION_CHARS = 8000  # of each companion file: configs and error streams, not whole logs
 
@@ -73,8 +73,10 @@ def read_remote_log(
         stripped += cf.stripped
         companions.append(CompanionFile(name=name, read=how, truncated=cut, text=cf.text))
     status = EvidenceStatus.PARTIAL if problems else EvidenceStatus.OK if log_lines else EvidenceStatus.NO_DATA
+    # a problem can quote the remote command's stderr (the host's shell start-up files print there): marked as quoted data
+    # like the MLflow server's error text in the source tools (sixteenth round, by reading)
     return RemoteLog(status=status, truncated=truncated, redactions=redactions, stripped_chars=stripped, marker=marker,
-                     notes=problems, source=str(remote), host=remote.host, path=remote.path, log_state=got.log_state,
+                     notes=[quote_inline(p, marker) for p in problems], source=str(remote), host=remote.host, path=remote.path, log_state=got.log_state,
                      size_bytes=got.size, line_count=f.lines, text=f.text, companions=companions)
 
 

@@ -44,6 +44,9 @@ def source_result(src: SourceEvidence) -> SourceResult:
     # whoever ran the job wrote: marked as quoted data with this call's marker, like a log line.
     data["facts"] = {k: quote_inline(v, marker) if v else v for k, v in data.get("facts", {}).items()}
     data["report_lines"] = [quote_inline(x, marker) if x else x for x in data.get("report_lines", [])]
+    # What could not be collected, and why: the why quotes the source's own error answer (a hostile MLflow server's HTTP
+    # 500 body), so it is marked too (sixteenth round: it came back bare in `source.missing` and `notes`).
+    data["missing"] = [quote_inline(x, marker) if x else x for x in data.get("missing", [])]
     for sig in data.get("signals", []):
         if sig.get("detail"):
             sig["detail"] = quote_inline(sig["detail"], marker)

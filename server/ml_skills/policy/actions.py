@@ -29,9 +29,9 @@ from pydantic import Field
 from ml_skills.collectors.checkpoints import NO_WEIGHTS, WEIGHT_SUFFIXES, inspect_dir, inspect_file
 from ml_skills.errors import InputError, MLSkillsError, PolicyError, TargetNotFound
 from ml_skills.models import ActionKind, CheckpointInfo, Model
-from ml_skills.policy.quoting import QUOTED_LIMIT, masked, named_outside_ascii, quoted
+from ml_skills.policy.quoting import QUOTED_LIMIT, decoded, masked, named_outside_ascii, quoted
 from ml_skills.policy.restart_command import MAX_SHOWN_COMMAND, _recorded_command
-from ml_skills.policy.restart_env import sends_elsewhere
+from ml_skills.policy.restart_env import sends_elsewhere, set_by_launcher, wandb_settings_route
 from ml_skills.safety import paths
 from ml_skills.safety.paths import confine, open_fd, open_out_dir, within
 from ml_skills.safety.quoting import strip_invisible
@@ -113,10 +113,32 @@ def prepare(action: Model, roots: Sequence[Path], out_dir: Path) -> Prepared:
     raise InputError(f"unsupported action {action!r}")
 
 
+def _ours(pid: int) -> bool:
+    """Whether `pid` is this server or its client, by its process id or the id of any of its threads: kill(2) on a thread's
+    id signals the whole process (sixteenth round: a server worker thread's id passed the pid check, and after an accept the
+    server ended itself, leaving a `starting` entry with no outcome). The client is any ancestor: a server started through a
+    wrapper (`sh -c`, `uv run`) has the wrapper as its parent and the client above it (sixteenth round too)."""
+    import psutil
+
+    try:
+        chain = [psutil.Process(), *psutil.Process().parents()]
+    except psutil.Error:
+        chain = []
+    for own in [os.getpid(), os.getppid(), *(p.pid for p in chain)]:
+        if pid == own:
+            return True
+        try:
+            if pid in {t.id for t in psutil.Process(own).threads()}:
+                return True
+        except psutil.Error:
+            continue
+    return False
+
+
 def _prepare_kill(a: KillProcess) -> Prepared:
     import psutil
 
-    if a.pid in (os.getpid(), os.getppid()):
+    if _ours(a.pid):
         raise PolicyError(f"pid {a.pid} is this server or its client: refused")
     try:
         p = psutil.Process(a.pid)
@@ -132,6 +154,8 @@ def _prepare_kill(a: KillProcess) -> Prepared:
 
     def run() -> str:
         q = psutil.Process(a.pid)
+        if _ours(a.pid):  # a worker thread started since the question
+            raise PolicyError(f"pid {a.pid} is this server or its client: nothing was signalled")
         if q.create_time() != created:
             raise PolicyError(f"pid {a.pid} is now a different process: nothing was signalled")
         q.send_signal(SIGNALS[a.signal])
@@ -157,6 +181,7 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
     dfd = _held_dir(f, roots)
     try:
         line, env, argv = _recorded_command(f, dfd)
+        wandb_url = wandb_settings_route(dfd)
     finally:
         os.close(dfd)
     digest = hashlib.sha256(line.encode()).hexdigest()
@@ -188,6 +213,9 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
     if masked(str(f.parent)):  # thirteenth round: `exp --token good` and `exp --token evil` read the same
         raise PolicyError(f"the folder of {quoted(f.name)} has a name the question would show in part as [REDACTED] (it reads as a "
                           "secret): the person would approve a folder they cannot see whole; rename it, or run it yourself")
+    if decoded(str(f.parent)):  # sixteenth round: a folder `r\u0075n` read as `run`
+        raise PolicyError(f"the folder of {quoted(f.name)} holds a JSON escape or an HTML character reference the question would "
+                          "show decoded: the person would approve another folder's name; rename it, or run it yourself")
     shown = redact(line)
     if len(quoted(shown, MAX_SHOWN_COMMAND + 1)) > MAX_SHOWN_COMMAND + 2:  # the person must see all of what runs, never "..."
         raise PolicyError(f"{quoted(str(f))} records a command of {len(line)} characters: too long to show the person whole in "
@@ -199,7 +227,10 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
                 + named_outside_ascii(str(f.parent), shown),
         impact="starts a new run with the recorded command; it uses the same resources (GPUs, nodes, a paid job) as the original"
                + (f"; it sets {', '.join(routes)}, so the run sends its credentials (W&B key, Hugging Face token, ...) and data "
-                  "where the command points them, not to the usual hosts" if (routes := sends_elsewhere(list(env))) else ""),
+                  "where the command points them, not to the usual hosts" if (routes := sends_elsewhere([*env, *set_by_launcher(argv)])) else "")
+               + (("; " + wandb_url.strip("()") + ", so a run that logs to W&B may send its W&B key elsewhere" if wandb_url.startswith("(")
+                   else f"; the folder's wandb/settings sets the W&B server to {quoted(wandb_url, 200)}, so a run that logs to W&B "
+                        "sends its W&B key there") if wandb_url else ""),
         undo="stop it with kill-worker on the pid this returns",
         manual=f"cd {shlex.quote(str(f.parent))} && {shown}", identity={"command_sha256": digest}, run=run,
     )
@@ -403,6 +434,9 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
         if masked(text):  # thirteenth round: a name the question masks cannot be approved either
             raise PolicyError(f"the {what} holds what reads as a secret, which the question would show as [REDACTED]: a hidden "
                               "name cannot be approved; rename it")
+        if decoded(text):  # sixteenth round: `ck\u0061.pt` read as `cka.pt`
+            raise PolicyError(f"the {what} holds a JSON escape or an HTML character reference the question would show decoded: "
+                              "the person would approve another name; rename it")
     also: list[ActionKind] = []
     cur = _current_target(pointer, old)
     if _ELSEWHERE.match(old.strip()):  # before the ninth round `s3://bucket/step-2000` was "missing": moved off it unasked

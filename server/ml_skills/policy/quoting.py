@@ -12,7 +12,7 @@ import unicodedata
 
 from ml_skills.errors import PolicyError
 from ml_skills.safety.quoting import strip_invisible
-from ml_skills.safety.redact import MASK, redact_in_line
+from ml_skills.safety.redact import MASK, redact_in_line, unescape_plain
 
 _ESCAPE = {"\n": "\\n", "\t": "\\t"}
 
@@ -104,6 +104,13 @@ def masked(text: str) -> bool:
     would approve a place they cannot see whole: two run folders `exp --token good` and `exp --token evil` read the same, and
     before the thirteenth round either was restarted from one question."""
     return in_line(text).count(MASK) > text.count(MASK)
+
+
+def decoded(text: str) -> bool:
+    """Whether the question would show `text` with an escape decoded: redaction reads a JSON escape or an HTML character
+    reference of a letter, digit or `_-.+/:=` as that character (`\\u0061`, `&#97;`), so `python 'tr\\u0061in.py'` read as
+    `python 'train.py'` and ran the file named `tr\\u0061in.py` after an accept (sixteenth round; decoded since the eighth)."""
+    return unescape_plain(text) != text
 
 
 def quoted(text: str, limit: int = QUOTED_LIMIT) -> str:

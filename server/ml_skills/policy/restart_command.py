@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from ml_skills.errors import InputError, PolicyError
-from ml_skills.policy.quoting import looks_like_another, quoted
+from ml_skills.policy.quoting import decoded, looks_like_another, quoted
 from ml_skills.policy.restart_env import launcher_env, picks_the_program
 from ml_skills.safety.quoting import strip_invisible
 from ml_skills.safety.redact import _FILL, READ_AS, _one_pass, redact
@@ -94,6 +94,9 @@ def _shown_as_it_runs(f: Path, line: str) -> None:
     if strip_invisible(line)[1] or any(not c.isprintable() for c in line):
         raise _not_a_launch(f, line, "it holds invisible characters, escapes or controls, which the question cannot show: the "
                                      "command shown would not be the command that runs")
+    if decoded(line):
+        raise _not_a_launch(f, line, "it holds a JSON escape or an HTML character reference of a letter, digit or one of _-.+/:= "
+                                     "that the question would show decoded: the command read would not be the command that runs")
     if odd := next((c for c in line if looks_like_another(c)), None):
         raise _not_a_launch(f, line, f"it holds U+{ord(odd):04X}, a symbol a reader can take for a space or for punctuation "
                                      "(a blank one makes one word read as two): the command read would not be the command that runs")

@@ -9,7 +9,10 @@ apart from how an action is prepared and run (`policy/actions.py`).
 
 from __future__ import annotations
 
+import configparser
+import os
 import re
+import stat
 
 # Variables that choose which program runs or what it loads before it starts: set from a recorded
 # line, they turn "python train.py" into any program (PATH=/elsewhere python, LD_PRELOAD=evil.so).
@@ -90,17 +93,21 @@ def launcher_env(opts: list[str]) -> list[str]:
     `srun --export=ALL,NAME=V`, `mpirun -genv NAME V`) that choose what runs or loads; `--export-file` (variables read
     from a file the question does not show) counts as one. Before the ninth round only a line's leading NAME=V was
     checked: `mpirun -np 1 -x PYTHONPYCACHEPREFIX=.c python train.py` loaded planted bytecode after an accept."""
-    bad: list[str] = []
+    bad = ["--export-file"] if any(w.startswith(("--export-file", "--export_file")) for w in opts) else []
+    return sorted(set(bad + [n for n in _names_set(opts) if picks_the_program(n)]))
+
+
+def _names_set(opts: list[str]) -> list[str]:
+    """The variable names a launcher's options set (`-x NAME=V`, `--export=ALL,NAME=V`, `-genv NAME V`)."""
+    names: list[str] = []
     for i, w in enumerate(opts):
         if w.startswith(("--export-file", "--export_file")):
-            bad.append("--export-file")
             continue
         value = w.split("=", 1)[1] if w.startswith("-") and "=" in w else w
-        names = [x.split("=", 1)[0] for x in value.split(",") if "=" in x]
+        names += [x.split("=", 1)[0] for x in value.split(",") if "=" in x]
         if i > 0 and opts[i - 1] in _ENV_OPTIONS:
             names.append(w.split("=", 1)[0])
-        bad += [n for n in names if picks_the_program(n)]
-    return sorted(set(bad))
+    return names
 
 
 # Variables that send the run's credentials and data to another host without loading any code: a tracker's or hub's base URL
@@ -114,4 +121,52 @@ _ROUTE_ENV = re.compile(r"(?i)^(?:\w*_BASE_URL|\w*_ENDPOINT(?:_URL)?|\w*_API_(?:
 
 def sends_elsewhere(names: list[str]) -> list[str]:
     """Of the variables a recorded line sets, those that send the run's credentials or traffic to a host it names."""
-    return sorted(n for n in names if _ROUTE_ENV.match(n))
+    return sorted({n for n in names if _ROUTE_ENV.match(n)})
+
+
+_STARTS_ANY = {"srun", "mpirun", "horovodrun"}
+_PYTHON_LAUNCHER = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun|deepspeed|accelerate)$")
+
+
+def set_by_launcher(argv: list[str]) -> list[str]:
+    """Every variable srun, mpirun or horovodrun sets, through its options, for the Python launcher it starts
+    (`mpirun -x HTTPS_PROXY=...`, `srun --export=ALL,WANDB_BASE_URL=...`): the question names those that send the run's
+    credentials elsewhere, as it names a line's leading ones (sixteenth round: only those were named)."""
+    if not argv or os.path.basename(argv[0]) not in _STARTS_ANY:
+        return []
+    inner = next((i for i, w in enumerate(argv[1:], 1) if _PYTHON_LAUNCHER.match(os.path.basename(w))), len(argv))
+    return _names_set(argv[1:inner])
+
+
+def wandb_settings_route(dfd: int) -> str | None:
+    """What a run folder's `wandb/settings` tells W&B about its server: `wandb.init` reads the settings file of the working
+    directory, the folder a restart starts in, and sends the W&B key to its `base_url` (sixteenth round: a planted one sent
+    it to another host, while the question named only the variables of the command). The `base_url` it sets; a note when
+    `wandb` or the file is a link or cannot be read (W&B follows links; no link is followed here); None when there is no
+    such setting."""
+    try:
+        wfd = os.open("wandb", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+    except OSError:
+        return "(wandb is a link: W&B reads its settings wherever it leads)" if os.path.islink(f"/proc/self/fd/{dfd}/wandb") else None
+    try:
+        st = os.stat("settings", dir_fd=wfd, follow_symlinks=False)
+        if not stat.S_ISREG(st.st_mode):
+            return "(wandb/settings is a link or not a plain file: W&B reads it wherever it leads)"
+        fd = os.open("settings", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=wfd)
+        try:
+            raw = os.read(fd, 65536)
+        finally:
+            os.close(fd)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return "(wandb/settings cannot be read here)"
+    finally:
+        os.close(wfd)
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(raw.decode("utf-8", errors="replace"))
+    except configparser.Error:
+        return "(wandb/settings cannot be parsed here)"
+    url = parser.get("default", "base_url", fallback=None)
+    return None if url is None or url.strip().rstrip("/") == "https://api.wandb.ai" else url

@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import Field, ValidationError
 
 from ml_skills.errors import InputError
-from ml_skills.models import Model, Risk, new_dict, new_list
+from ml_skills.models import ActionKind, Model, Risk, new_dict, new_list
 from ml_skills.policy.risk import ORDER, below_floor, risk_of
 
 DEFAULT_POLICY = Path(__file__).with_name("default-policy.toml")
@@ -103,6 +103,7 @@ def load(path: str | Path | None = None) -> Policy:
     except ValidationError as e:
         first = e.errors()[0]
         raise InputError(f"policy file {p}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    _refuse_unknown_actions(p, data)
     lowered = [(f"risk.{a}", a, r) for a, r in data.risk.items()]
     lowered += [(f"overrides[{i}]", o.action, o.risk) for i, o in enumerate(data.overrides) if o.risk is not None]
     for where, action, risk in lowered:
@@ -110,6 +111,20 @@ def load(path: str | Path | None = None) -> Policy:
             raise InputError(f"policy file {p}: {where}: {action} cannot be '{risk.value}': it starts a process, which "
                              f"always needs the person's approval (at least '{floor.value}')")
     return Policy(data, "default policy" if path is None else str(p))
+
+
+def _refuse_unknown_actions(p: Path, data: PolicyFile) -> None:
+    """Every action a policy file names must be an action kind. Before the sixteenth round a misspelt one (`cancel_cloud_job`,
+    or `cancel-cloud-jоb` with a Cyrillic о) was taken as another action and never matched: an override's `allow = false` on
+    the team's production jobs, or a `[risk]` line tightening a kind, silently did nothing (docs/policy.md: a typo cannot
+    silently loosen anything). The name is shown with its escapes, so a look-alike letter is seen."""
+    named = [(f"allow_dangerous[{i}]", a) for i, a in enumerate(data.allow_dangerous)]
+    named += [(f"risk.{a}", a) for a in data.risk] + [(f"overrides[{i}].action", o.action) for i, o in enumerate(data.overrides)]
+    known = {k.value for k in ActionKind}
+    for where, action in named:
+        if action not in known:
+            raise InputError(f"policy file {p}: {where}: {ascii(action)[:80]} is not an action kind (one of: "
+                             f"{', '.join(sorted(known))})")
 
 
 def to_wire(p: Policy) -> str:

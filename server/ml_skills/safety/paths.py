@@ -112,11 +112,17 @@ def _describe(roots: Sequence[Path]) -> str:
     return ", ".join(str(r) for r in roots) or "(none)"
 
 
-def refuse_kernel_tree(real: Path) -> None:
-    """/proc, /sys and /dev hold process environments, endless and blocking files: never read, whoever asks."""
+def refuse_kernel_tree(real: Path, given: Path | None = None) -> None:
+    """/proc, /sys and /dev hold process environments, endless and blocking files: never read, whoever asks.
+
+    The refusal names the path `given` when there is one, never where its links lead (sixteenth round: `/dev/fd/0` was
+    refused as "/dev/null is under /dev" and `/proc/mounts` as "/proc/4242/mounts ...": which file the server's fd 0 is,
+    and its pid)."""
     for tree in _KERNEL_TREES:
         if real == tree or real.is_relative_to(tree):
-            raise PathNotAllowed(f"{real} is under {tree}: kernel and device files are never read")
+            shown = given if given is not None else real
+            named = next((t for t in _KERNEL_TREES if shown == t or shown.is_relative_to(t)), tree)
+            raise PathNotAllowed(f"{shown} is under {named}: kernel and device files are never read")
 
 
 def _root_of(real: Path, roots: Sequence[Path]) -> Path | None:
@@ -169,7 +175,7 @@ def contain(path: str | os.PathLike[str], want: Want = "any", roots: Sequence[Pa
         # a link in the roots into /proc gets the refusal of any link out, never "/proc/1/environ is under /proc"
         # (thirteenth round: it named where the link leads, and the server's own pid through /proc/self)
         raise PathNotAllowed(_outside(candidate, held))
-    refuse_kernel_tree(real)
+    refuse_kernel_tree(real, spelled)
     if outside:
         raise PathNotAllowed(_outside(candidate, held))
     _kind(real, want)

@@ -49,6 +49,15 @@ _PCT = r"%(?:25)?"
 _ASSIGN = (r"(?:(?:['\"]\]|['\"])?(?:\s{0,3}(?:[:=]|=>|->)\s{0,3}|[ ]{0,3}\|[ ]{0,3}|\t{1,3})['\"]?|(?:" + _PCT + r"2[27])?" + _PCT + r"3[DdAa](?:" + _PCT + r"20|\+)?(?:" + _PCT
            + r"2[27])?)")
 
+# A value in quotes is taken whole, to its closing quote (sixteenth round): a value ended at a space, a quote, `,`, `}`, `&`,
+# `]` or `)`, so `"password": "Zq8v)R2m..."`, `DB_PASSWORD="two words"`, `api_key: 'a,b'`, an escaped quote in JSON
+# (`"Zq8v\"R2m"`), `--password 'two words'` and an argv list's `'--token', 'a b'` showed what followed. Tried only where
+# the name's operator ends in a quote (a lookbehind); the closing quote must end the word (a space, the line's end or a
+# closing mark follows), so `input("password: ") or input("token: ")` is code, not a value.
+def _quoted(least: int) -> str:
+    return "".join(rf"(?<={q})(?:\\.|[^{q}\\\n]){{{least},1000}}?(?={q}(?:[\s,;}})\]&]|$))|" for q in ("'", '"'))
+
+
 # A URL's host (and port) after user:password@, up to where the authority ends (RFC 3986: a `/`, `?`, `#`, or the
 # word's end): what tells the '@' that ends a password from one inside it (`https://u:p@ss@host/`). Any character but
 # those and '@' may be in it, or after it in the same word: before the thirteenth round the host had to be ASCII letters,
@@ -172,7 +181,7 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         r"(?!(?:[:=\uff1a\uff1d]{1,2}|=>|->)(?:\s|$))(?P<s>[^\s'\"|]{1,1000})")),
     # --api-key X, --hf_token=X, --aws-secret-access-key 'X', and argv printed as a list: '--token', 'X'.
     ("cli-secret-flag", _KEY_NEEDLES, lazy(
-        r"(?i)" + _START + r"--?[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"]?(?:\s{1,3}|=|,\s{0,2}|" + _PCT + r"3[Dd]|" + _PCT + r"20|\+)['\"]?(?P<s>[^\s'\",\]]{1,1000})")),
+        r"(?i)" + _START + r"--?[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"]?(?:\s{1,3}|=|,\s{0,2}|" + _PCT + r"3[Dd]|" + _PCT + r"20|\+)['\"]?(?P<s>" + _quoted(1) + r"[^\s'\",\]]{1,1000})")),
     # A secret-bearing name and its value in two fields: an environment entry of a Kubernetes, Vertex AI or Docker spec
     # ({"name": "WANDB_API_KEY", "value": "X"}, `- name: HF_TOKEN` over `  value: X`), an MLflow param or tag as its REST
     # API returns it ({"key": "db_password", "value": "X"}), and W&B's config.yaml, where each entry's value sits two lines
@@ -198,10 +207,26 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         r"(?i)<[a-z0-9_.:\-]{0,40}(?:" + _KEYWORD + r"(?:\s[^<>]{0,200})?|\s[^<>]{0,200}?(?<![a-z0-9_\-])(?:name|key)\s{0,3}=\s{0,3}['\"]"
         r"[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"][^<>]{0,200})>\s{0,3}(?:<!\[CDATA\[\s{0,3})?(?![0-9.]{1,30}\s{0,3}(?:\]\]>)?<)"
         r"(?P<s>(?:(?!\]\]>)[^<>\s]){4,1000})\s{0,3}(?:\]\]>)?\s{0,3}</")),
+    # Sixteenth round (each listed as kept by the fifteenth): a property list's `<key>api_key</key><string>X</string>` (the
+    # value in the next element), the XML element written with HTML entities (`&lt;password&gt;X&lt;/password&gt;`, a log
+    # page's escaped text), and an element whose closing tag is not on its line (`<password>X` at the line's end, the value
+    # right after the tag).
+    ("plist-secret", ("<key>",), lazy(
+        r"(?i)<key>\s{0,3}[a-z0-9_.\-]{0,40}" + _KEYWORD + r"\s{0,3}</key>\s{0,40}<string>\s{0,3}(?P<s>[^<>\s]{4,1000})\s{0,3}</string>")),
+    ("xml-secret-entity", ("&lt;/",), lazy(
+        r"(?i)&lt;[a-z0-9_.:\-]{0,40}" + _KEYWORD + r"(?:\s[^&<>]{0,200})?&gt;\s{0,3}(?P<s>(?:(?!&lt;)[^<>\s]){4,1000}?)\s{0,3}&lt;/")),
+    ("xml-secret-unclosed", _KEY_NEEDLES, lazy(
+        r"(?im)<[a-z0-9_.:\-]{0,40}" + _KEYWORD + r">(?P<s>[^<>\s]{4,1000})[ \t]{0,3}$")),
+    # `PWD=X` and `*_PASS=X`, `*_PWD=X` (an ODBC connection string's `UID=u;PWD=X;`, MySQL's `MYSQL_PWD`, `DB_PASS`,
+    # RabbitMQ's `RABBITMQ_DEFAULT_PASS`): listed as kept until the sixteenth round. Upper case (ODBC's `Pwd`/`pwd` too), and
+    # never a path, a shell expansion or a literal: the shell's own `PWD=/home/u` and `two_pass=True` are not secrets.
+    ("pass-pwd-assign", ("pwd", "pass"), lazy(
+        r"(?<![^\s'\";{(])(?:[A-Z0-9_]{0,40}_)?(?:PASS|PWD|Pwd|pwd)\s{0,3}=\s{0,3}['\"]?"
+        r"(?![/~$%(<\[]|(?i:true|false|none|null|yes|no)\b|[0-9.]{1,30}(?![^\s'\";,}&\])]))(?P<s>[^\s'\";,}&\])]{4,1000})")),
     # NAME=X, NAME: X, "name": "X", ?access_token=X&, X-API-KEY: X, and URL-encoded %3D / %3A.
     # A tokenizer's special tokens (`eos_token: </s>`, `pad_token = [PAD]`) and plain numbers are not secrets.
     ("keyword-secret-assign", _KEY_NEEDLES, lazy(
-        r"(?i)" + _START + r"[a-z0-9_.\-]{0,40}" + _KEYWORD + _ASSIGN + r"(?![<\[]|[0-9.]{1,30}(?![^\s'\",}&\])])|desc:)(?P<s>[^\s'\",}&\])]{4,1000})")),
+        r"(?i)" + _START + r"[a-z0-9_.\-]{0,40}" + _KEYWORD + _ASSIGN + r"(?![<\[]|[0-9.]{1,30}(?![^\s'\",}&\])])|desc:)(?P<s>" + _quoted(4) + r"[^\s'\",}&\])]{4,1000})")),
 ]
 
 
@@ -244,6 +269,33 @@ READ_AS = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, 0x3000: 0x20, **{c:
             0x2018: 0x27, 0x2019: 0x27, 0x201C: 0x22, 0x201D: 0x22, 0xE000: 0x3F}
 
 
+def _letters_read_as_ascii() -> dict[int, int]:
+    """Letters and signs a reader takes for ASCII ones (sixteenth round: `ᴘᴀꜱꜱᴡᴏʀᴅ=X`, `𝐩𝐚𝐬𝐬𝐰𝐨𝐫𝐝=X`, `ⓟⓐⓢⓢⓦⓞⓡⓓ=X`,
+    `passwоrd=X` with a Cyrillic о, `password﹕ X` with a small colon kept X in clear): each character of the blocks below
+    whose compatibility form (NFKC) is one printable ASCII character, the small capitals (no compatibility form), and the
+    Cyrillic and Greek letters drawn like a Latin one. Mapped one for one, like READ_AS: only the reading changes."""
+    import unicodedata
+
+    blocks = ((0x1D400, 0x1D800), (0x2460, 0x2500), (0x1F100, 0x1F1AE), (0xFE10, 0xFE20), (0xFE50, 0xFE70), (0x2070, 0x20A0),
+              (0x1D2C, 0x1D6B), (0x2100, 0x2150), (0x2150, 0x2190), (0x02B0, 0x02E5), (0x2024, 0x2025))
+    out = {}
+    for a, b in blocks:
+        for c in range(a, b):
+            nf = unicodedata.normalize("NFKC", chr(c))
+            if len(nf) == 1 and nf.isascii() and nf.isprintable() and nf != " ":
+                out[c] = ord(nf)
+    small = dict(zip("ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘꞯʀꜱᴛᴜᴠᴡʏᴢ", "abcdefghijklmnopqrstuvwyz", strict=True))
+    cyrillic = dict(zip("аеорсухѕіјԁԛԝһАВЕКМНОРСТХЅІЈ", "aeopcyxsijdqwhABEKMHOPCTXSIJ", strict=True))
+    greek = dict(zip("οανρικΑΒΕΖΗΙΚΜΝΟΡΤΥΧ", "oavpikABEZHIKMNOPTYX", strict=True))
+    colons = dict.fromkeys("ː˸։׃܃܄᛬᠃᠉⁚∶꞉", ":")
+    equals = dict.fromkeys("꞊᐀⹀゠", "=")
+    out.update({ord(k): ord(v) for k, v in (*small.items(), *cyrillic.items(), *greek.items(), *colons.items(), *equals.items())})
+    return out
+
+
+READ_AS.update({c: a for c, a in _letters_read_as_ascii().items() if c not in READ_AS})
+
+
 def _masked_as_read(text: str) -> tuple[str, int]:
     """`text` with the secrets its ASCII reading holds masked (see READ_AS), and how many; ASCII text as it is."""
     if text.isascii():
@@ -273,13 +325,30 @@ _PLAIN_ESCAPE = lazy(r"\\{1,8}u00(2[BDEFbdef]|3[0-9AaDd]|[46][1-9A-Fa-f]|[57][0-
 
 
 def unescape_plain(text: str) -> str:
-    """`text` with every JSON escape of a letter, digit or `_-.+/:=` written plainly (see _PLAIN_ESCAPE)."""
+    """`text` with every JSON escape, and every HTML character reference, of a letter, digit or `_-.+/:=` written plainly
+    (see _PLAIN_ESCAPE, _HTML_REFERENCE)."""
     while "\\u00" in text:
         new = _PLAIN_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
         if new == text:
             break
         text = new
+    if "&" in text and ";" in text:
+        text = _HTML_REFERENCE.sub(_plain_reference, text)
     return text
+
+
+# The same characters written as HTML character references (`&#103;hp_...`, `password&#61;X`, `&#x67;`, `&equals;`), as a
+# page or an HTML-escaping logger prints them: listed as kept by the fifteenth round, decoded since the sixteenth.
+_HTML_REFERENCE = lazy(r"&#(?:[xX]0{0,6}([0-9A-Fa-f]{1,6})|0{0,6}([0-9]{1,7}));|&(equals|colon|lowbar|period|sol|plus|hyphen|dash);")
+_NAMED = {"equals": "=", "colon": ":", "lowbar": "_", "period": ".", "sol": "/", "plus": "+", "hyphen": "-", "dash": "-"}
+
+
+def _plain_reference(m: re.Match[str]) -> str:
+    if m.group(3):
+        return _NAMED[m.group(3)]
+    code = int(m.group(1), 16) if m.group(1) else int(m.group(2))
+    c = chr(code) if code < 128 else ""
+    return c if c and (c.isalnum() or c in "_-.+/:=") else m.group(0)
 
 
 _FILL = "\ue000"  # a private-use character: masks a secret in place, keeping every offset (redact_after)
@@ -298,7 +367,8 @@ def _fill(match: re.Match[str]) -> str:
 # folds nothing but A-Z, a text with none of them cannot match either rule, so both are skipped. Other text (Unicode
 # folds 'ſ' to s and 'ı' to i) always runs them.
 _KEYWORD_ENDS = lazy(r"apikey|(?:key|token|secret|passw(?:or)?d|passphrase)(?![a-z])")
-_KEYWORD_RULES = frozenset({"cli-secret-flag", "keyword-secret-assign", "named-value", "nested-value", "wandb-config-yaml"})
+_KEYWORD_RULES = frozenset({"cli-secret-flag", "keyword-secret-assign", "named-value", "nested-value", "wandb-config-yaml",
+                            "xml-secret-unclosed"})
 _NEEDLES = tuple(dict.fromkeys(n for _name, needles, _rx in _RULES for n in needles))
 
 
@@ -392,7 +462,7 @@ def may_hide(text: str) -> bool:
     """Whether redacting `text` could change it: a rule's needle or a needle-less rule's shape, a character stripped, a
     JSON escape, a form read as ASCII. False: the text is shown as it is, so a caller's pattern may be matched on it raw.
     What it costs does not depend on anything a caller guesses (see mcp_tools/logs._ShownLines)."""
-    if "\\u00" in text or strip_invisible(text)[1]:
+    if "\\u00" in text or strip_invisible(text)[1] or ("&" in text and _HTML_REFERENCE.search(text)):
         return True
     read = text if text.isascii() else text.translate(READ_AS)  # a progress bar's blocks change nothing: judged like ASCII
     if not _needle_or_shape(read):  # most lines of a log: one scan in C
