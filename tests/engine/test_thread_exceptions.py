@@ -74,6 +74,8 @@ def test_a_feeding_threads_exception_the_main_thread_then_waits_for_is_the_failu
     """, timeout=20)
     text = log.read_text(errors="replace")
     assert "Exception in thread Thread-2 (feed)" in text and "step 4/30" in text and "step 5/30" not in text
-    assert text.split("UnicodeDecodeError")[1].count("step ") == 2  # the batches already read, then nothing
+    # the batches already read, then nothing (one or two of them print after the traceback: the thread's stderr and the
+    # main thread's stdout race)
+    assert text.split("UnicodeDecodeError")[1].count("step ") <= 2
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.primary_cause is not None and d.primary_cause.value == "data-pipeline", d.evidence
