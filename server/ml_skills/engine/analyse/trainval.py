@@ -93,6 +93,14 @@ def _eval_pairs(points: Sequence[MetricPoint]) -> list[tuple[MetricPoint, float,
     return pairs
 
 
+def _last_evals(points: Sequence[MetricPoint]) -> tuple[list[tuple[MetricPoint, float, float, float, float]], float] | None:
+    """The last GAP_EVALS evaluation pairs (see _eval_pairs) and the accuracies' scale (1 or 100), or None when fewer."""
+    pairs = _eval_pairs(points)
+    if len(pairs) < GAP_EVALS:
+        return None
+    return pairs[-GAP_EVALS:], 100.0 if max(max(a, v) for _, a, v, _, _ in pairs) > 1.0 else 1.0
+
+
 DISAGREE_RATIO = 20.0  # a validation loss this many times the training loss...
 DISAGREE_ACC = 0.9  # ...while validation accuracy holds at nine tenths of training accuracy or more
 
@@ -106,11 +114,9 @@ def _loss_and_accuracy_disagree(points: Sequence[MetricPoint]) -> Anomaly | None
     is not computed on what the metric scores (logits given to a loss that expects probabilities, a loss over padding
     or another head). Overfitting raises the validation loss and lowers the accuracy with it; here they disagree.
     """
-    pairs = _eval_pairs(points)
-    if len(pairs) < GAP_EVALS:
+    if (last := _last_evals(points)) is None:
         return None
-    tail = pairs[-GAP_EVALS:]
-    scale = 100.0 if max(max(a, v) for _, a, v, _, _ in pairs) > 1.0 else 1.0
+    tail, scale = last
     if any(acc < 0.5 * scale or vacc < DISAGREE_ACC * acc or vloss < max(1.0, DISAGREE_RATIO * loss) or loss <= 0
            for _, acc, vacc, loss, vloss in tail):
         return None
@@ -134,11 +140,9 @@ def _accuracy_gap(points: Sequence[MetricPoint]) -> Anomaly | None:
     above): evaluation sees other inputs than training does (preprocessing, normalisation, BatchNorm statistics in
     inference mode, a label order), or the held-out split is not the task trained on.
     """
-    pairs = _eval_pairs(points)
-    if len(pairs) < GAP_EVALS:
+    if (last := _last_evals(points)) is None:
         return None
-    tail = pairs[-GAP_EVALS:]
-    scale = 100.0 if max(max(a, v) for _, a, v, _, _ in pairs) > 1.0 else 1.0
+    tail, scale = last
     if any(acc < 0.85 * scale or vacc > 0.5 * acc or vloss < 3 * max(loss, 1e-9) for _, acc, vacc, loss, vloss in tail):
         return None
     p, acc, vacc, loss, vloss = tail[-1]

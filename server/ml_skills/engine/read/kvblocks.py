@@ -60,5 +60,5 @@ def record(lines: list[bytes]) -> tuple[tuple[dict[str, float], float | None, fl
         elif col is not None and col not in values:
             values[col] = v
             if anchor is None or col == "loss":
-                anchor = i if col == "loss" or anchor is None else anchor
-    return ((values, step, epoch), anchor or 0) if values else None
+                anchor = i
+    return ((values, step, epoch), anchor) if values and anchor is not None else None

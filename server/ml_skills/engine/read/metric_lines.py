@@ -93,8 +93,7 @@ def block_rows(chunk: bytes | bytearray, starts: list[int]) -> tuple[dict[int, R
     end_of_block = -1
     for s in starts:
         if s < end_of_block:
-            drop.add(s)
-            continue
+            continue  # a line of the block just read: in `drop` already, or its anchor
         if chunk[s : s + 1] != b"|":
             continue  # the logger prints its rows from the line's first column: every other line is passed at one byte
         e = chunk.find(b"\n", s)
