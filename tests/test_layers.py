@@ -31,7 +31,7 @@ RANK = {
     "policy": 3,
     "render": 4,
     "checks": 5,
-    "cli": 6, "cli_args": 6, "mcp_tools": 6, "grid": 6,
+    "cli": 6, "mcp_tools": 6, "grid": 6,
     "gen": 7,
 }
 NEVER = {("checks", "render"): "checks return results; faces render",
