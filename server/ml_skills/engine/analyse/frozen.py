@@ -113,19 +113,42 @@ def uniform_classes(v: float, rel: float) -> int | None:
     return c if c >= 2 and abs(math.log(c) - v) <= rel * v else None
 
 
-def _at_chance_accuracy(p: MetricPoint, classes: int) -> bool:
+def _at_chance_accuracy(p: MetricPoint, classes: int, keys: tuple[str, ...] = ("acc", "val_acc")) -> bool:
     """An accuracy printed beside the loss sits at 1/C (as a fraction or a percent)."""
-    accs = [v for k, v in p.values.items() if k in ("acc", "val_acc") and finite(v)]
+    accs = [v for k, v in p.values.items() if k in keys and finite(v)]
     return bool(accs) and all(abs((a / 100 if a > 1 else a) * classes - 1) <= 0.15 for a in accs)
+
+
+def _at_chance(tail: Sequence[tuple[MetricPoint, float]], c: int, accs: tuple[str, ...]) -> bool:
+    """The last CHANCE_LOGS losses at ln C with an accuracy of 1/C beside each, over CHANCE_EPOCHS epochs or more."""
+    epochs = [p.epoch for p, _ in tail if p.epoch is not None]
+    return (len(tail) == CHANCE_LOGS and all(uniform_classes(v, CHANCE_REL) == c and _at_chance_accuracy(p, c, accs) for p, v in tail)
+            and len(epochs) == len(tail) and epochs[-1] - epochs[0] >= CHANCE_EPOCHS)
+
+
+def _chance_on_validation(points: Sequence[MetricPoint]) -> tuple[MetricPoint, float, str] | None:
+    """The held-out reading of a guess no better than chance: the validation loss at ln C and the validation accuracy
+    at 1/C at the last evaluations, two epochs or more apart. Measured on the whole held-out set, it is steadier than a
+    training loss read from noisy batches (a Keras run whose val_accuracy is 0.5000 at epoch after epoch beside a
+    val_loss of 0.693, while its per-epoch training loss wanders 0.686-0.708)."""
+    s = [(p, p.values["val_loss"]) for p in points if "val_loss" in p.values and finite(p.values["val_loss"])]
+    tail = s[-CHANCE_LOGS:]
+    c = uniform_classes(tail[-1][1], CHANCE_REL) if tail else None
+    if c is None or not _at_chance(tail, c, ("val_acc",)):
+        return None
+    epochs = [p.epoch for p, _ in tail if p.epoch is not None]
+    return tail[0][0], tail[-1][1], (f"= ln {c} with a validation accuracy of 1/{c} at the last {len(tail)} "
+                                     f"evaluations, {epochs[-1] - epochs[0]:g} epochs: a guess no better than chance on held-out data")
 
 
 def loss_collapsed(points: Sequence[MetricPoint]) -> Anomaly | None:
     """The loss pinned at a value that only a collapsed network prints: its outputs no longer depend on the input.
 
-    Three readings, each of a number that means something whatever the framework: 87.3365 (or a weighted multiple),
+    Four readings, each of a number that means something whatever the framework: 87.3365 (or a weighted multiple),
     -ln(FLT_MIN), the clamped loss of a probability that underflowed for every sample; ln C to five or more printed
     digits log after log, after another value, a prediction exactly uniform over C classes (all logits equal); and ln C with an
-    accuracy of 1/C beside it for two epochs or more, a guess no better than chance long after any start-up.
+    accuracy of 1/C beside it for two epochs or more, a guess no better than chance long after any start-up (read from the
+    validation loss and accuracy too).
     """
     s = [(p, p.values["loss"]) for p in points if "loss" in p.values and finite(p.values["loss"])]
     if len(s) < 2:
@@ -144,8 +167,7 @@ def loss_collapsed(points: Sequence[MetricPoint]) -> Anomaly | None:
         exact = [(p, v) for p, v in s[-3 * CHANCE_LOGS:] if _digits(v) >= UNIFORM_DIGITS
                  and abs(v - math.log(c)) <= 10 ** (math.floor(math.log10(v)) - _digits(v) + 1)]  # one unit of the last digit
         epochs = [p.epoch for p, _ in tail if p.epoch is not None]
-        chance = (len(tail) == CHANCE_LOGS and all(uniform_classes(v, CHANCE_REL) == c and _at_chance_accuracy(p, c) for p, v in tail)
-                  and len(epochs) == len(tail) and epochs[-1] - epochs[0] >= CHANCE_EPOCHS)
+        chance = _at_chance(tail, c, ("acc", "val_acc"))
         # ...and a different loss before them: a head initialised at zero prints ln C exactly at its first steps
         moved = bool(exact) and any(v != exact[0][1] for _, v in s[: s.index(exact[0])])
         if len(exact) >= CHANCE_LOGS and moved and exact[-1][0] in (p for p, _ in s[-2:]):
@@ -153,12 +175,15 @@ def loss_collapsed(points: Sequence[MetricPoint]) -> Anomaly | None:
             why = f"= ln {c} to every printed digit, the loss of a prediction exactly uniform over {c} classes (all logits equal)"
         elif chance:
             why = f"= ln {c} with an accuracy of 1/{c} beside it for {epochs[-1] - epochs[0]:g} epochs: a guess no better than chance"
+    what = "training loss"
+    if why is None and (held := _chance_on_validation(points)) is not None:
+        (first, last, why), what = held, "validation loss"
     if why is None:
         return None
     return Anomaly(
         kind=AnomalyKind.LOSS_FROZEN, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE, severity=Severity.SIGNIFICANT,
         source=first.source, line_no=first.line_no, step=first.step,
-        detail=(f"training loss {last:g} {why}, from {at(first)} (line {first.line_no}) to the end: the network's outputs "
+        detail=(f"{what} {last:g} {why}, from {at(first)} (line {first.line_no}) to the end: the network's outputs "
                 "collapsed and no longer depend on the input - typically a learning rate too high for the model, outputs "
                 "on the wrong scale, or labels the loss cannot reach"),
     )
