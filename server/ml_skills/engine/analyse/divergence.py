@@ -206,4 +206,27 @@ def accuracy_collapse(points: Sequence[MetricPoint]) -> Anomaly | None:
                         "(an update wrecked the weights: a learning rate too high for this phase, no gradient clipping, "
                         "or a loss a degenerate solution can satisfy)"),
             )
-    return None
+    return accuracy_zeroed(s)
+
+
+ZEROED_LOGS = 4  # logs in a row, the run's last, with a training accuracy of exactly 0
+
+
+def accuracy_zeroed(s: Sequence[tuple[MetricPoint, float]]) -> Anomaly | None:
+    """Training accuracy printed as exactly 0, log after log to the end, after it was above 0: even a random guess
+    scores 1/C, so no prediction matches any label - outputs that became NaN (every comparison false) or a prediction
+    collapsed onto a class no sample has. Read from any level, unlike a collapse from a level reached (a run that
+    never got far above chance, an ImageNet run at 0.002, falls to 0 as surely)."""
+    n = 0
+    while n < len(s) and s[-1 - n][1] == 0.0:
+        n += 1
+    if n < ZEROED_LOGS or n == len(s) or not any(v > 0 for _, v in s[: len(s) - n]):
+        return None
+    p, before = s[-n][0], s[-n - 1][1]
+    return Anomaly(
+        kind=AnomalyKind.ACCURACY_COLLAPSE, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE,
+        severity=Severity.CRITICAL, source=p.source, line_no=p.line_no, step=p.step,
+        detail=(f"training accuracy exactly 0 at each of the last {n} logs from {at(p)} (line {p.line_no}), after {before:.4g}: "
+                "below any guess (chance is 1/C), so no prediction matches any label - outputs that became NaN or "
+                "collapsed onto one class (a learning rate too high for the batch, labels outside the output range)"),
+    )
