@@ -56,7 +56,11 @@ _MARKERS: list[tuple[str, str, bool]] = [
      # the process's own runner saying it ended well: an IDE, LSF's job report, SLURM's sacct, HF's closing metrics block
      # and wandb.finish() reporting the script's exit code as 0 ('(failed 1)' otherwise), old wandb's 'Program ended successfully.'
      r"Process finished with exit code 0\b|^Successfully completed\.|\bState: COMPLETED\b|\*{5} train metrics \*{5}|"
-     r"Waiting for W&B process to finish\W+\(success\)|wandb: Program ended successfully)"), True),
+     r"Waiting for W&B process to finish\W+\(success\)|wandb: Program ended successfully|"
+     # a script's own closing line: 'completing training in 113880.80 seconds', 'train.py main execution finished',
+     # a start/finish stamp pair's second half ('Finished: 2026-09-30 00:58:21')
+     r"\bcomplet(?:ed|ing) training in \d|\b(?:main|script|pipeline) execution (?:finished|completed)\b|"
+     r"^\W{0,12}(?:Finished|Completed)(?: at)?:?\s+\d{4}-\d\d-\d\d[ T]\d\d:\d\d)"), True),
     # a validation metric in the chunk: on sampled logs its lines are all parsed (see _eval_lines)
     ("eval", metric_lines.EVAL, True),
     # a checkpoint written: resume points for the plan (engine/facts.py reads the last few)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ml_skills.engine.read.levels import informational
+from ml_skills.engine.read.levels import ERROR_WORDS, informational
 from ml_skills.lazyre import lazy
 from ml_skills.models import TracebackEvent
 from ml_skills.safety.redact import redact
@@ -275,6 +275,13 @@ def bare_exception(tail: list[str], tail_start: int, source: str, known: list[Tr
     return _logged_error_at_end(tail, tail_start, source, known, said)
 
 
+# a record that announces the program's next step, whatever level it was logged at, after its logger's name if given;
+# read as one only with no error's words in it ('__main__:Starting finetuning', 'Loading checkpoint shards', 'Saving the model to out/')
+_PROGRESS_NOTE = lazy(r"(?i)^\W{0,3}(?:[\w.]{1,60}:\s*)?(?:start(?:ing|ed)?|begin(?:ning)?|load(?:ing|ed)|running|sav(?:ing|ed)|using|setting|training|"
+                      r"initiali[sz](?:ing|ed)|prepar(?:ing|ed)|launch(?:ing|ed)|finished|done|epoch|step)\b")
+_NEGATIVE = lazy(r"(?i)\b(?:not|no|cannot|can't|could not|unable|missing|invalid|unknown|unsupported|mismatch|empty|wrong|bad)\b")
+
+
 def _logged_error_at_end(tail: list[str], tail_start: int, source: str, known: list[TracebackEvent],
                          said: list[int]) -> TracebackEvent | None:
     """The log's last line is an ERROR (or CRITICAL, FATAL) record of the program's own logging, and nothing else
@@ -289,6 +296,8 @@ def _logged_error_at_end(tail: list[str], tail_start: int, source: str, known: l
     msg = m["msg"] or m["glog"] or ""
     if informational(msg):
         return None  # a subprocess's INFO record relayed at ERROR (Spark's 'ERROR RabitTracker$...: ... INFO [22] train-logloss')
+    if _PROGRESS_NOTE.match(msg) and not ERROR_WORDS.search(msg) and not _NEGATIVE.search(msg):
+        return None  # a progress note logged at a loud level ('CRITICAL:__main__:Starting finetuning'): the run's next step, no failure
     named = _NAMED_TYPE.search(msg)
     return TracebackEvent(source=source, line_no=tail_start + i, start_line=tail_start + i,
                           exc_type=named["type"] if named else "LoggedError", message=redact(msg[:500]), frames=[])
