@@ -138,3 +138,55 @@ def test_a_failure_logged_at_critical_level_is_still_the_end(tmp_path):
         subprocess.run([sys.executable, str(script)], stdout=out, stderr=subprocess.STDOUT, timeout=60, check=False)
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.primary_cause is not None, d.evidence
+
+
+_WRAPPER = """
+    import logging, socket, sys
+    import torch
+    logging.basicConfig(format="%(asctime)s - train - %(levelname)s - %(message)s", level=logging.INFO)
+    log = logging.getLogger("train")
+
+    def attempt(n):
+        if n == 0:
+            torch.empty(2 ** 60, dtype=torch.uint8)  # the allocator refuses: out of memory
+        if n == 1 and sys.argv[1] == "attempts":
+            Path("data.yaml")  # a missing import
+        if n == 1:
+            peer, _ = socket.socketpair()
+            peer.settimeout(0.3)
+            peer.recv(1)  # a peer that never answers: 'timed out'
+        raise ValueError("Dataset 'data.yaml' error  data.yaml 'names' length 11 and 'nc: 10' must match.")
+
+    for n in range(3 if sys.argv[1] == "attempts" else 2):
+        try:
+            attempt(n)
+        except Exception as e:
+            log.error(f"Training failed: {e}")
+"""
+
+
+def _wrapper(tmp_path: Path, mode: str):
+    script = tmp_path / "wrap.py"
+    script.write_text(textwrap.dedent(_WRAPPER))
+    log = tmp_path / f"{mode}.log"
+    with open(log, "wb") as out:
+        subprocess.run([sys.executable, str(script), mode], stdout=out, stderr=subprocess.STDOUT, timeout=120, check=False)
+    return log, diagnose(DiagnoseRequest(target=str(log)))
+
+
+def test_a_wrappers_failure_record_printed_once_per_attempt_is_read_at_the_last_attempt(tmp_path):
+    """1299's shape, run for real: a training wrapper logs 'Training failed: <why>' once per attempt - the allocator's
+    out of memory, then a missing import, then a dataset check. What ended the run is the last attempt's failure;
+    the first attempt's OOM is history (it was the primary cause before)."""
+    log, d = _wrapper(tmp_path, "attempts")
+    assert log.read_text().count("Training failed:") == 3
+    assert d.primary_cause is not None and d.primary_cause.value != "oom", d.root_cause
+    assert d.evidence[0].line_no == len(log.read_text().splitlines()), d.evidence
+
+
+def test_a_later_record_that_names_a_peer_or_a_timeout_is_an_echo_not_a_new_attempt(tmp_path):
+    """The control: the same record's second message is a connection timing out (what a peer's failure looks like):
+    the first failure, the OOM, stays the cause."""
+    log, d = _wrapper(tmp_path, "echo")
+    assert "timed out" in log.read_text()
+    assert d.primary_cause is not None and d.primary_cause.value == "oom", d.root_cause

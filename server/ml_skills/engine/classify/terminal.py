@@ -12,6 +12,8 @@ import re
 from ml_skills.collectors.attempts import REPORT_END
 from ml_skills.engine.read.levels import ERROR_WORDS
 from ml_skills.engine.read.metrics import parse_line
+from ml_skills.engine.read.tracebacks import RECORD_HEAD as _RECORD_HEAD
+from ml_skills.engine.read.tracebacks import failed_again
 from ml_skills.lazyre import lazy
 from ml_skills.models import LogEvidence, Role
 
@@ -131,6 +133,8 @@ def survived_line(log: LogEvidence, line_no: int, last_prog: int | None) -> bool
     attempt = last_attempt_start(log)
     if attempt is not None and line_no < attempt:
         return True  # a later attempt was launched after it: the run went on past it (and ended for its own reason)
+    if _failed_again_later(log, line_no):
+        return True  # the program ran again and its last attempt failed on its own (a wrapper's record per attempt)
     if last_prog is None or line_no >= last_prog:
         return False
     tail = log.tail
@@ -153,6 +157,26 @@ def survived_line(log: LogEvidence, line_no: int, last_prog: int | None) -> bool
             if progress >= SURVIVED_MIN_PROGRESS:
                 return True
     return False
+
+
+_STAMPED = lazy(r"^\W{0,2}\d{4}-\d\d-\d\d|^\W{0,2}\d\d:\d\d:\d\d")  # another record's start: a date or a time first
+RECORD_LINES = 6  # the lines a record's message may go on below its first
+def _failed_again_later(log: LogEvidence, line_no: int) -> bool:
+    """A failure record that the same record, further down, follows with another failure: the program was run again
+    (a training wrapper's 'Training failed: <why>' once per attempt, a day apart) and what ended its last attempt is the
+    later one (batch 20's 1299: a CUDA illegal instruction, then a missing import, then the dataset check). A later
+    record naming a peer's or a collective's failure is a cascade's echo of this one, never a new attempt."""
+    tail = log.tail
+    if tail is None or not tail.start_line <= line_no < tail.start_line + len(tail.lines):
+        return False
+    at = line_no - tail.start_line
+    # the record the line belongs to: its own, or the one a few lines above whose message goes on over them
+    # (PyTorch's 'CUDA kernel errors might be asynchronously reported...' under 'Training failed: CUDA error: ...')
+    i = next((j for j in range(at, max(-1, at - RECORD_LINES - 1), -1) if _RECORD_HEAD.match(tail.lines[j])
+              or j < at and _STAMPED.match(tail.lines[j])), None)
+    if i is None or not _RECORD_HEAD.match(tail.lines[i]):
+        return False
+    return any(failed_again(tail.lines, i, j) for j in range(i + 1, len(tail.lines)))
 
 
 # Python's header for an exception that ended a thread other than the main one ('Exception in thread Thread-2

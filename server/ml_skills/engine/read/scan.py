@@ -220,6 +220,13 @@ def from_metrics(points: list[MetricPoint], *, source: str, task: Task | None = 
     return ev
 
 
+def _another_attempts_end(line_no: int, fatal: list[int], tail: list[str], tail_start: int) -> bool:
+    """The log's closing error record prints again the failure record of an earlier failure's line, with another
+    message: a wrapper's 'Training failed: <why>' of a later attempt, what ended the run (batch 20's 1299)."""
+    at = line_no - tail_start
+    return line_no > max(fatal) and any(0 <= n - tail_start < at and tracebacks.failed_again(tail, n - tail_start, at) for n in fatal)
+
+
 def _summary_readings(ev: LogEvidence, tail_lines: list[str], tail_start: int, name: str) -> None:
     """What the summary printed at a log's end says where the metric lines did not: scores at zero, W&B's run history."""
     if not any(a.kind is AnomalyKind.VALIDATION_METRIC_NEAR_ZERO for a in ev.trajectory.anomalies):
@@ -289,7 +296,9 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
     tail_lines, tail_cut = reader.tail(last)
     tail_start = ev.total_lines - len(tail_lines) + 1
     ev.tail = Excerpt(source=name, start_line=tail_start, lines=[redact(x) for x in tail_lines], truncated=tail_cut)
-    if not any(h.role is not Role.HINT for h in ev.hits) and (bare := tracebacks.bare_exception(tail_lines, tail_start, name, ev.tracebacks)):
+    fatal = [h.line_no for h in ev.hits if h.role is not Role.HINT]
+    if (bare := tracebacks.bare_exception(tail_lines, tail_start, name, ev.tracebacks)) is not None and (
+            not fatal or _another_attempts_end(bare.line_no, fatal, tail_lines, tail_start)):
         ev.tracebacks.append(bare)  # a log that ends on an exception line alone, and nothing else names a failure
     reached = last_progress(name, points, tail_lines, tail_start)
     ev.trajectory = analyse(points, exact_nan=nan_point, exact_grad_max=grad_max, last_progress=reached, task=task)

@@ -9,6 +9,7 @@ event, since it is the one that names the failing sample code.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from ml_skills.engine.read.levels import ERROR_WORDS, informational
@@ -273,6 +274,29 @@ def bare_exception(tail: list[str], tail_start: int, source: str, known: list[Tr
         return TracebackEvent(source=source, line_no=line_no, start_line=line_no, exc_type=m["type"],
                               message=redact(m["msg"][:500]), frames=[])
     return _logged_error_at_end(tail, tail_start, source, known, said)
+
+
+# a logging record that reports a failure: its level word, then a failure word and a colon before the message
+# ('2025-06-02 22:54:12,459 - train - ERROR - Training failed: <why>'); a wrapper prints one per attempt
+RECORD_HEAD = lazy(r"^.{0,120}?\b(?:ERROR|CRITICAL|FATAL)\b.{0,80}?\b(?:[Ff]ailed|[Ee]rror|[Ee]xception)\b\s*:")
+_DIGIT_RUN = lazy(r"\d+")
+
+
+def record_head(m: re.Match[str]) -> str:
+    """A failure record's head with its digits (the time stamp's) blanked: the same record printed at another time."""
+    return _DIGIT_RUN.sub("#", m.group(0))
+
+
+# what a peer's or a collective's failure says: a cascade's echo of the first failure, never a new attempt
+_ECHO = lazy(r"(?i)nccl|gloo|watchdog|timed? ?out|timeout|closed by peer|connection (?:reset|refused|closed)|sigterm|terminat|peer|rank")
+
+
+def failed_again(lines: list[str], earlier: int, later: int) -> bool:
+    """Line `later` is the failure record of line `earlier` printed again with another message, not a peer's or a
+    collective's failure: the end of the program's next attempt."""
+    a, b = RECORD_HEAD.match(lines[earlier]), RECORD_HEAD.match(lines[later])
+    return (a is not None and b is not None and record_head(a) == record_head(b)
+            and lines[earlier][a.end():].strip() != lines[later][b.end():].strip() and not _ECHO.search(lines[later][b.end():]))
 
 
 # a record that announces the program's next step, whatever level it was logged at, after its logger's name if given;
