@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
+from ml_skills.engine.read.metrics import parse_line
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -190,3 +191,76 @@ def test_a_later_record_that_names_a_peer_or_a_timeout_is_an_echo_not_a_new_atte
     log, d = _wrapper(tmp_path, "echo")
     assert "timed out" in log.read_text()
     assert d.primary_cause is not None and d.primary_cause.value == "oom", d.root_cause
+
+
+_ONE_EPOCH = """
+    import logging, sys, time
+    import torch
+    logging.basicConfig(format="%(asctime)s - __main__ - %(levelname)s - %(message)s", level=logging.INFO, stream=sys.stdout)
+    log = logging.getLogger("__main__")
+    torch.manual_seed(0)
+    x = torch.randn(256, 8); y = (x[:, 0] > 0).long()
+    model = torch.nn.Linear(8, 2); opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    for epoch in range(1, 2):
+        for i in range(0, 256, 32):
+            loss = torch.nn.functional.cross_entropy(model(x[i:i + 32]), y[i:i + 32]); opt.zero_grad(); loss.backward(); opt.step()
+        acc = (model(x).argmax(1) == y).float().mean().item()
+        log.info(f"Epoch {epoch}/1, Train Loss: {loss.item()}, Train Accuracy: {acc}")
+        sys.stdout.flush()
+        if sys.argv[1] == "killed":
+            time.sleep(30)  # ended by the test's timeout during the validation pass
+        log.info(f"Epoch {epoch}/1, Validation Loss: {loss.item() * 1.1}, Validation Accuracy: {acc * 0.95}")
+"""
+
+
+def _one_epoch(tmp_path: Path, mode: str):
+    script = tmp_path / "one.py"
+    script.write_text(textwrap.dedent(_ONE_EPOCH))
+    log = tmp_path / f"{mode}.log"
+    with open(log, "wb") as out:
+        try:
+            subprocess.run([sys.executable, str(script), mode], stdout=out, stderr=subprocess.STDOUT, timeout=8, check=False)
+        except subprocess.TimeoutExpired:
+            pass
+    return diagnose(DiagnoseRequest(target=str(log)))
+
+
+def test_a_one_epoch_runs_evaluation_of_its_only_epoch_is_its_end(tmp_path):
+    """Healthy 509's shape, run for real: 'Epoch 1/1, Train Loss: ...' then 'Epoch 1/1, Validation Loss: ...' and the
+    process exits: the run reached its end (it read 'running' before)."""
+    d = _one_epoch(tmp_path, "done")
+    assert d.primary_cause is None, d.root_cause
+    assert d.run_status.value == "completed"
+
+
+def test_a_one_epoch_run_cut_before_its_evaluation_is_not_called_completed(tmp_path):
+    d = _one_epoch(tmp_path, "killed")
+    assert d.run_status.value != "completed"
+
+
+def test_double_colon_metrics_are_read_and_a_final_test_result_ends_the_run(tmp_path):
+    """Healthy 499's shape, run for real: a loop printing 'epoch 0: train loss :: 1.696, train acc :: 0.412, dev acc ::
+    0.391', then loading its best model and printing 'dev acc :: ...' and 'test acc :: ...'. The '::' separator was not
+    read, so no progress was seen and the status was 'running'."""
+    script = tmp_path / "sst.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        torch.manual_seed(0)
+        x = torch.randn(512, 8); y = (x[:, 0] > 0).long()
+        model = torch.nn.Linear(8, 2); opt = torch.optim.SGD(model.parameters(), lr=0.3)
+        for epoch in range(3):
+            loss = torch.nn.functional.cross_entropy(model(x), y); opt.zero_grad(); loss.backward(); opt.step()
+            acc = (model(x).argmax(1) == y).float().mean().item()
+            print(f"epoch {epoch}: train loss :: {loss.item():.3f}, train acc :: {acc:.3f}, dev acc :: {acc * 0.95:.3f}")
+        print("load model from finetune-1-2e-05.pt")
+        print(f"dev acc :: {acc * 0.95:.3f}")
+        print(f"test acc :: {acc * 0.94:.3f}")
+    """))
+    log = tmp_path / "train.log"
+    with open(log, "wb") as out:
+        subprocess.run([sys.executable, str(script)], stdout=out, stderr=subprocess.STDOUT, timeout=60, check=True)
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is None, d.root_cause
+    assert d.run_status.value == "completed"
+    first = parse_line(log.read_text().splitlines()[0])
+    assert first is not None and set(first[0]) == {"loss", "acc", "val_acc"}, first

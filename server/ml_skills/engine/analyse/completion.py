@@ -54,9 +54,11 @@ def final_counter(tail: list[str], tail_start: int, last_progress_line: int | No
         if last_progress_line is not None and line_no < last_progress_line - 2:
             return None  # training went on past this counter (or the counter is not the training's)
         n, total = int(m["n"]), int(m["total"])
-        if n == total == 1:  # the one epoch of a one-epoch run: over when its step counter beside it is ('[1/1](56608/56608)')
+        if n == total == 1:  # the one epoch of a one-epoch run: over when its step counter beside it is ('[1/1](56608/56608)'),
+            # or when the line is that epoch's evaluation ('Epoch 1/1, Validation Loss: 0.67', after its training line)
             inner = _INNER.match(tail[i], m.end())
-            return line_no if inner is not None and inner["n"] == inner["total"] != "1" else None
+            evaluated = (parsed := parse_line(tail[i])) is not None and bool(parsed[0]) and set(parsed[0]) <= _EVAL_ONLY
+            return line_no if inner is not None and inner["n"] == inner["total"] != "1" or evaluated else None
         if total > 1 and n == total - 1 and _closed_by_a_summary(tail[:i], tail[i + 1 :]):
             return line_no  # a 0-based counter's last ('epoch=249/250'), then a line the run prints once, at its end
         return line_no if total > 1 and (n == total or _last_of_interval(tail[:i], tail[i + 1 :], m)) else None

@@ -22,7 +22,7 @@ from ml_skills.safety import untrusted_json
 
 _NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|-?Infinity|inf|Inf|INF|-inf|-Inf)"
 _PAIR = lazy(
-    r"(?:^|[\s|,;{(\[-])['\"]?(?P<key>[A-Za-z_][\w/.\-]*(?: [A-Za-z_][\w/]*){0,2}(?: \([a-z]+\))?)['\"]?\s*(?:[:=]\s*)\[?(?:tensor\()?(?P<val>" + _NUM + r")(?=[\s,|;}\])%a-zA-Z]|:\s|:$|$)"
+    r"(?:^|[\s|,;{(\[-])['\"]?(?P<key>[A-Za-z_][\w/.\-]*(?: [A-Za-z_][\w/]*){0,2}(?: \([a-z]+\))?)['\"]?\s*(?:(?:::?|=)\s*)\[?(?:tensor\()?(?P<val>" + _NUM + r")(?=[\s,|;}\])%a-zA-Z]|:\s|:$|$)"
 )
 _SEGMENT = lazy(r"^\s*(?P<key>[A-Za-z_][\w/.\-]*(?: [a-z_][\w/]*){0,2})\s+(?P<val>" + _NUM + r")\s*[a-zA-Z%]{0,3}\s*$")
 # `epoch 3`, `Epoch 3/10`, the tutorials' `Epoch [3/10]` / `Epoch: [3/10]`, and hand-written loops' `Ep 20 | Loss 0.1`
