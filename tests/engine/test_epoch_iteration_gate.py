@@ -1,5 +1,5 @@
-"""metrics.epoch_iteration reads a line lower-cased with a case-sensitive pattern, after a substring gate, unless it
-holds one of metrics.ASCII_FOLDS: the same (epoch, iteration, iterations) as the (?i) pattern on every line of every
+"""counters.epoch_iteration reads a line lower-cased with a case-sensitive pattern, after a substring gate, unless it
+holds one of counters.ASCII_FOLDS: the same (epoch, iteration, iterations) as the (?i) pattern on every line of every
 real log, on lines of the benchmark log (its progress bars are not ASCII), and on spellings made to tell them apart
 (upper case, a dotless i that (?i) reads as i, no gate word); ASCII_FOLDS is what the running Python's Unicode says."""
 
@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ml_skills.engine.read import metrics
+from ml_skills.engine.read import counters
 
 from bench.genlog import generate
 
 
 def reference(line: str) -> tuple[float, float, float] | None:
-    m = metrics._EPOCH_ITER.search(line[:400])
+    m = counters._EPOCH_ITER.search(line[:400])
     if m is None:
         return None
     k = next(i for i in "12345" if m[f"e{i}"] is not None)
@@ -33,7 +33,7 @@ def test_the_gated_lower_case_read_agrees_with_the_case_folding_pattern(tmp_path
         lines += log.read_text("utf-8", errors="replace").splitlines()
     generate(tmp_path / "bench.log", 2**20, seed=4)
     lines += (tmp_path / "bench.log").read_text("utf-8", errors="replace").splitlines()
-    got = [metrics.epoch_iteration(line) for line in lines]
+    got = [counters.epoch_iteration(line) for line in lines]
     assert got == [reference(line) for line in lines]
     assert sum(g is not None for g in got) > 100  # the real logs do print epochs and iterations together
     assert all(g is not None for g in got[:7]) and all(g is None for g in got[7:9])
@@ -56,4 +56,4 @@ def test_the_folding_characters_are_all_there_are() -> None:
             folds += ch
         elif low != ch:
             assert [bool(p.match(ch)) for p in (word, digit, space)] == [bool(p.match(low)) for p in (word, digit, space)], hex(x)
-    assert folds == metrics.ASCII_FOLDS
+    assert folds == counters.ASCII_FOLDS

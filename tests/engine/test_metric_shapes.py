@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ml_skills.engine.read import metric_lines, metrics
+from ml_skills.engine.read import counters, metric_lines, metrics
 
 from bench.genlog import generate
 
@@ -30,7 +30,7 @@ BLIND = {
     "pair": metrics._PAIR, "tqdm": metrics._TQDM, "count-accuracy": metrics._COUNT_ACC, "segment": metrics._SEGMENT,
     "loss-word": metrics._WORD_NUM, "named-number": metrics._NAMED_NUM, "step-word": metrics._SPACE_PAIR,
     "megatron": metrics._MEGATRON_ITER, "first-metric": metrics._FIRST_METRIC, "eval-label": metrics._EVAL_LABEL,
-    "train-label": metrics._TRAIN_LABEL, "epoch-iteration": metrics._EPOCH_ITER, "epoch-iteration-lower": metrics._EPOCH_ITER_LOWER,
+    "train-label": metrics._TRAIN_LABEL, "epoch-iteration": counters._EPOCH_ITER, "epoch-iteration-lower": counters._EPOCH_ITER_LOWER,
     "rank": metric_lines._RANK,
 }
 
@@ -93,7 +93,7 @@ def _twin(raw: bytes, rng: random.Random) -> bytes:
 
 def _read(raw: bytes, memo: dict[str, Any] | None) -> str:
     text = raw.decode("utf-8", errors="replace")
-    return repr((metrics.parse_line(text, memo), metrics.epoch_iteration(text, memo), metric_lines.rank_of(text, memo)))
+    return repr((metrics.parse_line(text, memo), counters.epoch_iteration(text, memo), metric_lines.rank_of(text, memo)))
 
 
 def _check_lines(raws: list[bytes], seed: int) -> int:

@@ -26,7 +26,7 @@ from datetime import datetime
 from operator import methodcaller
 
 from ml_skills.collectors import logfile
-from ml_skills.engine.read import frameworks, gradmax, metric_lines, newlines
+from ml_skills.engine.read import counters, frameworks, gradmax, metric_lines, newlines
 from ml_skills.engine.read import metrics as metric_parser
 from ml_skills.engine.read.excerpts import Reader
 from ml_skills.engine.read.matcher import Matcher
@@ -274,13 +274,13 @@ class Pass:
                 if not values:
                     continue
             batch = batches = None
-            if (ei := metric_parser.epoch_iteration(text, memo)) is not None:
+            if (ei := counters.epoch_iteration(text, memo)) is not None:
                 epoch, batch, batches = ei
                 step = None if step == batch else step  # 'Epoch 10 ; Iter 50/213': the epoch's iteration, no global step
-            elif epoch is None and (bar := metric_parser.KERAS_BAR.match(text)) is not None:
+            elif epoch is None and (bar := counters.KERAS_BAR.match(text)) is not None:
                 batch, batches = float(bar["i"]), float(bar["n"])
                 head = None  # the epoch is on its own header line above the bar ('Epoch 8/100')
-                for head in metric_parser.KERAS_EPOCH.finditer(chunk, max(0, s - 65536), s):
+                for head in counters.KERAS_EPOCH.finditer(chunk, max(0, s - 65536), s):
                     pass
                 epoch = float(head["e"]) if head is not None else None
             mp = metric_point(source=name, line_no=mline, step=step, epoch=epoch, values=values,

@@ -1,0 +1,66 @@
+"""The run's own counters on one line: an epoch and the iteration within it, printed together (mmcv's
+'Epoch [8][208/2000]', a GAN script's '[Epoch 8/100] [Batch 208/2000]', a Keras bar under its 'Epoch 8/100').
+
+Read beside metrics.parse_line (a line's values) so a point says where in its epoch it stands, not only a step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ml_skills.lazyre import lazy
+
+_MISSING = object()
+
+
+# The run's own counters where an epoch and an iteration within it are printed together: mmcv/mmengine's
+# 'Epoch [8][208/2000]' and 'Epoch(train) [1][240/735]', the ImageNet example's 'Epoch: [8][208/2000]', GAN
+# scripts' '[Epoch 8/100] [Batch 208/2000]', loguru trainers' 'E6 iter[ 14/ 15]', the MNIST example's 'Train
+# Epoch: 8 [26624/60000 (44%)]' (samples, not batches), and a Keras bar '208/2000 [====' under its 'Epoch 8/100'.
+_EPOCH_ITER_WORDS = (
+    r"(?:\bepoch(?:\(\w+\))?\s*:?\s*\[\s*(?P<e1>\d+)\s*\]\s*\[\s*(?P<i1>\d+)\s*/\s*(?P<n1>\d+)\s*\]|"
+    r"\[\s*epoch\s+(?P<e2>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?:batch|iter(?:ation)?)\s+(?P<i2>\d+)\s*/\s*(?P<n2>\d+)\s*\]|"
+    r"\be(?P<e3>\d+)\s+iter\[\s*(?P<i3>\d+)\s*/\s*(?P<n3>\d+)\s*\]|"
+    r"\btrain epoch:\s*(?P<e4>\d+)\s*\[\s*(?P<i4>\d+)\s*/\s*(?P<n4>\d+)|"
+    # and a loop's own 'Epoch 10 ; Iter 50/213', 'epoch 3, iter 50/213', 'Epoch: 2 | Batch: 100/500' (a counter out of
+    # the epoch's iterations, right after the epoch)
+    r"\bepoch\s*:?\s*(?P<e5>\d+)\s*(?:/\s*\d+\s*)?[,;|]?\s*(?:batch|iter(?:ation)?)\s*:?\s*(?P<i5>\d+)\s*/\s*(?P<n5>\d+))"
+)
+_EPOCH_ITER = lazy("(?i)" + _EPOCH_ITER_WORDS)
+# The same on the text lower-cased first: a case-sensitive pattern lets `re` skip to the positions its first
+# characters allow, where (?i) tries every one (a line 23 to 3 us). The two agree on any text without _ASCII_FOLDS:
+# there (?i) matches a pattern letter to A-Z only, and lower() keeps every offset, digit, space and word character.
+# Every match holds 'epoch' or 'iter[': a line with neither is none.
+_EPOCH_ITER_LOWER = lazy(_EPOCH_ITER_WORDS)
+# The characters beyond ASCII that (?i) matches to an ASCII letter or that lower() makes ASCII or longer: dotted and
+# dotless I, long s, the Kelvin sign (tests/engine/test_epoch_iteration_gate.py derives them from the running Python).
+ASCII_FOLDS = "\u0130\u0131\u017f\u212a"
+KERAS_BAR = lazy(r"^\s*(?P<i>\d+)/(?P<n>\d+) \[[=>.]")
+KERAS_EPOCH = lazy(rb"(?m)^\s*Epoch (?P<e>\d+)/(?P<n>\d+)\s*$")
+
+
+def _epoch_iteration_spans(head: str) -> tuple[tuple[int, int], ...] | None:
+    """The spans in `head` of the epoch, the iteration and the iterations per epoch, or None."""
+    if head.isascii() or not any(c in head for c in ASCII_FOLDS):
+        low = head.lower()
+        m = _EPOCH_ITER_LOWER.search(low) if "epoch" in low or "iter[" in low else None
+    else:
+        m = _EPOCH_ITER.search(head)
+    if m is None:
+        return None
+    k = next(i for i in "12345" if m[f"e{i}"] is not None)
+    return m.span(f"e{k}"), m.span(f"i{k}"), m.span(f"n{k}")
+
+
+def epoch_iteration(line: str, memo: dict[str, Any] | None = None) -> tuple[float, float, float] | None:
+    """(epoch, iteration within it, iterations per epoch) when the line prints them together, else None.
+    `memo`: as parse_line's."""
+    head = line[:400]
+    if memo is None:
+        spans = _epoch_iteration_spans(head)
+    elif (spans := memo.get("epoch-iteration", _MISSING)) is _MISSING:
+        spans = memo["epoch-iteration"] = _epoch_iteration_spans(head)
+    if spans is None:
+        return None
+    (es, ee), (is_, ie), (ns, ne) = spans
+    return float(head[es:ee]), float(head[is_:ie]), float(head[ns:ne])
