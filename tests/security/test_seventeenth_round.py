@@ -9,6 +9,7 @@ the code before its fix (see docs/security.md, "Seventeenth round").
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -153,3 +154,22 @@ def test_a_restart_question_names_every_way_the_line_or_folder_sends_credentials
         assert name in impact["vars"], (name, impact["vars"])
     assert "MASTER_ADDR" in impact["rdzv"] and "--rdzv-endpoint" in impact["rdzv"], impact["rdzv"]
     assert "credentials" not in impact["local"], impact["local"]
+
+
+def test_a_secret_in_a_layout_the_sixteenth_round_listed_as_kept_never_leaves(tmp_path: Path) -> None:
+    """Promise 3, the gaps the sixteenth round listed: a quote inside the value in the same quotes (`secret='a'b'`), a
+    triple-quoted value (`password = \"\"\"a b\"\"\"`), four tabs or more between a name and its value (a TSV's empty cells),
+    and a one-dot leader (`password\u2024X`); met in this round too: an aligned `password =    X` (four spaces), a Python
+    string prefix (`token = r'X'`, `f'X'`) and the other dot-like signs (`\u00b7`, `\u2027`, `\u30fb`). Before: in clear in
+    the CLI (text, JSON report), `read_log_tail` and `grep_log`. Code that prints a keyword (`print("token: " + t + "x")`)
+    is left alone."""
+    from tests.security.test_twelfth_round import _ALNUM, _fake, _printed_and_shown
+
+    v = [_fake(_ALNUM, 16) for _ in range(10)]
+    lines = [f"secret='Zq8v'{v[0]}'", f'password = """Zq8v {v[1]}"""', f"api_key\t\t\t\t{v[2]}", f"password\u2024{v[3]}",
+             f"db_password =    {v[4]}", f"token = r'{v[5]}'", f"hub_token = f'Zq8v {v[6]}'", f"password\u00b7{v[7]}",
+             f"secret\u2027{v[8]}", f"api_key\u30fb{v[9]}", 'print("token: " + t + "x")']
+    shown = _printed_and_shown(tmp_path, lines)
+    for out in shown:
+        assert not any(x in out for x in v), out
+    assert json.dumps('print("token: " + t + "x")')[1:-1] in shown[-2], shown[-2]  # read_log_tail's answer, as JSON
