@@ -124,7 +124,8 @@ def test_a_restart_question_names_every_way_the_line_or_folder_sends_credentials
     `.env` beside the script setting `WANDB_BASE_URL` and `HF_ENDPOINT` (python-dotenv's `load_dotenv()` reads it),
     `AWS_ENDPOINT_URL_S3`, `COMET_URL_OVERRIDE`, `GRPC_PROXY`, `GRPC_DEFAULT_SSL_ROOTS_FILE_PATH`, `SSLKEYLOGFILE` (every TLS
     key written to a file), `WANDB_INSECURE_DISABLE_SSL`, and the host torchrun's ranks exchange weights with
-    (`--rdzv-endpoint`, `MASTER_ADDR`). Loopback rendezvous and `NO_PROXY` are not named. The person declines."""
+    (`--rdzv-endpoint` or a prefix argparse takes for it, `MASTER_ADDR`, torchrun's `PET_MASTER_ADDR`). Loopback rendezvous and
+    `NO_PROXY` are not named. The person declines."""
     settings = "[default]\nbase_url = https://{}.example\n"
     pad = "".join(f"# {i:01000d}\n" for i in range(70))
     cases = {
@@ -136,6 +137,7 @@ def test_a_restart_question_names_every_way_the_line_or_folder_sends_credentials
                   "GRPC_PROXY=http://p.example:3128 GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=./ca.pem SSLKEYLOGFILE=/tmp/k.log "
                   "WANDB_INSECURE_DISABLE_SSL=true python train.py"), {}),
         "rdzv": ("MASTER_ADDR=ranks.example torchrun --nnodes 2 --rdzv-endpoint ranks.example:29400 train.py", {}),
+        "abbrev": ("PET_MASTER_ADDR=ranks.example torchrun --rdzv-endp ranks.example:29400 train.py", {}),
         "local": ("MASTER_ADDR=127.0.0.1 NO_PROXY=localhost torchrun --rdzv_endpoint=localhost:29400 train.py", {}),
     }
     root = tmp_path / "root"
@@ -153,6 +155,7 @@ def test_a_restart_question_names_every_way_the_line_or_folder_sends_credentials
                  "WANDB_INSECURE_DISABLE_SSL"):
         assert name in impact["vars"], (name, impact["vars"])
     assert "MASTER_ADDR" in impact["rdzv"] and "--rdzv-endpoint" in impact["rdzv"], impact["rdzv"]
+    assert "PET_MASTER_ADDR" in impact["abbrev"] and "--rdzv-endp" in impact["abbrev"], impact["abbrev"]
     assert "credentials" not in impact["local"], impact["local"]
 
 

@@ -141,7 +141,8 @@ _ROUTE_ENV = re.compile(r"(?i)^(?:\w*_BASE_URL|\w*_ENDPOINT(?:_URL(?:_\w+)?)?|\w
                         r"WANDB_CONFIG_DIR|SSLKEYLOGFILE|\w*DISABLE_SSL\w*|\w*INSECURE\w*)$")
 # torchrun's rendezvous and master host (also deepspeed's and torch.distributed.launch's), given as options: the ranks
 # exchange the model's weights and gradients with whatever joins there. Loopback names the machine itself.
-_RENDEZVOUS = re.compile(r"^--(?:rdzv[-_]endpoint|master[-_]addr)(?:=(.*))?$")
+_RENDEZVOUS = {"--rdzv_endpoint": 8, "--master_addr": 10}  # also argparse's unambiguous prefixes (`--rdzv-e`, `--master_a`)
+_RENDEZVOUS_ENV = ("MASTER_ADDR", "PET_RDZV_ENDPOINT", "PET_MASTER_ADDR")  # torchrun reads PET_<OPTION> as its option
 _LOCAL = re.compile(r"^(?:localhost|127(?:\.\d{1,3}){3}|\[?::1\]?)(?::\d+)?$")
 
 
@@ -151,15 +152,20 @@ def sends_elsewhere(names: list[str]) -> list[str]:
 
 
 def rendezvous(argv: list[str], env: dict[str, str]) -> list[str]:
-    """The rendezvous or master host options of a recorded line (`--rdzv-endpoint evil:29400`, `--master_addr=...`) and a
-    `MASTER_ADDR` it sets, when they name another machine: before the seventeenth round the question named neither."""
-    found = [] if _LOCAL.match(env.get("MASTER_ADDR", "localhost")) else ["MASTER_ADDR"]
+    """The rendezvous or master host options of a recorded line (`--rdzv-endpoint evil:29400`, `--master_addr=...`, any
+    prefix torchrun's argparse takes for them) and the variables that set them (`MASTER_ADDR`, torchrun's `PET_RDZV_ENDPOINT`),
+    when they name another machine (one a launcher's option sets is named whatever it holds): before the seventeenth round the
+    question named none."""
+    found = [n for n in _RENDEZVOUS_ENV if not _LOCAL.match(env.get(n, "localhost"))]
+    found += [n for n in _RENDEZVOUS_ENV if n in set_by_launcher(argv) and n not in found]
     for i, w in enumerate(argv):
-        if (m := _RENDEZVOUS.match(w)) is None:
+        opt, eq, value = w.partition("=")
+        name = "--" + opt[2:].replace("-", "_") if opt.startswith("--") else opt
+        if not any(len(name) >= least and full.startswith(name) for full, least in _RENDEZVOUS.items()):
             continue
-        value = m.group(1) if m.group(1) is not None else (argv[i + 1] if i + 1 < len(argv) else "")
+        value = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
         if not _LOCAL.match(value):
-            found.append(w.split("=", 1)[0])
+            found.append(opt)
     return found
 
 
