@@ -163,15 +163,17 @@ def test_a_secret_in_a_layout_the_sixteenth_round_listed_as_kept_never_leaves(tm
     """Promise 3, the gaps the sixteenth round listed: a quote inside the value in the same quotes (`secret='a'b'`), a
     triple-quoted value (`password = \"\"\"a b\"\"\"`), four tabs or more between a name and its value (a TSV's empty cells),
     and a one-dot leader (`password\u2024X`); met in this round too: an aligned `password =    X` (four spaces), a Python
-    string prefix (`token = r'X'`, `f'X'`) and the other dot-like signs (`\u00b7`, `\u2027`, `\u30fb`). Before: in clear in
+    string prefix (`token = r'X'`, `f'X'`) and the other dot-like signs (`\u00b7`, `\u2027`, `\u30fb`); and so two layouts listed
+    since the thirteenth and fourteenth rounds, a bytes repr (`{b'api_key': b'X'}`, `env[b"HF_TOKEN"] = b"X"`). Before: in clear in
     the CLI (text, JSON report), `read_log_tail` and `grep_log`. Code that prints a keyword (`print("token: " + t + "x")`)
     is left alone."""
     from tests.security.test_twelfth_round import _ALNUM, _fake, _printed_and_shown
 
-    v = [_fake(_ALNUM, 16) for _ in range(10)]
+    v = [_fake(_ALNUM, 16) for _ in range(12)]
     lines = [f"secret='Zq8v'{v[0]}'", f'password = """Zq8v {v[1]}"""', f"api_key\t\t\t\t{v[2]}", f"password\u2024{v[3]}",
              f"db_password =    {v[4]}", f"token = r'{v[5]}'", f"hub_token = f'Zq8v {v[6]}'", f"password\u00b7{v[7]}",
-             f"secret\u2027{v[8]}", f"api_key\u30fb{v[9]}", 'print("token: " + t + "x")']
+             f"secret\u2027{v[8]}", f"api_key\u30fb{v[9]}", f"{{b'api_key': b'{v[10]}'}}", f'env[b"HF_TOKEN"] = b"{v[11]}"',
+             'print("token: " + t + "x")']
     shown = _printed_and_shown(tmp_path, lines)
     for out in shown:
         assert not any(x in out for x in v), out
