@@ -102,6 +102,8 @@ HOSTILE = {  # prefixes of every pattern, repeated to fill a 1 MB line
     "quoted": "password='a", "quoted-argv": "'--token', 'a", "quoted-json": '"password": "a\\',  # sixteenth round
     "html-reference": "password&#61;&#x67;&", "html-digits": "&#000000000",
     "pass-pwd": " DB_PASS=", "pass-prefix": "A_" * 20 + "PASS=",
+    "inner-quote": " secret='a'b", "triple-quote": ' password="""a', "many-tabs": " api_key\t\t\t\t\t",  # seventeenth round
+    "spaced-operator": " password    =    ", "leader": " password\u2024\u2024", "prefixed-quote": " token=rb'a'",
 }
 
 

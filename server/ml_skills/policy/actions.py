@@ -31,7 +31,7 @@ from ml_skills.errors import InputError, MLSkillsError, PolicyError, TargetNotFo
 from ml_skills.models import ActionKind, CheckpointInfo, Model
 from ml_skills.policy.quoting import QUOTED_LIMIT, decoded, masked, named_outside_ascii, quoted
 from ml_skills.policy.restart_command import MAX_SHOWN_COMMAND, _recorded_command
-from ml_skills.policy.restart_env import sends_elsewhere, set_by_launcher, wandb_settings_route
+from ml_skills.policy.restart_env import folder_routes, rendezvous, sends_elsewhere, set_by_launcher
 from ml_skills.safety import paths
 from ml_skills.safety.paths import confine, open_fd, open_out_dir, within
 from ml_skills.safety.quoting import strip_invisible
@@ -176,12 +176,22 @@ def _prepare_kill(a: KillProcess) -> Prepared:
     )
 
 
+def _restart_impact(env: dict[str, str], argv: list[str], files: list[str]) -> str:
+    """A restart's "Expected impact": the resources, and every way the question knows of that the run sends its credentials
+    or data to a host the line or the folder names (variables, a launcher's options, rendezvous hosts, settings files)."""
+    routes = sends_elsewhere([*env, *set_by_launcher(argv)]) + rendezvous(argv, env)
+    return ("starts a new run with the recorded command; it uses the same resources (GPUs, nodes, a paid job) as the original"
+            + (f"; it sets {', '.join(routes)}, so the run sends its credentials (W&B key, Hugging Face token, ...) and data "
+               "where the command points them, not to the usual hosts" if routes else "")
+            + "".join("; " + clause for clause in files))
+
+
 def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) -> Prepared:
     f = confine(a.command_file, roots)
     dfd = _held_dir(f, roots)
     try:
         line, env, argv = _recorded_command(f, dfd)
-        wandb_url = wandb_settings_route(dfd)
+        files = folder_routes(dfd)
     finally:
         os.close(dfd)
     digest = hashlib.sha256(line.encode()).hexdigest()
@@ -225,12 +235,7 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
         summary=f"start a new process, in {quoted(str(f.parent))}, running the command recorded in {quoted(f.name)} exactly: "
                 f"{quoted(shown, MAX_SHOWN_COMMAND)}" + (" ([REDACTED] parts are passed as recorded)" if shown != line else "")
                 + named_outside_ascii(str(f.parent), shown),
-        impact="starts a new run with the recorded command; it uses the same resources (GPUs, nodes, a paid job) as the original"
-               + (f"; it sets {', '.join(routes)}, so the run sends its credentials (W&B key, Hugging Face token, ...) and data "
-                  "where the command points them, not to the usual hosts" if (routes := sends_elsewhere([*env, *set_by_launcher(argv)])) else "")
-               + (("; " + wandb_url.strip("()") + ", so a run that logs to W&B may send its W&B key elsewhere" if wandb_url.startswith("(")
-                   else f"; the folder's wandb/settings sets the W&B server to {quoted(wandb_url, 200)}, so a run that logs to W&B "
-                        "sends its W&B key there") if wandb_url else ""),
+        impact=_restart_impact(env, argv, files),
         undo="stop it with kill-worker on the pid this returns",
         manual=f"cd {shlex.quote(str(f.parent))} && {shown}", identity={"command_sha256": digest}, run=run,
     )

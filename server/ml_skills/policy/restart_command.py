@@ -38,6 +38,9 @@ _NO_PYTHON = ("--no-python", "--no_python")
 _ANY_PROGRAM = {"srun", "mpirun", "horovodrun"}
 _PY_LAUNCHERS = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun|deepspeed|accelerate)$")
 _SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "csh", "tcsh", "fish", "busybox", "env", "exec", "xargs", "perl", "ruby", "node"}
+# `python -m dotenv -f F run python train.py` is env with the variables in a file (seventeenth round: a file setting PATH=.
+# made it run the run folder's own `./python` after an accept); also bundled (`-mdotenv`) or as a submodule.
+_ENV_FROM_FILE = re.compile(r"^(?:-[A-Za-z]*m)?dotenv(?:\.[\w.]*)?$")
 MAX_COMMAND_FILE = 64 * 1024
 MAX_SHOWN_COMMAND = 2000  # characters of a recorded command the question shows; a longer one is refused, never cut
 
@@ -155,6 +158,9 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
     shell = next((n for n in names if n in _SHELLS), None)
     if shell:
         raise _not_a_launch(f, line, f"it starts {shell}, not a training script")
+    if any(_ENV_FROM_FILE.match(w) for w in words[1:]):
+        raise _not_a_launch(f, line, "python-dotenv's `run` sets variables from a file the question does not show (PATH, LD_PRELOAD, "
+                                     "...) and then starts any program, as env does")
     if Path(words[0]).name in _ANY_PROGRAM:
         inner = next((i for i, n in enumerate(names, 1) if _PY_LAUNCHERS.match(n)), None)
         if inner is None:

@@ -14,6 +14,8 @@ import os
 import re
 import stat
 
+from ml_skills.policy.quoting import quoted
+
 # Variables that choose which program runs or what it loads before it starts: set from a recorded
 # line, they turn "python train.py" into any program (PATH=/elsewhere python, LD_PRELOAD=evil.so).
 # PET_NO_PYTHON is torchrun's --no-python given through the environment (torchrun reads PET_<OPTION>).
@@ -57,6 +59,11 @@ import stat
 # KUBECONFIG can name an exec plugin; `CONDA_EXE=./x TORCH_INDUCTOR_INSTALL_GXX=1` made torch.compile run ./x on a CPU;
 # `PYTORCH_NVCC` and `CUDACXX` name the nvcc torch's extension builds and inductor run. So the credential files, the switch,
 # KUBECONFIG, any *_EXE and *_BINARY and any name holding NVCC are refused.
+# Seventeenth round: a launcher's own variables that do what its refused options do. srun reads `SLURM_TASK_PROLOG` (and
+# the other prologs and epilogs) as `--task-prolog`, and `SLURM_EXPORT_ENV` / `SRUN_EXPORT_ENV` as `--export`:
+# `SLURM_EXPORT_ENV=ALL,LD_PRELOAD=./x.so srun python train.py` set what `--export=ALL,LD_PRELOAD=...` may not. Open MPI reads
+# `OMPI_MCA_mca_base_env_list` (variables for the ranks), `*_MCA_*agent*` / `*launch*` (the program that reaches the nodes) and
+# `OPAL_PREFIX` (where its components load from); MPICH and Intel MPI's hydra `*_EXEC` (the bootstrap program).
 _PROGRAM_ENV = re.compile(r"^(PATH|HOME|LD_\w+|DYLD_\w+|GCONV_PATH|\w*PLUGIN\w*|BASH_ENV|ENV|"
                           r"SHELL|IFS|SHELLOPTS|BASHOPTS|PS[0-4]|PROMPT_COMMAND|BASH_\w+|CDPATH|GLOBIGNORE|EXECIGNORE|PET_NO_PYTHON|PYENV_\w*|ASDF_\w*|MISE_\w*|RTX_\w*|RBENV_\w*|NODENV_\w*|GOENV_\w*|"
                           r"OPENSSL_\w+|OMP_TOOL\w*|\w*_ICD_\w*|VK_\w*LAYER\w*|__EGL_\w*|LIBGL_\w*|\w*_MCA_\w*(?:path|file|dir|prefix)\w*|\w*MODULE_DIR\w*|"
@@ -67,7 +74,8 @@ _PROGRAM_ENV = re.compile(r"^(PATH|HOME|LD_\w+|DYLD_\w+|GCONV_PATH|\w*PLUGIN\w*|
                           r"COMPILER_PATH|GCC_EXEC_PREFIX|CPATH|C_INCLUDE_PATH|CPLUS_INCLUDE_PATH|OBJC_INCLUDE_PATH|"
                           r"TMPDIR|TMP|TEMP|TEMPDIR|USER|LOGNAME|USERNAME|XDG_\w+_HOME|"
                           r"CUDA_HOME|CUDA_PATH|CUDA_ROOT|ROCM_HOME|ROCM_PATH|HIP_PATH|TRITON_HOME|TCLLIBPATH|NCCL_CONF_FILE|"
-                          r"JAVA_HOME|SPARK_HOME|HADOOP_HOME|\w*JAVA_OPTIONS|JAVA_TOOL_OPTIONS|NODE_OPTIONS|NODE_PATH|PERL5\w*|PERLLIB|RUBYOPT|RUBYLIB)$")
+                          r"JAVA_HOME|SPARK_HOME|HADOOP_HOME|\w*JAVA_OPTIONS|JAVA_TOOL_OPTIONS|NODE_OPTIONS|NODE_PATH|PERL5\w*|PERLLIB|RUBYOPT|RUBYLIB|"
+                          r"\w*_EXEC|\w*PROLOG\w*|\w*EPILOG\w*|S(?:LURM|RUN)_EXPORT_ENV|\w*_MCA_\w*(?:env|agent|launch)\w*|OPAL_\w*(?:PREFIX|DIR))$")
 # Python's own variables are read before the script: a new one can pick what loads (PYTHONPYCACHEPREFIX names the folder
 # cached bytecode of the standard library is read from; before the ninth round `PYTHONPYCACHEPREFIX=.c python train.py`
 # ran a planted json.pyc after an accept). Only these, which tune the interpreter and load nothing, may be set; PYTHONPATH
@@ -86,22 +94,30 @@ def picks_the_program(name: str) -> bool:
 
 
 _ENV_OPTIONS = {"-x", "-genv", "-env", "--env", "--export", "-export"}  # Open MPI, MPICH/Intel MPI hydra, srun
+# Options that read the launcher's settings, variables or programs from a file the question does not show: srun's
+# `--export-file`, Open MPI's `--tune` (`-x NAME=V` lines among MCA parameters), `--am` (MCA parameter files) and `--app` (an
+# appfile: the programs to start), hydra's `-configfile` (seventeenth round: only `--export-file` was refused).
+_FILE_OPTIONS = {"export-file", "tune", "am", "app", "configfile"}
 
 
 def launcher_env(opts: list[str]) -> list[str]:
     """Variables srun, mpirun or horovodrun would set, from its options, for the program it starts (`mpirun -x NAME=V`,
-    `srun --export=ALL,NAME=V`, `mpirun -genv NAME V`) that choose what runs or loads; `--export-file` (variables read
-    from a file the question does not show) counts as one. Before the ninth round only a line's leading NAME=V was
+    `srun --export=ALL,NAME=V`, `mpirun -genv NAME V`) that choose what runs or loads; an option that reads them from a
+    file the question does not show (`--export-file`, `--tune`, `--am`, `--app`, `-configfile`) counts as one. Before the ninth round only a line's leading NAME=V was
     checked: `mpirun -np 1 -x PYTHONPYCACHEPREFIX=.c python train.py` loaded planted bytecode after an accept."""
-    bad = ["--export-file"] if any(w.startswith(("--export-file", "--export_file")) for w in opts) else []
+    bad = sorted({w.split("=", 1)[0] for w in opts if _reads_a_file(w)})
     return sorted(set(bad + [n for n in _names_set(opts) if picks_the_program(n)]))
+
+
+def _reads_a_file(word: str) -> bool:
+    return word.startswith("-") and word.split("=", 1)[0].lstrip("-").replace("_", "-") in _FILE_OPTIONS
 
 
 def _names_set(opts: list[str]) -> list[str]:
     """The variable names a launcher's options set (`-x NAME=V`, `--export=ALL,NAME=V`, `-genv NAME V`)."""
     names: list[str] = []
     for i, w in enumerate(opts):
-        if w.startswith(("--export-file", "--export_file")):
+        if _reads_a_file(w):
             continue
         value = w.split("=", 1)[1] if w.startswith("-") and "=" in w else w
         names += [x.split("=", 1)[0] for x in value.split(",") if "=" in x]
@@ -115,13 +131,42 @@ def _names_set(opts: list[str]) -> list[str]:
 # that lets a proxy read TLS traffic. A self-hosted W&B or a cluster's proxy sets them for good reasons, so they are not
 # refused; the fourteenth round left them to a person reading the whole command. Since the fifteenth the question's
 # "Expected impact" names them, so a person skimming `python train.py` at the end of a long line is told.
-_ROUTE_ENV = re.compile(r"(?i)^(?:\w*_BASE_URL|\w*_ENDPOINT(?:_URL)?|\w*_API_(?:URL|BASE|HOST)|\w*_HOST|\w*TRACKING_URI|\w*REGISTRY_URI|"
-                        r"(?:HTTPS?|ALL|FTP|WS|WSS)_PROXY|\w*_CA_BUNDLE|SSL_CERT_(?:FILE|DIR)|\w*_CA_CERTS?)$")
+# Seventeenth round, names the list missed: botocore's per-service `AWS_ENDPOINT_URL_S3`, Comet's `COMET_URL_OVERRIDE`, gRPC's
+# `GRPC_PROXY` (any `*_PROXY` but `NO_PROXY`) and its CA file `GRPC_DEFAULT_SSL_ROOTS_FILE_PATH`, `WANDB_CONFIG_DIR` (the folder
+# whose `settings` names the W&B server: wandb 0.31 took `base_url` from `./c/settings`), torch's `MASTER_ADDR` (the host the
+# ranks exchange weights and gradients with), and what lets a host on the way read the traffic: `SSLKEYLOGFILE` (the TLS
+# keys of every connection, written to a file) and a switch that turns certificate checks off (`WANDB_INSECURE_DISABLE_SSL`).
+_ROUTE_ENV = re.compile(r"(?i)^(?:\w*_BASE_URL|\w*_ENDPOINT(?:_URL(?:_\w+)?)?|\w*_API_(?:URL|BASE|HOST)|\w*_HOST|\w*TRACKING_URI|\w*REGISTRY_URI|"
+                        r"\w*_URL_OVERRIDE|(?!NO_)\w*_PROXY|\w*_CA_BUNDLE|SSL_CERT_(?:FILE|DIR)|\w*_CA_CERTS?|\w*SSL_ROOTS\w*|"
+                        r"WANDB_CONFIG_DIR|SSLKEYLOGFILE|\w*DISABLE_SSL\w*|\w*INSECURE\w*)$")
+# torchrun's rendezvous and master host (also deepspeed's and torch.distributed.launch's), given as options: the ranks
+# exchange the model's weights and gradients with whatever joins there. Loopback names the machine itself.
+_RENDEZVOUS = {"--rdzv_endpoint": 8, "--master_addr": 10}  # also argparse's unambiguous prefixes (`--rdzv-e`, `--master_a`)
+_RENDEZVOUS_ENV = ("MASTER_ADDR", "PET_RDZV_ENDPOINT", "PET_MASTER_ADDR")  # torchrun reads PET_<OPTION> as its option
+_LOCAL = re.compile(r"^(?:localhost|127(?:\.\d{1,3}){3}|\[?::1\]?)(?::\d+)?$")
 
 
 def sends_elsewhere(names: list[str]) -> list[str]:
     """Of the variables a recorded line sets, those that send the run's credentials or traffic to a host it names."""
     return sorted({n for n in names if _ROUTE_ENV.match(n)})
+
+
+def rendezvous(argv: list[str], env: dict[str, str]) -> list[str]:
+    """The rendezvous or master host options of a recorded line (`--rdzv-endpoint evil:29400`, `--master_addr=...`, any
+    prefix torchrun's argparse takes for them) and the variables that set them (`MASTER_ADDR`, torchrun's `PET_RDZV_ENDPOINT`),
+    when they name another machine (one a launcher's option sets is named whatever it holds): before the seventeenth round the
+    question named none."""
+    found = [n for n in _RENDEZVOUS_ENV if not _LOCAL.match(env.get(n, "localhost"))]
+    found += [n for n in _RENDEZVOUS_ENV if n in set_by_launcher(argv) and n not in found]
+    for i, w in enumerate(argv):
+        opt, eq, value = w.partition("=")
+        name = "--" + opt[2:].replace("-", "_") if opt.startswith("--") else opt
+        if not any(len(name) >= least and full.startswith(name) for full, least in _RENDEZVOUS.items()):
+            continue
+        value = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+        if not _LOCAL.match(value):
+            found.append(opt)
+    return found
 
 
 _STARTS_ANY = {"srun", "mpirun", "horovodrun"}
@@ -138,35 +183,87 @@ def set_by_launcher(argv: list[str]) -> list[str]:
     return _names_set(argv[1:inner])
 
 
-def wandb_settings_route(dfd: int) -> str | None:
-    """What a run folder's `wandb/settings` tells W&B about its server: `wandb.init` reads the settings file of the working
-    directory, the folder a restart starts in, and sends the W&B key to its `base_url` (sixteenth round: a planted one sent
-    it to another host, while the question named only the variables of the command). The `base_url` it sets; a note when
-    `wandb` or the file is a link or cannot be read (W&B follows links; no link is followed here); None when there is no
-    such setting."""
+MAX_SETTINGS_BYTES = 64 * 1024
+
+
+def _read_in_folder(dfd: int, parts: tuple[str, ...]) -> bytes | str | None:
+    """A small file of the run folder (held `dfd`) read with no link followed: its bytes; a note (a string) when a part is a
+    link, not a plain file, over MAX_SETTINGS_BYTES or unreadable (the library reads it anyway); None when it is missing."""
+    shown = "/".join(parts)
+    fds = [dfd]
     try:
-        wfd = os.open("wandb", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
-    except OSError:
-        return "(wandb is a link: W&B reads its settings wherever it leads)" if os.path.islink(f"/proc/self/fd/{dfd}/wandb") else None
-    try:
-        st = os.stat("settings", dir_fd=wfd, follow_symlinks=False)
-        if not stat.S_ISREG(st.st_mode):
-            return "(wandb/settings is a link or not a plain file: W&B reads it wherever it leads)"
-        fd = os.open("settings", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=wfd)
+        for part in parts[:-1]:
+            try:
+                fds.append(os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fds[-1]))
+            except FileNotFoundError:
+                return None
+            except OSError:
+                return f"({part} is a link or not a folder: it is read wherever it leads)"
         try:
-            raw = os.read(fd, 65536)
+            st = os.stat(parts[-1], dir_fd=fds[-1], follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return f"({shown} is a link or not a plain file: it is read wherever it leads)"
+        if st.st_size > MAX_SETTINGS_BYTES:  # seventeenth round: a base_url past the first 64 KiB was never seen
+            return f"({shown} is {st.st_size} bytes, too large to read here)"
+        fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fds[-1])
+        try:
+            return os.read(fd, MAX_SETTINGS_BYTES + 1)
         finally:
             os.close(fd)
-    except FileNotFoundError:
-        return None
     except OSError:
-        return "(wandb/settings cannot be read here)"
+        return f"({shown} cannot be read here)"
     finally:
-        os.close(wfd)
+        for fd in fds[1:]:
+            os.close(fd)
+
+
+def wandb_settings_route(dfd: int) -> str | None:
+    """What a run folder's W&B settings file tells W&B about its server: `wandb.init` reads the settings file of the working
+    directory, the folder a restart starts in, and sends the W&B key to its `base_url` (sixteenth round: a planted one sent
+    it to another host, while the question named only the variables of the command). W&B reads `.wandb/settings` when a
+    `.wandb` folder exists, else `wandb/settings` (seventeenth round: only the second was read here). The `base_url` it sets; a
+    note when a part is a link, too large or cannot be read (W&B follows links and reads it whole; nothing of that is done
+    here); None when there is no such setting."""
+    dot = os.path.lexists(f"/proc/self/fd/{dfd}/.wandb")
+    raw = _read_in_folder(dfd, (".wandb" if dot else "wandb", "settings"))
+    if raw is None or isinstance(raw, str):
+        return raw
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     try:
         parser.read_string(raw.decode("utf-8", errors="replace"))
     except configparser.Error:
-        return "(wandb/settings cannot be parsed here)"
+        return f"({'.wandb' if dot else 'wandb'}/settings cannot be parsed here)"
     url = parser.get("default", "base_url", fallback=None)
     return None if url is None or url.strip().rstrip("/") == "https://api.wandb.ai" else url
+
+
+# A key as python-dotenv reads it: after an optional `export`, bare or in single quotes (`'WANDB_BASE_URL'=...`)
+_DOTENV_NAME = re.compile(r"^[ \t]*(?:export[ \t]+)?'?([^=#\s']+)'?[ \t]*=", re.MULTILINE)
+
+
+def dotenv_routes(dfd: int) -> str | None:
+    """What the run folder's `.env` sets that sends the run's credentials elsewhere (seventeenth round: a script that calls
+    python-dotenv's `load_dotenv()` reads the `.env` beside it, and `WANDB_BASE_URL` there sent the W&B key to another host
+    while the question named nothing): the names, or a note as `_read_in_folder` gives it; None when it sets none."""
+    raw = _read_in_folder(dfd, (".env",))
+    if raw is None or isinstance(raw, str):
+        return raw
+    names = sends_elsewhere(_DOTENV_NAME.findall(raw.decode("utf-8", errors="replace")))
+    return ", ".join(names) if names else None
+
+
+def folder_routes(dfd: int) -> list[str]:
+    """The "Expected impact" clauses for the files of the run folder that can send the run's credentials elsewhere: W&B's
+    settings file and a `.env` (see wandb_settings_route, dotenv_routes)."""
+    out = []
+    if url := wandb_settings_route(dfd):
+        name = ".wandb/settings" if os.path.lexists(f"/proc/self/fd/{dfd}/.wandb") else "wandb/settings"
+        out.append(url.strip("()") + ", so a run that logs to W&B may send its W&B key elsewhere" if url.startswith("(")
+                   else f"the folder's {name} sets the W&B server to {quoted(url, 200)}, so a run that logs to W&B sends its W&B key there")
+    if env := dotenv_routes(dfd):
+        out.append(env.strip("()") + ", and a script that loads it with python-dotenv may send its credentials elsewhere"
+                   if env.startswith("(") else f"the folder's .env sets {env}, so a script that loads it with python-dotenv sends "
+                   "its credentials (W&B key, Hugging Face token, ...) where they point")
+    return out

@@ -46,16 +46,24 @@ _KEY_NEEDLES = ("key", "token", "passw", "secret", "passphrase")
 # `=` and `:`, once or twice (`%3D`, `%253D`). A subscript's closing `"]` may come before the operator:
 # `os.environ["WANDB_API_KEY"] = "X"`, `config['hub_token'] = X` (kept in clear before the thirteenth round).
 _PCT = r"%(?:25)?"
-_ASSIGN = (r"(?:(?:['\"]\]|['\"])?(?:\s{0,3}(?:[:=]|=>|->)\s{0,3}|[ ]{0,3}\|[ ]{0,3}|\t{1,3})['\"]?|(?:" + _PCT + r"2[27])?" + _PCT + r"3[DdAa](?:" + _PCT + r"20|\+)?(?:" + _PCT
-           + r"2[27])?)")
+# Seventeenth round (each listed as kept by the sixteenth): any run of spaces or tabs around the operator (`password =    X`
+# aligned, a TSV's empty cells `api_key<4 tabs>X`; possessive, so a long run costs one pass), a one- or two-dot leader
+# (`password\u2024X`: never a member access, unlike `.`), and a triple-quoted value (`password = """X"""`).
+_ASSIGN = (r"(?:(?:['\"]\]|['\"])?(?:\s{0,3}+[ \t]{0,40}+(?:[:=]|=>|->)\s{0,3}+[ \t]{0,40}+|[ ]{0,3}\|[ ]{0,3}|[ ]{0,40}+\t[ \t]{0,40}+"
+           r"|[ ]{0,3}[\u2024\u2025\u00b7\u2027\u2219\u22c5\u2e31\u30fb]{1,40}+[ ]{0,3})(?:[rRbBuUfF]{1,2}(?=['\"]))?(?:'{3}|\"{3}|['\"])?|(?:" + _PCT + r"2[27])?" + _PCT + r"3[DdAa](?:" + _PCT
+           + r"20|\+)?(?:" + _PCT + r"2[27])?)")
 
 # A value in quotes is taken whole, to its closing quote (sixteenth round): a value ended at a space, a quote, `,`, `}`, `&`,
 # `]` or `)`, so `"password": "Zq8v)R2m..."`, `DB_PASSWORD="two words"`, `api_key: 'a,b'`, an escaped quote in JSON
 # (`"Zq8v\"R2m"`), `--password 'two words'` and an argv list's `'--token', 'a b'` showed what followed. Tried only where
 # the name's operator ends in a quote (a lookbehind); the closing quote must end the word (a space, the line's end or a
 # closing mark follows), so `input("password: ") or input("token: ")` is code, not a value.
+# Seventeenth round: the same quote inside the value, between two characters of it (`secret='a'b'`: one glued to a letter or
+# digit on its right, after anything but a space, an opening mark or `=:,+`, so `"token: " + t + "x"` is still code), and a
+# tripled closing quote (`"""X"""`) are taken with it; before, the value ended at the inner quote and the rest was kept.
 def _quoted(least: int) -> str:
-    return "".join(rf"(?<={q})(?:\\.|[^{q}\\\n]){{{least},1000}}?(?={q}(?:[\s,;}})\]&]|$))|" for q in ("'", '"'))
+    return "".join(rf"(?<={q})(?:\\.|[^{q}\\\n]|(?<=[^\s(\[{{=:,+]){q}(?=[A-Za-z0-9])){{{least},1000}}?(?={q}{{1,3}}(?:[\s,;}})\]&]|$))|"
+                   for q in ("'", '"'))
 
 
 # A URL's host (and port) after user:password@, up to where the authority ends (RFC 3986: a `/`, `?`, `#`, or the
