@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 import string
 import time
@@ -82,10 +83,15 @@ def test_redaction_is_idempotent_on_planted_text() -> None:
     assert [redact(x) for x in lines] == lines
 
 
-def _timed(text: str) -> float:
-    t0 = time.perf_counter()
-    redact_counted(text)
-    return time.perf_counter() - t0
+def _timed(text: str, tries: int = 1) -> float:
+    """CPU seconds of this process to redact `text`, the least of `tries`: a neighbour's load on a shared machine
+    stretches wall time, not the CPU this process spends (a 1 MB line's backtracking would cost 100x, not 5x)."""
+    best = math.inf
+    for _ in range(tries):
+        t0 = time.process_time()
+        redact_counted(text)
+        best = min(best, time.process_time() - t0)
+    return best
 
 
 HOSTILE = {  # prefixes of every pattern, repeated to fill a 1 MB line
@@ -114,7 +120,7 @@ MB = 1_000_000
 def reference() -> float:
     """What 1 MB of random letters and spaces costs to redact on this machine, now."""
     rng = random.Random(7)
-    return _timed("".join(rng.choice(string.ascii_letters + " ") for _ in range(MB)))
+    return _timed("".join(rng.choice(string.ascii_letters + " ") for _ in range(MB)), tries=3)
 
 
 @pytest.mark.parametrize("name", HOSTILE)
@@ -124,7 +130,10 @@ def test_a_hostile_one_megabyte_line_costs_no_more_than_ordinary_text(name: str,
     n = MB
     unit = HOSTILE[name]
     hostile = (unit * (n // len(unit) + 1))[:n]
-    assert _timed(hostile) < 5 * reference + 0.05
+    took = _timed(hostile)
+    if took >= 5 * reference + 0.05:
+        took = min(took, _timed(hostile, tries=2))  # measured again before judging: one run can land in a neighbour's burst
+    assert took < 5 * reference + 0.05
     record("hostile inputs", "1 MB lines built from a pattern's prefix (backtracking)", 1)
 
 
