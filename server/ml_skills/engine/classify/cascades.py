@@ -169,7 +169,8 @@ def own_error_before_a_kill(signals: list[Signal]) -> None:
     torchrun and accelerate report the rank they found dead ('exitcode: -9 ... Signal 9 (SIGKILL)'), which need
     not be the rank that failed: rank 0 raising a NameError leaves the others blocked in the next collective until
     the launcher's teardown or the scheduler kills them. A kill says nothing of why; an error of the run's own code
-    that came before it, and that no peer's death can cause, is the first failure: the kills count for half.
+    that came before it, and that no peer's death can cause, is the first failure: the kills count for half, and
+    the peers' connection errors after it too (trial 8's case01: rank 3's shape error, then three ranks' gloo errors).
     """
     kills = [s for s in signals if s.label in _BARE_STOPS and not s.survived and s.line_no is not None]
     own = [s for s in signals if s.kind == "traceback" and s.failure_class in _OWN_ERRORS and not s.survived
@@ -177,6 +178,13 @@ def own_error_before_a_kill(signals: list[Signal]) -> None:
     for k in kills:
         if any(o.source == k.source and (o.line_no or 0) < (k.line_no or 0) for o in own):
             k.weight *= 0.5
+    # ...and so do the peers' reactions to it ('Connection closed by peer ... a remote worker crashing' on each
+    # other rank): how they saw that rank's exit, as peers_follow_a_death reads them after a kill
+    own_causes = [o for o in own if o.role is Role.CAUSE]
+    for s in signals:
+        if s.label.removeprefix("traceback:") in _PEER_REACTIONS and s.line_no is not None and any(
+                o.source == s.source and (o.line_no or 0) < s.line_no for o in own_causes):
+            s.weight *= 0.5
 
 
 EXTERNAL_KILL = "sigkill-external"

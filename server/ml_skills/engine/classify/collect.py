@@ -74,13 +74,14 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
         # signature on its last line, e.g. a TypeError inside save_model is a checkpoint failure.
         superseded: set[tuple[str, int]] = set()
         callers = callers_of_chained(log.tracebacks)
-        last_tb = max((i for i, tb in enumerate(log.tracebacks) if not _wrapper(tb)), default=-1)
+        last_tb = _last_own_exception(log.tracebacks, hits_by_line)
+        last_any = max((i for i, tb in enumerate(log.tracebacks) if not _wrapper(tb)), default=-1)
         for i, tb in enumerate(log.tracebacks):
             if _wrapper(tb) or tb.message.startswith("Traceback (most recent call last)"):
                 continue
             cls, rw, rule = traceback_class(callers.get(i, tb), hits_by_line)
             if cls is None:
-                ending = _unclassified_ending(log, tb, i == last_tb, hits_by_line, last_prog)
+                ending = _unclassified_ending(log, tb, i == last_tb, hits_by_line, last_prog, echoed=i < last_any)
                 if ending is not None:
                     signals.append(ending)
                 continue
@@ -107,32 +108,7 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
                 w *= WARNING_DAMP
             text = f"{tb.exc_type}: {tb.message}" if tb.message else tb.exc_type
             signals.append(Signal(cls, w, "traceback", f"traceback:{rule}", tb.source, tb.line_no, text, role, survived, logged))
-        went_on, first_gone_past = _gone_past(log, last_prog)
-        skips = [h for h in log.hits if h.signature_id in _goes_on()]
-        finite_at = last_finite_loss_line(log) if skips else None
-        for h in log.hits:
-            same = hits_by_line[(h.source, h.line_no)]
-            # one line, several signatures: a cause on the line silences symptoms of other classes
-            if h.role is not Role.CAUSE and any(o.role is Role.CAUSE and o.failure_class != h.failure_class for o in same):
-                continue
-            if (h.source, h.line_no) in superseded and h.severity is not Severity.CRITICAL:
-                continue
-            w = ROLE_W[h.role] * SEV_W[h.severity] * (1 + 0.12 * math.log(max(1, h.count)))
-            warning = (bool(_WARNING.search(h.text)) and h.role is not Role.HINT and "Error" not in h.text.split(":")[0]
-                       and h.signature_id not in _logged_as_warning())
-            if warning:
-                w *= WARNING_DAMP
-            elif h.role is not Role.HINT and informational(h.text):
-                w *= WARNING_DAMP * ROLE_W[Role.HINT] / ROLE_W[h.role]  # below any failure, and never named alone
-                warning = True
-            # a warning the run already went on past earlier in the log, repeated: the same routine event again (fairseq's
-            # fp16 scaler backing off every epoch while the loss falls), not a new failure because the log stops after it
-            survived = went_on[id(h)] or (warning and first_gone_past.get((h.source, h.signature_id), h.line_no) < h.line_no) \
-                or (h.signature_id in _goes_on() and finite_at is not None and finite_at > h.line_no)
-            if survived:
-                w *= SURVIVED
-            signals.append(Signal(h.failure_class, w, "signature", h.signature_id, h.source, h.line_no, _around_match(h.text, h.signature_id),
-                                  h.role, survived, warning))
+        signals += _hit_signals(log, hits_by_line, superseded, last_prog)
         for a in log.trajectory.anomalies:
             signals.append(_anomaly_signal(a))
         if not live:  # a process or tracker run still running says more than where its log stops
@@ -142,6 +118,42 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
             signals.append(_anomaly_signal(a, kind="source"))
     return signals
 
+
+
+def _hit_signals(log: LogEvidence, hits_by_line: dict[tuple[str, int], list[SignatureHit]], superseded: set[tuple[str, int]],
+                 last_prog: int | None) -> list[Signal]:
+    """The signals of the log's signature hits, weighed by role, severity, level and whether the run went on past them."""
+    signals: list[Signal] = []
+    went_on, first_gone_past = _gone_past(log, last_prog)
+    skips = [h for h in log.hits if h.signature_id in _goes_on()]
+    finite_at = last_finite_loss_line(log) if skips else None
+    in_worker = _loading_a_sample(log.hits)
+    for h in log.hits:
+        if h.failure_class is FailureClass.IO_CHECKPOINT and (h.source, h.line_no) in in_worker:
+            continue  # the worker's failure is read by its own line: what it loaded is a sample, not a checkpoint
+        same = hits_by_line[(h.source, h.line_no)]
+        # one line, several signatures: a cause on the line silences symptoms of other classes
+        if h.role is not Role.CAUSE and any(o.role is Role.CAUSE and o.failure_class != h.failure_class for o in same):
+            continue
+        if (h.source, h.line_no) in superseded and h.severity is not Severity.CRITICAL:
+            continue
+        w = ROLE_W[h.role] * SEV_W[h.severity] * (1 + 0.12 * math.log(max(1, h.count)))
+        warning = (bool(_WARNING.search(h.text)) and h.role is not Role.HINT and "Error" not in h.text.split(":")[0]
+                   and h.signature_id not in _logged_as_warning())
+        if warning:
+            w *= WARNING_DAMP
+        elif h.role is not Role.HINT and informational(h.text):
+            w *= WARNING_DAMP * ROLE_W[Role.HINT] / ROLE_W[h.role]  # below any failure, and never named alone
+            warning = True
+        # a warning the run already went on past earlier in the log, repeated: the same routine event again (fairseq's
+        # fp16 scaler backing off every epoch while the loss falls), not a new failure because the log stops after it
+        survived = went_on[id(h)] or (warning and first_gone_past.get((h.source, h.signature_id), h.line_no) < h.line_no) \
+            or (h.signature_id in _goes_on() and finite_at is not None and finite_at > h.line_no)
+        if survived:
+            w *= SURVIVED
+        signals.append(Signal(h.failure_class, w, "signature", h.signature_id, h.source, h.line_no, _around_match(h.text, h.signature_id),
+                              h.role, survived, warning))
+    return signals
 
 
 def _gone_past(log: LogEvidence, last_prog: int | None) -> tuple[dict[int, bool], dict[tuple[str, str], int]]:
@@ -176,16 +188,42 @@ def _logged_below_error(log: LogEvidence, tb, line_hits: list[SignatureHit]) -> 
 
 
 UNCLASSIFIED = "unclassified-exception"
+WORKER_BLOCK = 80  # lines from 'Caught X in DataLoader worker process N' through the worker's 'Original Traceback'
+
+
+def _loading_a_sample(hits: list[SignatureHit]) -> set[tuple[str, int]]:
+    """The lines of a DataLoader worker's failure: from PyTorch's 'Caught X in DataLoader worker process N' through the
+    worker's own traceback below it. A corrupt or truncated file read there is a sample the dataset loads (a cut .npz
+    among thousands: 'zipfile.BadZipFile: File is not a zip file'), not a checkpoint (trial 8's case03)."""
+    starts = [(h.source, h.line_no) for h in hits if h.signature_id == "dataloader-worker-exception" and "DataLoader worker" in h.text]
+    return {(h.source, h.line_no) for h in hits for src, at in starts if h.source == src and at <= h.line_no <= at + WORKER_BLOCK}
+
+
+def _last_own_exception(tracebacks: list[TracebackEvent], hits_by_line: dict[tuple[str, int], list[SignatureHit]]) -> int:
+    """The index of the log's last exception that is not a launcher's wrapper nor a peer's echo: after a rank's own
+    error, its peers' 'Connection closed by peer ... a remote worker crashing' and collective timeouts report that
+    failure, they do not replace it (trial 8's case01: a shape error on rank 3, then three ranks' gloo errors)."""
+    own = [i for i, tb in enumerate(tracebacks) if not _wrapper(tb)]
+    while len(own) > 1 and _echo(tracebacks[own[-1]], hits_by_line):
+        own.pop()
+    return own[-1] if own else -1
+
+
+def _echo(tb: TracebackEvent, hits_by_line: dict[tuple[str, int], list[SignatureHit]]) -> bool:
+    line_hits = hits_by_line.get((tb.source, tb.line_no), [])
+    return any(h.role is Role.SYMPTOM for h in line_hits) and not any(h.role is Role.CAUSE for h in line_hits)
 
 
 def _unclassified_ending(log: LogEvidence, tb, last: bool, hits_by_line: dict[tuple[str, int], list[SignatureHit]],
-                         last_prog: int | None) -> Signal | None:
+                         last_prog: int | None, echoed: bool = False) -> Signal | None:
     """The log's last exception, of a type no rule classes and its frames place nowhere: the run's code raised it.
 
     What ended a run is never dropped because its type is unknown (a NameError in the model code): it is named
     as an error in the user's code or its setup, config-error in this taxonomy (as KeyError, TypeError and
     ValueError are), but with a symptom's strength and confidence: it says where the run ended, not why, so
     any cause the log names outranks it. Only the last exception counts, and only if the run did not go on.
+    One that its peers' errors echo after it (`echoed`: 'Connection closed by peer ... a remote worker crashing') is
+    the cause those symptoms report, and is read as one.
     """
     if not last or hits_by_line.get((tb.source, tb.line_no)) or survived_line(log, tb.line_no, last_prog):
         return None
@@ -193,7 +231,7 @@ def _unclassified_ending(log: LogEvidence, tb, last: bool, hits_by_line: dict[tu
         return None
     text = f"{tb.exc_type}: {tb.message}" if tb.message else tb.exc_type
     return Signal(FailureClass.CONFIG_ERROR, ROLE_W[Role.SYMPTOM], "traceback", f"traceback:{UNCLASSIFIED}",
-                  tb.source, tb.line_no, text, Role.SYMPTOM)
+                  tb.source, tb.line_no, text, Role.CAUSE if echoed else Role.SYMPTOM)
 
 
 def _anomaly_signal(a: Anomaly, kind: str = "anomaly") -> Signal:
