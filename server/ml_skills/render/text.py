@@ -87,12 +87,17 @@ def ruled_out_line(r: RuledOut) -> str:
     return f"{r.failure_class.value}: {r.reason}"
 
 
+SAVES_KEPT = 5  # engine/plan/facts.KEPT["checkpoint_saved"] (render/ does not import the engine)
+
+
 def facts_line(d: Diagnosis) -> str:
     """What the run said about itself, in one line (check-failed-run.json has each fact's line)."""
     saves = [f for f in d.facts if f.name == "checkpoint_saved"]
     parts = [f.value if "=" in f.value else f"{f.name}={f.value}" for f in d.facts if f.name not in ("checkpoint_saved", "launch_command")]
     if saves:
-        parts.append(f"checkpoints saved: {len(saves)} (last {saves[-1].value})")
+        # the scan keeps the newest few saves of a long log: as many as it kept is a floor, not a count
+        many = "at least " if len(saves) >= SAVES_KEPT else ""
+        parts.append(f"checkpoints saved: {many}{len(saves)} (last {saves[-1].value})")
     return "; ".join(parts)[:400]
 
 

@@ -159,9 +159,16 @@ _RESUMABLE = {FailureClass.NAN_INF, FailureClass.OPTIMIZATION_DIVERGENCE, Failur
               FailureClass.NCCL_DISTRIBUTED, FailureClass.STALLED, FailureClass.CUDA_RUNTIME, FailureClass.IO_CHECKPOINT}
 
 
-def _resume_point(cls: Classification, facts: list[RunFact], log_target: str) -> list[str]:
-    """The newest checkpoint the log says it saved before the failure: checked, it becomes the resume point."""
+def _resume_point(cls: Classification, logs: list[LogEvidence], facts: list[RunFact], log_target: str) -> list[str]:
+    """The newest checkpoint the log says it saved before the failure: checked, it becomes the resume point.
+
+    Before the failure's first sign, not its decisive line: a run that went on with NaN weights for thousands of steps
+    saved NaN checkpoints after its onset (trial 8's case04 offered checkpoint-12000, saved 2,200 steps into NaN)."""
     stop = cls.decisive.line_no if cls.decisive else None
+    onsets = [a.line_no for log in logs if log.source == log_target for a in log.trajectory.anomalies
+              if a.failure_class is cls.primary and a.line_no is not None]
+    if onsets:
+        stop = min([*onsets, *([stop] if stop is not None else [])])
     saves = [f for f in facts if f.name == "checkpoint_saved" and f.line_no and (stop is None or f.line_no < stop)]
     if cls.primary not in _RESUMABLE or not saves:
         return []
@@ -247,7 +254,7 @@ def diagnostic_commands(cls: Classification, logs: list[LogEvidence], facts: lis
                        "   # the first error of any rank: collective timeouts follow it")
         if cls.primary in (FailureClass.NAN_INF, FailureClass.OPTIMIZATION_DIVERGENCE, FailureClass.STALLED):
             out.append(f"ml-skills watch-run {q} --interval 60   # on the relaunch: alerts at a NaN, a loss spike or a stall")
-        out += _resume_point(cls, facts, log_target)
+        out += _resume_point(cls, logs, facts, log_target)
         beside = max((log.siblings for log in logs if log.source == log_target), default=0)
         if fact(facts, "launch_command") is None and beside:
             out.append(f"ml-skills check-failed-run {shlex.quote(str(Path(log_target).parent))}"

@@ -220,6 +220,11 @@ class Pass:
                 self.completed_line = line_no
             elif marker == "eval":
                 eval_in_chunk = True
+            elif marker == "saved" and self.saved and self.saved[-1][0] == line_no - 1 and " | " not in self.saved[-1][1]:
+                # one save told on two lines ('Saving model checkpoint to out/checkpoint-8000.pt', then 'checkpoint saved
+                # (548612 bytes)'): one entry, at its first line, so the kept saves are saves, not halves of them
+                n, text = self.saved[-1]
+                self.saved[-1] = (n, (text + " | " + logfile.decode(chunk[start:stop]))[:400])
             elif marker == "saved" and (not self.saved or self.saved[-1][0] != line_no):
                 self.saved = [*self.saved[-(SAVED_KEPT - 1):], (line_no, logfile.decode(chunk[start:stop])[:400])]
         return known, exact_lines, eval_in_chunk
