@@ -44,12 +44,23 @@ _RUN = """
 """
 
 
+def _logged(tmp_path: Path, name: str, body: str, *args: str, log: str = "train.log", timeout: float = 120,
+            check: bool = False) -> Path:
+    """Run `body` as the script `name` in tmp_path, its stdout and stderr into `log`; a run its timeout ends keeps what it
+    printed (the test's stand-in for a kill)."""
+    script = tmp_path / name
+    script.write_text(textwrap.dedent(body))
+    path = tmp_path / log
+    with open(path, "wb") as out:
+        try:
+            subprocess.run([sys.executable, str(script), *args], stdout=out, stderr=subprocess.STDOUT, timeout=timeout, check=check)
+        except subprocess.TimeoutExpired:
+            pass
+    return path
+
+
 def _run(tmp_path: Path, seed: int, mode: str):
-    script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent(_RUN))
-    log = tmp_path / f"train-{mode}-{seed}.log"
-    with open(log, "wb") as out:
-        subprocess.run([sys.executable, str(script), str(seed), mode], stdout=out, stderr=subprocess.STDOUT, timeout=120, check=True)
+    log = _logged(tmp_path, "train.py", _RUN, str(seed), mode, log=f"train-{mode}-{seed}.log", check=True)
     return diagnose(DiagnoseRequest(target=str(log)))
 
 
@@ -106,18 +117,14 @@ def test_a_scripts_own_closing_line_is_the_runs_end(case, line):
 def test_a_progress_note_logged_at_critical_level_is_no_failure(tmp_path):
     """Healthy 501's shape, run for real: a script that logs its steps at INFO and 'Starting finetuning' at CRITICAL,
     then its log ends (the run goes on, or was cut). The level is the program's choice; the words name no failure."""
-    script = tmp_path / "ft.py"
-    script.write_text(textwrap.dedent("""
+    log = _logged(tmp_path, "ft.py", """
         import logging
         logging.basicConfig(level=logging.INFO)
         log = logging.getLogger("__main__")
         log.info("Loaded Dataset")
         log.info("Loaded meta-llama/Llama-3.2-1B")
         log.critical("Starting finetuning")
-    """))
-    log = tmp_path / "train.log"
-    with open(log, "wb") as out:
-        subprocess.run([sys.executable, str(script)], stdout=out, stderr=subprocess.STDOUT, timeout=60, check=True)
+    """, timeout=60, check=True)
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.primary_cause is None, d.root_cause
     assert d.run_status.value != "crashed"
@@ -125,18 +132,14 @@ def test_a_progress_note_logged_at_critical_level_is_no_failure(tmp_path):
 
 def test_a_failure_logged_at_critical_level_is_still_the_end(tmp_path):
     """The control: the same script logging 'Loading checkpoint failed: no such file' at CRITICAL and stopping."""
-    script = tmp_path / "ft.py"
-    script.write_text(textwrap.dedent("""
+    log = _logged(tmp_path, "ft.py", """
         import logging, sys
         logging.basicConfig(level=logging.INFO)
         log = logging.getLogger("__main__")
         log.info("Loaded Dataset")
         log.critical("Loading checkpoint failed: no such file ckpt/last.pt")
         sys.exit(1)
-    """))
-    log = tmp_path / "train.log"
-    with open(log, "wb") as out:
-        subprocess.run([sys.executable, str(script)], stdout=out, stderr=subprocess.STDOUT, timeout=60, check=False)
+    """, timeout=60)
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.primary_cause is not None, d.evidence
 
@@ -167,11 +170,7 @@ _WRAPPER = """
 
 
 def _wrapper(tmp_path: Path, mode: str):
-    script = tmp_path / "wrap.py"
-    script.write_text(textwrap.dedent(_WRAPPER))
-    log = tmp_path / f"{mode}.log"
-    with open(log, "wb") as out:
-        subprocess.run([sys.executable, str(script), mode], stdout=out, stderr=subprocess.STDOUT, timeout=120, check=False)
+    log = _logged(tmp_path, "wrap.py", _WRAPPER, mode, log=f"{mode}.log")
     return log, diagnose(DiagnoseRequest(target=str(log)))
 
 
@@ -214,14 +213,7 @@ _ONE_EPOCH = """
 
 
 def _one_epoch(tmp_path: Path, mode: str):
-    script = tmp_path / "one.py"
-    script.write_text(textwrap.dedent(_ONE_EPOCH))
-    log = tmp_path / f"{mode}.log"
-    with open(log, "wb") as out:
-        try:
-            subprocess.run([sys.executable, str(script), mode], stdout=out, stderr=subprocess.STDOUT, timeout=8, check=False)
-        except subprocess.TimeoutExpired:
-            pass
+    log = _logged(tmp_path, "one.py", _ONE_EPOCH, mode, log=f"{mode}.log", timeout=8)
     return diagnose(DiagnoseRequest(target=str(log)))
 
 
@@ -242,8 +234,7 @@ def test_double_colon_metrics_are_read_and_a_final_test_result_ends_the_run(tmp_
     """Healthy 499's shape, run for real: a loop printing 'epoch 0: train loss :: 1.696, train acc :: 0.412, dev acc ::
     0.391', then loading its best model and printing 'dev acc :: ...' and 'test acc :: ...'. The '::' separator was not
     read, so no progress was seen and the status was 'running'."""
-    script = tmp_path / "sst.py"
-    script.write_text(textwrap.dedent("""
+    log = _logged(tmp_path, "sst.py", """
         import torch
         torch.manual_seed(0)
         x = torch.randn(512, 8); y = (x[:, 0] > 0).long()
@@ -255,10 +246,7 @@ def test_double_colon_metrics_are_read_and_a_final_test_result_ends_the_run(tmp_
         print("load model from finetune-1-2e-05.pt")
         print(f"dev acc :: {acc * 0.95:.3f}")
         print(f"test acc :: {acc * 0.94:.3f}")
-    """))
-    log = tmp_path / "train.log"
-    with open(log, "wb") as out:
-        subprocess.run([sys.executable, str(script)], stdout=out, stderr=subprocess.STDOUT, timeout=60, check=True)
+    """, timeout=60, check=True)
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.primary_cause is None, d.root_cause
     assert d.run_status.value == "completed"

@@ -161,6 +161,8 @@ def survived_line(log: LogEvidence, line_no: int, last_prog: int | None) -> bool
 
 _STAMPED = lazy(r"^\W{0,2}\d{4}-\d\d-\d\d|^\W{0,2}\d\d:\d\d:\d\d")  # another record's start: a date or a time first
 RECORD_LINES = 6  # the lines a record's message may go on below its first
+
+
 def _failed_again_later(log: LogEvidence, line_no: int) -> bool:
     """A failure record that the same record, further down, follows with another failure: the program was run again
     (a training wrapper's 'Training failed: <why>' once per attempt, a day apart) and what ended its last attempt is the
