@@ -417,6 +417,7 @@ class AnomalyKind(StrEnum):
     THROUGHPUT_COLLAPSE = "throughput-collapse"
     TRAIN_VAL_DIVERGENCE = "train-val-divergence"
     EARLY_PERFECT_VALIDATION = "early-perfect-validation"
+    EVAL_ON_TRAIN_DATA = "eval-on-train-data"  # the configuration names the training data as the evaluation data
     VALIDATION_METRIC_NEAR_ZERO = "validation-metric-near-zero"
     VALIDATION_METRIC_FROZEN = "validation-metric-frozen"
     NO_PROGRESS = "no-progress"

@@ -102,7 +102,8 @@ def numeric_before_crash(signals: list[Signal]) -> None:
 # spiked, a slow throughput, a validation curve. A NaN is not among them (a run computing NaN is finished as a
 # run, whatever kills it later); a blow-up followed by a CUDA fault is numeric_before_crash's case.
 _CANNOT_END = frozenset({"loss-blowup", "grad-norm-spike", "loss-frozen", "throughput-collapse", "train-val-divergence",
-                         "early-perfect-validation", "validation-metric-near-zero", "validation-metric-frozen"})
+                         "early-perfect-validation", "validation-metric-near-zero", "validation-metric-frozen",
+                         "eval-on-train-data"})
 CONTRIBUTING_W = 0.3
 
 
@@ -185,6 +186,25 @@ def own_error_before_a_kill(signals: list[Signal]) -> None:
         if s.label.removeprefix("traceback:") in _PEER_REACTIONS and s.line_no is not None and any(
                 o.source == s.source and (o.line_no or 0) < s.line_no for o in own_causes):
             s.weight *= 0.5
+
+
+def after_the_teardown(signals: list[Signal]) -> None:
+    """Exceptions raised after the launcher began tearing down the survivors, when a process's own exception came
+    before the teardown: the survivors' reactions to being stopped, which count for half.
+
+    torchrun's agent sends every surviving worker a signal once one has failed ('Sending process 27324 closing signal
+    SIGTERM', CTRL_C_EVENT on Windows); each survivor is stopped wherever it is, and what it prints then (the
+    FileNotFoundError of a cache scan cut short, the IndexError of a pool interrupted mid-way) is how it was stopped,
+    not why the run failed (1310: the one rank's gloo RuntimeError, then the other's labels.cache chain)."""
+    downs = [s for s in signals if s.label == "peer-rank-terminated" and "closing signal" in s.text and s.line_no is not None]
+    own = [s for s in signals if s.kind == "traceback" and s.role is Role.CAUSE and not s.survived and not s.warning
+           and s.weight >= MIN_PRIMARY and s.line_no is not None]
+    for d in downs:
+        if any(o.source == d.source and (o.line_no or 0) < (d.line_no or 0) for o in own):
+            for s in signals:
+                if s.kind == "traceback" and s.source == d.source and (s.line_no or 0) > (d.line_no or 0):
+                    s.weight *= 0.5
+            return
 
 
 EXTERNAL_KILL = "sigkill-external"

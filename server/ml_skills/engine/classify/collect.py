@@ -214,6 +214,9 @@ def _echo(tb: TracebackEvent, hits_by_line: dict[tuple[str, int], list[Signature
     return any(h.role is Role.SYMPTOM for h in line_hits) and not any(h.role is Role.CAUSE for h in line_hits)
 
 
+FRAMELESS_END = 10  # lines after an exception line with no frames (a paste that starts with the error) for it to end the log
+
+
 def _unclassified_ending(log: LogEvidence, tb, last: bool, hits_by_line: dict[tuple[str, int], list[SignatureHit]],
                          last_prog: int | None, echoed: bool = False) -> Signal | None:
     """The log's last exception, of a type no rule classes and its frames place nowhere: the run's code raised it.
@@ -227,6 +230,8 @@ def _unclassified_ending(log: LogEvidence, tb, last: bool, hits_by_line: dict[tu
     """
     if not last or hits_by_line.get((tb.source, tb.line_no)) or survived_line(log, tb.line_no, last_prog):
         return None
+    if not tb.frames and (log.total_lines or 0) - tb.line_no > FRAMELESS_END:
+        return None  # an exception line alone, of no known class, with the log going on after it: nothing says it ended the run
     if tb.exc_type.rsplit(".", 1)[-1] in ("SystemExit", "StopIteration", "GeneratorExit") or interrupted(tb.exc_type, tb.message):
         return None
     text = f"{tb.exc_type}: {tb.message}" if tb.message else tb.exc_type

@@ -78,7 +78,7 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
     if _cut_in_traceback(logs):  # the log ends in a traceback's frames: an exception ended the run, the paste lost its last line
         return RunStatus.CRASHED
     degraded = {AnomalyKind.TRAIN_VAL_DIVERGENCE, AnomalyKind.THROUGHPUT_COLLAPSE, AnomalyKind.EARLY_PERFECT_VALIDATION,
-                AnomalyKind.VALIDATION_METRIC_NEAR_ZERO, AnomalyKind.VALIDATION_METRIC_FROZEN, AnomalyKind.LOSS_FROZEN,
+                AnomalyKind.EVAL_ON_TRAIN_DATA, AnomalyKind.VALIDATION_METRIC_NEAR_ZERO, AnomalyKind.VALIDATION_METRIC_FROZEN, AnomalyKind.LOSS_FROZEN,
                 AnomalyKind.LR_ZERO}
     # a run that finished with a useless result (every AP zero, a frozen loss) finished degraded, not well
     if kinds & degraded or cls.primary is FailureClass.EVALUATION_MISMATCH:

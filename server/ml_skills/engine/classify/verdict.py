@@ -16,6 +16,7 @@ from __future__ import annotations
 from ml_skills.engine.analyse.stops import CONFIDENCE_CAP
 from ml_skills.engine.classify import ruled as losing
 from ml_skills.engine.classify.cascades import (
+    after_the_teardown,
     anomalies_below_the_ending,
     damp_warnings,
     external_kill,
@@ -101,6 +102,10 @@ def _verdict_confidence(decisive: Signal, primary_signals: list[Signal]) -> tupl
     return kind, confidence
 
 
+# readings of what the run's configuration states, not trends to weigh: whatever ended the run, they held
+_STATED = frozenset({"eval-on-train-data"})
+
+
 def _the_other_classes(ranked: list[tuple[FailureClass, float]], by_class: dict[FailureClass, list[Signal]],
                        logs: list[LogEvidence], decisive: Signal, psigs: list[Signal]) -> tuple[list[FailureClass], list[RuledOut]]:
     """Each class after the primary: contributing, or ruled out with the reason it lost; then the primary's usual
@@ -123,7 +128,8 @@ def _the_other_classes(ranked: list[tuple[FailureClass, float]], by_class: dict[
             ruled.append(RuledOut(failure_class=cls, reason=losing.follows(best, decisive)))
         elif decisive.role is Role.CAUSE and all(s.role is Role.SYMPTOM for s in sig):
             ruled.append(RuledOut(failure_class=cls, reason=losing.symptom(best, decisive)))
-        elif score >= 0.35 * top and any(s.role is Role.HINT or s.kind == "anomaly" for s in sig):
+        elif (score >= 0.35 * top and any(s.role is Role.HINT or s.kind == "anomaly" for s in sig)) or \
+                any(s.label in _STATED for s in sig):
             contributing.append(cls)
         else:
             ruled.append(RuledOut(failure_class=cls, reason=losing.weaker(best, sig, decisive, primary, psigs, generic, score, top)))
@@ -145,6 +151,7 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
     anomalies_below_the_ending(signals)
     peers_follow_a_death(signals)
     own_error_before_a_kill(signals)
+    after_the_teardown(signals)
     warning_before_a_lost_error(signals, logs)
     notes = external_kill(signals, logs)
 

@@ -214,8 +214,14 @@ def is_chain_marker(line: str) -> bool:
 
 
 def read_headless(reader: Reader, name: str) -> TracebackEvent | None:
-    """The log starts inside a traceback (an excerpt, `tail -n`): parse it from its first frame."""
+    """The log starts inside a traceback (an excerpt, `tail -n`): parse it from its first frame. A paste that starts
+    with the exception line itself (the error first, its frames lost or left out: 'RuntimeError: ...', then what the
+    run printed after it) gives that exception, with no frames."""
     _, head = reader.window_at(0, 0, HEADLESS_LINES)
+    first = next((i for i, x in enumerate(head) if x.strip()), None)
+    if first is not None and (m := _BARE_EXC.match(ANSI.sub("", head[first]).strip())) is not None:
+        return TracebackEvent(source=name, line_no=first + 1, start_line=first + 1, exc_type=m["type"],
+                              message=redact(m["msg"][:500]), frames=[])
     for i, line in enumerate(head):
         if "Traceback (most recent call last)" in line:
             return None  # a header comes first: the usual pass parses it
