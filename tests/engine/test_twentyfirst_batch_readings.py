@@ -118,3 +118,70 @@ def test_an_unclassified_exception_line_at_the_start_of_a_log_that_goes_on_is_no
     path = next((TESTS / "healthy").glob("328-*/train.log"))
     d = diagnose(DiagnoseRequest(target=str(path)))
     assert d.primary_cause is None, d.root_cause
+
+
+# two torchrun launches of one job script into one log, as a sweep script runs them: the first fails at its first
+# collective (rank 0 waits for a broadcast rank 1 never sends in time); the second starts and waits at its first barrier
+_DIST = """
+    import datetime, os, sys, time, torch, torch.distributed as dist
+    print(f"[{os.environ['RANK']}] starting task {sys.argv[1]} with torch {torch.__version__}", flush=True)
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=6))
+    rank = dist.get_rank()
+    print(f"[{rank}] init_process_group done: backend gloo, world size {dist.get_world_size()}", flush=True)
+    t = torch.zeros(1024)
+    if rank == 1:
+        time.sleep(40)  # rank 1 is late: its peer waits for it
+    if sys.argv[1] == "first":
+        dist.broadcast(t, src=1)
+    dist.barrier()
+    print(f"[{rank}] step 1 | loss 2.3026", flush=True)
+"""
+
+
+def test_a_relaunch_that_stops_at_its_first_barrier_has_not_gone_past_the_failure_before_it(tmp_path):
+    """1301 (O-LoRA's README, verbatim): a DeepSpeed launch whose first BROADCAST times out on both ranks, then the sweep
+    script's next launch, whose log ends at its first barrier. The relaunch ran no step, so it did not outlive the
+    timeout: before, the run was 'recovered' with no cause; now the timeout is the cause and the run crashed. Here the
+    same shape from two real torchrun launches, the log read while the second one waits."""
+    import os
+    import shutil
+    import signal
+    import time
+
+    script = tmp_path / "task.py"
+    script.write_text(textwrap.dedent(_DIST))
+    log = tmp_path / "sweep.log"
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"} | {"HOME": str(tmp_path)}  # torchrun's banner each launch
+    launch = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", "29731", str(script)]
+    with open(log, "wb") as out:
+        subprocess.run([*launch, "first"], stdout=out, stderr=subprocess.STDOUT, env=env, timeout=120, check=False)
+        second = subprocess.Popen([*launch, "second"], stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 60
+            while log.read_text().count("init_process_group done") < 4 and time.monotonic() < deadline:
+                time.sleep(0.5)
+            time.sleep(1.0)
+            snapshot = tmp_path / "train.log"
+            shutil.copyfile(log, snapshot)  # the log as a person finds it while the relaunch waits
+        finally:
+            os.killpg(second.pid, signal.SIGKILL)
+            second.wait()
+    text = snapshot.read_text()
+    assert "Timed out" in text and text.count("init_process_group done") == 4, text[-3000:]
+    d = diagnose(DiagnoseRequest(target=str(snapshot)))
+    assert d.primary_cause is not None and d.primary_cause.value == "nccl-distributed", d.root_cause
+    assert d.run_status.value == "crashed"
+    d = diagnose(DiagnoseRequest(target=str(_case(1301))))
+    assert d.primary_cause is not None and d.primary_cause.value == "nccl-distributed", d.root_cause
+
+
+def test_a_relaunch_whose_log_ends_where_the_failed_launch_failed_has_not_gone_past_it():
+    """1324 (a committed checkpoints/train.log, verbatim): the first launch runs out of memory in its initial
+    evaluation; the relaunch prints the same start-up and stops, no error, at 'Starting Evaluation (0)...', the line
+    the first launch printed just before its OOM. Before: 'recovered', no cause. A relaunch that went on (healthy 084:
+    'Train Epoch: 1516' after the worker segfault in epoch 1515) still outlives the failure."""
+    d = diagnose(DiagnoseRequest(target=str(_case(1324))))
+    assert d.primary_cause is not None and d.primary_cause.value == "oom", d.root_cause
+    assert d.run_status.value == "crashed"
+    d = diagnose(DiagnoseRequest(target=str(next((TESTS / "healthy").glob("084-*/train.log")))))
+    assert d.primary_cause is None and d.run_status.value == "recovered", d.root_cause

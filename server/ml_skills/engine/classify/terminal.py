@@ -10,6 +10,7 @@ import math
 import re
 
 from ml_skills.collectors.attempts import REPORT_END
+from ml_skills.engine.analyse.stops import AT_SYNC_POINT, BEFORE_FIRST_STEP, stop_signals
 from ml_skills.engine.read.levels import ERROR_WORDS
 from ml_skills.engine.read.metrics import parse_line
 from ml_skills.engine.read.tracebacks import RECORD_HEAD as _RECORD_HEAD
@@ -38,7 +39,8 @@ _STACKISH = lazy(r'(^\s*File "|^\s*-+>|Traceback|^\S+ in \w+\(|^\s*\d+\s+\S)')
 
 
 def clean_retry_start(log: LogEvidence) -> int | None:
-    """The line where a later attempt, appended to the same log after a failure, starts and then runs without error.
+    """The line where a later attempt, appended to the same log after a failure, starts and then runs without error
+    and trains or finishes.
 
     A retry prints its start-up again: a non-metric line seen once before the last failure (digits, such as
     timestamps, aside) comes back once after it. If nothing fatal follows that line, the run went on past the
@@ -70,8 +72,44 @@ def clean_retry_start(log: LogEvidence) -> int | None:
             continue
         if before.get(x) == 2:
             # a retry runs code again; a stack printed again (a notebook's traceback, a second worker's) is no retry
-            return None if any(_STACKISH.search(y) for y in lines[i:]) else n
+            return None if any(_STACKISH.search(y) for y in lines[i:]) or not _got_somewhere(log, n, norm, last_fatal) else n
     return None
+
+
+_CLOCK = lazy(r"\d{1,4}[-/:]\d{1,2}[-/:]\d{1,4}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?(?:[.,]\d+)?|\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?")
+_NUMBER = lazy(r"\d+")
+
+
+def _counts(line: str) -> list[str]:
+    """The numbers of a line other than its dates and times: where a run was when it printed it."""
+    return _NUMBER.findall(_CLOCK.sub(" ", line[:2000]))
+
+
+def _got_somewhere(log: LogEvidence, start: int, norm: list[str], failed_at: int) -> bool:
+    """The retry went further than its start-up. A relaunch that made no progress and whose log ends on a line the
+    failed attempt also printed before it failed (1324: 'Starting Evaluation (0)...', where the first launch ran out of
+    memory), or waiting at its first barrier or before its first step (1301: the launch before it failed at its first
+    collective), has not gone past the failure before it: the log stops where that failure happened."""
+    tail = log.tail
+    if tail is None:
+        return True
+    first = tail.start_line
+    before = norm[: max(0, failed_at - first)]
+
+    def start_up(i: int) -> bool:
+        """Line i (of the tail) is one the failed attempt printed once before its failure, at the same step or epoch
+        ('Starting training from epoch 0' again; 'Train Epoch: 1516' after 'Train Epoch: 1515' is progress)."""
+        if not 0 <= i < len(norm) or before.count(norm[i]) != 1:
+            return False
+        return _counts(tail.lines[before.index(norm[i])]) == _counts(tail.lines[i])
+
+    lp = last_progress_line(log)
+    if lp is not None and lp > start and not start_up(lp - first):
+        return True  # it trained past its start-up
+    said = [i for i, x in enumerate(norm) if x]
+    if said and start_up(said[-1]):
+        return False
+    return not any(s.label in (AT_SYNC_POINT, BEFORE_FIRST_STEP) and (s.line_no or 0) > start for s in stop_signals(log))
 
 
 # the closing verdict of a scheduler's job report (LSF's), printed once per job: a file of several such reports holds
