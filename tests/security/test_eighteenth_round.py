@@ -10,7 +10,9 @@ docs/security.md, "Eighteenth round").
 from __future__ import annotations
 
 import json
+import os
 import re
+import struct
 from pathlib import Path
 
 import anyio
@@ -66,3 +68,35 @@ def test_read_report_marks_a_planted_reports_keys_in_its_errors_and_answers_a_ba
     for _, answer in got[2:4]:
         assert "failed unexpectedly" not in answer and "unknown field" in answer, answer[:300]
     assert "(and 199960 more)" in got[4][1] and "key38, key39 (and" in got[4][1] and "key40" not in got[4][1], got[4][1][:600]
+
+
+def _shard_folder(root: Path, name: str, target: Path) -> Path:
+    """A sharded safetensors folder in the roots whose first shard is a link to `target`, outside them."""
+    d = root / name
+    d.mkdir(parents=True)
+    header = b"{}"
+    (d / "model-00002-of-00002.safetensors").write_bytes(struct.pack("<Q", len(header)) + header)
+    os.symlink(target, d / "model-00001-of-00002.safetensors")
+    return d
+
+
+def test_a_checkpoint_folders_link_out_of_the_roots_gets_one_answer_whether_its_target_exists_or_not(tmp_path: Path) -> None:
+    """Promise 5: a link out of the roots gets one refusal that names only the path given, whether its target exists or not
+    (tenth round; triage_runs since the fifteenth). inspect_checkpoint on a checkpoint folder answered for a shard linked to a
+    missing file outside "dangling symlink to /.../outside-payroll/missing-2027.safetensors: the checkpoint it named is gone"
+    (where the link leads, and that nothing is there), and for one linked to an existing file "outside the allowed roots". Now
+    both get the refusal; a dangling link inside the roots is still named as one."""
+    root = tmp_path / "root"
+    outside = tmp_path / "outside-payroll"
+    outside.mkdir()
+    (outside / "exists.safetensors").write_bytes(b"x" * 100)
+    missing = _shard_folder(root, "missing", outside / "missing-2027.safetensors")
+    present = _shard_folder(root, "present", outside / "exists.safetensors")
+    inside = _shard_folder(root, "inside", root / "gone.safetensors")
+    got = _answers(Server(tmp_path, roots=[root]), [("inspect_checkpoint", {"path": str(d)}) for d in (missing, present, inside)])
+    reasons = [json.loads(answer[answer.index("{"):answer.index("}}") + 2])["checkpoint"]["reason"] for _, answer in got]
+    for reason in reasons[:2]:
+        assert "outside-payroll" not in reason and "missing-2027" not in reason and "exists.safetensors" not in reason, reason
+        assert "outside the allowed roots" in reason, reason
+    assert re.sub(r"[0-9a-f]{16}", "M", reasons[0].replace("missing", "X")) == re.sub(r"[0-9a-f]{16}", "M", reasons[1].replace("present", "X"))
+    assert "dangling symlink to" in reasons[2] and "gone.safetensors" in reasons[2], reasons[2]
