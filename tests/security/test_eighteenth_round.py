@@ -100,3 +100,30 @@ def test_a_checkpoint_folders_link_out_of_the_roots_gets_one_answer_whether_its_
         assert "outside the allowed roots" in reason, reason
     assert re.sub(r"[0-9a-f]{16}", "M", reasons[0].replace("missing", "X")) == re.sub(r"[0-9a-f]{16}", "M", reasons[1].replace("present", "X"))
     assert "dangling symlink to" in reasons[2] and "gone.safetensors" in reasons[2], reasons[2]
+
+
+def test_a_secret_in_a_layout_the_seventeenth_round_or_before_listed_as_kept_never_leaves(tmp_path: Path) -> None:
+    """Promise 3, gaps listed as kept: escaped quotes around the name and value (`hf_token=\\'X\\'`, seventeenth round; and
+    JSON in a JSON string, `{\\"hf_token\\": \\"X\\"}`, as a container's log driver or a logging service stores a JSON line),
+    `token ::= X` (sixteenth) and Go's `:=` (since the seventh), a YAML tag or anchor before the value (`api_key: !!str X`
+    masked the tag and kept X; `&a X`: seventeenth), a name and value as two strings of a call
+    (`os.environ.setdefault("HF_TOKEN", "X")`, `os.putenv`, `getenv(NAME, "X")`, a tuple with no dashes: thirteenth and
+    fourteenth; PowerShell's `SetEnvironmentVariable`), a `value` attribute (`<secret_key value="X"/>`: fifteenth), and a
+    variable set with no `=` (`setenv NAME X`, `set -gx NAME X`, a Dockerfile's `ENV NAME X` in a build log: "set NAME X",
+    seventh). Before: each in clear in the CLI (text, JSON report), `read_log_tail` and `grep_log`. Ordinary code around the
+    same words is left alone."""
+    from tests.security.test_twelfth_round import _ALNUM, _fake, _printed_and_shown
+
+    v = [_fake(_ALNUM, 16) for _ in range(16)]
+    lines = [f"hf_token=\\'{v[0]}\\'", f'{{"log": "{{\\"hf_token\\": \\"{v[1]}\\"}}"}}', f"token ::= {v[2]}", f'password := "{v[3]}"',
+             f"api_key: !!str {v[4]}", f"api_key: &anchor {v[5]}", f'os.environ.setdefault("HF_TOKEN", "{v[6]}")',
+             f"os.putenv('WANDB_API_KEY', '{v[7]}')", f'os.getenv("OPENAI_API_KEY", "{v[8]}")', f"('api_key', '{v[9]}')",
+             f"[Environment]::SetEnvironmentVariable('HF_TOKEN', '{v[10]}')", f'<secret_key value="{v[11]}"/>',
+             f"setenv WANDB_API_KEY {v[12]}", f"set -gx HF_TOKEN {v[13]}", f"Step 4/9 : ENV DB_PASSWORD {v[14]}",
+             f"  <password type=\"text\" value=\"{v[15]}\" />",
+             'tok = getattr(tokenizer, "pad_token", "<pad>")', 'os.environ.get("HF_TOKEN", "")', "env TOKENIZERS_PARALLELISM false"]
+    shown = _printed_and_shown(tmp_path, lines)
+    for out in shown:
+        assert not any(x in out for x in v), out
+    for plain in lines[-3:]:  # read_log_tail's answer, as JSON
+        assert json.dumps(plain)[1:-1] in shown[-2], (plain, shown[-2])
