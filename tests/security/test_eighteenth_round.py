@@ -110,17 +110,18 @@ def test_a_secret_in_a_layout_the_seventeenth_round_or_before_listed_as_kept_nev
     (`os.environ.setdefault("HF_TOKEN", "X")`, `os.putenv`, `getenv(NAME, "X")`, a tuple with no dashes: thirteenth and
     fourteenth; PowerShell's `SetEnvironmentVariable`), a `value` attribute (`<secret_key value="X"/>`: fifteenth), and a
     variable set with no `=` (`setenv NAME X`, `set -gx NAME X`, a Dockerfile's `ENV NAME X` in a build log: "set NAME X",
-    seventh). Before: each in clear in the CLI (text, JSON report), `read_log_tail` and `grep_log`. Ordinary code around the
-    same words is left alone."""
+    seventh); met in this round, openssl's `-passout pass:X` and keytool's `-srcstorepass X`. Before: each in clear in the
+    CLI (text, JSON report), `read_log_tail` and `grep_log`. Ordinary code around the same words is left alone."""
     from tests.security.test_twelfth_round import _ALNUM, _fake, _printed_and_shown
 
-    v = [_fake(_ALNUM, 16) for _ in range(16)]
+    v = [_fake(_ALNUM, 16) for _ in range(18)]
     lines = [f"hf_token=\\'{v[0]}\\'", f'{{"log": "{{\\"hf_token\\": \\"{v[1]}\\"}}"}}', f"token ::= {v[2]}", f'password := "{v[3]}"',
              f"api_key: !!str {v[4]}", f"api_key: &anchor {v[5]}", f'os.environ.setdefault("HF_TOKEN", "{v[6]}")',
              f"os.putenv('WANDB_API_KEY', '{v[7]}')", f'os.getenv("OPENAI_API_KEY", "{v[8]}")', f"('api_key', '{v[9]}')",
              f"[Environment]::SetEnvironmentVariable('HF_TOKEN', '{v[10]}')", f'<secret_key value="{v[11]}"/>',
              f"setenv WANDB_API_KEY {v[12]}", f"set -gx HF_TOKEN {v[13]}", f"Step 4/9 : ENV DB_PASSWORD {v[14]}",
-             f"  <password type=\"text\" value=\"{v[15]}\" />",
+             f"  <password type=\"text\" value=\"{v[15]}\" />", f"openssl pkcs12 -export -in c.pem -passout pass:{v[16]}",
+             f"keytool -importkeystore -srcstorepass {v[17]}", "openssl rsa -in k.pem -passin env:KEY_PASSWORD",
              'tok = getattr(tokenizer, "pad_token", "<pad>")', 'os.environ.get("HF_TOKEN", "")', "env TOKENIZERS_PARALLELISM false"]
     shown = _printed_and_shown(tmp_path, lines)
     for out in shown:

@@ -114,6 +114,7 @@ HOSTILE = {  # prefixes of every pattern, repeated to fill a 1 MB line
     "yaml-tag": " api_key: !!str ", "yaml-anchor": " api_key: &a", "tuple": "('api_key', 'a", "tuple-open": "'token', '",
     "xml-value": '<password x value="a', "xml-value-far": "<password " + "x" * 190, "setenv": " setenv HF_TOKEN ",
     "set-flag": " set -gx api_key ", "env-step": "ENV HF_TOKEN a",
+    "openssl": "-passin pass:", "keytool": " -storepass ",
 }
 
 

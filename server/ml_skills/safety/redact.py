@@ -161,6 +161,11 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("cli-password", ("sshpass", "mysql", "curl", "redis-cli"), lazy(
         r"(?:\bsshpass\s{1,3}-p\s{0,3}|\bredis-cli\b[^\n]{0,200}?\s-a\s{1,3}|\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p|\bcurl\b[^\n]{0,200}?\s(?:-u|--user)[\s=]{1,3}['\"]?"
         r"[^\s:'\"]{1,200}:)['\"]?(?P<s>[^\s'\"]{1,200})")),
+    # openssl's `-passin pass:X` / `-passout pass:X` / `-pass pass:X` and keytool's `-storepass X` / `-keypass X` (eighteenth
+    # round: kept in clear; a certificate step of a launch script prints them). openssl's other forms (`env:VAR`, `file:path`)
+    # name where the password is, not the password.
+    ("openssl-keytool-pass", ("pass:", "storepass", "keypass"), lazy(
+        r"(?<![A-Za-z0-9_\-])-(?:pass(?:in|out)?[ \t]{1,3}+pass:|(?:src|dest)?(?:store|key)pass[ \t]{1,3}+)['\"]?(?P<s>[^\s'\"]{1,1000})")),
     ("jwt", ("eyj",), lazy(r"(?P<s>eyJ[A-Za-z0-9_\-]{8,4000}\.eyJ[A-Za-z0-9_\-]{8,8000}\.[A-Za-z0-9_\-]{8,4000})")),
     ("auth-header", ("authorization",), lazy(
         r"(?i)" + _GLUED + r"(?:authorization|proxy-authorization)['\"]?(?:\s{0,3}[:=]\s{0,3}|" + _PCT + r"3A(?:" + _PCT + r"20)?)['\"]?"
