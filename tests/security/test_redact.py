@@ -110,6 +110,11 @@ HOSTILE = {  # prefixes of every pattern, repeated to fill a 1 MB line
     "pass-pwd": " DB_PASS=", "pass-prefix": "A_" * 20 + "PASS=",
     "inner-quote": " secret='a'b", "triple-quote": ' password="""a', "many-tabs": " api_key\t\t\t\t\t",  # seventeenth round
     "spaced-operator": " password    =    ", "leader": " password\u2024\u2024", "prefixed-quote": " token=rb'a'",
+    "escaped-quote": '{\\"hf_token\\": \\"a', "escaped-open": " token=\\'a", "go-assign": " token ::= ",  # eighteenth round
+    "yaml-tag": " api_key: !!str ", "yaml-anchor": " api_key: &a", "tuple": "('api_key', 'a", "tuple-open": "'token', '",
+    "xml-value": '<password x value="a', "xml-value-far": "<password " + "x" * 190, "setenv": " setenv HF_TOKEN ",
+    "set-flag": " set -gx api_key ", "env-step": "ENV HF_TOKEN a",
+    "openssl": "-passin pass:", "keytool": " -storepass ",
 }
 
 

@@ -202,7 +202,9 @@ def _unusable(path: Path, why: str, fmt: str = "unreadable") -> CheckpointInfo:
     """A checkpoint that cannot be opened (dangling link, FIFO, outside the roots): invalid, with why."""
     try:
         mtime = datetime.fromtimestamp(os.lstat(path).st_mtime, UTC)
-        if path.is_symlink() and not path.exists():  # Lightning's last.ckpt after the checkpoint it named was rotated away
+        # Lightning's last.ckpt after the checkpoint it named was rotated away; a link out of the roots keeps the refusal, the
+        # same whether its target exists or not (eighteenth round: a folder's dangling shard named where it led, outside)
+        if path.is_symlink() and not path.exists() and not paths.leads_out_of_roots(path):
             why = f"dangling symlink to {os.readlink(path)[:200]}: the checkpoint it named is gone"
     except OSError:
         mtime = datetime.fromtimestamp(0, UTC)

@@ -241,7 +241,12 @@ def read_report(
         raise InputError(f"{p} is not a JSON report ({str(e)[:200]}): give the path of a check-failed-run.json") from None
     if not isinstance(data, dict) or "primary_cause" not in data or "schema_version" not in data:
         raise InputError(f"{p} is not a check-failed-run.json (no schema_version or primary_cause)")
-    picked, stripped = _strip_all(fields_mod.select(data, paths))
+    try:
+        selected = fields_mod.select(data, paths)
+    except InputError as e:  # an unknown field's error lists the report's own keys: data, as its values are (eighteenth round)
+        ours, sep, keys = str(e).partition(" fields are ")
+        raise InputError(ours + sep + quote_inline(keys, new_marker()) if sep else str(e)) from None
+    picked, stripped = _strip_all(selected)
     out: dict[str, Any] = {}
     notes: list[str] = []
     budget = brief.DETAIL_MAX_CHARS

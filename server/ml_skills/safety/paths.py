@@ -190,6 +190,12 @@ def _outside(candidate: Path, roots: Sequence[Path]) -> str:
             "followed); start the server with --allow-root for that directory")
 
 
+def leads_out_of_roots(path: Path) -> bool:
+    """Whether `path` (a link that may dangle) leads out of the active roots; False when no roots are active (the CLI)."""
+    roots = active_roots()
+    return roots is not None and _leads_out(path, roots)
+
+
 def _leads_out(candidate: Path, roots: Sequence[Path]) -> bool:
     """Whether a path that does not resolve leads out of the roots as far as it goes (a dangling link to /elsewhere)."""
     try:

@@ -49,8 +49,12 @@ _PCT = r"%(?:25)?"
 # Seventeenth round (each listed as kept by the sixteenth): any run of spaces or tabs around the operator (`password =    X`
 # aligned, a TSV's empty cells `api_key<4 tabs>X`; possessive, so a long run costs one pass), a one- or two-dot leader
 # (`password\u2024X`: never a member access, unlike `.`), and a triple-quoted value (`password = """X"""`).
-_ASSIGN = (r"(?:(?:['\"]\]|['\"])?(?:\s{0,3}+[ \t]{0,40}+(?:[:=]|=>|->)\s{0,3}+[ \t]{0,40}+|[ ]{0,3}\|[ ]{0,3}|[ ]{0,40}+\t[ \t]{0,40}+"
-           r"|[ ]{0,3}[\u2024\u2025\u00b7\u2027\u2219\u22c5\u2e31\u30fb]{1,40}+[ ]{0,3})(?:[rRbBuUfF]{1,2}(?=['\"]))?(?:'{3}|\"{3}|['\"])?|(?:" + _PCT + r"2[27])?" + _PCT + r"3[DdAa](?:" + _PCT
+# Eighteenth round (each listed as kept by the seventeenth or before): quotes escaped once or more around the name and the value
+# (`{\"hf_token\": \"X\"}`, JSON in a JSON string, as a container's log driver or a logging service stores a JSON line;
+# `hf_token=\'X\'`), Go's and BNF's `:=` and `::=`, and a YAML tag or anchor before the value (`api_key: !!str X`, `&a X`).
+_ASSIGN = (r"(?:(?:\\{0,3}+['\"]\]?)?(?:\s{0,3}+[ \t]{0,40}+(?:::?=|[:=]|=>|->)\s{0,3}+[ \t]{0,40}+"
+           r"(?:(?:!{1,2}[a-z]{1,20}+|&[A-Za-z0-9_\-]{1,40}+)[ \t]{1,3}+)?+|[ ]{0,3}\|[ ]{0,3}|[ ]{0,40}+\t[ \t]{0,40}+"
+           r"|[ ]{0,3}[\u2024\u2025\u00b7\u2027\u2219\u22c5\u2e31\u30fb]{1,40}+[ ]{0,3})(?:[rRbBuUfF]{1,2}(?=['\"]))?(?:\\{1,3}+['\"]|'{3}|\"{3}|['\"])?|(?:" + _PCT + r"2[27])?" + _PCT + r"3[DdAa](?:" + _PCT
            + r"20|\+)?(?:" + _PCT + r"2[27])?)")
 
 # A value in quotes is taken whole, to its closing quote (sixteenth round): a value ended at a space, a quote, `,`, `}`, `&`,
@@ -61,8 +65,11 @@ _ASSIGN = (r"(?:(?:['\"]\]|['\"])?(?:\s{0,3}+[ \t]{0,40}+(?:[:=]|=>|->)\s{0,3}+[
 # Seventeenth round: the same quote inside the value, between two characters of it (`secret='a'b'`: one glued to a letter or
 # digit on its right, after anything but a space, an opening mark or `=:,+`, so `"token: " + t + "x"` is still code), and a
 # tripled closing quote (`"""X"""`) are taken with it; before, the value ended at the inner quote and the rest was kept.
+# Eighteenth round: a value between escaped quotes (`\"X\"`, `\'X\'`) is taken to the next escaped quote, its backslash kept
+# (and only so: the plain branch, which scans up to 1,000 characters for its closing quote, is not tried after an escaped one).
 def _quoted(least: int) -> str:
-    return "".join(rf"(?<={q})(?:\\.|[^{q}\\\n]|(?<=[^\s(\[{{=:,+]){q}(?=[A-Za-z0-9])){{{least},1000}}?(?={q}{{1,3}}(?:[\s,;}})\]&]|$))|"
+    return "".join(rf"(?<=\\{q})[^{q}\\\n]{{{least},1000}}+(?=\\{q})|"
+                   rf"(?<=(?<!\\){q})(?:\\.|[^{q}\\\n]|(?<=[^\s(\[{{=:,+]){q}(?=[A-Za-z0-9])){{{least},1000}}?(?={q}{{1,3}}(?:[\s,;}})\]&]|$))|"
                    for q in ("'", '"'))
 
 
@@ -154,6 +161,11 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("cli-password", ("sshpass", "mysql", "curl", "redis-cli"), lazy(
         r"(?:\bsshpass\s{1,3}-p\s{0,3}|\bredis-cli\b[^\n]{0,200}?\s-a\s{1,3}|\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p|\bcurl\b[^\n]{0,200}?\s(?:-u|--user)[\s=]{1,3}['\"]?"
         r"[^\s:'\"]{1,200}:)['\"]?(?P<s>[^\s'\"]{1,200})")),
+    # openssl's `-passin pass:X` / `-passout pass:X` / `-pass pass:X` and keytool's `-storepass X` / `-keypass X` (eighteenth
+    # round: kept in clear; a certificate step of a launch script prints them). openssl's other forms (`env:VAR`, `file:path`)
+    # name where the password is, not the password.
+    ("openssl-keytool-pass", ("pass:", "storepass", "keypass"), lazy(
+        r"(?<![A-Za-z0-9_\-])-(?:pass(?:in|out)?[ \t]{1,3}+pass:|(?:src|dest)?(?:store|key)pass[ \t]{1,3}+)['\"]?(?P<s>[^\s'\"]{1,1000})")),
     ("jwt", ("eyj",), lazy(r"(?P<s>eyJ[A-Za-z0-9_\-]{8,4000}\.eyJ[A-Za-z0-9_\-]{8,8000}\.[A-Za-z0-9_\-]{8,4000})")),
     ("auth-header", ("authorization",), lazy(
         r"(?i)" + _GLUED + r"(?:authorization|proxy-authorization)['\"]?(?:\s{0,3}[:=]\s{0,3}|" + _PCT + r"3A(?:" + _PCT + r"20)?)['\"]?"
@@ -225,6 +237,20 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         r"(?i)&lt;[a-z0-9_.:\-]{0,40}" + _KEYWORD + r"(?:\s[^&<>]{0,200})?&gt;\s{0,3}(?P<s>(?:(?!&lt;)[^<>\s]){4,1000}?)\s{0,3}&lt;/")),
     ("xml-secret-unclosed", _KEY_NEEDLES, lazy(
         r"(?im)<[a-z0-9_.:\-]{0,40}" + _KEYWORD + r">(?P<s>[^<>\s]{4,1000})[ \t]{0,3}$")),
+    # Eighteenth round (each listed as kept since the thirteenth to fifteenth rounds): a secret-bearing name and its value as
+    # two strings of a call or a tuple (`os.environ.setdefault("HF_TOKEN", "X")`, `os.putenv(...)`, `getenv("API_KEY", "X")`,
+    # PowerShell's `SetEnvironmentVariable('HF_TOKEN', 'X')`, `('api_key', 'X')`: a traceback prints the source line), the
+    # value of an element named for a secret given in its `value` attribute (`<secret_key value="X"/>`), and a variable set
+    # with no `=` by csh's `setenv`, fish's `set -gx` or a Dockerfile's `ENV NAME X` (a build log prints each step).
+    ("keyword-tuple", _KEY_NEEDLES, lazy(
+        r"(?i)(?<![A-Za-z0-9_\-])['\"][a-z0-9_.]{0,40}" + _KEYWORD + r"['\"][ \t]{0,3}+,[ \t]{0,3}+(?:[rbuf]{1,2}+)?['\"]"
+        r"(?![<\[]|(?:none|null|true|false|[0-9.]{1,30}+)['\"])(?P<s>[^'\"\n]{4,1000}+)(?=['\"])")),
+    ("xml-secret-value", ("value",), lazy(
+        r"(?i)<[a-z0-9_.:\-]{0,40}" + _KEYWORD + r"\s[^<>]{0,200}?(?<![a-z0-9_\-])value\s{0,3}+=\s{0,3}+['\"]"
+        r"(?![0-9.]{1,30}+['\"])(?P<s>[^'\"<>\n]{4,1000}+)['\"]")),
+    ("shell-set-secret", ("setenv", "set -", "env "), lazy(
+        r"(?i)(?<![A-Za-z0-9_\-])(?:setenv|set[ \t]{1,3}+-[a-z]{1,4}+|env)[ \t]{1,3}+[a-z0-9_]{0,40}" + _KEYWORD
+        + r"[ \t]{1,3}+['\"]?(?![$<\[%]|[0-9.]{1,30}(?![^\s'\",}&\])]))(?P<s>" + _quoted(4) + r"[^\s'\",}&\])]{4,1000})")),
     # `PWD=X` and `*_PASS=X`, `*_PWD=X` (an ODBC connection string's `UID=u;PWD=X;`, MySQL's `MYSQL_PWD`, `DB_PASS`,
     # RabbitMQ's `RABBITMQ_DEFAULT_PASS`): listed as kept until the sixteenth round. Upper case (ODBC's `Pwd`/`pwd` too), and
     # never a path, a shell expansion or a literal: the shell's own `PWD=/home/u` and `two_pass=True` are not secrets.
@@ -376,7 +402,7 @@ def _fill(match: re.Match[str]) -> str:
 # folds 'ſ' to s and 'ı' to i) always runs them.
 _KEYWORD_ENDS = lazy(r"apikey|(?:key|token|secret|passw(?:or)?d|passphrase)(?![a-z])")
 _KEYWORD_RULES = frozenset({"cli-secret-flag", "keyword-secret-assign", "named-value", "nested-value", "wandb-config-yaml",
-                            "xml-secret-unclosed"})
+                            "xml-secret-unclosed", "keyword-tuple", "xml-secret-value", "shell-set-secret"})
 _NEEDLES = tuple(dict.fromkeys(n for _name, needles, _rx in _RULES for n in needles))
 
 
