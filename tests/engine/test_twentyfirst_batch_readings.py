@@ -185,3 +185,65 @@ def test_a_relaunch_whose_log_ends_where_the_failed_launch_failed_has_not_gone_p
     assert d.run_status.value == "crashed"
     d = diagnose(DiagnoseRequest(target=str(next((TESTS / "healthy").glob("084-*/train.log")))))
     assert d.primary_cause is None and d.run_status.value == "recovered", d.root_cause
+
+
+# a run resumed past its cosine schedule ('past' = the schedule has ended: the learning rate stays at 0), or one
+# inside it; a person stops it with SIGTERM to torchrun, as one stops a run that goes nowhere
+_SCHEDULE = """
+    import math, sys, time, torch
+    torch.manual_seed(0)
+    x = torch.randn(512, 8); y = (x[:, 0] > 0).long()
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    planned = 5 if sys.argv[1] == "past" else 10_000
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda e: max(0.0, 0.5 * (1 + math.cos(math.pi * min(e, planned) / planned))))
+    lossf = torch.nn.CrossEntropyLoss()
+    for epoch in range(1, 10_000):
+        for i in range(0, 512, 64):
+            loss = lossf(model(x[i:i + 64]), y[i:i + 64]); opt.zero_grad(); loss.backward(); opt.step()
+            print(f"Epoch: [{epoch}] [{i // 64}/8] learning_rate: {opt.param_groups[0]['lr']:.6f} loss: {loss.item():.6f}", flush=True)
+        sched.step()
+        time.sleep(0.05)
+"""
+
+
+def _stopped(tmp_path: Path, mode: str):
+    import os
+    import signal
+    import time
+
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(_SCHEDULE))
+    log = tmp_path / f"train-{mode}.log"
+    env = {**os.environ, "HOME": str(tmp_path)}
+    with open(log, "wb") as out:
+        p = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "1", "--master-port", "29733",
+                              str(script), mode], stdout=out, stderr=subprocess.STDOUT, env=env)
+        try:
+            deadline = time.monotonic() + 90
+            while log.read_text().count("Epoch: [") < 200 and time.monotonic() < deadline:
+                time.sleep(0.3)
+            p.send_signal(signal.SIGTERM)  # to the agent, as `kill PID` of the launcher does
+            p.wait(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+    assert "got signal: 15" in log.read_text()
+    return diagnose(DiagnoseRequest(target=str(log)))
+
+
+def test_torchruns_signal_exception_for_a_sigterm_is_a_stop_not_a_collective(tmp_path):
+    """The agent raises SignalException in its monitor loop (frames in torch/distributed/): before, it was read as an
+    exception inside a collective, nccl-distributed. It is the SIGTERM that stopped the run."""
+    d = _stopped(tmp_path, "inside")
+    assert d.primary_cause is not None and d.primary_cause.value == "process-crash", d.root_cause
+
+
+def test_a_sigterm_after_a_schedule_ended_at_zero_is_not_the_story(tmp_path):
+    """Past its schedule the learning rate is 0 and every epoch replays the last one's losses; the SIGTERM that ends
+    it says only that it was stopped (1305, PaddleDetection resumed past its 80-epoch cosine: learning_rate 0.000000
+    for thirty epochs, then a SIGTERM; before, process-crash)."""
+    d = _stopped(tmp_path, "past")
+    assert d.primary_cause is not None and d.primary_cause.value in ("optimization-divergence", "config-error"), d.root_cause
+    d = diagnose(DiagnoseRequest(target=str(_case(1305))))
+    assert d.primary_cause is not None and d.primary_cause.value == "config-error", d.root_cause

@@ -110,7 +110,8 @@ CONTRIBUTING_W = 0.3
 def _bare_stop(s: Signal) -> bool:
     """A stop that does not say why: a Ctrl-C, a SIGTERM/SIGKILL, an exit code. A person or a scheduler may have
     stopped the run because of the very trend in its metrics (600 epochs at a loss of 1e31, then a kill)."""
-    return s.label in generic_signatures() or s.label in _BARE_STOPS or s.label.endswith(":user-interrupt")
+    label = s.label.removeprefix("traceback:")  # torchrun's SignalException for a SIGTERM, read by its signal line
+    return label in generic_signatures() or label in _BARE_STOPS or s.label.endswith(":user-interrupt")
 
 
 _BARE_STOPS = frozenset({"sigkill-exit-137", "sigkill-external"})
@@ -134,6 +135,21 @@ def anomalies_below_the_ending(signals: list[Signal]) -> None:
                 not any(e.failure_class is FailureClass.CUDA_RUNTIME for e in later):
             a.weight *= CONTRIBUTING_W
             a.role = Role.HINT
+
+
+# readings that describe the run up to its last logs: it was going nowhere when it was stopped
+_TO_THE_END = frozenset({"learning-rate-zero", "loss-frozen", "validation-metric-frozen"})
+
+
+def stopped_going_nowhere(signals: list[Signal]) -> None:
+    """A bare stop (a SIGTERM, a kill, a Ctrl-C) after the metrics showed, up to their last logs, a run going nowhere: the
+    stop counts for half. It says only that someone or something ended the run; the learning rate at 0 for thirty
+    epochs before it (1305: a PaddleDetection run resumed past its schedule, then SIGTERMed) says what was wrong."""
+    nowhere = [a for a in signals if a.kind == "anomaly" and a.label in _TO_THE_END and a.role is not Role.HINT and a.line_no]
+    for s in signals:
+        if _bare_stop(s) and not s.survived and s.line_no is not None and any(
+                a.source == s.source and (a.line_no or 0) < s.line_no for a in nowhere):
+            s.weight *= 0.5
 
 
 # How peers see a rank that died: its sockets close (Gloo, TF's gRPC), NCCL's service thread reports the

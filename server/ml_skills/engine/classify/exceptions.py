@@ -25,6 +25,11 @@ def traceback_class(tb: TracebackEvent, hits_by_line: dict[tuple[str, int], list
     if interrupted and not tb.exc_type.endswith("KeyboardInterrupt"):
         return None, 0.0, ""  # the launcher's agent, which always waits in its monitor loop: no word on its workers
     typed = f"{tb.exc_type}"
+    if typed.rsplit(".", 1)[-1] == "SignalException":
+        # the agent got a signal (SIGTERM, SIGHUP) where it always waits, its monitor loop in torch/distributed/: its
+        # frames are no collective; the signal line's own signature says what stopped it
+        named = next((h for h in line_hits if h.role is Role.CAUSE), None)
+        return (named.failure_class, 0.9, named.signature_id) if named is not None else (None, 0.0, "")
     for rule, rx_type, rx_msg, rx_frames in compiled_exception_rules():
         if rx_frames is None or (interrupted and "KeyboardInterrupt" not in rule.exc_type):
             continue  # a Ctrl-C's frames say only whether it was waiting (a hang), not what failed

@@ -26,6 +26,7 @@ from ml_skills.engine.classify.cascades import (
     numeric_before_crash,
     own_error_before_a_kill,
     peers_follow_a_death,
+    stopped_going_nowhere,
     warning_before_a_lost_error,
 )
 from ml_skills.engine.classify.collect import collect_signals
@@ -149,6 +150,7 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
     damp_warnings(signals)
     numeric_before_crash(signals)
     anomalies_below_the_ending(signals)
+    stopped_going_nowhere(signals)
     peers_follow_a_death(signals)
     own_error_before_a_kill(signals)
     after_the_teardown(signals)
