@@ -247,3 +247,49 @@ def test_a_sigterm_after_a_schedule_ended_at_zero_is_not_the_story(tmp_path):
     assert d.primary_cause is not None and d.primary_cause.value in ("optimization-divergence", "config-error"), d.root_cause
     d = diagnose(DiagnoseRequest(target=str(_case(1305))))
     assert d.primary_cause is not None and d.primary_cause.value == "config-error", d.root_cause
+
+
+# a classifier printed as Keras prints an epoch; 'noise' labels half the training set at random, so the model can only
+# memorise them and held-out accuracy stays far below the training accuracy
+_FIT = """
+    import sys, torch
+    torch.manual_seed(0)
+    noisy = sys.argv[1] == "noise"
+    n, d = 400, 30
+    x = torch.randn(n, d); y = (x[:, 0] > 0).long()
+    if noisy:
+        flip = torch.rand(n) < 0.5; y[flip] = torch.randint(0, 2, (int(flip.sum()),))
+    xv = torch.randn(400, d); yv = (xv[:, 0] > 0).long()
+    model = torch.nn.Sequential(torch.nn.Linear(d, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 2))
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3); lossf = torch.nn.CrossEntropyLoss()
+    for epoch in range(1, 301):
+        for i in range(0, n, 50):
+            loss = lossf(model(x[i:i + 50]), y[i:i + 50]); opt.zero_grad(); loss.backward(); opt.step()
+        if epoch % 10:
+            continue
+        with torch.no_grad():
+            out = model(x); tl = lossf(out, y).item(); ta = (out.argmax(1) == y).float().mean().item()
+            ov = model(xv); vl = lossf(ov, yv).item(); va = (ov.argmax(1) == yv).float().mean().item()
+        print(f"Epoch {epoch}/300")
+        print(f" - 1s - loss: {tl:.4f} - acc: {ta:.4f} - val_loss: {vl:.4f} - val_acc: {va:.4f}", flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode", ["noise", "clean"])
+def test_memorisation_read_from_the_last_evaluations_of_a_pasted_tail(tmp_path, mode):
+    """1319 (kk7nc/RMDL#14, verbatim) pastes epochs 69-77 only: training accuracy 0.99 at loss 0.03, validation 0.64-0.70
+    at 3.4-3.96, after the climb the rising-loss reading needs. The tail of a real run that memorises noisy labels reads
+    the same; the same run on clean labels (validation as good as training) does not."""
+    full = tmp_path / "full.log"
+    (tmp_path / "fit.py").write_text(textwrap.dedent(_FIT))
+    with open(full, "wb") as out:
+        subprocess.run([sys.executable, str(tmp_path / "fit.py"), mode], stdout=out, stderr=subprocess.STDOUT, timeout=300, check=True)
+    tail = tmp_path / "train.log"
+    tail.write_text("".join(full.read_text().splitlines(keepends=True)[-12:]))  # `tail -n 12`, the last six epochs
+    d = diagnose(DiagnoseRequest(target=str(tail)))
+    if mode == "noise":
+        assert d.primary_cause is not None and d.primary_cause.value == "evaluation-mismatch", (d.root_cause, tail.read_text())
+        d = diagnose(DiagnoseRequest(target=str(_case(1319))))
+        assert d.primary_cause is not None and d.primary_cause.value == "evaluation-mismatch", d.root_cause
+    else:
+        assert d.primary_cause is None, (d.root_cause, tail.read_text())

@@ -156,6 +156,34 @@ def _accuracy_gap(points: Sequence[MetricPoint]) -> Anomaly | None:
     )
 
 
+MEMORISED_ACC = 0.95  # training accuracy at nineteen twentieths or more...
+MEMORISED_LOSS = 0.1  # ...at a training loss this low...
+MEMORISED_RATIO = 20.0  # ...while the validation loss is this many times it (and 1 or more)...
+MEMORISED_VACC = 0.85  # ...and validation accuracy under this share of the training accuracy
+
+
+def _memorised(points: Sequence[MetricPoint]) -> Anomaly | None:
+    """The training set fitted and the held-out set not, at each of the last GAP_EVALS evaluations, however the
+    validation loss moved before them: training accuracy 0.99 at a loss of 0.03, validation accuracy 0.64-0.70 at a
+    loss of 3.4-3.96 (1319, an RMDL member pasted from its 69th epoch on, after its climb). Between the gap above (under
+    half the training accuracy: evaluation sees other inputs) and the disagreement (accuracies alike, losses not)."""
+    if (last := _last_evals(points)) is None:
+        return None
+    tail, scale = last
+    if any(acc < MEMORISED_ACC * scale or not 0 <= loss <= MEMORISED_LOSS or vloss < max(1.0, MEMORISED_RATIO * loss)
+           or vacc > MEMORISED_VACC * acc for _, acc, vacc, loss, vloss in tail):
+        return None
+    p, acc, vacc, loss, vloss = tail[-1]
+    return Anomaly(
+        kind=AnomalyKind.TRAIN_VAL_DIVERGENCE, failure_class=FailureClass.EVALUATION_MISMATCH,
+        severity=Severity.SIGNIFICANT, source=p.source, line_no=p.line_no, step=p.step,
+        detail=(f"training accuracy {acc:g} at loss {loss:.4g} against validation accuracy {vacc:g} at loss {vloss:.4g} "
+                f"({vloss / max(loss, 1e-4):.0f}x or more) at each of the last {GAP_EVALS} evaluations: memorisation - the model fits what it "
+                "trains on and not held-out data (too little or unrepresentative training data, too little "
+                "regularisation, or training past the best epoch)"),
+    )
+
+
 ZERO_ACC_LOGS = 3  # logs in a row with an accuracy of exactly 0 beside a loss that says it cannot be
 
 
@@ -264,7 +292,8 @@ def train_val(points: Sequence[MetricPoint], task: Task | None) -> list[Anomaly]
                 severity=Severity.SIGNIFICANT, source=p.source, line_no=p.line_no, step=p.step,
                 detail=f"validation loss {v:g} at the first evaluation: leakage or a trivial target",
             ))
-    if task in (None, Task.CLASSIFICATION) and not out and (gap_found := _accuracy_gap(points) or _loss_and_accuracy_disagree(points)):
+    if task in (None, Task.CLASSIFICATION) and not out and (gap_found := _accuracy_gap(points) or _loss_and_accuracy_disagree(points)
+                                                                   or _memorised(points)):
         out.append(gap_found)
     if task in (None, Task.CLASSIFICATION) and (frozen := _validation_frozen(points, vacc)):
         out.append(frozen)
