@@ -293,3 +293,19 @@ def test_memorisation_read_from_the_last_evaluations_of_a_pasted_tail(tmp_path, 
         assert d.primary_cause is not None and d.primary_cause.value == "evaluation-mismatch", d.root_cause
     else:
         assert d.primary_cause is None, (d.root_cause, tail.read_text())
+
+
+@pytest.mark.parametrize("case", [520, 526, 535])
+def test_a_step_counter_at_its_total_in_json_lines_and_rays_job_verdict_end_a_run(case, tmp_path):
+    """Healthy 526 and 535 (LLaMA-Factory's trainer_log.jsonl, verbatim: '"current_steps": 6750, "total_steps": 6750')
+    and 520 (Ray's job CLI: "Job 'raysubmit_...' succeeded") completed; before, running and unknown. The same
+    trainer_log.jsonl cut before its last record (as the file read while the run still wrote it) is still running."""
+    path = next((TESTS / "healthy").glob(f"{case}-*/train.log"))
+    d = diagnose(DiagnoseRequest(target=str(path)))
+    assert d.primary_cause is None and d.run_status.value == "completed", (d.run_status, d.root_cause)
+    if case != 520:
+        lines = path.read_text().splitlines(keepends=True)
+        cut = tmp_path / "trainer_log.jsonl"
+        cut.write_text("".join(lines[:-3]))  # the file two records before its end
+        d = diagnose(DiagnoseRequest(target=str(cut)))
+        assert d.primary_cause is None and d.run_status.value in ("running", "unknown"), d.run_status

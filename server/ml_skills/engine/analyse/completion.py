@@ -18,6 +18,9 @@ from ml_skills.models import MetricPoint
 # an epoch or step counter with its total: 'Epoch 5/5', 'epoch [10/10]', 'Epoch: [99/100]', 'iteration 1000/1000'
 _COUNTER = lazy(
     r"(?i)\b(?P<what>epoch|step|iter|iteration|global step|episode)s?\s*[:#=]?\s*\[?\s*(?P<n>\d+)\s*/\s*(?P<total>\d+)\s*\]?")
+# the same counter as a JSON-lines trainer log writes it (LLaMA-Factory's trainer_log.jsonl: '"current_steps": 8660,
+# "total_steps": 8660')
+_JSON_COUNTER = lazy(r'"(?P<what>current_steps)":\s*+(?P<n>\d+),\s*+"total_steps":\s*+(?P<total>\d+)')
 
 
 _KERAS_HEADER = lazy(r"^\s*Epoch \d+/\d+\s*$")
@@ -34,7 +37,7 @@ def final_counter(tail: list[str], tail_start: int, last_progress_line: int | No
     'Epoch 5/5' is followed by that epoch's bar, the progress line itself.
     """
     for i in range(len(tail) - 1, -1, -1):
-        m = _COUNTER.search(tail[i])
+        m = _COUNTER.search(tail[i]) or _JSON_COUNTER.search(tail[i])
         if m is None:
             continue
         line_no = tail_start + i

@@ -60,7 +60,9 @@ _MARKERS: list[tuple[str, str, bool]] = [
      # a script's own closing line: 'completing training in 113880.80 seconds', 'train.py main execution finished',
      # a start/finish stamp pair's second half ('Finished: 2026-09-30 00:58:21')
      r"\bcomplet(?:ed|ing) training in \d|\b(?:main|script|pipeline) execution (?:finished|completed)\b|"
-     r"^\W{0,12}(?:Finished|Completed)(?: at)?:?\s+\d{4}-\d\d-\d\d[ T]\d\d:\d\d)"), True),
+     r"^\W{0,12}(?:Finished|Completed)(?: at)?:?\s+\d{4}-\d\d-\d\d[ T]\d\d:\d\d|"
+     # Ray's job CLI closing a submitted job's output ('Job 'raysubmit_6UyYLeNi217UXdBQ' succeeded')
+     r"\bJob '[\w.-]{1,80}' succeeded\b)"), True),
     # a validation metric in the chunk: on sampled logs its lines are all parsed (see _eval_lines)
     ("eval", metric_lines.EVAL, True),
     # a checkpoint written: resume points for the plan (engine/facts.py reads the last few)
