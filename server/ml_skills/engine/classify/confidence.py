@@ -35,7 +35,7 @@ ACCURACY: dict[str, float] = {
     "exception-named": 0.83,
     "exception-located": 0.85,
     "signature": 0.97,
-    "symptom": 0.91,
+    "symptom": 0.88,
     "anomaly": 0.97,
     "stop": 0.64,  # few dev verdicts rest on a stop alone (shrunk toward the pooled figure); stops.py caps it at 0.45
 }
@@ -46,10 +46,10 @@ ACCURACY: dict[str, float] = {
 # whatever role the signal had in this verdict (the measured verdicts did not record it).
 # Fitted with ACCURACY by `python bench/accuracy.py`; tests/engine/test_confidence.py fails when they drift.
 LABEL_ACCURACY: dict[str, float] = {
-    "abort-native": 0.73,
+    "abort-native": 0.72,
     "illegal-memory-access": 0.94,
     "nccl-watchdog-timeout": 0.97,
-    "sigkill-exit-137": 0.95,
+    "sigkill-exit-137": 0.94,
     "traceback:exception-in-data-loading": 0.91,
     "traceback:unclassified-exception": 0.8,
     "traceback:value-or-assert": 0.96,
