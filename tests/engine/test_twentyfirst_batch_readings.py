@@ -309,3 +309,45 @@ def test_a_step_counter_at_its_total_in_json_lines_and_rays_job_verdict_end_a_ru
         cut.write_text("".join(lines[:-3]))  # the file two records before its end
         d = diagnose(DiagnoseRequest(target=str(cut)))
         assert d.primary_cause is None and d.run_status.value in ("running", "unknown"), d.run_status
+
+
+# a 10-class classifier whose inputs are zeroed before the model ('dead'): only the balanced prior can be learned, so the
+# loss settles at ln 10; the 'Accuracy' it prints is element-wise over the one-hot targets (about 0.9 whatever it predicts)
+_TEN = """
+    import sys, torch
+    torch.manual_seed(0)
+    dead = sys.argv[1] == "dead"
+    n, d = 2000, 20
+    x = torch.randn(n, d); y = torch.arange(n) % 10
+    x[torch.arange(n), y] += 3.0  # the class is readable from the inputs
+    model = torch.nn.Sequential(torch.nn.Linear(d, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2); lossf = torch.nn.CrossEntropyLoss()
+    for epoch in range(1, 11):
+        tot = hit = 0.0
+        for i in range(0, n, 100):
+            xb = x[i:i + 100] * (0.0 if dead else 1.0)
+            out = model(xb); loss = lossf(out, y[i:i + 100]); opt.zero_grad(); loss.backward(); opt.step()
+            onehot = torch.nn.functional.one_hot(y[i:i + 100], 10).float()
+            hit += ((out.softmax(1) > 0.5).float() == onehot).float().mean().item(); tot += loss.item()
+        print(f"Epoch: {epoch}, Loss: {tot / (n // 100)}, Accuracy: {hit / (n // 100)}", flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode", ["dead", "alive"])
+def test_a_loss_pinned_at_ln_c_for_epochs_is_chance_whatever_the_accuracy_beside_it_says(tmp_path, mode):
+    """1312 (SciSharp/SiaNet#3, verbatim): loss 2.3021-2.3022 = ln 10 for nine epochs beside an 'Accuracy' of 0.89;
+    before, no class (the chance reading wanted an accuracy of 1/C beside it). A real run whose inputs are zeroed reads
+    the same; the run that sees its inputs learns, and is not flagged."""
+    script = tmp_path / "ten.py"
+    script.write_text(textwrap.dedent(_TEN))
+    log = tmp_path / "train.log"
+    with open(log, "wb") as out:
+        subprocess.run([sys.executable, str(script), mode], stdout=out, stderr=subprocess.STDOUT, timeout=300, check=True)
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    if mode == "dead":
+        assert d.primary_cause is not None and d.primary_cause.value == "optimization-divergence", (d.root_cause, log.read_text())
+        assert any("ln 10" in a.detail for a in d.anomalies)
+        d = diagnose(DiagnoseRequest(target=str(_case(1312))))
+        assert d.primary_cause is not None and d.primary_cause.value == "optimization-divergence", d.root_cause
+    else:
+        assert d.primary_cause is None, (d.root_cause, log.read_text())

@@ -141,6 +141,22 @@ def _chance_on_validation(points: Sequence[MetricPoint]) -> tuple[MetricPoint, f
                                      f"evaluations, {epochs[-1] - epochs[0]:g} epochs: a guess no better than chance on held-out data")
 
 
+PINNED_REL = 0.001  # within 0.1% of ln C...
+PINNED_EPOCHS = 4  # ...at one log per epoch or more, over this many epochs: no start-up sits at chance that long
+
+
+def _pinned_at_chance(s: Sequence[tuple[MetricPoint, float]], c: int) -> tuple[MetricPoint, float] | None:
+    """(first point, epochs) when the loss sits at ln C within PINNED_REL at every log of the last PINNED_EPOCHS epochs
+    or more (one log per epoch at least): a network answering uniformly, even where the accuracy printed beside it is
+    not 1/C (SiaNet's MNIST example, 1312: 2.3021-2.3022 for nine epochs beside an element-wise 'Accuracy' of 0.89)."""
+    run = list(itertools.takewhile(lambda t: t[0].epoch is not None and abs(t[1] - math.log(c)) <= PINNED_REL * math.log(c),
+                                   reversed(s)))
+    epochs = {p.epoch for p, _ in run}
+    if len(epochs) < PINNED_EPOCHS + 1 or max(epochs) - min(epochs) < PINNED_EPOCHS:  # type: ignore[type-var,operator]
+        return None
+    return run[-1][0], max(epochs) - min(epochs)  # type: ignore[type-var,operator,return-value]
+
+
 def loss_collapsed(points: Sequence[MetricPoint]) -> Anomaly | None:
     """The loss pinned at a value that only a collapsed network prints: its outputs no longer depend on the input.
 
@@ -175,6 +191,10 @@ def loss_collapsed(points: Sequence[MetricPoint]) -> Anomaly | None:
             why = f"= ln {c} to every printed digit, the loss of a prediction exactly uniform over {c} classes (all logits equal)"
         elif chance:
             why = f"= ln {c} with an accuracy of 1/{c} beside it for {epochs[-1] - epochs[0]:g} epochs: a guess no better than chance"
+        elif (pinned := _pinned_at_chance(s, c)) is not None:
+            first, n_epochs = pinned
+            why = (f"= ln {c} (within {PINNED_REL:.1%}) at every epoch's log for {n_epochs:g} epochs: the loss of a uniform "
+                   f"guess over {c} classes, whatever an accuracy beside it says")
     what = "training loss"
     if why is None and (held := _chance_on_validation(points)) is not None:
         (first, last, why), what = held, "validation loss"
