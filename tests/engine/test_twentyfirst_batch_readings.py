@@ -351,3 +351,44 @@ def test_a_loss_pinned_at_ln_c_for_epochs_is_chance_whatever_the_accuracy_beside
         assert d.primary_cause is not None and d.primary_cause.value == "optimization-divergence", d.root_cause
     else:
         assert d.primary_cause is None, (d.root_cause, log.read_text())
+
+
+# an evaluation job that polls for the checkpoint its training job should write, as Faster-RCNN_TF's test_net does;
+# 'never': the name it waits for is not the name the saver writes; 'found': the file appears and it evaluates
+_POLL = """
+    import os, sys, time
+    want = sys.argv[1]
+    if sys.argv[2] == "found":
+        open(want, "w").write("weights")
+    while not os.path.exists(want):
+        print(f"Waiting for {want} to exist...", flush=True)
+        time.sleep(0.2)
+    print(f"Loaded {want}", flush=True)
+    for i in range(1, 6):
+        print(f"im_detect: {i}/5 0.051s", flush=True)
+    print("Evaluating detections\\nMean AP = 0.7012", flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode", ["never", "found"])
+def test_a_log_ending_in_one_wait_line_printed_again_and_again_is_a_program_waiting_in_a_loop(tmp_path, mode):
+    """1316 (smallcorgi/Faster-RCNN_TF#157, verbatim): 'Waiting for .../VGGnet_fast_rcnn_iter_70000.ckpt to exist...'
+    for twelve hours (the V2 saver writes other file names); before, no reading at all. A real poller that never finds
+    its file reads as stalled and names the line; the same poller that finds it is not flagged."""
+    script = tmp_path / "test_net.py"
+    script.write_text(textwrap.dedent(_POLL))
+    log = tmp_path / "test.log"
+    with open(log, "wb") as out:
+        try:
+            subprocess.run([sys.executable, str(script), str(tmp_path / "iter_70000.ckpt"), mode], stdout=out,
+                           stderr=subprocess.STDOUT, timeout=3, check=False)
+        except subprocess.TimeoutExpired:
+            pass  # the poller is still waiting when the log is read
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    if mode == "never":
+        assert d.primary_cause is not None and d.primary_cause.value == "stalled", (d.root_cause, log.read_text()[-500:])
+        assert "iter_70000.ckpt" in d.root_cause.proximate
+        d = diagnose(DiagnoseRequest(target=str(_case(1316))))
+        assert d.primary_cause is not None and d.primary_cause.value == "stalled", d.root_cause
+    else:
+        assert d.primary_cause is None, (d.root_cause, log.read_text())

@@ -80,7 +80,9 @@ AT_SYNC_POINT, CUT_WAITING, CUT_IN_CALL = "stopped-at-sync-point", "stack-cut-wh
 CANCELLED_IDLE = "cancelled-without-progress"
 SCHEDULER_CANCELLED = "scheduler-cancelled"  # the catalog's hint for a person's scancel or bkill
 BEFORE_FIRST_STEP = "stopped-in-distributed-start-up"
+WAIT_LOOP = "waiting-in-a-loop"
 FINDING = {
+    WAIT_LOOP: "the log ends printing the same wait line over and over, with nothing else between",
     BEFORE_FIRST_STEP: "the log stops with no error after distributed start-up and before any training step",
     CANCELLED_IDLE: "a person cancelled the job and the log holds no training progress before it",
     AT_SYNC_POINT: "the log stops with no error where ranks or workers wait for each other",
@@ -88,6 +90,10 @@ FINDING = {
     CUT_IN_CALL: "the log ends in a traceback cut before its exception line, raised inside",
 }
 MEANING = {  # the root cause's words
+    WAIT_LOOP: ("The log ends with the program polling for something that does not come (a file 'to exist', a server, a "
+                "lock, a GPU to free up), printing the same line each time: it waits in a loop and makes no progress. "
+                "What it waits for is in the line: a checkpoint whose name the writer never produces (another format or "
+                "naming scheme, another directory), a service that is down, a lock a killed process left behind."),
     AT_SYNC_POINT: ("The log stops with no error at a point where every rank or worker waits for the others (distributed "
                     "start-up, the first collective, the first batch, a JIT extension build): a hang there usually means a rank "
                     "that never joined, an unreachable MASTER_ADDR:PORT, a broken GPU peer-to-peer path, a stuck DataLoader "
@@ -183,10 +189,27 @@ def stop_signals(log: LogEvidence) -> list[Signal]:
                 if not shared and parsed is not None and parsed[0]:
                     continue  # one process whose first step logged its loss had passed that step: it waited for nobody (corpus 515)
             return [_signal(log, i, AT_SYNC_POINT, text)]
+    if (loop := _waiting_in_a_loop(lines)) is not None:
+        return [_signal(log, loop[0], WAIT_LOOP, loop[1])]
     if _nothing_else_named(log) and any(_MET.search(x) for _, x in lines) \
             and not any(_TEARDOWN.search(x) for _, x in lines[-LAST_LINES:]):
         return [_signal(log, last_line, BEFORE_FIRST_STEP, lines[-1][1])]
     return []
+
+
+_WAITING = lazy(r"(?i)\bwait(?:ing|s)?+\s++(?:for|until|on)\b")
+_DIGIT_RUNS = lazy(r"\d+")
+WAIT_REPEATS = 3  # the last lines that say something, all the same wait line (digits aside: a counter, a time)
+
+
+def _waiting_in_a_loop(lines: list[tuple[int, str]]) -> tuple[int, str] | None:
+    """(line, text) of the first of the log's last WAIT_REPEATS or more lines when they are one wait line printed again
+    and again ('Waiting for .../VGGnet_fast_rcnn_iter_70000.ckpt to exist...', 1316), else None."""
+    last = [(i, x) for i, x in lines[-WAIT_REPEATS:]]
+    if len(last) < WAIT_REPEATS or not _WAITING.search(last[-1][1][:500]):
+        return None
+    shape = {_DIGIT_RUNS.sub("#", x.strip()) for _, x in last}
+    return last[0] if len(shape) == 1 else None
 
 
 def _nothing_else_named(log: LogEvidence) -> bool:
