@@ -247,6 +247,7 @@ def test_a_sigterm_after_a_schedule_ended_at_zero_is_not_the_story(tmp_path):
     assert d.primary_cause is not None and d.primary_cause.value in ("optimization-divergence", "config-error"), d.root_cause
     d = diagnose(DiagnoseRequest(target=str(_case(1305))))
     assert d.primary_cause is not None and d.primary_cause.value == "config-error", d.root_cause
+    assert d.fixes[0].fix_id == "fix-lr-schedule", [f.fix_id for f in d.fixes]  # before: generic config-error fixes
 
 
 # a classifier printed as Keras prints an epoch; 'noise' labels half the training set at random, so the model can only

@@ -101,6 +101,8 @@ def _named_by_anomalies(fixes: _Fixes, primary: FailureClass | None, logs: list[
         add("check-split-overlap", 1.0); add("dedupe-splits", 1.0)
     if seen(AnomalyKind.EVAL_ON_TRAIN_DATA) and primary is FailureClass.EVALUATION_MISMATCH:
         add("fix-eval-config", 1.0); add("check-split-overlap", 0.8)
+    if seen(AnomalyKind.LR_ZERO):
+        add("fix-lr-schedule", 1.0)
     if seen(AnomalyKind.LOSS_BLOWUP) or seen(AnomalyKind.LOSS_FROZEN):
         add("lower-lr-add-warmup", 0.95); add("grad-clipping", 0.9); add("resume-before-spike", 0.8)
     if seen(AnomalyKind.NO_PROGRESS):
