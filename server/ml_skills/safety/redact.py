@@ -243,8 +243,9 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # value of an element named for a secret given in its `value` attribute (`<secret_key value="X"/>`), and a variable set
     # with no `=` by csh's `setenv`, fish's `set -gx` or a Dockerfile's `ENV NAME X` (a build log prints each step).
     ("keyword-tuple", _KEY_NEEDLES, lazy(
-        r"(?i)(?<![A-Za-z0-9_\-])['\"][a-z0-9_.]{0,40}" + _KEYWORD + r"['\"][ \t]{0,3}+,[ \t]{0,3}+(?:[rbuf]{1,2}+)?['\"]"
-        r"(?![<\[]|(?:none|null|true|false|[0-9.]{1,30}+)['\"])(?P<s>[^'\"\n]{4,1000}+)(?=['\"])")),
+        # not JSON's '"pattern":"api-key","total_matches":1' (a value after a colon, then the next key): no tuple
+        r"(?i)(?<![A-Za-z0-9_\-])(?<!:)(?<!: )['\"][a-z0-9_.]{0,40}" + _KEYWORD + r"['\"][ \t]{0,3}+,[ \t]{0,3}+(?:[rbuf]{1,2}+)?['\"]"
+        r"(?![<\[]|(?:none|null|true|false|[0-9.]{1,30}+)['\"])(?P<s>[^'\"\n]{4,1000}+)(?=['\"](?![ \t]{0,3}+:))")),
     ("xml-secret-value", ("value",), lazy(
         r"(?i)<[a-z0-9_.:\-]{0,40}" + _KEYWORD + r"\s[^<>]{0,200}?(?<![a-z0-9_\-])value\s{0,3}+=\s{0,3}+['\"]"
         r"(?![0-9.]{1,30}+['\"])(?P<s>[^'\"<>\n]{4,1000}+)['\"]")),
