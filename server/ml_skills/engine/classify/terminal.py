@@ -77,12 +77,9 @@ def clean_retry_start(log: LogEvidence) -> int | None:
 
 
 _CLOCK = lazy(r"\d{1,4}[-/:]\d{1,2}[-/:]\d{1,4}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?(?:[.,]\d+)?|\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?")
-_NUMBER = lazy(r"\d+")
-
-
 def _counts(line: str) -> list[str]:
     """The numbers of a line other than its dates and times: where a run was when it printed it."""
-    return _NUMBER.findall(_CLOCK.sub(" ", line[:2000]))
+    return _DIGITS.findall(_CLOCK.sub(" ", line[:2000]))
 
 
 def _got_somewhere(log: LogEvidence, start: int, norm: list[str], failed_at: int) -> bool:
