@@ -29,6 +29,20 @@ _EPOCH_LINES = 6  # the lines an epoch's header may stand above its last one: a 
 _KERAS_DONE = lazy(r"^\s*(?:(?P<i>\d+)/(?P<n>\d+) (?:\[=+\]|- \d)|(?:-\s*)?\d+s - loss)")
 
 
+# an evaluation started once training's loop has returned (PaddleSeg's 'Start evaluating (total_samples: 119, ...)'
+# after 'iter: 16000/16000'); its own bar and results are progress lines, not training's
+_EVAL_START = lazy(r"(?i)^\W*+(?:\S++\s++){0,4}?(?:start(?:ing|s)?|begin(?:ning|s)?|running)\s++(?:the\s++)?(?:final\s++)?"
+                   r"(?:evaluat|validat|test)")
+
+
+def _evaluation_after(after: list[str]) -> bool:
+    """The lines after a counter are an evaluation: the first of them starts one, no training counter comes later
+    and nothing fatal is printed."""
+    lines = [x for x in after if x.strip()]
+    return (bool(lines) and bool(_EVAL_START.search(lines[0])) and not any(_COUNTER.search(x) for x in lines)
+            and not any(_fatal(x) for x in lines))
+
+
 def final_counter(tail: list[str], tail_start: int, last_progress_line: int | None) -> int | None:
     """The line of the last epoch/step counter if it names the last of its total and is the run's last progress.
 
@@ -54,7 +68,7 @@ def final_counter(tail: list[str], tail_start: int, last_progress_line: int | No
                 return None  # the epoch has no line of its own yet (it just began), or training went on past it
             n, total = int(m["n"]), int(m["total"])
             return line_no if total > 1 and n == total else None
-        if last_progress_line is not None and line_no < last_progress_line - 2:
+        if last_progress_line is not None and line_no < last_progress_line - 2 and not _evaluation_after(tail[i + 1 :]):
             return None  # training went on past this counter (or the counter is not the training's)
         n, total = int(m["n"]), int(m["total"])
         if n == total == 1:  # the one epoch of a one-epoch run: over when its step counter beside it is ('[1/1](56608/56608)'),
@@ -145,6 +159,9 @@ _SUMMARY = lazy(
     r"\ball\b[^\n]{0,30}\b(?:phases|stages|tasks|experiments|folds)\b[^\n]{0,10}\b(?:completed|finished|done)\b|\bdone with all\b|"
     # the process, job or script saying it ended well, about itself as a whole
     r"\b(process|job|script|run|pipeline) (completed|finished|ended) successfully\b|"
+    # the DeepSpeed launcher's line for each of its processes that returned 0 ('Process 23917 exits successfully.'); one
+    # that did not prints 'exits with return code = 1', which no run that ended well prints after its last step
+    r"\bprocess \d+ exits successfully\b|"
     # training said to have succeeded as the line's last words (MindSpore's model zoo: 'train success'), and CatBoost's
     # own early stop ('Stopped by overfitting detector  (100 iterations wait)': its planned end by its patience rule)
     r"\btrain(?:ing)? (?:success(?:ful(?:ly)?)?|succeeded)\s*[.!]*\s*$|\bStopped by overfitting detector\b|"
@@ -166,8 +183,35 @@ _ERROR_METRIC = lazy(r"(?i)\b(?:validation|valid|val|test|train(?:ing)?|top-?\d|
                      r"|\berror(?:[ _]rate)?\s*[:=]\s*-?\d*\.\d+")
 
 
+# a process reported gone with a non-zero code ('Process 23918 exits with return code = 1', 'exitcode: 1')
+_NONZERO_EXIT = lazy(r"(?i)\bexit(?:s|ed)?\s++with\s++(?:return\s++|exit\s++)?code\s*+=?\s*+-?[1-9]|\bexit\s?+code\s*+[:=]\s*+-?[1-9]")
+
+
 def _fatal(line: str) -> bool:
-    return bool(_ERROR.search(_ERROR_METRIC.sub("", line)))
+    return bool(_ERROR.search(_ERROR_METRIC.sub("", line)) or _NONZERO_EXIT.search(line))
+
+
+def _last_counted(tail: list[str], tail_start: int, last_progress_line: int | None) -> int | None:
+    """The last progress line, or the run's summary before it when every progress line after the summary is a lone
+    result with no step, epoch or loss (Keras' 'Epoch 44: early stopping', then a converted model's 'Accuracy: 0.7647'):
+    a metric printed alone after the summary is a result about the run, not a step of it."""
+    if last_progress_line is None or not 0 <= (i := last_progress_line - tail_start) < len(tail) or not _lone_result(tail[i]):
+        return last_progress_line
+    k = next((k for k in range(i, -1, -1) if _SUMMARY.search(tail[k])), None)
+    if k is None or k == i:
+        return last_progress_line
+    between = tail[k + 1 : i + 1]
+    results = [x for x in between if parse_line(x) is not None]
+    if len(results) > _QUIET_END or any(_COUNTER.search(x) for x in between) or not all(map(_lone_result, results)):
+        return last_progress_line
+    return tail_start + k
+
+
+def _lone_result(line: str) -> bool:
+    """A metric line that is no step of training: no step, epoch, loss or counter ('Accuracy: 0.7647')."""
+    p = parse_line(line)
+    return (p is not None and p[1] is None and p[2] is None and not any("loss" in k for k in p[0])
+            and not _COUNTER.search(line))
 
 
 def summary_after_training(tail: list[str], tail_start: int, last_progress_line: int | None) -> int | None:
@@ -179,6 +223,7 @@ def summary_after_training(tail: list[str], tail_start: int, last_progress_line:
     # from just before the last progress line: a checkpoint save that follows the summary may be read as progress;
     # with no progress line read at all (a table of epochs, a bar glued to an evaluation), the summary itself says
     # training ran, so the tail after it is what must hold no error
+    last_progress_line = _last_counted(tail, tail_start, last_progress_line)
     start = tail_start if last_progress_line is None else last_progress_line - 2
     after = [(tail_start + i, x) for i, x in enumerate(tail) if tail_start + i >= start]
     if last_progress_line is None:

@@ -61,8 +61,10 @@ def nan_onset(points: Sequence[MetricPoint], exact_nan: MetricPoint | None) -> A
         start = next((q.step for q in points if q.step is not None), None) if p.step is not None else None
         count = _fmt(p.step - start) if start is not None and p.step is not None and start <= 1 else _fmt(round(done))
     elif p.epoch is not None:
-        # only epochs are logged: a NaN in a late epoch is late, however few lines the log holds
-        early = p.epoch <= 1 and stable < EARLY_NAN_STEPS
+        # only epochs are logged: a NaN in a late epoch is late, however few lines the log holds; and a step counter
+        # printed before it by another logger of the run (or left out of a sampled log) says how far in it is
+        prior = max((q.step for q in points[:i] if q.step is not None), default=None)
+        early = p.epoch <= 1 and stable < EARLY_NAN_STEPS and (prior is None or prior < EARLY_NAN_STEPS)
         unit, count = "logged steps", str(stable)
     else:
         early = None  # the log prints no counter: how far into the run this is cannot be read from it

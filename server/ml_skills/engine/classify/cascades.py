@@ -180,16 +180,26 @@ def peers_follow_a_death(signals: list[Signal]) -> None:
 _OWN_ERRORS = frozenset({FailureClass.CONFIG_ERROR, FailureClass.DATA_PIPELINE, FailureClass.IO_CHECKPOINT})
 
 
+# a SIGTERM a process got from outside, as Paddle's, torchrun's and the shell's reports of it read
+_TERM = lazy(r"(?i)sigterm|termination signal|\bterminated\b|signal:? 15\b")
+
+
+def _a_termination(s: Signal) -> bool:
+    return s.label.removeprefix("traceback:") == "killed-by-signal" and bool(_TERM.search(s.text))
+
+
 def own_error_before_a_kill(signals: list[Signal]) -> None:
-    """A rank's own exception before a bare SIGKILL the launcher reports: the exception ended the run.
+    """A rank's own exception before a bare SIGKILL or SIGTERM the launcher reports: the exception ended the run.
 
     torchrun and accelerate report the rank they found dead ('exitcode: -9 ... Signal 9 (SIGKILL)'), which need
     not be the rank that failed: rank 0 raising a NameError leaves the others blocked in the next collective until
     the launcher's teardown or the scheduler kills them. A kill says nothing of why; an error of the run's own code
     that came before it, and that no peer's death can cause, is the first failure: the kills count for half, and
     the peers' connection errors after it too (trial 8's case01: rank 3's shape error, then three ranks' gloo errors).
+    A SIGTERM is how Paddle's launcher stops the others once one has failed (1328: libnccl.so missing, then the
+    'Termination signal' report of the process it took down).
     """
-    kills = [s for s in signals if s.label in _BARE_STOPS and not s.survived and s.line_no is not None]
+    kills = [s for s in signals if (s.label in _BARE_STOPS or _a_termination(s)) and not s.survived and s.line_no is not None]
     own = [s for s in signals if s.kind == "traceback" and s.failure_class in _OWN_ERRORS and not s.survived
            and not s.warning and s.weight >= MIN_PRIMARY and s.line_no is not None]
     for k in kills:
