@@ -141,3 +141,14 @@ def test_a_nan_on_an_epoch_only_line_after_step_counters_is_not_called_early(tmp
     d = diagnose(DiagnoseRequest(target=str(log)))
     onset = next(e for e in d.evidence if "nan-onset" in e.text)
     assert "first 100 steps" not in onset.text  # step=2400 was printed before the nan at epoch 0.25
+
+
+@pytest.mark.parametrize(("case", "want"), [("1329", ("other", "paddle")), ("1338", ("jax", None)), ("1340", ("ray", None))])
+def test_frameworks_named_by_their_own_messages(case: str, want: tuple[str, str | None]):
+    # 1329: Paddle's 'DataLoader worker(1) caught FileNotFoundError' is not PyTorch's 'DataLoader worker process 0' or
+    # 'DataLoader worker (pid 123)'; 1338: Levanter's logger names ('levanter.eval'), a JAX-only library; 1340: Ray's
+    # 'RayTask ID:', 'Worker exit type: SYSTEM_ERROR' and 'The actor is dead because its worker process has died'
+    from ml_skills.engine.read import frameworks, scan
+
+    log = next((TESTS / "corpus").glob(f"{case}-*")) / "train.log"
+    assert frameworks.decide([scan.scan_log(log)]) == want

@@ -37,7 +37,7 @@ ACCURACY: dict[str, float] = {
     "signature": 0.97,
     "symptom": 0.88,
     "anomaly": 0.97,
-    "stop": 0.64,  # few dev verdicts rest on a stop alone (shrunk toward the pooled figure); stops.py caps it at 0.45
+    "stop": 0.95,  # few dev verdicts rest on a stop alone, once a stop at a sync point is measured apart; stops.py caps it at 0.45
 }
 # Labels measured apart from their kind: a signal label (a signature id, 'traceback:<rule>') that at least LABEL_MIN
 # dev verdicts rested on, its accuracy shrunk toward its kind's by PRIOR verdicts, kept where that differs from the
@@ -50,9 +50,10 @@ LABEL_ACCURACY: dict[str, float] = {
     "illegal-memory-access": 0.94,
     "nccl-watchdog-timeout": 0.97,
     "sigkill-exit-137": 0.94,
+    "stopped-at-sync-point": 0.56,
     "traceback:exception-in-data-loading": 0.91,
-    "traceback:unclassified-exception": 0.8,
-    "traceback:value-or-assert": 0.96,
+    "traceback:unclassified-exception": 0.81,
+    "traceback:value-or-assert": 0.97,
 }
 LABEL_MIN = 8
 MAX_CONFIDENCE = 0.97  # never certain: a fit of 1.00 on a few dozen verdicts says 'no miss seen yet', not 'cannot miss'

@@ -32,7 +32,7 @@ MARKERS: list[tuple[str, str]] = [
     # platforms that ran the job
     ("kubeflow", r"(?i)(kubeflow|\bkfp[._ /-]|argoproj|\bargo\b|\b(tf|pytorch|mpi)job\b|ml-pipeline)"),
     ("vertex", r"(?i)(aiplatform|\bvertex[-_ ]?ai\b|gcloud ai |customjob|ml\.googleapis\.com|ai-platform|cloud ?ml\b|ml-engine|xmanager)"),
-    ("ray", r"(\bray::|raylet|ray_worker|\bRay(Task|Actor)Error|ActorDiedError|\bray\.(exceptions|tune|train|init|util|data)\b|\bray/|\((\w+ )?pid=\d+(, ip=[0-9.]+)?\)|\bRay (Train|Tune)\b|[/\\]ray_results\b|^Number of trials: \d+/\d+ \(|\bray-[\w-]+-(head|worker)\b)"),
+    ("ray", r"(\bray::|raylet|ray_worker|\bRay(Task|Actor)Error|ActorDiedError|\bray\.(exceptions|tune|train|init|util|data)\b|\bray/|\((\w+ )?pid=\d+(, ip=[0-9.]+)?\)|\bRay (Train|Tune)\b|[/\\]ray_results\b|^Number of trials: \d+/\d+ \(|\bray-[\w-]+-(head|worker)\b|\bRayTask ID: |The actor is dead because its worker process has died|Worker exit type: [A-Z_]+)"),
     ("sagemaker", r"(?i)(sagemaker|ExecuteUserScriptError|AlgorithmError)"),
     ("azureml", r"(?i)(azureml|azure ml\b|azure machine learning)"),
     ("watson", r"(?i)watson"),
@@ -42,12 +42,13 @@ MARKERS: list[tuple[str, str]] = [
     ("lightning", r"(pytorch_lightning|lightning\.pytorch|lightning_fabric|lightning/(pytorch|fabric)|lightning\.fabric|LOCAL_RANK: \d+ - CUDA_VISIBLE_DEVICES|`Trainer\.fit`|\bv_num=|GPU available: (True|False)|\| Name +\| Type +\| Params)"),
     ("hf-trainer", r"(\btransformers[/\\](?:trainer|training_args|modeling_|models[/\\]|generation|tokenization|utils[/\\]|integrations|configuration_|data[/\\]|pipelines|optimization|pytorch_utils|activations|__init__)|\btransformers\.(trainer|models|modeling|utils|generation|tokenization|configuration)|\*\*\*\*\* Running training \*\*\*\*\*|'train_runtime'|\{'loss': -?[0-9.naei]+, '(grad_norm|learning_rate)'|from transformers import|huggingface_hub|huggingface\.co/)"),
     ("fsdp", r"(FullyShardedDataParallel|\bFSDP\b|fully_sharded|torch[./]distributed[./]fsdp)"),
-    # base libraries
-    ("pytorch", r"(torch[/\\._]|\btorch-\d|\b(?:import|from) torch\b|\bTORCH_[A-Z_]+=|(?i:\bpytorch)|/aten/src/|\btorch \d|\bPyTorch\b|torchrun|\[rank\d+\]:|ProcessGroup(NCCL|Gloo)|\bc10d\b|\bc10::|Tried to allocate \d|DataLoader worker|(?i:caffe2)|(?i:\bgloo\b))"),
+    # base libraries (PyTorch's DataLoader names its workers 'worker process 0' or 'worker (pid 123)'; Paddle's says
+    # 'DataLoader worker(1) caught KeyError')
+    ("pytorch", r"(torch[/\\._]|\btorch-\d|\b(?:import|from) torch\b|\bTORCH_[A-Z_]+=|(?i:\bpytorch)|/aten/src/|\btorch \d|\bPyTorch\b|torchrun|\[rank\d+\]:|ProcessGroup(NCCL|Gloo)|\bc10d\b|\bc10::|Tried to allocate \d|DataLoader worker (?:process|\(pid)|(?i:caffe2)|(?i:\bgloo\b))"),
     ("tensorflow", r"((?i:tensorflow)|\btf\.(keras|data|function|compat|errors|distribute|config|train|estimator|contrib)\b)"),
     ("tensorflow-startup", r"(cpu_feature_guard|oneDNN custom operations|This TensorFlow binary is optimized|Successfully opened dynamic library|dso_loader|TF-TRT Warning|Unable to register cu(DNN|FFT|BLAS) factory|Could not find cuda drivers)"),
     ("keras", r"(?i)(\bkeras\b|Using TensorFlow backend|\d+/\d+ \[=*[>.]*\] - (ETA: )?\d+m?s|^\d+/\d+ - \d+m?s - |\d+/\d+ (\xe2\x94\x81)+ )"),  # bars of Keras 2 (verbose 1, 2), Keras 3
-    ("jax", r"(\bjax|\bflax\b|XlaRuntimeError|\boptax\b|\bJAX|external/xla/|external/org_tensorflow/)"),
+    ("jax", r"(\bjax|\bflax\b|XlaRuntimeError|\boptax\b|\bJAX|external/xla/|external/org_tensorflow/|\blevanter\.|\bhaliax\b)"),  # Levanter and Haliax are JAX-only
     ("xla", r"\bXLA\b"),
     ("caffe", r"((?i:caffe[^2])|\b(solver|net|syncedmem|layer_factory|blob)\.(cpp|hpp):\d+\]|\b(Test|Train) net output #\d+:|Iteration \d+, Testing net \(#\d+\)|Learning Rate Policy: |Ignoring source layer )"),
     ("paddle", r"(?i)paddle"),
