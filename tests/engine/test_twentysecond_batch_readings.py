@@ -81,7 +81,7 @@ def test_the_last_iteration_then_the_final_evaluation(tmp_path: Path, how: str):
     pytest.importorskip("torch")
     log = tmp_path / "train.log"
     with log.open("w") as out:
-        subprocess.run([sys.executable, "-c", textwrap.dedent(_LOOP), how], stdout=out, stderr=subprocess.STDOUT, timeout=300)
+        subprocess.run([sys.executable, "-c", textwrap.dedent(_LOOP), how], check=False, stdout=out, stderr=subprocess.STDOUT, timeout=300)
     got = _status(log)
     assert got == ("completed" if how == "ends" else "crashed"), log.read_text()
     if how == "ends":
@@ -136,7 +136,7 @@ def test_a_nan_on_an_epoch_only_line_after_step_counters_is_not_called_early(tmp
     pytest.importorskip("torch")
     log = tmp_path / "train.log"
     with log.open("w") as out:
-        subprocess.run([sys.executable, "-c", textwrap.dedent(_TWO_LOGGERS)], stdout=out, stderr=subprocess.STDOUT, timeout=300)
+        subprocess.run([sys.executable, "-c", textwrap.dedent(_TWO_LOGGERS)], check=True, stdout=out, stderr=subprocess.STDOUT, timeout=300)
     assert "'loss': nan" in log.read_text()
     d = diagnose(DiagnoseRequest(target=str(log)))
     onset = next(e for e in d.evidence if "nan-onset" in e.text)
