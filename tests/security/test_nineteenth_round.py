@@ -208,7 +208,7 @@ class _EndlessHistory(BaseHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         if "runs/get" in self.path:
             body = json.dumps({"run": {"info": {"status": "FAILED"}, "data": {"metrics": [{"key": "loss", "value": 1.0}]}}}).encode()
         elif "get-history" in self.path:
