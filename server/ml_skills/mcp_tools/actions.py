@@ -114,7 +114,7 @@ async def _ask(ctx: Context, p: Prepared, v: Verdict) -> tuple[str, str] | Input
         if bound.get("fp") == p.fingerprint and isinstance(answer, ElicitResult):
             nonce = str(bound.get("nonce", ""))
             if _ledger.spent(nonce):
-                return "replayed", "this approval was already used once; a new request asks the person again"
+                return "replayed", "this question was already answered once; a new request asks the person again"
             return _decision(answer.action, answer.content, nonce)
         nonce = secrets.token_hex(16)
         req = ElicitRequest(params=ElicitRequestFormParams(message=text, requested_schema=render_elicitation_schema(Approve)))
@@ -146,6 +146,11 @@ def _asked(p: Prepared, v: Verdict, outcome: str = "asked", detail: str = "") ->
 
 
 def _decision(action: str, content: dict[str, Any] | None, nonce: str) -> tuple[str, str]:
+    """The person's answer to one question. Any answer spends the question's nonce: before the nineteenth round only an
+    accept did, and on the 2026-07-28 protocol a question the person had declined, sent back with "accept" in its place,
+    ran the action (one question, two answers; a new request asks the person again)."""
+    if not _ledger.spend(nonce):
+        return "replayed", "this question was already answered once; a new request asks the person again"
     if action == "accept":
         try:
             ok = Approve.model_validate(content or {}).approve
@@ -153,8 +158,6 @@ def _decision(action: str, content: dict[str, Any] | None, nonce: str) -> tuple[
             return "elicitation-error", "the client accepted without a valid answer"
         if not ok:
             return "decline", "the person answered no"
-        if not _ledger.spend(nonce):
-            return "replayed", "this approval was already used once"
         return "accept", "the person accepted this exact action"
     if action == "decline":
         return "decline", "the person declined"

@@ -135,11 +135,33 @@ def _ours(pid: int) -> bool:
     return False
 
 
+def _thread_group(pid: int) -> int | None:
+    """The process a task id belongs to (its `Tgid`), or None when it cannot be read. kill(2) on a thread's id signals its
+    whole process: before the nineteenth round `kill-worker` on a thread of another process asked about "pid N (process name
+    'harmless-sleep')", the name the process gave that thread, and the process (another pid, another name) ended."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Tgid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _refuse_thread(pid: int, then: str) -> None:
+    tgid = _thread_group(pid)
+    if tgid is not None and tgid != pid:
+        raise PolicyError(f"{pid} is the id of a thread of process {tgid}, not a process: a signal to it ends process {tgid}"
+                          f"{then}; ask for pid {tgid} if that process is meant")
+
+
 def _prepare_kill(a: KillProcess) -> Prepared:
     import psutil
 
     if _ours(a.pid):
         raise PolicyError(f"pid {a.pid} is this server or its client: refused")
+    _refuse_thread(a.pid, ": refused")
     try:
         p = psutil.Process(a.pid)
         name, created = p.name(), p.create_time()
@@ -158,6 +180,7 @@ def _prepare_kill(a: KillProcess) -> Prepared:
             raise PolicyError(f"pid {a.pid} is this server or its client: nothing was signalled")
         if q.create_time() != created:
             raise PolicyError(f"pid {a.pid} is now a different process: nothing was signalled")
+        _refuse_thread(a.pid, ": nothing was signalled")
         q.send_signal(SIGNALS[a.signal])
         try:
             q.wait(timeout=3)
@@ -383,7 +406,7 @@ def _may_be_good(cur: Path, roots: Sequence[Path]) -> bool:
     legacy pickle), a folder holding a link or too many files, or one outside the roots is not known to be bad,
     so leaving it is a rollback. Before, only a target that passed `_verified` counted, and a pointer on a valid
     legacy-pickle checkpoint, or on a folder whose weight file is a link, was moved to an older one unasked."""
-    if not os.path.lexists(cur):
+    if _missing(cur):
         return False
     try:
         real = confine(str(cur), roots, want="any")
@@ -403,6 +426,19 @@ def _may_be_good(cur: Path, roots: Sequence[Path]) -> bool:
         return inspect_file(real).valid is not False
     except (MLSkillsError, OSError, RecursionError):  # RecursionError: inspect_dir, should it ever walk deeper than the walk here
         return True  # cannot look (outside the roots, unreadable, too deep): ask rather than assume it is bad
+
+
+def _missing(cur: Path) -> bool:
+    """Whether nothing is at `cur`, as far as the server can tell. A target in a folder the server cannot search (EACCES) is
+    not missing: before the nineteenth round `os.path.lexists`, False on any error, made a pointer on a checkpoint in a
+    folder of another user's (mode 700) "missing", and it was moved off it unasked."""
+    try:
+        os.lstat(cur)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except (OSError, ValueError):
+        return False
+    return False
 
 
 def _non_empty(name: str, dir_fd: int) -> bool:

@@ -165,9 +165,11 @@ def contain(path: str | os.PathLike[str], want: Want = "any", roots: Sequence[Pa
         if e.errno == errno.EINVAL:  # readlink on a part that stopped being a link: swapped under us
             raise PathNotAllowed(f"{candidate} changed while it was opened (a part of it was swapped): refused, "
                                  "nothing was read") from None
+        if roots is not None and _leads_out(candidate, roots):  # nineteenth round: "Permission denied" for a link out of the
+            raise PathNotAllowed(_outside(candidate, roots)) from None  # roots told a folder the server cannot search is there
         raise PathNotAllowed(f"cannot resolve {candidate}: {e.strerror or e}") from None
-    except RuntimeError as e:  # symlink loop
-        raise PathNotAllowed(f"cannot resolve {candidate}: {e}") from None
+    except RuntimeError as e:  # symlink loop: "Symlink loop from '/where/it/loops'"
+        raise PathNotAllowed(_loop(candidate, str(e), roots)) from None
     outside = roots is not None and _root_of(real, roots) is None
     held = roots or []
     spelled = Path(os.path.abspath(candidate))
@@ -180,6 +182,16 @@ def contain(path: str | os.PathLike[str], want: Want = "any", roots: Sequence[Pa
         raise PathNotAllowed(_outside(candidate, held))
     _kind(real, want)
     return real
+
+
+def _loop(candidate: Path, why: str, roots: Sequence[Path] | None) -> str:
+    """The refusal of a path that runs into a loop of links. It never names where the loop is: before the nineteenth round a
+    link out of the roots into a loop answered "Symlink loop from '/elsewhere/...'" (where the link leads, and that a loop is
+    there), against "outside the allowed roots" for any other link out."""
+    where = why.partition("from ")[2].strip("'\"")
+    if roots is not None and (not where or _root_of(Path(where), roots) is None):
+        return _outside(candidate, roots)
+    return f"cannot resolve {candidate}: it runs into a symlink loop"
 
 
 def _outside(candidate: Path, roots: Sequence[Path]) -> str:
