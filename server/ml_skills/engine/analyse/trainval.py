@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ml_skills.engine.analyse.points import finite as _finite
 from ml_skills.engine.analyse.points import trailing_run
@@ -101,6 +101,19 @@ def _last_evals(points: Sequence[MetricPoint]) -> tuple[list[tuple[MetricPoint, 
     return pairs[-GAP_EVALS:], 100.0 if max(max(a, v) for _, a, v, _, _ in pairs) > 1.0 else 1.0
 
 
+_Eval = tuple[MetricPoint, float, float, float, float]
+
+
+def _unless_at_the_last_evals(points: Sequence[MetricPoint],
+                              fails: Callable[[float, float, float, float, float], bool]) -> _Eval | None:
+    """The last evaluation pair when none of the last GAP_EVALS fails the reading: fails(scale, acc, vacc, loss,
+    vloss), scale the accuracies' (1 or 100)."""
+    if (last := _last_evals(points)) is None:
+        return None
+    tail, scale = last
+    return None if any(fails(scale, acc, vacc, loss, vloss) for _, acc, vacc, loss, vloss in tail) else tail[-1]
+
+
 DISAGREE_RATIO = 20.0  # a validation loss this many times the training loss...
 DISAGREE_ACC = 0.9  # ...while validation accuracy holds at nine tenths of training accuracy or more
 
@@ -114,13 +127,10 @@ def _loss_and_accuracy_disagree(points: Sequence[MetricPoint]) -> Anomaly | None
     is not computed on what the metric scores (logits given to a loss that expects probabilities, a loss over padding
     or another head). Overfitting raises the validation loss and lowers the accuracy with it; here they disagree.
     """
-    if (last := _last_evals(points)) is None:
+    if (last := _unless_at_the_last_evals(points, lambda scale, acc, vacc, loss, vloss: acc < 0.5 * scale or vacc < DISAGREE_ACC * acc
+                                          or vloss < max(1.0, DISAGREE_RATIO * loss) or loss <= 0)) is None:
         return None
-    tail, scale = last
-    if any(acc < 0.5 * scale or vacc < DISAGREE_ACC * acc or vloss < max(1.0, DISAGREE_RATIO * loss) or loss <= 0
-           for _, acc, vacc, loss, vloss in tail):
-        return None
-    p, acc, vacc, loss, vloss = tail[-1]
+    p, acc, vacc, loss, vloss = last
     return Anomaly(
         kind=AnomalyKind.TRAIN_VAL_DIVERGENCE, failure_class=FailureClass.EVALUATION_MISMATCH,
         severity=Severity.SIGNIFICANT, source=p.source, line_no=p.line_no, step=p.step,
@@ -140,12 +150,10 @@ def _accuracy_gap(points: Sequence[MetricPoint]) -> Anomaly | None:
     above): evaluation sees other inputs than training does (preprocessing, normalisation, BatchNorm statistics in
     inference mode, a label order), or the held-out split is not the task trained on.
     """
-    if (last := _last_evals(points)) is None:
+    if (last := _unless_at_the_last_evals(points, lambda scale, acc, vacc, loss, vloss: acc < 0.85 * scale or vacc > 0.5 * acc
+                                          or vloss < 3 * max(loss, 1e-9))) is None:
         return None
-    tail, scale = last
-    if any(acc < 0.85 * scale or vacc > 0.5 * acc or vloss < 3 * max(loss, 1e-9) for _, acc, vacc, loss, vloss in tail):
-        return None
-    p, acc, vacc, loss, vloss = tail[-1]
+    p, acc, vacc, loss, vloss = last
     return Anomaly(
         kind=AnomalyKind.TRAIN_VAL_DIVERGENCE, failure_class=FailureClass.EVALUATION_MISMATCH,
         severity=Severity.SIGNIFICANT, source=p.source, line_no=p.line_no, step=p.step,
@@ -167,13 +175,11 @@ def _memorised(points: Sequence[MetricPoint]) -> Anomaly | None:
     validation loss moved before them: training accuracy 0.99 at a loss of 0.03, validation accuracy 0.64-0.70 at a
     loss of 3.4-3.96 (1319, an RMDL member pasted from its 69th epoch on, after its climb). Between the gap above (under
     half the training accuracy: evaluation sees other inputs) and the disagreement (accuracies alike, losses not)."""
-    if (last := _last_evals(points)) is None:
+    if (last := _unless_at_the_last_evals(points, lambda scale, acc, vacc, loss, vloss: acc < MEMORISED_ACC * scale
+                                          or not 0 <= loss <= MEMORISED_LOSS or vloss < max(1.0, MEMORISED_RATIO * loss)
+                                          or vacc > MEMORISED_VACC * acc)) is None:
         return None
-    tail, scale = last
-    if any(acc < MEMORISED_ACC * scale or not 0 <= loss <= MEMORISED_LOSS or vloss < max(1.0, MEMORISED_RATIO * loss)
-           or vacc > MEMORISED_VACC * acc for _, acc, vacc, loss, vloss in tail):
-        return None
-    p, acc, vacc, loss, vloss = tail[-1]
+    p, acc, vacc, loss, vloss = last
     return Anomaly(
         kind=AnomalyKind.TRAIN_VAL_DIVERGENCE, failure_class=FailureClass.EVALUATION_MISMATCH,
         severity=Severity.SIGNIFICANT, source=p.source, line_no=p.line_no, step=p.step,
