@@ -1,6 +1,6 @@
 """Re-score each History batch with the engine it was first scored with: the prospective verdicts.
 
-    python bench/prospective.py [--out bench/prospective.json]
+    python bench/prospective.py [--out bench/prospective.json] [--healthy-out bench/prospective_healthy.json]
 
 bench/accuracy.py's History rows name the commit that scored each batch of corpus cases before any change
 they prompted. This script extracts that commit's server/ package (git archive, into a temporary
@@ -8,7 +8,8 @@ directory; the repository's worktrees and branches are not touched), runs its en
 child process, and records each verdict: the class named, and the kind of evidence it rested on (see
 ml_skills.engine.classify.confidence). Those verdicts were made before the engine saw the logs, so they measure how
 often a verdict of each kind is right on logs nobody tuned for; bench/accuracy.py fits the confidence of
-each kind on the dev half of them and checks it on the held-out half.
+each kind on the dev half of them and checks it on the held-out half. The healthy set's History rows are re-run the same
+way (each case by the first row that scored it): a class named there is a false alarm, a wrong verdict of its kind.
 
 Stdlib and git only.
 """
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Callable
 from io import BytesIO
 from pathlib import Path
 
@@ -68,6 +70,25 @@ def batches() -> list[tuple[str, list[int]]]:
     return out
 
 
+def healthy_batches() -> list[tuple[str, list[int]]]:
+    """(commit, case numbers) for the healthy set: each case with the first History row that scored it (a later row on
+    the same cases is a tuned re-score, not a prospective one)."""
+    rows = json.loads((ROOT / "bench" / "history.json").read_text())["healthy"]["rows"]
+    seen: set[int] = set()
+    out: list[tuple[str, list[int]]] = []
+    for r in rows:
+        engine = r["engine"]
+        commit = _HASH.search(engine)
+        if " on case" not in engine or commit is None:
+            continue
+        nums = [n for a, b in re.findall(r"(\d+)(?:-(\d+))?", engine.split(" on case", 1)[1])
+                for n in range(int(a), int(b or a) + 1) if n not in seen]
+        seen.update(nums)
+        if nums:
+            out.append((commit.group(0), nums))
+    return out
+
+
 def extract(commit: str, into: Path) -> Path:
     raw = subprocess.run(["git", "archive", "--format=tar", commit, "server"], cwd=ROOT, capture_output=True, check=True).stdout
     with tarfile.open(fileobj=BytesIO(raw)) as tar:
@@ -75,30 +96,46 @@ def extract(commit: str, into: Path) -> Path:
     return into / "server"
 
 
+def _score(batches: list[tuple[str, list[int]]], folder: Path, label: Callable[[dict], dict], tmp: str) -> list[dict]:
+    """Each batch's cases run by the engine of its commit: one record a case, its label's fields from `label`."""
+    cases_by_no = {int(p.name.split("-")[0]): p for p in folder.iterdir() if p.name.split("-")[0].isdigit()}
+    records = []
+    for commit, nums in batches:
+        cases = [cases_by_no[n] for n in nums if n in cases_by_no and (cases_by_no[n] / "train.log").is_file()]
+        if not cases:
+            continue
+        server = extract(commit, Path(tmp) / commit) if not (Path(tmp) / commit).exists() else Path(tmp) / commit / "server"
+        proc = subprocess.run([sys.executable, "-c", CHILD, *(str(c / "train.log") for c in cases)],
+                              env={"PYTHONPATH": str(server), "PATH": "/usr/bin:/bin", "HOME": tmp},
+                              capture_output=True, text=True, timeout=1800, check=False)
+        by_path = {json.loads(x)["path"]: json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")}
+        for c in cases:
+            r = by_path.get(str(c / "train.log"), {"error": (proc.stderr or "no output")[-200:]})
+            records.append({"case": c.name, "commit": commit, **label(json.loads((c / "case.json").read_text())),
+                            **{k: v for k, v in r.items() if k != "path"}})
+        print(f"{commit}: {len(cases)} {folder.name} cases, {sum(1 for r in records[-len(cases):] if 'error' in r)} errors",
+              file=sys.stderr)
+    return records
+
+
+def _healthy_label(meta: dict) -> dict:
+    """A run that did not fail has no right class (any class named is a false alarm); a degraded one has its stated
+    class, or none to judge by."""
+    return {"expected": meta.get("expected_class"), "acceptable": [], "run_status": meta["run_status"]}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "prospective.json")
+    ap.add_argument("--healthy-out", type=Path, default=ROOT / "bench" / "prospective_healthy.json")
     a = ap.parse_args(argv)
-    corpus = {int(p.name.split("-")[0]): p for p in (ROOT / "tests" / "corpus").iterdir() if p.name.split("-")[0].isdigit()}
-    records = []
     with tempfile.TemporaryDirectory() as tmp:
-        for commit, nums in batches():
-            cases = [corpus[n] for n in nums if n in corpus and (corpus[n] / "train.log").is_file()]
-            if not cases:
-                continue
-            server = extract(commit, Path(tmp) / commit)
-            proc = subprocess.run([sys.executable, "-c", CHILD, *(str(c / "train.log") for c in cases)],
-                                  env={"PYTHONPATH": str(server), "PATH": "/usr/bin:/bin", "HOME": tmp},
-                                  capture_output=True, text=True, timeout=1800, check=False)
-            by_path = {json.loads(x)["path"]: json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")}
-            for c in cases:
-                meta = json.loads((c / "case.json").read_text())
-                r = by_path.get(str(c / "train.log"), {"error": (proc.stderr or "no output")[-200:]})
-                records.append({"case": c.name, "commit": commit, "expected": meta["primary_cause"],
-                                "acceptable": meta.get("acceptable", []), **{k: v for k, v in r.items() if k != "path"}})
-            print(f"{commit}: {len(cases)} cases, {sum(1 for r in records[-len(cases):] if 'error' in r)} errors", file=sys.stderr)
+        records = _score(batches(), ROOT / "tests" / "corpus",
+                         lambda m: {"expected": m["primary_cause"], "acceptable": m.get("acceptable", [])}, tmp)
+        healthy = _score(healthy_batches(), ROOT / "tests" / "healthy", _healthy_label, tmp)
     a.out.write_text(json.dumps(records, indent=1) + "\n")
-    print(f"wrote {len(records)} verdicts to {a.out}", file=sys.stderr)
+    a.healthy_out.write_text(json.dumps(healthy, indent=1) + "\n")
+    print(f"wrote {len(records)} verdicts to {a.out} and {len(healthy)} to {a.healthy_out}", file=sys.stderr)
     return 0
 
 

@@ -476,18 +476,25 @@ def plan_report(rs: list[CaseResult]) -> list[str]:
 
 
 PROSPECTIVE = ROOT / "bench" / "prospective.json"
+# the healthy set's batches as their engines first met them: a class named on a run that did not fail is a wrong verdict
+# of the kind it rested on, so the calibration counts false alarms too (a degraded run is judged only by a stated class)
+PROSPECTIVE_HEALTHY = ROOT / "bench" / "prospective_healthy.json"
 PRIOR_CASES = 4  # a kind's fit leans on the pooled accuracy as much as on this many verdicts of its own
 BINS = [(0.0, 0.5), (0.5, 0.8), (0.8, 0.9), (0.9, 0.95), (0.95, 1.01)]
 
 
 def prospective() -> list[dict]:
-    """The verdicts each History batch got from the engine that first scored it (bench/prospective.py)."""
+    """The verdicts each History batch got from the engine that first scored it (bench/prospective.py): the corpus's
+    and the healthy set's."""
     if not PROSPECTIVE.is_file():
         return []
+    healthy = json.loads(PROSPECTIVE_HEALTHY.read_text()) if PROSPECTIVE_HEALTHY.is_file() else []
     out = []
-    for r in json.loads(PROSPECTIVE.read_text()):
+    for r in json.loads(PROSPECTIVE.read_text()) + healthy:
         if not r.get("predicted"):
             continue  # an abstention names no class: it has no confidence to calibrate
+        if r.get("run_status") == "degraded" and not r.get("expected"):
+            continue  # a useless model with no stated cause: no class to judge the one named by
         label = label_of(r.get("top_text") or "")
         kind = evidence_kind(r.get("top_kind") or "", label)
         out.append({**r, "kind": kind, "label": label, "right": r["predicted"] in [r["expected"], *r["acceptable"]],
@@ -560,7 +567,9 @@ def calibration(rs: list[CaseResult]) -> str:
              "what the verdict rests on, read from its strongest signal. It is measured on prospective verdicts: "
              "bench/prospective.py re-runs every History batch with the engine that first scored it, before the changes "
              "the batch prompted (cases 001-070 with the engine from before this scorer), so these are verdicts on logs "
-             "nobody had tuned for. Each kind's accuracy is fitted on the dev half of them (odd case numbers) whose label is not measured apart (below), shrunk "
+             "nobody had tuned for. The healthy set's batches are re-run the same way (bench/prospective_healthy.json): a class "
+             "named on a run that did not fail is a wrong verdict of its kind, so false alarms lower the confidence too (a "
+             "degraded run counts only where its label states a class). Each kind's accuracy is fitted on the dev half of them (odd case numbers) whose label is not measured apart (below), shrunk "
              f"toward the pooled accuracy by {PRIOR_CASES} verdicts and capped at {MAX_CONFIDENCE}, and checked on the held-out "
              "half (even numbers). "
              "Abstentions name no class and have no confidence to calibrate; verdicts resting only on where a log stops "
