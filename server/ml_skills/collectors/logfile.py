@@ -55,13 +55,16 @@ def check_readable(path: str | os.PathLike[str]) -> Path:
     return p
 
 
+OWN_REPORT = "check-failed-run.json"  # render.json_report.FILENAME (collectors do not import the renderers)
+
+
 def siblings(path: Path, limit: int = 50) -> int:
     """How many other entries the log's folder holds (at most `limit`): 0 when the folder is outside
     the allowed roots or unreadable. Only a count: the plan asks for the run directory only when
-    there is something beside the log to read."""
+    there is something beside the log to read. The report this tool wrote there on an earlier run is not the run's."""
     try:
         for _d, dirnames, filenames in walk(path.resolve().parent, max_depth=1):
-            return min(limit, len(dirnames) + len(filenames) - 1)
+            return min(limit, len(dirnames) + len([f for f in filenames if f != OWN_REPORT]) - 1)
     except (InputError, OSError):
         return 0
     return 0

@@ -9,6 +9,7 @@ from pathlib import Path
 from ml_skills.engine.analyse.ranks import collective_desync
 from ml_skills.engine.analyse.stops import CUT_IN_CALL, DIST_INIT, SCHEDULER_CANCELLED, ends_in_traceback
 from ml_skills.engine.classify.signals import Signal
+from ml_skills.engine.classify.terminal import clean_retry_start, last_attempt_start, progress_after
 from ml_skills.engine.read.tracebacks import interrupted
 from ml_skills.lazyre import lazy
 from ml_skills.models import (
@@ -180,7 +181,28 @@ def _completed_after(terminal: list[Signal], logs: list[LogEvidence]) -> bool:
     completed', or a retry loop whose second run printed its last epoch, describes a run that completed.
     """
     done = {log.source: log.frameworks["completed-marker"] for log in logs if "completed-marker" in log.frameworks}
-    return bool(done) and all(s.source in done and (s.line_no or 0) < done[s.source] for s in terminal)
+    if not done or not all(s.source in done and (s.line_no or 0) < done[s.source] for s in terminal):
+        return False
+    return all(_ran_again(log, max(s.line_no or 0 for s in terminal if s.source == log.source), done[log.source])
+               for log in logs if any(s.source == log.source for s in terminal))
+
+
+# a batch script's own closing echo: the job or script named, not training, and no claim that anything succeeded
+_SCRIPT_END = lazy(r"(?i)^\W*+(?:\w++\W*+){0,3}?\b(?:job|script)\s++(?:completed|finished|ended|done)\s*+[.!]*+\s*+$")
+
+
+def _ran_again(log: LogEvidence, failed_at: int, end: int) -> bool:
+    """The completion after a failure belongs to something that ran after it. Training named as finished by the
+    program (a retry loop's 'Finished training!') is the program's own word; a batch script's 'Job finished' echoed
+    right after its program's traceback (1350: a bare TypeError, 'Test job', 'Job finished') ends the script whatever
+    its program did, so it counts only after training progress, a retry's start-up or a later job's output."""
+    tail = log.tail
+    if tail is None or not 0 <= end - tail.start_line < len(tail.lines) or not _SCRIPT_END.match(tail.lines[end - tail.start_line]):
+        return True
+    first = progress_after(log, failed_at)
+    if first is not None and first[0] < end:
+        return True
+    return any(x is not None and failed_at < x <= end for x in (clean_retry_start(log), last_attempt_start(log)))
 
 
 def completed_clean(cls: Classification, status: RunStatus, logs: list[LogEvidence], sources: list[SourceEvidence]) -> bool:
