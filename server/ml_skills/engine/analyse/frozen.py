@@ -180,7 +180,7 @@ def loss_collapsed(points: Sequence[MetricPoint]) -> Anomaly | None:
     elif (c := uniform_classes(last, CHANCE_REL)) is not None:
         # exact: among the last logs (a smoothed average may be printed between them), at least CHANCE_LOGS at ln C
         # to every one of five or more printed digits, the newest of the last two among them
-        exact = [(p, v) for p, v in s[-3 * CHANCE_LOGS:] if _digits(v) >= UNIFORM_DIGITS
+        exact = [(p, v) for p, v in s[-3 * CHANCE_LOGS:] if v > 0 and _digits(v) >= UNIFORM_DIGITS  # a loss of 0 or below is no ln C
                  and abs(v - math.log(c)) <= 10 ** (math.floor(math.log10(v)) - _digits(v) + 1)]  # one unit of the last digit
         epochs = [p.epoch for p, _ in tail if p.epoch is not None]
         chance = _at_chance(tail, c, ("acc", "val_acc"))

@@ -416,10 +416,27 @@ def parse_line(line: str, memo: dict[str, Any] | None = None) -> tuple[dict[str,
         # each format reads a line through its own memo site, named as it is, before anything else: a format whose
         # site found nothing on this shape reads nothing on any line of it (a site not reached is kept)
         memo["formats"] = [(name, read) for name, read in FORMATS if memo.get(name, True)]
+    if ("loss" not in found.values and "loss" in low and (found.values or found.step is not None or found.epoch is not None)
+            and (part := _lone_loss_part(text)) is not None):
+        found.values["loss"] = part
     if not found.values:
         return None
     _fold_eval_split(low, found)
     return found.values, found.step, found.epoch
+
+
+# A loss named for its network or term ('loss_net: nan', 'gen_loss=0.41'), not a known name: the loss of a training record
+# (a line with a counter or another metric) when it is the only such term on it. Several terms (mmdet's loss_rpn_cls and
+# loss_bbox, a GAN's d_loss and g_loss), a term printed on a line of its own ('>>> loss_cls: 0.08' under a total) or one of
+# a held-out split or a summary ('Min_val_loss') name no one training loss.
+_LOSS_PART = lazy(r"(?i)(?<![\w/.-])(?P<key>loss_[a-z][a-z0-9_]{0,30}|[a-z][a-z0-9_]{0,30}_loss)\s*+[:=]\s*+(?P<val>" + _NUM + r")(?![\w.])")
+_NOT_TRAINING = frozenset({"val", "valid", "validation", "eval", "test", "dev", "min", "max", "best", "mean", "avg"})
+
+
+def _lone_loss_part(text: str) -> float | None:
+    parts = {m["key"].lower(): m["val"] for m in _LOSS_PART.finditer(text)
+             if canonical(m["key"]) is None and not _NOT_TRAINING.intersection(m["key"].lower().split("_"))}
+    return _num(next(iter(parts.values()))) if len(parts) == 1 else None
 
 
 # A line whose label, before its first metric, names an evaluation split: the MNIST example's 'Test set: Average
