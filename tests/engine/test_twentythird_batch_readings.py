@@ -146,3 +146,14 @@ def test_launcher_and_service_wordings_name_how_the_run_ended():
     assert _diagnose(_case("1354"))[0] == "nccl-distributed"  # Horovod shut down: one rank stopped early
     assert _diagnose(_case("1355"))[0] == "nccl-distributed"  # Horovod shut down at the first broadcast
     assert _diagnose(_case("1367"))[0] == "cloud-permissions-quota"  # Azure Storage: AuthenticationFailed
+
+
+def test_t5x_is_jax_and_horovod_alone_is_named():
+    from ml_skills.engine.read import frameworks, scan
+
+    def decide(n: str) -> tuple[str, str | None]:
+        return frameworks.decide([scan.scan_log(_case(n))])
+
+    assert decide("1357")[0] == "jax"  # 'python3 -m t5x.train' on a TPU pod
+    assert decide("1361") == ("other", "horovod")  # Horovod's mpi_lib.so in a native backtrace, no other framework named
+    assert decide("1354")[0] == "tensorflow"  # Horovod over TensorFlow: the base framework still decides

@@ -48,7 +48,7 @@ MARKERS: list[tuple[str, str]] = [
     ("tensorflow", r"((?i:tensorflow)|\btf\.(keras|data|function|compat|errors|distribute|config|train|estimator|contrib)\b)"),
     ("tensorflow-startup", r"(cpu_feature_guard|oneDNN custom operations|This TensorFlow binary is optimized|Successfully opened dynamic library|dso_loader|TF-TRT Warning|Unable to register cu(DNN|FFT|BLAS) factory|Could not find cuda drivers)"),
     ("keras", r"(?i)(\bkeras\b|Using TensorFlow backend|\d+/\d+ \[=*[>.]*\] - (ETA: )?\d+m?s|^\d+/\d+ - \d+m?s - |\d+/\d+ (\xe2\x94\x81)+ )"),  # bars of Keras 2 (verbose 1, 2), Keras 3
-    ("jax", r"(\bjax|\bflax\b|XlaRuntimeError|\boptax\b|\bJAX|external/xla/|external/org_tensorflow/|\blevanter\.|\bhaliax\b)"),  # Levanter and Haliax are JAX-only
+    ("jax", r"(\bjax|\bflax\b|XlaRuntimeError|\boptax\b|\bJAX|external/xla/|external/org_tensorflow/|\blevanter\.|\bhaliax\b|\bt5x[./])"),  # Levanter, Haliax and T5X are JAX-only
     ("xla", r"\bXLA\b"),
     ("caffe", r"((?i:caffe[^2])|\b(solver|net|syncedmem|layer_factory|blob)\.(cpp|hpp):\d+\]|\b(Test|Train) net output #\d+:|Iteration \d+, Testing net \(#\d+\)|Learning Rate Policy: |Ignoring source layer )"),
     ("paddle", r"(?i)paddle"),
@@ -59,6 +59,9 @@ MARKERS: list[tuple[str, str]] = [
     ("cntk", r"(?i)\bcntk\b"),
     ("mlx", r"\bmlx\b"),
     ("bigdl", r"(?i)bigdl"),
+    # Horovod runs over TensorFlow, Keras, PyTorch or MXNet; named alone (its mpi_lib in a native backtrace), it is the
+    # only framework the log shows
+    ("horovod", r"(?i)\bhorovod\b"),
     # finer names of PyTorch projects
     ("ultralytics", r"(?i)(ultralytics|yolov5|yolov8)"),
     ("detectron2", r"detectron2"),
@@ -70,7 +73,7 @@ MARKERS: list[tuple[str, str]] = [
 
 PLATFORMS = ["kubeflow", "vertex", "ray", "sagemaker", "azureml", "watson"]
 WRAPPERS = ["megatron", "deepspeed", "lightning", "hf-trainer", "fsdp"]
-BASES = ["pytorch", "jax", "tensorflow", "caffe", "paddle", "mxnet", "mindspore", "chainer", "darknet", "cntk", "mlx", "bigdl"]
+BASES = ["pytorch", "jax", "tensorflow", "caffe", "paddle", "mxnet", "mindspore", "chainer", "darknet", "cntk", "mlx", "bigdl", "horovod"]
 # finer name -> the framework of the report's vocabulary it stands under
 DETAIL = {"sagemaker": "other", "azureml": "other", "watson": "other", "keras": "tensorflow",
           "ultralytics": "pytorch", "detectron2": "pytorch", "fairseq": "pytorch", "mmdet": "pytorch",
