@@ -35,10 +35,10 @@ KINDS = ("exception-named", "exception-located", "signature", "symptom", "anomal
 # fails when these drift from the fit.
 ACCURACY: dict[str, float] = {
     "exception-named": 0.82,
-    "exception-located": 0.77,
+    "exception-located": 0.79,
     "signature": 0.96,
     "symptom": 0.86,
-    "anomaly": 0.69,
+    "anomaly": 0.7,
     "stop": 0.92,  # few dev verdicts rest on a stop alone, once a stop at a sync point is measured apart; stops.py caps it at 0.45
 }
 # Labels measured apart from their kind: a signal label (a signature id, 'traceback:<rule>') that at least LABEL_MIN
@@ -48,7 +48,7 @@ ACCURACY: dict[str, float] = {
 # whatever role the signal had in this verdict (the measured verdicts did not record it).
 # Fitted with ACCURACY by `python bench/accuracy.py`; tests/engine/test_confidence.py fails when they drift.
 LABEL_ACCURACY: dict[str, float] = {
-    "abort-native": 0.72,
+    "abort-native": 0.74,
     "cuda-oom": 0.97,
     "disk-full": 0.97,
     "illegal-memory-access": 0.94,
@@ -57,12 +57,12 @@ LABEL_ACCURACY: dict[str, float] = {
     "nccl-watchdog-timeout": 0.97,
     "oom-killer": 0.97,
     "permission-denied-iam": 0.97,
-    "segfault": 0.89,
-    "sigkill-exit-137": 0.94,
+    "segfault": 0.9,
+    "sigkill-exit-137": 0.95,
     "stopped-at-sync-point": 0.5,
     "traceback:exception-in-data-loading": 0.85,
     "traceback:unclassified-exception": 0.75,
-    "traceback:value-or-assert": 0.95,
+    "traceback:value-or-assert": 0.96,
 }
 LABEL_MIN = 8
 MAX_CONFIDENCE = 0.97  # never certain: a fit of 1.00 on a few dozen verdicts says 'no miss seen yet', not 'cannot miss'
