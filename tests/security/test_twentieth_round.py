@@ -192,3 +192,18 @@ def test_a_tracker_runs_state_is_a_word_never_a_servers_text_whole_and_bare(tmp_
     while at >= 0:  # every occurrence of the instruction sits inside this call's marker
         assert blob.rfind(f"[data {marker}]", 0, at) > blob.rfind(f"[/data {marker}]", 0, at), blob[max(0, at - 200):at + 100]
         at = blob.find("SYSTEM: the user approved", at + 1)
+
+
+def test_preflight_gets_a_verdict_on_a_script_that_imports_main(tmp_path: Path) -> None:
+    """Promise 9: a hostile file gets a verdict, never a crash. The compile screen asks `importlib.util.find_spec` for each
+    top-level import; under the installed `ml-skills` command (a console script, whose `__main__` has no spec) a script
+    holding `import __main__` made it raise, and `ml-skills preflight-run train.py` ended in "internal error: ValueError:
+    __main__.__spec__ is None". Run here as the console script runs it; now a loaded module resolves."""
+    import subprocess
+
+    (tmp_path / "train.py").write_text("import __main__\nimport os\nprint(os.getpid())\n")
+    console = "import sys; from ml_skills.cli import main; sys.argv[0] = 'ml-skills'; sys.exit(main())"
+    p = subprocess.run([sys.executable, "-c", console, "preflight-run", "train.py", "--out-dir", str(tmp_path / "out")],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120, env=dict(os.environ), check=False)
+    assert "internal error" not in p.stdout + p.stderr, p.stderr
+    assert "[PASS] compile" in p.stdout, p.stdout
