@@ -207,3 +207,82 @@ def test_preflight_gets_a_verdict_on_a_script_that_imports_main(tmp_path: Path) 
                        cwd=tmp_path, capture_output=True, text=True, timeout=120, env=dict(os.environ), check=False)
     assert "internal error" not in p.stdout + p.stderr, p.stderr
     assert "[PASS] compile" in p.stdout, p.stdout
+
+
+_GH = "ghp_" + "Zq8vLm3Kp0Rt7Wx2Yb5Nc9Hd4Jf6Gs1Ta3Ue"
+_PW = "Cr0ssTheCutPassw0rd77"
+
+
+def _cut_log(path: Path) -> None:
+    """A log whose last progress line carries a URL password across the 300-character cut, and whose traceback message
+    carries a token across the 500-character one."""
+    progress = "step 50 loss 1.500 lr 0.001 "
+    url = f"https://admin:{_PW}@db.example/x"
+    lines = [f"step {i} loss {2.0 - i * 0.01:.3f}" for i in range(1, 50)]
+    lines.append(progress + "y" * (300 - len(progress) - len("https://admin:") - 6) + " " + url)
+    head = "RuntimeError: upload failed "
+    lines += ["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
+              head + "z" * (500 - len(head) + len("RuntimeError: ") - 12) + " " + _GH + " end"]
+    path.write_text("\n".join(lines) + "\n")
+
+
+class _Error500(BaseHTTPRequestHandler):
+    BODY = ("x" * (200 - len(" see https://admin:") - 4) + f" see https://admin:{_PW}@db.example/x").encode()
+
+    def log_message(self, *a: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.send_response(500)
+        self.send_header("Content-Length", str(len(self.BODY)))
+        self.end_headers()
+        self.wfile.write(self.BODY)
+
+    do_POST = do_GET
+
+
+def test_a_secret_crossing_a_cut_never_shows_its_first_part(tmp_path: Path) -> None:
+    """Promise 3: a line cut for length never shows the first half of a token (redacted whole, then cut: eighth and fifteenth
+    rounds). A traceback's message was cut at 500 characters and the last progress line at 300 before they were redacted,
+    and an MLflow server's error body at 200: a token or a URL's password across the cut was no pattern's match, and
+    `ghp_Zq8vLm3`, `https://admin:Cr0ss` and `https://admin:Cr0ssTheCu` stood in the CLI's text and JSON, check-failed-run.json,
+    `diagnose` and `scan_log`. Now each is redacted, then cut (`safety/redact.redact_cut`)."""
+    import subprocess
+
+    run = tmp_path / "run"
+    run.mkdir()
+    _cut_log(run / "train.log")
+    outs = []
+    for fmt in ("text", "json"):
+        p = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", str(run / "train.log"), "--format", fmt,
+                            "--out-dir", str(tmp_path / fmt)], capture_output=True, text=True, timeout=120, env=dict(os.environ),
+                           check=False)
+        assert p.returncode == 0, p.stderr
+        outs += [p.stdout, p.stderr, (tmp_path / fmt / "check-failed-run.json").read_text()]
+    srv = Server(tmp_path, roots=[tmp_path])
+
+    async def go() -> None:
+        async with srv.client() as c:
+            for tool in ("diagnose", "scan_log"):
+                key = "target" if tool == "diagnose" else "path"
+                r = await c.call_tool(tool, {key: str(run / "train.log")})
+                outs.append(text(r) + json.dumps(r.structured_content))
+
+    anyio.run(go)
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Error500)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        env = {**os.environ, "MLFLOW_TRACKING_URI": f"http://127.0.0.1:{httpd.server_address[1]}", "ML_SKILLS_TRACKER_TIMEOUT": "5"}
+        p = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", "--mlflow", "abc", "--out-dir",
+                            str(tmp_path / "m")], capture_output=True, text=True, timeout=120, env=env, check=False)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert "MLflow" in p.stderr and "admin:" in p.stderr, p.stderr
+    outs += [p.stdout, p.stderr]
+    blob = "\n".join(outs)
+    assert "upload failed" in blob and "step 50 loss" in blob
+    for secret in (_GH, _PW):
+        pieces = {secret[i:i + 5] for i in range(len(secret) - 4)} - {"ghp_Z"}
+        shown = sorted(piece for piece in pieces if piece in blob)
+        assert not shown, (secret, shown)

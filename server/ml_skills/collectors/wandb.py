@@ -31,7 +31,7 @@ from ml_skills.errors import (
 )
 from ml_skills.models import CollectRequest, Progress, RawEvidence
 from ml_skills.safety import paths, untrusted_json
-from ml_skills.safety.redact import redact
+from ml_skills.safety.redact import redact, redact_cut
 
 _RUN_PATH = re.compile(r"^(?P<entity>[\w.-]{1,128})/(?P<project>[\w.-]{1,128})/(?:runs/)?(?P<run>[\w-]{1,128})$")
 _HEADER = b":W&B"
@@ -50,7 +50,7 @@ def collect(req: CollectRequest, progress: Progress | None = None) -> RawEvidenc
         run = _from_api(m["entity"], m["project"], m["run"])
     else:
         raise InputError(
-            f"--wandb expects entity/project/run_id or a local wandb/run-* directory; {redact(target[:120])!r} is neither"
+            f"--wandb expects entity/project/run_id or a local wandb/run-* directory; {redact_cut(target, 120)!r} is neither"
         )
     return tracker.to_evidence(run)
 
@@ -377,7 +377,7 @@ _AUTH_CODE = re.compile(r"(?<![\w:./-])40[13](?![\w.])")
 
 def _error(e: BaseException, what: str) -> MLSkillsError:
     """One line from whatever the wandb client raised, with the HTTP status when it has one."""
-    text = redact(" ".join(str(e).split())[:240])
+    text = redact_cut(" ".join(str(e).split()), 240)
     status = _status(e)
     low = text.lower()
     if status in (401, 403) or _AUTH_CODE.search(low) or "unauthorized" in low or "permission" in low or "api key" in low:

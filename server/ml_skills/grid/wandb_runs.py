@@ -18,7 +18,7 @@ from typing import Any
 from ml_skills.collectors.attempts import split_name
 from ml_skills.errors import InputError, MLSkillsError, TargetNotFound
 from ml_skills.grid.models import AttemptTask
-from ml_skills.safety.redact import redact
+from ml_skills.safety.redact import redact_cut
 
 FAILED_STATES = ("failed", "crashed", "killed")
 STATES = ("failed", "crashed", "killed", "preempted", "finished", "running")
@@ -44,7 +44,7 @@ def project_runs(project: str, since: datetime | None = None, max_runs: int | No
     """One task per run of the project in one of `states`, newest first, at most one past `max_runs` (discovery caps)."""
     m = _PROJECT.match(project.strip())
     if m is None:
-        raise InputError(f"--wandb expects ENTITY/PROJECT (as in the project's URL); {redact(project[:120])!r} is not")
+        raise InputError(f"--wandb expects ENTITY/PROJECT (as in the project's URL); {redact_cut(project, 120)!r} is not")
     try:
         import wandb
     except ImportError:

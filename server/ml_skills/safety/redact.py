@@ -561,6 +561,17 @@ def redact(text: str) -> str:
     return new
 
 
+PAST_CUT = 16 * 1024
+
+
+def redact_cut(text: str, n: int) -> str:
+    """The first `n` characters of `text` as shown: redacted, then cut. Cut first, a token or a URL's password crossing the
+    cut is no pattern's match and its first part is shown (twentieth round: a traceback message cut at 500 showed
+    `ghp_Ab1Cd2E`, the last progress line cut at 300 a password's first characters). What follows the cut is judged up to
+    16 KiB, as a read cap's cut is."""
+    return redact(text[: n + PAST_CUT])[:n]
+
+
 def as_shown(text: str) -> str:
     """The text as every output channel shows it (stripped, redacted), without counting anything:
     for matching a caller's pattern against what the caller may see, never against the raw secret."""
