@@ -246,7 +246,8 @@ def test_a_secret_crossing_a_cut_never_shows_its_first_part(tmp_path: Path) -> N
     rounds). A traceback's message was cut at 500 characters and the last progress line at 300 before they were redacted,
     and an MLflow server's error body at 200: a token or a URL's password across the cut was no pattern's match, and
     `ghp_Zq8vLm3`, `https://admin:Cr0ss` and `https://admin:Cr0ssTheCu` stood in the CLI's text and JSON, check-failed-run.json,
-    `diagnose` and `scan_log`. Now each is redacted, then cut (`safety/redact.redact_cut`)."""
+    `diagnose` and `scan_log`; a safetensors tensor's name, cut at 60 in a checkpoint's reason, showed `ghp_Zq8vLm3Kp0R`. Now each
+    is redacted, then cut (`safety/redact.redact_cut`)."""
     import subprocess
 
     run = tmp_path / "run"
@@ -259,13 +260,22 @@ def test_a_secret_crossing_a_cut_never_shows_its_first_part(tmp_path: Path) -> N
                            check=False)
         assert p.returncode == 0, p.stderr
         outs += [p.stdout, p.stderr, (tmp_path / fmt / "check-failed-run.json").read_text()]
+    ck = tmp_path / "ck"  # a tensor named with a token past its 60-character cut, its shape wrong
+    ck.mkdir()
+    header = json.dumps({"layer.weight." + "a" * 30 + _GH: {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}}).encode()
+    header += b" " * (-len(header) % 8)
+    (ck / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 8)
+    p = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", str(ck), "--format", "json", "--out-dir",
+                        str(tmp_path / "ckout")], capture_output=True, text=True, timeout=120, env=dict(os.environ), check=False)
+    assert "aaaaaaaaaa" in p.stdout, p.stdout[-2000:]
+    outs += [p.stdout, p.stderr]
     srv = Server(tmp_path, roots=[tmp_path])
 
     async def go() -> None:
         async with srv.client() as c:
-            for tool in ("diagnose", "scan_log"):
-                key = "target" if tool == "diagnose" else "path"
-                r = await c.call_tool(tool, {key: str(run / "train.log")})
+            for tool, args in (("diagnose", {"target": str(run / "train.log")}), ("scan_log", {"path": str(run / "train.log")}),
+                               ("inspect_checkpoint", {"path": str(ck / "model.safetensors")})):
+                r = await c.call_tool(tool, args)
                 outs.append(text(r) + json.dumps(r.structured_content))
 
     anyio.run(go)

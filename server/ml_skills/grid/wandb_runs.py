@@ -66,7 +66,7 @@ def project_runs(project: str, since: datetime | None = None, max_runs: int | No
         limit = max_runs + 1 if max_runs else None  # one past the cap, so the triage can say it stopped there
         for r in api.runs(f"{m['entity']}/{m['project']}", filters=flt, order="-created_at", per_page=min(PAGE, limit or PAGE)):
             attrs = getattr(r, "_attrs", {}) or {}
-            rows.append((str(r.id), str(r.display_name or r.id)[:200], _time(attrs.get("createdAt")), _time(attrs.get("heartbeatAt"))))
+            rows.append((str(r.id), redact_cut(str(r.display_name or r.id), 200), _time(attrs.get("createdAt")), _time(attrs.get("heartbeatAt"))))
             if limit is not None and len(rows) >= limit:
                 break
     except MLSkillsError:
