@@ -296,3 +296,28 @@ def test_a_secret_crossing_a_cut_never_shows_its_first_part(tmp_path: Path) -> N
         pieces = {secret[i:i + 5] for i in range(len(secret) - 4)} - {"ghp_Z"}
         shown = sorted(piece for piece in pieces if piece in blob)
         assert not shown, (secret, shown)
+
+
+@pytest.mark.parametrize("content", ["$SCRATCH/run/step_2000", "${CKPT_DIR}/step_2000", "%CKPT%\\step_2000",
+                                     "\\\\fileserver\\share\\step_2000"])
+def test_a_pointer_on_a_path_its_reader_expands_is_a_rollback_and_asks(tmp_path: Path, content: str) -> None:
+    """Promise 2: only a pointer whose target is missing or inspects invalid is moved without asking; a target the server
+    cannot look at is not known to be bad (ninth round: `s3://...`, `~/...`). A pointer holding a path through a variable
+    its reader expands (`$SCRATCH/...`, `${CKPT_DIR}/...`, Windows' `%CKPT%\\...`) or a Windows share was read as a file
+    of that name beside the pointer, missing, and moved to another checkpoint as a safe repoint asked of no one. Now it is
+    a rollback: a client that cannot ask runs nothing. A pointer on a target really missing is still moved (the control)."""
+    from tests.security.test_actions_attacks import repoint
+
+    r, _ = roots(tmp_path)
+    run = r / "run"
+    run.mkdir()
+    header = json.dumps({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}).encode()
+    header += b" " * (-len(header) % 8)
+    (run / "step_100.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 8)
+    (run / "latest").write_text(content + "\n")
+    (run / "latest_gone").write_text("missing_step_2000\n")
+    res = anyio.run(call, srv_for(tmp_path, r), "request_action", repoint(run / "latest", run / "step_100.safetensors"))
+    assert res.structured_content["outcome"] == "no-elicitation" and "rollback" in res.structured_content["rule"]
+    assert (run / "latest").read_text() == content + "\n"
+    res = anyio.run(call, srv_for(tmp_path, r), "request_action", repoint(run / "latest_gone", run / "step_100.safetensors"))
+    assert res.structured_content["outcome"] == "ran", res.structured_content
