@@ -321,3 +321,79 @@ def test_a_pointer_on_a_path_its_reader_expands_is_a_rollback_and_asks(tmp_path:
     assert (run / "latest").read_text() == content + "\n"
     res = anyio.run(call, srv_for(tmp_path, r), "request_action", repoint(run / "latest_gone", run / "step_100.safetensors"))
     assert res.structured_content["outcome"] == "ran", res.structured_content
+
+
+class _EndlessRuns(FakeWandb):
+    """A W&B server whose project listing always has a next page of 100 new failed runs."""
+
+    def __init__(self) -> None:
+        super().__init__(KEY)
+
+    def _runs(self, v: dict[str, Any]) -> Any:
+        start, size = int(v.get("cursor") or 0), int(v.get("perPage") or 50)
+        node = {"projectId": "1", "tags": [], "sweepName": None, "state": "failed", "group": None, "jobType": None, "commit": None,
+                "readOnly": False, "createdAt": "2026-11-29T10:00:00", "heartbeatAt": "2026-11-29T10:00:00", "description": None,
+                "notes": None, "historyLineCount": 0, "user": {"name": "a", "username": "a"}}
+        edges = [{"node": {**node, "id": base64.b64encode(f"Run:r{i}".encode()).decode(), "name": f"r{i}", "displayName": f"run-{i}"},
+                  "cursor": str(i + 1)} for i in range(start, start + size)]
+        return {"project": {"internalId": "1", "runCount": 10**9, "readOnly": False,
+                            "runs": {"edges": edges, "pageInfo": {"endCursor": str(start + size), "hasNextPage": True}}}}
+
+
+class _EndlessSearch(BaseHTTPRequestHandler):
+    """An MLflow server whose run search always has a next page of 100 new failed runs."""
+
+    protocol_version = "HTTP/1.1"
+    pages = 0
+
+    def log_message(self, *a: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        type(self).pages += 1
+        n = type(self).pages
+        runs = [{"info": {"run_id": f"r{n}x{i}", "run_uuid": f"r{n}x{i}", "experiment_id": "1", "status": "FAILED", "start_time": 1,
+                          "end_time": 2, "lifecycle_stage": "active", "artifact_uri": "file:///nowhere"},
+                 "data": {"tags": [{"key": "mlflow.runName", "value": f"run-{n}-{i}"}]}} for i in range(100)]
+        body = json.dumps({"runs": runs, "next_page_token": f"t{n}"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST
+
+
+@pytest.mark.parametrize("source", ["wandb", "mlflow"])
+def test_triage_runs_over_a_tracker_that_lists_runs_forever_ends_at_the_deadline(tmp_path: Path, source: str) -> None:
+    """Promise 7: a remote source fails within its deadline. `ml-skills triage-runs --wandb ENTITY/PROJECT` and
+    `--mlflow-experiment ID` list the failed runs first, page by page, with no deadline and, without `--max-runs`, no cap: a
+    server that always had a next page was still being listed at 45 s (W&B: 55,900 runs, 183 MB and growing; MLflow: 53,000
+    runs, 258 MB). Now the listing is held to the tracker deadline (`ML_SKILLS_TRACKER_TIMEOUT`) and ends in one line saying
+    how to narrow it."""
+    import subprocess
+
+    args = ["--wandb", "team/proj"] if source == "wandb" else ["--mlflow-experiment", "1"]
+    env = {**os.environ, "ML_SKILLS_TRACKER_TIMEOUT": "5", "WANDB_API_KEY": KEY}
+    if source == "wandb":
+        server: Any = _EndlessRuns().__enter__()
+        env["WANDB_BASE_URL"] = server.url
+    else:
+        server = ThreadingHTTPServer(("127.0.0.1", 0), _EndlessSearch)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        env["MLFLOW_TRACKING_URI"] = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        p = subprocess.run([sys.executable, "-m", "ml_skills.cli", "triage-runs", *args, "--out-dir", str(tmp_path / "out")],
+                           capture_output=True, text=True, timeout=60, env=env, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail("triage-runs was still listing runs at 60 s with a 5 s deadline")
+    finally:
+        if source == "wandb":
+            server.__exit__(None, None, None)
+        else:
+            server.shutdown()
+            server.server_close()
+    assert p.returncode == 2, (p.returncode, p.stderr[-500:])
+    assert "still listing runs at the 5s deadline" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr[-500:]
