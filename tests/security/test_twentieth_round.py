@@ -397,3 +397,39 @@ def test_triage_runs_over_a_tracker_that_lists_runs_forever_ends_at_the_deadline
             server.server_close()
     assert p.returncode == 2, (p.returncode, p.stderr[-500:])
     assert "still listing runs at the 5s deadline" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr[-500:]
+
+
+def test_a_wandb_key_after_login_options_and_an_azure_storage_key_in_a_spark_conf_never_leave(tmp_path: Path) -> None:
+    """Promise 3: a W&B key is caught next to its keyword, and keys with a qualifier are caught. `wandb login --relogin KEY`
+    and `wandb login --host https://... KEY` (options between the command and the key) and Hadoop's Azure storage key as a
+    Spark setting (`spark.hadoop.fs.azure.account.key.ACCOUNT.dfs.core.windows.net=KEY`, as a Spark job prints its conf) were
+    kept in clear in the CLI's report, `read_log_tail` and `grep_log`. A git SHA after `git checkout` is still shown."""
+    import subprocess
+
+    wandb_key = "3f9a1c7e5b2d8a4f6c0e1b3d5f7a9c2e4b6d8f0a"
+    azure = "dGhpc2lzYXNlY3JldGtleWZvcmF6dXJlc3RvcmFnZTEyMzQ1Njc4OTBhYmNkZWY="
+    sha = "9b2e4d6f8a0c1e3b5d7f9a2c4e6b8d0f1a3c5e7b"
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train.log").write_text("\n".join([
+        f"+ wandb login --relogin {wandb_key}", f"+ wandb login --host https://wandb.corp.example {wandb_key}",
+        f"spark.hadoop.fs.azure.account.key.acct.dfs.core.windows.net={azure}", f"+ git checkout {sha}",
+        "step 1 loss 2.0", "step 2 loss nan", "RuntimeError: loss is nan"]) + "\n")
+    p = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", str(run / "train.log"), "--last", "100",
+                        "--out-dir", str(tmp_path / "out")], capture_output=True, text=True, timeout=120, env=dict(os.environ), check=False)
+    outs = [p.stdout, p.stderr, (tmp_path / "out" / "check-failed-run.json").read_text()]
+    srv = Server(tmp_path, roots=[tmp_path])
+
+    async def go() -> None:
+        async with srv.client() as c:
+            for tool, args in (("read_log_tail", {"path": str(run / "train.log")}),
+                               ("grep_log", {"path": str(run / "train.log"), "pattern": "login|azure|checkout"})):
+                r = await c.call_tool(tool, args)
+                outs.append(text(r) + json.dumps(r.structured_content))
+
+    anyio.run(go)
+    blob = "\n".join(outs)
+    assert "wandb login --relogin" in blob and "fs.azure.account.key" in blob and sha in blob
+    for secret in (wandb_key, azure):
+        shown = sorted({secret[i:i + 12] for i in range(len(secret) - 11)} & {blob[i:i + 12] for i in range(len(blob) - 11)})
+        assert not shown, (secret, shown[:3])
