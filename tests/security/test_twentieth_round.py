@@ -433,3 +433,20 @@ def test_a_wandb_key_after_login_options_and_an_azure_storage_key_in_a_spark_con
     for secret in (wandb_key, azure):
         shown = sorted({secret[i:i + 12] for i in range(len(secret) - 11)} & {blob[i:i + 12] for i in range(len(blob) - 11)})
         assert not shown, (secret, shown[:3])
+
+
+def test_a_wandb_history_page_dripping_within_each_attempt_is_cut_at_the_deadline(tmp_path: Path) -> None:
+    """Promise 7: a remote source fails within its total deadline. wandb-core bounds each attempt of a request by the per-call
+    timeout and retries it (three times, here): a history page sent one byte per 50 ms held `check-failed-run --wandb` about
+    35 s with a 6 s deadline, each attempt cut at the per-call timeout and tried again. Now each page is waited for no
+    longer than the deadline left (the call is left to end in a daemon thread, its result unused)."""
+    with _HostileWandb() as fake:
+        fake.runs["r1"] = FakeRun("crashed", {}, [{"_step": s, "loss": 1.0} for s in range(2500)], {"output.log": b"step 0 loss 1\n"})
+        fake.faults["HistoryPage"] = [("drip", 0.05)] * 50  # a page of 1,000 rows, one byte per 50 ms: minutes whole
+        t0 = time.monotonic()
+        proc, report = check_failed_run("--wandb", "team/proj/r1", "--format", "json", out=tmp_path,
+                                        env={"WANDB_API_KEY": KEY, "WANDB_BASE_URL": fake.url, "ML_SKILLS_TRACKER_TIMEOUT": "5"})
+        took = time.monotonic() - t0
+    assert proc.returncode == 0, proc.stderr
+    assert took < 20, f"{took:.0f} s with a 5 s deadline"
+    assert report is not None and "no page within the 5s deadline" in json.dumps(report), json.dumps(report)[:2000]

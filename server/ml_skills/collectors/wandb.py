@@ -14,11 +14,13 @@ import re
 import struct
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ml_skills.collectors import tracker
+from ml_skills.collectors.gcp import _TooSlow as TooSlow
+from ml_skills.collectors.gcp import _within as gcp_within
 from ml_skills.collectors.http_api import Deadline, fetch_tail
 from ml_skills.errors import (
     InputError,
@@ -39,6 +41,7 @@ _BLOCK = 32 * 1024
 MAX_RECORD_BYTES = 256 * 1024 * 1024  # a .wandb file is read up to this many bytes
 MAX_ONE_RECORD = 32 * 1024 * 1024  # one record (a history row, a config): wandb's own rows are kilobytes
 PAGE_SIZE = 1000
+T = TypeVar("T")
 
 
 def collect(req: CollectRequest, progress: Progress | None = None) -> RawEvidence:
@@ -290,18 +293,28 @@ def _scan(r: Any, deadline: Deadline) -> Iterator[dict[str, Any]]:
 
     The client pages by step range up to the run's last step and goes on past empty pages: a server naming a last step
     of 10**12 over empty pages kept it asking, past any deadline, with no row to check it on (twentieth round)."""
-    scan = r.scan_history(page_size=PAGE_SIZE, use_cache=False)
+    scan = _in_time(lambda: r.scan_history(page_size=PAGE_SIZE, use_cache=False), deadline)
     load = getattr(scan, "_load_next", None)
     if callable(load):
 
         def bounded() -> None:
             _past(deadline)
-            load()
+            _in_time(load, deadline)
 
         scan._load_next = bounded
     for row in scan:
         yield row
         _past(deadline)
+
+
+def _in_time(fn: Callable[[], T], deadline: Deadline) -> T:
+    """fn(), waited for no longer than the deadline: wandb-core bounds one attempt by the per-call timeout and retries it, so a
+    page dripping within each attempt held the history 35 s past a 6 s deadline (twentieth round). Past it the call is left to
+    end in its daemon thread, and its result is never used."""
+    try:
+        return gcp_within(lambda _timeout: fn(), max(0.1, deadline.left()))
+    except TooSlow:
+        raise SourceTimeout(f"W&B history: no page within the {deadline.seconds:g}s deadline") from None
 
 
 def _past(deadline: Deadline) -> None:
