@@ -113,7 +113,7 @@ def test_describe_vertex_job_over_a_pipeline_of_20000_tasks_answers_with_a_cappe
     assert len(body) < 200_000, len(body)
     details = structured["source"]["details"]
     assert details["tasks_total"] == 20_001  # the leaves: the root DAG task is left out
-    assert len(details["tasks"]) <= 200 and details["tasks"][0]["name"] == "train"
+    assert len(details["tasks"]) <= 200 and details["tasks"][0]["name"].endswith("] train [/data " + structured["marker"] + "]")  # marked since the twentieth round
 
 
 def test_a_project_or_region_ending_in_a_newline_is_refused_before_any_call(fake: VertexFake, tmp_path: Path) -> None:

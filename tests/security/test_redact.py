@@ -115,6 +115,8 @@ HOSTILE = {  # prefixes of every pattern, repeated to fill a 1 MB line
     "xml-value": '<password x value="a', "xml-value-far": "<password " + "x" * 190, "setenv": " setenv HF_TOKEN ",
     "set-flag": " set -gx api_key ", "env-step": "ENV HF_TOKEN a",
     "openssl": "-passin pass:", "keytool": " -storepass ",
+    "wandb-login": " wandb login --host=x", "wandb-login-many": "wandb login --a --b --c --d --e ",  # twentieth round
+    "azure-key": "fs.azure.account.key.a", "azure-key-long": "fs.azure.account.key." + "a." * 130 + "=",
 }
 
 

@@ -30,7 +30,7 @@ from ml_skills.errors import InputError
 from ml_skills.lazyre import lazy
 from ml_skills.models import CheckpointInfo
 from ml_skills.safety import paths, untrusted_json
-from ml_skills.safety.redact import redact
+from ml_skills.safety.redact import redact, redact_cut
 
 WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth", ".ckpt", ".bin", ".h5", ".keras", ".pkl", ".msgpack", ".npz")
 _STEP = lazy(r"(?:checkpoint|global_step|step|iter|epoch|ckpt|model)[-_=]?(\d+)", re.IGNORECASE)
@@ -88,12 +88,12 @@ def _is_count(v: object) -> bool:
 def _tensor_problem(name: str, entry: object) -> str | None:
     """Why one header entry is not a tensor the safetensors library would read, or None."""
     if not isinstance(entry, dict):
-        return f"entry {name[:60]!r} is not an object"
+        return f"entry {redact_cut(name, 60)!r} is not an object"
     offsets, shape, dtype = entry.get("data_offsets"), entry.get("shape"), entry.get("dtype")
     if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_count(v) for v in offsets) and offsets[0] <= offsets[1]):
-        return f"tensor {name[:60]!r} has malformed data_offsets (two non-negative integers, begin <= end)"
+        return f"tensor {redact_cut(name, 60)!r} has malformed data_offsets (two non-negative integers, begin <= end)"
     if not isinstance(dtype, str) or not (isinstance(shape, list) and len(shape) <= MAX_DIMS and all(_is_count(v) for v in shape)):
-        return f"tensor {name[:60]!r} has a malformed dtype or shape"
+        return f"tensor {redact_cut(name, 60)!r} has a malformed dtype or shape"
     bits = _DTYPE_BITS.get(dtype)
     if bits is None:
         return None  # a dtype newer than this table: its size cannot be checked
@@ -103,7 +103,7 @@ def _tensor_problem(name: str, entry: object) -> str | None:
         if n * bits > 8 * (offsets[1] - offsets[0]):  # stop early: a hostile shape can be a huge product
             break
     if n * bits != 8 * (offsets[1] - offsets[0]):
-        return f"tensor {name[:60]!r}: shape {shape[:8]} of {dtype} does not fill its {offsets[1] - offsets[0]} bytes"
+        return f"tensor {redact_cut(name, 60)!r}: shape {shape[:8]} of {dtype} does not fill its {offsets[1] - offsets[0]} bytes"
     return None
 
 
@@ -129,7 +129,7 @@ def _safetensors(path: Path, size: int) -> tuple[bool, str]:
     end = 0
     for begin, stop, name in spans:
         if begin != end:
-            return False, f"tensor {name[:60]!r} starts at {begin}, not where the previous one ends ({end}): corrupt"
+            return False, f"tensor {redact_cut(name, 60)!r} starts at {begin}, not where the previous one ends ({end}): corrupt"
         end = stop
     expected = 8 + n + end
     if expected > size:
@@ -205,7 +205,7 @@ def _unusable(path: Path, why: str, fmt: str = "unreadable") -> CheckpointInfo:
         # Lightning's last.ckpt after the checkpoint it named was rotated away; a link out of the roots keeps the refusal, the
         # same whether its target exists or not (eighteenth round: a folder's dangling shard named where it led, outside)
         if path.is_symlink() and not path.exists() and not paths.leads_out_of_roots(path):
-            why = f"dangling symlink to {os.readlink(path)[:200]}: the checkpoint it named is gone"
+            why = f"dangling symlink to {redact_cut(os.readlink(path), 200)}: the checkpoint it named is gone"
     except OSError:
         mtime = datetime.fromtimestamp(0, UTC)
     return CheckpointInfo(path=str(path), format=fmt, size_bytes=0, mtime=mtime, step=step_of(path.name), valid=False, reason=why)
@@ -337,7 +337,7 @@ def _hf_index(path: Path, files: dict[str, Path]) -> tuple[bool, str] | None:
     by_shard: dict[str, list[str]] = {}
     for tensor, shard in wm.items():
         if not isinstance(shard, str) or not _is_file_name(shard):
-            return False, f"{index.name} places {tensor[:60]!r} in {str(shard)[:60]!r}, which is not a file name in this folder (corrupt)"
+            return False, f"{index.name} places {redact_cut(tensor, 60)!r} in {redact_cut(str(shard), 60)!r}, which is not a file name in this folder (corrupt)"
         by_shard.setdefault(shard, []).append(tensor)
     missing = sorted(s for s in by_shard if not _is_file(path / s))
     if missing:

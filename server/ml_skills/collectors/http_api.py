@@ -17,7 +17,7 @@ import httpx
 
 from ml_skills.errors import SourceTimeout, SourceUnavailable, TargetNotFound
 from ml_skills.safety import untrusted_json
-from ml_skills.safety.redact import redact
+from ml_skills.safety.redact import redact, redact_cut
 
 RETRIES = 3
 BACKOFF = 0.5
@@ -51,7 +51,7 @@ def _retry_after(resp: httpx.Response) -> float | None:
 
 def _status_error(name: str, what: str, resp: httpx.Response) -> Exception:
     code = resp.status_code
-    body = redact(resp.text[:200].replace("\n", " ").strip())
+    body = redact_cut(resp.text.replace("\n", " ").strip(), 200)
     detail = f" ({body})" if body else ""
     if code in (401, 403):
         return SourceUnavailable(
@@ -86,13 +86,13 @@ def request_json(
                 f"{name} did not answer {what} in time ({deadline.seconds:g}s deadline); is the server up and reachable?"
             ) from None
         except httpx.ConnectError as e:
-            reason = "connection refused" if "refused" in str(e).lower() else redact(str(e)[:160])
+            reason = "connection refused" if "refused" in str(e).lower() else redact_cut(str(e), 160)
             raise SourceUnavailable(
                 f"cannot reach {name} at {redact(str(client.base_url))}: {reason}; is the server running?"
             ) from None
         except httpx.HTTPError as e:
             if attempt >= RETRIES:
-                raise SourceUnavailable(f"{name} {what}: {type(e).__name__}: {redact(str(e)[:160])}") from None
+                raise SourceUnavailable(f"{name} {what}: {type(e).__name__}: {redact_cut(str(e), 160)}") from None
             attempt += 1
             time.sleep(min(BACKOFF * 2**attempt, max(0.0, deadline.left())))
             continue
@@ -110,7 +110,7 @@ def request_json(
         try:
             return untrusted_json.loads(resp.content)  # ValueError also for nesting too deep to walk
         except ValueError:
-            snippet = redact(resp.text[:80].replace("\n", " "))
+            snippet = redact_cut(resp.text.replace("\n", " "), 80)
             raise SourceUnavailable(f"{name} sent a malformed answer for {what} (not JSON: {snippet!r})") from None
 
 
@@ -194,4 +194,4 @@ def _stream_tail(
     except httpx.TimeoutException:
         raise SourceTimeout(f"{name} did not send {what} in time") from None
     except httpx.HTTPError as e:
-        raise SourceUnavailable(f"{name} {what}: {type(e).__name__}: {redact(str(e)[:160])}") from None
+        raise SourceUnavailable(f"{name} {what}: {type(e).__name__}: {redact_cut(str(e), 160)}") from None

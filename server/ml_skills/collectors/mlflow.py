@@ -20,7 +20,7 @@ from ml_skills.collectors.http_api import Deadline, fetch_tail, request_json
 from ml_skills.errors import InputError, SourceError, SourceUnavailable, TargetNotFound
 from ml_skills.models import CollectRequest, Progress, RawEvidence
 from ml_skills.safety import paths
-from ml_skills.safety.redact import redact
+from ml_skills.safety.redact import redact, redact_cut
 
 if TYPE_CHECKING:
     import httpx
@@ -35,7 +35,7 @@ _RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 def collect(req: CollectRequest, progress: Progress | None = None) -> RawEvidence:
     run_id = (req.mlflow or "").strip()
     if not _RUN_ID.fullmatch(run_id):
-        raise InputError(f"--mlflow expects a run id (letters, digits, '-' or '_'), got {redact(run_id[:80])!r}")
+        raise InputError(f"--mlflow expects a run id (letters, digits, '-' or '_'), got {redact_cut(run_id, 80)!r}")
     uri = os.environ.get("MLFLOW_TRACKING_URI", "").strip()
     if not uri:
         raise InputError(
@@ -217,7 +217,7 @@ def _from_store(uri: str, run_id: str, run: tracker.TrackerRun) -> None:
     except MlflowException as e:
         if getattr(e, "error_code", "") == "RESOURCE_DOES_NOT_EXIST" or "not found" in str(e).lower():
             raise TargetNotFound(f"no MLflow run {run_id} in {redact(uri)}: check the run id and MLFLOW_TRACKING_URI") from None
-        raise SourceUnavailable(f"MLflow store {redact(uri)}: {redact(str(e).splitlines()[0][:200])}") from None
+        raise SourceUnavailable(f"MLflow store {redact(uri)}: {redact_cut(str(e).splitlines()[0], 200)}") from None
     info = {
         "status": r.info.status,
         "start_time": r.info.start_time,
@@ -239,7 +239,7 @@ def _from_store(uri: str, run_id: str, run: tracker.TrackerRun) -> None:
             hist = client.get_metric_history(run_id, key)
             _history(run, key, [_point({"step": m.step, "value": m.value, "timestamp": m.timestamp}) for m in hist])
         except MlflowException as e:
-            run.missing.append(f"history of {key}: {redact(str(e).splitlines()[0][:200])}")
+            run.missing.append(f"history of {key}: {redact_cut(str(e).splitlines()[0], 200)}")
     root = _local_dir(r.info.artifact_uri or "")
     if root is None:
         run.missing.append(f"artifacts at {redact(r.info.artifact_uri or '?')} are not on this machine: not read")

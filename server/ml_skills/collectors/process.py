@@ -38,7 +38,7 @@ from ml_skills.models import (
     SourceEvidence,
 )
 from ml_skills.safety import paths
-from ml_skills.safety.redact import redact
+from ml_skills.safety.redact import redact, redact_cut
 
 SAMPLE_SECONDS = 1.5
 SAMPLES = 4
@@ -131,7 +131,7 @@ def _gpu(pids: set[int]) -> str:
         return f"nvidia-smi failed ({type(e).__name__}): GPU use unknown"
     if run.returncode != 0:
         why = (run.stderr or run.stdout).strip().splitlines()
-        return f"nvidia-smi failed (exit {run.returncode}: {redact(why[0][:160]) if why else 'no message'}): GPU use unknown"
+        return f"nvidia-smi failed (exit {run.returncode}: {redact_cut(why[0], 160) if why else 'no message'}): GPU use unknown"
     out = run.stdout
     used = [line.split(",") for line in out.splitlines() if line.strip()]
     mine = [(int(p), m.strip()) for p, m in used if p.strip().isdigit() and int(p) in pids]

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from ml_skills.collectors import env_seconds
 from ml_skills.errors import InputError, SourceTimeout, SourceUnavailable, TargetNotFound
 from ml_skills.models import CollectRequest, EvidenceStatus, Progress, RawEvidence, RawLog, SourceEvidence
-from ml_skills.safety.redact import redact
+from ml_skills.safety.redact import redact, redact_cut
 
 TAIL_LINES = 5000
 TAIL_BYTES = 4 * 1024 * 1024
@@ -233,7 +233,7 @@ def fetch(target: str, *, lines: int = TAIL_LINES, deadline: float = DEADLINE, c
     elif code == 255 and got.log_state == "unknown":
         raise _ssh_error(remote, err.decode("utf-8", errors="replace"), code)
     elif not got.complete:
-        problems.append(f"the remote command ended early (exit {code}): {err.decode('utf-8', 'replace').strip()[:200]}")
+        problems.append(f"the remote command ended early (exit {code}): {redact_cut(err.decode('utf-8', 'replace').strip(), 200)}")
     if got.log_state != "ok":
         why = {"missing": "no such file", "not-regular": "not a regular file (FIFO, device or directory)",
                "unreadable": "permission denied", "unknown": "not received"}.get(got.log_state, got.log_state)

@@ -102,6 +102,9 @@ class TrackerRun:
             self.times.setdefault(step, when)
 
 
+_STATE_WORD = re.compile(r"[A-Za-z][A-Za-z_-]{0,31}")
+
+
 def read_tail(path: Path) -> tuple[str, bool]:
     """The last MAX_LOG_BYTES of a local run log, and whether the start was cut."""
     with open_binary(path) as f:
@@ -218,7 +221,9 @@ def to_evidence(run: TrackerRun) -> RawEvidence:
         kind=run.kind,
         name=redact(run.name),
         status=status,
-        state=run.state,
+        # the state word only: a server's state field is its text, shown cut and marked in facts; before the twentieth round
+        # a W&B state of 3 MB holding an instruction came back whole and bare in get_wandb_run's source.state
+        state=run.state if run.state and _STATE_WORD.fullmatch(run.state) else None,
         facts={redact(k): redact(v) for k, v in facts.items()},
         report_lines=report,
         metrics=points,

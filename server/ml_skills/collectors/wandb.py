@@ -14,11 +14,13 @@ import re
 import struct
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ml_skills.collectors import tracker
+from ml_skills.collectors.gcp import _TooSlow as TooSlow
+from ml_skills.collectors.gcp import _within as gcp_within
 from ml_skills.collectors.http_api import Deadline, fetch_tail
 from ml_skills.errors import (
     InputError,
@@ -31,7 +33,7 @@ from ml_skills.errors import (
 )
 from ml_skills.models import CollectRequest, Progress, RawEvidence
 from ml_skills.safety import paths, untrusted_json
-from ml_skills.safety.redact import redact
+from ml_skills.safety.redact import redact, redact_cut
 
 _RUN_PATH = re.compile(r"^(?P<entity>[\w.-]{1,128})/(?P<project>[\w.-]{1,128})/(?:runs/)?(?P<run>[\w-]{1,128})$")
 _HEADER = b":W&B"
@@ -39,6 +41,7 @@ _BLOCK = 32 * 1024
 MAX_RECORD_BYTES = 256 * 1024 * 1024  # a .wandb file is read up to this many bytes
 MAX_ONE_RECORD = 32 * 1024 * 1024  # one record (a history row, a config): wandb's own rows are kilobytes
 PAGE_SIZE = 1000
+T = TypeVar("T")
 
 
 def collect(req: CollectRequest, progress: Progress | None = None) -> RawEvidence:
@@ -50,7 +53,7 @@ def collect(req: CollectRequest, progress: Progress | None = None) -> RawEvidenc
         run = _from_api(m["entity"], m["project"], m["run"])
     else:
         raise InputError(
-            f"--wandb expects entity/project/run_id or a local wandb/run-* directory; {redact(target[:120])!r} is neither"
+            f"--wandb expects entity/project/run_id or a local wandb/run-* directory; {redact_cut(target, 120)!r} is neither"
         )
     return tracker.to_evidence(run)
 
@@ -285,18 +288,50 @@ def _from_api(entity: str, project: str, run_id: str) -> tracker.TrackerRun:
     return run
 
 
+def _scan(r: Any, deadline: Deadline) -> Iterator[dict[str, Any]]:
+    """The run's history rows, the deadline checked before every page the client loads and after every row.
+
+    The client pages by step range up to the run's last step and goes on past empty pages: a server naming a last step
+    of 10**12 over empty pages kept it asking, past any deadline, with no row to check it on (twentieth round)."""
+    scan = _in_time(lambda: r.scan_history(page_size=PAGE_SIZE, use_cache=False), deadline)
+    load = getattr(scan, "_load_next", None)
+    if callable(load):
+
+        def bounded() -> None:
+            _past(deadline)
+            _in_time(load, deadline)
+
+        scan._load_next = bounded
+    for row in scan:
+        yield row
+        _past(deadline)
+
+
+def _in_time(fn: Callable[[], T], deadline: Deadline) -> T:
+    """fn(), waited for no longer than the deadline: wandb-core bounds one attempt by the per-call timeout and retries it, so a
+    page dripping within each attempt held the history 35 s past a 6 s deadline (twentieth round). Past it the call is left to
+    end in its daemon thread, and its result is never used."""
+    try:
+        return gcp_within(lambda _timeout: fn(), max(0.1, deadline.left()))
+    except TooSlow:
+        raise SourceTimeout(f"W&B history: no page within the {deadline.seconds:g}s deadline") from None
+
+
+def _past(deadline: Deadline) -> None:
+    if deadline.left() <= 0:
+        raise SourceTimeout(f"W&B history: stopped at the {deadline.seconds:g}s deadline")
+
+
 def _history(r: Any, run: tracker.TrackerRun, deadline: Deadline) -> None:
     rows = 0
     try:
         deadline.check(f"W&B history of {run.name}")
-        for row in r.scan_history(page_size=PAGE_SIZE, use_cache=False):
+        for row in _scan(r, deadline):
             rows += 1
             step = tracker.to_float(row.get("_step"))
             for k, v in row.items():
                 if not k.startswith("_"):
                     run.add(k, float(rows - 1) if step is None else step, v)
-            if rows % PAGE_SIZE == 0 and deadline.left() <= 0:
-                raise SourceTimeout(f"W&B history: stopped after {rows} rows at the {deadline.seconds:g}s deadline")
     except SourceError as e:
         run.missing.append(f"history after {rows} rows: {e}")
     except Exception as e:  # noqa: BLE001  partial evidence: name what failed and go on
@@ -324,7 +359,7 @@ def _files(api: Any, r: Any, run: tracker.TrackerRun, deadline: Deadline) -> Non
         if not url:
             continue
         # the API key goes only to the W&B server itself, never to a storage host's signed URL
-        auth = ("api", api.api_key) if api.api_key and url.startswith(base) else None
+        auth = ("api", api.api_key) if api.api_key and _same_origin(url, base) else None
         try:
             with httpx.Client(auth=auth, follow_redirects=True) as client:
                 data, cut = fetch_tail(
@@ -335,13 +370,27 @@ def _files(api: Any, r: Any, run: tracker.TrackerRun, deadline: Deadline) -> Non
             run.missing.append(f"log {f.name}: {e}")
 
 
+def _same_origin(url: str, base: str) -> bool:
+    """Whether a file's URL is on the W&B server itself: its scheme, host and port, with no user in it.
+
+    A prefix test sent the key to `http://api.wandb.ai@elsewhere/...` and to `https://api.wandb.ai.elsewhere/...`
+    (twentieth round)."""
+    import httpx
+
+    try:
+        u, b = httpx.URL(url), httpx.URL(base)
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return False
+    return not u.userinfo and bool(b.host) and (u.scheme, u.host, u.port) == (b.scheme, b.host, b.port)
+
+
 # a 401/403 named in the client's text, never the digits of a port or id (127.0.0.1:40341 is no 403)
 _AUTH_CODE = re.compile(r"(?<![\w:./-])40[13](?![\w.])")
 
 
 def _error(e: BaseException, what: str) -> MLSkillsError:
     """One line from whatever the wandb client raised, with the HTTP status when it has one."""
-    text = redact(" ".join(str(e).split())[:240])
+    text = redact_cut(" ".join(str(e).split()), 240)
     status = _status(e)
     low = text.lower()
     if status in (401, 403) or _AUTH_CODE.search(low) or "unauthorized" in low or "permission" in low or "api key" in low:

@@ -11,9 +11,12 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 
+from ml_skills.collectors.http_api import Deadline
+from ml_skills.collectors.tracker import deadline_s
 from ml_skills.errors import InputError, SourceUnavailable
 from ml_skills.grid.models import AttemptTask
-from ml_skills.safety.redact import redact
+from ml_skills.grid.wandb_runs import listing_deadline
+from ml_skills.safety.redact import redact, redact_cut
 
 STATES = ("FAILED", "KILLED")
 PAGE = 1000
@@ -50,6 +53,7 @@ def failed_runs(experiment: str, since: datetime | None = None, max_runs: int | 
                 raise InputError(f"no MLflow experiment named {experiment!r} on {redact(uri)}")
             exp_id = exp.experiment_id
         tasks: list[AttemptTask] = []
+        deadline = Deadline(deadline_s())
         for state in STATES:
             flt = f"attributes.status = '{state}'"
             if since is not None:
@@ -58,13 +62,14 @@ def failed_runs(experiment: str, since: datetime | None = None, max_runs: int | 
             while max_runs is None or len(tasks) < max_runs:
                 page = client.search_runs([exp_id], filter_string=flt, max_results=PAGE, order_by=["attributes.start_time DESC"], page_token=token)
                 for r in page:
-                    name = (r.data.tags.get("mlflow.runName") or r.info.run_id)[:200]
+                    name = redact_cut(r.data.tags.get("mlflow.runName") or r.info.run_id, 200)
                     key, n = split_name(name)
                     end = r.info.end_time or r.info.start_time
                     tasks.append(AttemptTask(run=key, attempt=n, path=r.info.run_id, source="mlflow", seen=_when(end)))
                 token = page.token
                 if not token:
                     break
+                listing_deadline(deadline, f"MLflow experiment {experiment}", len(tasks))
         return tasks[:max_runs] if max_runs else tasks
     except MlflowException as e:
         raise SourceUnavailable(f"MLflow at {redact(uri)} refused the search of experiment {experiment}: {redact(str(e))[:300]}") from None

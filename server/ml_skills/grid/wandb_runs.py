@@ -16,9 +16,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ml_skills.collectors.attempts import split_name
-from ml_skills.errors import InputError, MLSkillsError, TargetNotFound
+from ml_skills.collectors.http_api import Deadline
+from ml_skills.collectors.tracker import deadline_s
+from ml_skills.errors import InputError, MLSkillsError, SourceTimeout, TargetNotFound
 from ml_skills.grid.models import AttemptTask
-from ml_skills.safety.redact import redact
+from ml_skills.safety.redact import redact_cut
 
 FAILED_STATES = ("failed", "crashed", "killed")
 STATES = ("failed", "crashed", "killed", "preempted", "finished", "running")
@@ -44,7 +46,7 @@ def project_runs(project: str, since: datetime | None = None, max_runs: int | No
     """One task per run of the project in one of `states`, newest first, at most one past `max_runs` (discovery caps)."""
     m = _PROJECT.match(project.strip())
     if m is None:
-        raise InputError(f"--wandb expects ENTITY/PROJECT (as in the project's URL); {redact(project[:120])!r} is not")
+        raise InputError(f"--wandb expects ENTITY/PROJECT (as in the project's URL); {redact_cut(project, 120)!r} is not")
     try:
         import wandb
     except ImportError:
@@ -60,15 +62,18 @@ def project_runs(project: str, since: datetime | None = None, max_runs: int | No
         flt = {"$and": [flt, {"createdAt": {"$gte": since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}}]}
     where = f"W&B project {m['entity']}/{m['project']}"
     rows: list[tuple[str, str, datetime | None, datetime | None]] = []
+    deadline = Deadline(deadline_s())  # a server that pages forever was listed with no end (twentieth round)
     try:
         key = os.environ.get("WANDB_API_KEY")
-        api = wandb.Api(api_key=key, timeout=30) if key else wandb.Api(timeout=30)
+        per_call = max(1, int(min(30.0, deadline.left())))
+        api = wandb.Api(api_key=key, timeout=per_call) if key else wandb.Api(timeout=per_call)
         limit = max_runs + 1 if max_runs else None  # one past the cap, so the triage can say it stopped there
         for r in api.runs(f"{m['entity']}/{m['project']}", filters=flt, order="-created_at", per_page=min(PAGE, limit or PAGE)):
             attrs = getattr(r, "_attrs", {}) or {}
-            rows.append((str(r.id), str(r.display_name or r.id)[:200], _time(attrs.get("createdAt")), _time(attrs.get("heartbeatAt"))))
+            rows.append((str(r.id), redact_cut(str(r.display_name or r.id), 200), _time(attrs.get("createdAt")), _time(attrs.get("heartbeatAt"))))
             if limit is not None and len(rows) >= limit:
                 break
+            listing_deadline(deadline, where, len(rows))
     except MLSkillsError:
         raise
     except Exception as e:  # noqa: BLE001 - the wandb client raises many types; _error names them in one line
@@ -77,6 +82,13 @@ def project_runs(project: str, since: datetime | None = None, max_runs: int | No
             raise TargetNotFound(f"no {where}: check ENTITY/PROJECT (as in the project's URL) and that WANDB_API_KEY may read it") from None
         raise err from None
     return _tasks(m["entity"], m["project"], rows)
+
+
+def listing_deadline(deadline: Deadline, where: str, listed: int) -> None:
+    """One line, at the tracker's deadline, for a listing of a project's or experiment's runs that has not ended."""
+    if deadline.left() <= 0:
+        raise SourceTimeout(f"{where}: still listing runs at the {deadline.seconds:g}s deadline ({listed} listed, the server "
+                            "kept sending more): narrow the triage with --since or --max-runs, or raise ML_SKILLS_TRACKER_TIMEOUT")
 
 
 def _tasks(entity: str, project: str, rows: list[tuple[str, str, datetime | None, datetime | None]]) -> list[AttemptTask]:

@@ -226,6 +226,9 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
             again, _, _ = _recorded_command(f_now, dfd)
             if f_now != f or hashlib.sha256(again.encode()).hexdigest() != digest:
                 raise PolicyError(f"{quoted(str(f))} changed since the person approved it: nothing was started")
+            if folder_routes(dfd) != files:  # twentieth round: a .env or wandb/settings written while the person read
+                raise PolicyError(f"the folder of {quoted(f.name)} now sends the run's credentials elsewhere in a way the "
+                                  "question did not say (its .env or W&B settings changed): nothing was started; ask again")
             log = out_dir / f"restart-{datetime.now(UTC):%Y%m%dT%H%M%S%f}.log"
             ofd = open_out_dir(out_dir)  # a new file in the out dir itself, never through a link planted at its name
             try:
@@ -260,7 +263,7 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
                 + named_outside_ascii(str(f.parent), shown),
         impact=_restart_impact(env, argv, files),
         undo="stop it with kill-worker on the pid this returns",
-        manual=f"cd {shlex.quote(str(f.parent))} && {shown}", identity={"command_sha256": digest}, run=run,
+        manual=f"cd {shlex.quote(str(f.parent))} && {shown}", identity={"command_sha256": digest, "routes": files}, run=run,
     )
 
 
@@ -386,8 +389,10 @@ def _pointer_text(pointer: Path, old: str, ckpt: Path) -> str:
 
 
 # A pointer's content naming a place this machine cannot look at: a remote store (s3://, gs://, hf://, https://), a
-# home-relative path its reader expands (~/ckpt), another system's drive. Its target is not known to be bad.
-_ELSEWHERE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]{0,31}:/|~|[A-Za-z]:[\\/])")
+# home-relative path its reader expands (~/ckpt), another system's drive. Its target is not known to be bad. Since the
+# twentieth round also a variable its reader may expand (`$SCRATCH/step_2000`, `${CKPT_DIR}/...`, Windows' `%CKPT%`) and a
+# Windows share (two backslashes first): each was read as a missing file beside the pointer, and moved off unasked.
+_ELSEWHERE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]{0,31}:/|~|[A-Za-z]:[\\/]|\\\\)|\$\{?[A-Za-z_]|%[A-Za-z_][A-Za-z0-9_]{0,63}%")
 _ITERATION = re.compile(r"[0-9]{1,18}")
 
 
@@ -480,7 +485,7 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
                               "the person would approve another name; rename it")
     also: list[ActionKind] = []
     cur = _current_target(pointer, old)
-    if _ELSEWHERE.match(old.strip()):  # before the ninth round `s3://bucket/step-2000` was "missing": moved off it unasked
+    if _ELSEWHERE.search(old.strip()):  # before the ninth round `s3://bucket/step-2000` was "missing": moved off it unasked
         also.append(ActionKind.ROLLBACK)
     elif cur is not None and cur.resolve() != ckpt and _may_be_good(cur, roots):
         also.append(ActionKind.ROLLBACK)  # moving a pointer off what may be a good checkpoint is a rollback (asks by default)

@@ -116,6 +116,13 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("wandb-v1-key", ("wandb_v1_",), lazy(r"(?P<s>wandb_v1_[A-Za-z0-9_]{20,200})")),
     ("wandb-keyword-key", ("key", "login"), lazy(
         r"(?i)(?:wandb[_-]?api[_-]?key|wandb\s{1,3}login|api_key|\bkey)['\"]?\s{0,3}[:= ]\s{0,3}['\"]?(?P<s>[0-9a-f]{40})\b")),
+    # twentieth round: options between `wandb login` and the key (`--relogin KEY`, `--host URL KEY`), and Hadoop's Azure storage
+    # key as a Spark or core-site setting (`fs.azure.account.key.ACCOUNT.blob.core.windows.net=KEY`), were kept in clear
+    ("wandb-login-key", ("login",), lazy(
+        r"(?i)\bwandb\s{1,3}login(?:\s{1,3}+--?[a-z][a-z-]{0,20}+(?:[= ]\s{0,3}+(?![0-9a-f]{40}\b)[^\s'\"]{1,200}+)?){1,4}"
+        r"\s{1,3}['\"]?(?P<s>[0-9a-f]{40})\b")),
+    ("azure-account-key", ("fs.azure.account.key.",), lazy(
+        r"(?i)fs\.azure\.account\.key\.[A-Za-z0-9.-]{1,253}+['\"]?\s{0,3}+[=:]\s{0,3}+['\"]?(?P<s>[A-Za-z0-9+/]{20,200}+={0,2})")),
     # bot, user, app-level (xapp-), configuration and refresh (xoxe.xoxp-, xoxe-) tokens
     ("slack-token", ("xox", "xapp-"), lazy(r"(?P<s>xox[abposre]-[A-Za-z0-9-]{10,200}|xoxe\.xox[bp]-[A-Za-z0-9-]{10,200}|xapp-\d-[A-Za-z0-9-]{10,200})")),
     # Stripe secret and restricted keys, live and test mode. A live key is taken after anything, as promise 3 says of
@@ -559,6 +566,17 @@ def redact(text: str) -> str:
         return text
     _count.set(_count.get() + n)
     return new
+
+
+PAST_CUT = 16 * 1024
+
+
+def redact_cut(text: str, n: int) -> str:
+    """The first `n` characters of `text` as shown: redacted, then cut. Cut first, a token or a URL's password crossing the
+    cut is no pattern's match and its first part is shown (twentieth round: a traceback message cut at 500 showed
+    `ghp_Ab1Cd2E`, the last progress line cut at 300 a password's first characters). What follows the cut is judged up to
+    16 KiB, as a read cap's cut is."""
+    return redact(text[: n + PAST_CUT])[:n]
 
 
 def as_shown(text: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
+import sys
 from pathlib import Path
 
 from ml_skills.checks.report import Check, Verdict
@@ -69,12 +70,21 @@ def compile_check(script: Path) -> tuple[Check, ast.AST | None]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             mods = [node.module.split(".")[0]]
         for m in mods:
-            if m not in local and importlib.util.find_spec(m) is None:
+            if m not in local and not _resolves(m):
                 missing.append(m)
     if missing:
         return Check(name="compile", verdict=Verdict.FAIL, detail=f"compiles, but cannot import: {', '.join(sorted(set(missing)))}",
                      fix="install the missing packages in the run's environment"), tree
     return Check(name="compile", verdict=Verdict.PASS, detail="compiles and every import resolves"), tree
+
+
+def _resolves(module: str) -> bool:
+    """Whether a top-level module can be found. `find_spec` raises for a loaded module with no spec: `import __main__` in a
+    script made `ml-skills preflight-run` end in "internal error: ValueError" (twentieth round); a loaded module resolves."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ValueError, ImportError):
+        return module in sys.modules
 
 
 def _has_resume(tree: ast.AST) -> bool:

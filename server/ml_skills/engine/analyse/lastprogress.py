@@ -12,7 +12,7 @@ from ml_skills.engine.analyse.points import fmt, values_text
 from ml_skills.engine.read import metrics as metric_parser
 from ml_skills.lazyre import lazy
 from ml_skills.models import Anomaly, AnomalyKind, FailureClass, LogEvidence, MetricPoint, ProgressPoint, Role, Severity
-from ml_skills.safety.redact import redact
+from ml_skills.safety.redact import redact_cut
 
 STALL_CADENCES = 20  # no progress for 20 step intervals...
 STALL_MIN_SECONDS = 20.0  # ...and never less than this, so a pause to save or evaluate is not a hang
@@ -39,7 +39,7 @@ def last_progress(name: str, points: list[MetricPoint], tail: list[str], tail_st
             step = parsed[1] if parsed else None
             epoch = parsed[2] if parsed else None
             best = ProgressPoint(source=name, line_no=tail_start + i, step=step, epoch=epoch,
-                                 time=metric_parser.parse_timestamp(line), text=redact(line[:300]))
+                                 time=metric_parser.parse_timestamp(line), text=redact_cut(line, 300))
             break
     if points:
         lp = points[-1]

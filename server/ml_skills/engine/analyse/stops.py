@@ -22,7 +22,7 @@ from ml_skills.engine.read.metrics import parse_line
 from ml_skills.engine.read.tracebacks import FRAME as TB_FRAME
 from ml_skills.lazyre import lazy
 from ml_skills.models import FailureClass, LogEvidence, Role
-from ml_skills.safety.redact import redact
+from ml_skills.safety.redact import redact_cut
 
 STOP_W = MIN_PRIMARY * 1.1  # enough to be named alone; any error, even a survived one's cause, outweighs it
 CONFIDENCE_CAP = 0.45  # where a log stops is not proof that the process is still alive
@@ -261,7 +261,7 @@ def _cut_in_call(log: LogEvidence, lines: list[str]) -> list[Signal]:
         if rx_frames.search(text):
             where = frames[-1].replace("\\", "/").rsplit("/", 1)[-1]
             return [Signal(rule.failure_class, STOP_W, "stop", f"{CUT_IN_CALL}:{rule.id}", log.source, _last_line(log),
-                           f"{FINDING[CUT_IN_CALL]} {where} ({rule.id}){LINE_QUOTE}{redact(lines[-1].strip()[:300])}", Role.SYMPTOM)]
+                           f"{FINDING[CUT_IN_CALL]} {where} ({rule.id}){LINE_QUOTE}{redact_cut(lines[-1].strip(), 300)}", Role.SYMPTOM)]
     return []
 
 
@@ -284,4 +284,4 @@ def meaning(label: str) -> str:
 def _signal(log: LogEvidence, line_no: int, label: str, text: str) -> Signal:
     # the report quotes the line as where it happened, after a short finding (as for a metric anomaly)
     return Signal(FailureClass.STALLED, STOP_W, "stop", label, log.source, line_no,
-                  f"{FINDING[label]}{LINE_QUOTE}{redact(text.strip()[:300])}", Role.SYMPTOM)
+                  f"{FINDING[label]}{LINE_QUOTE}{redact_cut(text.strip(), 300)}", Role.SYMPTOM)

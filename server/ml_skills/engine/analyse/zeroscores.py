@@ -12,7 +12,7 @@ from __future__ import annotations
 from ml_skills.engine.read.excerpts import LINE_QUOTE
 from ml_skills.lazyre import lazy
 from ml_skills.models import Anomaly, AnomalyKind, FailureClass, Severity
-from ml_skills.safety.redact import redact
+from ml_skills.safety.redact import redact_cut
 
 _SCORE = lazy(
     r"(?i)(\bm?AP(50|75|@?[\d.:]+)?\b|average precision|\bbleu\b|_bleu\b)[^\n]{0,90}?(?:[:=]|->|\bis\b)\s*"
@@ -72,7 +72,7 @@ def _yolo_nothing_found(tail: list[str], tail_start: int, source: str) -> Anomal
 
 def _quote(line: str) -> str:
     """The summary line itself, after the finding, so the report cites what the log printed."""
-    return f"{LINE_QUOTE}{redact(line.strip()[:300])}"
+    return f"{LINE_QUOTE}{redact_cut(line.strip(), 300)}"
 
 
 def _zero(seen: list[tuple[int, float]]) -> str:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from ml_skills.engine.read.levels import ERROR_WORDS, informational
 from ml_skills.lazyre import lazy
 from ml_skills.models import TracebackEvent
-from ml_skills.safety.redact import redact
+from ml_skills.safety.redact import redact, redact_cut
 
 if TYPE_CHECKING:
     from ml_skills.engine.read.excerpts import Reader
@@ -72,7 +72,7 @@ def parse_hydra(lines: list[str], first_line_no: int, source: str) -> TracebackE
     module, _, func = m["target"].rpartition(".")
     return TracebackEvent(
         source=source, line_no=first_line_no, start_line=first_line_no, exc_type=rm["type"],
-        message=msg[:500], frames=[f"{module.replace('.', '/')}.py:{func}"], chained=False,
+        message=redact_cut(msg, 500), frames=[f"{module.replace('.', '/')}.py:{func}"], chained=False,
     )
 
 
@@ -148,7 +148,7 @@ def parse_at(lines: list[str], first_line_no: int, source: str, chained: bool = 
                 line_no=first_line_no + offset,
                 start_line=first_line_no,
                 exc_type=exc_type,
-                message=message[:500],
+                message=redact_cut(message, 500),
                 frames=[*frames[-12:], *(f"  {c}" for c in code_lines[-12:])],
                 chained=chained or bool(m.group(1)),
             )
@@ -159,7 +159,7 @@ def parse_at(lines: list[str], first_line_no: int, source: str, chained: bool = 
     if told is None:
         return None
     return TracebackEvent(source=source, line_no=first_line_no - 1, start_line=first_line_no - 1, exc_type=told[0],
-                          message=told[1][:500], frames=[*frames[-12:], *(f"  {c}" for c in code_lines[-12:])],
+                          message=redact_cut(told[1], 500), frames=[*frames[-12:], *(f"  {c}" for c in code_lines[-12:])],
                           chained=chained or bool(m.group(1)))
 
 
@@ -221,7 +221,7 @@ def read_headless(reader: Reader, name: str) -> TracebackEvent | None:
     first = next((i for i, x in enumerate(head) if x.strip()), None)
     if first is not None and (m := _BARE_EXC.match(ANSI.sub("", head[first]).strip())) is not None:
         return TracebackEvent(source=name, line_no=first + 1, start_line=first + 1, exc_type=m["type"],
-                              message=redact(m["msg"][:500]), frames=[])
+                              message=redact_cut(m["msg"], 500), frames=[])
     for i, line in enumerate(head):
         if "Traceback (most recent call last)" in line:
             return None  # a header comes first: the usual pass parses it
@@ -278,7 +278,7 @@ def bare_exception(tail: list[str], tail_start: int, source: str, known: list[Tr
         if any(_RETRYING.search(x) for x in tail[max(0, i - 2):]):
             return None  # 'System is retrying': an error the platform retried did not end the run by itself
         return TracebackEvent(source=source, line_no=line_no, start_line=line_no, exc_type=m["type"],
-                              message=redact(m["msg"][:500]), frames=[])
+                              message=redact_cut(m["msg"], 500), frames=[])
     return _logged_error_at_end(tail, tail_start, source, known, said)
 
 
@@ -330,4 +330,4 @@ def _logged_error_at_end(tail: list[str], tail_start: int, source: str, known: l
         return None  # a progress note logged at a loud level ('CRITICAL:__main__:Starting finetuning'): the run's next step, no failure
     named = _NAMED_TYPE.search(msg)
     return TracebackEvent(source=source, line_no=tail_start + i, start_line=tail_start + i,
-                          exc_type=named["type"] if named else "LoggedError", message=redact(msg[:500]), frames=[])
+                          exc_type=named["type"] if named else "LoggedError", message=redact_cut(msg, 500), frames=[])
