@@ -63,3 +63,40 @@ def test_ordinary_lines_keep_their_identity() -> None:
     kept = [a is x for a, x in zip(R.redact_lines(lines), lines, strict=True)]
     assert kept == [R.redact(x) is x for x in lines]
     assert sum(kept) > 400
+
+
+def _counted(run) -> tuple[list[str], int, int]:  # type: ignore[no-untyped-def]
+    R.reset_redaction_count()
+    R.reset_stripped_count()
+    out = run()
+    return out, R.redaction_count(), R.stripped_count()
+
+
+def test_remembered_texts_come_back_as_computed_again_counts_included() -> None:
+    rng = random.Random(18)
+    pool = _log_lines()[:300] + Planted().log_lines() + list(_texts(rng, 300)) + ODD
+    calls = [rng.sample(pool, rng.randint(0, 30)) for _ in range(200)]  # texts met again and again, as a CLI run does
+
+    def run() -> list[str]:
+        out: list[str] = []
+        for i, batch in enumerate(calls):
+            out += R.redact_lines(batch) if i % 2 else [R.redact(x) for x in batch]
+            out += [R.redact(x) for x in out[-5:]]  # a redacted text redacted again (the report's last guards)
+        return out
+
+    plain = _counted(run)
+    with R.remembered():
+        remembered = _counted(run)
+        assert R._memo.get()
+    assert R._memo.get() is None
+    assert remembered == plain
+    assert plain[1] > 50 and plain[2] > 0  # secrets masked and characters stripped, each counted every time
+
+
+def test_past_the_memo_cap_texts_are_still_redacted(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(R, "MEMO_SIZE", 5)
+    lines = Planted().log_lines() + _log_lines()[:50]
+    want = _counted(lambda: R.redact_lines(lines) + [R.redact(x) for x in lines])
+    with R.remembered():
+        assert _counted(lambda: R.redact_lines(lines) + [R.redact(x) for x in lines]) == want
+        assert len(R._memo.get() or {}) == 5

@@ -8,8 +8,10 @@ passes through `redact_value` when it is built, and the count of replacements is
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
+from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
 
@@ -284,16 +286,18 @@ def redact_counted(text: str) -> tuple[str, int]:
     once a flag rule has masked the first key), so passes repeat until one replaces nothing: the
     result is a fixed point, and redacting it again changes nothing. Text without secrets costs one pass.
     """
-    return _passes(*_prepared(text))
-
-
-def _prepared(text: str) -> tuple[str, int]:
-    """The text as the rules read it (stripped, unescaped, its ASCII reading's secrets masked), and how many masked."""
-    text, gone = strip_invisible(text)
+    text, total, gone = _prepared(text)
     if gone:
         _stripped.set(_stripped.get() + gone)
+    return _passes(text, total)
+
+
+def _prepared(text: str) -> tuple[str, int, int]:
+    """The text as the rules read it (stripped, unescaped, its ASCII reading's secrets masked), how many masked, and
+    how many characters were stripped (for the caller to count)."""
+    text, gone = strip_invisible(text)
     text = unescape_plain(text)
-    return _masked_as_read(text)
+    return (*_masked_as_read(text), gone)
 
 
 def _passes(text: str, total: int, among: tuple[str, ...] | None = None) -> tuple[str, int]:
@@ -571,7 +575,21 @@ def redact(text: str) -> str:
     """Redact secrets and add the number replaced to this context's count."""
     if not text:
         return text
-    new, n = redact_counted(text)
+    memo = _memo.get()
+    done = memo.get(text) if memo is not None else None
+    if done is None:
+        clean, total, gone = _prepared(text)
+        done = (*_passes(clean, total), gone)
+        if memo is not None and len(memo) < MEMO_SIZE:
+            memo[text] = done
+    return _counted(text, done)
+
+
+def _counted(text: str, done: tuple[str, int, int]) -> str:
+    """What redact() returns for `text` redacted as `done` (the text, masks, characters stripped), counted."""
+    new, n, gone = done
+    if gone:
+        _stripped.set(_stripped.get() + gone)
     if new == text:
         return text
     _count.set(_count.get() + n)
@@ -585,19 +603,34 @@ def redact_lines(lines: list[str]) -> list[str]:
     batch of log lines holds few of them (2 in the benchmark log's), and a needle a line holds is in the batch's
     joined text, so each line's first pass looks only for those. Later passes (after a mask) look for all.
     """
-    ready = [_prepared(x) if x else None for x in lines]
-    joined = "\n".join(r[0].lower() for r in ready if r is not None)
+    memo = _memo.get()
+    if memo is None:
+        memo = {}  # this batch's repeated lines redacted once (and counted for each)
+    fresh = {x: _prepared(x) for x in lines if x and x not in memo}
+    joined = "\n".join(clean.lower() for clean, _, _ in fresh.values())
     among = tuple(n for n in _NEEDLES if n in joined)
-    out = []
-    for x, r in zip(lines, ready, strict=True):
-        if r is None:
-            out.append(x)
-            continue
-        new, n = _passes(*r, among)
-        if new != x:
-            _count.set(_count.get() + n)
-        out.append(x if new == x else new)
-    return out
+    over: dict[str, tuple[str, int, int]] = {}  # past the memo's cap: kept for this call only
+    for x, (clean, total, gone) in fresh.items():
+        (memo if len(memo) < MEMO_SIZE else over)[x] = (*_passes(clean, total, among), gone)
+    return [_counted(x, over[x] if x in over else memo[x]) if x else x for x in lines]
+
+
+MEMO_SIZE = 65536  # texts remembered under remembered(), at most
+_memo: ContextVar[dict[str, tuple[str, int, int]] | None] = ContextVar("redaction_memo", default=None)
+
+
+@contextlib.contextmanager
+def remembered() -> Iterator[None]:
+    """Within this block (this thread or task), each distinct text is redacted once and its result replayed, counts
+    included: the CLI redacts its report's lines while diagnosing, then the whole report before writing it and again as
+    the file is written (the last guards), about 190 texts each, 3 ms a walk, most of them texts already redacted.
+    Redaction is a function of the text alone, so a replayed result is the one computing it again gives. Only for a
+    process that ends with its diagnosis: the memo holds the texts (the log's lines) until the block ends."""
+    token = _memo.set({})
+    try:
+        yield
+    finally:
+        _memo.reset(token)
 
 
 def as_shown(text: str) -> str:
