@@ -121,6 +121,7 @@ def load(path: str | Path | None = None) -> Policy:
 
 
 def _toml_loads(text: str) -> dict:
+    """A user's policy file, parsed each time (it is theirs to edit); `tomllib` imported only then."""
     import tomllib
 
     return tomllib.loads(text)
