@@ -351,6 +351,7 @@ def check_failed_run(args: argparse.Namespace) -> int:
         from ml_skills.policy import rules
         from ml_skills.render import fields as report_fields
         from ml_skills.render import json_report, progress, text
+        from ml_skills.safety import redact as redaction
 
     fields = None
     if args.fields is not None:
@@ -376,20 +377,21 @@ def check_failed_run(args: argparse.Namespace) -> int:
         interval=args.interval, once=args.once,
     )
     policy = rules.load(args.policy)  # a bad file is refused before the diagnosis runs
-    with progress.terminal() as show:  # a status line on stderr, in a terminal only
-        d = diagnose(req, show, risk_of=policy.risk_of)
-    if args.plot:
-        from ml_skills.render import plot
+    with redaction.remembered():  # each text redacted once, its result replayed (the report is redacted again below)
+        with progress.terminal() as show:  # a status line on stderr, in a terminal only
+            d = diagnose(req, show, risk_of=policy.risk_of)
+        if args.plot:
+            from ml_skills.render import plot
 
-        d.plot = str(plot.write(d, args.out_dir))
-    d = redact_value(d)  # the last step before anything is written or printed (the plot path came after the engine's pass)
-    path = json_report.write(d, args.out_dir)
-    if fields is not None:
-        sys.stdout.write(report_fields.dumps(report_fields.select(d.model_dump(mode="json"), fields), args.pretty) + "\n")
-    elif args.format == "json":
-        sys.stdout.write(d.model_dump_json(indent=2 if args.pretty else None) + "\n")
-    else:
-        sys.stdout.write(text.render(d, str(path)))  # render strips and redacts its whole text last
+            d.plot = str(plot.write(d, args.out_dir))
+        d = redact_value(d)  # the last step before anything is written or printed (the plot path came after the pass)
+        path = json_report.write(d, args.out_dir)
+        if fields is not None:
+            sys.stdout.write(report_fields.dumps(report_fields.select(d.model_dump(mode="json"), fields), args.pretty) + "\n")
+        elif args.format == "json":
+            sys.stdout.write(d.model_dump_json(indent=2 if args.pretty else None) + "\n")
+        else:
+            sys.stdout.write(text.render(d, str(path)))  # render strips and redacts its whole text last
     return 1 if args.fail_on_nogo and d.decision.value == "NO-GO" else 0
 
 

@@ -1,12 +1,13 @@
 """Sealed files in the user's cache directory: what is derived from the catalog, kept between processes.
 
 These are: the compiled Hyperscan databases (engine/dbcache.py), the parsed catalog itself (catalog/loader.py),
-the programs of the engine's regular expressions (catalog/recache.py) and whether the interpreter's installed
-distributions hold a pydantic plugin (catalog/plugincache.py). Each file is named by a hash of everything it was
-made from and starts with a magic line and a SHA-256 that binds its payload to that name, so a truncated, corrupt or
-renamed file is refused; it is only trusted when it is a regular file owned by this user and writable by no one
-else. Reading or writing never fails a run: a missing, read-only or foreign directory only means
-deriving the data again (`ML_SKILLS_CACHE`, else `$XDG_CACHE_HOME/ml-skills`, else `~/.cache/ml-skills`).
+the programs of the engine's regular expressions (catalog/recache.py), the shipped policy's parsed TOML
+(catalog/tomlcache.py) and whether the interpreter's installed distributions hold a pydantic plugin
+(catalog/plugincache.py). Each file is named by a hash of everything it was made from and starts with a magic line
+and a SHA-256 that binds its payload to that name, so a truncated, corrupt or renamed file is refused; it is only
+trusted when it is a regular file owned by this user and writable by no one else. Reading or writing never fails a
+run: a missing, read-only or foreign directory only means deriving the data again (`ML_SKILLS_CACHE`, else
+`$XDG_CACHE_HOME/ml-skills`, else `~/.cache/ml-skills`).
 """
 
 from __future__ import annotations

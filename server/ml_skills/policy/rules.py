@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import tomllib
 from pathlib import Path
 
 from pydantic import Field, ValidationError
 
+from ml_skills.catalog import tomlcache
 from ml_skills.errors import InputError
 from ml_skills.models import ActionKind, Model, Risk, new_dict, new_list
 from ml_skills.policy.risk import ORDER, below_floor, risk_of
@@ -93,10 +93,17 @@ def load(path: str | Path | None = None) -> Policy:
     """Load a policy file (the shipped default when None); a bad file is a clear one-line error."""
     p = Path(path) if path is not None else DEFAULT_POLICY
     try:
-        raw = tomllib.loads(p.read_text("utf-8"))
+        text = p.read_text("utf-8")
+        raw = tomlcache.parsed(text) if path is None else _toml_loads(text)  # the shipped one: parsed once, kept
     except FileNotFoundError:
         raise InputError(f"no policy file at {p}: give an existing TOML file to --policy") from None
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"policy file {p} cannot be read: {e}") from None
+    except ValueError as e:
+        import tomllib
+
+        if not isinstance(e, tomllib.TOMLDecodeError):
+            raise
         raise InputError(f"policy file {p} cannot be read: {e}") from None
     try:
         data = PolicyFile.model_validate(raw)
@@ -111,6 +118,13 @@ def load(path: str | Path | None = None) -> Policy:
             raise InputError(f"policy file {p}: {where}: {action} cannot be '{risk.value}': it starts a process, which "
                              f"always needs the person's approval (at least '{floor.value}')")
     return Policy(data, "default policy" if path is None else str(p))
+
+
+def _toml_loads(text: str) -> dict:
+    """A user's policy file, parsed each time (it is theirs to edit); `tomllib` imported only then."""
+    import tomllib
+
+    return tomllib.loads(text)
 
 
 def _refuse_unknown_actions(p: Path, data: PolicyFile) -> None:

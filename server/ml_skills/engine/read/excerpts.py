@@ -12,7 +12,7 @@ from ml_skills.engine.read import tracebacks
 from ml_skills.lazyre import lazy
 from ml_skills.models import AnomalyKind, Excerpt, LogEvidence
 from ml_skills.safety.paths import open_binary
-from ml_skills.safety.redact import redact
+from ml_skills.safety.redact import redact, redact_lines
 
 
 class Reader:
@@ -48,7 +48,7 @@ def excerpt_from_tail(log: LogEvidence, line_no: int, before: int = 20, after: i
     if data is not None:
         lines = [logfile.decode(x) for x in data.split(b"\n")]
         first = max(1, line_no - before)
-        return Excerpt(source=log.source, start_line=first, lines=[redact(x) for x in lines[first - 1 : line_no + after]])
+        return Excerpt(source=log.source, start_line=first, lines=redact_lines(lines[first - 1 : line_no + after]))
     if log.tail and log.tail.start_line <= line_no:
         rel = line_no - log.tail.start_line
         lo = max(0, rel - before)
@@ -72,7 +72,7 @@ def excerpt_around(log: LogEvidence, line_no: int, before: int = 20, after: int 
         lines, first = lines[lo : line_no - first + after + 1], first + lo
     else:
         first, lines = logfile.window(p, line_no, before, after)
-    return Excerpt(source=source, start_line=first, lines=[redact(x) for x in lines])
+    return Excerpt(source=source, start_line=first, lines=redact_lines(lines))
 
 
 _NONFINITE = lazy(r"(?i)\b(nan|-?inf(inity)?)\b")

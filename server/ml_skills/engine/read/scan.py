@@ -42,7 +42,7 @@ from ml_skills.models import (
     SignatureHit,
     Task,
 )
-from ml_skills.safety.redact import redact
+from ml_skills.safety.redact import redact, redact_lines
 
 FULL_METRICS_BYTES = 2 * 1024 * 1024  # above this, sampled: parsing every line costs about 1 s per 10k lines
 SAMPLED_METRICS_PER_CHUNK = 48  # at most; fewer on longer logs so about SAMPLED_METRICS_TOTAL are parsed
@@ -297,7 +297,7 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
         ev.tracebacks.insert(0, headless)
     tail_lines, tail_cut = reader.tail(last)
     tail_start = ev.total_lines - len(tail_lines) + 1
-    ev.tail = Excerpt(source=name, start_line=tail_start, lines=[redact(x) for x in tail_lines], truncated=tail_cut)
+    ev.tail = Excerpt(source=name, start_line=tail_start, lines=redact_lines(tail_lines), truncated=tail_cut)
     fatal = [h.line_no for h in ev.hits if h.role is not Role.HINT]
     if (bare := tracebacks.bare_exception(tail_lines, tail_start, name, ev.tracebacks)) is not None and (
             not fatal or _another_attempts_end(bare.line_no, fatal, tail_lines, tail_start)):

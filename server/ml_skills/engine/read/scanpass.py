@@ -31,7 +31,7 @@ from ml_skills.engine.read import metrics as metric_parser
 from ml_skills.engine.read.excerpts import Reader
 from ml_skills.engine.read.matcher import Matcher
 from ml_skills.models import Excerpt, MetricPoint, Signature
-from ml_skills.safety.redact import redact
+from ml_skills.safety.redact import redact_lines
 
 HITS_KEPT_PER_SIGNATURE = 3
 TRACEBACKS_KEPT = 40
@@ -413,7 +413,7 @@ def _head(name: str, chunk: bytes | bytearray) -> Excerpt:
     cut = len(chunk) > HEAD_BYTES
     if cut or not lines[-1]:
         lines = lines[:-1]  # half a line, or the empty piece after the last newline
-    return Excerpt(source=name, start_line=1, lines=[redact(logfile.decode(x)) for x in lines[:HEAD_LINES]],
+    return Excerpt(source=name, start_line=1, lines=redact_lines([logfile.decode(x) for x in lines[:HEAD_LINES]]),
                    truncated=cut or len(lines) > HEAD_LINES)
 
 
