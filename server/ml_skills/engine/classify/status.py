@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 from ml_skills.engine.analyse.ranks import collective_desync
+from ml_skills.engine.analyse.routine import ends_in_routine
 from ml_skills.engine.analyse.stops import CUT_IN_CALL, DIST_INIT, SCHEDULER_CANCELLED, ends_in_traceback
 from ml_skills.engine.classify.signals import Signal
 from ml_skills.engine.classify.terminal import clean_retry_start, last_attempt_start, progress_after
@@ -88,7 +89,7 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
         return RunStatus.COMPLETED
     if survived:
         return RunStatus.RECOVERED
-    if cls.primary is None and _ends_in_progress(logs):
+    if cls.primary is None and (_ends_in_progress(logs) or any(ends_in_routine(log) for log in logs)):
         return RunStatus.RUNNING
     return RunStatus.UNKNOWN
 
