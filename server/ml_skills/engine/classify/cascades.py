@@ -233,6 +233,28 @@ def after_the_teardown(signals: list[Signal]) -> None:
             return
 
 
+TEARDOWN_LINES = 60  # how far below an uncaught exception a native crash is still the interpreter's exit (Paddle's C++ traceback)
+
+
+def native_crash_at_exit(signals: list[Signal], logs: list[LogEvidence]) -> None:
+    """A segfault reported just below an uncaught exception of the run's own code, with no progress between, is how
+    that process exited, not a second failure: Paddle prints its C++ traceback and 'FatalError: Segmentation fault'
+    as the interpreter tears down after the Python traceback (1394: an empty image in the DataLoader, then 'Blocking
+    queue is killed', then the segfault), and native extensions crash the same way at exit. The segfault becomes a
+    symptom of the exception."""
+    last = {log.source: last_progress_line(log) for log in logs}
+    own = [s for s in signals if s.kind == "traceback" and s.failure_class in _OWN_ERRORS and s.role is Role.CAUSE
+           and not s.survived and not s.warning and s.weight >= MIN_PRIMARY and s.line_no is not None]
+    for g in signals:
+        if g.label != "segfault" or g.line_no is None or g.role is not Role.CAUSE or g.survived:
+            continue
+        lp = last.get(g.source)
+        if any(o.source == g.source and 0 < g.line_no - (o.line_no or 0) <= TEARDOWN_LINES
+               and (lp is None or lp < (o.line_no or 0)) for o in own):
+            g.weight *= ROLE_W[Role.SYMPTOM] / ROLE_W[Role.CAUSE]
+            g.role = Role.SYMPTOM
+
+
 EXTERNAL_KILL = "sigkill-external"
 
 
