@@ -179,6 +179,40 @@ def _absurd_tail(points: Sequence[MetricPoint]) -> tuple[MetricPoint, float, flo
     return None
 
 
+UNBOUNDED = -10.0  # far below zero: no cross-entropy, squared or absolute error gets there
+UNBOUNDED_LOGS = 4  # falls in a row that do not slow down
+
+
+def loss_unbounded(points: Sequence[MetricPoint]) -> Anomaly | None:
+    """A loss that crossed below zero and keeps falling by as much each log, far below it: the objective has no
+    floor. A working loss slows as it approaches its minimum; one that drops ~10 per epoch to -50 is maximising
+    something without limit (an NLL fed raw scores instead of log-probabilities, a sign flipped, a log of an
+    unnormalised density), so its falling says nothing about learning (SageMaker's 1397: 'Loss: -0.10', -10.2, ...
+    -50.5 while test accuracy stays at 41-55%)."""
+    for key in ("loss", "val_loss"):
+        s = [(p, p.values[key]) for p in points if key in p.values and finite(p.values[key])]
+        s = [x for i, x in enumerate(s) if i == 0 or x[1] != s[i - 1][1]]  # a line printed twice is one log
+        if len(s) < UNBOUNDED_LOGS + 1 or s[-1][1] > UNBOUNDED:
+            continue
+        tail = [v for _, v in s[-(UNBOUNDED_LOGS + 1):]]
+        falls = [a - b for a, b in itertools.pairwise(tail)]
+        if min(falls) > 0 and min(falls) >= 0.5 * max(falls) and tail[0] <= 0:
+            return _unbounded(key, s, falls)
+    return None
+
+
+def _unbounded(key: str, s: list[tuple[MetricPoint, float]], falls: list[float]) -> Anomaly:
+    p = next(p for p, v in s if v < 0)
+    name = "validation loss" if key == "val_loss" else "loss"
+    return Anomaly(
+        kind=AnomalyKind.LOSS_BLOWUP, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE,
+        severity=Severity.CRITICAL, source=p.source, line_no=p.line_no, step=p.step,
+        detail=(f"{name} went below zero at {at(p)} (line {p.line_no}) and falls by about {statistics.median(falls):.3g} "
+                f"each log without slowing, to {s[-1][1]:.4g}: the objective has no floor (an NLL on raw scores instead "
+                "of log-probabilities, a flipped sign), so the run optimises nothing useful"),
+    )
+
+
 COLLAPSE_TO = 0.2  # training accuracy under a fifth of its level (10 classes: from 90% to chance)...
 COLLAPSE_STAYS = 0.3  # ...and never back above 30% of it
 COLLAPSE_LEVEL = 0.3  # the level a run must have reached (of 1, or of 100) for its fall to mean anything

@@ -17,6 +17,7 @@ from ml_skills.models import LogEvidence, Role
 
 WINDOW = 300  # the last non-blank lines read for templates
 REPEATS = 3  # a template is the routine when it recurs this often in the window
+WAY_LINES = 3  # lines after the last record that may be the loop saving a checkpoint or starting its next epoch
 _NUMBER = lazy(r"[-+]?(?:\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?|\.\d+)")
 # a count or a metric named by a bad word ('0 failures', 'Error (MPJPE): 45.9', 'nan_count=#') is a value
 _METRIC_WORD = lazy(r"(?i)#\s*(?:errors?|fail\w*)\b|\b(?:error|fail\w*|nan\w*)\b\s*(?:\([^)\n]{0,30}\))?\s*[:=]\s*#")
@@ -43,6 +44,13 @@ def ends_in_routine(log: LogEvidence) -> bool:
     for (_, x), shape in zip(lines, shapes, strict=True):
         if "#" in shape:
             values.setdefault(shape, set()).add(" ".join(_NUMBER.findall(x)))
+    # a checkpoint written or the next epoch's header after the last record is still the loop's way
+    way = 0
+    while way < min(WAY_LINES, len(lines)) and counts[shapes[-1 - way]] < REPEATS and _ON_ITS_WAY.search(lines[-1 - way][1]) \
+            and not _NOT_ROUTINE.search(lines[-1 - way][1]):
+        way += 1
+    if way:
+        lines, shapes = lines[:-way], shapes[:-way]
     block = 0
     while block < len(lines) and counts[shapes[-1 - block]] >= REPEATS:
         block += 1
@@ -56,3 +64,43 @@ def ends_in_routine(log: LogEvidence) -> bool:
     first = lines[len(lines) - block][0]
     return not any(h.line_no >= first and h.role is not Role.HINT for h in log.hits) and \
         not any(t.line_no >= first for t in log.tracebacks)
+
+
+CLOSING_LINES = 8  # the one-off lines a script may print once its loop has returned
+_ENDED = lazy(r"(?i)\b(done|finish\w*|complete\w*|success\w*)\b")
+_CLOSING = lazy(r"(?i)\b(saved?|saving|export\w*|persist\w*|wr[io]te|written|final\w*|total|summary|best|results?|test\w*|"
+                r"evaluat\w*)\b")
+# what a loop writes on its way (a checkpoint to resume from, the optimizer's state, an epoch's file), or a counter
+# or bar short of its total: training goes on after such lines
+_ON_ITS_WAY = lazy(r"(?i)checkpoint|ckpt|optimi[sz]er|\bstate\b|epoch_?\d|stalled \d|\b(\d+)\s*/\s*(\d+)\b|\b\d{1,2}%\|")
+
+
+def closed_after_routine(log: LogEvidence) -> bool:
+    """After the loop's last record come a few lines printed once, none a failure, one of them a closing (a final
+    test score, the model written out, 'Done!'): the loop returned and the script wrapped up."""
+    if log.tail is None or not log.tail.lines:
+        return False
+    lines = [(n, x) for n, x in enumerate(log.tail.lines, log.tail.start_line) if x.strip()][-WINDOW:]
+    shapes = [_template(x) for _, x in lines]
+    counts = Counter(shapes)
+    values: dict[str, set[str]] = {}
+    for (_, x), shape in zip(lines, shapes, strict=True):
+        if "#" in shape:
+            values.setdefault(shape, set()).add(" ".join(_NUMBER.findall(x)))
+    last = next((i for i in range(len(lines) - 1, -1, -1)
+                 if counts[shapes[i]] >= REPEATS and len(values.get(shapes[i], ())) >= 2
+                 and not _NOT_ROUTINE.search(_METRIC_WORD.sub("#", shapes[i]))), None)
+    if last is None:
+        return False
+    after = shapes[last + 1 :]
+    if not 0 < len(after) <= CLOSING_LINES or any(counts[s] > 2 for s in after):
+        return False
+    if any(_NOT_ROUTINE.search(_METRIC_WORD.sub("#", s)) for s in after):
+        return False
+    first = lines[last + 1][0]
+    if any(h.line_no >= first and h.role is not Role.HINT for h in log.hits) or any(t.line_no >= first for t in log.tracebacks):
+        return False
+    texts = [x for _, x in lines[last + 1 :]]
+    if any(_ENDED.search(x) for x in texts):
+        return True
+    return any(_CLOSING.search(x) for x in texts) and not any(_ON_ITS_WAY.search(x) for x in texts)

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 from ml_skills.engine.analyse.ranks import collective_desync
-from ml_skills.engine.analyse.routine import ends_in_routine
+from ml_skills.engine.analyse.routine import closed_after_routine, ends_in_routine
 from ml_skills.engine.analyse.stops import CUT_IN_CALL, DIST_INIT, SCHEDULER_CANCELLED, ends_in_traceback
 from ml_skills.engine.classify.signals import Signal
 from ml_skills.engine.classify.terminal import clean_retry_start, last_attempt_start, progress_after
@@ -62,7 +62,11 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
         kinds & {AnomalyKind.NAN_ONSET, AnomalyKind.LOSS_BLOWUP, AnomalyKind.ACCURACY_COLLAPSE} or cls.primary is FailureClass.NAN_INF
     ):
         # a NaN guard or a framework check that raised ended the process; a loss that went NaN and ran on did not
-        return RunStatus.CRASHED if _raised(logs) else _after_nan(logs)
+        if _raised(logs):
+            return RunStatus.CRASHED
+        if completed and cls.primary is FailureClass.OPTIMIZATION_DIVERGENCE and AnomalyKind.NAN_ONSET not in kinds:
+            return RunStatus.DEGRADED  # a finite loss that ran away, in a run that finished: it ended with a useless model
+        return _after_nan(logs)
     # a scheduler's verdict (a time or run limit reached) is the terminal event: whether or not the run had stalled
     # before it, the process was ended, so the run is over, not hanging
     if any(s.label in SCHEDULER_ENDS and not s.survived for s in signals):
@@ -85,7 +89,7 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
     # a run that finished with a useless result (every AP zero, a frozen loss) finished degraded, not well
     if kinds & degraded or cls.primary is FailureClass.EVALUATION_MISMATCH:
         return RunStatus.DEGRADED
-    if completed:
+    if completed or (cls.primary is None and any(closed_after_routine(log) for log in logs)):
         return RunStatus.COMPLETED
     if survived:
         return RunStatus.RECOVERED

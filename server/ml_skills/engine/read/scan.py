@@ -61,8 +61,9 @@ _MARKERS: list[tuple[str, str, bool]] = [
      # a start/finish stamp pair's second half ('Finished: 2026-09-30 00:58:21')
      r"\bcomplet(?:ed|ing) training in \d|\b(?:main|script|pipeline) execution (?:finished|completed)\b|"
      r"^\W{0,12}(?:Finished|Completed)(?: at)?:?\s+\d{4}-\d\d-\d\d[ T]\d\d:\d\d|"
-     # Ray's job CLI closing a submitted job's output ('Job 'raysubmit_6UyYLeNi217UXdBQ' succeeded')
-     r"\bJob '[\w.-]{1,80}' succeeded\b)"), True),
+     # Ray's job CLI closing a submitted job's output ('Job 'raysubmit_6UyYLeNi217UXdBQ' succeeded'), the SageMaker
+     # training toolkit's report of a user script that exited 0, XGBoost's early stop at its best round
+     r"\bJob '[\w.-]{1,80}' succeeded\b|\bReporting training SUCCESS\b|^\W{0,3}Stopping\. Best iteration:)"), True),
     # a validation metric in the chunk: on sampled logs its lines are all parsed (see _eval_lines)
     ("eval", metric_lines.EVAL, True),
     # a checkpoint written: resume points for the plan (engine/facts.py reads the last few)
