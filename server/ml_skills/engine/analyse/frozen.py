@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import statistics
 from collections.abc import Sequence
 
 from ml_skills.engine.analyse.points import at, finite, trailing_run
@@ -255,6 +256,21 @@ LR_ZERO_LOGS = 3  # logs in a row, the run's last, with a learning rate of exact
 LR_ZERO_PAST_STEP = 1000  # ...none of them the run's first, unless its step counter says it is long past a warm-up
 
 
+def _loss_still_falls(points: Sequence[MetricPoint], lrs: list[tuple[MetricPoint, float]]) -> bool:
+    """Over the trailing stretch printed with a learning rate of 0, the training loss fell by a fifth or more (its
+    last third's median against its first third's): the weights moved, so the rate was only too small to print."""
+    k = len(lrs)
+    while k > 0 and lrs[k - 1][1] == 0:
+        k -= 1
+    start = lrs[k][0].line_no
+    losses = [p.values["loss"] for p in points if p.line_no >= start and p.split != "eval" and finite(p.values.get("loss", math.nan))]
+    if len(losses) < 6:
+        return False
+    third = len(losses) // 3
+    first, last = statistics.median(losses[:third]), statistics.median(losses[-third:])
+    return first > 0 and last < 0.8 * first
+
+
 def learning_rate_zero(points: Sequence[MetricPoint]) -> Anomaly | None:
     """The learning rate printed as exactly 0 at each of the last LR_ZERO_LOGS logs, none of them the run's first.
 
@@ -269,6 +285,8 @@ def learning_rate_zero(points: Sequence[MetricPoint]) -> Anomaly | None:
         return None
     if len(lrs) == LR_ZERO_LOGS and (tail[0][0].step or 0) < LR_ZERO_PAST_STEP:
         return None  # the log's first lr logs, near the run's start: a warm-up from 0 prints these
+    if _loss_still_falls(points, lrs):
+        return None  # 'lr:0.00000' rounds a rate below the print's precision: the loss it moves says it is not 0
     first = tail[0][0]
     return Anomaly(
         kind=AnomalyKind.LR_ZERO, failure_class=FailureClass.CONFIG_ERROR, severity=Severity.SIGNIFICANT,

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import logfile
-from ml_skills.engine.analyse import completion, evalsource, sparklines, valsize, zeroscores
+from ml_skills.engine.analyse import completion, evalsource, schedule, sparklines, valsize, zeroscores
 from ml_skills.engine.analyse.lastprogress import check_stall, last_progress
 from ml_skills.engine.analyse.points import values_text
 from ml_skills.engine.analyse.trajectories import analyse
@@ -311,7 +311,8 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
         ev.trajectory.anomalies.append(same)
     quote_anomaly_lines(ev, reader, {**metric_offsets, **point_offsets})
     if completed_line is None:  # no message, but the run's own shape says it reached its end
-        completed_line = completion.run_end(tail_lines, tail_start, reached.line_no if reached else None, points)
+        completed_line = completion.run_end(tail_lines, tail_start, reached.line_no if reached else None, points) \
+            or schedule.schedule_ended(points)
     if completed_line is not None:
         ev.frameworks["completed-marker"] = completed_line
     elif ev.mtime is not None:
