@@ -61,6 +61,35 @@ def loss_frozen(points: Sequence[MetricPoint]) -> Anomaly | None:
     )
 
 
+ZERO_LOGS = 4  # training logs, every one in the log, with a loss of exactly 0 (and no gradient norm above 0 beside it)
+
+
+def loss_zero(points: Sequence[MetricPoint]) -> Anomaly | None:
+    """The training loss exactly 0 at every log the log holds, four or more: no target reaches the loss.
+
+    A loss that trains is positive and moves; one printed as 0 from the first log to the last, while the loop goes on
+    ('total_loss: 0' at each detectron2 iteration, YOLOX's every term 0.0, a LoRA's 'avr_loss=0'), sums over nothing:
+    every label is the ignore index, the boxes or masks did not load, a mask or matching leaves no positive. The run
+    computes, and learns nothing. A gradient norm above 0 on the same lines says otherwise: GRPO's loss is 0 in value
+    at a policy ratio of 1 while its gradient is not.
+    """
+    s = [(p, p.values["loss"]) for p in points if "loss" in p.values and finite(p.values["loss"]) and p.split != "eval"]
+    steps = {p.step for p, _ in s if p.step is not None}  # a step printed twice (a bar redrawn) is one log
+    logs = len(steps) if steps else len(s)
+    if logs < ZERO_LOGS or any(v != 0 for _, v in s):
+        return None
+    if any(p.values.get("grad_norm", 0) > 0 for p, _ in s):
+        return None  # gradients flow: a loss whose value is 0 by construction (GRPO's at ratio 1) still trains
+    first = s[0][0]
+    return Anomaly(
+        kind=AnomalyKind.LOSS_FROZEN, failure_class=FailureClass.DATA_PIPELINE, severity=Severity.SIGNIFICANT,
+        source=first.source, line_no=first.line_no, step=first.step,
+        detail=(f"training loss exactly 0 at every one of the log's {logs} logs from {at(first)} (line "
+                f"{first.line_no}): the loss sums over nothing - every label is the ignore index, the targets (boxes, "
+                "masks, tokens) did not load, or a mask or matching leaves no positive - so the run learns nothing"),
+    )
+
+
 REPLAY_LOGS = 4  # logged losses of one epoch repeated, in order, at the start of the next...
 REPLAY_DIGITS = 3  # ...each to 3 significant digits or more ('0.9670' parses as 0.967): a varying sequence, not one value
 
