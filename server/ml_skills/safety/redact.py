@@ -30,7 +30,10 @@ _stripped: ContextVar[int] = ContextVar("stripped", default=0)
 # A flag or key name may only start after a separator (start, space, quote, '=', ',', '[', '(', a URL's
 # '?' or '&', ...) or right after a URL-encoded byte (`%3F`), so a run of dashes or letters cannot make
 # every position a candidate (no quadratic scans).
-_START = r"(?:(?<![^\s'\"=,\[(:;{/?&|<>*])|(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2}))"
+# Twenty-first round: also after a Hydra override's `+`, `++` or `~` (`python train.py +wandb.api_key=X`, and
+# `.hydra/overrides.yaml`'s `- +db.password=X`), a URL fragment's `#` (OAuth's `#access_token=X`) and a variable's
+# sigil (`$password = "X"` in PowerShell or Perl, `@api_key` in SQL, `!token`): each kept its value in clear.
+_START = r"(?:(?<![^\s'\"=,\[(:;{/?&|<>*+~#$@!])|(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2}))"
 # A bare `sk-` key (a short, common prefix) must not follow a letter or digit (`task-...`, `disk-...`),
 # except through a URL-encoded byte (`%3Dsk-...`, `%253Dsk-...`). Tokens with a long or distinctive prefix
 # (ghp_, hf_, sk-proj-, AKIA, eyJ...) are taken after anything: `GH_TOKEN_ghp_...`, `x%3Dhf_...`.
