@@ -407,6 +407,15 @@ def _current_target(pointer: Path, old: str) -> Path | None:
     return Path(cur) if cur.startswith("/") else pointer.parent / cur
 
 
+def _resolved(p: Path) -> Path | None:
+    """`p` resolved, or None when it cannot be (twenty-first round: a pointer naming a link loop made `resolve` raise
+    RuntimeError, and the repoint "failed unexpectedly"); such a target is then judged by `_may_be_good`."""
+    try:
+        return p.resolve()
+    except (OSError, RuntimeError):
+        return None
+
+
 def _may_be_good(cur: Path, roots: Sequence[Path]) -> bool:
     """Whether the pointer's current target may be a checkpoint worth resuming from. Only a target that is
     missing, or that inspects invalid, may be moved off without asking: one whose format cannot be verified (a
@@ -489,7 +498,7 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
     cur = _current_target(pointer, old)
     if _ELSEWHERE.search(old.strip()):  # before the ninth round `s3://bucket/step-2000` was "missing": moved off it unasked
         also.append(ActionKind.ROLLBACK)
-    elif cur is not None and cur.resolve() != ckpt and _may_be_good(cur, roots):
+    elif cur is not None and _resolved(cur) != ckpt and _may_be_good(cur, roots):
         also.append(ActionKind.ROLLBACK)  # moving a pointer off what may be a good checkpoint is a rollback (asks by default)
     identity = {"pointer_sha256": hashlib.sha256(old.encode()).hexdigest(), "pointer_mode": st.st_mode, "pointer_inode": st.st_ino,
                 "checkpoint": _ckpt_identity(info)}
