@@ -152,3 +152,24 @@ def test_a_link_loop_a_pointer_or_a_manifest_names_gets_a_verdict_never_an_inter
     assert "loop" in got[0][1] and "loop" in got[1][1], (got[0][1][:2000], got[1][1][:2000])
     proc = _cli("verify-artifacts", str(art), "--first-version", cwd=tmp_path)
     assert proc.returncode in (0, 1) and "internal error" not in proc.stderr, proc.stderr
+
+
+def test_a_restart_question_names_the_wandb_service_a_recorded_line_hands_the_key_to(tmp_path: Path) -> None:
+    """Promise 2, listed as a gap until now ("a variable of another name that moves a client's host is shown only in the
+    command"): `WANDB_SERVICE=3-1-unix-./svc.sock` names the wandb-core service the run's wandb connects to, and wandb 0.31
+    sends it the run's settings, the W&B key among them (a Unix socket in the run folder received the key). The question's
+    "Expected impact" named WANDB_BASE_URL and the like, not this one."""
+    from tests.mcp.conftest import answer
+    from tests.security.test_ninth_round import _restarts, _wait_for
+
+    r, o = tmp_path / "root", tmp_path / "outside"
+    run = r / "run"
+    run.mkdir(parents=True)
+    o.mkdir()
+    (run / "train.py").write_text(f"open({str(o / 'RAN')!r}, 'a').write('ran\\n')\n")
+    person = answer("accept")
+    got = _restarts(Server(tmp_path, roots=[r]), run / "command.txt", ["WANDB_SERVICE=3-1-unix-./svc.sock python train.py"], person)
+    _wait_for(o / "RAN")
+    assert [g.get("ran") for g in got] == [True], got
+    impact = next(x for x in person.shown[0].splitlines() if x.startswith("Expected impact:"))
+    assert "WANDB_SERVICE" in impact and "credentials" in impact, impact
