@@ -173,3 +173,18 @@ def test_a_restart_question_names_the_wandb_service_a_recorded_line_hands_the_ke
     assert [g.get("ran") for g in got] == [True], got
     impact = next(x for x in person.shown[0].splitlines() if x.startswith("Expected impact:"))
     assert "WANDB_SERVICE" in impact and "credentials" in impact, impact
+
+
+def test_a_self_hosted_wandb_key_after_wandb_login_and_a_docker_login_password_never_leave(tmp_path: Path) -> None:
+    """Promise 3: a W&B key right after `wandb login` is redacted (twentieth round). W&B Server hands out keys of the form
+    `local-<40 hex>`, and `wandb login local-KEY` (also with `--relogin --host URL`) kept it in clear in the tail and the CLI's
+    report; so did `docker login -u U -p X`, a registry login printed by a job's setup step."""
+    key = "9f8e7d6c5b4a39281706f5e4d3c2b1a098765432"
+    log = tmp_path / "train.log"
+    log.write_text(f"+ wandb login local-{key}\n+ wandb login --relogin --host https://wandb.corp.example local-{key}\n"
+                   f"+ docker login -u ci -p {SECRETS[0]} registry.corp.example\nstep 1 loss 2.0\n")
+    got = _calls(Server(tmp_path, roots=[tmp_path]), [("read_log_tail", {"path": str(log), "lines": 20})])
+    proc = _cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(tmp_path / "out"), cwd=tmp_path)
+    for shown in (got[0][1], proc.stdout, (tmp_path / "out" / "check-failed-run.json").read_text()):
+        assert key[:16] not in shown and SECRETS[0][:12] not in shown, shown[:3000]
+    assert "wandb login" in got[0][1] and "docker login" in got[0][1], got[0][1][:2000]

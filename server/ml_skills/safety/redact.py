@@ -95,6 +95,10 @@ _HOST = r"(?=[^\s@/?#]{0,255}(?:[/?#\s]|$))"  # looked at, not taken: a second U
 # `[1,0]<stdout>:`. A PEM key printed by a rank has it on every body line (eleventh round: kept line by line).
 _RANK_PREFIX = r"(?:\[[\w,.:\-]{1,40}\](?:<std(?:out|err)>)?:?[ \t]{0,4})?"
 
+# A W&B key of 40 hex digits, and the same behind the prefix of a self-hosted server's keys (`local-`, a VM's `vm-`): twenty-first
+# round, `wandb login local-<40 hex>` (the key W&B Server hands out) was kept in clear.
+_WANDB_KEY = r"(?:(?:local|vm)-)?[0-9a-f]{40}"
+
 # Each rule also names lowercase needles, one of which must be in the text for the rule to run: a cheap
 # `in` test that skips most rules on ordinary log lines.
 _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
@@ -126,12 +130,12 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("sk-key", ("sk-",), lazy(_GLUED + r"(?P<s>sk-[A-Za-z0-9_\-]{20,200})")),
     ("wandb-v1-key", ("wandb_v1_",), lazy(r"(?P<s>wandb_v1_[A-Za-z0-9_]{20,200})")),
     ("wandb-keyword-key", ("key", "login"), lazy(
-        r"(?i)(?:wandb[_-]?api[_-]?key|wandb\s{1,3}login|api_key|\bkey)['\"]?\s{0,3}[:= ]\s{0,3}['\"]?(?P<s>[0-9a-f]{40})\b")),
+        r"(?i)(?:wandb[_-]?api[_-]?key|wandb\s{1,3}login|api_key|\bkey)['\"]?\s{0,3}[:= ]\s{0,3}['\"]?(?P<s>" + _WANDB_KEY + r")\b")),
     # twentieth round: options between `wandb login` and the key (`--relogin KEY`, `--host URL KEY`), and Hadoop's Azure storage
     # key as a Spark or core-site setting (`fs.azure.account.key.ACCOUNT.blob.core.windows.net=KEY`), were kept in clear
     ("wandb-login-key", ("login",), lazy(
-        r"(?i)\bwandb\s{1,3}login(?:\s{1,3}+--?[a-z][a-z-]{0,20}+(?:[= ]\s{0,3}+(?![0-9a-f]{40}\b)[^\s'\"]{1,200}+)?){1,4}"
-        r"\s{1,3}['\"]?(?P<s>[0-9a-f]{40})\b")),
+        r"(?i)\bwandb\s{1,3}login(?:\s{1,3}+--?[a-z][a-z-]{0,20}+(?:[= ]\s{0,3}+(?!" + _WANDB_KEY + r"\b)[^\s'\"]{1,200}+)?){1,4}"
+        r"\s{1,3}['\"]?(?P<s>" + _WANDB_KEY + r")\b")),
     ("azure-account-key", ("fs.azure.account.key.",), lazy(
         r"(?i)fs\.azure\.account\.key\.[A-Za-z0-9.-]{1,253}+['\"]?\s{0,3}+[=:]\s{0,3}+['\"]?(?P<s>[A-Za-z0-9+/]{20,200}+={0,2})")),
     # bot, user, app-level (xapp-), configuration and refresh (xoxe.xoxp-, xoxe-) tokens
@@ -176,8 +180,9 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("docker-auth", ('"auth"',), lazy(r'"auth"\s{0,3}:\s{0,3}"(?P<s>[A-Za-z0-9+/]{8,4000}={0,2})"')),
     ("kaggle-key", ('"username"',), lazy(
         r'"username"\s{0,3}:\s{0,3}"[^"\n]{1,100}"\s{0,3},\s{0,3}"key"\s{0,3}:\s{0,3}"(?P<s>[0-9a-f]{32})"')),
-    ("cli-password", ("sshpass", "mysql", "curl", "redis-cli"), lazy(
-        r"(?:\bsshpass\s{1,3}-p\s{0,3}|\bredis-cli\b[^\n]{0,200}?\s-a\s{1,3}|\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p|\bcurl\b[^\n]{0,200}?\s(?:-u|--user)[\s=]{1,3}['\"]?"
+    # ... and `docker login -p X` (twenty-first round: kept in clear; `--password X` was caught by the flag rule)
+    ("cli-password", ("sshpass", "mysql", "curl", "redis-cli", "docker"), lazy(
+        r"(?:\bsshpass\s{1,3}-p\s{0,3}|\bdocker\s{1,3}login\b[^\n;&|]{0,200}?\s-p(?:\s{1,3}|=)|\bredis-cli\b[^\n]{0,200}?\s-a\s{1,3}|\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p|\bcurl\b[^\n]{0,200}?\s(?:-u|--user)[\s=]{1,3}['\"]?"
         r"[^\s:'\"]{1,200}:)['\"]?(?P<s>[^\s'\"]{1,200})")),
     # openssl's `-passin pass:X` / `-passout pass:X` / `-pass pass:X` and keytool's `-storepass X` / `-keypass X` (eighteenth
     # round: kept in clear; a certificate step of a launch script prints them). openssl's other forms (`env:VAR`, `file:path`)
