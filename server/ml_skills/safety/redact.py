@@ -49,7 +49,7 @@ _KEYWORD = (
     # `password2`, `SECRET_KEY_BASE`, `DB_PASSWORD_PROD`, `HF_TOKEN_READ`, `AUTH_TOKEN_V2`): listed as kept since the
     # thirteenth round (`SECRET_KEY_BASE=X`); any other word after the keyword (`token_count`, `secret_name`) still ends it.
     r"(?:[_\-]?[0-9]{1,3}|[_\-](?:base|prod|production|dev|staging|stage|test|primary|secondary|backup|old|new|main|"
-    r"ro|rw|read|write|admin|root|v[0-9]{1,2}))?(?![a-z0-9])"
+    r"ro|rw|read|write|admin|root|value|v[0-9]{1,2}))?(?![a-z0-9])"
 )
 _KEY_NEEDLES = ("key", "token", "passw", "secret", "passphrase")
 # What separates a name from its value: `=`, `:` (YAML, headers, JSON), `=>` / `->` (a printed map), a table's cell
