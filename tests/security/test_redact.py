@@ -117,6 +117,8 @@ HOSTILE = {  # prefixes of every pattern, repeated to fill a 1 MB line
     "openssl": "-passin pass:", "keytool": " -storepass ",
     "wandb-login": " wandb login --host=x", "wandb-login-many": "wandb login --a --b --c --d --e ",  # twentieth round
     "azure-key": "fs.azure.account.key.a", "azure-key-long": "fs.azure.account.key." + "a." * 130 + "=",
+    "sigils": "+~#$@!", "hydra-plus": " ++api_key", "key-suffix": " api_key_1", "key-suffix-word": "secret_key_base_",  # twenty-first
+    "wandb-local": "wandb login local-", "docker-login": "docker login -u a ",
 }
 
 

@@ -429,7 +429,18 @@ def inspect_dir(path: Path) -> CheckpointInfo:
     return info("dir", True, f"{len(files)} weight files, all valid")
 
 
-_ITERATION = lazy(r"[0-9]{1,12}")  # ASCII digits only: str.isdigit() also accepts '²³', which int() refuses
+def tracker_iteration(pointer: Path, text: str) -> int | None:
+    """The iteration Megatron reads from its tracker file (`latest_checkpointed_iteration.txt`), which it parses with
+    `int(text.strip())`: '2000', and also '2_000', '+2000' and digits of other scripts ('٢٠٠٠'); None for what it refuses
+    ('release', '²', which str.isdigit() accepts). Before the twenty-first round only ASCII digits were an iteration here:
+    the others read as a missing file beside the pointer ("a resume from 'latest' will fail"), and a repoint moved the
+    pointer off a valid iter_0002000 as a safe action, asked of no one, writing a path Megatron cannot read into it."""
+    if not pointer.name.startswith("latest_checkpointed") or len(text) > 64:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
 
 
 def inspect_latest(pointer: Path) -> CheckpointInfo:
@@ -445,14 +456,17 @@ def inspect_latest(pointer: Path) -> CheckpointInfo:
     text = raw.decode("utf-8", errors="replace").strip()[:200]
     shown = redact(raw.decode("utf-8", errors="replace").strip())[:200]  # redacted, then cut: a URL password cut before its @host
     base = pointer.parent
-    if _ITERATION.fullmatch(text) and pointer.name.startswith("latest_checkpointed"):
-        target = base / f"iter_{int(text):07d}"
-    else:
-        target = base / text
+    it = tracker_iteration(pointer, text)
+    target = base / text if it is None else base / f"iter_{it:07d}"
     mtime = datetime.fromtimestamp(st.st_mtime, UTC)
     if not text:
         return CheckpointInfo(path=str(pointer), format="latest-pointer", size_bytes=st.st_size, mtime=mtime, valid=False, reason="empty pointer file")
-    if "\0" in text or not target.resolve().is_relative_to(base.resolve()):  # `/`, `//`, `../..`: the fuzzer's `//` walked the whole filesystem
+    try:
+        inside = "\0" not in text and target.resolve().is_relative_to(base.resolve())
+    except RuntimeError:  # a link loop (twenty-first round: list_artifacts "failed unexpectedly (RuntimeError)")
+        return CheckpointInfo(path=str(pointer), format="latest-pointer", size_bytes=st.st_size, mtime=mtime, valid=False,
+                              reason=f"points to {shown}, a link that runs into a loop: a resume from it will fail")
+    if not inside:  # `/`, `//`, `../..`: the fuzzer's `//` walked the whole filesystem
         return CheckpointInfo(path=str(pointer), format="latest-pointer", size_bytes=st.st_size, mtime=mtime, valid=False,
                               reason=f"points to {shown!r}, not a path inside the pointer's own folder: not followed")
     if not os.path.lexists(target):

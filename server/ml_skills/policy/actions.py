@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ml_skills.collectors.checkpoints import NO_WEIGHTS, WEIGHT_SUFFIXES, inspect_dir, inspect_file
+from ml_skills.collectors.checkpoints import NO_WEIGHTS, WEIGHT_SUFFIXES, inspect_dir, inspect_file, tracker_iteration
 from ml_skills.errors import InputError, MLSkillsError, PolicyError, TargetNotFound
 from ml_skills.models import ActionKind, CheckpointInfo, Model
 from ml_skills.policy.quoting import QUOTED_LIMIT, decoded, masked, named_outside_ascii, quoted
@@ -378,10 +378,12 @@ def _inspected(ckpt: Path) -> CheckpointInfo:
 def _pointer_text(pointer: Path, old: str, ckpt: Path) -> str:
     """What to write, in the pointer's own style: an iteration, a name beside it, or a full path."""
     cur = old.strip()
-    if _ITERATION.fullmatch(cur) and pointer.name.startswith("latest_checkpointed"):
+    if pointer.name.startswith("latest_checkpointed"):  # Megatron's tracker: an iteration or 'release', never a path
         m = re.fullmatch(r"iter_(\d+)", ckpt.name)
+        if ckpt.parent == pointer.parent and ckpt.name == "release":
+            return "release\n"
         if ckpt.parent != pointer.parent or m is None:
-            raise PolicyError(f"{quoted(pointer.name)} holds a Megatron iteration: the checkpoint must be an iter_N folder beside it")
+            raise PolicyError(f"{quoted(pointer.name)} is a Megatron tracker file: the checkpoint must be an iter_N folder beside it")
         return f"{int(m.group(1))}\n"
     if cur and not cur.startswith("/") and ckpt.is_relative_to(pointer.parent):
         return f"{ckpt.relative_to(pointer.parent)}\n"
@@ -393,16 +395,25 @@ def _pointer_text(pointer: Path, old: str, ckpt: Path) -> str:
 # twentieth round also a variable its reader may expand (`$SCRATCH/step_2000`, `${CKPT_DIR}/...`, Windows' `%CKPT%`) and a
 # Windows share (two backslashes first): each was read as a missing file beside the pointer, and moved off unasked.
 _ELSEWHERE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]{0,31}:/|~|[A-Za-z]:[\\/]|\\\\)|\$\{?[A-Za-z_]|%[A-Za-z_][A-Za-z0-9_]{0,63}%")
-_ITERATION = re.compile(r"[0-9]{1,18}")
 
 
 def _current_target(pointer: Path, old: str) -> Path | None:
     cur = old.strip()
     if not cur:
         return None
-    if _ITERATION.fullmatch(cur) and pointer.name.startswith("latest_checkpointed"):  # ASCII digits: '²'.isdigit() too
-        return pointer.parent / f"iter_{int(cur):07d}"
+    it = tracker_iteration(pointer, cur)
+    if it is not None:
+        return pointer.parent / f"iter_{it:07d}"
     return Path(cur) if cur.startswith("/") else pointer.parent / cur
+
+
+def _resolved(p: Path) -> Path | None:
+    """`p` resolved, or None when it cannot be (twenty-first round: a pointer naming a link loop made `resolve` raise
+    RuntimeError, and the repoint "failed unexpectedly"); such a target is then judged by `_may_be_good`."""
+    try:
+        return p.resolve()
+    except (OSError, RuntimeError):
+        return None
 
 
 def _may_be_good(cur: Path, roots: Sequence[Path]) -> bool:
@@ -487,7 +498,7 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
     cur = _current_target(pointer, old)
     if _ELSEWHERE.search(old.strip()):  # before the ninth round `s3://bucket/step-2000` was "missing": moved off it unasked
         also.append(ActionKind.ROLLBACK)
-    elif cur is not None and cur.resolve() != ckpt and _may_be_good(cur, roots):
+    elif cur is not None and _resolved(cur) != ckpt and _may_be_good(cur, roots):
         also.append(ActionKind.ROLLBACK)  # moving a pointer off what may be a good checkpoint is a rollback (asks by default)
     identity = {"pointer_sha256": hashlib.sha256(old.encode()).hexdigest(), "pointer_mode": st.st_mode, "pointer_inode": st.st_ino,
                 "checkpoint": _ckpt_identity(info)}

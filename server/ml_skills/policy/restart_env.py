@@ -136,7 +136,9 @@ def _names_set(opts: list[str]) -> list[str]:
 # whose `settings` names the W&B server: wandb 0.31 took `base_url` from `./c/settings`), torch's `MASTER_ADDR` (the host the
 # ranks exchange weights and gradients with), and what lets a host on the way read the traffic: `SSLKEYLOGFILE` (the TLS
 # keys of every connection, written to a file) and a switch that turns certificate checks off (`WANDB_INSECURE_DISABLE_SSL`).
-_ROUTE_ENV = re.compile(r"(?i)^(?:\w*_BASE_URL|\w*_ENDPOINT(?:_URL(?:_\w+)?)?|\w*_API_(?:URL|BASE|HOST)|\w*_HOST|\w*TRACKING_URI|\w*REGISTRY_URI|"
+# Twenty-first round: `WANDB_SERVICE` names the wandb-core service (a Unix socket's path, or a localhost port) the run's wandb
+# hands its settings to, the W&B key among them: a socket in the run folder got the key (wandb 0.31).
+_ROUTE_ENV = re.compile(r"(?i)^(?:WANDB_SERVICE|\w*_BASE_URL|\w*_ENDPOINT(?:_URL(?:_\w+)?)?|\w*_API_(?:URL|BASE|HOST)|\w*_HOST|\w*TRACKING_URI|\w*REGISTRY_URI|"
                         r"\w*_URL_OVERRIDE|(?!NO_)\w*_PROXY|\w*_CA_BUNDLE|SSL_CERT_(?:FILE|DIR)|\w*_CA_CERTS?|\w*SSL_ROOTS\w*|"
                         r"WANDB_CONFIG_DIR|SSLKEYLOGFILE|\w*DISABLE_SSL\w*|\w*INSECURE\w*)$")
 # torchrun's rendezvous and master host (also deepspeed's and torch.distributed.launch's), given as options: the ranks

@@ -30,7 +30,10 @@ _stripped: ContextVar[int] = ContextVar("stripped", default=0)
 # A flag or key name may only start after a separator (start, space, quote, '=', ',', '[', '(', a URL's
 # '?' or '&', ...) or right after a URL-encoded byte (`%3F`), so a run of dashes or letters cannot make
 # every position a candidate (no quadratic scans).
-_START = r"(?:(?<![^\s'\"=,\[(:;{/?&|<>*])|(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2}))"
+# Twenty-first round: also after a Hydra override's `+`, `++` or `~` (`python train.py +wandb.api_key=X`, and
+# `.hydra/overrides.yaml`'s `- +db.password=X`), a URL fragment's `#` (OAuth's `#access_token=X`) and a variable's
+# sigil (`$password = "X"` in PowerShell or Perl, `@api_key` in SQL, `!token`): each kept its value in clear.
+_START = r"(?:(?<![^\s'\"=,\[(:;{/?&|<>*+~#$@!])|(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2}))"
 # A bare `sk-` key (a short, common prefix) must not follow a letter or digit (`task-...`, `disk-...`),
 # except through a URL-encoded byte (`%3Dsk-...`, `%253Dsk-...`). Tokens with a long or distinctive prefix
 # (ghp_, hf_, sk-proj-, AKIA, eyJ...) are taken after anything: `GH_TOKEN_ghp_...`, `x%3Dhf_...`.
@@ -42,6 +45,11 @@ _KEYWORD = (
     r"(?:(?:api|access|private|secret|wandb|auth|client|session|signing|encryption|master|account|service|license|ssh|hmac|kaggle|storage|subscription|"
     r"hf|openai|anthropic|github|gh|mlflow|comet|neptune)[_.\-]?(?:access[_.\-]?)?key(?![a-z])"
     r"|apikey|secret(?![a-z])|token(?![a-z])|passw(?:or)?d(?![a-z])|passphrase(?![a-z]))"
+    # Twenty-first round: a name that goes on after its keyword with a number or a word naming which one (`API_KEY_1`,
+    # `password2`, `SECRET_KEY_BASE`, `DB_PASSWORD_PROD`, `HF_TOKEN_READ`, `AUTH_TOKEN_V2`): listed as kept since the
+    # thirteenth round (`SECRET_KEY_BASE=X`); any other word after the keyword (`token_count`, `secret_name`) still ends it.
+    r"(?:[_\-]?[0-9]{1,3}|[_\-](?:base|prod|production|dev|staging|stage|test|primary|secondary|backup|old|new|main|"
+    r"ro|rw|read|write|admin|root|value|v[0-9]{1,2}))?(?![a-z0-9])"
 )
 _KEY_NEEDLES = ("key", "token", "passw", "secret", "passphrase")
 # What separates a name from its value: `=`, `:` (YAML, headers, JSON), `=>` / `->` (a printed map), a table's cell
@@ -87,6 +95,10 @@ _HOST = r"(?=[^\s@/?#]{0,255}(?:[/?#\s]|$))"  # looked at, not taken: a second U
 # `[1,0]<stdout>:`. A PEM key printed by a rank has it on every body line (eleventh round: kept line by line).
 _RANK_PREFIX = r"(?:\[[\w,.:\-]{1,40}\](?:<std(?:out|err)>)?:?[ \t]{0,4})?"
 
+# A W&B key of 40 hex digits, and the same behind the prefix of a self-hosted server's keys (`local-`, a VM's `vm-`): twenty-first
+# round, `wandb login local-<40 hex>` (the key W&B Server hands out) was kept in clear.
+_WANDB_KEY = r"(?:(?:local|vm)-)?[0-9a-f]{40}"
+
 # Each rule also names lowercase needles, one of which must be in the text for the rule to run: a cheap
 # `in` test that skips most rules on ordinary log lines.
 _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
@@ -118,12 +130,12 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("sk-key", ("sk-",), lazy(_GLUED + r"(?P<s>sk-[A-Za-z0-9_\-]{20,200})")),
     ("wandb-v1-key", ("wandb_v1_",), lazy(r"(?P<s>wandb_v1_[A-Za-z0-9_]{20,200})")),
     ("wandb-keyword-key", ("key", "login"), lazy(
-        r"(?i)(?:wandb[_-]?api[_-]?key|wandb\s{1,3}login|api_key|\bkey)['\"]?\s{0,3}[:= ]\s{0,3}['\"]?(?P<s>[0-9a-f]{40})\b")),
+        r"(?i)(?:wandb[_-]?api[_-]?key|wandb\s{1,3}login|api_key|\bkey)['\"]?\s{0,3}[:= ]\s{0,3}['\"]?(?P<s>" + _WANDB_KEY + r")\b")),
     # twentieth round: options between `wandb login` and the key (`--relogin KEY`, `--host URL KEY`), and Hadoop's Azure storage
     # key as a Spark or core-site setting (`fs.azure.account.key.ACCOUNT.blob.core.windows.net=KEY`), were kept in clear
     ("wandb-login-key", ("login",), lazy(
-        r"(?i)\bwandb\s{1,3}login(?:\s{1,3}+--?[a-z][a-z-]{0,20}+(?:[= ]\s{0,3}+(?![0-9a-f]{40}\b)[^\s'\"]{1,200}+)?){1,4}"
-        r"\s{1,3}['\"]?(?P<s>[0-9a-f]{40})\b")),
+        r"(?i)\bwandb\s{1,3}login(?:\s{1,3}+--?[a-z][a-z-]{0,20}+(?:[= ]\s{0,3}+(?!" + _WANDB_KEY + r"\b)[^\s'\"]{1,200}+)?){1,4}"
+        r"\s{1,3}['\"]?(?P<s>" + _WANDB_KEY + r")\b")),
     ("azure-account-key", ("fs.azure.account.key.",), lazy(
         r"(?i)fs\.azure\.account\.key\.[A-Za-z0-9.-]{1,253}+['\"]?\s{0,3}+[=:]\s{0,3}+['\"]?(?P<s>[A-Za-z0-9+/]{20,200}+={0,2})")),
     # bot, user, app-level (xapp-), configuration and refresh (xoxe.xoxp-, xoxe-) tokens
@@ -168,8 +180,9 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("docker-auth", ('"auth"',), lazy(r'"auth"\s{0,3}:\s{0,3}"(?P<s>[A-Za-z0-9+/]{8,4000}={0,2})"')),
     ("kaggle-key", ('"username"',), lazy(
         r'"username"\s{0,3}:\s{0,3}"[^"\n]{1,100}"\s{0,3},\s{0,3}"key"\s{0,3}:\s{0,3}"(?P<s>[0-9a-f]{32})"')),
-    ("cli-password", ("sshpass", "mysql", "curl", "redis-cli"), lazy(
-        r"(?:\bsshpass\s{1,3}-p\s{0,3}|\bredis-cli\b[^\n]{0,200}?\s-a\s{1,3}|\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p|\bcurl\b[^\n]{0,200}?\s(?:-u|--user)[\s=]{1,3}['\"]?"
+    # ... and `docker login -p X` (twenty-first round: kept in clear; `--password X` was caught by the flag rule)
+    ("cli-password", ("sshpass", "mysql", "curl", "redis-cli", "docker"), lazy(
+        r"(?:\bsshpass\s{1,3}-p\s{0,3}|\bdocker\s{1,3}login\b[^\n;&|]{0,200}?\s-p(?:\s{1,3}|=)|\bredis-cli\b[^\n]{0,200}?\s-a\s{1,3}|\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p|\bcurl\b[^\n]{0,200}?\s(?:-u|--user)[\s=]{1,3}['\"]?"
         r"[^\s:'\"]{1,200}:)['\"]?(?P<s>[^\s'\"]{1,200})")),
     # openssl's `-passin pass:X` / `-passout pass:X` / `-pass pass:X` and keytool's `-storepass X` / `-keypass X` (eighteenth
     # round: kept in clear; a certificate step of a launch script prints them). openssl's other forms (`env:VAR`, `file:path`)
