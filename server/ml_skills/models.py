@@ -225,7 +225,7 @@ pass the loaded policy's (policy/rules.py), so a report and `request_action` jud
 
 
 # ---------------------------------------------------------------- metric names
-# One vocabulary for every metric source: a log line's keys (engine/metrics.py) and a tracker's
+# One vocabulary for every metric source: a log line's keys (engine/read/metrics.py) and a tracker's
 # history keys (collectors/tracker.py) are folded into these canonical names, so the same
 # trajectory detectors read both.
 

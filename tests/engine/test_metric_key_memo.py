@@ -1,21 +1,22 @@
-"""metrics._key_values works out what each `key=value` key names once per distinct key (_pair_key): the same values,
-step and epoch as working it out on every match (the implementation before, kept here as the reference), on every
-line of every real log, on lines of the benchmark log and on keys made to reach each branch."""
+"""metric_formats._key_values works out what each `key=value` key names once per distinct key (metric_keys.pair_key):
+the same values, step and epoch as working it out on every match (the implementation before, kept here as the
+reference), on every line of every real log, on lines of the benchmark log and on keys made to reach each branch."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
-from ml_skills.engine.read import metrics
-from ml_skills.engine.read.metrics import EPOCH_KEYS, STEP_KEYS, Found, canonical
+from ml_skills.engine.read import metric_formats, metric_keys
+from ml_skills.engine.read.metric_shapes import Found
+from ml_skills.models import EPOCH_KEYS, STEP_KEYS, canonical
 
 from bench.genlog import generate
 
 
 def reference(line: str, found: Found) -> None:
     values = found.values
-    for m in metrics._PAIR.finditer(line):
+    for m in metric_formats._PAIR.finditer(line):
         key = m["key"].lower().strip()
         try:
             val = float(m["val"])
@@ -30,8 +31,8 @@ def reference(line: str, found: Found) -> None:
             continue
         c = canonical(key)
         if c is None and " " in key:
-            c = metrics._phrase(key)
-        if c is None and not math.isfinite(val) and metrics._named_loss(key):
+            c = metric_keys.phrase(key)
+        if c is None and not math.isfinite(val) and metric_keys.named_loss(key):
             c = "loss"  # a named loss term at nan (the rule of tests/engine/test_named_losses_nan.py)
         if c is not None:
             if c == "step_time" and "(ms)" in key:
@@ -54,7 +55,7 @@ def test_the_key_memo_reads_every_line_as_before(tmp_path: Path) -> None:
     read = 0
     for line in lines:
         got, want = Found(), Found()
-        metrics._key_values(line, line.lower(), got)
+        metric_formats._key_values(line, line.lower(), got)
         reference(line, want)
         assert repr((got.values, got.step, got.epoch)) == repr((want.values, want.step, want.epoch)), line
         read += bool(got.values)
@@ -62,7 +63,8 @@ def test_the_key_memo_reads_every_line_as_before(tmp_path: Path) -> None:
 
 
 def reference_step_words(line: str, low: str, found: Found) -> None:
-    for m in metrics._SPACE_PAIR.finditer(line) if "step" in low or "iter" in low or "epoch" in low or "ep " in low else ():
+    wanted = "step" in low or "iter" in low or "epoch" in low or "ep " in low
+    for m in metric_formats._SPACE_PAIR.finditer(line) if wanted else ():
         k = m["key"].lower()
         v = float(m["val"])
         if k in ("epoch", "ep") and found.epoch is None:
@@ -80,7 +82,7 @@ def test_the_step_words_skip_only_lines_where_no_counter_can_change(tmp_path: Pa
         lines += log.read_text("utf-8", errors="replace").splitlines()
     generate(tmp_path / "bench.log", 2**20, seed=8)
     lines += (tmp_path / "bench.log").read_text("utf-8", errors="replace").splitlines()
-    before = [fn for name, fn in metrics.FORMATS[: [n for n, _ in metrics.FORMATS].index("step-word")]]
+    before = [fn for name, fn in metric_formats.FORMATS[: [n for n, _ in metric_formats.FORMATS].index("step-word")]]
     changed = 0
     for line in lines:
         low, got = line.lower(), Found()
@@ -89,7 +91,7 @@ def test_the_step_words_skip_only_lines_where_no_counter_can_change(tmp_path: Pa
                 break
         want = Found()
         want.values, want.step, want.epoch = dict(got.values), got.step, got.epoch
-        metrics._step_words(line, low, got)
+        metric_formats._step_words(line, low, got)
         reference_step_words(line, low, want)
         assert repr((got.step, got.epoch)) == repr((want.step, want.epoch)), line
         changed += (got.step, got.epoch) != (None, None)

@@ -1,4 +1,4 @@
-"""The metric parser's shape memo (metrics.shape_of, shape_memo): what a digit-blind pattern found on one line of a shape
+"""The metric parser's shape memo (metric_shapes.shape_of, shape_memo): what a digit-blind pattern found on one line of a shape
 is read at the same offsets of every other line of that shape.
 
 Two things make that exact, and each is checked here: every pattern read through the memo is digit-blind (it names no
@@ -18,20 +18,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ml_skills.engine.read import counters, metric_lines, metrics
+from ml_skills.engine.read import counters, metric_formats, metric_keys, metric_lines, metric_shapes, metrics
 
 from bench.genlog import generate
 
 ROOT = Path(__file__).parents[1]
 _DIGITS = "0123456789"
 
-# every pattern a memo site searches with (metrics.Found.spans, epoch_iteration, metric_lines.rank_of)
+# every pattern a memo site searches with (metric_shapes.Found.spans, epoch_iteration, metric_lines.rank_of)
 BLIND = {
-    "pair": metrics._PAIR, "tqdm": metrics._TQDM, "count-accuracy": metrics._COUNT_ACC, "segment": metrics._SEGMENT,
-    "loss-word": metrics._WORD_NUM, "named-number": metrics._NAMED_NUM, "step-word": metrics._SPACE_PAIR,
-    "megatron": metrics._MEGATRON_ITER, "first-metric": metrics._FIRST_METRIC, "eval-label": metrics._EVAL_LABEL,
-    "train-label": metrics._TRAIN_LABEL, "epoch-iteration": counters._EPOCH_ITER, "epoch-iteration-lower": counters._EPOCH_ITER_LOWER,
-    "rank": metric_lines._RANK,
+    "pair": metric_formats._PAIR, "tqdm": metric_formats._TQDM, "count-accuracy": metric_formats._COUNT_ACC,
+    "segment": metric_formats._SEGMENT, "loss-word": metric_formats._WORD_NUM, "named-number": metric_formats._NAMED_NUM,
+    "step-word": metric_formats._SPACE_PAIR, "megatron": metric_formats._MEGATRON_ITER,
+    "first-metric": metric_keys._FIRST_METRIC, "eval-label": metric_keys._EVAL_LABEL, "train-label": metric_keys._TRAIN_LABEL,
+    "epoch-iteration": counters._EPOCH_ITER, "epoch-iteration-lower": counters._EPOCH_ITER_LOWER, "rank": metric_lines._RANK,
 }
 
 
@@ -100,11 +100,11 @@ def _check_lines(raws: list[bytes], seed: int) -> int:
     rng = random.Random(seed)
     checked = 0
     for raw in raws:
-        shape = metrics.shape_of(raw)
+        shape = metric_shapes.shape_of(raw)
         if shape is None:
             continue
         twin = _twin(raw, rng)
-        assert metrics.shape_of(twin) == shape
+        assert metric_shapes.shape_of(twin) == shape
         memo: dict[str, Any] = {}
         want_twin = _read(twin, None)
         assert _read(twin, memo) == want_twin  # the twin fills the memo
@@ -129,12 +129,12 @@ def test_every_line_of_every_real_log_reads_the_same_through_a_memo() -> None:
 
 
 def test_a_memo_is_kept_per_shape_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(metrics, "_shapes", {})
-    monkeypatch.setattr(metrics, "SHAPES_KEPT", 3)
-    a = metrics.shape_memo(metrics.shape_of(b"step=12 loss=0.5"))
-    assert a is metrics.shape_memo(metrics.shape_of(b"step=99 loss=7.1"))  # one shape
-    assert a is not metrics.shape_memo(metrics.shape_of(b"step=99 loss=7.10"))
+    monkeypatch.setattr(metric_shapes, "_shapes", {})
+    monkeypatch.setattr(metric_shapes, "SHAPES_KEPT", 3)
+    a = metric_shapes.shape_memo(metric_shapes.shape_of(b"step=12 loss=0.5"))
+    assert a is metric_shapes.shape_memo(metric_shapes.shape_of(b"step=99 loss=7.1"))  # one shape
+    assert a is not metric_shapes.shape_memo(metric_shapes.shape_of(b"step=99 loss=7.10"))
     for i in range(5):
-        metrics.shape_memo(metrics.shape_of(b"x" * i))
-    assert len(metrics._shapes) <= 3
-    assert metrics.shape_of(b"1" * (metrics.SHAPE_BYTES + 1)) is None and metrics.shape_memo(None) is None
+        metric_shapes.shape_memo(metric_shapes.shape_of(b"x" * i))
+    assert len(metric_shapes._shapes) <= 3
+    assert metric_shapes.shape_of(b"1" * (metric_shapes.SHAPE_BYTES + 1)) is None and metric_shapes.shape_memo(None) is None

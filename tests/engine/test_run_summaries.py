@@ -63,7 +63,7 @@ def test_a_one_epoch_runs_last_step_a_whole_run_bar_and_a_solvers_own_stop_are_i
 
 
 def test_a_bar_over_one_epoch_or_a_one_epoch_run_short_of_its_last_step_is_no_end():
-    from ml_skills.engine.analyse.completion import final_counter
+    from ml_skills.engine.analyse.finalcounter import final_counter
 
     epoch_bar = "Epoch 3: 100%|██████████| 500/500 [01:58<00:00,  4.2it/s, loss=0.31]"
     assert final_counter([epoch_bar], 10, 10) is None

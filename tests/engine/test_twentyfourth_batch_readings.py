@@ -14,20 +14,10 @@ from pathlib import Path
 
 import pytest
 from ml_skills.engine.analyse import frozen
-from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 from ml_skills.engine.read.metrics import parse_line
 from ml_skills.models import MetricPoint
 
-TESTS = Path(__file__).resolve().parents[1]
-
-
-def _diagnose(log: Path) -> tuple[str | None, str]:
-    d = diagnose(DiagnoseRequest(target=str(log)))
-    return (d.primary_cause.value if d.primary_cause else None), d.run_status.value
-
-
-def _case(n: str) -> Path:
-    return next((TESTS / "corpus").glob(f"{n}-*")) / "train.log"
+from tests.engine.batchcase import case, verdict
 
 
 def _run(tmp_path: Path, code: str, *args: str) -> Path:
@@ -59,11 +49,11 @@ def test_a_missing_file_is_read_by_what_its_path_names(tmp_path: Path, which: st
     (tmp_path / "data" / "preprocessed" / "adv_feat" / "mi0_top15" / "train").mkdir(parents=True)
     log = _run(tmp_path, _LOAD, which)
     assert "FileNotFoundError" in log.read_text() and "torch/serialization.py" in log.read_text()
-    assert _diagnose(log) == (expected, "crashed")
+    assert verdict(log) == (expected, "crashed")
 
 
 def test_the_batchs_data_path_case():
-    assert _diagnose(_case("1372"))[0] == "data-pipeline"
+    assert verdict(case("1372"))[0] == "data-pipeline"
 
 
 _NAN_LOOP = """
@@ -92,9 +82,9 @@ def test_a_loss_named_for_its_network_is_the_runs_loss(tmp_path: Path, lr: str, 
     log = _run(tmp_path, _NAN_LOOP, lr)
     printed = [x for x in log.read_text().splitlines() if "loss_net:" in x]
     assert len(printed) == 13 and ("loss_net: nan" in "\n".join(printed)) is nan
-    cls, _status = _diagnose(log)
+    cls, _status = verdict(log)
     assert cls == ("nan-inf" if nan else None)
-    assert _diagnose(_case("1386")) == ("nan-inf", "diverged")  # VerSe2020: loss_net nan at iter 100
+    assert verdict(case("1386")) == ("nan-inf", "diverged")  # VerSe2020: loss_net nan at iter 100
 
 
 def test_a_loss_term_is_not_the_loss_beside_a_total_or_other_terms_or_alone():
@@ -109,8 +99,8 @@ def test_a_loss_term_is_not_the_loss_beside_a_total_or_other_terms_or_alone():
 
 
 def test_ascend_and_minddata_failures_name_their_class():
-    assert _diagnose(_case("1393")) == ("cuda-runtime", "crashed")  # AICPU exception in a backward Reshape kernel
-    assert _diagnose(_case("1390")) == ("data-pipeline", "crashed")  # minddata's 'Exception thrown from dataset pipeline'
+    assert verdict(case("1393")) == ("cuda-runtime", "crashed")  # AICPU exception in a backward Reshape kernel
+    assert verdict(case("1390")) == ("data-pipeline", "crashed")  # minddata's 'Exception thrown from dataset pipeline'
 
 
 def test_a_loss_at_or_below_zero_among_the_last_logs_is_no_uniform_guess():

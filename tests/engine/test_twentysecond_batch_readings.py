@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from ml_skills.engine.analyse import completion
+from ml_skills.engine.analyse import quietend
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -42,10 +42,10 @@ def test_every_deepspeed_process_exiting_successfully_is_the_end(tmp_path: Path)
 
 def test_a_non_zero_exit_after_the_last_step_is_fatal():
     # the DeepSpeed launcher's line for a process that failed, as tests/corpus holds it, and torchrun's
-    assert completion._fatal("[2024-09-15 00:13:42,132] [INFO] [launch.py:351:main] Process 23918 exits with return code = 1")
-    assert completion._fatal("  exitcode  : 1 (pid: 2466)")
-    assert not completion._fatal("[2024-09-15 00:13:42,132] [INFO] [launch.py:351:main] Process 23917 exits successfully.")
-    assert not completion._fatal("exitcode  : 0 (pid: 2466)")
+    assert quietend.fatal("[2024-09-15 00:13:42,132] [INFO] [launch.py:351:main] Process 23918 exits with return code = 1")
+    assert quietend.fatal("  exitcode  : 1 (pid: 2466)")
+    assert not quietend.fatal("[2024-09-15 00:13:42,132] [INFO] [launch.py:351:main] Process 23917 exits successfully.")
+    assert not quietend.fatal("exitcode  : 0 (pid: 2466)")
 
 
 def test_a_lone_result_after_the_run_summary_does_not_hide_the_summary():

@@ -14,18 +14,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 
-TESTS = Path(__file__).resolve().parents[1]
-
-
-def _diagnose(log: Path) -> tuple[str | None, str]:
-    d = diagnose(DiagnoseRequest(target=str(log)))
-    return (d.primary_cause.value if d.primary_cause else None), d.run_status.value
-
-
-def _case(n: str) -> Path:
-    return next((TESTS / "corpus").glob(f"{n}-*")) / "train.log"
+from tests.engine.batchcase import case, verdict
 
 
 def _run_script(tmp_path: Path, body: str, programs: dict[str, str]) -> Path:
@@ -67,28 +57,28 @@ def test_a_scripts_job_finished_after_its_programs_traceback_is_a_crash(tmp_path
     log = _run_script(tmp_path, 'PY train.py\necho "Test job"\necho "Job finished"\n', {"train.py": _BARE_RAISE})
     text = log.read_text()
     assert text.rstrip().endswith("Job finished") and "\nTypeError\n" in text
-    assert _diagnose(log) == ("config-error", "crashed")
-    assert _diagnose(_case("1350")) == ("config-error", "crashed")
+    assert verdict(log) == ("config-error", "crashed")
+    assert verdict(case("1350")) == ("config-error", "crashed")
 
 
 def test_a_retry_that_trains_after_the_failure_still_outlives_it(tmp_path: Path):
     # the control: the script runs its program again, the second run trains, then the same echo
     log = _run_script(tmp_path, 'PY train.py\nPY train2.py\necho "Job finished"\n', {"train.py": _BARE_RAISE, "train2.py": _TRAIN})
-    cls, status = _diagnose(log)
+    cls, status = verdict(log)
     assert (cls, status) == (None, "completed")
 
 
 def test_a_program_that_names_its_own_training_finished_is_not_overruled(tmp_path: Path):
     # the program, not the script, says training finished after the error it caught and logged (healthy 141's shape)
-    assert _diagnose(_run_script(tmp_path, "PY train.py\n", {"train.py": _CAUGHT}))[1] == "completed"
+    assert verdict(_run_script(tmp_path, "PY train.py\n", {"train.py": _CAUGHT}))[1] == "completed"
 
 
 def test_python_dash_m_of_a_module_that_is_not_there_is_an_environment_error(tmp_path: Path):
     # 1363: a KFP component's bootstrap ran 'python3 -m ensurepip' in an image without it
     log = _run_script(tmp_path, 'echo "I0915 11:43:08.285842 1 launcher.go:194] enable caching"\nPY -m ml_skills_no_such_module\n', {})
     assert "No module named ml_skills_no_such_module" in log.read_text()
-    assert _diagnose(log) == ("config-error", "crashed")
-    assert _diagnose(_case("1363"))[0] == "config-error"
+    assert verdict(log) == ("config-error", "crashed")
+    assert verdict(case("1363"))[0] == "config-error"
 
 
 _CLASSIFIER = """
@@ -130,29 +120,29 @@ def test_an_f1_of_zero_at_every_evaluation_is_a_model_that_never_predicts_the_cl
     f1s = [float(x.rsplit("=", 1)[1]) for x in log.read_text().splitlines() if "dev_f1 =" in x]
     if features == "noise":
         assert f1s and max(f1s) == 0.0  # the run's own numbers: it never predicted the rare class
-        assert _diagnose(log) == ("evaluation-mismatch", "degraded")
+        assert verdict(log) == ("evaluation-mismatch", "degraded")
     else:
         assert f1s[-1] > 0.5
-        assert _diagnose(log) == (None, "completed")  # and 'Training ended with 8 epochs.' is its end
+        assert verdict(log) == (None, "completed")  # and 'Training ended with 8 epochs.' is its end
 
 
 def test_the_batchs_verbatim_f1_logs():
-    assert _diagnose(_case("1365")) == ("evaluation-mismatch", "degraded")  # TACRED on the sample data
-    assert _diagnose(_case("1366")) == ("evaluation-mismatch", "degraded")  # NeuralClassifier's empty vocabulary
+    assert verdict(case("1365")) == ("evaluation-mismatch", "degraded")  # TACRED on the sample data
+    assert verdict(case("1366")) == ("evaluation-mismatch", "degraded")  # NeuralClassifier's empty vocabulary
 
 
 def test_launcher_and_service_wordings_name_how_the_run_ended():
-    assert _diagnose(_case("1359"))[0] == "oom"  # mpirun: rank 7 'exited on signal 9 (Killed)'
-    assert _diagnose(_case("1354"))[0] == "nccl-distributed"  # Horovod shut down: one rank stopped early
-    assert _diagnose(_case("1355"))[0] == "nccl-distributed"  # Horovod shut down at the first broadcast
-    assert _diagnose(_case("1367"))[0] == "cloud-permissions-quota"  # Azure Storage: AuthenticationFailed
+    assert verdict(case("1359"))[0] == "oom"  # mpirun: rank 7 'exited on signal 9 (Killed)'
+    assert verdict(case("1354"))[0] == "nccl-distributed"  # Horovod shut down: one rank stopped early
+    assert verdict(case("1355"))[0] == "nccl-distributed"  # Horovod shut down at the first broadcast
+    assert verdict(case("1367"))[0] == "cloud-permissions-quota"  # Azure Storage: AuthenticationFailed
 
 
 def test_t5x_is_jax_and_horovod_alone_is_named():
     from ml_skills.engine.read import frameworks, scan
 
     def decide(n: str) -> tuple[str, str | None]:
-        return frameworks.decide([scan.scan_log(_case(n))])
+        return frameworks.decide([scan.scan_log(case(n))])
 
     assert decide("1357")[0] == "jax"  # 'python3 -m t5x.train' on a TPU pod
     assert decide("1361") == ("other", "horovod")  # Horovod's mpi_lib.so in a native backtrace, no other framework named

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ml_skills.engine.read.metrics import CANONICAL
-from ml_skills.models import MetricPoint
+from ml_skills.models import CANONICAL, MetricPoint
 
 finite = math.isfinite
 """Neither NaN nor infinite: math's own test, called as it is (the detectors ask it about every value of every point,

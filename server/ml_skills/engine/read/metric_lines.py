@@ -190,7 +190,7 @@ def _rank_span(head: str) -> tuple[int, int] | None:
 
 def rank_of(line: str, memo: dict[str, Any] | None = None) -> int | None:
     """The rank tag at the start of a metric line (or a worker's pid for Ray), or None. `memo`: the line's shape memo
-    (metrics.shape_memo): _RANK is digit-blind, so the tag is at the same place on every line of a shape."""
+    (metric_shapes.shape_memo): _RANK is digit-blind, so the tag is at the same place on every line of a shape."""
     head = line[:160]
     if memo is None:
         span = _rank_span(head)

@@ -26,7 +26,7 @@ from datetime import datetime
 from operator import methodcaller
 
 from ml_skills.collectors import logfile
-from ml_skills.engine.read import counters, frameworks, gradmax, metric_lines, newlines
+from ml_skills.engine.read import counters, frameworks, gradmax, metric_lines, metric_shapes, newlines
 from ml_skills.engine.read import metrics as metric_parser
 from ml_skills.engine.read.excerpts import Reader
 from ml_skills.engine.read.matcher import Matcher
@@ -268,7 +268,7 @@ class Pass:
             e = chunk.find(b"\n", s)
             raw = chunk[s : (len(chunk) if e < 0 else e)]
             text = raw.decode("utf-8", errors="replace")
-            memo = metric_parser.shape_memo(metric_parser.shape_of(raw))
+            memo = metric_shapes.shape_memo(metric_shapes.shape_of(raw))
             parsed = rows[s] if s in rows else metric_parser.parse_line(text, memo)
             if parsed is None:
                 continue

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ml_skills.engine.read.metrics import EPOCH_KEYS, STEP_KEYS, canonical
 from ml_skills.lazyre import lazy
+from ml_skills.models import EPOCH_KEYS, STEP_KEYS, canonical
 
 _NAME = lazy(r"[A-Za-z][\w/.\-]*$")
 _WORDS = lazy(r"[/_.\-]+")

@@ -1,0 +1,41 @@
+"""A total the log never prints but the run's configuration asked for: a 0-based epoch counter that ends on the
+last epoch of a round total (epoch 4, 99 or 149 of 5, 100 or 150)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ml_skills.engine.analyse.quietend import ERROR, QUIET_END
+from ml_skills.models import MetricPoint
+
+
+def _round_total(n: int) -> bool:
+    """A total of epochs people configure: 5, 10, ... 50, then tens up to 500, then fifties (100, 120, 150, 300)."""
+    return (n <= 50 and n % 5 == 0) or (n <= 500 and n % 10 == 0) or n % 50 == 0
+
+
+def planned_last_epoch(tail: list[str], tail_start: int, points: Sequence[MetricPoint]) -> int | None:
+    """The line of the last epoch of a run that counts epochs from 0 and ends on the lines of epoch 4, 99 or 149:
+    one short of a round total, the last epoch of 5, 100 or 150 that the run's configuration (not in the log)
+    asked for.
+
+    A log cut while its run is alive stops at any epoch, mostly inside one; a finished run's whole log stops right
+    after the summary of its last. So: epoch 0 is in the log (the counter is 0-based), the last epoch point is a
+    whole epoch's summary (not a bar inside it), and after it come at most a few plain lines and nothing fatal.
+    """
+    epochs = [p for p in points if p.epoch is not None]
+    if not epochs or min(p.epoch for p in epochs if p.epoch is not None) != 0:
+        return None
+    last = epochs[-1]
+    e = last.epoch
+    if e is None or not e.is_integer() or e < 4 or not _round_total(int(e) + 1) or points[-1] is not last:
+        return None
+    if last.batch is not None and last.batches is not None and last.batch < last.batches:
+        return None  # inside the epoch
+    i = last.line_no - tail_start
+    if not 0 <= i < len(tail):
+        return None
+    after = [x for x in tail[i + 1 :] if x.strip()]
+    if len(after) > QUIET_END or any(ERROR.search(x) for x in after):
+        return None
+    return last.line_no

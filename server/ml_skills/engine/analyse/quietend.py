@@ -1,0 +1,31 @@
+"""What may follow a run's last step when the run ended well: nothing fatal, nothing it printed during training
+again, and at most a few lines. Each shape of a finished run (completion.py) reads the log's end with these."""
+
+from __future__ import annotations
+
+from ml_skills.lazyre import lazy
+
+ERROR = lazy(r"(?i)(error|exception|traceback|killed|fatal|abort|fail|nan\b)")
+# an error rate that is a metric, not a failure: 'validation error 5.716667 %', 'test error: 0.12', 'top-1 error = 23.1'
+_ERROR_METRIC = lazy(r"(?i)\b(?:validation|valid|val|test|train(?:ing)?|top-?\d|classification|mean[ _]squared|mean[ _]absolute)"
+                     r"[ _]error(?:[ _]rate)?\s*(?:[:=]\s*)?-?\d"
+                     # or any error given as a fraction, which no failure prints ('Avg TD Error: 414.078789', 'MSE error = 0.12')
+                     r"|\berror(?:[ _]rate)?\s*[:=]\s*-?\d*\.\d+")
+
+
+# a process reported gone with a non-zero code ('Process 23918 exits with return code = 1', 'exitcode: 1')
+_NONZERO_EXIT = lazy(r"(?i)\bexit(?:s|ed)?\s++with\s++(?:return\s++|exit\s++)?code\s*+=?\s*+-?[1-9]|\bexit\s?+code\s*+[:=]\s*+-?[1-9]")
+INT = lazy(r"\d+")
+QUIET_END = 5  # the plain lines a finished run may print after its last step
+EVAL_ONLY = frozenset({"val_loss", "val_acc"})  # the values of a line that is an evaluation, not a training step
+
+
+def fatal(line: str) -> bool:
+    """The line reports a failure (an error rate printed as a metric aside), or a process gone with a non-zero code."""
+    return bool(ERROR.search(_ERROR_METRIC.sub("", line)) or _NONZERO_EXIT.search(line))
+
+
+def printed_before(line: str, earlier: list[str]) -> bool:
+    """The same line, numbers aside, was printed during training: a scheduled save, not the final one."""
+    shape = INT.sub("#", line.strip())
+    return any(INT.sub("#", x.strip()) == shape for x in earlier)
