@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from ml_skills.engine.analyse.quietend import advice
 from ml_skills.lazyre import lazy
 
 # the whole run's estimated time left, as detectron2, mmcv/mmengine and YOLOX print it on every iteration line: zero on
@@ -28,14 +29,14 @@ def eta_reached_zero(tail: list[str], tail_start: int, last_progress_line: int |
     was in its last logging interval: mmdet's 'eta: 0:00:16' at iteration 250 of 271 after 'eta: 0:00:54' at 200), and
     a few lines follow it, among them the final save or evaluation, none fatal (an experiment's name alone is no end)."""
     if (last_progress_line is not None and 0 <= (i := last_progress_line - tail_start) < len(tail)
-            and _ETA_ZERO.search(tail[i]) and not any(_FATAL.search(x) for x in tail[i + 1 :])):
+            and _ETA_ZERO.search(tail[i]) and not any(_FATAL.search(x) and not advice(x) for x in tail[i + 1 :])):
         return last_progress_line
     etas = [(k, m) for k, x in enumerate(tail) if "eta" in x.lower() and (m := _ETA.search(x))]
     if len(etas) < 2:
         return None
     (_, before), (k, last) = etas[-2], etas[-1]
     after = [x for x in tail[k + 1 :] if x.strip()]
-    if len(after) > _AFTER_LAST_ETA or not any(_WRAP_UP.search(x) for x in after) or any(_FATAL.search(x) for x in after):
+    if len(after) > _AFTER_LAST_ETA or not any(_WRAP_UP.search(x) for x in after) or any(_FATAL.search(x) and not advice(x) for x in after):
         return None
     left, fell = _eta_seconds(last), _eta_seconds(before) - _eta_seconds(last)
     return tail_start + k if 0 < fell and left < fell else None

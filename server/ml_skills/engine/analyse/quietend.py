@@ -20,8 +20,20 @@ QUIET_END = 5  # the plain lines a finished run may print after its last step
 EVAL_ONLY = frozenset({"val_loss", "val_acc"})  # the values of a line that is an evaluation, not a training step
 
 
+# advice a framework logs about what could go wrong, not that it did ('you may encounter an out-of-memory (OOM) error
+# if your GPU does not have sufficient memory. If this happens, ...': maskrcnn-benchmark before every evaluation)
+_ADVICE = lazy(r"(?i)\b(?:may|might|could)\s++(?:encounter|run out|cause|fail|lead to|raise)\b|\bif this happens\b")
+
+
+def advice(line: str) -> bool:
+    return bool(_ADVICE.search(line))
+
+
 def fatal(line: str) -> bool:
-    """The line reports a failure (an error rate printed as a metric aside), or a process gone with a non-zero code."""
+    """The line reports a failure (an error rate printed as a metric aside, advice about one too), or a process gone
+    with a non-zero code."""
+    if advice(line):
+        return False
     return bool(ERROR.search(_ERROR_METRIC.sub("", line)) or _NONZERO_EXIT.search(line))
 
 
