@@ -5,6 +5,7 @@ printed before every evaluation, after 'Total training time' at iteration 60000 
 from __future__ import annotations
 
 from ml_skills.engine.analyse.quietend import fatal
+
 from tests.engine.batchcase import case, verdict
 
 
