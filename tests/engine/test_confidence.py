@@ -76,7 +76,7 @@ def _run(tmp_path: Path, shell: str) -> Path:
     return log
 
 
-def test_a_kill_that_names_no_cause_is_less_sure_than_an_exception_that_names_itself(tmp_path):
+def test_a_kill_that_names_no_cause_is_no_surer_than_an_exception_that_names_itself(tmp_path):
     killed = tmp_path / "killed"
     killed.mkdir()
     code = "import os; [print(f'epoch {i} loss {1/(i+1):.3f}', flush=True) for i in range(3)]; os.kill(os.getpid(), 9)"
@@ -97,14 +97,16 @@ def test_a_kill_that_names_no_cause_is_less_sure_than_an_exception_that_names_it
     assert named.confidence_basis in ("signature", "exception-named")  # the exception's own line names the failure
     # a symptom's figure: its kind's, or its label's where that was measured apart (an exit code 137: 0.94)
     assert kill.primary_cause_confidence in {ACCURACY["symptom"]} | set(LABEL_ACCURACY.values())
-    assert kill.primary_cause_confidence < named.primary_cause_confidence == ACCURACY[named.confidence_basis]
+    # never surer than the exception that names itself (the prospective verdicts put exit code 137's label level with
+    # the signatures' figure, 0.95, since batch 27)
+    assert kill.primary_cause_confidence <= named.primary_cause_confidence == ACCURACY[named.confidence_basis]
 
 
 def test_an_exception_no_rule_knows_gets_its_labels_measured_figure_not_its_kinds(tmp_path):
     # a real script ending in an exception no rule names: the verdict rests on 'traceback:unclassified-exception',
-    # whose prospective verdicts were right about three times in four, less than its kind's figure
+    # whose prospective verdicts were right about four times in five, less than its kind's (a symptom's) figure
     (tmp_path / "train.py").write_text("print('epoch 1 loss 0.9', flush=True)\nraise RuntimeError('Unknown model (vit)')\n")
     d = diagnose(DiagnoseRequest(target=str(_run(tmp_path, f"{sys.executable} train.py"))))
     assert d.primary_cause is not None
     assert d.primary_cause_confidence == LABEL_ACCURACY["traceback:unclassified-exception"]
-    assert d.primary_cause_confidence < min(ACCURACY["symptom"], ACCURACY["exception-located"])
+    assert d.primary_cause_confidence < ACCURACY["symptom"]
