@@ -396,10 +396,10 @@ def check_failed_run(args: argparse.Namespace) -> int:
 
 
 def _warm_cache() -> int:
-    from ml_skills import lazyre
+    from ml_skills import dbcache, lazyre
     from ml_skills.catalog import recache
     from ml_skills.engine import attempts, pipeline  # noqa: F401 - imported for the lazy patterns they define
-    from ml_skills.engine.read import dbcache, scan
+    from ml_skills.engine.read import scan
     from ml_skills.render import text  # noqa: F401
 
     scan.warm_cache()
