@@ -1,6 +1,6 @@
 """The house's layers, checked from the source with `ast`, so the one-way flow stays true (issue 16).
 
-    models/errors/safety/catalog <- collectors <- engine <- policy <- render <- checks <- cli/mcp_tools/grid <- gen
+    models/errors/safety/catalog/diskcache/dbcache <- collectors <- engine <- policy <- render <- checks <- cli/mcp_tools/grid <- gen
 
 A module may import its own layer or a lower one, never a higher one. Every import counts: at the
 top, inside a function, under `if TYPE_CHECKING:`, and a module named in a string the code loads
@@ -26,6 +26,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "server" / "ml_skills"
 RANK = {
     "__init__": 0, "models": 0, "errors": 0, "lazyre": 0, "safety": 0, "catalog": 0, "targets": 0,
     "grid.models": 0,  # triage-runs' boundary types (its report), beside models.py
+    "diskcache": 0, "dbcache": 0,  # the cache directory's sealed files and Hyperscan databases: catalog, engine and safety use them
     "collectors": 1,
     "engine": 2,
     "policy": 3,

@@ -202,18 +202,26 @@ def _triage_runs_parser(sub: argparse._SubParsersAction) -> None:
 
 
 # one function per sub-command adds its parser; this order is the order `ml-skills --help` lists them in
-SUBCOMMAND_PARSERS = (_check_failed_run_parser, _verify_artifacts_parser, _watch_run_parser, _preflight_run_parser,
-                      _triage_runs_parser)
+SUBCOMMAND_PARSERS = {"check-failed-run": _check_failed_run_parser, "verify-artifacts": _verify_artifacts_parser,
+                      "watch-run": _watch_run_parser, "preflight-run": _preflight_run_parser,
+                      "triage-runs": _triage_runs_parser}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The whole command line; given the arguments, and they start with a sub-command, only that sub-command's parser.
+
+    The command line then parses, helps and errs as with every sub-command (a sub-command's parser is its own, and the
+    top level reads no further than the command's name); the other four parsers cost 5-7 ms of an everyday run, most
+    of it argparse asking gettext for each parser's strings."""
     p = _Parser(prog="ml-skills", description="Diagnose failed or unstable ML training runs.")
     p.add_argument("--version", action="version", version=f"ml-skills {__version__}")
     p.add_argument("--warm-cache", action="store_true",
                    help="compile the pattern databases into the cache now (ML_SKILLS_CACHE, else ~/.cache/ml-skills) and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for add_parser in SUBCOMMAND_PARSERS:
-        add_parser(sub)
+    first = argv[0] if argv else None
+    for name, add_parser in SUBCOMMAND_PARSERS.items():
+        if first not in SUBCOMMAND_PARSERS or name == first:
+            add_parser(sub)
     return p
 
 
@@ -396,10 +404,10 @@ def check_failed_run(args: argparse.Namespace) -> int:
 
 
 def _warm_cache() -> int:
-    from ml_skills import lazyre
+    from ml_skills import dbcache, lazyre
     from ml_skills.catalog import recache
     from ml_skills.engine import attempts, pipeline  # noqa: F401 - imported for the lazy patterns they define
-    from ml_skills.engine.read import dbcache, scan
+    from ml_skills.engine.read import scan
     from ml_skills.render import text  # noqa: F401
 
     scan.warm_cache()
@@ -449,7 +457,8 @@ def _exit_now(code: int) -> None:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if args.warm_cache and args.command is None:
         return _warm_cache()

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ml_skills.catalog import diskcache
+from ml_skills import diskcache
 
 LOAD = (
     "import json, sys\n"

@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from ml_skills.catalog import diskcache, recache
+from ml_skills import diskcache
+from ml_skills.catalog import recache
 from ml_skills.lazyre import LazyPattern
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from ml_skills.catalog import diskcache, tomlcache
+from ml_skills import diskcache
+from ml_skills.catalog import tomlcache
 from ml_skills.errors import InputError
 from ml_skills.policy import rules
 

@@ -116,7 +116,7 @@ def test_cached_only_loads_a_kept_database_and_compiles_none(tmp_path: Path, mon
     import threading
 
     import hyperscan
-    from ml_skills.engine.read import dbcache
+    from ml_skills import dbcache
 
     monkeypatch.setenv("ML_SKILLS_CACHE", str(tmp_path))
     args = (hyperscan, [rb"loss\s*=\s*nan", rb"CUDA out of memory"], [0, 1], [hyperscan.HS_FLAG_MULTILINE] * 2, hyperscan.HS_MODE_BLOCK)

@@ -100,3 +100,27 @@ def test_past_the_memo_cap_texts_are_still_redacted(monkeypatch) -> None:  # typ
     with R.remembered():
         assert _counted(lambda: R.redact_lines(lines) + [R.redact(x) for x in lines]) == want
         assert len(R._memo.get() or {}) == 5
+
+
+def test_the_needle_scan_finds_what_in_finds() -> None:
+    """`_needles_in` (one Hyperscan scan of a batch's lowered text, its database from the cache) gives the needles
+    `n in text` gives, in the rules' order: on batches of log lines, planted secrets, generated keyword texts, Unicode
+    and lone surrogates; and it is the Python search when the binding is missing."""
+    rng = random.Random(18)
+    spelled = [f"a {n.upper()} b" for n in R._NEEDLES] + [f"{n.title()}\u00e9" for n in R._NEEDLES]
+    pools = [_log_lines(), Planted().log_lines(), list(_texts(rng, 2000)), ODD, ["\ud800key", "x\udfff.", "\u212a"], spelled]
+    seen: set[str] = set()
+    for _ in range(400):
+        batch = [x for pool in pools for x in rng.sample(pool, min(len(pool), rng.randint(0, 12)))]
+        lowered = "\n".join(x.lower() for x in batch)
+        want = tuple(n for n in R._NEEDLES if n in lowered)
+        assert R._needles_in(lowered) == want, batch
+        seen.update(want)
+    assert seen == set(R._NEEDLES)  # every needle was met
+    if R._NEEDLE_SCAN[0] is not None:
+        saved = R._NEEDLE_SCAN[:]
+        R._NEEDLE_SCAN[:] = [None]
+        try:
+            assert R._needles_in("an api_key and a token") == tuple(n for n in R._NEEDLES if n in "an api_key and a token")
+        finally:
+            R._NEEDLE_SCAN[:] = saved

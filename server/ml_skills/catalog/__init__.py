@@ -1,7 +1,7 @@
 """The failure catalog: signatures and fixes as data, loaded once into typed models.
 
 The loader (and with it pydantic and the models) is imported when one of these names is first read, not with the
-package: the sealed cache files beside it (diskcache, recache, plugincache) are used before any model is built.
+package: the sealed cache files (ml_skills.diskcache; recache, plugincache beside it) are used before any model is built.
 """
 
 from __future__ import annotations

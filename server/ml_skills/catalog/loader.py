@@ -13,7 +13,7 @@ from importlib import resources
 
 from pydantic import BaseModel, ConfigDict
 
-from ml_skills.catalog import diskcache
+from ml_skills import diskcache
 from ml_skills.lazyre import lazy
 from ml_skills.models import FailureClass, FixTemplate, Signature
 
@@ -42,7 +42,7 @@ def _parsed() -> dict[str, dict]:
     """Every TOML file of the catalog, parsed, by name ('signatures/oom.toml', 'fixes.toml'), signatures in file order.
 
     Parsing the TOML costs about 25 ms, a twentieth of a one-shot run on an everyday log; the same data loads from
-    JSON in under 1 ms, so it is kept in the cache directory (catalog/diskcache.py) under a hash of every file's name
+    JSON in under 1 ms, so it is kept in the cache directory (diskcache.py) under a hash of every file's name
     and text: an edited catalog is parsed again. Data JSON cannot hold exactly is never cached."""
     root = resources.files("ml_skills.catalog")
     names = [f"signatures/{e.name}" for e in sorted(root.joinpath("signatures").iterdir(), key=lambda p: p.name)

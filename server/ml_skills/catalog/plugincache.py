@@ -4,7 +4,7 @@ Building the first pydantic model looks for pydantic plugins: every installed di
 (224 distributions here: 7-9 ms of a 0.3 s run on an everyday log, issue 17). A plugin is found only in a
 distribution's metadata directory (`*.dist-info`, `*.egg-info`) at the top of a `sys.path` entry, and installing or
 removing one adds or removes such a directory, which changes that entry's modification time. So when a scan found no
-plugin, a sealed file of the cache directory (catalog/diskcache.py) remembers it under a name that hashes pydantic's
+plugin, a sealed file of the cache directory (diskcache.py) remembers it under a name that hashes pydantic's
 version, every `sys.path` entry with its modification time and inode, and the import system's other finders of
 distributions; a later run whose name matches tells pydantic's loader it found none, which is what its own scan would
 find. Any change to those makes another name, read once again. `PYDANTIC_DISABLE_PLUGINS` set, or a plugin found,
@@ -20,7 +20,7 @@ import sys
 import types
 from typing import Any
 
-from ml_skills.catalog import diskcache
+from ml_skills import diskcache
 
 MAGIC = b"MLSKPL1\n"
 NONE_FOUND = b"none"

@@ -4,7 +4,7 @@ A one-shot diagnosis of an everyday log compiles about 70 of the engine's lazy p
 0.35 s run, nearly all of it in `re`'s parser and code generator, which give the same program for the same pattern
 on the same Python every time. That program (a list of integers, with the pattern's flags and groups) is what
 `_sre.compile` turns into a pattern object, so it is kept in a sealed file of the cache directory
-(catalog/diskcache.py), named by the Python build and `_sre`'s version: a pattern found there is made by
+(diskcache.py), named by the Python build and `_sre`'s version: a pattern found there is made by
 `_sre.compile` from its program, which gives the very object `re.compile` gives; any other is compiled by
 `re.compile` and its program added to the file when the process exits. `_sre` checks every program it is given
 and refuses a malformed one; a file that is damaged, foreign or not trusted, a Python without `_sre` or with a
@@ -24,7 +24,7 @@ from array import array
 from collections.abc import Sequence
 from typing import Any
 
-from ml_skills.catalog import diskcache
+from ml_skills import diskcache
 
 MAGIC = b"MLSKRE2\n"
 KEEP = 4  # files kept: one per Python build in use

@@ -2,7 +2,7 @@
 
 Importing `tomllib` (its parser and the regular expressions it compiles at import) costs about 3 ms of a 0.3 s run on
 an everyday log, for a file that does not change between runs. The parsed data is kept in a sealed file of the cache
-directory (catalog/diskcache.py) named by a hash of the text, as the parsed catalog is: an edited file is parsed
+directory (diskcache.py) named by a hash of the text, as the parsed catalog is: an edited file is parsed
 again; data JSON cannot hold exactly (dates) is never kept.
 """
 
@@ -12,7 +12,7 @@ import contextlib
 import hashlib
 import json
 
-from ml_skills.catalog import diskcache
+from ml_skills import diskcache
 
 MAGIC = b"MLSKTOML1\n"
 KEEP = 8  # parsed files kept (one per text met)

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
-from ml_skills.engine.read import dbcache
+from ml_skills import dbcache
 from ml_skills.lazyre import lazy
 
 try:  # the fast path; a binary wheel exists for common platforms

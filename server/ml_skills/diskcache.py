@@ -1,6 +1,6 @@
 """Sealed files in the user's cache directory: what is derived from the catalog, kept between processes.
 
-These are: the compiled Hyperscan databases (engine/dbcache.py), the parsed catalog itself (catalog/loader.py),
+These are: the compiled Hyperscan databases (dbcache.py), the parsed catalog itself (catalog/loader.py),
 the programs of the engine's regular expressions (catalog/recache.py), the shipped policy's parsed TOML
 (catalog/tomlcache.py) and whether the interpreter's installed distributions hold a pydantic plugin
 (catalog/plugincache.py). Each file is named by a hash of everything it was made from and starts with a magic line
@@ -8,6 +8,8 @@ and a SHA-256 that binds its payload to that name, so a truncated, corrupt or re
 trusted when it is a regular file owned by this user and writable by no one else. Reading or writing never fails a
 run: a missing, read-only or foreign directory only means deriving the data again (`ML_SKILLS_CACHE`, else
 `$XDG_CACHE_HOME/ml-skills`, else `~/.cache/ml-skills`).
+
+Beside the package's parts, not in one (it imports nothing of the package): the catalog, the engine and safety use it.
 """
 
 from __future__ import annotations

@@ -10,7 +10,10 @@ file that is truncated, corrupt, written by another Hyperscan build or for anoth
 (our own SHA-256 over the payload, then Hyperscan's own platform and version checks) and the
 database is compiled as before, then written back when the directory allows it. A cache file is
 only trusted when it is a regular file owned by this user and writable by no one else (the sealed
-files of catalog/diskcache.py).
+files of diskcache.py).
+
+Beside the package's parts, not in one: the engine's matchers and safety/redact.py's needle database both use it
+(safety may not import the engine), and it imports nothing of the package but diskcache.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any
 
-from ml_skills.catalog import diskcache
-from ml_skills.catalog.diskcache import cache_dir
+from ml_skills import diskcache
+from ml_skills.diskcache import cache_dir
 
 MAGIC = b"MLSKHS1\n"
 KEEP = 256  # files kept: the grad-norm threshold compiles one small database per level seen
