@@ -33,17 +33,31 @@ def _template(line: str) -> str:
     return " ".join(_NUMBER.sub("#", line).split())
 
 
-def ends_in_routine(log: LogEvidence) -> bool:
-    """The log's last lines are all its loop's repeated lines, one of them a record whose numbers move."""
-    if log.tail is None or not log.tail.lines:
-        return False
-    lines = [(n, x) for n, x in enumerate(log.tail.lines, log.tail.start_line) if x.strip()][-WINDOW:]
+Shapes = tuple[list[tuple[int, str]], list[str], Counter[str], dict[str, set[str]]]
+
+
+def _shapes(tail: list[str], start: int) -> Shapes:
+    """The tail's last WINDOW non-blank lines (line number, text), each one's template, how often each template occurs,
+    and the numbers each template was printed with."""
+    lines = [(n, x) for n, x in enumerate(tail, start) if x.strip()][-WINDOW:]
     shapes = [_template(x) for _, x in lines]
-    counts = Counter(shapes)
     values: dict[str, set[str]] = {}
     for (_, x), shape in zip(lines, shapes, strict=True):
         if "#" in shape:
             values.setdefault(shape, set()).add(" ".join(_NUMBER.findall(x)))
+    return lines, shapes, Counter(shapes), values
+
+
+def _failure_from(log: LogEvidence, first: int) -> bool:
+    """A failure line (not a hint) or a traceback at or after line `first`."""
+    return any(h.line_no >= first and h.role is not Role.HINT for h in log.hits) or any(t.line_no >= first for t in log.tracebacks)
+
+
+def ends_in_routine(log: LogEvidence) -> bool:
+    """The log's last lines are all its loop's repeated lines, one of them a record whose numbers move."""
+    if log.tail is None or not log.tail.lines:
+        return False
+    lines, shapes, counts, values = _shapes(log.tail.lines, log.tail.start_line)
     # a checkpoint written or the next epoch's header after the last record is still the loop's way
     way = 0
     while way < min(WAY_LINES, len(lines)) and counts[shapes[-1 - way]] < REPEATS and _ON_ITS_WAY.search(lines[-1 - way][1]) \
@@ -61,9 +75,7 @@ def ends_in_routine(log: LogEvidence) -> bool:
         return False
     if not any(len(values.get(s, ())) >= 2 for s in tail_shapes):
         return False  # the same lines printed again and again with the same numbers are no progress
-    first = lines[len(lines) - block][0]
-    return not any(h.line_no >= first and h.role is not Role.HINT for h in log.hits) and \
-        not any(t.line_no >= first for t in log.tracebacks)
+    return not _failure_from(log, lines[len(lines) - block][0])
 
 
 CLOSING_LINES = 8  # the one-off lines a script may print once its loop has returned
@@ -80,13 +92,7 @@ def closed_after_routine(log: LogEvidence) -> bool:
     test score, the model written out, 'Done!'): the loop returned and the script wrapped up."""
     if log.tail is None or not log.tail.lines:
         return False
-    lines = [(n, x) for n, x in enumerate(log.tail.lines, log.tail.start_line) if x.strip()][-WINDOW:]
-    shapes = [_template(x) for _, x in lines]
-    counts = Counter(shapes)
-    values: dict[str, set[str]] = {}
-    for (_, x), shape in zip(lines, shapes, strict=True):
-        if "#" in shape:
-            values.setdefault(shape, set()).add(" ".join(_NUMBER.findall(x)))
+    lines, shapes, counts, values = _shapes(log.tail.lines, log.tail.start_line)
     last = next((i for i in range(len(lines) - 1, -1, -1)
                  if counts[shapes[i]] >= REPEATS and len(values.get(shapes[i], ())) >= 2
                  and not _NOT_ROUTINE.search(_METRIC_WORD.sub("#", shapes[i]))), None)
@@ -97,8 +103,7 @@ def closed_after_routine(log: LogEvidence) -> bool:
         return False
     if any(_NOT_ROUTINE.search(_METRIC_WORD.sub("#", s)) for s in after):
         return False
-    first = lines[last + 1][0]
-    if any(h.line_no >= first and h.role is not Role.HINT for h in log.hits) or any(t.line_no >= first for t in log.tracebacks):
+    if _failure_from(log, lines[last + 1][0]):
         return False
     texts = [x for _, x in lines[last + 1 :]]
     if any(_ENDED.search(x) for x in texts):
