@@ -285,9 +285,14 @@ LR_ZERO_LOGS = 3  # logs in a row, the run's last, with a learning rate of exact
 LR_ZERO_PAST_STEP = 1000  # ...none of them the run's first, unless its step counter says it is long past a warm-up
 
 
+FALL_LOGS = 200  # the newest losses the trend is read on
+FALLING_PAIRS = 0.7  # the share of (earlier, later) pairs whose later loss is lower: 0.5 is noise around a level
+
+
 def _loss_still_falls(points: Sequence[MetricPoint], lrs: list[tuple[MetricPoint, float]]) -> bool:
     """Over the trailing stretch printed with a learning rate of 0, the training loss fell by a fifth or more (its
-    last third's median against its first third's): the weights moved, so the rate was only too small to print."""
+    last third's median against its first third's), as a trend (7 in 10 later losses below earlier ones): the weights
+    moved, so the rate was only too small to print. Batches that differ make a flat loss move, not fall."""
     k = len(lrs)
     while k > 0 and lrs[k - 1][1] == 0:
         k -= 1
@@ -297,7 +302,11 @@ def _loss_still_falls(points: Sequence[MetricPoint], lrs: list[tuple[MetricPoint
         return False
     third = len(losses) // 3
     first, last = statistics.median(losses[:third]), statistics.median(losses[-third:])
-    return first > 0 and last < 0.8 * first
+    # and falls as a trend, not by which batches the first and last logs drew: most later losses below most earlier
+    losses = losses[-FALL_LOGS:]
+    pairs = [(a, b) for i, a in enumerate(losses) for b in losses[i + 1 :]]
+    falling = sum(b < a for a, b in pairs) / len(pairs)
+    return first > 0 and last < 0.8 * first and falling >= FALLING_PAIRS
 
 
 def learning_rate_zero(points: Sequence[MetricPoint]) -> Anomaly | None:
