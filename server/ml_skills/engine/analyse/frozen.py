@@ -80,6 +80,8 @@ def loss_zero(points: Sequence[MetricPoint]) -> Anomaly | None:
         return None
     if any(p.values.get("grad_norm", 0) > 0 for p, _ in s):
         return None  # gradients flow: a loss whose value is 0 by construction (GRPO's at ratio 1) still trains
+    if any(p.values.get("acc", 0) > 0 for p, _ in s):
+        return None  # an accuracy scored beside it: targets reach the model, and 'loss: 0.0000' is a fit, rounded
     first = s[0][0]
     return Anomaly(
         kind=AnomalyKind.LOSS_FROZEN, failure_class=FailureClass.DATA_PIPELINE, severity=Severity.SIGNIFICANT,
