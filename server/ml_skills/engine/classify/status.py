@@ -62,11 +62,7 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
         kinds & {AnomalyKind.NAN_ONSET, AnomalyKind.LOSS_BLOWUP, AnomalyKind.ACCURACY_COLLAPSE} or cls.primary is FailureClass.NAN_INF
     ):
         # a NaN guard or a framework check that raised ended the process; a loss that went NaN and ran on did not
-        if _raised(logs):
-            return RunStatus.CRASHED
-        if completed and cls.primary is FailureClass.OPTIMIZATION_DIVERGENCE and AnomalyKind.NAN_ONSET not in kinds:
-            return RunStatus.DEGRADED  # a finite loss that ran away, in a run that finished: it ended with a useless model
-        return _after_nan(logs)
+        return RunStatus.CRASHED if _raised(logs) else _after_nan(logs)
     # a scheduler's verdict (a time or run limit reached) is the terminal event: whether or not the run had stalled
     # before it, the process was ended, so the run is over, not hanging
     if any(s.label in SCHEDULER_ENDS and not s.survived for s in signals):
