@@ -1,5 +1,5 @@
 """A learning rate printed as 'lr:0.00000' is a rate below the print's precision when the loss it moves keeps falling
-(analyse/frozen._loss_still_falls; batch 26's 580, a Paddle fine-tune whose every line prints lr:0.00000): no
+(analyse/lrzero._loss_still_falls; batch 26's 580, a Paddle fine-tune whose every line prints lr:0.00000): no
 'learning rate 0' config error then. A real rate of exactly 0 is still read: its epochs repeat their losses. Real runs."""
 
 from __future__ import annotations

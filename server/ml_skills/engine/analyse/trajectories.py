@@ -18,13 +18,13 @@ from ml_skills.engine.analyse.divergence import (
     loss_unbounded,
 )
 from ml_skills.engine.analyse.frozen import (
-    learning_rate_zero,
     loss_collapsed,
     loss_frozen,
     loss_replayed,
     loss_zero,
     predicting_the_prior,
 )
+from ml_skills.engine.analyse.lrzero import learning_rate_zero
 from ml_skills.engine.analyse.nanonset import PRECURSOR_WORDS, nan_onset
 from ml_skills.engine.analyse.points import finite as _finite
 from ml_skills.engine.analyse.points import fmt as _fmt
