@@ -4,12 +4,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
+
+from tests.engine.batchcase import run_script
 
 _TRAIN = """
     import sys, torch
@@ -26,11 +25,7 @@ _TRAIN = """
 
 
 def _read(tmp_path: Path, lr: str) -> str | None:
-    (tmp_path / "train.py").write_text(textwrap.dedent(_TRAIN), encoding="utf-8")
-    log = tmp_path / "train.log"
-    with log.open("w") as out:
-        subprocess.run([sys.executable, "train.py", lr], stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path, check=True,
-                       timeout=300, env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
+    log = run_script(tmp_path, _TRAIN, lr, check=True)
     assert "lr:0.00000" in log.read_text()
     d = diagnose(DiagnoseRequest(target=str(log)))
     return d.primary_cause.value if d.primary_cause else None

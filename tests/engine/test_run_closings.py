@@ -6,29 +6,13 @@ batch 25's 1397). Real runs throughout; controls must not change."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
+
+from tests.engine.batchcase import run_script, verdict
 
 TESTS = Path(__file__).resolve().parents[1]
-
-
-def _run(tmp_path: Path, code: str, *args: str) -> Path:
-    (tmp_path / "train.py").write_text(textwrap.dedent(code), encoding="utf-8")
-    log = tmp_path / "train.log"
-    with log.open("w") as out:
-        subprocess.run([sys.executable, "train.py", *args], stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path,
-                       check=False, timeout=300, env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
-    return log
-
-
-def _read(log: Path) -> tuple[str | None, str]:
-    d = diagnose(DiagnoseRequest(target=str(log)))
-    return (d.primary_cause.value if d.primary_cause else None), d.run_status.value
 
 
 # a Q-learning loop with its own record shape, then what the script prints once the loop has returned
@@ -54,19 +38,19 @@ _QLEARN = """
 
 
 def test_a_loop_then_a_save_and_done_printed_once_is_a_completed_run(tmp_path: Path):
-    assert _read(_run(tmp_path, _QLEARN, "closes")) == (None, "completed")
+    assert verdict(run_script(tmp_path, _QLEARN, "closes")) == (None, "completed")
 
 
 @pytest.mark.parametrize(("how", "status"), [("periodic", "running"), ("cut", "running")])
 def test_a_periodic_checkpoint_or_nothing_after_the_loop_is_no_end(tmp_path: Path, how: str, status: str):
-    assert _read(_run(tmp_path, _QLEARN, how)) == (None, status)
+    assert verdict(run_script(tmp_path, _QLEARN, how)) == (None, status)
 
 
 def test_xgboost_stopping_at_its_best_iteration_is_its_end():
     """Verbatim paste (tests/healthy/569-*/case.json cites it): xgboost 3 no longer prints the line, so no run here can."""
     log = next((TESTS / "healthy").glob("569-*")) / "train.log"
     assert "Stopping. Best iteration:" in log.read_text()
-    assert _read(log) == (None, "completed")
+    assert verdict(log) == (None, "completed")
 
 
 # an NLL fed a linear layer's raw outputs: nothing bounds it below, so SGD drives it down ~linearly for ever
@@ -88,15 +72,15 @@ _NLL = """
 
 
 def test_an_nll_on_raw_scores_falling_without_floor_is_divergence(tmp_path: Path):
-    log = _run(tmp_path, _NLL, "raw")
-    assert _read(log) == ("optimization-divergence", "diverged")  # as tests/lab reads a finite blow-up that ran on
+    log = run_script(tmp_path, _NLL, "raw")
+    assert verdict(log) == ("optimization-divergence", "diverged")  # as tests/lab reads a finite blow-up that ran on
 
 
 def test_the_same_loop_on_log_probabilities_is_healthy(tmp_path: Path):
-    assert _read(_run(tmp_path, _NLL, "logsoftmax")) == (None, "completed")
+    assert verdict(run_script(tmp_path, _NLL, "logsoftmax")) == (None, "completed")
 
 
 def test_sagemaker_reporting_training_success_after_an_unbounded_loss():
     """Verbatim CloudWatch export (tests/corpus/1397-*/case.json cites it): '#011' escapes the tab."""
     log = next((TESTS / "corpus").glob("1397-*")) / "train.log"
-    assert _read(log)[0] == "optimization-divergence"
+    assert verdict(log)[0] == "optimization-divergence"

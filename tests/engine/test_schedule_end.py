@@ -6,13 +6,12 @@ epochs: not a round total, which the 0-based epoch reading of analyse/completion
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
+
+from tests.engine.batchcase import run_script
 
 _TRAIN = """
     import sys, torch
@@ -32,11 +31,7 @@ _TRAIN = """
 
 
 def _status(tmp_path: Path, which: str, stop: int) -> str:
-    (tmp_path / "train.py").write_text(textwrap.dedent(_TRAIN), encoding="utf-8")
-    log = tmp_path / "train.log"
-    with log.open("w") as out:
-        subprocess.run([sys.executable, "train.py", which, str(stop)], stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path,
-                       check=True, timeout=300, env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
+    log = run_script(tmp_path, _TRAIN, which, str(stop), check=True)
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.primary_cause is None
     return d.run_status.value

@@ -6,13 +6,12 @@ flow. Real loops, and the verbatim public log."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
+
+from tests.engine.batchcase import run_script
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -36,11 +35,7 @@ def _primary(log: Path) -> str | None:
 
 
 def test_a_loops_own_nan_guard_raising_gradient_exploded_is_nan_inf(tmp_path: Path):
-    (tmp_path / "train.py").write_text(textwrap.dedent(_GUARD), encoding="utf-8")
-    log = tmp_path / "train.log"
-    with log.open("w") as out:
-        subprocess.run([sys.executable, "train.py"], stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path, check=False,
-                       timeout=300, env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
+    log = run_script(tmp_path, _GUARD)
     assert "ArithmeticError: Gradient exploded!" in log.read_text()
     assert _primary(log) == "nan-inf"
 
@@ -77,11 +72,7 @@ _ZERO = """
 
 @pytest.mark.parametrize(("how", "expected"), [("ignored", ("data-pipeline", "degraded")), ("surrogate", (None, "running"))])
 def test_a_loss_of_exactly_zero_at_every_log_learns_nothing_unless_gradients_flow(tmp_path: Path, how: str, expected):
-    (tmp_path / "train.py").write_text(textwrap.dedent(_ZERO), encoding="utf-8")
-    log = tmp_path / "train.log"
-    with log.open("w") as out:
-        subprocess.run([sys.executable, "train.py", how], stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path, check=True,
-                       timeout=300, env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
+    log = run_script(tmp_path, _ZERO, how, check=True)
     assert "total_loss: 0 " in log.read_text()
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert ((d.primary_cause.value if d.primary_cause else None), d.run_status.value) == expected
