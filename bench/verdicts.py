@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from prospective import ROOT, extract  # noqa: E402
+from prospective import ROOT, extract
 
 CHILD = r"""
 import json, sys
@@ -106,8 +106,8 @@ def run_all(server: Path, out: Path) -> int:
 def diff(old: Path, new: Path) -> int:
     a, b = json.loads(old.read_text()), json.loads(new.read_text())
     moved = 0
-    for k in sorted(set(a) | set(b)):
-        x, y = a.get(k, {}), b.get(k, {})
+    for k in sorted(set(a) & set(b)):  # a case added since OLD was run is a new case, not a moved verdict
+        x, y = a[k], b[k]
         if (x.get("cls"), x.get("status")) == (y.get("cls"), y.get("status")):
             continue
         moved += 1

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ml_skills.engine.analyse.ranks import collective_desync
 from ml_skills.engine.analyse.routine import closed_after_routine, ends_in_routine
+from ml_skills.engine.analyse.shellprompt import back_at_prompt
 from ml_skills.engine.analyse.stops import CUT_IN_CALL, DIST_INIT, SCHEDULER_CANCELLED, ends_in_traceback
 from ml_skills.engine.classify.signals import Signal
 from ml_skills.engine.classify.terminal import clean_retry_start, last_attempt_start, progress_after
@@ -89,6 +90,8 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
         return RunStatus.COMPLETED
     if survived:
         return RunStatus.RECOVERED
+    if cls.primary is None and not terminal and any(back_at_prompt(log) is not None for log in logs):
+        return RunStatus.COMPLETED  # the script returned to the shell with no failure printed: it ended on its own
     if cls.primary is None and (_ends_in_progress(logs) or any(ends_in_routine(log) for log in logs)):
         return RunStatus.RUNNING
     return RunStatus.UNKNOWN

@@ -36,11 +36,15 @@ def phrase(key: str) -> str | None:
     return last
 
 
+# a loss named for its function, with no 'loss' in the key: GluonCV's `CrossEntropy=12.2, SmoothL1=nan`, `nll: nan`
+_LOSS_FUNCTIONS = frozenset({"crossentropy", "cross_entropy", "smoothl1", "smooth_l1", "nll", "bce", "ctc"})
+
+
 def named_loss(key: str) -> bool:
-    """A training loss by another name: a key ending in 'loss' (one part of a composite objective, a GAN's g_loss),
-    not an evaluation's."""
+    """A training loss by another name: a key ending in 'loss' (one part of a composite objective, a GAN's g_loss) or
+    naming a loss function, not an evaluation's."""
     k = key.replace(" ", "_")
-    return k.endswith("loss") and not k.startswith(("val", "eval", "test", "dev", "valid"))
+    return (k.endswith("loss") or k in _LOSS_FUNCTIONS) and not k.startswith(("val", "eval", "test", "dev", "valid"))
 
 
 OTHER, STEP, EPOCH, METRIC = range(4)  # what a key of `key=value` names
