@@ -65,13 +65,18 @@ def since_counter_reset(points: Sequence[MetricPoint]) -> Sequence[MetricPoint]:
     """The points from the last place the run's counters went back (epoch 3 step 17730, then epoch 1 step 0): a run
     launched again into the same log, or resumed from an earlier checkpoint. Its loss starts over from its own
     beginning, so a rise read across the reset compares two runs, not one run's steps. Points with no counter keep
-    their place; the whole list when the counters never go back."""
+    their place; the whole list when the counters never go back. Only counters both points print are compared: an
+    epoch's summary line (epoch 3, no step) after its step lines (epoch 3 step 960) is the same epoch, not a reset."""
     start, last = 0, None
     for i, p in enumerate(points):
         if p.step is None and p.epoch is None:
             continue
-        key = (p.epoch if p.epoch is not None else -math.inf, p.step if p.step is not None else -math.inf)
-        if last is not None and key < last and (p.epoch is None) == (last[0] == -math.inf):
-            start = i
-        last = key
+        if last is not None and (p.epoch is None) == (last.epoch is None):
+            if p.epoch is not None and last.epoch is not None and p.epoch != last.epoch:
+                back = p.epoch < last.epoch
+            else:
+                back = p.step is not None and last.step is not None and p.step < last.step
+            if back:
+                start = i
+        last = p
     return points[start:]

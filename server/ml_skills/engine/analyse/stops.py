@@ -57,6 +57,7 @@ _FIRST_SYNC = lazy(
 )
 # torch.utils.cpp_extension's JIT build: every process but one waits on the build directory's lock file while that one
 # compiles, and a lock left by a killed build makes all of them wait forever ('Lock file exists in build directory')
+_RECORD_BEFORE = lazy(r"(?i)\b(?:best|min|max|lowest|highest)[\s_]*$")
 _JIT_BUILD = lazy(r"(?i)(as PyTorch extensions root|Lock file exists in build directory|Emitting ninja build file|"
                   r"Building extension module|Waiting for the lock)")
 # the first step or batch is where ranks or workers first wait for each other: a line that only announces it (a bare
@@ -181,6 +182,8 @@ def stop_signals(log: LogEvidence) -> list[Signal]:
         step0 = m is not None and not DIST_INIT.search(text) and _FIRST_STEP_ONLY.match(m.group(0)) is not None
         if step0 and lp is not None and lp.source == log.source and i < lp.line_no:
             continue  # a bar at step 0 that a later line shows past it ('0/28' then '1/28 [00:31<14:22]'): no wait there
+        if step0 and m is not None and _RECORD_BEFORE.search(text, 0, m.start()):
+            continue  # 'Best iteration: 0': a summary of the run names its best round, not a counter at its start
         if (DIST_INIT.search(text) or m is not None or _JIT_BUILD.search(text)) and not _TEARDOWN.search(text):
             if step0:
                 if shared is None:

@@ -181,7 +181,7 @@ def _detect(points: Sequence[MetricPoint], exact_nan: MetricPoint | None, exact_
     for det in (spike, blowup, collapse, _throughput_collapse(points)):
         if det:
             anomalies.append(det)
-    anomalies.extend(train_val(points, task))
+    anomalies.extend(train_val(run, task))  # a relaunch's validation loss starts over: read within the last run
     return anomalies
 
 

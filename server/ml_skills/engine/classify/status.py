@@ -71,7 +71,9 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
     if cls.primary is None and _stopped_by_a_person(logs):
         return RunStatus.UNKNOWN  # a Ctrl-C ended it (the launcher's teardown after it is no crash): nothing failed
     if cls.primary is FailureClass.STALLED and not terminal:
-        return RunStatus.HUNG
+        # a run that slowed down and is still stepping at its last line is slow, not hung
+        slowed = AnomalyKind.THROUGHPUT_COLLAPSE in kinds and AnomalyKind.NO_PROGRESS not in kinds and _ends_in_progress(logs)
+        return RunStatus.DEGRADED if slowed else RunStatus.HUNG
     if AnomalyKind.NO_PROGRESS in kinds:
         return RunStatus.HUNG
     if terminal and _completed_after(terminal, logs):

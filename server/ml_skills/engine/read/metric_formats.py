@@ -10,6 +10,7 @@ Lightning bars (`Epoch 0:  45%|...| 450/1000 [..., loss=0.51]`), Keras
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 
 from ml_skills.engine.read.metric_keys import EPOCH, STEP, WORD_BEFORE, named_loss, pair_key
@@ -91,6 +92,43 @@ def _json_object(line: str, low: str, found: Found) -> bool:
         elif (c := canonical(kl)) is not None:
             found.values.setdefault(c, fv)
     return True
+
+
+# LightGBM's and XGBoost's evaluation lines: a round counter, then each watched set's metrics
+# ('[2700]\tvalid's auc: 0.757849', '[100]\ttraining's binary_logloss: 0.31\tvalid_1's binary_logloss: 0.42',
+# '[500]\teval-logloss:0.41906\ttrain-logloss:0.160439'); a score (AUC, NDCG, MAP) is read as the set's accuracy
+_GBM_ROUND = lazy(r"^\s*(?:\[[\d:]+\]\s+)?\[(?P<n>\d+)\]:?\s")
+_GBM_PAIR = lazy(r"(?P<set>[A-Za-z_]\w{0,40})(?:'s |-)(?P<metric>[A-Za-z_][\w@.]{0,40})\s*:\s*(?P<val>" + _NUM + r")")
+_GBM_SCORES = frozenset({"auc", "aucpr", "average_precision", "ndcg", "map", "accuracy", "acc"})
+_GBM_TRAIN_SETS = frozenset({"train", "training", "dtrain", "train_0", "learn"})
+
+
+def _gbm_round(line: str) -> re.Match[str] | None:
+    return _GBM_ROUND.match(line)
+
+
+@_format("gbm-rounds")
+def _gbm_rounds(line: str, low: str, found: Found) -> bool:
+    """A boosting round's evaluation line: the round is the step; every watched set's metric, by the set's role."""
+    if not line[:1].isspace() and line[:1] != "[" or found.spans("gbm-rounds", _gbm_round, line) is None:
+        return False
+    head = _GBM_ROUND.match(line)
+    assert head is not None
+    read = False
+    for m in _GBM_PAIR.finditer(line, head.end()):
+        metric = m["metric"].lower().split("@")[0]
+        train = m["set"].lower() in _GBM_TRAIN_SETS
+        if metric in _GBM_SCORES:
+            name = "acc" if train else "val_acc"
+        elif (c := canonical(f"{'train' if train else 'valid'}-{metric.replace('binary_', '').replace('multi_', 'm')}")) is not None:
+            name = c
+        else:
+            continue
+        found.values.setdefault(name, _num(m["val"]))
+        read = True
+    if read:
+        found.step = float(head["n"])
+    return read
 
 
 def _tqdm_spans(line: str) -> tuple[tuple[int, int], ...] | None:

@@ -22,7 +22,7 @@ _LOSS = lazy(rb"(?i)loss")
 # `Validation-accuracy=0.51`, hand-written loops), or a perplexity or cross-entropy that stands for the loss (OpenNMT's
 # `acc: 0.19; ppl: 12.5; xent: 2.52`, `PPL 35.2`, `Validation perplexity: 35.1`): read on logs whose every metric line
 # is parsed
-_ACCURACY = lazy(rb"(?i)accuracy\s*[=:]|\b(?:ppl|perplexity|xent)\b")
+_ACCURACY = lazy(rb"(?i)accuracy\s*[=:]|\b(?:ppl|perplexity|xent)\b|(?:'s |-)auc\s*:")
 
 
 def line_bounds(chunk: bytes | bytearray, end: int) -> tuple[int, int]:
@@ -77,7 +77,10 @@ def table_rows(chunk: bytes | bytearray, starts: list[int]) -> dict[int, Row]:
         n = 0
         while head is not None and e >= 0 and n < tables.MAX_ROWS:
             pos, e = e + 1, chunk.find(b"\n", e + 1)
-            parsed = tables.row(head, chunk[pos : (len(chunk) if e < 0 else e)].decode("utf-8", errors="replace"))
+            text = chunk[pos : (len(chunk) if e < 0 else e)].decode("utf-8", errors="replace")
+            if "\r" in text:  # a row redrawn with its bar (Ultralytics' epoch row): its last frame
+                text = next((f for f in reversed(text.split("\r")) if f.strip()), "")
+            parsed = tables.row(head, text)
             if parsed is None:
                 break
             rows[pos] = parsed
