@@ -35,8 +35,9 @@ def loss_frozen(points: Sequence[MetricPoint]) -> Anomaly | None:
     last = s[-1][1]
     run = trailing_run(s)
     # one step printed again (a bar redrawn, a summary line) is not a new log; a bar's count (8144/8144) in each epoch is
+    # (a line with no counter is a log of its own: 'Train loss: 6.907' between 'Epoch 10: train loss 6.907' lines)
     marks = {(p.epoch, p.step) for p, _ in run if p.step is not None or p.epoch is not None}
-    logs = len(marks) if marks else len(run)
+    logs = len(marks) + sum(1 for p, _ in run if p.step is None and p.epoch is None)
     if logs < FROZEN_LOGS or abs(last) < 0.01 or _digits(last) < FROZEN_DIGITS:
         return None
     moved = len(run) < len(s)  # the loss changed before it froze: a run that was training stopped changing
@@ -44,12 +45,15 @@ def loss_frozen(points: Sequence[MetricPoint]) -> Anomaly | None:
     others = {k for k in newest.values if k not in ("loss", "lr")}
     epochs = {p.epoch for p, _ in run if p.epoch is not None}
     exact = _digits(last) >= UNIFORM_DIGITS and logs >= 2 * FROZEN_LOGS
-    if not moved and len(epochs) < FROZEN_LOGS and not exact and not any(
+    if not moved and len(epochs) < FROZEN_LOGS and not exact and logs < 3 * FROZEN_LOGS and not any(
             all(p.values.get(k) == newest.values[k] for p, _ in run) for k in others):
         # a constant that never moved, over a few steps, with no second metric frozen beside it, need not be a network;
-        # one printed to five digits or more at ten logs or more is: a training step's loss is never that still
+        # one printed to five digits or more at ten logs or more is, and so is any at fifteen logs or more: a training
+        # step's loss is never that still
         return None
-    chance = next((k for k in range(2, 1001) if abs(math.log(k) - last) < 5e-4), None)
+    # within a unit of the third decimal, a round class count before its neighbours: 6.907 is ln 1000 printed low, not ln 999
+    near = [k for k in range(2, 1001) if abs(math.log(k) - last) < 1e-3]
+    chance = max(near, key=lambda k: (len(str(k)) - len(str(k).rstrip("0")), -abs(math.log(k) - last)), default=None)
     why = f" = ln {chance}, the loss of a uniform guess over {chance} classes" if chance else ""
     return Anomaly(
         kind=AnomalyKind.LOSS_FROZEN, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE, severity=Severity.SIGNIFICANT,
@@ -176,6 +180,24 @@ PINNED_REL = 0.001  # within 0.1% of ln C...
 PINNED_EPOCHS = 4  # ...at one log per epoch or more, over this many epochs: no start-up sits at chance that long
 
 
+PINNED_BOTH_LOGS = 8  # training logs, and evaluations, in a row at ln C when the log prints no counter
+
+
+def _pinned_with_validation(points: Sequence[MetricPoint], c: int) -> MetricPoint | None:
+    """The first of the last PINNED_BOTH_LOGS training losses when they and as many validation losses all sit at ln C
+    within PINNED_REL: a log that prints no epoch (its header on a line of its own) still shows the network answering
+    uniformly once the held-out loss, computed after training steps, is there too (1496: 4.6053-4.6054 beside 'test
+    loss = 4.6054', err 99%)."""
+    near = lambda v: abs(v - math.log(c)) <= PINNED_REL * math.log(c)
+    train = [p for p in points if "loss" in p.values and finite(p.values["loss"])][-PINNED_BOTH_LOGS:]
+    held = [p for p in points if "val_loss" in p.values and finite(p.values["val_loss"])][-PINNED_BOTH_LOGS:]
+    if len(train) < PINNED_BOTH_LOGS or len(held) < PINNED_BOTH_LOGS:
+        return None
+    if not all(near(p.values["loss"]) for p in train) or not all(near(p.values["val_loss"]) for p in held):
+        return None
+    return train[0]
+
+
 def _pinned_at_chance(s: Sequence[tuple[MetricPoint, float]], c: int) -> tuple[MetricPoint, float] | None:
     """(first point, epochs) when the loss sits at ln C within PINNED_REL at every log of the last PINNED_EPOCHS epochs
     or more (one log per epoch at least): a network answering uniformly, even where the accuracy printed beside it is
@@ -226,6 +248,10 @@ def loss_collapsed(points: Sequence[MetricPoint]) -> Anomaly | None:
             first, n_epochs = pinned
             why = (f"= ln {c} (within {PINNED_REL:.1%}) at every epoch's log for {n_epochs:g} epochs: the loss of a uniform "
                    f"guess over {c} classes, whatever an accuracy beside it says")
+        elif (both := _pinned_with_validation(points, c)) is not None:
+            first = both
+            why = (f"= ln {c} (within {PINNED_REL:.1%}) at each of the last {PINNED_BOTH_LOGS} training logs and the "
+                   f"validation loss there too: a uniform guess over {c} classes after whole evaluations, no start-up")
     what = "training loss"
     if why is None and (held := _chance_on_validation(points)) is not None:
         (first, last, why), what = held, "validation loss"

@@ -10,8 +10,8 @@ from ml_skills.lazyre import lazy
 from ml_skills.models import EPOCH_KEYS, STEP_KEYS, canonical
 
 # `train loss 0.4`, `val loss 0.3`: the word before a bare `loss` names its series
-WORD_BEFORE = {"train ": "loss", "val ": "val_loss", "valid ": "val_loss", "eval ": "val_loss", "test ": "val_loss"}
-_VAL_WORDS = {"val", "valid", "validation", "eval", "evaluation", "test", "dev"}
+WORD_BEFORE = {"train ": "loss", "val ": "val_loss", "vali ": "val_loss", "valid ": "val_loss", "eval ": "val_loss", "test ": "val_loss"}
+_VAL_WORDS = {"val", "vali", "valid", "validation", "eval", "evaluation", "test", "dev"}
 _RECORD_WORDS = frozenset({"best", "min", "max", "lowest", "highest", "previous", "prev", "old"})
 
 
@@ -68,7 +68,7 @@ def pair_key(raw: str) -> tuple[int, str | None, bool]:
 # A line whose label, before its first metric, names an evaluation split: the MNIST example's 'Test set: Average
 # loss: 0.0025', '[Test set] Average loss', 'Validation: loss 0.3', fairseq's 'valid on 'valid' subset | loss 4.2',
 # timm's 'Test: [ 60/196] ... Loss: 9.87'. Its bare 'loss' and 'acc' are the evaluation's, not training's.
-_EVAL_LABEL = lazy(r"(?<![/\w.-])(?:test|testing|val|valid|validation|validating|eval|evaluation|evaluating|dev)(?![/\w.-])")
+_EVAL_LABEL = lazy(r"(?<![/\w.-])(?:test|testing|val|vali|valid|validation|validating|eval|evaluation|evaluating|dev)(?![/\w.-])")
 _TRAIN_LABEL = lazy(r"(?<![/\w.-])train(?:ing)?(?![/\w.-])")
 _FIRST_METRIC = lazy(r"loss|acc")
 

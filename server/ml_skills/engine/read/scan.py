@@ -64,6 +64,9 @@ _MARKERS: list[tuple[str, str, bool]] = [
      # Ray's job CLI closing a submitted job's output ('Job 'raysubmit_6UyYLeNi217UXdBQ' succeeded'), the SageMaker
      # training toolkit's report of a user script that exited 0, XGBoost's early stop at its best round
      r"\bJob '[\w.-]{1,80}' succeeded\b|\bReporting training SUCCESS\b|^\W{0,3}Stopping\. Best iteration:)"), True),
+    # the DeepSpeed launcher's report of each worker that returned 0 ('[launch.py:367:main] Process 4173669 exits
+    # successfully.'): every one is kept, so the run's end is its last worker's, after the others' teardown noise
+    ("completed", r"\[launch\.py:\d+:main\] Process \d+ exits successfully\.", False),
     # a validation metric in the chunk: on sampled logs its lines are all parsed (see _eval_lines)
     ("eval", metric_lines.EVAL, True),
     # a checkpoint written: resume points for the plan (engine/facts.py reads the last few)
