@@ -32,14 +32,14 @@ MARKERS: list[tuple[str, str]] = [
     # platforms that ran the job
     ("kubeflow", r"(?i)(kubeflow|\bkfp[._ /-]|argoproj|\bargo\b|\b(tf|pytorch|mpi)job\b|ml-pipeline)"),
     ("vertex", r"(?i)(aiplatform|\bvertex[-_ ]?ai\b|gcloud ai |customjob|ml\.googleapis\.com|ai-platform|cloud ?ml\b|ml-engine|xmanager)"),
-    ("ray", r"(\bray::|raylet|ray_worker|\bRay(Task|Actor)Error|ActorDiedError|\bray\.(exceptions|tune|train|init|util|data)\b|\bray/|\((\w+ )?pid=\d+(, ip=[0-9.]+)?\)|\bRay (Train|Tune)\b|[/\\]ray_results\b|^Number of trials: \d+/\d+ \(|\bray-[\w-]+-(head|worker)\b|\bRayTask ID: |The actor is dead because its worker process has died|Worker exit type: [A-Z_]+)"),
+    ("ray", r"(\bray::|raylet|ray_worker|\bRay(Task|Actor)Error|ActorDiedError|\bray\.(exceptions|tune|train|init|util|data)\b|(packages|python)/ray/|\((\w+ )?pid=\d+(, ip=[0-9.]+)?\)|\bRay (Train|Tune)\b|[/\\]ray_results\b|^Number of trials: \d+/\d+ \(|\bray-[\w-]+-(head|worker)\b|\bRayTask ID: |The actor is dead because its worker process has died|Worker exit type: [A-Z_]+)"),
     ("sagemaker", r"(?i)(sagemaker|ExecuteUserScriptError|AlgorithmError)"),
     ("azureml", r"(?i)(azureml|azure ml\b|azure machine learning)"),
     ("watson", r"(?i)watson"),
     # wrappers of PyTorch
     ("megatron", r"(?i)megatron"),
     ("deepspeed", r"(?i)(deepspeed|\bzero_optimization\b|\[launch\.py:\d+:)"),
-    ("lightning", r"(pytorch_lightning|lightning\.pytorch|lightning_fabric|lightning/(pytorch|fabric)|lightning\.fabric|LOCAL_RANK: \d+ - CUDA_VISIBLE_DEVICES|`Trainer\.fit`|\bv_num=|GPU available: (True|False)|\| Name +\| Type +\| Params)"),
+    ("lightning", r"(pytorch_lightning|lightning\.pytorch|lightning_fabric|lightning/(pytorch|fabric)|lightning\.fabric|LOCAL_RANK: \d+ - CUDA_VISIBLE_DEVICES|`Trainer\.fit`|\bv_num=|GPU available: (True|False)|\| Name +\| Type +\| Params|could not find the monitored key in the returned metrics|: '[\w/.-]+' was not in top \d+\b)"),
     ("hf-trainer", r"(\btransformers[/\\](?:trainer|training_args|modeling_|models[/\\]|generation|tokenization|utils[/\\]|integrations|configuration_|data[/\\]|pipelines|optimization|pytorch_utils|activations|__init__)|\btransformers\.(trainer|models|modeling|utils|generation|tokenization|configuration)|\*\*\*\*\* Running training \*\*\*\*\*|'train_runtime'|\{'loss': -?[0-9.naei]+, '(grad_norm|learning_rate)'|from transformers import|huggingface_hub|huggingface\.co/)"),
     ("fsdp", r"(FullyShardedDataParallel|\bFSDP\b|fully_sharded|torch[./]distributed[./]fsdp)"),
     # base libraries (PyTorch's DataLoader names its workers 'worker process 0' or 'worker (pid 123)'; Paddle's says
