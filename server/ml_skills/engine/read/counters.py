@@ -6,6 +6,7 @@ Read beside metrics.parse_line (a line's values) so a point says where in its ep
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ml_skills.lazyre import lazy
@@ -48,9 +49,10 @@ class EpochHeads:
     9 s for a 2 MiB log of bars)."""
 
     def __init__(self, chunk: bytes | bytearray) -> None:
-        self.chunk, self.read_to, self.last = chunk, 0, None
+        self.chunk, self.read_to = chunk, 0
+        self.last: re.Match[bytes] | None = None
 
-    def above(self, s: int) -> Any:
+    def above(self, s: int) -> re.Match[bytes] | None:
         """The last header match starting in the HEAD_WINDOW bytes before offset s (s after the previous call's)."""
         for head in KERAS_EPOCH.finditer(self.chunk, max(self.read_to, s - HEAD_WINDOW), s):
             self.last = head
