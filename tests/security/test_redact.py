@@ -119,6 +119,8 @@ HOSTILE = {  # prefixes of every pattern, repeated to fill a 1 MB line
     "azure-key": "fs.azure.account.key.a", "azure-key-long": "fs.azure.account.key." + "a." * 130 + "=",
     "sigils": "+~#$@!", "hydra-plus": " ++api_key", "key-suffix": " api_key_1", "key-suffix-word": "secret_key_base_",  # twenty-first
     "wandb-local": "wandb login local-", "docker-login": "docker login -u a ",
+    "auth-bare": "Authorization: a1", "auth-bare-quote": "'authorization': 'a1b2c3d4e5f6a7b8", "az-login": "az login -u a ",  # twenty-second
+    "setx": " setx HF_TOKEN ", "r-assign": " password <- ", "hex-user-password": "a://0123456789abcdef0123456789abcdef:",
 }
 
 

@@ -64,7 +64,7 @@ _PCT = r"%(?:25)?"
 # Eighteenth round (each listed as kept by the seventeenth or before): quotes escaped once or more around the name and the value
 # (`{\"hf_token\": \"X\"}`, JSON in a JSON string, as a container's log driver or a logging service stores a JSON line;
 # `hf_token=\'X\'`), Go's and BNF's `:=` and `::=`, and a YAML tag or anchor before the value (`api_key: !!str X`, `&a X`).
-_ASSIGN = (r"(?:(?:\\{0,3}+['\"]\]?)?(?:\s{0,3}+[ \t]{0,40}+(?:::?=|[:=]|=>|->)\s{0,3}+[ \t]{0,40}+"
+_ASSIGN = (r"(?:(?:\\{0,3}+['\"]\]?)?(?:\s{0,3}+[ \t]{0,40}+(?:::?=|[:=]|=>|->|<-)\s{0,3}+[ \t]{0,40}+"
            r"(?:(?:!{1,2}[a-z]{1,20}+|&[A-Za-z0-9_\-]{1,40}+)[ \t]{1,3}+)?+|[ ]{0,3}\|[ ]{0,3}|[ ]{0,40}+\t[ \t]{0,40}+"
            r"|[ ]{0,3}[\u2024\u2025\u00b7\u2027\u2219\u22c5\u2e31\u30fb]{1,40}+[ ]{0,3})(?:[rRbBuUfF]{1,2}(?=['\"]))?(?:\\{1,3}+['\"]|'{3}|\"{3}|['\"])?|(?:" + _PCT + r"2[27])?" + _PCT + r"3[DdAa](?:" + _PCT
            + r"20|\+)?(?:" + _PCT + r"2[27])?)")
@@ -181,9 +181,10 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("docker-auth", ('"auth"',), lazy(r'"auth"\s{0,3}:\s{0,3}"(?P<s>[A-Za-z0-9+/]{8,4000}={0,2})"')),
     ("kaggle-key", ('"username"',), lazy(
         r'"username"\s{0,3}:\s{0,3}"[^"\n]{1,100}"\s{0,3},\s{0,3}"key"\s{0,3}:\s{0,3}"(?P<s>[0-9a-f]{32})"')),
-    # ... and `docker login -p X` (twenty-first round: kept in clear; `--password X` was caught by the flag rule)
-    ("cli-password", ("sshpass", "mysql", "curl", "redis-cli", "docker"), lazy(
-        r"(?:\bsshpass\s{1,3}-p\s{0,3}|\bdocker\s{1,3}login\b[^\n;&|]{0,200}?\s-p(?:\s{1,3}|=)|\bredis-cli\b[^\n]{0,200}?\s-a\s{1,3}|\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p|\bcurl\b[^\n]{0,200}?\s(?:-u|--user)[\s=]{1,3}['\"]?"
+    # ... and `docker login -p X` (twenty-first round: kept in clear; `--password X` was caught by the flag rule), and the Azure
+    # CLI's `az login --service-principal -u APP -p X` (twenty-second round: a CI log's `set -x` prints it expanded)
+    ("cli-password", ("sshpass", "mysql", "curl", "redis-cli", "docker", "az login"), lazy(
+        r"(?:\bsshpass\s{1,3}-p\s{0,3}|\b(?:docker|az)\s{1,3}login\b[^\n;&|]{0,200}?\s-p(?:\s{1,3}|=)|\bredis-cli\b[^\n]{0,200}?\s-a\s{1,3}|\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p|\bcurl\b[^\n]{0,200}?\s(?:-u|--user)[\s=]{1,3}['\"]?"
         r"[^\s:'\"]{1,200}:)['\"]?(?P<s>[^\s'\"]{1,200})")),
     # openssl's `-passin pass:X` / `-passout pass:X` / `-pass pass:X` and keytool's `-storepass X` / `-keypass X` (eighteenth
     # round: kept in clear; a certificate step of a launch script prints them). openssl's other forms (`env:VAR`, `file:path`)
@@ -196,6 +197,11 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         # any scheme (RFC 7235: ApiKey, Key, SSWS, ...; tenth round) when its credentials hold a digit, as keys do
         r"(?:bearer|basic|token|digest|[a-z][a-z0-9_\-]{1,30}(?=(?:\s{1,3}|" + _PCT + r"20|\+)[A-Za-z._~+/=\-]{0,4000}\d))"
         r"(?:\s{1,3}|" + _PCT + r"20|\+)(?P<s>[A-Za-z0-9._~+/=\-]{6,4000})")),
+    # `Authorization: <key>` with no scheme (AssemblyAI's and Pexels' APIs take the key so): a credential of 16 characters or
+    # more holding a digit, alone up to a quote, a comma, a brace or the line's end (twenty-second round: kept in clear)
+    ("auth-header-bare", ("authorization",), lazy(
+        r"(?i)" + _GLUED + r"(?:authorization|proxy-authorization)['\"]?(?:\s{0,3}[:=]\s{0,3}|" + _PCT + r"3A(?:" + _PCT + r"20)?)['\"]?"
+        r"(?P<s>(?=[A-Za-z._~+/=\-]{0,4000}\d)[A-Za-z0-9._~+/=\-]{16,4000}+)(?=['\",;}\]\r]|\s*$)")),
     ("bearer", ("bearer",), lazy(r"(?i)" + _GLUED + r"bearer(?:\s{1,3}|" + _PCT + r"20|\+)(?P<s>[A-Za-z0-9._~+/=\-]{16,4000})")),
     # user:password@ in a URL, whatever the scheme's case, with an empty user (`redis://:pw@`), and a password holding
     # '/' or '@' (unencoded, as people write them): the password ends at the '@' the host follows, not at the first;
@@ -206,7 +212,8 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # a URL whose user is a key of 32 to 64 hex digits and has no password: a Sentry DSN (`https://<key>@o1.ingest.sentry.io/2`),
     # which lets anyone send events to the project, and a 40-hex OAuth token as a git remote's user (thirteenth round: kept
     # in clear; listed as a gap in the twelfth). A URL's user is never a git SHA.
-    ("url-hex-key-user", ("://",), lazy(r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://(?P<s>[0-9a-f]{32,64})@" + _HOST)),
+    # With a password too (twenty-second round): GitHub's `https://<40 hex>:x-oauth-basic@github.com/...` kept the token.
+    ("url-hex-key-user", ("://",), lazy(r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://(?P<s>[0-9a-f]{32,64})(?::[^\s:/@]{1,200})?@" + _HOST)),
     # the same URL URL-encoded once or twice, as a query value or a flag carries it: %3A%2F%2F, %40
     ("url-password-encoded", ("%3a%2f%2f", "%253a%252f%252f"), lazy(
         r"(?i)\b[a-z][a-z0-9+.\-]{1,20}" + _PCT + r"3A" + _PCT + r"2F" + _PCT + r"2F(?:(?!" + _PCT + r"(?:3A|40|2F))[^\s&/@]){0,200}"
@@ -222,7 +229,7 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # operator is not a password: `password = X` (an ini file, .pypirc) masked the `=` and kept X before the ninth round.
     ("netrc-password", ("password",), lazy(
         r"(?i)(?:(?<![A-Za-z0-9])(?:machine|login|default)\s{1,3}\S{0,200}\s{1,3}|(?m:^)[ \t]{0,20})password[ \t]{1,3}"
-        r"(?!(?:[:=\uff1a\uff1d]{1,2}|=>|->)(?:\s|$))(?P<s>[^\s'\"|]{1,1000})")),
+        r"(?!(?:[:=\uff1a\uff1d]{1,2}|=>|->|<-)(?:\s|$))(?P<s>[^\s'\"|]{1,1000})")),
     # --api-key X, --hf_token=X, --aws-secret-access-key 'X', and argv printed as a list: '--token', 'X'.
     ("cli-secret-flag", _KEY_NEEDLES, lazy(
         r"(?i)" + _START + r"--?[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"]?(?:\s{1,3}|=|,\s{0,2}|" + _PCT + r"3[Dd]|" + _PCT + r"20|\+)['\"]?(?P<s>" + _quoted(1) + r"[^\s'\",\]]{1,1000})")),
@@ -265,7 +272,8 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # two strings of a call or a tuple (`os.environ.setdefault("HF_TOKEN", "X")`, `os.putenv(...)`, `getenv("API_KEY", "X")`,
     # PowerShell's `SetEnvironmentVariable('HF_TOKEN', 'X')`, `('api_key', 'X')`: a traceback prints the source line), the
     # value of an element named for a secret given in its `value` attribute (`<secret_key value="X"/>`), and a variable set
-    # with no `=` by csh's `setenv`, fish's `set -gx` or a Dockerfile's `ENV NAME X` (a build log prints each step).
+    # with no `=` by csh's `setenv`, fish's `set -gx` or a Dockerfile's `ENV NAME X` (a build log prints each step), and
+    # Windows' `setx NAME X` (twenty-second round).
     ("keyword-tuple", _KEY_NEEDLES, lazy(
         # not JSON's '"pattern":"api-key","total_matches":1' (a value after a colon, then the next key): no tuple
         r"(?i)(?<![A-Za-z0-9_\-])(?<!:)(?<!: )['\"][a-z0-9_.]{0,40}" + _KEYWORD + r"['\"][ \t]{0,3}+,[ \t]{0,3}+(?:[rbuf]{1,2}+)?['\"]"
@@ -273,8 +281,8 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("xml-secret-value", ("value",), lazy(
         r"(?i)<[a-z0-9_.:\-]{0,40}" + _KEYWORD + r"\s[^<>]{0,200}?(?<![a-z0-9_\-])value\s{0,3}+=\s{0,3}+['\"]"
         r"(?![0-9.]{1,30}+['\"])(?P<s>[^'\"<>\n]{4,1000}+)['\"]")),
-    ("shell-set-secret", ("setenv", "set -", "env "), lazy(
-        r"(?i)(?<![A-Za-z0-9_\-])(?:setenv|set[ \t]{1,3}+-[a-z]{1,4}+|env)[ \t]{1,3}+[a-z0-9_]{0,40}" + _KEYWORD
+    ("shell-set-secret", ("setenv", "set -", "env ", "setx"), lazy(
+        r"(?i)(?<![A-Za-z0-9_\-])(?:setenv|setx|set[ \t]{1,3}+-[a-z]{1,4}+|env)[ \t]{1,3}+[a-z0-9_]{0,40}" + _KEYWORD
         + r"[ \t]{1,3}+['\"]?(?![$<\[%]|[0-9.]{1,30}(?![^\s'\",}&\])]))(?P<s>" + _quoted(4) + r"[^\s'\",}&\])]{4,1000})")),
     # `PWD=X` and `*_PASS=X`, `*_PWD=X` (an ODBC connection string's `UID=u;PWD=X;`, MySQL's `MYSQL_PWD`, `DB_PASS`,
     # RabbitMQ's `RABBITMQ_DEFAULT_PASS`): listed as kept until the sixteenth round. Upper case (ODBC's `Pwd`/`pwd` too), and

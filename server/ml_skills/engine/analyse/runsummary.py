@@ -13,6 +13,8 @@ from ml_skills.lazyre import lazy
 # hours', 'Overall training speed: 298 iterations in 0:06:13'), training said to be over ('Training of experiment is
 # done'). Each is a summary of the run, not of a step: no step line prints it.
 _LIMIT = lazy(r"(?i)\b(?P<n>\d+)\s*>=\s*max[\w ]{0,20}?[:=]?\s*(?P<total>\d+)\b")
+# `\s*+[.!]*+\s*+$`, possessive: `\s*[.!]*\s*$` tried each split of a run of spaces after 'process done' (a 2,000-character
+# line in 65 ms, 500 of them in 32 s; twenty-second round)
 _SUMMARY = lazy(
     # (not a profiler's 'Total time used in this flop counting step', printed at a step, nor the 'total time (s)' column
     # of Ray Tune's status table, printed while trials run; Tune's own end is 'Total run time: 15.67 seconds')
@@ -41,7 +43,7 @@ _SUMMARY = lazy(
     # a solver's or tuner's own end of the whole optimisation (Caffe's 'Optimization Done.', the Theano tutorials'
     # 'Optimization complete with best validation score', LightGBM's 'Finish train'), a pipeline's 'All enabled phases
     # completed.', a loop over its whole input done ('Done with all triples!')
-    r"\boptimization (?:done|complete[d]?|finished)\b|\bfinish(?:ed)? train(?:ing)?\s*[.!]*\s*$|"
+    r"\boptimization (?:done|complete[d]?|finished)\b|\bfinish(?:ed)? train(?:ing)?\s*+[.!]*+\s*+$|"
     r"\ball\b[^\n]{0,30}\b(?:phases|stages|tasks|experiments|folds)\b[^\n]{0,10}\b(?:completed|finished|done)\b|\bdone with all\b|"
     # the process, job or script saying it ended well, about itself as a whole
     r"\b(process|job|script|run|pipeline) (completed|finished|ended) successfully\b|"
@@ -50,9 +52,9 @@ _SUMMARY = lazy(
     r"\bprocess \d+ exits successfully\b|"
     # training said to have succeeded as the line's last words (MindSpore's model zoo: 'train success'), and CatBoost's
     # own early stop ('Stopped by overfitting detector  (100 iterations wait)': its planned end by its patience rule)
-    r"\btrain(?:ing)? (?:success(?:ful(?:ly)?)?|succeeded)\s*[.!]*\s*$|\bStopped by overfitting detector\b|"
+    r"\btrain(?:ing)? (?:success(?:ful(?:ly)?)?|succeeded)\s*+[.!]*+\s*+$|\bStopped by overfitting detector\b|"
     # or as the line's last words ('>>> CatBoost Process Finished'; never 'Process finished with exit code 1')
-    r"\b(process|job|script|pipeline) (completed|finished|ended|done)\s*[.!]*\s*$|"
+    r"\b(process|job|script|pipeline) (completed|finished|ended|done)\s*+[.!]*+\s*+$|"
     # the same in the other languages training scripts print in: Chinese (training/task finished, total time taken),
     # Japanese, Korean, Spanish, Portuguese, German, French, Indonesian
     r"(训练|訓練|任务|任務)[^\n]{0,8}(完成|结束|結束)|总耗时|總耗時|学習(が)?(完了|終了)|학습\s*(완료|종료)|"

@@ -257,6 +257,7 @@ class Pass:
         # line numbers of the metric lines: counted on from the nearest offset the match loop already counted,
         # so each newline of the chunk is counted about once (counting is a fifth of a big log's scan)
         mcursor, mline, k = 0, self.line_base, 0
+        heads = counters.EpochHeads(chunk)
         for s in starts:
             while k < len(known) and known[k][0] <= s:
                 k += 1
@@ -284,9 +285,7 @@ class Pass:
                 step = None if step == batch else step  # 'Epoch 10 ; Iter 50/213': the epoch's iteration, no global step
             elif epoch is None and (bar := counters.KERAS_BAR.match(text)) is not None:
                 batch, batches = float(bar["i"]), float(bar["n"])
-                head = None  # the epoch is on its own header line above the bar ('Epoch 8/100')
-                for head in counters.KERAS_EPOCH.finditer(chunk, max(0, s - 65536), s):
-                    pass
+                head = heads.above(s)  # the epoch is on its own header line above the bar ('Epoch 8/100')
                 epoch = float(head["e"]) if head is not None else None
             mp = metric_point(source=name, line_no=mline, step=step, epoch=epoch, values=values,
                               split="eval" if all(map(_is_val, values)) else "train",
