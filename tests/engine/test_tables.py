@@ -115,7 +115,7 @@ def test_the_first_letter_gate_refuses_only_lines_that_are_no_header():
         if not 3 <= len(names) <= tables.MAX_COLUMNS or not all(tables._NAME.match(n) for n in names):
             return None
         keys = tuple(tables.column(n) for n in names)
-        if not any(k in ("loss", "val_loss", "acc", "val_acc") for k in keys) or 2 * sum(k is not None for k in keys) < len(keys):
+        if not any(k in ("loss", "val_loss", "acc", "val_acc", tables.PART_LOSS) for k in keys) or 2 * sum(k is not None for k in keys) < len(keys):
             return None
         return tables.Header(sep=sep, keys=keys)
 

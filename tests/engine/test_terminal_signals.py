@@ -287,7 +287,8 @@ def test_ctrl_c_of_a_run_still_making_progress_names_no_failure(tmp_path):
     log = _interrupted(tmp_path, """
         import math
         for step in range(1, 10**9):
-            loss = sum(math.sin(i) ** 2 for i in range(2000)) / 2000  # computing, not waiting
+            loss = sum(math.sin(i) ** 2 for i in range(2000)) / 2000 / (1 + step / 1e4)  # computing, not waiting; a loss
+            # that moves, as a training loss does (one printed the same to four digits at 15 logs is a frozen network)
             if step % 50 == 0:
                 print(f"step {step} | loss {loss:.4f}", flush=True)
     """, "step 100 ")

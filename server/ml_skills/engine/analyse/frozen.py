@@ -51,8 +51,9 @@ def loss_frozen(points: Sequence[MetricPoint]) -> Anomaly | None:
         # one printed to five digits or more at ten logs or more is, and so is any at fifteen logs or more: a training
         # step's loss is never that still
         return None
-    # within a unit of the third decimal, a round class count before its neighbours: 6.907 is ln 1000 printed low, not ln 999
-    near = [k for k in range(2, 1001) if abs(math.log(k) - last) < 1e-3]
+    # within half a unit of the third decimal, or a unit for a round class count, which goes before its neighbours: 6.907 is
+    # ln 1000 printed low, not ln 999; 6.2739 is no ln C (ln 531 is 6.2748)
+    near = [k for k in range(2, 1001) if abs(math.log(k) - last) < (1e-3 if k % 10 == 0 else 5e-4)]
     chance = max(near, key=lambda k: (len(str(k)) - len(str(k).rstrip("0")), -abs(math.log(k) - last)), default=None)
     why = f" = ln {chance}, the loss of a uniform guess over {chance} classes" if chance else ""
     return Anomaly(
