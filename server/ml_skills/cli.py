@@ -430,7 +430,7 @@ def _warm_cache() -> int:
     scan.warm_cache()
     lazyre.use_compiler(recache.compile)  # and the engine's regular expressions, kept as re programs
     lazyre.compile_all()
-    kept = recache.save()
+    kept = recache.save(hot=False)
     where = dbcache.cache_dir()
     n = len(list(where.glob("hs-*.db"))) if where.is_dir() else 0
     if n == 0:
