@@ -169,3 +169,22 @@ def _same(text: str, out: Path) -> str:
     import re
 
     return re.sub(r'"created_at": ?"[^"]*"', "", text).replace(str(out), "<OUT>")
+
+
+def test_a_field_is_declared_as_pydantic_declares_it():
+    class M(plainmodel.BaseModel):
+        model_config = plainmodel.ConfigDict(extra="forbid")
+        a: int = plainmodel.Field(...)
+        b: float = plainmodel.Field(default=2)
+        c: list[str] = plainmodel.Field(default_factory=list, exclude=True)
+        d: float = plainmodel.Field(0.5, ge=0.0, le=1.0)
+
+    m = M(a=1)
+    assert (m.a, m.b, m.c, m.d) == (1, 2, [], 0.5) and m.model_dump() == {"a": 1, "b": 2, "d": 0.5}
+    assert m.model_dump_json() == '{"a":1,"b":2.0,"d":0.5}'  # a float field's int default written as a float
+    assert M(a=1).c is not m.c and M(a="2").a == 2
+    for bad in ({}, {"a": 1, "e": 0}, {"a": 1, "d": 1.5}, {"a": "x"}):
+        with pytest.raises(plainmodel.ValidationError):
+            M(**bad)
+    with pytest.raises(TypeError):
+        plainmodel.Field(1, alias="x")

@@ -62,7 +62,8 @@ def Field(default: Any = MISSING, **options: Any) -> Any:
     unknown = set(options) - _FIELD_OPTIONS
     if unknown:
         raise TypeError(f"plainmodel.Field does not take {sorted(unknown)}")
-    return FieldInfo(default, **options)
+    default = options.pop("default", default)
+    return FieldInfo(MISSING if default is Ellipsis else default, **options)  # Field(...): required, as in pydantic
 
 
 def ConfigDict(**options: Any) -> dict[str, Any]:
