@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Annotated, Any
 
+import pydantic
 import pydantic_core
 import pytest
 from ml_skills import models, plainjson, plainmodel
@@ -188,3 +189,5 @@ def test_a_field_is_declared_as_pydantic_declares_it():
             M(**bad)
     with pytest.raises(TypeError):
         plainmodel.Field(1, alias="x")
+    with pytest.raises(TypeError, match="pydantic's FieldInfo"):  # a module that imports pydantic's Field itself
+        type("N", (plainmodel.BaseModel,), {"__annotations__": {"a": int}, "a": pydantic.Field(1), "__module__": __name__})

@@ -35,6 +35,10 @@ _FIELD_OPTIONS = frozenset({"default", "default_factory", "description", "exclud
 class ValidationError(ValueError):
     """A value the model's field does not take (pydantic's ValidationError is a ValueError too)."""
 
+    def errors(self) -> list[dict[str, Any]]:
+        """pydantic's shape, for a caller that reports the first error (policy/rules.py): the message names the field."""
+        return [{"loc": (), "msg": str(self)}]
+
 
 class FieldInfo:
     __slots__ = ("annotation", "default", "default_factory", "description", "exclude", "ge", "le")
@@ -208,6 +212,8 @@ def _fields_of(cls: type[BaseModel]) -> dict[str, FieldInfo]:
         if typing.get_origin(ann) is ClassVar:
             continue
         value = cls.__dict__.get(name, MISSING)
+        if type(value).__module__.startswith("pydantic"):  # a module outside the plain path: say so, never misread it
+            raise TypeError(f"plainmodel: {cls.__qualname__}.{name} is declared with pydantic's {type(value).__name__}")
         info = value if isinstance(value, FieldInfo) else FieldInfo(value)
         if name in cls.__dict__:
             delattr(cls, name)
