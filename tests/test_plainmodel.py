@@ -191,3 +191,11 @@ def test_a_field_is_declared_as_pydantic_declares_it():
         plainmodel.Field(1, alias="x")
     with pytest.raises(TypeError, match="pydantic's FieldInfo"):  # a module that imports pydantic's Field itself
         type("N", (plainmodel.BaseModel,), {"__annotations__": {"a": int}, "a": pydantic.Field(1), "__module__": __name__})
+
+
+def test_a_last_the_request_refuses_is_refused_in_pydantic_s_words(tmp_path):
+    log = CORPUS[0]
+    proc = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", str(log), "--out-dir", str(tmp_path),
+                           "--last", str(pipeline.targets.MAX_LAST + 1)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 3 and "1 validation error for DiagnoseRequest" in proc.stderr
+    assert pipeline.RequestOptions.model_fields["last"].metadata[-1].le == pipeline.targets.MAX_LAST

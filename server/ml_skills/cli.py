@@ -356,9 +356,12 @@ def _importing() -> Iterator[None]:
 def _plain_models_fit(args: argparse.Namespace) -> bool:
     """check-failed-run on one local log file, with the shipped policy, no --fields, --plot or --artifacts: the everyday
     run, whose models may be plainmodel.py's plain classes (the same reports, no pydantic imported: modelkit.py) when
-    no pydantic plugin is installed."""
+    no pydantic plugin is installed. A --last over targets.MAX_LAST, which the request's model refuses, is left to
+    pydantic, whose message the CLI has always printed."""
     given = _given(args, targets.cli_inputs())
     if args.fields is not None or args.plot or args.policy is not None or args.artifacts is not None or list(given) != [targets.TARGET]:
+        return False
+    if args.last > targets.MAX_LAST:
         return False
     target = str(given[targets.TARGET])
     return not targets.is_remote(target) and os.path.isfile(target)

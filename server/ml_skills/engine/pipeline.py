@@ -67,7 +67,7 @@ class RequestOptions(Model):
     region: str | None = None
     framework: Framework | None = None
     task: Task | None = None
-    last: int = Field(500, ge=1, le=100_000)
+    last: int = Field(500, ge=1, le=targets.MAX_LAST)
     artifacts: str | None = None
     interval: int = Field(60, ge=1)
     once: bool = True
