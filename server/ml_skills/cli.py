@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import TypeVar
 
-from ml_skills import __version__, targets
+from ml_skills import __version__, modelkit, targets
 from ml_skills.errors import InputError, MLSkillsError
 
 T = TypeVar("T")
@@ -344,7 +344,8 @@ def _importing() -> Iterator[None]:
         from ml_skills import lazyre
         from ml_skills.catalog import plugincache, recache
 
-        plugincache.skip_known_none()  # before the first model: pydantic's plugin scan, when it is known to find none
+        if not modelkit.plain():
+            plugincache.skip_known_none()  # before the first model: pydantic's plugin scan, when it is known to find none
         lazyre.use_compiler(recache.compile)  # the engine's patterns from programs kept between runs
         yield
     finally:
@@ -352,7 +353,26 @@ def _importing() -> Iterator[None]:
         gc.enable()
 
 
+def _plain_models_fit(args: argparse.Namespace) -> bool:
+    """check-failed-run on one local log file, with the shipped policy, no --fields, --plot or --artifacts: the everyday
+    run, whose models may be plainmodel.py's plain classes (the same reports, no pydantic imported: modelkit.py) when
+    no pydantic plugin is installed. A --last over targets.MAX_LAST, which the request's model refuses, is left to
+    pydantic, whose message the CLI has always printed."""
+    given = _given(args, targets.cli_inputs())
+    if args.fields is not None or args.plot or args.policy is not None or args.artifacts is not None or list(given) != [targets.TARGET]:
+        return False
+    if args.last > targets.MAX_LAST:
+        return False
+    target = str(given[targets.TARGET])
+    return not targets.is_remote(target) and os.path.isfile(target)
+
+
 def check_failed_run(args: argparse.Namespace) -> int:
+    if _PROGRAM and _plain_models_fit(args):
+        from ml_skills.catalog import plugincache
+
+        if plugincache.known_none():  # an installed pydantic plugin sees the pydantic models it always saw
+            modelkit.use_plain()
     with _importing():
         from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
         from ml_skills.models import Diagnosis
@@ -413,7 +433,7 @@ def _warm_cache() -> int:
     scan.warm_cache()
     lazyre.use_compiler(recache.compile)  # and the engine's regular expressions, kept as re programs
     lazyre.compile_all()
-    kept = recache.save()
+    kept = recache.save(hot=False)
     where = dbcache.cache_dir()
     n = len(list(where.glob("hs-*.db"))) if where.is_dir() else 0
     if n == 0:

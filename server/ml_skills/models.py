@@ -15,8 +15,7 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Annotated, Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
-
+from ml_skills.modelkit import BaseModel, ConfigDict, Field, WithJsonSchema
 from ml_skills.targets import TargetKind
 
 LogTime = Annotated[datetime, WithJsonSchema({"type": "string", "description": "ISO 8601 time as the log wrote it; without an offset it is the run's local time."})]

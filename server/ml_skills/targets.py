@@ -151,6 +151,10 @@ KINDS: tuple[Kind, ...] = (
 
 BY_KIND: dict[TargetKind, Kind] = {k.kind: k for k in KINDS}
 INPUTS: tuple[Input, ...] = tuple(dict.fromkeys(k.input for k in KINDS))
+
+MAX_LAST = 100_000
+"""The most lines of a log's tail a request may keep (DiagnoseRequest.last): here, so that the CLI knows it without the
+models (a larger --last is refused by the pydantic models, with their words: cli._plain_models_fit)."""
 """Each input once, the positional target first: the CLI's and the diagnose tool's order."""
 
 

@@ -34,14 +34,16 @@ def _engine_patterns() -> list[tuple[str | bytes, int]]:
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("ML_SKILLS_CACHE", str(tmp_path))
-    monkeypatch.setattr(recache, "_loaded", None)
-    monkeypatch.setattr(recache, "_new", {})
+    _fresh_process(monkeypatch)
     return tmp_path
 
 
 def _fresh_process(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(recache, "_loaded", None)
     monkeypatch.setattr(recache, "_new", {})
+    monkeypatch.setattr(recache, "_hot", None)
+    monkeypatch.setattr(recache, "_used", {})
+    monkeypatch.setattr(recache, "_missed", False)
 
 
 def test_a_kept_program_gives_the_pattern_re_compile_gives(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -90,6 +92,31 @@ def test_the_cli_writes_the_programs_and_reports_the_same_with_them(tmp_path: Pa
     (kept,) = (tmp_path / "cache").glob("re-*.json")
     assert len(json.loads(diskcache.read(kept, recache._KEY, recache.MAGIC) or b"{}")) > 20
     assert run("b") == cold
+
+
+def test_a_run_reads_the_hot_programs_only_not_every_program_the_cache_has_seen(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pats = _engine_patterns()
+    many, run = pats, pats[: len(pats) // 3]
+    assert len(many) > recache.HOT_MAX > len(run) > 50
+    for p, f in many:  # a cache that has seen every pattern (--warm-cache, many logs)
+        recache.compile(p, f)
+    recache.save(hot=False)
+    assert not list(cache.glob("rh-*.json"))
+    _fresh_process(monkeypatch)
+    first = [recache.compile(p, f) for p, f in run]  # from the whole file, and the hot file written at exit
+    assert recache._loaded is not None and recache._missed
+    recache._save_hot()
+    (hot,) = cache.glob("rh-*.json")
+    assert len(json.loads(diskcache.read(hot, recache._KEY, recache.MAGIC) or b"{}")) == len(run)
+    _fresh_process(monkeypatch)
+    second = [recache.compile(p, f) for p, f in run]
+    assert recache._loaded is None and not recache._missed and recache._new == {}  # the whole file never read
+    assert second == first == [re.compile(p, f) for p, f in run]
+    _fresh_process(monkeypatch)
+    other = pats[len(pats) // 3:]  # a run of another kind of log: the hot file stays within HOT_MAX
+    assert [recache.compile(p, f) for p, f in other] == [re.compile(p, f) for p, f in other]
+    recache._save_hot()
+    assert len(json.loads(diskcache.read(hot, recache._KEY, recache.MAGIC) or b"{}")) <= max(recache.HOT_MAX, len(other))
 
 
 def test_a_bad_pattern_raises_re_error_as_re_compile_does(cache: Path) -> None:

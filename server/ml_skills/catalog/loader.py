@@ -11,11 +11,10 @@ import re
 from functools import cache
 from importlib import resources
 
-from pydantic import BaseModel, ConfigDict
-
 from ml_skills import diskcache
 from ml_skills.lazyre import lazy
-from ml_skills.models import FailureClass, FixTemplate, Signature
+from ml_skills.modelkit import BaseModel, ConfigDict, Field
+from ml_skills.models import FailureClass, FixTemplate, Signature, new_list
 
 
 class ExceptionRule(BaseModel):
@@ -30,7 +29,7 @@ class ExceptionRule(BaseModel):
     frames: str | None = None
     weight: float = 1.0
     meaning: str = ""
-    fixes: list[str] = []
+    fixes: list[str] = Field(default_factory=new_list)
 
 
 MAGIC = b"MLSKCAT1\n"

@@ -5,11 +5,14 @@ Building the first pydantic model looks for pydantic plugins: every installed di
 distribution's metadata directory (`*.dist-info`, `*.egg-info`) at the top of a `sys.path` entry, and installing or
 removing one adds or removes such a directory, which changes that entry's modification time. So when a scan found no
 plugin, a sealed file of the cache directory (diskcache.py) remembers it under a name that hashes pydantic's
-version, every `sys.path` entry with its modification time and inode, and the import system's other finders of
+version file (its path, size and modification time: read without importing pydantic), every `sys.path` entry with its modification time and inode, and the import system's other finders of
 distributions; a later run whose name matches tells pydantic's loader it found none, which is what its own scan would
 find. Any change to those makes another name, read once again. `PYDANTIC_DISABLE_PLUGINS` set, or a plugin found,
 means pydantic decides as it always does. A metadata file edited in place (not
 reinstalled) is the one change not seen; `ml-skills` runs after a reinstall see it.
+
+The CLI's everyday run builds no pydantic model at all (modelkit.py) only when this says the set holds no plugin
+(`known_none`): a plugin installed is always handed the models it would have seen.
 """
 
 from __future__ import annotations
@@ -69,9 +72,10 @@ def key() -> str | None:
     """The name of this interpreter's plugin set, or None when pydantic's own switch decides."""
     if os.environ.get("PYDANTIC_DISABLE_PLUGINS") is not None:
         return None
-    import pydantic
-
-    h = hashlib.sha256(f"pydantic {pydantic.VERSION}\0{sys.version}\0".encode())
+    version = _pydantic_version_file()
+    if version is None:
+        return None
+    h = hashlib.sha256(f"pydantic {version}\0{sys.version}\0".encode())
     for entry in sys.path:
         try:
             st = os.stat(entry or ".")
@@ -82,6 +86,20 @@ def key() -> str | None:
         if hasattr(finder, "find_distributions"):
             h.update(f"{type(finder).__module__}.{type(finder).__qualname__}\0".encode())
     return h.hexdigest()[:40]
+
+
+def _pydantic_version_file() -> str | None:
+    """pydantic's version file, with its size and modification time, found (not imported: that is 25-30 ms, which the
+    CLI's plain models spare) through the import system; None when there is none to find."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("pydantic")
+        where = os.path.join(os.path.dirname(spec.origin), "version.py") if spec is not None and spec.origin else None
+        st = os.stat(where) if where else None
+    except (ImportError, ValueError, OSError):
+        return None
+    return f"{where}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}" if st is not None else None
 
 
 def _path(k: str) -> Any:
@@ -100,10 +118,23 @@ def skip_known_none() -> None:
     k = key()
     if k is None:
         return
+    known = _known(k)
+    loader = _loader_metadata_on_use() if known == NONE_FOUND else _loader()
+    if known == NONE_FOUND and getattr(loader, "_plugins", ...) is None:  # not scanned yet here (and pydantic's name)
+        loader._plugins = {}
+
+
+def _known(k: str) -> bytes:
     known = diskcache.read(_path(k), k, MAGIC)
     if known is None:  # this plugin set not seen yet: read it once (pydantic then need not)
         known = SOME_FOUND if _has_plugins() else NONE_FOUND
         diskcache.write(_path(k), k, known, MAGIC, KEEP)
-    loader = _loader_metadata_on_use() if known == NONE_FOUND else _loader()
-    if known == NONE_FOUND and getattr(loader, "_plugins", ...) is None:  # not scanned yet here (and pydantic's name)
-        loader._plugins = {}
+    return known
+
+
+def known_none() -> bool:
+    """Whether this plugin set holds no pydantic plugin (remembered, or read now and remembered); False when pydantic's
+    own switch decides (PYDANTIC_DISABLE_PLUGINS). The CLI's plain models (modelkit.py) need it: no plugin is there to
+    miss the models they do not build."""
+    k = key()
+    return k is not None and _known(k) == NONE_FOUND

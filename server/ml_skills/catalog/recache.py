@@ -9,6 +9,11 @@ on the same Python every time. That program (a list of integers, with the patter
 `re.compile` and its program added to the file when the process exits. `_sre` checks every program it is given
 and refuses a malformed one; a file that is damaged, foreign or not trusted, a Python without `_sre` or with a
 different `re`, or any refusal means `re.compile`, never a failure.
+
+The file grows with every pattern any run of this cache has compiled (all of them, some 330 and 580 KB, after
+`--warm-cache`), and a run needs about a hundred. So a run reads first a second, smaller file of the programs recent
+runs used (`rh-`, "hot"), and the whole file only when a pattern is not there; a run that had to is remembered in
+the hot file at exit (with what it held, unless that passes HOT_MAX, when it holds this run's programs only).
 """
 
 from __future__ import annotations
@@ -30,8 +35,13 @@ MAGIC = b"MLSKRE2\n"
 KEEP = 4  # files kept: one per Python build in use
 MAX_ENTRIES = 4000  # a bound on the file; past it new patterns are compiled each time
 
+HOT_MAX = 240  # programs in the hot file: a few runs' worth
+
 _loaded: dict[str, list[Any]] | None = None
 _new: dict[str, list[Any]] = {}
+_hot: dict[str, list[Any]] | None = None
+_used: dict[str, list[Any]] = {}  # the programs this run used, by name (packed), when one was not in the hot file
+_missed = False
 
 try:
     import _sre
@@ -44,22 +54,54 @@ except (ImportError, AttributeError):  # pragma: no cover - another implementati
     _KEY = ""
 
 
-def _path() -> Any:
-    return diskcache.cache_dir() / f"re-{_KEY}.json"
+def _path(prefix: str = "re") -> Any:
+    return diskcache.cache_dir() / f"{prefix}-{_KEY}.json"
+
+
+def _read(prefix: str) -> dict[str, list[Any]]:
+    payload = diskcache.read(_path(prefix), _KEY, MAGIC)
+    if payload is not None:
+        try:
+            data = json.loads(payload)
+            return data if isinstance(data, dict) else {}
+        except ValueError:
+            pass
+    return {}
 
 
 def _entries() -> dict[str, list[Any]]:
     global _loaded
     if _loaded is None:
-        _loaded = {}
-        payload = diskcache.read(_path(), _KEY, MAGIC)
-        if payload is not None:
-            try:
-                data = json.loads(payload)
-                _loaded = data if isinstance(data, dict) else {}
-            except ValueError:
-                pass
+        _loaded = _read("re")
     return _loaded
+
+
+def _kept(name: str) -> list[Any] | None:
+    """The kept program of this name: from the hot file, else (noting the miss) from the whole file."""
+    global _hot, _missed
+    if _hot is None:
+        _hot = _read("rh")
+    e = _hot.get(name)
+    if e is None:
+        if not _missed:
+            _missed = True
+            atexit.register(_save_hot)
+        e = _entries().get(name)
+    if e is not None:
+        _used[name] = e
+    return e
+
+
+def _save_hot() -> None:
+    """At exit, after a run that missed the hot file: the hot file holds what it held and what this run used."""
+    global _missed
+    if not _missed or not _used:
+        return
+    hot = {**(_hot or {}), **_used}
+    if len(hot) > HOT_MAX:
+        hot = dict(_used)
+    _missed = False
+    diskcache.write(_path("rh"), _KEY, json.dumps(hot, separators=(",", ":")).encode(), MAGIC, KEEP)
 
 
 def _name(pattern: str | bytes, flags: int) -> str:
@@ -93,7 +135,7 @@ def compile(pattern: Any, flags: int = 0) -> re.Pattern[Any]:
     if not _KEY or not isinstance(pattern, (str, bytes)) or flags & re.DEBUG:
         return re.compile(pattern, flags)
     name = _name(pattern, flags)
-    e = _entries().get(name)
+    e = _kept(name)
     if e is not None:
         with contextlib.suppress(Exception):  # a program _sre refuses: compile the pattern again
             return _sre.compile(pattern, e[0], _code(e[1]), e[2], e[3], tuple(e[4]))
@@ -104,16 +146,19 @@ def compile(pattern: Any, flags: int = 0) -> re.Pattern[Any]:
         rx = _sre.compile(pattern, e[0], e[1], e[2], e[3], tuple(e[4]))
     except Exception:  # noqa: BLE001 - a bad pattern raises re.error from re.compile itself, as it would have
         return re.compile(pattern, flags)
-    _new[name] = _packed(e)
+    _new[name] = _used[name] = _packed(e)
     if len(_new) == 1:
         atexit.register(save)
     return rx
 
 
-def save() -> int:
+def save(hot: bool = True) -> int:
     """Add the programs compiled in this process to the file (merged with what another process wrote meanwhile);
-    how many programs the file holds then (0 when it could not be written)."""
-    global _loaded
+    how many programs the file holds then (0 when it could not be written). hot=False (`--warm-cache`, which compiles
+    every pattern): the hot file is not written at exit, as no run uses them all."""
+    global _loaded, _missed
+    if not hot:
+        _missed = False
     if not _new:
         return len(_entries())
     _loaded = None

@@ -14,8 +14,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, create_model
-
 from ml_skills import __version__, targets
 from ml_skills.collectors import artifacts as artifact_collector
 from ml_skills.engine import explain
@@ -28,6 +26,7 @@ from ml_skills.engine.plan.facts import contributing_facts, run_facts
 from ml_skills.engine.plan.fixes import plan
 from ml_skills.engine.read import excerpts, frameworks, scan
 from ml_skills.errors import InputError, MLSkillsError, TargetNotFound
+from ml_skills.modelkit import Field, create_model
 from ml_skills.models import (
     ArtifactInventory,
     Classification,
@@ -68,7 +67,7 @@ class RequestOptions(Model):
     region: str | None = None
     framework: Framework | None = None
     task: Task | None = None
-    last: int = Field(500, ge=1, le=100_000)
+    last: int = Field(500, ge=1, le=targets.MAX_LAST)
     artifacts: str | None = None
     interval: int = Field(60, ge=1)
     once: bool = True

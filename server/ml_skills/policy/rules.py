@@ -11,10 +11,9 @@ import fnmatch
 import json
 from pathlib import Path
 
-from pydantic import Field, ValidationError
-
 from ml_skills.catalog import tomlcache
 from ml_skills.errors import InputError
+from ml_skills.modelkit import Field, ValidationError
 from ml_skills.models import ActionKind, Model, Risk, new_dict, new_list
 from ml_skills.policy.risk import ORDER, below_floor, risk_of
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import pydantic_core
-
 from ml_skills.errors import InputError
 
 MAX_FIELDS = 40
@@ -79,5 +77,8 @@ def select(data: dict[str, Any], paths: list[str]) -> dict[str, Any]:
 
 
 def dumps(value: Any, pretty: bool = False) -> str:
-    """JSON as the CLI prints it: compact unless asked to be pretty; NaN and Inf as null, as in the report."""
+    """JSON as the CLI prints it: compact unless asked to be pretty; NaN and Inf as null, as in the report.
+    pydantic_core imported here: `--fields` only (a run without it imports no pydantic, modelkit.py)."""
+    import pydantic_core
+
     return pydantic_core.to_json(value, indent=2 if pretty else None, inf_nan_mode="null").decode()

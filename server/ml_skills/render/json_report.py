@@ -6,9 +6,8 @@ import os
 import secrets
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from ml_skills.errors import InputError
+from ml_skills.modelkit import BaseModel
 from ml_skills.models import Diagnosis
 from ml_skills.safety.paths import write_bytes
 from ml_skills.safety.redact import redact_value

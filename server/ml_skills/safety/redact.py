@@ -16,9 +16,8 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
 
-from pydantic import BaseModel
-
 from ml_skills.lazyre import lazy
+from ml_skills.modelkit import BaseModel
 from ml_skills.safety.invisible import strip_invisible
 
 MASK = "[REDACTED]"
