@@ -10,7 +10,6 @@ Lightning bars (`Epoch 0:  45%|...| 450/1000 [..., loss=0.51]`), Keras
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 
 from ml_skills.engine.read.metric_keys import EPOCH, STEP, WORD_BEFORE, named_loss, pair_key
@@ -103,19 +102,20 @@ _GBM_SCORES = frozenset({"auc", "aucpr", "average_precision", "ndcg", "map", "ac
 _GBM_TRAIN_SETS = frozenset({"train", "training", "dtrain", "train_0", "learn"})
 
 
-def _gbm_round(line: str) -> re.Match[str] | None:
-    return _GBM_ROUND.match(line)
+def _gbm_round(line: str) -> tuple[int, int, int] | None:
+    """The round counter's span and where the watched sets begin (digit-blind: kept per line shape)."""
+    head = _GBM_ROUND.match(line)
+    return None if head is None else (*head.span("n"), head.end())
 
 
 @_format("gbm-rounds")
 def _gbm_rounds(line: str, low: str, found: Found) -> bool:
     """A boosting round's evaluation line: the round is the step; every watched set's metric, by the set's role."""
-    if not line[:1].isspace() and line[:1] != "[" or found.spans("gbm-rounds", _gbm_round, line) is None:
+    if not line[:1].isspace() and line[:1] != "[" or (head := found.spans("gbm-rounds", _gbm_round, line)) is None:
         return False
-    head = _GBM_ROUND.match(line)
-    assert head is not None
+    n_start, n_end, sets = head
     read = False
-    for m in _GBM_PAIR.finditer(line, head.end()):
+    for m in _GBM_PAIR.finditer(line, sets):
         metric = m["metric"].lower().split("@")[0]
         train = m["set"].lower() in _GBM_TRAIN_SETS
         if metric in _GBM_SCORES:
@@ -127,7 +127,7 @@ def _gbm_rounds(line: str, low: str, found: Found) -> bool:
         found.values.setdefault(name, _num(m["val"]))
         read = True
     if read:
-        found.step = float(head["n"])
+        found.step = float(line[n_start:n_end])
     return read
 
 
