@@ -250,6 +250,13 @@ _NAMES: dict[str, list[str]] = {
     "mem": ["mem", "memory", "rss", "rss_mb", "rss_gb", "mem_gb", "gpu_mem", "max_memory_allocated", "memory_allocated", "mem_mb", "peak_mem", "max_mem"],
     "step_time": ["time", "step_time", "iter_time", "iter_time_(s)", "elapsed_time_per_iteration_(ms)", "time/step", "sec/it", "s/it", "batch_time"],
     "loss_scale": ["loss_scale", "scale", "loss_scaler"],
+    # a GAN's two losses (engine/analyse/gan.py): its generator's and its discriminator's, never its `loss`
+    "g_loss": ["g_loss", "loss_g", "gen_loss", "generator_loss", "loss_gen", "loss_generator", "lossg", "errg", "g_loss_total"],
+    "d_loss": ["d_loss", "loss_d", "dis_loss", "disc_loss", "discriminator_loss", "loss_dis", "loss_disc", "loss_discriminator",
+               "lossd", "errd", "d_loss_total"],
+    # a detector's box-regression loss (engine/analyse/frozen.box_loss_zero): summed over proposals matched to a box
+    "box_loss": ["loss_bbox", "loss_rpn_bbox", "box_loss", "bbox_loss", "loss_box_reg", "loss_rpn_box_reg", "loss_giou",
+                 "loss_iou", "train/box_loss", "iou_loss", "reg_loss"],
 }
 ALIASES: dict[str, str] = {name: canon for canon, names in _NAMES.items() for name in names}
 
@@ -271,7 +278,7 @@ _SPLIT_SUFFIX = {"train": "", "training": "", "val": "val_", "valid": "val_", "v
 
 # XGBoost's evaluation lines name each watched set, then its metric ('[500]\teval-logloss:0.419\ttrain-logloss:0.160',
 # 'validation_0-rmse'): a loss of the training set, or of a held-out one
-_GBM_LOSSES = frozenset({"logloss", "mlogloss", "rmse", "mae", "rmsle", "mphe", "error", "merror"})
+_GBM_LOSSES = frozenset({"logloss", "mlogloss", "rmse", "mae", "rmsle", "mphe", "error", "merror", "l1", "l2", "mape", "huber"})
 _GBM_TRAIN = frozenset({"train", "dtrain", "training"})
 _GBM_HELD = frozenset({"eval", "valid", "validation", "val", "test", "dvalid", "dtest", "dval"})
 _GBM_HELD_N = re.compile(r"(?:validation|valid|eval|test)_\d+$")
@@ -285,6 +292,8 @@ def canonical(key: str) -> str | None:
         return None
     if k in ALIASES:
         return ALIASES[k]
+    if k.endswith(("loss_bbox", "loss_box_reg")):  # a stage's or branch's ('s0.loss_bbox', 'd5.loss_bbox', 'unsup_loss_bbox')
+        return "box_loss"
     for prefix, split in _MXNET_SPLIT.items():
         if k.startswith(prefix) and k[len(prefix):] in _MXNET_NAMES:
             return split + _MXNET_NAMES[k[len(prefix):]]

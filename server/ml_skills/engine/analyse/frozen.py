@@ -15,7 +15,7 @@ FROZEN_LOGS = 5
 FROZEN_DIGITS = 4  # significant digits printed: a loss shown as '0.69' may repeat in a slow healthy run, '0.6931' does not
 
 
-def _digits(v: float) -> int:
+def digits(v: float) -> int:
     """Significant digits the log printed (a parsed float's shortest repr holds the digits that were parsed)."""
     m = repr(abs(v)).split("e")[0].removesuffix(".0")
     return len(m.replace(".", "").lstrip("0"))
@@ -38,13 +38,13 @@ def loss_frozen(points: Sequence[MetricPoint]) -> Anomaly | None:
     # (a line with no counter is a log of its own: 'Train loss: 6.907' between 'Epoch 10: train loss 6.907' lines)
     marks = {(p.epoch, p.step) for p, _ in run if p.step is not None or p.epoch is not None}
     logs = len(marks) + sum(1 for p, _ in run if p.step is None and p.epoch is None)
-    if logs < FROZEN_LOGS or abs(last) < 0.01 or _digits(last) < FROZEN_DIGITS:
+    if logs < FROZEN_LOGS or abs(last) < 0.01 or digits(last) < FROZEN_DIGITS:
         return None
     moved = len(run) < len(s)  # the loss changed before it froze: a run that was training stopped changing
     newest, first = run[-1][0], run[0][0]
     others = {k for k in newest.values if k not in ("loss", "lr")}
     epochs = {p.epoch for p, _ in run if p.epoch is not None}
-    exact = _digits(last) >= UNIFORM_DIGITS and logs >= 2 * FROZEN_LOGS
+    exact = digits(last) >= UNIFORM_DIGITS and logs >= 2 * FROZEN_LOGS
     if not moved and len(epochs) < FROZEN_LOGS and not exact and logs < 3 * FROZEN_LOGS and not any(
             all(p.values.get(k) == newest.values[k] for p, _ in run) for k in others):
         # a constant that never moved, over a few steps, with no second metric frozen beside it, need not be a network;
@@ -96,6 +96,33 @@ def loss_zero(points: Sequence[MetricPoint]) -> Anomaly | None:
     )
 
 
+BOX_ZERO_LOGS = 2  # logs of a detector's box loss, every one in the log, at exactly 0
+
+
+def box_loss_zero(points: Sequence[MetricPoint]) -> Anomaly | None:
+    """A detector's box-regression loss exactly 0 at every log the log holds, two or more: no ground-truth box
+    reaches the heads.
+
+    The box loss sums over the proposals matched to a ground-truth box; it is 0 only when none is matched. A detector
+    that trains prints it small but never 0.0000 log after log: every image's annotations loaded empty (a category or
+    path mismatch, filtered or unmatched labels), so every proposal is background and the classification accuracy
+    climbs to 100% while the model learns to detect nothing.
+    """
+    s = [(p, p.values["box_loss"]) for p in points if "box_loss" in p.values and finite(p.values["box_loss"]) and p.split != "eval"]
+    marks = {(p.epoch, p.batch, p.step) for p, _ in s if p.step is not None or p.epoch is not None}
+    logs = len(marks) if marks else len(s)
+    if logs < BOX_ZERO_LOGS or any(v != 0 for _, v in s):
+        return None
+    first = s[0][0]
+    return Anomaly(
+        kind=AnomalyKind.LOSS_FROZEN, failure_class=FailureClass.DATA_PIPELINE, severity=Severity.SIGNIFICANT,
+        source=first.source, line_no=first.line_no, step=first.step,
+        detail=(f"box-regression loss exactly 0 at every one of the log's {logs} logs from {at(first)} (line "
+                f"{first.line_no}): no proposal is matched to a ground-truth box - the annotations load empty (category "
+                "ids or paths that do not match, every box filtered), so the detector learns only background"),
+    )
+
+
 REPLAY_LOGS = 4  # logged losses of one epoch repeated, in order, at the start of the next...
 REPLAY_DIGITS = 3  # ...each to 3 significant digits or more ('0.9670' parses as 0.967): a varying sequence, not one value
 
@@ -118,7 +145,7 @@ def loss_replayed(points: Sequence[MetricPoint]) -> Anomaly | None:
     for a, b in itertools.pairwise(epochs):
         before, again = [v for _, v in by_epoch[a]], by_epoch[b]
         n = 0
-        while n < min(len(before), len(again)) and before[n] == again[n][1] and _digits(before[n]) >= REPLAY_DIGITS:
+        while n < min(len(before), len(again)) and before[n] == again[n][1] and digits(before[n]) >= REPLAY_DIGITS:
             n += 1
         if n < REPLAY_LOGS or len(set(before[:n])) < 2:
             continue
@@ -234,8 +261,8 @@ def loss_collapsed(points: Sequence[MetricPoint]) -> Anomaly | None:
     elif (c := uniform_classes(last, CHANCE_REL)) is not None:
         # exact: among the last logs (a smoothed average may be printed between them), at least CHANCE_LOGS at ln C
         # to every one of five or more printed digits, the newest of the last two among them
-        exact = [(p, v) for p, v in s[-3 * CHANCE_LOGS:] if v > 0 and _digits(v) >= UNIFORM_DIGITS  # a loss of 0 or below is no ln C
-                 and abs(v - math.log(c)) <= 10 ** (math.floor(math.log10(v)) - _digits(v) + 1)]  # one unit of the last digit
+        exact = [(p, v) for p, v in s[-3 * CHANCE_LOGS:] if v > 0 and digits(v) >= UNIFORM_DIGITS  # a loss of 0 or below is no ln C
+                 and abs(v - math.log(c)) <= 10 ** (math.floor(math.log10(v)) - digits(v) + 1)]  # one unit of the last digit
         epochs = [p.epoch for p, _ in tail if p.epoch is not None]
         chance = _at_chance(tail, c, ("acc", "val_acc"))
         # ...and a different loss before them: a head initialised at zero prints ln C exactly at its first steps
@@ -285,7 +312,7 @@ def predicting_the_prior(points: Sequence[MetricPoint]) -> Anomaly | None:
     zero or lost before the classifier, a learning rate too high or too low to leave the constant solution)."""
     vacc = [(p, p.values["val_acc"]) for p in points if "val_acc" in p.values and finite(p.values["val_acc"])]
     run = trailing_run(vacc)
-    if len(run) < PRIOR_EVALS or _digits(run[-1][1]) < 3:
+    if len(run) < PRIOR_EVALS or digits(run[-1][1]) < 3:
         return None
     m = run[-1][1] / (100.0 if run[-1][1] > 1.0 else 1.0)
     m = max(m, 1 - m)

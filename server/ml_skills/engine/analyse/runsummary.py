@@ -32,6 +32,8 @@ _SUMMARY = lazy(
     # and the time all of training took ('Time ellapsed in training is: 1271.3', 'training took 3:02:11')
     r"\[eval final\]|\bfinal (?:eval(?:uation)?|test(?:ing)?) (?:finished|done|complete[d]?)\b|\bfinal (?:train(?:ing)? )?loss\s*[:=]\s*-?\d|"
     r"\btime e?l+apsed (?:in|for|of) training\b|\btraining took \d|"
+    # a script's closing timer on its own line ('Completed in 253.5 seconds', 'Finished in 3.2 min', 'Done in 41s')
+    r"^\s*(?:completed|finished|done) in \d[\d.]*\s*(?:s|secs?|seconds|m|mins?|minutes|h|hrs?|hours)\s*+[.!]*+\s*+$|"
     # DeepXDE's timer on its whole training call ("'train' took 1178.429103 s"; its "'compile' took" comes first)
     r"'train' took \d|"
     # what a trainer prints once its loop has returned: Hugging Face's whole-run 'train_runtime' (in its final metrics

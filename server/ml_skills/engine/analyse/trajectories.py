@@ -18,12 +18,14 @@ from ml_skills.engine.analyse.divergence import (
     loss_unbounded,
 )
 from ml_skills.engine.analyse.frozen import (
+    box_loss_zero,
     loss_collapsed,
     loss_frozen,
     loss_replayed,
     loss_zero,
     predicting_the_prior,
 )
+from ml_skills.engine.analyse.gan import adversaries_stuck
 from ml_skills.engine.analyse.lrzero import learning_rate_zero
 from ml_skills.engine.analyse.nanonset import PRECURSOR_WORDS, nan_onset
 from ml_skills.engine.analyse.points import finite as _finite
@@ -172,8 +174,8 @@ def _detect(points: Sequence[MetricPoint], exact_nan: MetricPoint | None, exact_
     if nan:
         anomalies.append(nan)
     run = since_counter_reset(points)  # a rise is read within the last run the counters show, not across a relaunch
-    blowup = None if nan else (loss_blowup(run) or loss_jump(run) or loss_absurd(run) or loss_unbounded(run) or loss_frozen(points) or loss_zero(points) or loss_collapsed(points) or loss_replayed(points)
-                               or learning_rate_zero(points) or predicting_the_prior(points))
+    blowup = None if nan else (loss_blowup(run) or loss_jump(run) or loss_absurd(run) or loss_unbounded(run) or loss_frozen(points) or loss_zero(points) or box_loss_zero(points) or loss_collapsed(points) or loss_replayed(points)
+                               or learning_rate_zero(points) or predicting_the_prior(points) or adversaries_stuck(run))
     # a grad-norm jump just before the NaN is the NaN's precursor, cited in its finding with its numbers: one event,
     # not a second failure competing with it (the same history gives the same answer from a log or a tracker)
     spike = None if nan is not None and PRECURSOR_WORDS in nan.detail else _grad_spike(points, exact_grad_max)

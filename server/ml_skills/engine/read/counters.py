@@ -6,7 +6,6 @@ Read beside metrics.parse_line (a line's values) so a point says where in its ep
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ml_skills.lazyre import lazy
@@ -15,11 +14,11 @@ _MISSING = object()
 
 
 # The run's own counters where an epoch and an iteration within it are printed together: mmcv/mmengine's
-# 'Epoch [8][208/2000]' and 'Epoch(train) [1][240/735]', the ImageNet example's 'Epoch: [8][208/2000]', GAN
+# 'Epoch [8][208/2000]' and 'Epoch(train) [1][240/735]', DCGAN-tensorflow's 'Epoch: [ 8/200] [ 208/2000]', the ImageNet example's 'Epoch: [8][208/2000]', GAN
 # scripts' '[Epoch 8/100] [Batch 208/2000]', loguru trainers' 'E6 iter[ 14/ 15]', the MNIST example's 'Train
 # Epoch: 8 [26624/60000 (44%)]' (samples, not batches), and a Keras bar '208/2000 [====' under its 'Epoch 8/100'.
 _EPOCH_ITER_WORDS = (
-    r"(?:\bepoch(?:\(\w+\))?\s*:?\s*\[\s*(?P<e1>\d+)\s*\]\s*\[\s*(?P<i1>\d+)\s*/\s*(?P<n1>\d+)\s*\]|"
+    r"(?:\bepoch(?:\(\w+\))?\s*:?\s*\[\s*(?P<e1>\d+)\s*(?:/\s*\d+\s*)?\]\s*\[\s*(?P<i1>\d+)\s*/\s*(?P<n1>\d+)\s*\]|"
     r"\[\s*epoch\s+(?P<e2>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?:batch|iter(?:ation)?)\s+(?P<i2>\d+)\s*/\s*(?P<n2>\d+)\s*\]|"
     r"\be(?P<e3>\d+)\s+iter\[\s*(?P<i3>\d+)\s*/\s*(?P<n3>\d+)\s*\]|"
     r"\btrain epoch:\s*(?P<e4>\d+)\s*\[\s*(?P<i4>\d+)\s*/\s*(?P<n4>\d+)|"
@@ -37,27 +36,43 @@ _EPOCH_ITER_LOWER = lazy(_EPOCH_ITER_WORDS)
 # dotless I, long s, the Kelvin sign (tests/engine/test_epoch_iteration_gate.py derives them from the running Python).
 ASCII_FOLDS = "\u0130\u0131\u017f\u212a"
 KERAS_BAR = lazy(r"^\s*(?P<i>\d+)/(?P<n>\d+) \[[=>.]")
-# no newline in the spaces around it: `^\s*` tried at each of 64 KiB of blank lines read to their end from every one of
-# them (a 270 KB log of a run of blank lines under Keras bars ran for hours; twenty-second round)
-KERAS_EPOCH = lazy(rb"(?m)^[ \t\r\f\v]*Epoch (?P<e>\d+)/(?P<n>\d+)[ \t\r\f\v]*$")
-HEAD_WINDOW = 65536  # how far above a bar line its epoch header is looked for
+# An epoch header on a line of its own: Keras' 'Epoch 8/100', a logger's '... - INFO - [Epoch 1/20]', '=== Epoch 3 ===',
+# 'Starting epoch 3', 'EPOCH 3 of 10'. Read on the line lower-cased; nothing but separators may follow the counter (a
+# line going on with words or values is the epoch's own line, read by the formats). Matched against one line at a
+# time, found by the literal 'poch' (a run of blank lines cost nothing: twenty-second round).
+EPOCH_HEAD = lazy(r"^(?:[^\n]{0,120}?[\s\[|:=#*>(-])?epoch\s*:?\s*\[?\s*(?P<e>\d+)\s*(?:(?:/|of)\s*(?P<n>\d+)\s*)?\]?[\s:=*#|>)\-]*$")
+HEAD_WINDOW = 65536  # how far above a metric line its epoch header is looked for
 
 
 class EpochHeads:
-    """The Keras epoch header ('Epoch 8/100') last above each bar line of one chunk, within HEAD_WINDOW bytes: the
-    chunk is read once, in order, as its bar lines come (each bar line's own look back over 64 KiB cost 0.5 ms a line,
-    9 s for a 2 MiB log of bars)."""
+    """The epoch header last above each metric line of one chunk that prints no epoch of its own, within HEAD_WINDOW
+    bytes: a Keras bar under its 'Epoch 8/100', a logger's 'Train Loss: 3.18' under '[Epoch 1/20]'. The chunk is read
+    once, in order, as its metric lines come (each line's own look back over 64 KiB cost 0.5 ms a line)."""
 
     def __init__(self, chunk: bytes | bytearray) -> None:
         self.chunk, self.read_to = chunk, 0
-        self.last: re.Match[bytes] | None = None
+        self.last: tuple[int, float] | None = None  # (offset of the header line, its epoch)
 
-    def above(self, s: int) -> re.Match[bytes] | None:
-        """The last header match starting in the HEAD_WINDOW bytes before offset s (s after the previous call's)."""
-        for head in KERAS_EPOCH.finditer(self.chunk, max(self.read_to, s - HEAD_WINDOW), s):
-            self.last = head
+    def _scan(self, word: bytes, start: int, end: int) -> None:
+        chunk = self.chunk
+        at = chunk.find(word, start, end)
+        while at >= 0:
+            s = chunk.rfind(b"\n", 0, at) + 1
+            e = chunk.find(b"\n", at)
+            e = len(chunk) if e < 0 else e
+            if e <= end and (m := EPOCH_HEAD.match(bytes(chunk[s:e]).decode("utf-8", "replace").lower())) is not None \
+                    and (self.last is None or s >= self.last[0]):
+                self.last = (s, float(m["e"]))
+            at = chunk.find(word, e, end)
+
+    def above(self, s: int) -> float | None:
+        """The epoch of the last header line starting in the HEAD_WINDOW bytes before offset s (s after the previous call's)."""
+        start = max(self.read_to, s - HEAD_WINDOW)
+        if start < s:
+            self._scan(b"poch", start, s)
+            self._scan(b"POCH", start, s)
         self.read_to = max(self.read_to, s)
-        return self.last if self.last is not None and self.last.start() >= s - HEAD_WINDOW else None
+        return self.last[1] if self.last is not None and self.last[0] >= s - HEAD_WINDOW else None
 
 
 def _epoch_iteration_spans(head: str) -> tuple[tuple[int, int], ...] | None:

@@ -20,7 +20,7 @@ _TIMESTAMP = lazy(
 )
 # a line without any of these words (lower-cased) holds no metric; `in` on the lower-cased line beats a (?i) regex
 _HINTS = ("loss", "acc", "lr", "learning", "grad", "norm", "step", "iter", "epoch", "it/s", "samples", "tokens", "mem",
-          "perplexity", "ppl", "auc")
+          "perplexity", "ppl", "auc", "mse", "mae", "mape", "'s l", "-l1", "-l2", "huber", "error:")
 
 
 def parse_timestamp(line: str) -> datetime | None:

@@ -285,8 +285,8 @@ class Pass:
                 step = None if step == batch else step  # 'Epoch 10 ; Iter 50/213': the epoch's iteration, no global step
             elif epoch is None and (bar := counters.KERAS_BAR.match(text)) is not None:
                 batch, batches = float(bar["i"]), float(bar["n"])
-                head = heads.above(s)  # the epoch is on its own header line above the bar ('Epoch 8/100')
-                epoch = float(head["e"]) if head is not None else None
+            if epoch is None:
+                epoch = heads.above(s)  # the epoch is on its own header line above ('Epoch 8/100', '[Epoch 1/20]')
             mp = metric_point(source=name, line_no=mline, step=step, epoch=epoch, values=values,
                               split="eval" if all(map(_is_val, values)) else "train",
                               time=metric_parser.parse_timestamp(text[:200]), rank=metric_lines.rank_of(text, memo),
