@@ -9,7 +9,8 @@
   is read as that set's loss, so NaN from round 0 is the NaN it is (1549);
 - a GAN's generator and discriminator losses: one at exactly 0, or both unchanged, log after log (1503, 1553);
 - a detector's box-regression loss at exactly 0 at every log: no ground-truth box reaches the heads (1551, 1170);
-- a script's closing timer on its own line ('Completed in 253.5 seconds') ends the run (healthy 674).
+- a script's closing timer on its own line ('Completed in 253.5 seconds') ends the run (healthy 674);
+- a kill long after the last step (its log's own clock) ended a stall (the tenth user trial's case05).
 
 Real runs where the shape runs here (PyTorch and LightGBM on the CPU); the public logs themselves where it cannot
 (fairseq's CUDA OOM)."""
@@ -17,6 +18,9 @@ Real runs where the shape runs here (PyTorch and LightGBM on the CPU); the publi
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+import textwrap
 
 import pytest
 from ml_skills.engine.read.metrics import parse_line
@@ -166,3 +170,35 @@ def test_a_closing_timer_on_its_own_line_ends_the_run(tmp_path):
     """, check=True)
     assert verdict(log) == (None, "completed")
     assert verdict(case("674", "healthy")) == (None, "completed")
+
+
+STALL = """
+    import logging, os, signal, sys, time
+    logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(asctime)s %(levelname)s trainer: %(message)s")
+    log = logging.getLogger()
+    def stop(signum, frame):
+        log.warning("Received SIGTERM (signal 15): stopping now")
+        sys.exit(143)
+    signal.signal(signal.SIGTERM, stop)
+    os.mkfifo("shard-00007")
+    loss = 5.0
+    for step in range(1, 301):
+        time.sleep(0.01)
+        loss *= 0.995
+        log.info(f"step {step}/600 | loss {loss:.4f} | 10.1 ms/step")
+    log.info("opening shard shard-00007")
+    open("shard-00007").read()  # a named pipe nobody writes: the read blocks until the job is killed
+"""
+
+
+def test_a_kill_long_after_the_last_step_ended_a_stall(tmp_path):
+    """A loop stepping every 10 ms blocks on a shard that never arrives; `timeout` SIGTERMs it 65 s later. The kill is
+    what ended the run; the log's own clock says it had stopped stepping first (trial 10's case05, smaller)."""
+    (tmp_path / "train.py").write_text(textwrap.dedent(STALL), encoding="utf-8")
+    log = tmp_path / "train.log"
+    with log.open("w") as out:
+        subprocess.run(["timeout", "-s", "TERM", "65", sys.executable, "train.py"], check=False, stdout=out, stderr=subprocess.STDOUT,
+                       cwd=tmp_path, timeout=200, env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
+    text = log.read_text()
+    assert "step 300/600" in text and "Received SIGTERM" in text
+    assert verdict(log) == ("stalled", "hung")

@@ -17,6 +17,8 @@ from ml_skills.safety.redact import redact_cut
 STALL_CADENCES = 20  # no progress for 20 step intervals...
 STALL_MIN_SECONDS = 20.0  # ...and never less than this, so a pause to save or evaluate is not a hang
 CLOCK_SLACK_SECONDS = 120.0  # the log's clock must agree with the file's mtime to judge liveness
+KILL_SILENCE_SECONDS = 60.0  # a kill this long after the last progress, and STALL_CADENCES step intervals, ended a stall
+_KILLS = (FailureClass.PROCESS_CRASH, FailureClass.STALLED)
 
 _PROGRESS = lazy(
     r"(?i)(\b(step|iter|iteration|epoch|batch|train|test|eval|val)\b\s*[:=#]?\s*\[?\s*\d+|\d+%\|.*\|\s*\d+/\d+|\[\s*\d+/\d+\])"
@@ -98,3 +100,37 @@ def no_progress(points: Sequence[MetricPoint], last_progress: ProgressPoint | No
                 "completion marker after it: the process is hung (a deadlocked DataLoader worker, a lock, a collective, "
                 "I/O) or died without a message; check that it is alive and dump its stacks"),
     )
+
+
+def stalled_before_kill(ev: LogEvidence, points: list[MetricPoint], tail: list[str], tail_start: int) -> None:
+    """Add a no-progress anomaly when the run was killed (a SIGTERM from `timeout` or a person, a cancellation) long
+    after its last progress line: the log's own clock says it had stopped stepping first, so the kill ended a hang.
+
+    What ended the run is the kill; why it was killed is the silence before it. A run that stepped every 6 ms and then
+    printed nothing for three minutes before 'Received SIGTERM' was stuck (a DataLoader worker blocked on a pipe, a
+    lock, a collective), and a relaunch stalls again."""
+    lp = ev.trajectory.last_progress
+    if lp is None or lp.time is None or any(a.kind is AnomalyKind.NO_PROGRESS for a in ev.trajectory.anomalies):
+        return
+    if any(t.line_no > lp.line_no for t in ev.tracebacks if t.exc_type and "interrupt" not in t.exc_type.lower()):
+        return  # an exception after the last step: it is what ended the run, not the kill
+    kill = next((h for h in ev.hits if h.line_no > lp.line_no and h.role is not Role.HINT), None)
+    if kill is None or kill.failure_class not in _KILLS or not tail_start <= kill.line_no < tail_start + len(tail):
+        return
+    at = metric_parser.parse_timestamp(tail[kill.line_no - tail_start][:200])
+    times = sorted({p.time for p in points if p.time is not None})[-50:]
+    gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(times) if b > a]
+    if at is None or len(gaps) < 2:
+        return
+    cadence, silent = statistics.median(gaps), (at - lp.time).total_seconds()
+    if silent < max(STALL_CADENCES * cadence, KILL_SILENCE_SECONDS):
+        return
+    ev.trajectory.anomalies.append(Anomaly(
+        kind=AnomalyKind.NO_PROGRESS, failure_class=FailureClass.STALLED, severity=Severity.SIGNIFICANT,
+        source=lp.source, line_no=lp.line_no, step=lp.step,
+        detail=(f"no progress for {silent:.0f}s between line {lp.line_no} (step {fmt(lp.step)}, {lp.time:%H:%M:%S}) and the "
+                f"kill at line {kill.line_no} ({at:%H:%M:%S}), {silent / max(cadence, 1e-3):.0f}x the run's step cadence of "
+                f"{cadence:.3g}s: the run had stopped stepping before it was killed (a DataLoader worker blocked on I/O, a "
+                "lock, a collective); the kill ended a hang, and a relaunch will stall again"),
+    ))
+

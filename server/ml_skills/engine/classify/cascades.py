@@ -137,6 +137,18 @@ def anomalies_below_the_ending(signals: list[Signal]) -> None:
             a.role = Role.HINT
 
 
+def stall_before_a_stop(signals: list[Signal]) -> None:
+    """A run that stopped stepping and was then killed was hung: the kill ended the hang (engine/analyse/lastprogress
+    .stalled_before_kill), so a trend in the metrics before it (a validation curve, a slow loss) only contributed."""
+    for st in (a for a in signals if a.kind == "anomaly" and a.label == "no-progress" and a.line_no is not None):
+        if not any(_bare_stop(s) and s.source == st.source and (s.line_no or 0) > (st.line_no or 0) for s in signals):
+            continue
+        for a in signals:
+            if a.kind == "anomaly" and a.label in _CANNOT_END and a.source == st.source and a.role is not Role.HINT:
+                a.weight *= CONTRIBUTING_W
+                a.role = Role.HINT
+
+
 # readings that describe the run up to its last logs: it was going nowhere when it was stopped
 _TO_THE_END = frozenset({"learning-rate-zero", "loss-frozen", "validation-metric-frozen"})
 

@@ -27,6 +27,7 @@ from ml_skills.engine.classify.cascades import (
     numeric_before_crash,
     own_error_before_a_kill,
     peers_follow_a_death,
+    stall_before_a_stop,
     stopped_going_nowhere,
     warning_before_a_lost_error,
 )
@@ -151,6 +152,7 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
     damp_warnings(signals)
     numeric_before_crash(signals)
     anomalies_below_the_ending(signals)
+    stall_before_a_stop(signals)
     stopped_going_nowhere(signals)
     peers_follow_a_death(signals)
     own_error_before_a_kill(signals)

@@ -21,7 +21,7 @@ from pathlib import Path
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import logfile
 from ml_skills.engine.analyse import completion, evalsource, schedule, sparklines, valsize, zeroscores
-from ml_skills.engine.analyse.lastprogress import check_stall, last_progress
+from ml_skills.engine.analyse.lastprogress import check_stall, last_progress, stalled_before_kill
 from ml_skills.engine.analyse.points import values_text
 from ml_skills.engine.analyse.trajectories import analyse
 from ml_skills.engine.read import frameworks, metric_lines, newlines, tracebacks
@@ -320,6 +320,8 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
         ev.frameworks["completed-marker"] = completed_line
     elif ev.mtime is not None:
         check_stall(ev, points, tail_lines)
+    if completed_line is None:
+        stalled_before_kill(ev, points, tail_lines, tail_start)
     if tb_total > len(tb_offsets):
         ev.problems.append(f"{tb_total} tracebacks in the log; the first {TRACEBACKS_KEPT // 2} and the last {len(tb_offsets) - TRACEBACKS_KEPT // 2} were parsed")
     if budget is not None:
