@@ -35,7 +35,7 @@ KINDS = ("exception-named", "exception-located", "signature", "symptom", "anomal
 # fails when these drift from the fit.
 ACCURACY: dict[str, float] = {
     "exception-named": 0.83,
-    "exception-located": 0.78,
+    "exception-located": 0.79,
     "signature": 0.95,
     "symptom": 0.87,
     "anomaly": 0.63,
@@ -54,16 +54,16 @@ LABEL_ACCURACY: dict[str, float] = {
     "illegal-memory-access": 0.94,
     "import-environment-error": 0.97,
     "loss-blowup": 0.71,
-    "nan-onset": 0.95,
+    "nan-onset": 0.96,
     "nccl-watchdog-timeout": 0.97,
     "oom-killer": 0.97,
     "permission-denied-iam": 0.97,
     "segfault": 0.9,
     "sigkill-exit-137": 0.95,
     "stopped-at-sync-point": 0.48,
-    "traceback:exception-in-data-loading": 0.8,
-    "traceback:unclassified-exception": 0.8,
-    "traceback:value-or-assert": 0.95,
+    "traceback:exception-in-data-loading": 0.81,
+    "traceback:unclassified-exception": 0.81,
+    "traceback:value-or-assert": 0.96,
 }
 LABEL_MIN = 8
 MAX_CONFIDENCE = 0.97  # never certain: a fit of 1.00 on a few dozen verdicts says 'no miss seen yet', not 'cannot miss'
