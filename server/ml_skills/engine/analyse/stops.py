@@ -70,6 +70,9 @@ _FIRST_STEP_ONLY = lazy(
 _SHARED_WORK = lazy(r"(?i)(\[rank\s*\d+\]|\brank\s*[:=]?\s*\d+|num_workers\s*[:=]\s*[1-9]|\bworker\s*\d+|horovod|mpirun|\bhvd\.|"
                           r"local_rank|torchrun|torch\.distributed|deepspeed|accelerate launch|\bDDP\b)")
 # a process group shutting down after the work is done (c10d's store closing, destroy_process_group)
+# the elastic agent's own lines as it restarts a failed worker group ('Worker group FAILED. 3/3 attempts left; will
+# restart worker group', then its rendezvous with 'restart_count=1')
+_RESTARTING = lazy(r"will restart worker group|restart_count=[1-9]")
 _TEARDOWN = lazy(r"(?i)(destroy|clean ?up|shut ?down|finished|closing|closed|exiting|terminat|uv_loop_close)")
 _FRAME = lazy(r'^\s*File "[^"]+", line \d+')
 # NCCL's error-return trace: with NCCL_DEBUG=INFO every function an error passes through logs 'file.cc:LINE -> CODE'
@@ -171,6 +174,9 @@ def stop_signals(log: LogEvidence) -> list[Signal]:
         return _cut_in_call(log, [x for _, x in lines])
     if any(h.line_no >= ending and h.role is not Role.HINT for h in log.hits):
         return []  # an error on the last lines (a launcher's exit code glued to a bar) says how it ended
+    failed = max((h.line_no for h in log.hits if h.role is not Role.HINT), default=None)
+    if failed is not None and any(i > failed and _RESTARTING.search(x) for i, x in lines):
+        return []  # torchelastic restarting its workers after a failure (1564): the rendezvous is the restart, not a wait
     if _NCCL_RETURN.search(lines[-1][1]):
         return []  # an NCCL call returned an error: the log ends in its failure, not at a wait
     shared = None
