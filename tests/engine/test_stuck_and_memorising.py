@@ -102,10 +102,15 @@ def test_a_long_noisy_validation_curve_is_read_by_its_level_not_its_last_spike()
     assert d.primary_cause is None and d.run_status.value == "completed"
 
 
-def test_a_long_validation_curve_whose_level_climbed_still_reads_as_memorising():
-    # corpus 979 (a public LSF job): three models in turn, the last one's validation level above its best stretch
+def test_three_models_trained_in_turn_are_three_runs_not_one_validation_curve():
+    """Corpus 979 (a public LSF job): three models trained one after another, each under its own 'Epoch [1/20]'
+    headers. It was read as memorising when the headers' epochs were not carried to the loss lines under them, so the
+    three models' curves were one series; read as three runs, the last one's noisy validation loss (0.28-1.9 beside a
+    training loss of 0.18-0.2) is no climb, and the middle model's collapse (Dice 0 at every epoch: the label) is not
+    read at all (an open gap: each appended run is not analysed on its own). The verdict must not rest on a curve that
+    joins the models."""
     d = _public("corpus", "979")
-    assert d.primary_cause is not None and d.primary_cause.value in ("optimization-divergence", "evaluation-mismatch")
+    assert d.primary_cause is None or "train-val-divergence" not in d.root_cause.proximate
 
 
 def test_a_loss_still_from_its_first_log_to_every_printed_digit_is_frozen(tmp_path):

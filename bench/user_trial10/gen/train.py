@@ -18,13 +18,13 @@ from __future__ import annotations
 import argparse
 import copy
 import faulthandler
-import threading
 import logging
 import math
 import os
 import resource
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -202,7 +202,7 @@ def main() -> None:
                 torch.set_rng_state(st["rng"])
                 log.info("  Continuing training from global step %d (epoch %d); skipping the first %d batches of epoch %d",
                          step, epoch, skip, epoch)
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - the trainer logs any restore failure and trains from scratch (the fault)
                 log.warning("could not restore the training state from %s (%s: %s); training from scratch",
                             ckpts[-1], type(e).__name__, e)
         else:

@@ -253,7 +253,7 @@ def native_crash_at_exit(signals: list[Signal], logs: list[LogEvidence]) -> None
     that process exited, not a second failure: Paddle prints its C++ traceback and 'FatalError: Segmentation fault'
     as the interpreter tears down after the Python traceback (1394: an empty image in the DataLoader, then 'Blocking
     queue is killed', then the segfault), and native extensions crash the same way at exit. The segfault becomes a
-    symptom of the exception."""
+    symptom of the exception; a native abort there, and the launcher's report of it, only hints."""
     last = {log.source: last_progress_line(log) for log in logs}
     own = [s for s in signals if s.kind == "traceback" and s.failure_class in _OWN_ERRORS and s.role is Role.CAUSE
            and not s.survived and not s.warning and s.weight >= MIN_PRIMARY and s.line_no is not None]
@@ -265,6 +265,17 @@ def native_crash_at_exit(signals: list[Signal], logs: list[LogEvidence]) -> None
                and (lp is None or lp < (o.line_no or 0)) for o in own):
             g.weight *= ROLE_W[Role.SYMPTOM] / ROLE_W[Role.CAUSE]
             g.role = Role.SYMPTOM
+    # a native abort right below the exception ('terminate called without an active exception': C++ threads torn down as
+    # the interpreter exits) is that process's exit, and the launcher's 'exitcode: -6 (SIGABRT)' for it reports the same
+    # exit: hints, however many lines repeat it (a rank's shape error, then its abort, then torchrun's summary)
+    aborts = [g for g in signals if g.label == "abort-native" and g.line_no is not None and not g.survived]
+    first = min(aborts, key=lambda g: g.line_no or 0, default=None)
+    if first is not None and any(o.source == first.source and 0 < (first.line_no or 0) - (o.line_no or 0) <= TEARDOWN_LINES
+                                 and not (o.line_no or 0) < (last.get(first.source) or 0) < (first.line_no or 0) for o in own):
+        for g in aborts:
+            if g.source == first.source:
+                g.weight *= CONTRIBUTING_W
+                g.role = Role.HINT
 
 
 EXTERNAL_KILL = "sigkill-external"

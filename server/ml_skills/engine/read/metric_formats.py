@@ -293,10 +293,12 @@ def _megatron_missing_loss(line: str, low: str, found: Found) -> bool:
 # a held-out split or a summary ('Min_val_loss') name no one training loss.
 _LOSS_PART = lazy(r"(?i)(?<![\w/.-])(?P<key>loss_[a-z][a-z0-9_]{0,30}|[a-z][a-z0-9_]{0,30}_loss)\s*+[:=]\s*+(?P<val>" + _NUM + r")(?![\w.])")
 _NOT_TRAINING = frozenset({"val", "valid", "validation", "eval", "test", "dev", "min", "max", "best", "mean", "avg"})
+# terms of a loss: a name no format knows, or a part the engine reads on its own (a GAN's two sides, a box loss)
+_TERMS = frozenset({None, "g_loss", "d_loss", "box_loss"})
 
 
 def lone_loss_part(text: str) -> float | None:
     """The value of the one loss term on a line no format read a loss from, or None (parse_line asks last)."""
     parts = {m["key"].lower(): m["val"] for m in _LOSS_PART.finditer(text)
-             if canonical(m["key"]) is None and not _NOT_TRAINING.intersection(m["key"].lower().split("_"))}
+             if canonical(m["key"]) in _TERMS and not _NOT_TRAINING.intersection(m["key"].lower().split("_"))}
     return _num(next(iter(parts.values()))) if len(parts) == 1 else None

@@ -249,6 +249,16 @@ def _summary_readings(ev: LogEvidence, tail_lines: list[str], tail_start: int, n
         ev.trajectory.anomalies.append(chance)
 
 
+def _ending(ev: LogEvidence, completed_line: int | None, points: list[MetricPoint], tail_lines: list[str], tail_start: int) -> None:
+    """The run's end as the log shows it: a completion marker, or a stall (a live log gone quiet, a kill after silence)."""
+    if completed_line is not None:
+        ev.frameworks["completed-marker"] = completed_line
+        return
+    if ev.mtime is not None:
+        check_stall(ev, points, tail_lines)
+    stalled_before_kill(ev, points, tail_lines, tail_start)
+
+
 def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Task | None, engine: str | None,
          chunk_size: int = logfile.CHUNK, ranges: list[tuple[int, int, int]] | None = None,
          progress: Progress | None = None) -> dict[int, int]:
@@ -316,12 +326,7 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
     if completed_line is None:  # no message, but the run's own shape says it reached its end
         completed_line = completion.run_end(tail_lines, tail_start, reached.line_no if reached else None, points) \
             or schedule.schedule_ended(points)
-    if completed_line is not None:
-        ev.frameworks["completed-marker"] = completed_line
-    elif ev.mtime is not None:
-        check_stall(ev, points, tail_lines)
-    if completed_line is None:
-        stalled_before_kill(ev, points, tail_lines, tail_start)
+    _ending(ev, completed_line, points, tail_lines, tail_start)
     if tb_total > len(tb_offsets):
         ev.problems.append(f"{tb_total} tracebacks in the log; the first {TRACEBACKS_KEPT // 2} and the last {len(tb_offsets) - TRACEBACKS_KEPT // 2} were parsed")
     if budget is not None:
