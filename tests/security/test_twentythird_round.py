@@ -143,3 +143,35 @@ def test_a_sealed_cache_file_nested_too_deep_or_naming_a_billion_groups_never_en
     assert expected["primary_cause"] is not None
     for name, cache in _hostile_caches(warm, tmp_path / "hostile").items():
         assert report(cache) == expected, name
+
+
+def test_a_long_run_of_spaces_after_a_loss_name_or_a_counter_never_holds_a_small_logs_diagnosis(tmp_path: Path) -> None:
+    """Promise 9: bounded time. A log under 32 KiB is read in a fresh process (the CLI, the server's first call) by `re`,
+    each catalog signature its Hyperscan database finds in the chunk run over the whole chunk. Batch 29's signatures split
+    a run of spaces between two `\\s*` (`loss\\s*[:=]?\\s*nan`, now also after `SmoothL1`, `nll`, `bce`, `ctc`;
+    `^\\s*\\d+\\s*[,:|\\t ]\\s*nan`; `loss_scale\\s*:?\\s*[:=]`), every split tried: a 30 KB log holding one real NaN line and
+    one name or counter followed by 30,000 spaces held the CLI 50-84 s. The same language, each space read by one
+    quantifier (`nan-inf.toml`)."""
+    took = {}
+    for name, real, hostile in [("smoothl1", "SmoothL1=nan", "SmoothL1"), ("counter", "76980 nan", "1"), ("control", "76980 nan", "abc")]:
+        log = tmp_path / name / "train.log"
+        log.parent.mkdir()
+        filler = " " * 30_000 if name != "control" else "abcdefghij" * 3_000
+        log.write_text(f"step 1 loss 2.0\n{real}\n{hostile}{filler}x\n")
+        assert log.stat().st_size < 32 * 1024  # the `re` engine's size
+        t = time.monotonic()
+        try:
+            proc = _cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(log.parent / "out"), cwd=tmp_path,
+                        timeout=120)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"check-failed-run on a 30 KB log ({name}) ran past 120 s")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        took[name] = time.monotonic() - t
+        assert "nan" in json.dumps(json.loads(proc.stdout)["primary_cause"]).lower(), name  # the real NaN line is still read
+    assert max(took["smoothl1"], took["counter"]) < 4 * took["control"] + 10, took
+    srv = Server(tmp_path, roots=[tmp_path])
+    try:  # a fresh server's first call on a small log reads it with `re` too
+        got = _timed_calls(srv, [("scan_log", {"path": str(tmp_path / "smoothl1" / "train.log")})], limit=60)
+    except TimeoutError:
+        pytest.fail("scan_log gave no answer within 60 s")
+    assert not got[0][0] and got[0][2] < 40, got[0][1][:500]
