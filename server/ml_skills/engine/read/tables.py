@@ -84,7 +84,7 @@ def row(head: Header, line: str) -> tuple[dict[str, float], float | None, float 
     the bar is cut off, and `1/1000` in the epoch column is epoch 1 of 1000."""
     if (bar := _BAR.search(line)) is not None:
         line = line[: bar.start()].rstrip()
-        line = line[:-1] if line.endswith(":") else line
+        line = line.removesuffix(":")
     cells = _split(line, head.sep)
     if len(cells) != len(head.keys):
         return None
