@@ -175,3 +175,28 @@ def test_a_long_run_of_spaces_after_a_loss_name_or_a_counter_never_holds_a_small
     except TimeoutError:
         pytest.fail("scan_log gave no answer within 60 s")
     assert not got[0][0] and got[0][2] < 40, got[0][1][:500]
+
+
+def test_a_counter_or_score_name_before_a_run_of_spaces_never_holds_the_tail_readings(tmp_path: Path) -> None:
+    """Promise 9: bounded time. The readings of a log's end split a run of spaces between three quantifiers: the final
+    counter's `epoch\\s*[:#=]?\\s*\\[?\\s*\\d+` (and its inner `step\\s*:?\\s*\\(?\\s*`), the last progress line's, and a
+    score's `0\\s*%?\\s*\\.?[}\\])]*\\s*$`; every split of three was tried, cubic in the run: one tail line of `epoch` and
+    2,000 spaces (a tail line's cut) cost 60 s, so a tail of them ran for hours in the CLI and in `diagnose`. The same
+    languages, each space read by one quantifier (`finalcounter`, `lastprogress`, `zeroscores`, `ranks`, `stops`)."""
+    log = tmp_path / "run" / "train.log"
+    log.parent.mkdir()
+    lines = [(w + " " * 1990 + end) for w, end in [("epoch", "[x"), ("step", "x"), ("AP: 0", "x"), ("iteration", "(x")]] * 20
+    log.write_text("".join(f"step {i} loss {2.0 - i * 0.01:.3f}\n" for i in range(60)) + "\n".join(lines) + "\n")
+    t = time.monotonic()
+    try:
+        proc = _cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(tmp_path / "out"), cwd=tmp_path, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("check-failed-run on a tail of counter names before 2,000 spaces ran past 60 s")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert time.monotonic() - t < 30
+    srv = Server(tmp_path, roots=[tmp_path])
+    try:
+        got = _timed_calls(srv, [("diagnose", {"target": str(log)})], limit=60)
+    except TimeoutError:
+        pytest.fail("diagnose gave no answer within 60 s")
+    assert not got[0][0] and got[0][2] < 40, got[0][1][:500]

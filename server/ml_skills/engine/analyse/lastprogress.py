@@ -19,7 +19,7 @@ STALL_MIN_SECONDS = 20.0  # ...and never less than this, so a pause to save or e
 CLOCK_SLACK_SECONDS = 120.0  # the log's clock must agree with the file's mtime to judge liveness
 
 _PROGRESS = lazy(
-    r"(?i)(\b(step|iter|iteration|epoch|batch|train|test|eval|val)\b\s*[:=#]?\s*\[?\s*\d+|\d+%\|.*\|\s*\d+/\d+|\[\s*\d+/\d+\])"
+    r"(?i)(\b(step|iter|iteration|epoch|batch|train|test|eval|val)\b\s*(?:[:=#]\s*)?(?:\[\s*)?\d+|\d+%\|.*\|\s*\d+/\d+|\[\s*\d+/\d+\])"
 )
 _NOT_TRAINING = lazy(
     r"(?i)(loading|download|\bmap\b|filter|tokeniz|generating|extracting|fetching|resolving|uploading|"
