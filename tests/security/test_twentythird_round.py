@@ -200,3 +200,24 @@ def test_a_counter_or_score_name_before_a_run_of_spaces_never_holds_the_tail_rea
     except TimeoutError:
         pytest.fail("diagnose gave no answer within 60 s")
     assert not got[0][0] and got[0][2] < 40, got[0][1][:500]
+
+
+def test_a_line_of_spaces_after_a_job_reports_verdict_never_holds_the_attempts_reading(tmp_path: Path) -> None:
+    """Promise 9: bounded time. An LSF job report's verdict ('Exited with exit code 1.') ends an attempt, and the lines after
+    it are read as the rest of the report with `^\\s*(...)?\\s*$`, which tried every split of a line of spaces between its
+    two quantifiers: two reports each followed by a line of 60,000 spaces held the CLI 17 s (0.3 s with letters)."""
+    took = {}
+    for name, filler in [("control", "abcdef" * 10_000), ("spaces", " " * 60_000)]:
+        log = tmp_path / name / "train.log"
+        log.parent.mkdir()
+        steps = "".join(f"step {i} loss {2.0 - i * 0.01:.3f}\n" for i in range(60))
+        log.write_text((steps + f"Exited with exit code 1.\n{filler}x\n") * 2)
+        t = time.monotonic()
+        try:
+            proc = _cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(log.parent / "out"), cwd=tmp_path,
+                        timeout=120)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"check-failed-run on two job reports ({name}) ran past 120 s")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        took[name] = time.monotonic() - t
+    assert took["spaces"] < 4 * took["control"] + 4, took
