@@ -1,5 +1,6 @@
 """Issue 14's twenty-third round: attacks from outside on the code new since the twenty-second (the CLI's plain models, the
-hot file of re programs, batches 28-30's readings: Ultralytics' loss tables, boosting rounds, shell prompts).
+hot file of re programs and the sealed cache files beside it, batches 28-30's readings and signatures), and on the engine's
+other patterns a fuzzer found slow on a run of spaces (the readings of a log's end, an LSF report's rest).
 
 Each test is one family of attacks that broke a claim of docs/security.md, driven through a real MCP client over stdio or the
 CLI in a child process, with real files; each failed on the code before its fix (see docs/security.md, "Twenty-third round").
