@@ -52,14 +52,9 @@ def _parsed() -> dict[str, dict]:
         h.update(name.encode() + b"\0" + text.encode() + b"\0")
     key = h.hexdigest()[:40]
     path = diskcache.cache_dir() / f"catalog-{key}.json"
-    payload = diskcache.read(path, key, MAGIC)
-    if payload is not None:
-        try:
-            data = json.loads(payload)
-        except ValueError:
-            data = None
-        if isinstance(data, dict) and list(data) == list(texts):
-            return data
+    data = diskcache.read_json(path, key, MAGIC)
+    if isinstance(data, dict) and list(data) == list(texts):
+        return data
     import tomllib  # only when the cache cannot answer
 
     data = {name: tomllib.loads(text) for name, text in texts.items()}

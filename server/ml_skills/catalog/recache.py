@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import atexit
 import base64
-import contextlib
 import hashlib
 import json
 import re
@@ -59,14 +58,26 @@ def _path(prefix: str = "re") -> Any:
 
 
 def _read(prefix: str) -> dict[str, list[Any]]:
-    payload = diskcache.read(_path(prefix), _KEY, MAGIC)
-    if payload is not None:
-        try:
-            data = json.loads(payload)
-            return data if isinstance(data, dict) else {}
-        except ValueError:
-            pass
-    return {}
+    data = diskcache.read_json(_path(prefix), _KEY, MAGIC)
+    return data if isinstance(data, dict) else {}
+
+
+def _made(pattern: str | bytes, e: Any) -> re.Pattern[Any] | None:
+    """The pattern `_sre` makes from a kept program, or None when the program is not one `re.compile` could have given.
+    `_sre` checks the code against the group count it is handed, not the count itself nor the group names: a sealed
+    file holding a count of 10**9 took all the machine's memory, and a name given a group past the count raised
+    IndexError at a match (twenty-third round). A program that is another pattern's, well formed, is not caught: a file
+    of this user's own is trusted as the user's other files are (docs/security.md, "What is not promised")."""
+    try:
+        flags, packed, groups, groupindex, indexgroup = e
+        if not (type(flags) is int and type(groups) is int and 0 <= groups <= len(pattern) and type(indexgroup) is list
+                and len(indexgroup) == groups + 1 and all(x is None or type(x) is str for x in indexgroup)
+                and type(groupindex) is dict and all(type(i) is int and 1 <= i <= groups and indexgroup[i] == k
+                                                     for k, i in groupindex.items())):
+            return None
+        return _sre.compile(pattern, flags, _code(packed), groups, groupindex, tuple(indexgroup))
+    except Exception:  # noqa: BLE001 - a program _sre refuses, or not a program at all
+        return None
 
 
 def _entries() -> dict[str, list[Any]]:
@@ -136,9 +147,8 @@ def compile(pattern: Any, flags: int = 0) -> re.Pattern[Any]:
         return re.compile(pattern, flags)
     name = _name(pattern, flags)
     e = _kept(name)
-    if e is not None:
-        with contextlib.suppress(Exception):  # a program _sre refuses: compile the pattern again
-            return _sre.compile(pattern, e[0], _code(e[1]), e[2], e[3], tuple(e[4]))
+    if e is not None and (made := _made(pattern, e)) is not None:
+        return made  # else a program _sre refuses, or not one: compile the pattern again
     if len(_entries()) + len(_new) >= MAX_ENTRIES:
         return re.compile(pattern, flags)
     try:  # compiled once, the way re.compile does, keeping the program on the way
@@ -188,10 +198,9 @@ class PatternSet(Sequence[re.Pattern[bytes]]):
             return [self[k] for k in range(*i.indices(len(self)))]
         rx = self._made[i]
         if rx is None:
-            p, e = self._patterns[i], self._kept[i]
-            try:
-                rx = _sre.compile(p, e[0], _code(e[1]), e[2], e[3], tuple(e[4]))
-            except Exception:  # noqa: BLE001 - a program _sre refuses: compiled again, as re.compile does
+            p = self._patterns[i]
+            rx = _made(p, self._kept[i])
+            if rx is None:  # a program _sre refuses, or not one: compiled again, as re.compile does
                 rx = re.compile(p, self._flags)
             self._made[i] = rx
         return rx
@@ -212,12 +221,9 @@ def compile_set(patterns: list[bytes], flags: int) -> Sequence[re.Pattern[bytes]
         h.update(len(p).to_bytes(4, "little") + p)
     key = h.hexdigest()[:40]
     path = diskcache.cache_dir() / f"rs-{key}.json"
-    payload = diskcache.read(path, key, SET_MAGIC)
-    if payload is not None:
-        with contextlib.suppress(ValueError):  # a damaged set: compile it again
-            kept = json.loads(payload)
-            if isinstance(kept, list) and len(kept) == len(patterns):
-                return PatternSet(patterns, flags, kept)
+    kept = diskcache.read_json(path, key, SET_MAGIC)
+    if isinstance(kept, list) and len(kept) == len(patterns):  # else none, or a damaged set: compile it again
+        return PatternSet(patterns, flags, kept)
     out, progs = [], []
     for p in patterns:
         try:

@@ -22,12 +22,9 @@ def parsed(text: str) -> dict:
     """`tomllib.loads(text)`, from the cache when this text was parsed before; a bad text raises as tomllib does."""
     key = hashlib.sha256(MAGIC + text.encode("utf-8", "surrogatepass")).hexdigest()[:40]
     path = diskcache.cache_dir() / f"toml-{key}.json"
-    payload = diskcache.read(path, key, MAGIC)
-    if payload is not None:
-        with contextlib.suppress(ValueError):
-            data = json.loads(payload)
-            if isinstance(data, dict):
-                return data
+    data = diskcache.read_json(path, key, MAGIC)
+    if isinstance(data, dict):
+        return data
     import tomllib  # only when the cache cannot answer
 
     data = tomllib.loads(text)

@@ -122,8 +122,10 @@ _REPORT_END = lazy(REPORT_END.encode())
 _REPORT_END_ANY = lazy(REPORT_END.encode(), re.MULTILINE)
 _REPORT_ABOVE = lazy(rb"^The output \(if any\) follows:", re.MULTILINE)
 # the rest of such a report after its verdict: usage figures, the closing sentence, rules and blank lines
-_REPORT_REST = lazy(rb"^\s*(Resource usage summary:|[A-Z][\w ]+ :\s.*|The output \(if any\) is above this job summary\.|"
-                          rb"Read file <.*> for std\w+ output of this job\.|PS:|-{10,})?\s*$")
+# the spaces around a line's text read by one quantifier each: `^\s*(...)?\s*$` tried every split of a line of spaces
+# between the two (a line of 60,000 spaces after a report's verdict held the CLI 17 s; twenty-third round)
+_REPORT_REST = lazy(rb"^\s*(?:(Resource usage summary:|[A-Z][\w ]+ :\s.*|The output \(if any\) is above this job summary\.|"
+                          rb"Read file <.*> for std\w+ output of this job\.|PS:|-{10,})\s*)?$")
 
 
 def log_attempts(path: str, keep: int = 500) -> list[tuple[int, int, str]] | None:

@@ -11,7 +11,7 @@ from ml_skills.lazyre import lazy
 
 # an epoch or step counter with its total: 'Epoch 5/5', 'epoch [10/10]', 'Epoch: [99/100]', 'iteration 1000/1000'
 COUNTER = lazy(
-    r"(?i)\b(?P<what>epoch|step|iter|iteration|global step|episode)s?\s*[:#=]?\s*\[?\s*(?P<n>\d+)\s*/\s*(?P<total>\d+)\s*\]?")
+    r"(?i)\b(?P<what>epoch|step|iter|iteration|global step|episode)s?\s*(?:[:#=]\s*)?(?:\[\s*)?(?P<n>\d+)\s*/\s*(?P<total>\d+)\s*\]?")
 # the same counter as a JSON-lines trainer log writes it (LLaMA-Factory's trainer_log.jsonl: '"current_steps": 8660,
 # "total_steps": 8660')
 _JSON_COUNTER = lazy(r'"(?P<what>current_steps)":\s*+(?P<n>\d+),\s*+"total_steps":\s*+(?P<total>\d+)')
@@ -87,7 +87,7 @@ def _closed_by_a_summary(before: list[str], after: list[str]) -> bool:
 
 
 # the step counter printed right after a one-epoch run's 'Epoch:[1/1]': '(56608/56608)', ' step 500/500'
-_INNER = lazy(r"\W{0,3}(?:(?:step|iter(?:ation)?|batch)\s*:?\s*)?\(?\s*(?P<n>\d+)\s*/\s*(?P<total>\d+)\b")
+_INNER = lazy(r"\W{0,3}(?:(?:step|iter(?:ation)?|batch)\s*(?::\s*)?(?:\(\s*)?|\(?\s*)(?P<n>\d+)\s*/\s*(?P<total>\d+)\b")
 # a progress bar over the whole run, not over one epoch: named for steps or training, no epoch in its name, at its
 # total ('Steps: 100%|██████████| 250/250 [05:08<00:00, ...]': diffusers' DreamBooth and LoRA scripts)
 _RUN_BAR = lazy(r"(?i)^\s*(?:global[ _]|total[ _]|training[ _]|train[ _])?(?:steps?|iterations?|iters?|training)\s*:?\s*100%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\b")

@@ -21,7 +21,7 @@ KILL_SILENCE_SECONDS = 60.0  # a kill this long after the last progress, and STA
 _KILLS = (FailureClass.PROCESS_CRASH, FailureClass.STALLED)
 
 _PROGRESS = lazy(
-    r"(?i)(\b(step|iter|iteration|epoch|batch|train|test|eval|val)\b\s*[:=#]?\s*\[?\s*\d+|\d+%\|.*\|\s*\d+/\d+|\[\s*\d+/\d+\])"
+    r"(?i)(\b(step|iter|iteration|epoch|batch|train|test|eval|val)\b\s*(?:[:=#]\s*)?(?:\[\s*)?\d+|\d+%\|.*\|\s*\d+/\d+|\[\s*\d+/\d+\])"
 )
 _NOT_TRAINING = lazy(
     r"(?i)(loading|download|\bmap\b|filter|tokeniz|generating|extracting|fetching|resolving|uploading|"

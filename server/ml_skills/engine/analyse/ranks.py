@@ -203,7 +203,7 @@ def keep_silent_rank_open(cls: Classification, logs: list[LogEvidence], signals:
 
 # The NCCL watchdog's report of the collective each rank timed out in, and a world size where the log gives one
 _WORK = lazy(r"\[(?:PG (?P<pg>\S+) )?Rank (?P<rank>\d+)\][^\n]*?WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel>\d+))?")
-_WORLD = lazy(r"(?i)\b(?:world[_ ]size|WORLD_SIZE|nranks)\s*[=:]?\s*(?P<n>\d+)\b")
+_WORLD = lazy(r"(?i)\b(?:world[_ ]size|WORLD_SIZE|nranks)\s*(?:[=:]\s*)?(?P<n>\d+)\b")
 
 
 def collective_desync(logs: list[LogEvidence]) -> str:

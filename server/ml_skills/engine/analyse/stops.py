@@ -67,7 +67,7 @@ _JIT_BUILD = lazy(r"(?i)(as PyTorch extensions root|Lock file exists in build di
 _FIRST_STEP_ONLY = lazy(
     r"(?i)^(\b(step|iter|iteration)\s*[:=#]?\s*0\b(?![.,]?\d)|\[\s*0\s*/\s*\d+\s*\]|(^|[\s:])0it \[|(^|\s)0%\|[^|]*\|\s*0/\d+)$"
 )
-_SHARED_WORK = lazy(r"(?i)(\[rank\s*\d+\]|\brank\s*[:=]?\s*\d+|num_workers\s*[:=]\s*[1-9]|\bworker\s*\d+|horovod|mpirun|\bhvd\.|"
+_SHARED_WORK = lazy(r"(?i)(\[rank\s*\d+\]|\brank\s*(?:[:=]\s*)?\d+|num_workers\s*[:=]\s*[1-9]|\bworker\s*\d+|horovod|mpirun|\bhvd\.|"
                           r"local_rank|torchrun|torch\.distributed|deepspeed|accelerate launch|\bDDP\b)")
 # a process group shutting down after the work is done (c10d's store closing, destroy_process_group)
 # the elastic agent's own lines as it restarts a failed worker group ('Worker group FAILED. 3/3 attempts left; will

@@ -16,13 +16,13 @@ from ml_skills.safety.redact import redact_cut
 
 _SCORE = lazy(
     r"(?i)(\bm?AP(50|75|@?[\d.:]+)?\b|average precision|\bbleu\b|_bleu\b)[^\n]{0,90}?(?:[:=]|->|\bis\b)\s*"
-    r"(?P<v>-?\d+(?:\.\d+)?)\s*%?\s*\.?[}\])]*\s*$")  # also a printed dict: "{'bbox AP': 0.0}"
+    r"(?P<v>-?\d+(?:\.\d+)?)\s*(?:%\s*)?(?:\.?[}\])]+\s*|\.\s*)?$")  # also a printed dict: "{'bbox AP': 0.0}"
 # a segmentation score with its value right after its name, ending the line: nnU-Net's 'Average global foreground
 # Dice: [0.0]', 'mIoU: 0.0000' (not a training line's running 'IOU: 0.13(0.17) ... LR: 0.01')
 _SEG = lazy(r"(?i)(?:\b|(?<=_))(?:foreground |mean )?(?:dice|m?iou)\b[\w ]{0,20}[:=]\s*\[?(?P<v>\d+(?:\.\d+)?)\s*%?\s*[\])]*\s*$")
 # BLEU's score is the first number after its name in every tool's format: multi-bleu.perl and sacrebleu's
 # 'BLEU = 0.00, 32.2/2.9/0.8/0.0 (BP=0.005, ...)', fairseq's 'BLEU4 = 0.00', a training loop's '... BLEU 0.00, <date>'
-_BLEU = lazy(r"(?i)\bBLEU[-_ ]?4?\s*(?:=|:)?\s*(?P<v>\d+(?:\.\d+)?)(?![\d.]|/)")
+_BLEU = lazy(r"(?i)\bBLEU[-_ ]?4?\s*(?:[=:]\s*)?(?P<v>\d+(?:\.\d+)?)(?![\d.]|/)")
 # a classifier's or tagger's F1 ('F1 (micro): 0.000%', 'dev_f1 = 0.0000', 'fscore: 0.000000, macro-fscore: ...'): an
 # F1 of 0 at every evaluation means no prediction ever matched a label (precision 100% over no prediction, recall 0)
 _F1 = lazy(r"(?i)(?:\b|(?<=_))f(?:1|-?score)\b(?:\s*+\((?:micro|macro|weighted)\))?\s*+(?:[:=]|\bis\b)\s*+(?P<v>\d++(?:\.\d++)?)\s*+%?\s*+(?:[,;]|$)")

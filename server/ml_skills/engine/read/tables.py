@@ -15,7 +15,9 @@ from ml_skills.models import EPOCH_KEYS, STEP_KEYS, canonical
 
 _NAME = lazy(r"[A-Za-z][\w/.\-]*$")
 _WORDS = lazy(r"[/_.\-]+")
-_BAR = lazy(r":?\s+\d{1,3}%\|")
+# a row's bar: one space before its percentage, the rest of the spaces (and a colon) found by rstrip. `:?\s+\d{1,3}%\|`
+# read each run of spaces to its end from every space of it: a row of 60,000 spaces held the CLI 35 s (twenty-third round)
+_BAR = lazy(r"\s\d{1,3}%\|")
 _OF = lazy(r"(?P<n>\d+)/\d+$")
 _NUMBER = lazy(r"\d+(?:\.\d+)?$")
 _MEM_UNITS = {"G": 1024.0, "M": 1.0}
@@ -81,7 +83,8 @@ def row(head: Header, line: str) -> tuple[dict[str, float], float | None, float 
     A row may end in its progress bar (Ultralytics' `  1/1000  17.2G  1.23  nan  0.9  55  640: 100%|###| 4/4 [...]`):
     the bar is cut off, and `1/1000` in the epoch column is epoch 1 of 1000."""
     if (bar := _BAR.search(line)) is not None:
-        line = line[: bar.start()]
+        line = line[: bar.start()].rstrip()
+        line = line.removesuffix(":")
     cells = _split(line, head.sep)
     if len(cells) != len(head.keys):
         return None
