@@ -23,6 +23,7 @@ import sys
 import textwrap
 
 import pytest
+from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 from ml_skills.engine.read.metrics import parse_line
 
 from tests.engine.batchcase import case, run_script, verdict
@@ -202,3 +203,29 @@ def test_a_kill_long_after_the_last_step_ended_a_stall(tmp_path):
     text = log.read_text()
     assert "step 300/600" in text and "Received SIGTERM" in text
     assert verdict(log) == ("stalled", "hung")
+
+
+SHORT_SCHEDULE = """
+    import torch
+    torch.manual_seed(0)
+    model = torch.nn.Linear(8, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    # the schedule's length is one epoch (50 steps) in a 1,000-step run: the rate is 0 from step 50 on
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1 - s / 50))
+    w = torch.randn(8, 1)
+    for step in range(1, 1001):
+        x = torch.randn(32, 8)
+        loss = torch.nn.functional.mse_loss(model(x), x @ w)
+        opt.zero_grad(); loss.backward(); opt.step(); sched.step()
+        if step % 10 == 0:
+            print(f"step {step}/1000 | loss {loss.item():.4f} | lr {sched.get_last_lr()[0]:.3e}", flush=True)
+"""
+
+
+def test_a_learning_rate_at_zero_is_cited_from_where_it_reached_zero(tmp_path):
+    """The tenth user trial's case04 (a decay set to one epoch of a 10,000-step run) was cited 'at each of the last 3
+    logs from step 9998': the onset and the share of the run are what a reader needs (issue 13, behaviour 8)."""
+    log = run_script(tmp_path, SHORT_SCHEDULE, check=True)
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    lr = next(a for a in d.anomalies if a.kind.value == "learning-rate-zero")
+    assert lr.step == 50 and "from step 50" in lr.detail and "95% of the run's 1000 steps" in lr.detail, lr.detail

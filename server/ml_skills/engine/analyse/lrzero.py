@@ -7,7 +7,7 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from ml_skills.engine.analyse.points import at, finite
+from ml_skills.engine.analyse.points import at, finite, fmt, trailing_run
 from ml_skills.models import Anomaly, AnomalyKind, FailureClass, MetricPoint, Severity
 
 LR_ZERO_LOGS = 3  # logs in a row, the run's last, with a learning rate of exactly 0
@@ -54,11 +54,16 @@ def learning_rate_zero(points: Sequence[MetricPoint]) -> Anomaly | None:
         return None  # the log's first lr logs, near the run's start: a warm-up from 0 prints these
     if _loss_still_falls(points, lrs):
         return None  # 'lr:0.00000' rounds a rate below the print's precision: the loss it moves says it is not 0
-    first = tail[0][0]
+    run = trailing_run(lrs)  # from where it reached 0: the onset, not the last logs (the points kept may be thinned)
+    first, last = run[0][0], run[-1][0]
+    span = ""
+    if first.step is not None and last.step and last.step > first.step:
+        span = f", {100 * (last.step - first.step) / last.step:.0f}% of the run's {fmt(last.step)} steps"
     return Anomaly(
         kind=AnomalyKind.LR_ZERO, failure_class=FailureClass.CONFIG_ERROR, severity=Severity.SIGNIFICANT,
         source=first.source, line_no=first.line_no, step=first.step,
-        detail=(f"learning rate 0 at each of the last {len(tail)} logs from {at(first)} (line {first.line_no}): the "
-                "optimizer does not move the weights, so nothing trains - the configured rate, its scaling by the batch "
-                "size or accumulation steps, or a schedule stepped past its end set it to 0"),
+        detail=(f"learning rate 0 at each of the last {len(run)} logs, from {at(first)} (line {first.line_no}) to the end"
+                f"{span}: the optimizer does not move the weights, so nothing trains - the configured rate, its scaling "
+                "by the batch size or accumulation steps, or a schedule whose length is shorter than the run (its "
+                "total or decay steps against the run's max steps) set it to 0"),
     )
