@@ -2,6 +2,9 @@
 # Regenerate the torchrun (gloo, CPU) cases. Usage: run_dist.sh CASE (01 06 07 08), OUT=/tmp/trial10
 set -u
 GEN=${GEN:-$(cd "$(dirname "$0")" && pwd)}
+# common.py, prepare_data.py and metrics_server.py are trial 8's, unchanged: shared, not copied
+T8=$(cd "$GEN/../../user_trial8/gen" && pwd)
+export PYTHONPATH="$T8${PYTHONPATH:+:$PYTHONPATH}"
 OUT=${OUT:-/tmp/trial10}
 WORK=${WORK:-/tmp/t10work}
 case "$1" in
@@ -11,7 +14,7 @@ case "$1" in
      # (DefaultCPUAllocator: can't allocate memory) at an eval thousands of steps in; rank 0 dies, its peers fail
      # in their next collective; torchrun tears down.
     d=$WORK/c01; rm -rf $d; mkdir -p $d $OUT/case01 && cd $d
-    python $GEN/prepare_data.py --kind shards --out $d/data --shards 3 --rows 12000 --seed 11
+    python $T8/prepare_data.py --kind shards --out $d/data --shards 3 --rows 12000 --seed 11
     prlimit --as=$((1600*1024*1024)) torchrun --nproc-per-node 3 --tee 3 $GEN/dist_train.py --data $d/data \
         --epochs 4 --batch 16 --workers 0 --timeout 120 --eval-every 200 --calib-rows 1536 --debug-grads \
         > $OUT/case01/train.log 2>&1
@@ -21,7 +24,7 @@ case "$1" in
      # rank-dependent, so at the first eval where one rank improves and another does not, the ranks call
      # different collectives (all_gather vs the DDP gradient allreduce of the next step): gloo error / timeout.
     d=$WORK/c06; rm -rf $d; mkdir -p $d $OUT/case06 && cd $d
-    python $GEN/prepare_data.py --kind shards --out $d/data --shards 3 --rows 12000 --seed 66
+    python $T8/prepare_data.py --kind shards --out $d/data --shards 3 --rows 12000 --seed 66
     torchrun --nproc-per-node 3 --log-dir $OUT/case06/logs -r 3 $GEN/dist_train.py --data $d/data --epochs 3 \
         --batch 16 --timeout 90 --eval-every 200 --track-best --debug-grads > $OUT/case06/launcher.log 2>&1
     echo "exit $?" ;;
@@ -30,8 +33,8 @@ case "$1" in
      # ConnectionRefusedError tracebacks, dies after 3 attempts and is restarted; shard 1 holds 48 random rows:
      # 3 'loss spike' warnings (batch kept); the run completes.
     d=$WORK/c07; rm -rf $d; mkdir -p $d $OUT/case07 && cd $d
-    python $GEN/prepare_data.py --kind shards --out $d/data --shards 2 --rows 8000 --seed 77 --noise 1:3000:48
-    ( sleep 25; exec python $GEN/metrics_server.py 18777 ) > $d/server.log 2>&1 & srv=$!
+    python $T8/prepare_data.py --kind shards --out $d/data --shards 2 --rows 8000 --seed 77 --noise 1:3000:48
+    ( sleep 25; exec python $T8/metrics_server.py 18777 ) > $d/server.log 2>&1 & srv=$!
     torchrun --nproc-per-node 2 $GEN/dist_train.py --data $d/data --epochs 5 --batch 16 --timeout 300 \
         --eval-every 250 --amp --tracker-url http://127.0.0.1:18777/api/v1/metrics --spike-warn 1.6 \
         --debug-grads > $OUT/case07/train.log 2>&1
@@ -41,8 +44,8 @@ case "$1" in
      # beyond the 256-row embedding: IndexError 'index out of range in self' in rank 1's forward; rank 0 fails in the
      # allreduce; torchrun tears down.
     d=$WORK/c08; rm -rf $d; mkdir -p $d $OUT/case08 && cd $d
-    python $GEN/prepare_data.py --kind shards --out $d/data --shards 4 --rows 24000 --seed 88
-    python $GEN/prepare_data.py --kind shards --out $d/newtok --shards 4 --rows 24000 --seed 89 --vocab 264
+    python $T8/prepare_data.py --kind shards --out $d/data --shards 4 --rows 24000 --seed 88
+    python $T8/prepare_data.py --kind shards --out $d/newtok --shards 4 --rows 24000 --seed 89 --vocab 264
     cp $d/newtok/train-00003-of-00004.npy $d/data/train-00003-of-00004.npy; rm -r $d/newtok
     torchrun --nproc-per-node 2 --tee 3 $GEN/dist_train.py --data $d/data --epochs 2 --batch 16 --timeout 120 \
         --eval-every 500 --debug-grads > $OUT/case08/train.log 2>&1

@@ -2,6 +2,9 @@
 # Regenerate the single-process cases. Usage: run_single.sh CASE (02 03 04 05), OUT=/tmp/trial10
 set -u
 GEN=${GEN:-$(cd "$(dirname "$0")" && pwd)}
+# common.py, prepare_data.py and metrics_server.py are trial 8's, unchanged: shared, not copied
+T8=$(cd "$GEN/../../user_trial8/gen" && pwd)
+export PYTHONPATH="$T8${PYTHONPATH:+:$PYTHONPATH}"
 OUT=${OUT:-/tmp/trial10}
 WORK=${WORK:-/tmp/t10work}
 case "$1" in
@@ -29,7 +32,7 @@ case "$1" in
      # steps): the lr reaches 0 at step 500 (5%), the loss stays where it was (far from converged: ~3.5 where the
      # chain allows ~2.2) for the remaining 9500 steps; completes.
     d=$WORK/c04; rm -rf $d; mkdir -p $d $OUT/case04 && cd $d
-    python $GEN/prepare_data.py --kind array --out $d/data/train.npy --rows 8000 --seed 44 \
+    python $T8/prepare_data.py --kind array --out $d/data/train.npy --rows 8000 --seed 44 \
         --eval-out $d/data/valid.npy --eval-rows 2048
     python $GEN/train.py --train-file $d/data/train.npy --eval-file $d/data/valid.npy --epochs 20 --batch 16 \
         --shuffle --schedule linear --warmup 100 --lr 5e-4 --workers 2 --eval-every 500 --ckpt-every 2500 \
@@ -39,7 +42,7 @@ case "$1" in
      # train-00007-of-00012.npy is a named pipe (a streaming download that never started): worker 1 blocks in
      # open() after ~3000 steps, the main process waits for its batch forever; `timeout 240` ends it with SIGTERM.
     d=$WORK/c05; rm -rf $d; mkdir -p $d $OUT/case05 && cd $d
-    python $GEN/prepare_data.py --kind shards --out $d/data --shards 12 --rows 8000 --seed 55
+    python $T8/prepare_data.py --kind shards --out $d/data --shards 12 --rows 8000 --seed 55
     rm $d/data/train-00007-of-00012.npy; mkfifo $d/data/train-00007-of-00012.npy
     timeout 240 python $GEN/train.py --shard-dir $d/data --shard-rows 8000 --epochs 1 --batch 16 --workers 2 \
         --eval-every 500 --ckpt-every 1000 --debug-grads > $OUT/case05/train.log 2>&1
