@@ -6,11 +6,13 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client, StdioServerParameters, types
 
@@ -106,3 +108,19 @@ def answers(srv: Server, calls: list[tuple[str, dict[str, Any]]]) -> list[str]:
 
     anyio.run(go)
     return shown
+
+
+def timed_calls(srv: Server, calls: list[tuple[str, dict]], limit: float) -> list[tuple[bool, str, float]]:
+    """Each call's (is_error, text and structured answer, seconds), each held to `limit` seconds by the client."""
+    got: list[tuple[bool, str, float]] = []
+
+    async def go() -> None:
+        async with srv.client() as client:
+            for name, args in calls:
+                t = time.monotonic()
+                with anyio.fail_after(limit):
+                    res = await client.call_tool(name, args)
+                got.append((bool(res.is_error), text(res) + json.dumps(res.structured_content or {}), time.monotonic() - t))
+
+    anyio.run(go)
+    return got

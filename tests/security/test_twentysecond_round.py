@@ -9,7 +9,6 @@ CLI in a child process, with real files; each failed on the code before its fix 
 
 from __future__ import annotations
 
-import json
 import random
 import string
 import subprocess
@@ -17,10 +16,9 @@ import sys
 import time
 from pathlib import Path
 
-import anyio
 import pytest
 
-from tests.mcp.conftest import Server, text
+from tests.mcp.conftest import Server, timed_calls
 
 pytestmark = pytest.mark.slow  # real child processes and servers
 
@@ -33,21 +31,6 @@ def _cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedPro
     return subprocess.run([sys.executable, "-m", "ml_skills.cli", *args], check=False, capture_output=True, text=True, cwd=cwd,
                           timeout=timeout)
 
-
-def _timed_calls(srv: Server, calls: list[tuple[str, dict]], limit: float) -> list[tuple[bool, str, float]]:
-    """Each call's (is_error, text and structured answer, seconds), each held to `limit` seconds by the client."""
-    got: list[tuple[bool, str, float]] = []
-
-    async def go() -> None:
-        async with srv.client() as c:
-            for name, args in calls:
-                t = time.monotonic()
-                with anyio.fail_after(limit):
-                    res = await c.call_tool(name, args)
-                got.append((bool(res.is_error), text(res) + json.dumps(res.structured_content or {}), time.monotonic() - t))
-
-    anyio.run(go)
-    return got
 
 
 def _keras_under_blank_lines(path: Path, bars: int) -> None:
@@ -73,7 +56,7 @@ def test_a_run_of_blank_lines_under_keras_bars_never_holds_the_cli_or_scan_log(t
     assert time.monotonic() - t < 60
     srv = Server(tmp_path, roots=[tmp_path])
     try:
-        got = _timed_calls(srv, [("scan_log", {"path": str(log)}), ("diagnose", {"target": str(log)})], limit=60)
+        got = timed_calls(srv, [("scan_log", {"path": str(log)}), ("diagnose", {"target": str(log)})], limit=60)
     except TimeoutError:
         pytest.fail("scan_log or diagnose gave no answer within 60 s")
     for err, body, took in got:
@@ -110,7 +93,7 @@ def test_closing_lines_padded_with_spaces_never_hold_the_diagnosis(tmp_path: Pat
         took[log] = time.monotonic() - t
     assert took[hostile] < 4 * took[control] + 10, took
     srv = Server(tmp_path, roots=[tmp_path])
-    err, body, _ = _timed_calls(srv, [("diagnose", {"target": str(hostile)})], limit=60)[0]
+    err, body, _ = timed_calls(srv, [("diagnose", {"target": str(hostile)})], limit=60)[0]
     assert not err, body[:500]
 
 
@@ -143,7 +126,7 @@ def test_an_authorization_key_an_az_login_setx_rs_assignment_and_a_token_user_ne
     log.write_text("\n".join([*lines, "step 1 loss 2.0", "step 2 loss nan", "Traceback (most recent call last):",
                               '  File "train.py", line 9, in <module>', "FloatingPointError: loss is nan", ""]))
     srv = Server(tmp_path, roots=[tmp_path])
-    got = _timed_calls(srv, [("read_log_tail", {"path": str(log), "lines": 50}),
+    got = timed_calls(srv, [("read_log_tail", {"path": str(log), "lines": 50}),
                              ("grep_log", {"path": str(log), "pattern": "uthoriz|login|setx|<-|://"}),
                              ("diagnose", {"target": str(log), "detail": ["evidence", "excerpt"]})], limit=120)
     needles = [s[:12] for s in SECRETS] + [HEX_TOKEN[:12]]

@@ -18,10 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-import anyio
 import pytest
 
-from tests.mcp.conftest import Server, text
+from tests.mcp.conftest import Server, timed_calls
 
 pytestmark = pytest.mark.slow  # real child processes and servers
 
@@ -38,21 +37,6 @@ def _cli(*args: str, cwd: Path, timeout: float = 300, env: dict[str, str] | None
     return subprocess.run([sys.executable, "-m", "ml_skills.cli", *args], check=False, capture_output=True, text=True, cwd=cwd,
                           timeout=timeout, env={**os.environ, **(env or {})}, preexec_fn=_memory_cap)
 
-
-def _timed_calls(srv: Server, calls: list[tuple[str, dict]], limit: float) -> list[tuple[bool, str, float]]:
-    """Each call's (is_error, text and structured answer, seconds), each held to `limit` seconds by the client."""
-    got: list[tuple[bool, str, float]] = []
-
-    async def go() -> None:
-        async with srv.client() as c:
-            for name, args in calls:
-                t = time.monotonic()
-                with anyio.fail_after(limit):
-                    res = await c.call_tool(name, args)
-                got.append((bool(res.is_error), text(res) + json.dumps(res.structured_content or {}), time.monotonic() - t))
-
-    anyio.run(go)
-    return got
 
 
 def test_a_row_of_spaces_under_an_ultralytics_header_never_holds_the_cli_or_scan_log(tmp_path: Path) -> None:
@@ -74,7 +58,7 @@ def test_a_row_of_spaces_under_an_ultralytics_header_never_holds_the_cli_or_scan
     assert json.loads(proc.stdout)["run_status"]  # a verdict, not only an exit code
     srv = Server(tmp_path, roots=[tmp_path])
     try:
-        got = _timed_calls(srv, [("scan_log", {"path": str(log)}), ("diagnose", {"target": str(log)})], limit=60)
+        got = timed_calls(srv, [("scan_log", {"path": str(log)}), ("diagnose", {"target": str(log)})], limit=60)
     except TimeoutError:
         pytest.fail("scan_log or diagnose gave no answer within 60 s")
     for err, body, took in got:
@@ -172,7 +156,7 @@ def test_a_long_run_of_spaces_after_a_loss_name_or_a_counter_never_holds_a_small
     assert max(took["smoothl1"], took["counter"]) < 4 * took["control"] + 10, took
     srv = Server(tmp_path, roots=[tmp_path])
     try:  # a fresh server's first call on a small log reads it with `re` too
-        got = _timed_calls(srv, [("scan_log", {"path": str(tmp_path / "smoothl1" / "train.log")})], limit=60)
+        got = timed_calls(srv, [("scan_log", {"path": str(tmp_path / "smoothl1" / "train.log")})], limit=60)
     except TimeoutError:
         pytest.fail("scan_log gave no answer within 60 s")
     assert not got[0][0] and got[0][2] < 40, got[0][1][:500]
@@ -197,7 +181,7 @@ def test_a_counter_or_score_name_before_a_run_of_spaces_never_holds_the_tail_rea
     assert time.monotonic() - t < 30
     srv = Server(tmp_path, roots=[tmp_path])
     try:
-        got = _timed_calls(srv, [("diagnose", {"target": str(log)})], limit=60)
+        got = timed_calls(srv, [("diagnose", {"target": str(log)})], limit=60)
     except TimeoutError:
         pytest.fail("diagnose gave no answer within 60 s")
     assert not got[0][0] and got[0][2] < 40, got[0][1][:500]
