@@ -254,7 +254,7 @@ _NAMES: dict[str, list[str]] = {
     "g_loss": ["g_loss", "loss_g", "gen_loss", "generator_loss", "loss_gen", "loss_generator", "lossg", "errg", "g_loss_total"],
     "d_loss": ["d_loss", "loss_d", "dis_loss", "disc_loss", "discriminator_loss", "loss_dis", "loss_disc", "loss_discriminator",
                "lossd", "errd", "d_loss_total"],
-    # a detector's box-regression loss (engine/analyse/frozen.box_loss_zero): summed over proposals matched to a box
+    # a detector's box-regression loss (engine/analyse/boxloss.py): summed over proposals matched to a box
     "box_loss": ["loss_bbox", "loss_rpn_bbox", "box_loss", "bbox_loss", "loss_box_reg", "loss_rpn_box_reg", "loss_giou",
                  "loss_iou", "train/box_loss", "iou_loss", "reg_loss"],
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
+from ml_skills.engine.analyse.boxloss import box_loss_zero
 from ml_skills.engine.analyse.divergence import (
     accuracy_collapse,
     loss_absurd,
@@ -18,7 +19,6 @@ from ml_skills.engine.analyse.divergence import (
     loss_unbounded,
 )
 from ml_skills.engine.analyse.frozen import (
-    box_loss_zero,
     loss_collapsed,
     loss_frozen,
     loss_replayed,

@@ -9,8 +9,7 @@ from __future__ import annotations
 from functools import cache
 
 from ml_skills.catalog.loader import signatures
-from ml_skills.engine.analyse.stops import ends_in_traceback
-from ml_skills.engine.classify.signals import MIN_PRIMARY, ROLE_W, SEV_W, SURVIVED, WARNING_DAMP, Signal
+from ml_skills.engine.classify.signals import MIN_PRIMARY, ROLE_W, SEV_W, SURVIVED, Signal
 from ml_skills.engine.classify.terminal import last_progress_line
 from ml_skills.lazyre import lazy
 from ml_skills.models import FailureClass, LogEvidence, Role, Severity
@@ -268,7 +267,7 @@ def native_crash_at_exit(signals: list[Signal], logs: list[LogEvidence]) -> None
     # a native abort right below the exception ('terminate called without an active exception': C++ threads torn down as
     # the interpreter exits) is that process's exit, and the launcher's 'exitcode: -6 (SIGABRT)' for it reports the same
     # exit: hints, however many lines repeat it (a rank's shape error, then its abort, then torchrun's summary)
-    aborts = [g for g in signals if g.label == "abort-native" and g.line_no is not None and not g.survived]
+    aborts = [g for g in signals if g.label == NATIVE_ABORT and g.line_no is not None and not g.survived]
     first = min(aborts, key=lambda g: g.line_no or 0, default=None)
     if first is not None and any(o.source == first.source and 0 < (first.line_no or 0) - (o.line_no or 0) <= TEARDOWN_LINES
                                  and not (o.line_no or 0) < (last.get(first.source) or 0) < (first.line_no or 0) for o in own):
@@ -315,16 +314,6 @@ def lead_the_ending(signals: list[Signal], logs: list[LogEvidence]) -> None:
             max(ends, key=lambda s: (s.weight, -(s.line_no or 0))).weight *= 1.3
 
 
-def damp_warnings(signals: list[Signal]) -> None:
-    """Warnings yield to an ending: when a line that is no warning and was not survived (a scheduler's kill, an
-    exception, a signal) is there, lines logged as warnings (however many: a compiler warning repeated per graph
-    break) cannot outrank it."""
-    if any(s.kind in ("signature", "traceback") and s.role is not Role.HINT and not s.warning and not s.survived for s in signals):
-        for s in signals:
-            if s.warning:
-                s.weight *= WARNING_DAMP
-
-
 def external_kill(signals: list[Signal], logs: list[LogEvidence]) -> list[str]:
     """Exit 137 with flat memory is an external SIGKILL, not an OOM: the kill itself is then the failure (a
     scheduler, a preemption, a watchdog or a person), so it becomes a process-crash cause. Returns the notes."""
@@ -343,38 +332,3 @@ def external_kill(signals: list[Signal], logs: list[LogEvidence]) -> list[str]:
             s.text += f" ({why})"
             notes.append(f"SIGKILL without memory pressure: {why}")
     return notes
-
-
-_WARNING_LEVEL = lazy(r"\bWARN(?:ING)?\b|\] W |^W\d{4} ")
-LAST_WORDS = 12  # lines a log may print after a failure warning that still make it the log's last account
-
-
-def _last_words(log: LogEvidence, warning: Signal) -> bool:
-    """The log stops within LAST_WORDS lines of this WARNING-level line (not INFO: a launcher's 'received SIGINT,
-    exiting' is a person's stop) and no progress line came after it."""
-    at = warning.line_no or 0
-    lp = log.trajectory.last_progress
-    return at >= (log.total_lines or 0) - LAST_WORDS and (lp is None or lp.line_no < at) and \
-        _WARNING_LEVEL.search(warning.text) is not None
-
-
-def warning_before_a_lost_error(signals: list[Signal], logs: list[LogEvidence]) -> None:
-    """A log cut inside a traceback, before its exception line, lost the error that ended the run; one that stops a
-    few lines after a failure warning shows no more. When nothing else could name a class, that last failure line
-    logged as a warning, that no training progress
-    followed (fairseq's 'OOM: Ran out of memory ...' then 'attempting to recover from OOM' and the traceback; PyTorch's
-    'None of the inputs have requires_grad=True' then the trainer's), is the nearest account of that error: it is
-    named, with the capped confidence of a verdict that rests on where the log stops."""
-    if any(not s.warning and not s.survived and s.role is not Role.HINT and s.kind != "stop" and s.weight >= MIN_PRIMARY
-           for s in signals):
-        return
-    for log in logs:
-        near = [s for s in signals if s.source == log.source and s.kind == "signature" and s.warning and not s.survived
-                and s.role is Role.CAUSE and s.line_no is not None]
-        if not near:
-            continue
-        last = max(near, key=lambda s: s.line_no or 0)
-        # or the log stops within a few lines of it, with no progress after (fairseq's OOM warning and the memory
-        # summary it prints, then nothing): the warning is the last thing the run said
-        if ends_in_traceback(log) or _last_words(log, last):
-            last.weight, last.inferred = max(last.weight, MIN_PRIMARY), True

@@ -31,4 +31,4 @@ class Signal:
     role: Role
     survived: bool = False
     warning: bool = False
-    inferred: bool = False  # named for an ending the log lost (cascades.warning_before_a_lost_error): confidence capped
+    inferred: bool = False  # named for an ending the log lost (warninglines.warning_before_a_lost_error): confidence capped

@@ -275,7 +275,7 @@ def insufficient_evidence(cls: Classification, logs: list[LogEvidence], sources:
     if own and all(s.kind == "stop" and s.label.startswith(CUT_IN_CALL) for s in own) and (cut := _cut_in_traceback(logs)):
         return cut  # the class is read from where a cut traceback was raised: what was raised is still missing
     if own and max(own, key=lambda s: s.weight).inferred and (cut := _cut_in_traceback(logs)):
-        # the class rests on the warning before the lost traceback (cascades.warning_before_a_lost_error)
+        # the class rests on the warning before the lost traceback (warninglines.warning_before_a_lost_error)
         return f"{cut}; the class is read from the last failure logged before that traceback, a warning no training followed"
     if cls.primary is FailureClass.NCCL_DISTRIBUTED and all(s.role.value != "cause" for s in signals if s.failure_class is cls.primary):
         if collective_desync(logs):  # the ranks' reports are here and disagree: ask for what each rank issued

@@ -18,7 +18,6 @@ from ml_skills.engine.classify import ruled as losing
 from ml_skills.engine.classify.cascades import (
     after_the_teardown,
     anomalies_below_the_ending,
-    damp_warnings,
     external_kill,
     generic_after_specific,
     generic_signatures,
@@ -29,13 +28,13 @@ from ml_skills.engine.classify.cascades import (
     peers_follow_a_death,
     stall_before_a_stop,
     stopped_going_nowhere,
-    warning_before_a_lost_error,
 )
 from ml_skills.engine.classify.collect import collect_signals
 from ml_skills.engine.classify.confidence import confidence as verdict_confidence
 from ml_skills.engine.classify.confidence import evidence_kind
 from ml_skills.engine.classify.signals import MIN_PRIMARY, Signal
 from ml_skills.engine.classify.terminal import clean_retry_start, progress_after
+from ml_skills.engine.classify.warninglines import damp_warnings, warning_before_a_lost_error
 from ml_skills.models import Classification, FailureClass, LineRef, LogEvidence, Role, RuledOut, SourceEvidence
 
 CONFUSABLE: dict[FailureClass, list[FailureClass]] = {
