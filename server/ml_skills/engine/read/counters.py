@@ -42,6 +42,7 @@ KERAS_BAR = lazy(r"^\s*(?P<i>\d+)/(?P<n>\d+) \[[=>.]")
 # time, found by the literal 'poch' (a run of blank lines cost nothing: twenty-second round).
 EPOCH_HEAD = lazy(r"^(?:[^\n]{0,120}?[\s\[|:=#*>(-])?epoch\s*:?\s*\[?\s*(?P<e>\d+)\s*(?:(?:/|of)\s*(?P<n>\d+)\s*)?\]?[\s:=*#|>)\-]*$")
 HEAD_WINDOW = 65536  # how far above a metric line its epoch header is looked for
+HEAD_TAIL = 100  # the most a header line may go on after its 'poch' ('Epoch 1/20]' and a rule of separators)
 
 
 class EpochHeads:
@@ -60,7 +61,8 @@ class EpochHeads:
             s = chunk.rfind(b"\n", 0, at) + 1
             e = chunk.find(b"\n", at)
             e = len(chunk) if e < 0 else e
-            if e <= end and (m := EPOCH_HEAD.match(bytes(chunk[s:e]).decode("utf-8", "replace").lower())) is not None \
+            # a header ends within a few separators of its counter: a longer rest is the epoch's own line (not read here)
+            if e <= end and e - at <= HEAD_TAIL and (m := EPOCH_HEAD.match(bytes(chunk[s:e]).decode("utf-8", "replace").lower())) is not None \
                     and (self.last is None or s >= self.last[0]):
                 self.last = (s, float(m["e"]))
             at = chunk.find(word, e, end)
