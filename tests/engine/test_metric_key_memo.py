@@ -19,7 +19,7 @@ def reference(line: str, found: Found) -> None:
     for m in metric_formats._PAIR.finditer(line):
         key = m["key"].lower().strip()
         try:
-            val = float(m["val"])
+            val = metric_formats._num(m["val"])  # the value as the formats read it (a zero-padded NaN too)
         except ValueError:
             continue
         if key in STEP_KEYS or key.replace(" ", "_") in STEP_KEYS:

@@ -29,7 +29,7 @@ _DIGITS = "0123456789"
 BLIND = {
     "pair": metric_formats._PAIR, "tqdm": metric_formats._TQDM, "count-accuracy": metric_formats._COUNT_ACC,
     "segment": metric_formats._SEGMENT, "loss-word": metric_formats._WORD_NUM, "named-number": metric_formats._NAMED_NUM,
-    "step-word": metric_formats._SPACE_PAIR, "megatron": metric_formats._MEGATRON_ITER,
+    "step-word": metric_formats._SPACE_PAIR, "megatron": metric_formats._MEGATRON_ITER, "lr-to": metric_formats._LR_TO,
     "first-metric": metric_keys._FIRST_METRIC, "eval-label": metric_keys._EVAL_LABEL, "train-label": metric_keys._TRAIN_LABEL,
     "epoch-iteration": counters._EPOCH_ITER, "epoch-iteration-lower": counters._EPOCH_ITER_LOWER, "rank": metric_lines._RANK,
 }

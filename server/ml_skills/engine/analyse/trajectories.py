@@ -31,6 +31,7 @@ from ml_skills.engine.analyse.nanonset import PRECURSOR_WORDS, nan_onset
 from ml_skills.engine.analyse.points import finite as _finite
 from ml_skills.engine.analyse.points import fmt as _fmt
 from ml_skills.engine.analyse.points import since_counter_reset
+from ml_skills.engine.analyse.stillpredictions import predictions_still
 from ml_skills.engine.analyse.trainval import train_val
 from ml_skills.models import (
     Anomaly,
@@ -174,8 +175,9 @@ def _detect(points: Sequence[MetricPoint], exact_nan: MetricPoint | None, exact_
     if nan:
         anomalies.append(nan)
     run = since_counter_reset(points)  # a rise is read within the last run the counters show, not across a relaunch
-    blowup = None if nan else (loss_blowup(run) or loss_jump(run) or loss_absurd(run) or loss_unbounded(run) or loss_frozen(points) or loss_zero(points) or box_loss_zero(points) or loss_collapsed(points) or loss_replayed(points)
-                               or learning_rate_zero(points) or predicting_the_prior(points) or adversaries_stuck(run))
+    blowup = None if nan else (loss_blowup(run) or loss_jump(run) or loss_absurd(run) or loss_unbounded(run) or learning_rate_zero(points) or loss_frozen(points) or loss_zero(points) or box_loss_zero(points) or loss_collapsed(points) or loss_replayed(points)
+                               or predicting_the_prior(points) or predictions_still(points)
+                               or adversaries_stuck(run))
     # a grad-norm jump just before the NaN is the NaN's precursor, cited in its finding with its numbers: one event,
     # not a second failure competing with it (the same history gives the same answer from a log or a tracker)
     spike = None if nan is not None and PRECURSOR_WORDS in nan.detail else _grad_spike(points, exact_grad_max)

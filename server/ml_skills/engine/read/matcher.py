@@ -54,6 +54,7 @@ def line_safe(pattern: str) -> str:
     out: list[str] = []
     i, n = 0, len(pattern)
     in_class = False
+    opener = -1  # where in `out` the open class's '[' stands: a ']' right after it is one of the class's
     while (m := _SPECIAL.search(pattern, i)) is not None:
         j = m.start()
         if j > i:
@@ -68,13 +69,14 @@ def line_safe(pattern: str) -> str:
                 continue
         elif c == "[":
             if not in_class:
-                in_class = True
+                in_class, opener = True, len(out)
                 if pattern[i : i + 1] == "^":
                     out.append("[^\\n")
                     i += 1
                     continue
         elif c == "]":
-            if in_class and out and not out[-1].endswith("["):  # a ']' right after the '[' is one of the class's
+            # a ']' right after the '[' (or '[^') is one of the class's; after an escaped '\[' it closes the class
+            if in_class and len(out) > opener + 1:
                 in_class = False
         elif not in_class:  # '.'
             out.append("[^\\n]")

@@ -18,7 +18,9 @@ from ml_skills.lazyre import lazy
 from ml_skills.models import EPOCH_KEYS, STEP_KEYS, canonical
 from ml_skills.safety import untrusted_json
 
-_NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|-?Infinity|inf|Inf|INF|-inf|-Inf)"
+# a non-finite value may be zero-padded (Python's '{:07.3f}' of NaN prints '0000nan') or carry a '.0' ('nan.0'): either
+# is read as the NaN it is, never as the padding's 0 (digits as such, not zeros: a memo site's pattern names no digit)
+_NUM = r"[-+]?(?:\d*(?:nan|NaN|NAN|inf|Inf|INF)(?:\.\d+)?(?![\w.])|\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|-?Infinity|inf|Inf|INF|-inf|-Inf)"
 _PAIR = lazy(
     r"(?:^|[\s|,;{(\[-])['\"]?(?P<key>[A-Za-z_][\w/.\-]*(?: [A-Za-z_][\w/]*){0,2}(?: \([a-z]+\))?)['\"]?\s*(?:(?:::?|=)\s*)\[?(?:tensor\()?(?P<val>" + _NUM + r")(?=[\s,|;}\])%a-zA-Z]|:\s|:$|$)"
 )
@@ -41,7 +43,13 @@ def _is_word(ch: str) -> bool:
 
 
 def _num(text: str) -> float:
-    return float(text)
+    try:
+        return float(text)
+    except ValueError:
+        bare = text.lstrip("+-").lstrip("0123456789").split(".")[0]  # '0000nan', 'nan.0'
+        if bare.lower() not in ("nan", "inf"):
+            raise
+        return float(("-" if text.startswith("-") else "") + bare)
 
 
 # A format's parser reads `line` (and `low`, the line lower-cased) into `found`; it returns True when the line is
@@ -234,6 +242,25 @@ def _loss_words(line: str, low: str, found: Found) -> bool:
             continue  # not a word of its own (`val_loss 0.3` is _NAMED_NUM's)
         c = next((c for w, c in WORD_BEFORE.items() if low.endswith(w, 0, s) and (s == len(w) or not _is_word(low[s - len(w) - 1]))), "loss")
         found.values.setdefault(c, _num(low[vs:ve]))
+    return False
+
+
+# a schedule's own report of the rate it set: 'Updating learning rate to 1.68e-24' (Time-Series-Library's
+# adjust_learning_rate), 'lr changed to 0.001', 'learning rate reduced to 1e-05'
+_LR_TO = lazy(r"(?:learning[ _]rate|(?<![\w])lr)\s+(?:(?:changed|set|updated|adjusted|decayed|reduced|dropped|decreased|increased)\s+)?to:?\s+(?P<val>"
+              + _NUM.lower() + r")(?!\w|\.\d)")
+
+
+def _lr_to_spans(low: str) -> tuple[tuple[int, int], ...]:
+    return tuple(m.span("val") for m in _LR_TO.finditer(low))
+
+
+@_format("lr-to")
+def _lr_set_to(line: str, low: str, found: Found) -> bool:
+    """A learning rate announced as set to a value."""
+    if "to" in low:
+        for vs, ve in found.spans("lr-to", _lr_to_spans, low):
+            found.values.setdefault("lr", _num(low[vs:ve]))
     return False
 
 

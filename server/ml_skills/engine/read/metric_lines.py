@@ -21,8 +21,10 @@ _LOSS = lazy(rb"(?i)loss")
 # an accuracy printed on a line of its own, without a loss (MXNet's `Epoch[3] Train-accuracy=0.92` and
 # `Validation-accuracy=0.51`, hand-written loops), or a perplexity or cross-entropy that stands for the loss (OpenNMT's
 # `acc: 0.19; ppl: 12.5; xent: 2.52`, `PPL 35.2`, `Validation perplexity: 35.1`), or a boosting round's score or error
-# (`[7]\tvalidation_0-rmse:0.41`, `valid_0's l2: 0.3`): read on logs whose every metric line is parsed
-_ACCURACY = lazy(rb"(?i)accuracy\s*[=:]|\b(?:ppl|perplexity|xent)\b|(?:'s |-)(?:auc|r?mse|mae|rmsle|mape|l[12]|huber|m?error)\s*:")
+# (`[7]\tvalidation_0-rmse:0.41`, `valid_0's l2: 0.3`), or a schedule's 'Updating learning rate to 1.68e-24': read on logs
+# whose every metric line is parsed
+_ACCURACY = lazy(rb"(?i)accuracy\s*[=:]|\b(?:ppl|perplexity|xent)\b|(?:'s |-)(?:auc|r?mse|mae|rmsle|mape|l[12]|huber|m?error)\s*:"
+                 rb"|(?:learning[ _]rate|\blr)\s+(?:[a-z]+\s+)?to:?\s+[-+.\d]")
 
 
 def line_bounds(chunk: bytes | bytearray, end: int) -> tuple[int, int]:
