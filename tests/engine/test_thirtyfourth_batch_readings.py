@@ -141,3 +141,31 @@ def test_distributed_runtime_and_device_failures_public_logs():
     assert verdict(case("1623"))[0] == "nccl-distributed"  # OneFlow's TimeoutException in SGD's step after a peer died
     assert verdict(case("1642")) == ("nan-inf", "crashed")  # Coqui's 'NaN loss with decoder_loss', glued to a frame
     assert verdict(case("1638")) == ("nan-inf", "diverged")  # FPO's 'Reward: mean=nan' at every evaluation
+
+
+HILL_CLIMBING = """
+    import random
+    random.seed(3)
+    w, best, noise, scores = 0.0, -1e9, 0.5, []
+    for episode in range(1, 2001):
+        cand = w + random.gauss(0, noise)
+        ret = 1000.0 - 400.0 * abs(cand - 2.0) + random.gauss(0, 5)  # a one-parameter policy's episode return
+        if ret >= best:
+            w, best, noise = cand, ret, max(noise / 2, 0.01)
+        scores.append(ret)
+        avg = sum(scores[-100:]) / len(scores[-100:])
+        if episode % 10 == 0:
+            print(f"Episode {episode:5d}\\tAvg: {avg:7.2f}\\tBestRet: {best:7.2f}\\tNoise: {noise:.4f}")
+        if len(scores) >= 100 and avg >= 990.0:
+            print(f"\\nEnvironment solved in {episode - 100:d} episodes!\\tAverage Score: {avg:.3f}")
+            break
+"""
+
+
+def test_an_rl_loop_that_reached_its_target_completed(tmp_path):
+    """The Udacity DRL projects' closing line ('Environment solved in N episodes!'), printed when the loop breaks on its
+    target score, is the run's planned end (healthy 706 was read as unknown)."""
+    log = run_script(tmp_path, HILL_CLIMBING, check=True)
+    assert "Environment solved in" in log.read_text()
+    assert verdict(log) == (None, "completed")
+    assert verdict(case("706", "healthy")) == (None, "completed")

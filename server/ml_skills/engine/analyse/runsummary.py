@@ -52,6 +52,9 @@ _SUMMARY = lazy(
     # the DeepSpeed launcher's line for each of its processes that returned 0 ('Process 23917 exits successfully.'); one
     # that did not prints 'exits with return code = 1', which no run that ended well prints after its last step
     r"\bprocess \d+ exits successfully\b|"
+    # a reinforcement-learning loop ending at its target score (the Udacity DRL projects' and their many descendants'
+    # 'Environment solved in 245 episodes!\tAverage Score: 13.02', printed when the loop breaks on the target)
+    r"\benvironment solved in \d+ (?:episodes?|iterations?|steps?)\b|"
     # training said to have succeeded as the line's last words (MindSpore's model zoo: 'train success'), and CatBoost's
     # own early stop ('Stopped by overfitting detector  (100 iterations wait)': its planned end by its patience rule)
     r"\btrain(?:ing)? (?:success(?:ful(?:ly)?)?|succeeded)\s*+[.!]*+\s*+$|\bStopped by overfitting detector\b|"
