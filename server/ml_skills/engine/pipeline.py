@@ -18,6 +18,7 @@ from ml_skills import __version__, targets
 from ml_skills.collectors import artifacts as artifact_collector
 from ml_skills.engine import explain
 from ml_skills.engine.analyse import ranks
+from ml_skills.engine.classify.freshstart import resumed_from_scratch
 from ml_skills.engine.classify.status import alive, completed_clean, insufficient_evidence, outlived, run_status
 from ml_skills.engine.classify.verdict import classify
 from ml_skills.engine.plan.commands import diagnostic_commands
@@ -272,6 +273,7 @@ def analyse(req: DiagnoseRequest, ev: Evidence, risk_of: RiskOf = builtin_risk) 
     ranks.keep_silent_rank_open(cls, all_logs, signals)
     framework, fw_source, fw_detail = _framework(req, all_logs, ev.target_kind)
     status = run_status(cls, signals, all_logs, ev.sources)
+    cls, status, signals, fresh = resumed_from_scratch(cls, status, signals, all_logs)
     cls, survived_by = outlived(cls, status, signals, all_logs)
     clean = completed_clean(cls, status, all_logs, ev.sources) or survived_by is not None
     insufficient = None if clean else insufficient_evidence(cls, logs, ev.sources, signals)
@@ -282,7 +284,7 @@ def analyse(req: DiagnoseRequest, ev: Evidence, risk_of: RiskOf = builtin_risk) 
     decision, why = decide(cls, fixes, insufficient, completed_clean=clean)
     root = explain.root_cause(cls, signals, all_logs)
     root.contributing = contributing_facts(cls.primary, facts) + root.contributing
-    if survived_by is not None:
+    if survived_by is not None or fresh:
         root.root = cls.reasons[-1]
     findings = explain.findings(fixes, cls, root)
     if (mf := explain.missing_artifacts(inv, status, cls, all_logs, alive(ev.sources))) is not None:

@@ -36,7 +36,7 @@ KINDS = ("exception-named", "exception-located", "signature", "symptom", "anomal
 ACCURACY: dict[str, float] = {
     "exception-named": 0.83,
     "exception-located": 0.85,
-    "signature": 0.95,
+    "signature": 0.96,
     "symptom": 0.87,
     "anomaly": 0.63,
     "stop": 0.66,  # few dev verdicts rest on a stop alone, once a stop at a sync point is measured apart; stops.py caps it at 0.45
@@ -53,7 +53,7 @@ LABEL_ACCURACY: dict[str, float] = {
     "disk-full": 0.97,
     "illegal-memory-access": 0.94,
     "import-environment-error": 0.97,
-    "loss-blowup": 0.71,
+    "loss-blowup": 0.72,
     "nan-onset": 0.96,
     "nccl-watchdog-timeout": 0.97,
     "oom-killer": 0.97,
@@ -63,7 +63,7 @@ LABEL_ACCURACY: dict[str, float] = {
     "stopped-at-sync-point": 0.47,
     "traceback:exception-in-collective": 0.69,
     "traceback:exception-in-data-loading": 0.82,
-    "traceback:unclassified-exception": 0.81,
+    "traceback:unclassified-exception": 0.79,
     "traceback:value-or-assert": 0.96,
 }
 LABEL_MIN = 8

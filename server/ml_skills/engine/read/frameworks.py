@@ -47,6 +47,9 @@ MARKERS: list[tuple[str, str]] = [
     ("pytorch", r"(torch[/\\._]|\btorch-\d|\b(?:import|from) torch\b|\bTORCH_[A-Z_]+=|(?i:\bpytorch)|/aten/src/|\btorch \d|\bPyTorch\b|torchrun|\[rank\d+\]:|ProcessGroup(NCCL|Gloo)|\bc10d\b|\bc10::|Tried to allocate \d|DataLoader worker (?:process|\(pid)|(?i:caffe2)|(?i:\bgloo\b))"),
     ("tensorflow", r"((?i:tensorflow)|\btf\.(keras|data|function|compat|errors|distribute|config|train|estimator|contrib)\b)"),
     ("tensorflow-startup", r"(cpu_feature_guard|oneDNN custom operations|This TensorFlow binary is optimized|Successfully opened dynamic library|dso_loader|TF-TRT Warning|Unable to register cu(DNN|FFT|BLAS) factory|Could not find cuda drivers)"),
+    # TensorFlow's C++ runtime logging from its own sources: torch_xla and JAX print these too (XLA and TSL came out of
+    # TensorFlow), so beside another framework's marks they are its runtime, not TensorFlow
+    ("tensorflow-runtime", r"\btensorflow/(?:core|compiler|tsl|stream_executor)/[\w/]+\.cc:\d+\]"),
     ("keras", r"(?i)(\bkeras\b|Using TensorFlow backend|\d+/\d+ \[=*[>.]*\] - (ETA: )?\d+m?s|^\d+/\d+ - \d+m?s - |\d+/\d+ (\xe2\x94\x81)+ )"),  # bars of Keras 2 (verbose 1, 2), Keras 3
     ("jax", r"(\bjax|\bflax\b|XlaRuntimeError|\boptax\b|\bJAX|external/xla/|external/org_tensorflow/|\blevanter\.|\bhaliax\b|\bt5x[./])"),  # Levanter, Haliax and T5X are JAX-only
     ("xla", r"\bXLA\b"),
@@ -198,8 +201,12 @@ def _base(counts: dict[str, int], terminal: list[str]) -> str | None:
     named = {b: counts.get(b, 0) for b in BASES if counts.get(b)}
     if counts.get("keras"):
         named["tensorflow"] = named.get("tensorflow", 0) + counts["keras"]
-    if len(named) > 1 and "tensorflow" in named and named["tensorflow"] <= counts.get("tensorflow-startup", 0):
-        del named["tensorflow"]  # start-up lines of TensorFlow imported on the side (by tensorboard, transformers)
+    side = counts.get("tensorflow-startup", 0) + counts.get("tensorflow-runtime", 0)
+    beside = len(named) > 1 or any(counts.get(w) for w in WRAPPERS)  # another framework, or a PyTorch trainer's marks
+    if beside and "tensorflow" in named and named["tensorflow"] <= side:
+        # start-up lines of TensorFlow imported on the side (by tensorboard, transformers), or its C++ runtime's lines
+        # printed by torch_xla or JAX
+        del named["tensorflow"]
     if not named:  # a PyTorch project's own banner or lines (Ultralytics, detectron2, fairseq, mmdet) name its base
         named = {DETAIL[d]: counts[d] for d in DETAIL if counts.get(d) and DETAIL[d] in BASES[:3]}
     if not named and counts.get("xla"):
