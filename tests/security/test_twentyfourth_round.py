@@ -1,0 +1,62 @@
+"""Issue 14's twenty-fourth round: attacks from outside on the code new since the twenty-third (an epoch header on its own
+line numbering the metric lines under it, a GAN's and a detector's stuck losses, warning-level lines as a log's last account,
+a stall read from the log's own clock before a kill, batches 31-33's signatures and readings).
+
+Each test is one family of attacks that broke a claim of docs/security.md, driven through a real MCP client over stdio or the
+CLI in a child process, with real files; each failed on the code before its fix (see docs/security.md, "Twenty-fourth round").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.mcp.conftest import Server, timed_calls
+
+pytestmark = pytest.mark.slow  # real child processes and servers
+
+
+def _memory_cap() -> None:
+    """The child's address space held to 3 GiB: a blow-up ends in MemoryError, not in the machine's OOM killer."""
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+
+def _cli(*args: str, cwd: Path, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The CLI in a child process, with this process's environment (its PYTHONPATH names the code under test)."""
+    return subprocess.run([sys.executable, "-m", "ml_skills.cli", *args], check=False, capture_output=True, text=True, cwd=cwd,
+                          timeout=timeout, env={**os.environ, **(env or {})}, preexec_fn=_memory_cap)
+
+
+def test_epoch_headers_of_spaces_above_metric_lines_never_hold_the_cli_or_scan_log(tmp_path: Path) -> None:
+    """Promise 9: a hostile file gets a verdict in bounded time. A line holding 'epoch' is read as an epoch header on its own
+    line when its rest after 'poch' is at most 100 characters (counters.EpochHeads, for each metric line with no epoch of its
+    own), by `epoch\\s*:?\\s*\\[?\\s*(?P<e>\\d+)\\s*(...)?\\]?[\\s...]*$`, which tried every split of the spaces before the
+    counter among three quantifiers and of those after it between two: 23 ms for one 101-byte line of 'epoch', 47 spaces, '1',
+    47 spaces and a letter. 4,000 of them over metric lines (460 KB) held the CLI past a minute and a half (a 2 MB log, where
+    every metric line is read, about seven minutes), scan_log and diagnose as long."""
+    log = tmp_path / "run" / "train.log"
+    log.parent.mkdir()
+    header = "epoch" + " " * 47 + "1" + " " * 47 + "x\n"
+    log.write_text("".join(f"{header}loss: {2.0 / (i + 1):.4f}\n" for i in range(4000)))
+    t = time.monotonic()
+    try:
+        proc = _cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(tmp_path / "out"), cwd=tmp_path, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("check-failed-run on 4,000 epoch headers of spaces above metric lines (460 KB) ran past 60 s")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert time.monotonic() - t < 30
+    assert json.loads(proc.stdout)["run_status"]  # a verdict, not only an exit code
+    srv = Server(tmp_path, roots=[tmp_path])
+    try:
+        got = timed_calls(srv, [("scan_log", {"path": str(log)}), ("diagnose", {"target": str(log)})], limit=60)
+    except TimeoutError:
+        pytest.fail("scan_log or diagnose gave no answer within 60 s")
+    for err, body, took in got:
+        assert not err and took < 40, (took, body[:500])
