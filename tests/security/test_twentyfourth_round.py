@@ -60,3 +60,33 @@ def test_epoch_headers_of_spaces_above_metric_lines_never_hold_the_cli_or_scan_l
         pytest.fail("scan_log or diagnose gave no answer within 60 s")
     for err, body, took in got:
         assert not err and took < 40, (took, body[:500])
+
+
+def test_a_metric_lines_epoch_and_iteration_counters_over_runs_of_spaces_never_hold_the_cli_or_scan_log(tmp_path: Path) -> None:
+    """Promise 9: a hostile file gets a verdict in bounded time. Every metric line's first 400 characters are read for the
+    run's own epoch and iteration counters (counters.epoch_iteration: 'Epoch 10 ; Iter 50/213', 'Epoch: [ 8/200] [ 208/2000]')
+    by `\\bepoch\\s*:?\\s*(?P<e5>\\d+)\\s*(...)?[,;|]?\\s*(?:batch|iter(?:ation)?)\\s*:?\\s*(?P<i5>\\d+)...`, which tried every
+    split of three runs of spaces against each other: one line of 'epoch', 120 spaces, '1', 120 spaces, 'iter', 145 spaces and
+    a loss held the interpreter 11 s, so ten such lines (5 KB) held the CLI past a minute and a half, and scan_log as long (one
+    search: no deadline can answer inside it)."""
+    log = tmp_path / "run" / "train.log"
+    log.parent.mkdir()
+    steps = "".join(f"step {i} loss: {2.0 / (i + 1):.4f}\n" for i in range(20))
+    # each line of its own shape (a line's counters are read once per shape)
+    hostile = "".join("epoch" + " " * (115 + i) + "1" + " " * 120 + "iter" + " " * (150 - i) + f"2x loss: 0.{i + 1}\n" for i in range(10))
+    log.write_text(steps + hostile)
+    t = time.monotonic()
+    try:
+        proc = _cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(tmp_path / "out"), cwd=tmp_path, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("check-failed-run on ten metric lines of epoch and iteration counters over runs of spaces ran past 60 s")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert time.monotonic() - t < 30
+    assert json.loads(proc.stdout)["run_status"]
+    srv = Server(tmp_path, roots=[tmp_path])
+    try:
+        got = timed_calls(srv, [("scan_log", {"path": str(log)})], limit=60)
+    except TimeoutError:
+        pytest.fail("scan_log gave no answer within 60 s")
+    for err, body, took in got:
+        assert not err and took < 40, (took, body[:500])
