@@ -90,3 +90,31 @@ def test_a_metric_lines_epoch_and_iteration_counters_over_runs_of_spaces_never_h
         pytest.fail("scan_log gave no answer within 60 s")
     for err, body, took in got:
         assert not err and took < 40, (took, body[:500])
+
+
+def test_a_counter_past_a_floats_range_before_a_nan_never_ends_the_diagnosis_in_an_internal_error(tmp_path: Path) -> None:
+    """Promise 9: a hostile file gets a verdict, never a crash. A step, a boosting round or a Keras bar's counter of 10**400
+    reads inf (and the iterations it implies inf times 0, nan); the first NaN's onset counted the iterations before it with
+    `round()`, which raised OverflowError or ValueError: the CLI ended in "internal error" (exit 3) for a step line, a JSON
+    dict, a tqdm bar, a Megatron iteration, a LightGBM round, a Keras bar, and diagnose as a tool error."""
+    big = "1" + "0" * 400
+    logs = {
+        "step": "".join(f"step: {big} loss: {'nan' if i == 19 else '0.5'}\n" for i in range(20)),
+        "json": "".join("{'loss': %s, 'step': 1e400}\n" % ("nan" if i == 19 else "0.5") for i in range(20)),
+        "gbm": "".join(f"[{big}]\tvalid_0's l1: {'nan' if i == 19 else '0.5'}\n" for i in range(20)),
+        "keras": "Epoch 1/2\n" + "".join(f"{big}/{big} [====] - loss: {'nan' if i == 19 else '0.5'}\n" for i in range(20)),
+        "megatron": "".join(f"iteration {big}/ {big} | lm loss: {'nan' if i == 19 else '0.5'} |\n" for i in range(20)),
+    }
+    paths = []
+    for name, text in logs.items():
+        log = tmp_path / name / "train.log"
+        log.parent.mkdir()
+        log.write_text(text)
+        paths.append(log)
+        proc = _cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(tmp_path / "out"), cwd=tmp_path, timeout=120)
+        assert proc.returncode == 0 and "internal error" not in proc.stderr, (name, proc.returncode, proc.stderr[-2000:])
+        assert json.loads(proc.stdout)["primary_cause"] == "nan-inf", name
+    srv = Server(tmp_path, roots=[tmp_path])
+    got = timed_calls(srv, [("diagnose", {"target": str(p)}) for p in paths], limit=120)
+    for err, body, _ in got:
+        assert not err and "nan-inf" in body, body[:500]
