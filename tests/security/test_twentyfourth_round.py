@@ -1,6 +1,8 @@
 """Issue 14's twenty-fourth round: attacks from outside on the code new since the twenty-third (an epoch header on its own
 line numbering the metric lines under it, a GAN's and a detector's stuck losses, warning-level lines as a log's last account,
-a stall read from the log's own clock before a kill, batches 31-33's signatures and readings).
+a stall read from the log's own clock before a kill, batches 31-33's signatures and readings), and on the metric reader and
+probes around them: epoch headers and a metric line's epoch and iteration over runs of spaces, a counter past a float's range
+before a NaN, runs of '=' above a corrupt checkpoint's error, a counter word before a run of spaces.
 
 Each test is one family of attacks that broke a claim of docs/security.md, driven through a real MCP client over stdio or the
 CLI in a child process, with real files; each failed on the code before its fix (see docs/security.md, "Twenty-fourth round").
