@@ -34,11 +34,15 @@ def iterations_before(p: MetricPoint, first: MetricPoint | None) -> float | None
     (epoch - first epoch) * per-epoch + iteration, counted from the first epoch the log shows (0- or 1-based).
     """
     if p.step is not None:
-        return p.step
-    if p.epoch is not None and p.batch is not None and p.batches:
+        done = p.step
+    elif p.epoch is not None and p.batch is not None and p.batches:
         base = first.epoch if first is not None and first.epoch is not None and first.epoch <= 1 else min(p.epoch, 1.0)
-        return max(0.0, p.epoch - base) * p.batches + p.batch
-    return None
+        done = max(0.0, p.epoch - base) * p.batches + p.batch
+    else:
+        return None
+    # a counter printed past a float's range ('step 1000...0' of 400 digits reads inf, and inf times 0 nan) says nothing:
+    # counted as a number, it ended the diagnosis in "internal error" (twenty-fourth round)
+    return done if math.isfinite(done) else None
 
 
 def values_text(values: dict[str, float], canonical_order: bool = False) -> str:
