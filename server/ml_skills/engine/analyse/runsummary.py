@@ -27,7 +27,8 @@ _SUMMARY = lazy(
     # 4 GPU(s): 432.8', 'total images/sec: 1234.5')
     r"\btotal (?:img|images)/sec\b|"
     # training named as finished by the run itself: 'Training finished', 'Train finish time: ...', 'training complete'
-    r"\btrain(?:ing)?\]?\s+(?:finish(?:ed)?|done|complete[d]?|ended)\b(?!\s+(?:for\s+)?(?:epoch|step|iter))|"
+    # (not 'Training completed or interrupted': verl's line for either ending says neither)
+    r"\btrain(?:ing)?\]?\s+(?:finish(?:ed)?|done|complete[d]?|ended)\b(?!\s+(?:for\s+)?(?:epoch|step|iter)|\s+or\b)|"
     # the whole run's last evaluation or loss, named final ('[Eval FINAL]:', 'final eval finished', 'Final Loss: 0.08'),
     # and the time all of training took ('Time ellapsed in training is: 1271.3', 'training took 3:02:11')
     r"\[eval final\]|\bfinal (?:eval(?:uation)?|test(?:ing)?) (?:finished|done|complete[d]?)\b|\bfinal (?:train(?:ing)? )?loss\s*[:=]\s*-?\d|"

@@ -151,8 +151,9 @@ def _hit_signals(log: LogEvidence, hits_by_line: dict[tuple[str, int], list[Sign
             or (h.signature_id in _goes_on() and finite_at is not None and finite_at > h.line_no)
         if survived:
             w *= SURVIVED
+        info = warning and h.role is not Role.HINT and not _WARNING.search(h.text) and informational(h.text)
         signals.append(Signal(h.failure_class, w, "signature", h.signature_id, h.source, h.line_no, _around_match(h.text, h.signature_id),
-                              h.role, survived, warning))
+                              h.role, survived, warning, info=info))
     return signals
 
 

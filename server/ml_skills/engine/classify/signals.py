@@ -32,3 +32,4 @@ class Signal:
     survived: bool = False
     warning: bool = False
     inferred: bool = False  # named for an ending the log lost (warninglines.warning_before_a_lost_error): confidence capped
+    info: bool = False  # its line was logged at INFO/DEBUG level with no error's words (read/levels.informational)

@@ -116,7 +116,10 @@ def _terminal(signals: list[Signal]) -> list[Signal]:
     return [s for s in signals if not s.survived and not (s.warning and s.kind == "traceback") and s.role.value in ("cause", "symptom")
             and s.kind in ("signature", "traceback") and not (s.kind == "signature" and s.failure_class in live)
             # a Ctrl-C (KeyboardInterrupt, read as stalled) ended a process that had stopped progressing
-            and not (s.kind == "traceback" and s.failure_class is FailureClass.STALLED)]
+            and not (s.kind == "traceback" and s.failure_class is FailureClass.STALLED)
+            # a symptom its program logged as information (NCCL's 'NCCL INFO [Service thread] Connection closed by
+            # localRank 1' as every rank tears its communicator down after 'Training done') ended nothing
+            and not (s.info and s.role is Role.SYMPTOM)]
 
 
 _QUIET_AFTER = 5

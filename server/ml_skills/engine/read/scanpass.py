@@ -30,8 +30,13 @@ from ml_skills.engine.read import counters, frameworks, gradmax, metric_lines, m
 from ml_skills.engine.read import metrics as metric_parser
 from ml_skills.engine.read.excerpts import Reader
 from ml_skills.engine.read.matcher import Matcher
+from ml_skills.lazyre import lazy
 from ml_skills.models import Excerpt, MetricPoint, Signature
 from ml_skills.safety.redact import redact_lines
+
+# a line that names either ending ('[ASYNC MAIN] Training completed or interrupted', verl's) says neither
+_EITHER_END = lazy(rb"(?i)\b(?:completed?|finished|done) or (?:interrupted|failed|stopped|killed|aborted|crashed)\b")
+
 
 HITS_KEPT_PER_SIGNATURE = 3
 TRACEBACKS_KEPT = 40
@@ -216,7 +221,7 @@ class Pass:
                 self.tb_offsets.append((line_no, offset + start))
                 if len(self.tb_offsets) > TRACEBACKS_KEPT:
                     del self.tb_offsets[TRACEBACKS_KEPT // 2]  # keep the first half and the newest
-            elif marker == "completed":
+            elif marker == "completed" and not _EITHER_END.search(chunk, start, stop):
                 self.completed_line = line_no
             elif marker == "eval":
                 eval_in_chunk = True
