@@ -39,24 +39,42 @@ class _Fixes:
             self.cand[fix_id] = (conf, self.why)
 
 
+_QUOTA = lazy(r"(?i)quota|\blimit(s)? (exceeded|reached)|\bexceed(s|ed|ing)? (the )?[\w ]{0,30}limit")
+_PERMISSION = lazy(r"(?i)permission|forbidden|\b403\b|access ?denied|not authori[sz]ed|unauthori[sz]ed|assume (the )?role")
+
+
+def _quota_first(text: str, named: list[str]) -> list[str]:
+    """A refusal wording that covers both a missing permission and a full quota names its remedy by its words: a line
+    that speaks of quota and not of permission asks for quota before a role."""
+    q, g = "request-quota-or-region", "grant-iam-role"
+    if q in named and g in named and named.index(g) < named.index(q) and _QUOTA.search(text) and not _PERMISSION.search(text):
+        named = [q if f == g else g if f == q else f for f in named]
+    return named
+
+
+def named_by(s: Signal, sig_by_id: dict[str, Signature] | None = None) -> list[str]:
+    """The fixes one signal lists, most likely first: its signature's, its exception rule's, or a derived signal's."""
+    sig_by_id = sig_by_id if sig_by_id is not None else {x.id: x for x in signatures()}
+    rules = {r.id: r for r in exception_rules()}
+    if s.label in DERIVED_FIXES:
+        return DERIVED_FIXES[s.label]
+    if s.kind == "signature" and s.label in sig_by_id:
+        return _quota_first(s.text, sig_by_id[s.label].fixes)
+    if s.kind == "traceback":
+        rid = s.label.split(":", 1)[1]
+        return rules[rid].fixes if rid in rules else sig_by_id[rid].fixes if rid in sig_by_id else []
+    if s.kind == "stop" and ":" in s.label:  # a cut traceback read by a where-it-was-raised rule (stops.py)
+        return rules[s.label.split(":", 1)[1]].fixes
+    return []
+
+
 def _named_by_primary_signals(fixes: _Fixes, psig: list[Signal], sig_by_id: dict[str, Signature]) -> None:
     """The fixes the primary class's four strongest signals list (signature, exception rule or derived signal),
     each later one in a list a little less sure."""
-    rules = {r.id: r for r in exception_rules()}
     for rank, s in enumerate(psig[:4]):
         base = 1.0 if rank == 0 else 0.8
         fixes.why = f"{s.label} at {file_line(s.source, s.line_no)}"
-        named: list[str] = []
-        if s.label in DERIVED_FIXES:
-            named = DERIVED_FIXES[s.label]
-        elif s.kind == "signature" and s.label in sig_by_id:
-            named = sig_by_id[s.label].fixes
-        elif s.kind == "traceback":
-            rid = s.label.split(":", 1)[1]
-            named = rules[rid].fixes if rid in rules else sig_by_id[rid].fixes if rid in sig_by_id else []
-        elif s.kind == "stop" and ":" in s.label:  # a cut traceback read by a where-it-was-raised rule (stops.py)
-            named = rules[s.label.split(":", 1)[1]].fixes
-        for i, f in enumerate(named):
+        for i, f in enumerate(named_by(s, sig_by_id)):
             fixes.add(f, base - POSITION_STEP * i)
 
 
@@ -122,6 +140,11 @@ def _named_by_the_run(fixes: _Fixes, cls: Classification, psig: list[Signal], lo
     if primary is FailureClass.NCCL_DISTRIBUTED and not any(s.role.value == "cause" for s in psig if s.kind != "anomaly"):
         fixes.why = "a collective failed, and no rank's own error says why"
         fixes.add("find-first-failing-rank", 1.0)
+        if not any(log.trajectory.metric_lines or log.trajectory.last_progress or log.saved_lines for log in logs) and not _collectives_ran(psig):
+            # ranks that never logged a step may never have connected: the transport (InfiniBand absent or
+            # misconfigured, the wrong interface, a firewall) before any desync in training
+            fixes.why = "a collective failed before the run logged any training step or save"
+            fixes.add("check-network-transport", 0.9)
     if primary in (FailureClass.PROCESS_CRASH, FailureClass.OOM, FailureClass.IO_CHECKPOINT, FailureClass.STALLED, FailureClass.NCCL_DISTRIBUTED):
         if inv is not None and inv.newest_valid_checkpoint:
             fixes.why = f"a valid checkpoint: {inv.newest_valid_checkpoint}"
@@ -129,6 +152,15 @@ def _named_by_the_run(fixes: _Fixes, cls: Classification, psig: list[Signal], lo
         elif inv is not None and not inv.checkpoints:
             fixes.why = f"no checkpoint in {inv.root}"
             fixes.add("save-periodically", 0.9)
+
+
+_SEQ = lazy(r"\bSeqNum=(\d{1,12})")
+CONNECTED_AFTER = 10  # a collective numbered past this one says the ranks had already exchanged data
+
+
+def _collectives_ran(psig: list[Signal]) -> bool:
+    """Whether a failed collective's own sequence number (NCCL's watchdog 'SeqNum=28956') says many ran before it."""
+    return any(int(m.group(1)) > CONNECTED_AFTER for s in psig for m in _SEQ.finditer(s.text))
 
 
 def _usual_fixes(fixes: _Fixes, primary: FailureClass) -> None:

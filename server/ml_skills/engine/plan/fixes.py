@@ -14,12 +14,12 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from ml_skills.catalog.loader import exception_rules, signatures
 from ml_skills.catalog.loader import fixes as fix_catalog
+from ml_skills.engine.classify.cascades import generic_signatures
 from ml_skills.engine.classify.collect import LIVE_STATES
 from ml_skills.engine.classify.signals import Signal
 from ml_skills.engine.plan.applies import ruled_out_by_evidence, ruled_out_by_facts
-from ml_skills.engine.plan.candidates import STOP_BEFORE_SAVE, candidates, file_line
+from ml_skills.engine.plan.candidates import STOP_BEFORE_SAVE, candidates, file_line, named_by
 from ml_skills.engine.plan.launch import command_for
 from ml_skills.lazyre import lazy
 from ml_skills.models import (
@@ -32,6 +32,7 @@ from ml_skills.models import (
     LogEvidence,
     Risk,
     RiskOf,
+    Role,
     RunFact,
     SourceEvidence,
 )
@@ -42,23 +43,37 @@ MAX_FIXES = 5
 HALTED = ("stalled", "hung", "stopped")  # a process the collector found alive but not making progress
 
 
+def _strongest(cls: Classification, signals: list[Signal]) -> Signal | None:
+    return max((s for s in signals if s.failure_class == cls.primary), key=lambda s: s.weight, default=None)
+
+
 def _prerequisites(cls: Classification, signals: list[Signal]) -> set[str]:
     """Fixes the strongest signal of the primary class lists before 'resume': they must come first.
 
     A full disk or a read-only mount lists freeing space before resuming; resuming first would
     fail at the next save. A crash or a truncated checkpoint lists resuming first: no prerequisite.
     """
-    sig_by_id = {s.id: s for s in signatures()}
-    rules = {r.id: r for r in exception_rules()}
-    top = max((s for s in signals if s.failure_class == cls.primary), key=lambda s: s.weight, default=None)
-    if top is None:
-        return set()
-    rid = top.label.split(":", 1)[-1]
-    named = sig_by_id[rid].fixes if rid in sig_by_id else rules[rid].fixes if top.kind == "traceback" and rid in rules else []
+    top = _strongest(cls, signals)
+    named = named_by(top) if top is not None else []
     if "resume-valid-checkpoint" in named:
         return set(named[: named.index("resume-valid-checkpoint")])
     # a storage failure whose own fixes do not include resuming (a read-only output): fix it first
     return set(named) if cls.primary is FailureClass.IO_CHECKPOINT else set()
+
+
+def _lead(cls: Classification, signals: list[Signal]) -> str | None:
+    """The remedy the decisive line itself names: the first fix its signature or rule lists, when that is a change
+    (not an inspection). A line that names its cause (a 403 naming the permission, 'no kernel image', a port in use)
+    needs its remedy before any inspection, which a safe risk would otherwise rank first."""
+    top = _strongest(cls, signals)
+    if top is None or top.role is not Role.CAUSE:
+        return None
+    generic = generic_signatures()
+    if top.label.split(":", 1)[-1] in generic:  # a specific wording on the same line says more ('EADDRINUSE' beside 'DistNetworkError')
+        top = next((s for s in signals if s.failure_class == cls.primary and s.role is Role.CAUSE
+                    and s.label.split(":", 1)[-1] not in generic and (s.source, s.line_no) == (top.source, top.line_no)), top)
+    named = named_by(top)
+    return named[0] if named and fix_catalog()[named[0]].kind != "inspect" else None
 
 
 def plan(cls: Classification, signals: list[Signal], logs: list[LogEvidence], inv: ArtifactInventory | None, launch_command: str | None,
@@ -122,6 +137,11 @@ def _ranked(cls: Classification, signals: list[Signal], logs: list[LogEvidence],
         score = IMPACT[f.impact] * conf * max(cls.confidence, 0.3) / RISK_COST[risk]
         scored.append((score, fid, f, risk, rule, because))
     scored.sort(key=lambda t: (-t[0], t[1]))
+    lead = _lead(cls, signals)
+    if lead is not None and lead in cand:  # inspections that outscored the named remedy go after it
+        at = next(i for i, t in enumerate(scored) if t[1] == lead)
+        ahead = [t for t in scored[:at] if fix_catalog()[t[1]].kind == "inspect"]
+        scored = [t for t in scored[:at] if t not in ahead] + [scored[at], *ahead] + scored[at + 1 :]
     if before:  # resuming before the storage or config is fixed would fail the same way again
         pre = [t for t in scored if t[1] in before]
         scored = pre + [t for t in scored if t[1] not in before]
