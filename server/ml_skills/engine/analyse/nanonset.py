@@ -64,7 +64,8 @@ def nan_onset(points: Sequence[MetricPoint], exact_nan: MetricPoint | None) -> A
         # only epochs are logged: a NaN in a late epoch is late, however few lines the log holds; and a step counter
         # printed before it by another logger of the run (or left out of a sampled log) says how far in it is
         prior = max((q.step for q in points[:i] if q.step is not None), default=None)
-        early = p.epoch <= 1 and stable < EARLY_NAN_STEPS and (prior is None or prior < EARLY_NAN_STEPS)
+        early = (p.epoch <= 1 and stable < EARLY_NAN_STEPS and (prior is None or prior < EARLY_NAN_STEPS)
+                 and (p.batch is None or p.batch < EARLY_NAN_STEPS))  # 'Epoch 1, batch 8500': already far in
         unit, count = "logged steps", str(stable)
     else:
         early = None  # the log prints no counter: how far into the run this is cannot be read from it

@@ -66,6 +66,10 @@ _SUMMARY = lazy(
     r"(训练|訓練|任务|任務)[^\n]{0,8}(完成|结束|結束)|总耗时|總耗時|学習(が)?(完了|終了)|학습\s*(완료|종료)|"
     r"\bentrenamiento (completado|finalizado|terminado)\b|\btreinamento (conclu[ií]do|finalizado)\b|"
     r"\bTraining (abgeschlossen|beendet)\b|\bentra[iî]nement termin[eé]\b|\btraining selesai\b)")
+# a script's closing timer for its whole run, alone on its line after an optional logger prefix ('INFO:root:Execution
+# time: 1933.9 seconds', 'Total elapsed time: 41 s'): a summary only when printed once (a per-epoch timer repeats)
+_CLOSING_TIMER = lazy(r"(?i)^(?:[A-Z]+:[\w.]*:)?\s*(?:total |overall )?(?:execution|elapsed|wall[- ]?clock|running) time\s*[:=]?\s*"
+                      r"\d[\d.]*\s*(?:s|secs?|seconds|m|mins?|minutes|h|hrs?|hours)\s*+[.!]*+\s*+$")
 # a shell prompt on the log's last line: the process returned to its shell ('user@host:~/dir$ ', '(env) user@host:~$',
 # PowerShell's '(.venv) PS C:\Users\me\proj> ')
 _PROMPT = lazy(r"^(\([\w.-]+\)\s*)?(?:[\w.-]+@[\w.-]+:[^\s]*\s*[$#]|PS [A-Za-z]:\\[^<>|\n]*>)\s*$")
@@ -118,6 +122,8 @@ def summary_after_training(tail: list[str], tail_start: int, last_progress_line:
         if m is not None and int(m["n"]) >= int(m["total"]) > 0:
             return line_no
         if _SUMMARY.search(text):
+            return line_no
+        if _CLOSING_TIMER.search(text) and not printed_before(text, tail[: line_no - tail_start]):
             return line_no
     nonempty = [(n, x) for n, x in after if x.strip()]
     if nonempty and last_progress_line is not None and nonempty[-1][0] > last_progress_line and _PROMPT.match(nonempty[-1][1].strip()):

@@ -23,8 +23,9 @@ _EPOCH_ITER_WORDS = (
     r"\be(?P<e3>\d+)\s+iter\[\s*(?P<i3>\d+)\s*/\s*(?P<n3>\d+)\s*\]|"
     r"\btrain epoch:\s*(?P<e4>\d+)\s*\[\s*(?P<i4>\d+)\s*/\s*(?P<n4>\d+)|"
     # and a loop's own 'Epoch 10 ; Iter 50/213', 'epoch 3, iter 50/213', 'Epoch: 2 | Batch: 100/500' (a counter out of
-    # the epoch's iterations, right after the epoch)
-    r"\bepoch\s*(?::\s*)?(?P<e5>\d+)\s*(?:/\s*\d+\s*)?(?:[,;|]\s*)?(?:batch|iter(?:ation)?)\s*(?::\s*)?(?P<i5>\d+)\s*/\s*(?P<n5>\d+))"
+    # the epoch's iterations, right after the epoch), or with no total, as icefall/k2 recipes print it ('Epoch 1, batch
+    # 8500, train_loss[...]': the iteration within the epoch, its count per epoch unsaid)
+    r"\bepoch\s*(?::\s*)?(?P<e5>\d+)\s*(?:/\s*\d+\s*)?(?:[,;|]\s*)?(?:batch|iter(?:ation)?)\s*(?::\s*)?(?P<i5>\d+)(?:\s*/\s*(?P<n5>\d+))?)"
 )
 # Each run of spaces is read by one quantifier (`\s*(?::\s*)?`, not `\s*:?\s*`; the same language): the last form's three
 # pairs of quantifiers tried every split of three runs, each against the others, 11 s for one 400-character head of
@@ -98,9 +99,9 @@ def _epoch_iteration_spans(head: str) -> tuple[tuple[int, int], ...] | None:
     return m.span(f"e{k}"), m.span(f"i{k}"), m.span(f"n{k}")
 
 
-def epoch_iteration(line: str, memo: dict[str, Any] | None = None) -> tuple[float, float, float] | None:
-    """(epoch, iteration within it, iterations per epoch) when the line prints them together, else None.
-    `memo`: as parse_line's."""
+def epoch_iteration(line: str, memo: dict[str, Any] | None = None) -> tuple[float, float, float | None] | None:
+    """(epoch, iteration within it, iterations per epoch or None when unsaid) when the line prints them together, else
+    None. `memo`: as parse_line's."""
     head = line[:400]
     if memo is None:
         spans = _epoch_iteration_spans(head)
@@ -109,4 +110,4 @@ def epoch_iteration(line: str, memo: dict[str, Any] | None = None) -> tuple[floa
     if spans is None:
         return None
     (es, ee), (is_, ie), (ns, ne) = spans
-    return float(head[es:ee]), float(head[is_:ie]), float(head[ns:ne])
+    return float(head[es:ee]), float(head[is_:ie]), float(head[ns:ne]) if ns >= 0 else None
