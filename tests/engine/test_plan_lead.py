@@ -70,3 +70,35 @@ def test_a_collective_that_failed_before_any_step_asks_about_the_transport(cli):
     # a watchdog's SeqNum=28956 says thousands of collectives ran before: the ranks had connected
     ids = [f for f, _ in _plan(cli, _case("1124"))]
     assert "check-network-transport" not in ids, ids
+
+
+WRAPPED = """\
+class CurriculumLoaderError(Exception):
+    pass
+
+class Modifier:
+    def __init__(self, probability):
+        self.probability = probability
+
+for step in range(1, 4):
+    print(f"step {step} loss {2.0 / step:.3f}", flush=True)
+try:
+    Modifier(probability=0.1, tag="x")
+except TypeError as e:
+    raise CurriculumLoaderError(f"could not initialize modifier 'Tags': {e}") from None  # only the wrapper is printed
+"""
+
+
+def test_an_error_no_rule_places_gets_the_usual_fix_its_words_point_to_and_no_narrow_one(tmp_path, cli):
+    """Trial 11's reader A: an unexpected keyword wrapped in a library's own error got 'enable-input-grads' first (the
+    class's usual fixes in name order)."""
+    (tmp_path / "train.py").write_text(WRAPPED)
+    log = tmp_path / "train.log"
+    with log.open("wb") as out:
+        subprocess.run([sys.executable, "train.py"], cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, timeout=60, check=False)
+    assert "unexpected keyword argument 'tag'" in log.read_text()
+    ids = [f for f, _ in _plan(cli, log)]
+    assert ids[0] == "fix-call-site", ids
+    assert not {"enable-input-grads", "fix-lr-schedule", "fix-eval-config", "offline-local-model"} & set(ids), ids
+    ids = [f for f, _ in _plan(cli, _case("1656"))]  # the public log: OpusTrainer's CurriculumLoaderError
+    assert ids[0] == "fix-call-site", ids

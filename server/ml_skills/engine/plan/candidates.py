@@ -163,12 +163,31 @@ def _collectives_ran(psig: list[Signal]) -> bool:
     return any(int(m.group(1)) > CONNECTED_AFTER for s in psig for m in _SEQ.finditer(s.text))
 
 
-def _usual_fixes(fixes: _Fixes, primary: FailureClass) -> None:
-    """No evidence named a fix: the class's usual ones, said to be that."""
+# fixes that answer one narrow failure (a frozen base under checkpointing, a schedule's length, an evaluation's set-up,
+# an offline hub): a class's usual fix only when its own evidence names it
+NARROW = {"enable-input-grads", "fix-lr-schedule", "fix-eval-config", "offline-local-model"}
+# what an error's own words say about where to look, when no rule placed it: its call (a signature the code does not
+# match), the installed versions, or a configuration value
+_CUES = (
+    ("fix-call-site", lazy(r"(?i)unexpected keyword|missing \d+ required|takes \d+ positional|has no attribute|is not defined|"
+                           r"\b(NameError|AttributeError|TypeError|UnboundLocalError)\b|object is not (callable|subscriptable|iterable)")),
+    ("pin-environment", lazy(r"(?i)no module named|cannot import|\bImportError\b|undefined symbol|GLIBC\w*|\bversion\b|"
+                             r"incompatible|requires? [\w.-]+ ?[<>=]=?|not compiled with|not supported by")),
+    ("fix-config-key", lazy(r"(?i)\bconfig\w*|\bargument|\boption|\bflag\b|\bparameter|invalid (value|choice)|must be|expected one of")),
+)
+
+
+def _usual_fixes(fixes: _Fixes, primary: FailureClass, psig: list[Signal]) -> None:
+    """No evidence named a fix: the class's usual ones, said to be that, those the error's own words point to first."""
     fixes.why = f"a usual fix for {primary.value}; nothing in the evidence names a more specific one"
+    text = psig[0].text if psig else ""
     for fid, tpl in fix_catalog().items():
-        if primary in tpl.classes and fid not in NEEDS_EVIDENCE:
+        if primary in tpl.classes and fid not in NEEDS_EVIDENCE and fid not in NARROW:
             fixes.add(fid, 0.4)
+    for rank, (fid, rx) in enumerate(_CUES):
+        if fid in fixes.cand and rx.search(text):
+            fixes.why = f"a usual fix for {primary.value}, which the error's words point to: {psig[0].label} at {file_line(psig[0].source, psig[0].line_no)}"
+            fixes.add(fid, 0.5 - 0.02 * rank)
 
 
 def _named_by_contributing(fixes: _Fixes, cls: Classification, signals: list[Signal], sig_by_id: dict[str, Signature]) -> None:
@@ -192,7 +211,7 @@ def candidates(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
     _named_by_anomalies(fixes, primary, logs)
     _named_by_the_run(fixes, cls, psig, logs, inv)
     if not fixes.cand and primary is not None:
-        _usual_fixes(fixes, primary)
+        _usual_fixes(fixes, primary, psig)
     if not (inv is not None and inv.newest_valid_checkpoint):
         fixes.cand.pop("resume-valid-checkpoint", None)  # nothing valid to resume from
     _named_by_contributing(fixes, cls, signals, sig_by_id)
