@@ -63,7 +63,7 @@ def learning_rate_zero(points: Sequence[MetricPoint]) -> Anomaly | None:
     if _loss_still_falls(points, lrs):
         return None  # 'lr:0.00000' rounds a rate below the print's precision: the loss it moves says it is not 0
     # from where it reached 0: the onset, not the last logs (the points kept may be thinned)
-    run = trailing_run(lrs) if tail[-1][1] == 0 else lrs[len(lrs) - _negligible_run(lrs):]
+    run = trailing_run(lrs) if tail[-1][1] == 0 else trailing_run(lrs, _negligible)
     first, last = run[0][0], run[-1][0]
     rate = "0" if run[-1][1] == 0 else f"{fmt(run[0][1])} down to {fmt(run[-1][1])}, effectively 0,"
     where = at(first) if first.step is not None or first.epoch is not None else f"line {first.line_no}"
@@ -79,10 +79,3 @@ def learning_rate_zero(points: Sequence[MetricPoint]) -> Anomaly | None:
                 "by the batch size or accumulation steps, or a schedule whose length is shorter than the run (its "
                 "total or decay steps against the run's max steps), or a decay that divides it every epoch, set it to 0"),
     )
-
-
-def _negligible_run(lrs: list[tuple[MetricPoint, float]]) -> int:
-    n = 0
-    while n < len(lrs) and _negligible(lrs[-1 - n][1]):
-        n += 1
-    return n

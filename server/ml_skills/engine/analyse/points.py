@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ml_skills.models import CANONICAL, MetricPoint
 
@@ -57,10 +57,13 @@ def values_text(values: dict[str, float], canonical_order: bool = False) -> str:
     return ", ".join(f"{k}={v:.4g}" for k, v in items)
 
 
-def trailing_run(series: Sequence[tuple[MetricPoint, float]]) -> list[tuple[MetricPoint, float]]:
-    """The last entries of a series whose value equals the last one, oldest first (a metric that stopped moving)."""
+def trailing_run(series: Sequence[tuple[MetricPoint, float]],
+                 alike: Callable[[float], bool] | None = None) -> list[tuple[MetricPoint, float]]:
+    """The last entries of a series whose value equals the last one, oldest first (a metric that stopped moving); with
+    `alike`, the last entries whose values it accepts (an lr under 1e-10, however it still falls)."""
+    same = alike if alike is not None else (lambda v: v == series[-1][1])
     n = 0
-    while n < len(series) and series[-1 - n][1] == series[-1][1]:
+    while n < len(series) and same(series[-1 - n][1]):
         n += 1
     return list(series[len(series) - n:])
 
