@@ -11,29 +11,16 @@ CLI in a child process, with real files; each failed on the code before its fix 
 from __future__ import annotations
 
 import json
-import os
-import resource
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.mcp.conftest import Server, timed_calls
+from tests.security.childcli import cli, cli_seconds, no_slower_than
 
 pytestmark = pytest.mark.slow  # real child processes and servers
-
-
-def _memory_cap() -> None:
-    """The child's address space held to 3 GiB: a blow-up ends in MemoryError, not in the machine's OOM killer."""
-    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
-
-
-def _cli(*args: str, cwd: Path, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """The CLI in a child process, with this process's environment (its PYTHONPATH names the code under test)."""
-    return subprocess.run([sys.executable, "-m", "ml_skills.cli", *args], check=False, capture_output=True, text=True, cwd=cwd,
-                          timeout=timeout, env={**os.environ, **(env or {})}, preexec_fn=_memory_cap)
 
 
 def test_epoch_headers_of_spaces_above_metric_lines_never_hold_the_cli_or_scan_log(tmp_path: Path) -> None:
@@ -49,7 +36,7 @@ def test_epoch_headers_of_spaces_above_metric_lines_never_hold_the_cli_or_scan_l
     log.write_text("".join(f"{header}loss: {2.0 / (i + 1):.4f}\n" for i in range(4000)))
     t = time.monotonic()
     try:
-        proc = _cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(tmp_path / "out"), cwd=tmp_path, timeout=60)
+        proc = cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(tmp_path / "out"), cwd=tmp_path, timeout=60)
     except subprocess.TimeoutExpired:
         pytest.fail("check-failed-run on 4,000 epoch headers of spaces above metric lines (460 KB) ran past 60 s")
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -79,7 +66,7 @@ def test_a_metric_lines_epoch_and_iteration_counters_over_runs_of_spaces_never_h
     log.write_text(steps + hostile)
     t = time.monotonic()
     try:
-        proc = _cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(tmp_path / "out"), cwd=tmp_path, timeout=60)
+        proc = cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(tmp_path / "out"), cwd=tmp_path, timeout=60)
     except subprocess.TimeoutExpired:
         pytest.fail("check-failed-run on ten metric lines of epoch and iteration counters over runs of spaces ran past 60 s")
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -113,25 +100,13 @@ def test_a_counter_past_a_floats_range_before_a_nan_never_ends_the_diagnosis_in_
         log.parent.mkdir()
         log.write_text(text)
         paths.append(log)
-        proc = _cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(tmp_path / "out"), cwd=tmp_path, timeout=120)
+        proc = cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(tmp_path / "out"), cwd=tmp_path, timeout=120)
         assert proc.returncode == 0 and "internal error" not in proc.stderr, (name, proc.returncode, proc.stderr[-2000:])
         assert json.loads(proc.stdout)["primary_cause"] == "nan-inf", name
     srv = Server(tmp_path, roots=[tmp_path])
     got = timed_calls(srv, [("diagnose", {"target": str(p)}) for p in paths], limit=120)
     for err, body, _ in got:
         assert not err and "nan-inf" in body, body[:500]
-
-
-def _cli_seconds(log: Path, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], float]:
-    t = time.monotonic()
-    proc = _cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(tmp_path / "out"), cwd=tmp_path, timeout=120)
-    return proc, time.monotonic() - t
-
-
-def _no_slower_than(took: float, control: float) -> bool:
-    """Within 3x (and 3 s) of the same command on a control log without the hostile runs: a ratio in the same minutes,
-    which a loaded machine moves less than a wall-clock limit (the super-linear searches took 7-20x their control)."""
-    return took < max(3 * control, control + 3)
 
 
 def test_runs_of_equals_signs_above_a_corrupt_checkpoints_error_never_slow_the_diagnosis(tmp_path: Path) -> None:
@@ -147,15 +122,15 @@ def test_runs_of_equals_signs_above_a_corrupt_checkpoints_error_never_slow_the_d
     control = tmp_path / "control" / "train.log"
     control.parent.mkdir()
     control.write_text("step 1 loss: 0.5\n" + ("ab " * 666 + "ab\n") * 80 + error)
-    _, base = _cli_seconds(control, tmp_path)
-    proc, took = _cli_seconds(log, tmp_path)
+    _, base = cli_seconds(control, tmp_path)
+    proc, took = cli_seconds(log, tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads(proc.stdout)["primary_cause"] == "io-checkpoint"
-    assert _no_slower_than(took, base), (took, base)
+    assert no_slower_than(took, base), (took, base)
     srv = Server(tmp_path, roots=[tmp_path])
     got = timed_calls(srv, [("diagnose", {"target": str(control)}), ("diagnose", {"target": str(log)})], limit=120)
     (_, _, base), (err, body, took) = got
-    assert not err and "io-checkpoint" in body and _no_slower_than(took, base), (took, base, body[:500])
+    assert not err and "io-checkpoint" in body and no_slower_than(took, base), (took, base, body[:500])
 
 
 def test_a_counter_word_before_a_run_of_spaces_on_every_metric_line_never_slows_the_cli(tmp_path: Path) -> None:
@@ -169,11 +144,11 @@ def test_a_counter_word_before_a_run_of_spaces_on_every_metric_line_never_slows_
     control = tmp_path / "control" / "train.log"
     control.parent.mkdir()
     control.write_text("".join(f"epoch loss: 0.{i + 1}\n" for i in range(500)))  # the same lines without their runs
-    _, base = _cli_seconds(control, tmp_path)
-    proc, took = _cli_seconds(log, tmp_path)
+    _, base = cli_seconds(control, tmp_path)
+    proc, took = cli_seconds(log, tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads(proc.stdout)["run_status"]
-    assert _no_slower_than(took, base), (took, base)
+    assert no_slower_than(took, base), (took, base)
 
 
 def test_lines_cut_for_display_in_the_middle_of_a_long_token_never_slow_the_cli(tmp_path: Path) -> None:
@@ -197,10 +172,10 @@ def test_lines_cut_for_display_in_the_middle_of_a_long_token_never_slow_the_cli(
     control = tmp_path / "control" / "train.log"
     control.parent.mkdir()
     control.write_text("".join(f"epoch loss: 0.{i + 1}\n" for i in range(500)))
-    _, base = _cli_seconds(control, tmp_path)
-    proc, took = _cli_seconds(log, tmp_path)
+    _, base = cli_seconds(control, tmp_path)
+    proc, took = cli_seconds(log, tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert _no_slower_than(took, base), (took, base)
+    assert no_slower_than(took, base), (took, base)
 
 
 def test_metric_lines_of_thousands_of_digits_never_slow_the_cli(tmp_path: Path) -> None:
@@ -216,7 +191,7 @@ def test_metric_lines_of_thousands_of_digits_never_slow_the_cli(tmp_path: Path) 
     control = tmp_path / "control" / "train.log"
     control.parent.mkdir()
     control.write_text("".join("loss 0.5!\n" for i in range(20)))
-    _, base = _cli_seconds(control, tmp_path)
-    proc, took = _cli_seconds(log, tmp_path)
+    _, base = cli_seconds(control, tmp_path)
+    proc, took = cli_seconds(log, tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert _no_slower_than(took, base), (took, base)
+    assert no_slower_than(took, base), (took, base)

@@ -10,33 +10,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import resource
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.mcp.conftest import Server, timed_calls
+from tests.security.childcli import cli
 
 pytestmark = pytest.mark.slow  # real child processes and servers
 
 ULTRALYTICS_HEADER = "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n"
-
-
-def _memory_cap() -> None:
-    """The child's address space held to 3 GiB: a blow-up ends in MemoryError, not in the machine's OOM killer."""
-    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
-
-
-def _cli(*args: str, cwd: Path, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """The CLI in a child process, with this process's environment (its PYTHONPATH names the code under test)."""
-    return subprocess.run([sys.executable, "-m", "ml_skills.cli", *args], check=False, capture_output=True, text=True, cwd=cwd,
-                          timeout=timeout, env={**os.environ, **(env or {})}, preexec_fn=_memory_cap)
-
 
 
 def test_a_row_of_spaces_under_an_ultralytics_header_never_holds_the_cli_or_scan_log(tmp_path: Path) -> None:
@@ -50,7 +36,7 @@ def test_a_row_of_spaces_under_an_ultralytics_header_never_holds_the_cli_or_scan
     log.write_text(ULTRALYTICS_HEADER + rows + (ULTRALYTICS_HEADER + " " * 50_000 + "x\n") * 3)
     t = time.monotonic()
     try:
-        proc = _cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(tmp_path / "out"), cwd=tmp_path, timeout=60)
+        proc = cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(tmp_path / "out"), cwd=tmp_path, timeout=60)
     except subprocess.TimeoutExpired:
         pytest.fail("check-failed-run on a 150 KB log of space rows under Ultralytics headers ran past 60 s")
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -116,7 +102,7 @@ def test_a_sealed_cache_file_nested_too_deep_or_naming_a_billion_groups_never_en
 
     def report(cache: Path) -> dict:
         out = tmp_path / "out" / cache.name
-        proc = _cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(out), cwd=tmp_path, timeout=120,
+        proc = cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(out), cwd=tmp_path, timeout=120,
                     env={"ML_SKILLS_CACHE": str(cache)})
         assert proc.returncode == 0 and not proc.stderr, (cache.name, proc.returncode, proc.stderr[-2000:])
         data = json.loads(proc.stdout)
@@ -146,7 +132,7 @@ def test_a_long_run_of_spaces_after_a_loss_name_or_a_counter_never_holds_a_small
         assert log.stat().st_size < 32 * 1024  # the `re` engine's size
         t = time.monotonic()
         try:
-            proc = _cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(log.parent / "out"), cwd=tmp_path,
+            proc = cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(log.parent / "out"), cwd=tmp_path,
                         timeout=120)
         except subprocess.TimeoutExpired:
             pytest.fail(f"check-failed-run on a 30 KB log ({name}) ran past 120 s")
@@ -174,7 +160,7 @@ def test_a_counter_or_score_name_before_a_run_of_spaces_never_holds_the_tail_rea
     log.write_text("".join(f"step {i} loss {2.0 - i * 0.01:.3f}\n" for i in range(60)) + "\n".join(lines) + "\n")
     t = time.monotonic()
     try:
-        proc = _cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(tmp_path / "out"), cwd=tmp_path, timeout=60)
+        proc = cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(tmp_path / "out"), cwd=tmp_path, timeout=60)
     except subprocess.TimeoutExpired:
         pytest.fail("check-failed-run on a tail of counter names before 2,000 spaces ran past 60 s")
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -199,7 +185,7 @@ def test_a_line_of_spaces_after_a_job_reports_verdict_never_holds_the_attempts_r
         log.write_text((steps + f"Exited with exit code 1.\n{filler}x\n") * 2)
         t = time.monotonic()
         try:
-            proc = _cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(log.parent / "out"), cwd=tmp_path,
+            proc = cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(log.parent / "out"), cwd=tmp_path,
                         timeout=120)
         except subprocess.TimeoutExpired:
             pytest.fail(f"check-failed-run on two job reports ({name}) ran past 120 s")
