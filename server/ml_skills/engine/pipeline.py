@@ -19,7 +19,8 @@ from ml_skills.collectors import artifacts as artifact_collector
 from ml_skills.engine import explain
 from ml_skills.engine.analyse import ranks
 from ml_skills.engine.classify.freshstart import resumed_from_scratch
-from ml_skills.engine.classify.status import alive, completed_clean, insufficient_evidence, outlived, run_status
+from ml_skills.engine.classify.insufficient import insufficient_evidence
+from ml_skills.engine.classify.status import alive, completed_clean, outlived, run_status
 from ml_skills.engine.classify.verdict import classify
 from ml_skills.engine.plan.commands import diagnostic_commands
 from ml_skills.engine.plan.decide import decide
