@@ -17,6 +17,10 @@ COUNTER = lazy(
 _JSON_COUNTER = lazy(r'"(?P<what>current_steps)":\s*+(?P<n>\d+),\s*+"total_steps":\s*+(?P<total>\d+)')
 
 
+# an Ultralytics (YOLOv5/v8) results row, whose first column is the epoch out of the run's total and whose second is the
+# GPU memory ('    100/100      3.38G      2.293 ...'; YOLOv5 counts from 0, to '299/299'); its bar over the epoch's
+# batches, when the row carries one, must be full for the epoch to be over
+_YOLO_EPOCH = lazy(r"^\s*(?P<what>)(?P<n>\d+)/(?P<total>\d+)\s+\d[\d.]*G\s")
 _KERAS_HEADER = lazy(r"^\s*Epoch \d+/\d+\s*$")
 _EPOCH_LINES = 6  # the lines an epoch's header may stand above its last one: a rule, train, val, a save
 # the epoch's bar (or, with verbose=2, its one summary line) as Keras prints it at the epoch's end
@@ -45,9 +49,13 @@ def final_counter(tail: list[str], tail_start: int, last_progress_line: int | No
     'Epoch 5/5' is followed by that epoch's bar, the progress line itself.
     """
     for i in range(len(tail) - 1, -1, -1):
-        m = COUNTER.search(tail[i]) or _JSON_COUNTER.search(tail[i])
+        frame = tail[i].split("\r")[-1]
+        yolo = _YOLO_EPOCH.match(frame)
+        m = COUNTER.search(tail[i]) or _JSON_COUNTER.search(tail[i]) or yolo
         if m is None:
             continue
+        if m is yolo and "%|" in frame and "100%|" not in frame:
+            return None  # the last epoch's row with its bar still short of its end: inside the epoch
         line_no = tail_start + i
         if _KERAS_HEADER.match(tail[i]):
             # Keras prints 'Epoch 16/16' as the epoch begins: the epoch ended only if its bar reached its own end
