@@ -48,7 +48,7 @@ ACCURACY: dict[str, float] = {
 # whatever role the signal had in this verdict (the measured verdicts did not record it).
 # Fitted with ACCURACY by `python bench/accuracy.py`; tests/engine/test_confidence.py fails when they drift.
 LABEL_ACCURACY: dict[str, float] = {
-    "abort-native": 0.76,
+    "abort-native": 0.72,
     "cuda-oom": 0.97,
     "disk-full": 0.97,
     "illegal-memory-access": 0.94,
@@ -59,11 +59,11 @@ LABEL_ACCURACY: dict[str, float] = {
     "oom-killer": 0.97,
     "permission-denied-iam": 0.97,
     "segfault": 0.9,
-    "sigkill-exit-137": 0.96,
+    "sigkill-exit-137": 0.95,
     "stopped-at-sync-point": 0.47,
     "traceback:exception-in-collective": 0.69,
     "traceback:exception-in-data-loading": 0.82,
-    "traceback:unclassified-exception": 0.79,
+    "traceback:unclassified-exception": 0.8,
     "traceback:value-or-assert": 0.96,
 }
 LABEL_MIN = 8
