@@ -169,6 +169,7 @@ def _tqdm_bar(line: str, low: str, found: Found) -> bool:
 # key's characters from a place: '-' both starts a pair and is part of a key
 _PAIR_START = lazy(r"(?:^|[\s|,;{(\[-])(?=['\"]?[A-Za-z_])")
 _KEY_RUN = lazy(r"['\"]?[\w/.\-]*+")
+_INNER_DASH = lazy(r"[\w/.\-]-[A-Za-z_]")  # a '-' inside a key that starts a pair: without one, no start can be skipped
 
 
 def pair_matches(line: str) -> Iterator[re.Match[str]]:
@@ -178,6 +179,9 @@ def pair_matches(line: str) -> Iterator[re.Match[str]]:
     and back, 0.4 s for a line of 4,000 (thirty such lines held the CLI 12 s; twenty-fifth round). A '-' inside the key a
     failed start read, with a key character after it, starts no pair either: its key ends where that key ended (what
     follows a key's characters is none of them), so what follows is the same and fails the same."""
+    if _INNER_DASH.search(line) is None:
+        yield from _PAIR.finditer(line)  # every start's key is its own: the search is linear as it is
+        return
     failed_to = -1  # a '-' at or before this place lies inside a failed start's key, a key character after it
     pos = 0
     for c in _PAIR_START.finditer(line):
