@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -204,6 +205,42 @@ def may_point(line: str) -> bool:
     return any(e in low for e in _POINTED_EXTENSIONS)
 
 
+# where a _POINTER match may start (a keyword, or a path's first '~', '.' or '/'); a keyword's words; a chain of path
+# segments from a place (what either alternative's path reads)
+_POINTER_FROM = lazy(r"(?i)[~./]|\b(?=logs? |error[_ ]file|failures?|see|check|details |written |dumped |saved |stored )")
+_POINTER_WORDS = lazy(r"(?i)(?:\blogs? (?:is|was|are) (?:in|at|written to)|\berror[_ ]file|\bfailures?|\bsee(?: also)?|\bcheck|"
+                      r"\bdetails (?:are )?(?:in|at)|\b(?:written|dumped|saved|stored) (?:to|in|at))")
+_PATH_SEGMENTS = lazy(r"(?:~|\.{1,2})?(?P<s>(?:/[\w.@+=-]++)*+)")  # after a '~', '.' or '/' start: what its error file's path reads
+_WORD_SEGMENTS = lazy(r"[\w.@+=-]*+(?:/[\w.@+=-]++)*+")  # after a keyword: what its path reads with nothing between
+_WORDS_MOST = 16  # a keyword's words with no space between them (the longest, 'error_file', is 10 characters)
+
+
+def pointers(line: str) -> Iterator[re.Match[str]]:
+    """`_POINTER.finditer(line)`, trying only the starts that can match.
+
+    A path's '/' and '.' and a keyword inside a path both start a match and are part of one: searched, every '/' of a
+    line of '/a/a/...' (and every 'see' of '/see/see/...') read the path to its end and back, 30 ms a displayed tail line
+    of 2,000 characters, and 300 such lines held the CLI 11 s (twenty-fifth round). A '/' or '.' inside the segments a
+    failed '/', '.' or '~' start read would find a path ending there that the failed start's path extends; a keyword
+    inside the segments after a failed keyword, more than a keyword's length before their end, is followed by its path
+    in them, which the failed keyword's path extends: none of them can match."""
+    path_dead = word_dead = -1  # '/' or '.', and keyword, starts up to here lie inside a failed start's segments
+    pos = 0
+    for c in _POINTER_FROM.finditer(line):
+        i = c.start()
+        if i < pos or (line[i] in "./" and i <= path_dead) or (line[i] not in "~./" and i <= word_dead):
+            continue
+        m = _POINTER.match(line, i)
+        if m is not None:
+            yield m
+            pos = m.end()
+        elif line[i] in "~./":
+            if (seg := _PATH_SEGMENTS.match(line, i)) is not None and seg["s"]:
+                path_dead = max(path_dead, seg.end() - 1)
+        elif (w := _POINTER_WORDS.match(line, i)) is not None and (seg := _WORD_SEGMENTS.match(line, w.end())) is not None:
+            word_dead = max(word_dead, seg.end() - _WORDS_MOST)
+
+
 def _pointed_files(logs: list[LogEvidence], decisive: str) -> list[str]:
     """Read the file the log itself names as holding the error, before anything else: a trial's, a job step's or a worker's
     own output, which a summary line only points to."""
@@ -214,7 +251,7 @@ def _pointed_files(logs: list[LogEvidence], decisive: str) -> list[str]:
         for n, line in enumerate(log.tail.lines, log.tail.start_line):
             if "." not in line or line.lstrip().startswith('File "') or not may_point(line):
                 continue
-            for m in _POINTER.finditer(line):
+            for m in pointers(line):
                 path = m.group("path") or m.group("error")
                 if not _FAILED.search(line.replace(path, "")):
                     continue  # a file the run saved ('tokenizer config saved to ...') is output, not a pointer to an error
