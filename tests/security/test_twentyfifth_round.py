@@ -11,37 +11,15 @@ real files; each failed on the code before its fix (see docs/security.md, "Twent
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
-import resource
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.security.childcli import cli_seconds, no_slower_than
+
 pytestmark = pytest.mark.slow  # real child processes
-
-
-def _memory_cap() -> None:
-    """The child's address space held to 3 GiB: a blow-up ends in MemoryError, not in the machine's OOM killer."""
-    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
-
-
-def _cli_seconds(log: Path, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], float]:
-    """check-failed-run in a child process, with this process's environment (its PYTHONPATH names the code under test)."""
-    t = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", str(log), "--format", "json", "--out-dir",
-                           str(tmp_path / "out")], check=False, capture_output=True, text=True, cwd=tmp_path, timeout=120,
-                          env=dict(os.environ), preexec_fn=_memory_cap)
-    return proc, time.monotonic() - t
-
-
-def _no_slower_than(took: float, control: float) -> bool:
-    """Within 3x (and 3 s) of the same command on a control log without the hostile runs, timed in the same minutes."""
-    return took < max(3 * control, control + 3)
 
 
 def _log(tmp_path: Path, name: str, text: str) -> Path:
@@ -62,11 +40,11 @@ def test_a_key_value_metric_line_over_a_run_of_dashed_words_never_slows_the_cli(
 
     log = _log(tmp_path, "run", "".join("loss: 0.5 " + "a-" * (1900 + i) + "!\n" for i in range(30)))
     control = _log(tmp_path, "control", "".join("loss: 0.5 " + "ab" * (1900 + i) + "!\n" for i in range(30)))
-    _, base = _cli_seconds(control, tmp_path)
-    proc, took = _cli_seconds(log, tmp_path)
+    _, base = cli_seconds(control, tmp_path)
+    proc, took = cli_seconds(log, tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads(proc.stdout)["run_status"]
-    assert _no_slower_than(took, base), (took, base)
+    assert no_slower_than(took, base), (took, base)
     rng = random.Random(25)
     alphabet = ["a", "_", "-", "-", " ", ":", "=", "1", "0.5", "'", '"', ".", "/", "(", "[", "{", "|", ",", ";", "loss", "nan",
                 "e-3", "\t", "\xa0", "é", " (ms)", "tensor(", ":: ", "%"]
@@ -91,11 +69,11 @@ def test_tail_lines_of_path_segments_never_slow_the_cli(tmp_path: Path) -> None:
     log = _log(tmp_path, "run", "step 1 loss: 0.5\n" + "".join(shapes[i % 3][: 1985 + i % 7] + ".txt_\n" for i in range(300)) + error)
     control = _log(tmp_path, "control", "step 1 loss: 0.5\n" + "".join(re.sub("[/.]", " ", shapes[i % 3][: 1985 + i % 7]) + ".txt_\n"
                                                                        for i in range(300)) + error)
-    _, base = _cli_seconds(control, tmp_path)
-    proc, took = _cli_seconds(log, tmp_path)
+    _, base = cli_seconds(control, tmp_path)
+    proc, took = cli_seconds(log, tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads(proc.stdout)["run_status"] == "crashed"
-    assert _no_slower_than(took, base), (took, base)
+    assert no_slower_than(took, base), (took, base)
     rng = random.Random(25)
     alphabet = ["a", "/", "/", ".", ".", "~", "-", "=", ":", " ", "'", '"', "see", "check", "failures", "error", "error_file",
                 "error file", "log is in ", "details in", "written to", "see also", ".txt", ".log", ".json", ".TXT", "\u017f",
@@ -118,11 +96,11 @@ def test_tail_lines_of_comma_separated_digits_beside_a_perfect_validation_never_
     head = "".join(f"epoch {i} loss: {1 / (i + 1):.3f} val_acc: 1.0\n" for i in range(10))
     log = _log(tmp_path, "run", head + "".join("val " + ("0," * 995)[: 1990 - i % 5] + " x\n" for i in range(300)))
     control = _log(tmp_path, "control", head + "".join("val " + ("0 " * 995)[: 1990 - i % 5] + " x\n" for i in range(300)))
-    _, base = _cli_seconds(control, tmp_path)
-    proc, took = _cli_seconds(log, tmp_path)
+    _, base = cli_seconds(control, tmp_path)
+    proc, took = cli_seconds(log, tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads(proc.stdout)["run_status"] == "degraded"
-    assert _no_slower_than(took, base), (took, base)
+    assert no_slower_than(took, base), (took, base)
     rng = random.Random(25)
     alphabet = ["0", "1", "9", ",", ",", " ", "\t", "a", "_", "images", " images", "samples", "Size", "size", "len", "length",
                 ")", ":", "=", "\u017fize", "\u0663", "\u00b2", "val", ".", "IMAGES", "clips"]
