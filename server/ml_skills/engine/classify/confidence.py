@@ -35,7 +35,7 @@ KINDS = ("exception-named", "exception-located", "signature", "symptom", "anomal
 # fails when these drift from the fit.
 ACCURACY: dict[str, float] = {
     "exception-named": 0.83,
-    "exception-located": 0.85,
+    "exception-located": 0.84,
     "signature": 0.96,
     "symptom": 0.87,
     "anomaly": 0.63,
@@ -62,7 +62,6 @@ LABEL_ACCURACY: dict[str, float] = {
     "sigkill-exit-137": 0.95,
     "stopped-at-sync-point": 0.47,
     "traceback:exception-in-collective": 0.69,
-    "traceback:exception-in-data-loading": 0.82,
     "traceback:unclassified-exception": 0.8,
     "traceback:value-or-assert": 0.96,
 }

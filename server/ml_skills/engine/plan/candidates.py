@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ml_skills.catalog.loader import exception_rules, signatures
 from ml_skills.catalog.loader import fixes as fix_catalog
+from ml_skills.engine.analyse.skippedsteps import SKIPPED_WORDS
 from ml_skills.engine.classify.cascades import EXTERNAL_KILL
 from ml_skills.engine.classify.signals import Signal
 from ml_skills.lazyre import lazy
@@ -89,6 +90,8 @@ def _named_by_nan_onset(fixes: _Fixes, nan: Anomaly) -> None:
         cand = fixes.cand
         if "find-bad-batch" in cand:  # early NaN is rarely one batch
             cand["find-bad-batch"] = (min(cand["find-bad-batch"][0], 0.3), cand["find-bad-batch"][1])
+    elif SKIPPED_WORDS in nan.detail:  # fp16 overflowed at every step: precision, not the learning rate or one batch
+        add("bf16-or-loss-scaling", 1.0); add("guard-numerics", 0.8); add("lower-lr-add-warmup", 0.6)
     elif "exploding" in nan.detail:
         add("grad-clipping", 1.0); add("lower-lr-add-warmup", 0.9); add("resume-before-spike", 0.7)
     else:

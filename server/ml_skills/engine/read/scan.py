@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import logfile
-from ml_skills.engine.analyse import completion, evalsource, schedule, sparklines, valsize, zeroscores
+from ml_skills.engine.analyse import completion, evalsource, schedule, skippedsteps, sparklines, valsize, zeroscores
 from ml_skills.engine.analyse.lastprogress import check_stall, last_progress, stalled_before_kill
 from ml_skills.engine.analyse.points import values_text
 from ml_skills.engine.analyse.trajectories import analyse
@@ -234,13 +234,17 @@ def _another_attempts_end(line_no: int, fatal: list[int], tail: list[str], tail_
 
 
 def _summary_readings(ev: LogEvidence, tail_lines: list[str], tail_start: int, name: str) -> None:
-    """What the summary printed at a log's end says where the metric lines did not: scores at zero, W&B's run history."""
+    """What the summary printed at a log's end says where the metric lines did not: scores at zero, every fp16 step
+    skipped, W&B's run history."""
     if not any(a.kind is AnomalyKind.VALIDATION_METRIC_NEAR_ZERO for a in ev.trajectory.anomalies):
         zero = zeroscores.zero_scores(tail_lines, tail_start, name)
         # a result read from a summary, never over an ending: a kill or an exception after it ended the run
         if zero is not None and not any(h.line_no >= (zero.line_no or 0) and h.role is not Role.HINT for h in ev.hits) \
                 and not any(t.line_no >= (zero.line_no or 0) for t in ev.tracebacks):
             ev.trajectory.anomalies.append(zero)
+    if not any(a.kind is AnomalyKind.NAN_ONSET for a in ev.trajectory.anomalies) and \
+            (skipped := skippedsteps.every_step_skipped(tail_lines, tail_start, name)) is not None:
+        ev.trajectory.anomalies.append(skipped)
     if not any(a.kind is AnomalyKind.TRAIN_VAL_DIVERGENCE for a in ev.trajectory.anomalies) and \
             (history := sparklines.wandb_history(tail_lines, tail_start, name)) is not None:
         ev.trajectory.anomalies.append(history)
