@@ -85,3 +85,22 @@ def test_a_nan_at_batch_700_of_epoch_1_is_not_early(tmp_path):
     d = diagnose(DiagnoseRequest(target=str(case("1681"))))
     nan = next(a for a in d.anomalies if a.kind.value == "nan-onset")
     assert "iteration 8500" in nan.detail and "first 100 steps" not in nan.detail, nan.detail
+
+
+def test_the_closing_timers_words_over_a_run_of_spaces_never_slow_the_cli(tmp_path):
+    """Promise 9 (docs/security.md): the timer's pattern first read the spaces after 'time' with two quantifiers, 0.15 s
+    a line (a line is read to 4,000 characters): 200 such lines held the CLI 10 s against 2 s for a control log of the
+    same size whose lines hold words between the spaces, timed in the same minutes."""
+    from tests.security.childcli import cli_seconds, no_slower_than
+
+    steps = "".join(f"epoch {i} loss {1.0 / (i + 1):.4f}\n" for i in range(20))
+    hostile = tmp_path / "hostile"
+    control = tmp_path / "control"
+    hostile.mkdir()
+    control.mkdir()
+    (hostile / "train.log").write_text(steps + ("INFO:root:Execution time" + " " * 3990 + "x\n") * 200)
+    (control / "train.log").write_text(steps + ("INFO:root:Execution time" + " ".join(["x"] * 1995) + "\n") * 200)
+    _, base = cli_seconds(control / "train.log", control)
+    proc, took = cli_seconds(hostile / "train.log", hostile)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert no_slower_than(took, base), (took, base)
