@@ -733,6 +733,13 @@ def reset_stripped_count() -> None:
 
 
 
+# The MCP SDK's sealed request state (an approval's round trip on the 2026-07-28 protocol): authenticated ciphertext the
+# server minted, opaque to the client and holding nothing readable. Redacting it only breaks the round trip: about 3 in
+# 10,000 tokens hold 'hf_' and 34 letters or digits by chance (a Hugging Face token's shape), and the approval came back
+# "Invalid or expired requestState" (a clean-clone CI run, 2026-12-05).
+SEALED_FIELDS = frozenset({"request_state", "requestState"})
+
+
 def redact_value(value: Any) -> Any:
     """Redact every string inside a pydantic model, list, tuple or dict (keys too), counting in this context.
 
@@ -746,6 +753,8 @@ def redact_value(value: Any) -> Any:
     if isinstance(value, BaseModel):
         update = {}
         for name in type(value).model_fields:
+            if name in SEALED_FIELDS:
+                continue
             old = getattr(value, name)
             new = _redact_path(old) if name in PATH_FIELDS and isinstance(old, str) else redact_value(old)
             if new is not old:
@@ -763,6 +772,8 @@ def redact_value(value: Any) -> Any:
 
 def _redact_item(key: Any, value: Any) -> Any:
     """A dict's value, judged with its key when the key names a secret (`{"db_password": "X"}`: X alone is no pattern's)."""
+    if key in SEALED_FIELDS:
+        return value
     if isinstance(key, str) and isinstance(value, str) and _KEYWORD_ENDS.search(key.lower()):
         new = redact_named(key, value)
         return value if new == value else new
