@@ -4,6 +4,7 @@ Stable-Baselines3 runs print them, and a verbatim guided-diffusion record from a
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -43,7 +44,7 @@ def _run(tmp_path: Path, nan_at: int) -> Path:
     log = tmp_path / f"ppo{nan_at}.log"
     with log.open("w") as f:
         done = subprocess.run([sys.executable, "-c", SCRIPT, str(nan_at)], stdout=f, stderr=subprocess.STDOUT, check=False,
-                              timeout=600, cwd=tmp_path)
+                              timeout=600, cwd=tmp_path, env={**os.environ, "SB3_LOGDIR": str(tmp_path)})
     assert (done.returncode != 0) == bool(nan_at), log.read_text()[-2000:]
     return log
 
