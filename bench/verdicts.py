@@ -2,7 +2,7 @@
 
     python bench/verdicts.py score COMMIT corpus|healthy LO HI   # the engine of COMMIT on cases LO-HI, with their labels
     python bench/verdicts.py run [--server DIR] OUT.json        # every corpus, healthy and real log: class and status
-    python bench/verdicts.py diff OLD.json NEW.json             # the logs whose verdict moved, with their labels
+    python bench/verdicts.py diff [--plan] OLD.json NEW.json    # the logs whose verdict (or first 3 fixes) moved
 
 `score` is how a batch is measured before any change made for it (issue 13's habit): the engine is taken from the
 named commit with git archive, so the working tree's changes cannot leak in. `run` + `diff` are how a change is
@@ -34,7 +34,7 @@ for path in sys.argv[1:]:
         continue
     print(json.dumps({"path": path, "cls": d.primary_cause.value if d.primary_cause else None,
                       "status": d.run_status.value, "conf": round(d.primary_cause_confidence, 2),
-                      "proximate": d.root_cause.proximate[:160]}), flush=True)
+                      "proximate": d.root_cause.proximate[:160], "plan": [f.fix_id for f in d.fixes[:3]]}), flush=True)
 """
 
 HEALTHY_RIGHT = {"completed": {"completed"}, "recovered": {"recovered", "completed"}, "degraded": {"degraded"},
@@ -103,12 +103,15 @@ def run_all(server: Path, out: Path) -> int:
     return 0
 
 
-def diff(old: Path, new: Path) -> int:
+def diff(old: Path, new: Path, plan: bool = False) -> int:
     a, b = json.loads(old.read_text()), json.loads(new.read_text())
     moved = 0
     for k in sorted(set(a) & set(b)):  # a case added since OLD was run is a new case, not a moved verdict
         x, y = a[k], b[k]
         if (x.get("cls"), x.get("status")) == (y.get("cls"), y.get("status")):
+            if plan and x.get("plan") != y.get("plan"):
+                moved += 1
+                print(f"{k.rsplit('/', 1)[0][:70]:70} plan {x.get('plan')} -> {y.get('plan')}")
             continue
         moved += 1
         meta = json.loads((ROOT / "tests" / Path(k).parent / "case.json").read_text())
@@ -131,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--server", type=Path, default=ROOT / "server")
     r.add_argument("out", type=Path)
     d = sub.add_parser("diff")
+    d.add_argument("--plan", action="store_true", help="also list logs whose first three fixes moved")
     d.add_argument("old", type=Path)
     d.add_argument("new", type=Path)
     a = ap.parse_args(argv)
@@ -138,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         return score(a.commit, a.suite, a.lo, a.hi)
     if a.cmd == "run":
         return run_all(a.server, a.out)
-    return diff(a.old, a.new)
+    return diff(a.old, a.new, a.plan)
 
 
 if __name__ == "__main__":

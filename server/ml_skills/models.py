@@ -432,6 +432,19 @@ class AnomalyKind(StrEnum):
     SOURCE_SIGNAL = "source-signal"  # a collector's own finding (process state, pipeline task state)
 
 
+class NanOnset(StrEnum):
+    """Where a run's first NaN came and what came before it: this, not the finding's words, picks the first fix."""
+
+    VALIDATION_ONLY = "validation-only"  # only the evaluation computes nan; training stays finite
+    EARLY = "early"  # within the run's first 100 steps: the learning rate, precision or unscaled inputs
+    LEARNING_RATE_JUMP = "learning-rate-jump"  # the lr jumped just before it
+    GRADIENT_EXPLOSION = "gradient-explosion"  # the gradient norm jumped or rose before it
+    NO_WARNING = "no-warning"  # late, after stable steps and no warning: one batch or an unsafe op
+    NOT_PLACED = "not-placed"  # no counter, or the excerpt's first loss: how far in cannot be told
+    LOGGED_AS_ZERO = "logged-as-zero"  # a logger that drops nan from its average printed exactly 0
+    EVERY_STEP_SKIPPED = "every-step-skipped"  # fp16's loss scale skipped every step: the weights never changed
+
+
 class Anomaly(Model):
     kind: AnomalyKind
     failure_class: FailureClass
@@ -440,6 +453,7 @@ class Anomaly(Model):
     line_no: int | None = None
     step: float | None = None
     detail: str
+    onset: NanOnset | None = Field(None, description="For a nan-onset: where the first NaN came and what preceded it.")
 
 
 class ProgressPoint(Model):

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from ml_skills.engine.analyse.points import at, iterations_before
 from ml_skills.engine.analyse.points import finite as _finite
 from ml_skills.engine.analyse.points import fmt as _fmt
-from ml_skills.models import Anomaly, AnomalyKind, FailureClass, MetricPoint, Severity
+from ml_skills.models import Anomaly, AnomalyKind, FailureClass, MetricPoint, NanOnset, Severity
 
 EARLY_NAN_STEPS = 100
 _VALIDATION = frozenset({"val_loss", "val_ppl"})  # an evaluation's own numbers
@@ -42,7 +42,7 @@ def nan_onset(points: Sequence[MetricPoint], exact_nan: MetricPoint | None) -> A
             where = f"epoch {_fmt(p.epoch)}" if p.step is None and p.epoch is not None else f"step {_fmt(p.step)}"
             return Anomaly(
                 kind=AnomalyKind.NAN_ONSET, failure_class=FailureClass.EVALUATION_MISMATCH, severity=Severity.SIGNIFICANT,
-                source=p.source, line_no=p.line_no, step=p.step,
+                source=p.source, line_no=p.line_no, step=p.step, onset=NanOnset.VALIDATION_ONLY,
                 detail=(f"non-finite {', '.join(bad)} from {where} (line {p.line_no}) while the training loss stays finite "
                         f"({len(later)} values): the evaluation computes nan (an empty or unlabelled validation batch, a "
                         "division by zero in the metric, a preprocessing step only the validation split goes through)"),
@@ -73,49 +73,49 @@ def nan_onset(points: Sequence[MetricPoint], exact_nan: MetricPoint | None) -> A
     lr = p.values.get("lr") if p.values.get("lr") is not None else next(
         (q.values["lr"] for q in reversed(points[:i]) if "lr" in q.values and _finite(q.values["lr"])), None)
     at_lr = f" at lr {lr:.3g}" if lr is not None else ""
-    why = _onset_words(points, i, p, early, f"{count} stable {unit}", f"{count} finite {unit}", at_lr)
+    onset, why = _onset_words(points, i, p, early, f"{count} stable {unit}", f"{count} finite {unit}", at_lr)
     if zeroed is not None:
         why += (f"; the training loss then logs exactly 0 (line {zeroed.line_no}) after a positive value, which is how a "
                 "logger that drops non-finite losses from its average (HF Trainer's logging_nan_inf_filter) shows a "
                 "window of steps that were all nan")
     return Anomaly(
         kind=AnomalyKind.NAN_ONSET, failure_class=FailureClass.NAN_INF, severity=Severity.CRITICAL,
-        source=p.source, line_no=p.line_no, step=p.step,
+        source=p.source, line_no=p.line_no, step=p.step, onset=onset,
         detail=f"first non-finite {', '.join(bad)} at {where} (line {p.line_no}), {why}",
     )
 
 
 def _onset_words(points: Sequence[MetricPoint], i: int, p: MetricPoint, early: bool | None, stable: str, finite: str,
-                 at_lr: str) -> str:
+                 at_lr: str) -> tuple[NanOnset, str]:
     """Why the first NaN at points[i] happened, as far as the series before it tell: early in the run, after a
-    grad-norm jump, after the lr jumped, after a rising grad norm, or with no warning."""
+    grad-norm jump, after the lr jumped, after a rising grad norm, or with no warning; and in words."""
     jump = _precursor(points, i, p)
     if early is False and not any("loss" in q.values and _finite(q.values["loss"]) for q in points[:i]):
         # the log's first loss is already non-finite (an excerpt, a log cut at its start): nothing before it to read
-        return (f"the first loss this log shows, {finite.replace('finite ', '')} into the run: the steps before it are not "
+        return NanOnset.NOT_PLACED, (f"the first loss this log shows, {finite.replace('finite ', '')} into the run: the steps before it are not "
                 "in the log, so whether a warning came before cannot be told from it")
     if early:
         # the measured jump is cited too, first, so a shortened quote keeps it: same history, same evidence
         jumped = f", {PRECURSOR_WORDS} ({jump})" if jump is not None else ""
-        return (f"within the first 100 steps{jumped}: points to the learning rate (no warmup), precision "
+        return NanOnset.EARLY, (f"within the first 100 steps{jumped}: points to the learning rate (no warmup), precision "
                 "(fp16 overflow) or unscaled inputs rather than one bad sample")
     if jump is not None and (lr_jump := _lr_jump(points, i)) is not None:
-        return (f"after {stable}, with the learning rate {lr_jump}, then {PRECURSOR_WORDS} ({jump}): the "
+        return NanOnset.LEARNING_RATE_JUMP, (f"after {stable}, with the learning rate {lr_jump}, then {PRECURSOR_WORDS} ({jump}): the "
                 "step size jumped (a schedule that multiplies instead of decaying, a warmup or cycle restarting, a wrong "
                 "lr on resume) and the gradient exploded with it")
     if jump is not None:
-        return (f"after {stable}, {PRECURSOR_WORDS} ({jump}){at_lr}: an exploding "
+        return NanOnset.GRADIENT_EXPLOSION, (f"after {stable}, {PRECURSOR_WORDS} ({jump}){at_lr}: an exploding "
                 "gradient (learning rate too high for this phase, no clipping, or an fp16 overflow)")
     if (lr_jump := _lr_jump(points, i)) is not None:
-        return (f"after {stable}, with the learning rate {lr_jump}: the step size jumped (a schedule "
+        return NanOnset.LEARNING_RATE_JUMP, (f"after {stable}, with the learning rate {lr_jump}: the step size jumped (a schedule "
                 "that multiplies instead of decaying, a warmup or cycle restarting, a wrong lr on resume), not the data")
     if _gn_rising(points, i):
-        return (f"after {stable}, with the gradient norm rising before it{at_lr}: an exploding "
+        return NanOnset.GRADIENT_EXPLOSION, (f"after {stable}, with the gradient norm rising before it{at_lr}: an exploding "
                 "gradient (learning rate too high for this phase, no clipping)")
     if early is None:
-        return (f"after {finite}; the log prints no step or epoch counter, so how far into the run "
+        return NanOnset.NOT_PLACED, (f"after {finite}; the log prints no step or epoch counter, so how far into the run "
                 "cannot be told from it (no warning rise in gradient norm)")
-    return (f"after {stable} with no warning rise in gradient norm{at_lr}: a corrupt late "
+    return NanOnset.NO_WARNING, (f"after {stable} with no warning rise in gradient norm{at_lr}: a corrupt late "
             "batch or a numerically unsafe op on rare inputs")
 
 
@@ -151,7 +151,7 @@ def _zeroed_for_good(points: Sequence[MetricPoint]) -> Anomaly | None:
         return None
     return Anomaly(
         kind=AnomalyKind.NAN_ONSET, failure_class=FailureClass.NAN_INF, severity=Severity.CRITICAL,
-        source=zero.source, line_no=zero.line_no, step=zero.step,
+        source=zero.source, line_no=zero.line_no, step=zero.step, onset=NanOnset.LOGGED_AS_ZERO,
         detail=(f"the training loss is logged as exactly 0 from {at(zero)} (line {zero.line_no}) to the end ({len(later)} "
                 "logs) right after a positive value: no objective falls to exactly 0 in one logging interval; a logger "
                 "that drops non-finite losses from its average (HF Trainer's logging_nan_inf_filter) prints 0 for "

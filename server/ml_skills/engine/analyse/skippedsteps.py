@@ -6,11 +6,11 @@ gradients at every step, whatever its printed loss says."""
 from __future__ import annotations
 
 from ml_skills.lazyre import lazy
-from ml_skills.models import Anomaly, AnomalyKind, FailureClass, Severity
+from ml_skills.models import Anomaly, AnomalyKind, FailureClass, NanOnset, Severity
 
 _STEP_SKIPPED = lazy(r"\bstep=(?P<n>\d{1,12}), skipped=(?P<k>\d{1,12})\b")
 ALL_SKIPPED_FROM = 50  # steps past any loss-scale calibration
-SKIPPED_WORDS = "every optimizer step skipped"  # the plan reads the anomaly's detail by these words
+SKIPPED_WORDS = "every optimizer step skipped"
 
 
 def every_step_skipped(tail: list[str], tail_start: int, source: str) -> Anomaly | None:
@@ -24,7 +24,7 @@ def every_step_skipped(tail: list[str], tail_start: int, source: str) -> Anomaly
         return None
     return Anomaly(
         kind=AnomalyKind.NAN_ONSET, failure_class=FailureClass.NAN_INF, severity=Severity.CRITICAL,
-        source=source, line_no=tail_start + i, step=float(n),
+        source=source, line_no=tail_start + i, step=float(n), onset=NanOnset.EVERY_STEP_SKIPPED,
         detail=(f"{SKIPPED_WORDS}: 'step={n}, skipped={k}' (line {tail_start + i}) - the fp16 loss scale found inf or nan "
                 "gradients at every step, so the weights never changed whatever loss the run prints (an input, a layer or a "
                 "loss that overflows in half precision; bf16, or fp32 for that part, is the usual way out)"),

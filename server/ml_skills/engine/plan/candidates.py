@@ -6,11 +6,19 @@ from __future__ import annotations
 
 from ml_skills.catalog.loader import exception_rules, signatures
 from ml_skills.catalog.loader import fixes as fix_catalog
-from ml_skills.engine.analyse.skippedsteps import SKIPPED_WORDS
 from ml_skills.engine.classify.cascades import EXTERNAL_KILL
 from ml_skills.engine.classify.signals import Signal
 from ml_skills.lazyre import lazy
-from ml_skills.models import Anomaly, AnomalyKind, ArtifactInventory, Classification, FailureClass, LogEvidence, Signature
+from ml_skills.models import (
+    Anomaly,
+    AnomalyKind,
+    ArtifactInventory,
+    Classification,
+    FailureClass,
+    LogEvidence,
+    NanOnset,
+    Signature,
+)
 
 STOP_BEFORE_SAVE = "stop-before-next-save"
 POSITION_STEP = 0.15  # a signature lists its fixes most likely first: each later one is that much less sure
@@ -80,19 +88,22 @@ def _named_by_primary_signals(fixes: _Fixes, psig: list[Signal], sig_by_id: dict
 
 
 def _named_by_nan_onset(fixes: _Fixes, nan: Anomaly) -> None:
-    """Where the first NaN came says what to fix: validation only, early (the learning rate), after exploding
-    gradients, or late (one bad batch)."""
+    """Where the first NaN came says what to fix: validation only, early (the learning rate), every fp16 step skipped
+    (precision), after the lr jumped (the schedule), after exploding gradients, or late (one bad batch). Read from the
+    finding's onset, never its words: the words quote the log."""
     add = fixes.add
-    if nan.failure_class is FailureClass.EVALUATION_MISMATCH:  # only the validation side is nan
+    if nan.failure_class is FailureClass.EVALUATION_MISMATCH or nan.onset is NanOnset.VALIDATION_ONLY:
         add("fix-eval-config", 1.0)
-    elif "first 100 steps" in nan.detail:
+    elif nan.onset is NanOnset.EARLY:
         add("lower-lr-add-warmup", 1.0); add("bf16-or-loss-scaling", 0.95); add("grad-clipping", 0.7)
         cand = fixes.cand
         if "find-bad-batch" in cand:  # early NaN is rarely one batch
             cand["find-bad-batch"] = (min(cand["find-bad-batch"][0], 0.3), cand["find-bad-batch"][1])
-    elif SKIPPED_WORDS in nan.detail:  # fp16 overflowed at every step: precision, not the learning rate or one batch
+    elif nan.onset is NanOnset.EVERY_STEP_SKIPPED:  # fp16 overflowed at every step: not the learning rate or one batch
         add("bf16-or-loss-scaling", 1.0); add("guard-numerics", 0.8); add("lower-lr-add-warmup", 0.6)
-    elif "exploding" in nan.detail:
+    elif nan.onset is NanOnset.LEARNING_RATE_JUMP:  # the step size jumped: the schedule, then the steps around it
+        add("fix-lr-schedule", 1.0); add("resume-before-spike", 0.9); add("grad-clipping", 0.7)
+    elif nan.onset is NanOnset.GRADIENT_EXPLOSION:
         add("grad-clipping", 1.0); add("lower-lr-add-warmup", 0.9); add("resume-before-spike", 0.7)
     else:
         add("find-bad-batch", 1.0); add("guard-numerics", 0.8); add("grad-clipping", 0.7)
