@@ -233,7 +233,7 @@ CANONICAL = ("loss", "val_loss", "grad_norm", "lr", "throughput", "acc", "val_ac
 _NAMES: dict[str, list[str]] = {
     "loss": ["loss", "train_loss", "training_loss", "lm_loss", "total_loss", "train/loss", "loss_step",
              "train_loss_step", "avg_loss", "train/loss_step", "objective", "train/lm_loss", "mean_loss", "loss_epoch", "train_loss_epoch",
-             "loss_total", "xent", "nll", "nll_loss"],
+             "loss_total", "xent", "nll", "nll_loss", "lossvalue", "loss_value"],  # insightface's MXNet metric: lossvalue
     "val_loss": ["val_loss", "eval_loss", "validation_loss", "valid_loss", "val/loss", "eval/loss", "dev_loss",
                  "validation/loss", "val_lm_loss", "test_loss", "valid/loss", "val_loss_epoch"],
     # perplexity, exp of the token loss (OpenNMT's 'ppl:', fairseq's 'ppl', 'PPL 35.2'): non-finite exactly when the loss is
@@ -339,6 +339,12 @@ class Signature(Model):
     generic: bool = Field(False, description=(
         "Says how a failure surfaced (a launcher's exit code, a signal, a subsystem's error wrapper), not what "
         "failed: when a specific signal of another class comes before it or on its line, it is read as a symptom."))
+    before_progress: FailureClass | None = Field(None, description=(
+        "Its class in a log that shows the run's start and no training progress: a failure at the first step is the setup's "
+        "(binary_cross_entropy handed logits), the same line after steps trained is the numbers' (a NaN reached it)."))
+    narrows: list[str] = Field(default_factory=new_list, description=(
+        "Broader signatures whose text this one reads more exactly (binary_cross_entropy's range assertion is a "
+        "kernel assertion): on a line both match, only this one gives a signal."))
     gate: str | None = Field(None, description=(
         "A cheaper regex that every line the pattern matches also matches (a test checks it on the examples and "
         "the corpus). For patterns keyed on text found on every training line (loss, grad_norm) that match rare "

@@ -41,6 +41,17 @@ def test_every_signature_has_examples_and_known_fixes():
             assert f in fx, f"exception rule {r.id} names unknown fix {f}"
 
 
+def test_a_narrowing_signature_reads_a_line_its_broader_one_matches():
+    """`narrows` names real signatures, and each of its examples that match is also matched by the broader one (the
+    narrowing silences it only on a line both match)."""
+    by_id = {s.id: s for s in SIGS}
+    for s in SIGS:
+        for broad in s.narrows:
+            assert broad in by_id and broad != s.id, f"{s.id} narrows unknown {broad}"
+            pat = re.compile(by_id[broad].pattern)
+            assert any(pat.search(x) for x in s.examples.match), f"{s.id}: no example that {broad} also reads"
+
+
 def test_every_fix_has_a_risk_and_a_validation():
     for f in fixes().values():
         risk, rule = risk_of(f.kind)

@@ -40,6 +40,18 @@ def _logged_as_warning() -> frozenset[str]:
 
 
 @cache
+def _before_progress() -> dict[str, FailureClass]:
+    """The class of each signature that reads differently in a log with no training progress (its `before_progress`)."""
+    return {s.id: s.before_progress for s in signatures() if s.before_progress is not None}
+
+
+@cache
+def _narrowed() -> dict[str, frozenset[str]]:
+    """Each signature's broader readings of the same text (its `narrows`), by id."""
+    return {s.id: frozenset(s.narrows) for s in signatures() if s.narrows}
+
+
+@cache
 def _goes_on() -> frozenset[str]:
     """Signatures whose line says the run skipped a bad step and went on."""
     return frozenset(s.id for s in signatures() if s.goes_on)
@@ -132,6 +144,8 @@ def _hit_signals(log: LogEvidence, hits_by_line: dict[tuple[str, int], list[Sign
         if h.failure_class is FailureClass.IO_CHECKPOINT and (h.source, h.line_no) in in_worker:
             continue  # the worker's failure is read by its own line: what it loaded is a sample, not a checkpoint
         same = hits_by_line[(h.source, h.line_no)]
+        if any(h.signature_id in _narrowed().get(o.signature_id, ()) for o in same):
+            continue  # a more exact reading of this text is on the line
         # one line, several signatures: a cause on the line silences symptoms of other classes
         if h.role is not Role.CAUSE and any(o.role is Role.CAUSE and o.failure_class != h.failure_class for o in same):
             continue
@@ -152,9 +166,19 @@ def _hit_signals(log: LogEvidence, hits_by_line: dict[tuple[str, int], list[Sign
         if survived:
             w *= SURVIVED
         info = warning and h.role is not Role.HINT and not _WARNING.search(h.text) and informational(h.text)
-        signals.append(Signal(h.failure_class, w, "signature", h.signature_id, h.source, h.line_no, _around_match(h.text, h.signature_id),
+        cls = _before_progress().get(h.signature_id, h.failure_class) if _started_without_progress(log) else h.failure_class
+        signals.append(Signal(cls, w, "signature", h.signature_id, h.source, h.line_no, _around_match(h.text, h.signature_id),
                               h.role, survived, warning, info=info))
     return signals
+
+
+def _started_without_progress(log: LogEvidence) -> bool:
+    """The log shows the run up to its failure and no training progress: it printed something before its first error
+    (its start-up) and no metric line. A paste that starts at the error says nothing of the steps before it."""
+    if log.trajectory.metric_lines:
+        return False
+    first = min([h.line_no for h in log.hits] + [t.start_line for t in log.tracebacks], default=None)
+    return first is not None and first > 1
 
 
 def _gone_past(log: LogEvidence, last_prog: int | None) -> tuple[dict[int, bool], dict[tuple[str, str], int]]:

@@ -225,10 +225,15 @@ def completed_clean(cls: Classification, status: RunStatus, logs: list[LogEviden
 _SIGINT_RAISED = lazy(r"SignalException: Process \d+ got signal: 2\b")
 _FRAME = lazy(r'^\s*(File "[^"]+", line \d+|-+> ?\[?\d+|Traceback \(most recent call last\))')
 _EXCEPTION = lazy(r"^\s*(E\s+)?([A-Za-z_][\w.]*\.)?[A-Z]\w*(Error|Exception)(:|\s*$)")
+# a native fatal line: a kernel's or the C library's assertion, a fatal signal the shell or faulthandler reports (the
+# process died there, whatever the paste kept after it)
+_NATIVE_FATAL = lazy(r"Assertion `[^`]{1,300}` failed|\bSegmentation fault\b|\bcore dumped\b|^Fatal Python error:|"
+                     r"\bterminate called after throwing\b|device-side assert triggered")
 
 
 def _raised(logs: list[LogEvidence]) -> bool:
-    """An exception ended the run: its traceback frames or exception line are in the log's tail.
+    """An exception or a native fatal error ended the run: its traceback frames, its exception line, or a native
+    assertion or fatal signal are in the log's tail.
 
     A user's Ctrl-C or a scheduler's kill (KeyboardInterrupt) is not the run failing by itself.
     """
@@ -238,6 +243,6 @@ def _raised(logs: list[LogEvidence]) -> bool:
             continue
         since = (log.total_lines or 0) - len(tail)
         if any(t.exc_type != "SystemExit" and not interrupted(t.exc_type, t.message) and t.line_no > since for t in log.tracebacks) or \
-                any(_FRAME.search(x) or _EXCEPTION.search(x) for x in tail):
+                any(_FRAME.search(x) or _EXCEPTION.search(x) or _NATIVE_FATAL.search(x) for x in tail):
             return True
     return False

@@ -16,7 +16,8 @@ _MISSING = object()
 # The run's own counters where an epoch and an iteration within it are printed together: mmcv/mmengine's
 # 'Epoch [8][208/2000]' and 'Epoch(train) [1][240/735]', DCGAN-tensorflow's 'Epoch: [ 8/200] [ 208/2000]', the ImageNet example's 'Epoch: [8][208/2000]', GAN
 # scripts' '[Epoch 8/100] [Batch 208/2000]', loguru trainers' 'E6 iter[ 14/ 15]', the MNIST example's 'Train
-# Epoch: 8 [26624/60000 (44%)]' (samples, not batches), and a Keras bar '208/2000 [====' under its 'Epoch 8/100'.
+# Epoch: 8 [26624/60000 (44%)]' (samples, not batches), MXNet's 'Epoch[0] Batch [41940-41960]', and a Keras bar
+# '208/2000 [====' under its 'Epoch 8/100'.
 _EPOCH_ITER_WORDS = (
     r"(?:\bepoch(?:\(\w+\))?\s*(?::\s*)?\[\s*(?P<e1>\d+)\s*(?:/\s*\d+\s*)?\]\s*\[\s*(?P<i1>\d+)\s*/\s*(?P<n1>\d+)\s*\]|"
     r"\[\s*epoch\s+(?P<e2>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?:batch|iter(?:ation)?)\s+(?P<i2>\d+)\s*/\s*(?P<n2>\d+)\s*\]|"
@@ -25,7 +26,10 @@ _EPOCH_ITER_WORDS = (
     # and a loop's own 'Epoch 10 ; Iter 50/213', 'epoch 3, iter 50/213', 'Epoch: 2 | Batch: 100/500' (a counter out of
     # the epoch's iterations, right after the epoch), or with no total, as icefall/k2 recipes print it ('Epoch 1, batch
     # 8500, train_loss[...]': the iteration within the epoch, its count per epoch unsaid)
-    r"\bepoch\s*(?::\s*)?(?P<e5>\d+)\s*(?:/\s*\d+\s*)?(?:[,;|]\s*)?(?:batch|iter(?:ation)?)\s*(?::\s*)?(?P<i5>\d+)(?:\s*/\s*(?P<n5>\d+))?)"
+    r"\bepoch\s*(?::\s*)?(?P<e5>\d+)\s*(?:/\s*\d+\s*)?(?:[,;|]\s*)?(?:batch|iter(?:ation)?)\s*(?::\s*)?(?P<i5>\d+)(?:\s*/\s*(?P<n5>\d+))?|"
+    # MXNet's Speedometer: 'Epoch[0] Batch [41940-41960]\tSpeed: ...' (the batches since its last line; the last is
+    # where the epoch stands) and the older 'Epoch[3] Batch [200]'
+    r"\bepoch\[(?P<e6>\d+)\]\s*batch\s*\[(?:\d++-)?(?P<i6>\d+)\])"
 )
 # Each run of spaces is read by one quantifier (`\s*(?::\s*)?`, not `\s*:?\s*`; the same language): the last form's three
 # pairs of quantifiers tried every split of three runs, each against the others, 11 s for one 400-character head of
@@ -95,8 +99,8 @@ def _epoch_iteration_spans(head: str) -> tuple[tuple[int, int], ...] | None:
         m = _EPOCH_ITER.search(head)
     if m is None:
         return None
-    k = next(i for i in "12345" if m[f"e{i}"] is not None)
-    return m.span(f"e{k}"), m.span(f"i{k}"), m.span(f"n{k}")
+    k = next(i for i in "123456" if m[f"e{i}"] is not None)
+    return m.span(f"e{k}"), m.span(f"i{k}"), m.span(f"n{k}") if f"n{k}" in m.re.groupindex else (-1, -1)
 
 
 def epoch_iteration(line: str, memo: dict[str, Any] | None = None) -> tuple[float, float, float | None] | None:
