@@ -83,3 +83,23 @@ def test_tail_lines_of_digits_never_slow_the_cli(tmp_path: Path) -> None:
     for _ in range(20_000):
         s = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
         assert lastprogress.is_progress(s) == bool(old.search(s)), repr(s)
+
+
+def test_an_out_of_memory_message_whose_sizes_are_no_numbers_gets_a_verdict(tmp_path: Path) -> None:
+    """Promise 9: a hostile file gets a verdict, never a crash. The plan reads PyTorch's out-of-memory message for how
+    much memory is reserved but unallocated (plan/applies: 'X GiB already allocated ... Y GiB reserved in total', 'X GiB
+    is allocated by PyTorch, and Y MiB is reserved'), each size a run of digits and dots, and float() raised on '1.2.3'
+    and '..': the CLI ended in 'internal error: ValueError', exit 3. Such a size now says nothing about fragmentation."""
+    from tests.security.childcli import cli
+
+    lines = [("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity; 1.2.3 GiB already "
+             "allocated; 0 bytes free; 14.5.6 GiB reserved in total by PyTorch)"),
+             ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.15 GiB of "
+             "which 5.0 MiB is free. Of the allocated memory .. GiB is allocated by PyTorch, and 1.2.3 MiB is reserved by "
+             "PyTorch but unallocated.")]
+    for i, line in enumerate(lines):
+        log = _log(tmp_path, f"run{i}", f"step 1 loss: 0.5\n{line}\n")
+        proc = cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(tmp_path / f"out{i}"), cwd=tmp_path, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+        assert json.loads(proc.stdout)["primary_cause"] == "oom"
