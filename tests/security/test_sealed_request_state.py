@@ -32,5 +32,8 @@ def test_a_sealed_request_state_is_never_rewritten_while_secrets_beside_it_are()
     out = redact_value(result)
     assert out.request_state == tok  # the round trip's token, byte for byte
     assert hf not in json.dumps(out.model_dump(mode="json"))  # the rest of the result is still redacted
-    wire = redact_value({"requestState": tok, "detail": hf})
+    wire = redact_value({"resultType": "input_required", "requestState": tok, "detail": hf})
     assert wire["requestState"] == tok and hf not in wire["detail"]
+    # only the input_required result's own field: a key of that name inside any other value is redacted (twenty-sixth round)
+    nested = redact_value({"fields": {"requestState": tok, "request_state": hf}, "wire": wire})
+    assert hf not in json.dumps(nested) and tok not in json.dumps(nested)

@@ -736,8 +736,18 @@ def reset_stripped_count() -> None:
 # The MCP SDK's sealed request state (an approval's round trip on the 2026-07-28 protocol): authenticated ciphertext the
 # server minted, opaque to the client and holding nothing readable. Redacting it only breaks the round trip: about 3 in
 # 10,000 tokens hold 'hf_' and 34 letters or digits by chance (a Hugging Face token's shape), and the approval came back
-# "Invalid or expired requestState" (a clean-clone CI run, 2026-12-05).
+# "Invalid or expired requestState" (a clean-clone CI run, 2026-12-05). Only the field of an `input_required` result
+# itself, the value redact_value was handed (the SDK's model, or its wire mapping with `resultType`), is passed: a key of
+# that name anywhere inside a result is data like any other (twenty-sixth round: a report planted in a run folder with a
+# `request_state` key handed `read_report`'s structured content a Hugging Face token in clear).
 SEALED_FIELDS = frozenset({"request_state", "requestState"})
+
+
+def _input_required(value: Any) -> bool:
+    """An `input_required` interim result, typed or wire-shaped (the SDK's own test, without importing the SDK)."""
+    if isinstance(value, dict):
+        return value.get("resultType") == "input_required"
+    return isinstance(value, BaseModel) and getattr(value, "result_type", None) == "input_required"
 
 
 def redact_value(value: Any) -> Any:
@@ -745,26 +755,43 @@ def redact_value(value: Any) -> Any:
 
     The last guard before a result leaves: paths, sources and targets are redacted as well as log
     text, since a token can sit in a directory name. Unchanged parts keep their identity and type
-    (an enum stays an enum); models are copied, never mutated.
+    (an enum stays an enum); models are copied, never mutated. The one field left as it is: the sealed state of an
+    `input_required` result handed here whole (SEALED_FIELDS), never a field of that name inside another value.
     """
+    if not _input_required(value):
+        return _redact_any(value)
+    if isinstance(value, dict):
+        pairs = [(k, v) if k in SEALED_FIELDS else (_redact_any(k), _redact_item(k, v)) for k, v in value.items()]
+        same = all(k2 is k and v2 is v for (k2, v2), (k, v) in zip(pairs, value.items(), strict=True))
+        return value if same else dict(pairs)
+    return _redact_model(value, skip=SEALED_FIELDS)
+
+
+def _redact_model(value: BaseModel, skip: frozenset[str] = frozenset()) -> BaseModel:
+    """A model's fields redacted (a path field as a path), but those named in `skip`; copied only when one changed."""
+    update = {}
+    for name in type(value).model_fields:
+        if name in skip:
+            continue
+        old = getattr(value, name)
+        new = _redact_path(old) if name in PATH_FIELDS and isinstance(old, str) else _redact_any(old)
+        if new is not old:
+            update[name] = new
+    return value.model_copy(update=update) if update else value
+
+
+def _redact_any(value: Any) -> Any:
+    """redact_value for any value inside a result: every string, with no field left out."""
     if isinstance(value, str):
         new = redact(value)
         return value if new == value else new
     if isinstance(value, BaseModel):
-        update = {}
-        for name in type(value).model_fields:
-            if name in SEALED_FIELDS:
-                continue
-            old = getattr(value, name)
-            new = _redact_path(old) if name in PATH_FIELDS and isinstance(old, str) else redact_value(old)
-            if new is not old:
-                update[name] = new
-        return value.model_copy(update=update) if update else value
+        return _redact_model(value)
     if isinstance(value, (list, tuple)):
-        items = [redact_value(v) for v in value]
+        items = [_redact_any(v) for v in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else type(value)(items)
     if isinstance(value, dict):
-        pairs = [(redact_value(k), _redact_item(k, v)) for k, v in value.items()]
+        pairs = [(_redact_any(k), _redact_item(k, v)) for k, v in value.items()]
         same = all(k2 is k and v2 is v for (k2, v2), (k, v) in zip(pairs, value.items(), strict=True))
         return value if same else dict(pairs)
     return value
@@ -772,14 +799,12 @@ def redact_value(value: Any) -> Any:
 
 def _redact_item(key: Any, value: Any) -> Any:
     """A dict's value, judged with its key when the key names a secret (`{"db_password": "X"}`: X alone is no pattern's)."""
-    if key in SEALED_FIELDS:
-        return value
     if isinstance(key, str) and isinstance(value, str) and _KEYWORD_ENDS.search(key.lower()):
         new = redact_named(key, value)
         return value if new == value else new
     if key in PATH_FIELDS and isinstance(value, str):
         return _redact_path(value)
-    return redact_value(value)
+    return _redact_any(value)
 
 
 # Fields of a result that hold a path the server resolved or was given (a checkpoint's `path`, an inventory's `root`, an

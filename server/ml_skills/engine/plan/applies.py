@@ -103,14 +103,23 @@ def ruled_out_by_evidence(fid: str, cls: Classification, logs: list[LogEvidence]
         own = next((x for x in around if _OWN_CHECKPOINT.search(x)), None)
         if own is not None:
             return "the file is the run's own checkpoint, being resumed from, not a download"
-    if fid == "expandable-segments" and cls.decisive is not None:
-        old, new = _OOM_NUMBERS.search(cls.decisive.text), _OOM_UNALLOCATED.search(cls.decisive.text)
-        if old:
-            allocated, spare = float(old.group(1)), float(old.group(2)) - float(old.group(1))
-        elif new:
-            allocated, spare = float(new.group(1)), float(new.group(2)) / (1024 if new.group(3) == "MiB" else 1)
-        else:
-            return None
+    if fid == "expandable-segments" and cls.decisive is not None and (sizes := _oom_sizes(cls.decisive.text)) is not None:
+        allocated, spare = sizes
         if spare < 0.1 * allocated:
             return f"only {spare:.2f} GiB is reserved but unallocated: little fragmentation to recover"
+    return None
+
+
+def _oom_sizes(text: str) -> tuple[float, float] | None:
+    """(GiB allocated, GiB reserved but unallocated) as PyTorch's out-of-memory message states them; None when it states
+    neither, or states them in digits and dots that are no number ('1.2.3 GiB', '.. GiB': before the twenty-sixth round
+    float() raised on them and the diagnosis ended in 'internal error', exit 3)."""
+    old, new = _OOM_NUMBERS.search(text), _OOM_UNALLOCATED.search(text)
+    try:
+        if old:
+            return float(old.group(1)), float(old.group(2)) - float(old.group(1))
+        if new:
+            return float(new.group(1)), float(new.group(2)) / (1024 if new.group(3) == "MiB" else 1)
+    except ValueError:
+        return None
     return None
