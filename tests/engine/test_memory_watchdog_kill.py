@@ -66,3 +66,27 @@ def test_the_same_watchdog_over_a_job_under_its_limit_reports_no_failure(tmp_pat
     log = _supervised(tmp_path, 5)
     assert "exited with status 0" in log.read_text()
     assert verdict(log)[0] is None
+
+
+_TIMED = """#!/bin/bash
+timeout -s KILL 2 python -c "
+import time
+for s in range(1, 100):
+    print(f'step {s}/99 | loss {1 / s:.4f}', flush=True); time.sleep(0.1)
+"
+echo "job exited with status $?"
+"""
+
+
+def test_a_job_its_time_limit_killed_is_not_out_of_memory(tmp_path: Path) -> None:
+    """bash's job line names the command it lost ('Killed  timeout -s KILL 2 python ...'): the kill is the time limit,
+    and the exit status 137 printed after it is that kill (the twelfth trial's case06, read with an OOM hint)."""
+    script = tmp_path / "job.sh"
+    script.write_text(_TIMED)
+    log = tmp_path / "train.log"
+    with log.open("w") as f:
+        subprocess.run(["bash", str(script)], stdout=f, stderr=subprocess.STDOUT, timeout=60, check=True)
+    text = log.read_text()
+    assert "Killed" in text and "timeout -s KILL 2" in text and "status 137" in text
+    cls, status = verdict(log)
+    assert cls != "oom" and status == "crashed"

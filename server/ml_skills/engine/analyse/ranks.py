@@ -112,7 +112,8 @@ def _interleaved(log: LogEvidence, signals: list[Signal]) -> list[RankEnd]:
 
 def _torn_down(log: LogEvidence, failed: RankEnd) -> list[RankEnd]:
     """The ranks of one log that made progress and then said nothing: the launcher tore them down after the failed
-    rank died (torchrun SIGTERMs the peers, often before a collective of theirs can fail)."""
+    rank died (torchrun SIGTERMs the peers, often before a collective of theirs can fail), or, when the one rank that
+    spoke only timed out waiting, the silent ones are those it waited for."""
     return [RankEnd(f"{log.source} [rank{r}]", "stopped", ln, f"step {_fmt_step(st)}", None, st)
             for r, (st, ln, _) in sorted(_rank_progress([log]).items()) if not failed.source.endswith(f"[rank{r}]")]
 
@@ -123,7 +124,7 @@ def first_failing(logs: list[LogEvidence], signals: list[Signal]) -> tuple[RankE
     ranks = [e for e in ranks if e.kind != "stopped" or e.step is not None or e.time is not None]
     if len(ranks) < 2 and len(logs) == 1:
         ranks = _interleaved(logs[0], signals)  # one log, every rank in it: line order is time order
-        if len(ranks) == 1 and ranks[0].kind == "error":
+        if len(ranks) == 1:  # one rank failed or waited; the others made progress and then said nothing
             ranks += _torn_down(logs[0], ranks[0])
     if len(ranks) < 2:
         return None
@@ -137,7 +138,7 @@ def first_failing(logs: list[LogEvidence], signals: list[Signal]) -> tuple[RankE
     return first, [e for e in ranks if e is not first]
 
 
-def _when(e: RankEnd) -> str:
+def rank_reached(e: RankEnd) -> str:
     parts = []
     if e.step is not None:
         parts.append(f"after step {int(e.step) if float(e.step).is_integer() else e.step}")
@@ -154,21 +155,21 @@ def describe(logs: list[LogEvidence], signals: list[Signal]) -> str:
     first, others = found
     name = Path(first.source).name
     if first.kind == "stopped":
-        head = (f"The first rank to fail was {name}: it stopped making progress at line {first.line_no}{_when(first)} "
+        head = (f"The first rank to fail was {name}: it stopped making progress at line {first.line_no}{rank_reached(first)} "
                 "with no error of its own (it hung, or died without a message), and the others waited for it.")
     else:
         what = "its own error" if first.kind == "error" else "a collective error"
-        head = f"The first rank to fail was {name}: {what} at line {first.line_no}{_when(first)}: {first.text[:160]}."
+        head = f"The first rank to fail was {name}: {what} at line {first.line_no}{rank_reached(first)}: {first.text[:160]}."
     tails = []
     for e in others:
         o = Path(e.source).name
         match e.kind:
             case "symptom":
-                tails.append(f"{o} failed after it in a collective (line {e.line_no}{_when(e)}: {e.text[:120]}), a consequence")
+                tails.append(f"{o} failed after it in a collective (line {e.line_no}{rank_reached(e)}: {e.text[:120]}), a consequence")
             case "error":
-                tails.append(f"{o} also raised its own error later (line {e.line_no}{_when(e)}: {e.text[:120]})")
+                tails.append(f"{o} also raised its own error later (line {e.line_no}{rank_reached(e)}: {e.text[:120]})")
             case _:
-                tails.append(f"{o} stopped at line {e.line_no}{_when(e)} without an error")
+                tails.append(f"{o} stopped at line {e.line_no}{rank_reached(e)} without an error")
     return head + (" Then " + "; ".join(tails) + "." if tails else "")
 
 

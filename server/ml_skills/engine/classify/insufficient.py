@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ml_skills.engine.analyse.ranks import collective_desync
+from ml_skills.engine.analyse.ranks import collective_desync, first_failing, rank_reached
 from ml_skills.engine.analyse.stops import CUT_IN_CALL, DIST_INIT, SCHEDULER_CANCELLED, ends_in_traceback
 from ml_skills.engine.classify.signals import Signal
 from ml_skills.engine.classify.status import fmt_number
@@ -74,6 +74,13 @@ def insufficient_evidence(cls: Classification, logs: list[LogEvidence], sources:
             return ("every rank only timed out, in different collectives (a desync, see the root cause): need the "
                     "collective each rank issued - rerun with TORCH_NCCL_DESYNC_DEBUG=1 or dump the flight recorder "
                     "(TORCH_NCCL_TRACE_BUFFER_SIZE > 0) - or each rank's step at the time")
+        found = first_failing(logs, signals)
+        if found is not None and found[0].kind == "stopped":  # the log holds the ranks, and one went silent
+            silent = found[0]
+            return (f"only a collective timeout: {Path(silent.source).name} stopped {rank_reached(silent).strip() or 'early'} "
+                    "with no error of its own while the others waited for it: need where it was blocked (its stack: "
+                    "faulthandler.register(signal.SIGTERM) so the launcher's SIGTERM dumps it, or py-spy dump --pid on "
+                    "a live rerun)")
         if len(logs) < 2:
             return ("only a collective timeout, with no error of its own: need the other ranks' logs (each rank's "
                     "stderr) to find the rank that crashed or hung first")

@@ -21,6 +21,7 @@ from ml_skills.engine.classify.cascades import (
     external_kill,
     generic_after_specific,
     generic_signatures,
+    kills_explained,
     lead_the_ending,
     native_crash_at_exit,
     numeric_before_crash,
@@ -156,6 +157,7 @@ def classify(logs: list[LogEvidence], sources: list[SourceEvidence] | None = Non
     peers_follow_a_death(signals)
     own_error_before_a_kill(signals)
     after_the_teardown(signals)
+    kills_explained(signals)
     native_crash_at_exit(signals, logs)
     warning_before_a_lost_error(signals, logs)
     notes = external_kill(signals, logs)
