@@ -1,5 +1,9 @@
 """Build key.json: find each decisive line by its text in the stored case files and record file, line number, text."""
-import glob, json, os, re, sys
+import glob
+import json
+import os
+import re
+import sys
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else "/work/trial12"
 OUT = sys.argv[2] if len(sys.argv) > 2 else "/work/trial12-key/key.json"
@@ -28,13 +32,15 @@ def files(case):
             out[os.path.relpath(p, base)] = {"bytes": len(data), "lines": data.count(b"\n")}
     return dict(sorted(out.items()))
 
-SPEC = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "key_spec.json")))
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "key_spec.json")) as f:
+    SPEC = json.load(f)
 key = {}
 for case, s in SPEC.items():
     key[case] = {"primary_class": s["primary_class"], "acceptable": s["acceptable"], "run_status": s["run_status"],
                  "decisive_lines": [find(case, *d) for d in s["decisive"]], "scenario": s["scenario"],
                  "files": files(case)}
-json.dump(key, open(OUT, "w"), indent=1)
+with open(OUT, "w") as f:
+    json.dump(key, f, indent=1)
 for c, v in key.items():
     print(c, v["primary_class"], v["run_status"], [(d["file"], d["line"]) for d in v["decisive_lines"]],
           sum(x["bytes"] for x in v["files"].values()))

@@ -1,6 +1,10 @@
 """Run a job and watch its resident memory, as a cluster scheduler's cgroup accounting does: report it every
 --report seconds and SIGKILL the job when its RSS (with children) exceeds --limit-mib."""
-import argparse, os, signal, subprocess, sys, time
+import argparse
+import signal
+import subprocess
+import sys
+import time
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--limit-mib", type=int, required=True)
@@ -13,10 +17,10 @@ cmd = a.cmd[1:] if a.cmd and a.cmd[0] == "--" else a.cmd
 def tree_rss(pid):
     kids, total = [pid], 0
     try:
-        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True, check=False).stdout
         kids += [int(x) for x in out.split()]
-    except Exception:
-        pass
+    except (OSError, ValueError):
+        kids = [pid]  # ps is missing or printed no pids: the job alone
     for k in kids:
         try:
             with open(f"/proc/{k}/status") as f:

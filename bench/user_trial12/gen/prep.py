@@ -1,7 +1,9 @@
 """Write token shards: npy (rows x 33) or packed (.bin uint16 + .idx int64 offsets), plus heldout.npy."""
 import argparse
 from pathlib import Path
+
 import numpy as np
+
 
 def chain(rng, n, seq, noise, branch, chain_seed):
     trans = np.random.default_rng(chain_seed).integers(0, 256, size=(256, branch))

@@ -15,17 +15,29 @@ Knobs (the fault of each case is in run_cases.sh, not here):
 """
 from __future__ import annotations
 
-import argparse, ctypes, datetime, faulthandler, json, logging, math, mmap, os, re, resource, signal, sys
-import threading, time, urllib.error, urllib.request
+import argparse
+import ctypes
+import datetime
+import faulthandler
+import json
+import logging
+import math
+import mmap
+import os
+import re
+import signal
+import threading
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.distributed as dist
+from common import SEQ, StepTimer, TinyLM, dump_config, progress, setup_logging
 from torch import nn
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
-
-from common import SEQ, StepTimer, TinyLM, dump_config, progress, setup_logging
 
 libc = ctypes.CDLL(None)
 
