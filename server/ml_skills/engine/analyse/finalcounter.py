@@ -11,7 +11,7 @@ from ml_skills.lazyre import lazy
 
 # an epoch or step counter with its total: 'Epoch 5/5', 'epoch [10/10]', 'Epoch: [99/100]', 'iteration 1000/1000'
 COUNTER = lazy(
-    r"(?i)\b(?P<what>epoch|step|iter|iteration|global step|episode)s?\s*(?:[:#=]\s*)?(?:\[\s*)?(?P<n>\d+)\s*/\s*(?P<total>\d+)\s*\]?")
+    r"(?i)\b(?P<what>epoch|step|iter|iteration|global step|episode|update|upd)s?\s*(?:[:#=]\s*)?(?:\[\s*)?(?P<n>\d+)\s*/\s*(?P<total>\d+)\s*\]?")
 # the same counter as a JSON-lines trainer log writes it (LLaMA-Factory's trainer_log.jsonl: '"current_steps": 8660,
 # "total_steps": 8660')
 _JSON_COUNTER = lazy(r'"(?P<what>current_steps)":\s*+(?P<n>\d+),\s*+"total_steps":\s*+(?P<total>\d+)')
