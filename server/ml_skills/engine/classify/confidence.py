@@ -35,9 +35,9 @@ KINDS = ("exception-named", "exception-located", "signature", "symptom", "anomal
 # fails when these drift from the fit.
 ACCURACY: dict[str, float] = {
     "exception-named": 0.83,
-    "exception-located": 0.85,
+    "exception-located": 0.86,
     "signature": 0.95,
-    "symptom": 0.87,
+    "symptom": 0.88,
     "anomaly": 0.63,
     "stop": 0.57,  # few dev verdicts rest on a stop alone, once a stop at a sync point is measured apart; stops.py caps it at 0.45
 }
@@ -60,11 +60,11 @@ LABEL_ACCURACY: dict[str, float] = {
     "oom-killer": 0.97,
     "permission-denied-iam": 0.97,
     "segfault": 0.9,
-    "sigkill-exit-137": 0.95,
+    "sigkill-exit-137": 0.96,
     "stopped-at-sync-point": 0.46,
     "traceback:exception-in-collective": 0.7,
     "traceback:exception-in-data-loading": 0.83,
-    "traceback:unclassified-exception": 0.81,
+    "traceback:unclassified-exception": 0.82,
     "traceback:value-or-assert": 0.96,
 }
 LABEL_MIN = 8
