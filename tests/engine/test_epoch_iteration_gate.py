@@ -16,8 +16,9 @@ def reference(line: str) -> tuple[float, float, float | None] | None:
     m = counters._EPOCH_ITER.search(line[:400])
     if m is None:
         return None
-    k = next(i for i in "12345" if m[f"e{i}"] is not None)
-    return float(m[f"e{k}"]), float(m[f"i{k}"]), float(m[f"n{k}"]) if m[f"n{k}"] is not None else None
+    k = next(i for i in "123456" if m[f"e{i}"] is not None)
+    n = m.groupdict().get(f"n{k}")  # MXNet's 'Epoch[0] Batch [41940-41960]' form prints no total
+    return float(m[f"e{k}"]), float(m[f"i{k}"]), float(n) if n is not None else None
 
 
 MADE = ["EPOCH(TRAIN) [3][10/20]", "Epoch: [8][208/2000] loss 1.2", "[Epoch 8/100] [BATCH 208/2000]", "E6 ITER[ 14/ 15]",
