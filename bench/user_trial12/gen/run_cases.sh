@@ -2,7 +2,8 @@
 # Regenerate one case of the twelfth trial. Usage: run_cases.sh NN   (OUT=/work/trial12, WORK=/tmp/t12work)
 set -u
 GEN=${GEN:-$(cd "$(dirname "$0")" && pwd)}
-export PYTHONPATH="$GEN${PYTHONPATH:+:$PYTHONPATH}"
+T8="${T8:-$(cd "$(dirname "$0")/../../user_trial8/gen" && pwd)}"  # trial 8's common.py and metrics_server.py
+export PYTHONPATH="$GEN:$T8${PYTHONPATH:+:$PYTHONPATH}"
 OUT=${OUT:-/work/trial12}
 WORK=${WORK:-/tmp/t12work}
 d=$WORK/c$1; rm -rf $d; mkdir -p $d $OUT/case$1 && cd $d
@@ -21,7 +22,7 @@ case "$1" in
      # the first uploads fail with ConnectionRefusedError tracebacks and are retried (one dropped), one short batch per data pass
      # skipped (--skip-short); the run completes.
     python $GEN/prep.py --out $d/data --shards 3 --rows 4010 --seed 22 --noise 0.05 --branch 4
-    ( sleep 40; exec python $GEN/metrics_server.py 18812 ) > $d/server.log 2>&1 & srv=$!
+    ( sleep 40; exec python $T8/metrics_server.py 18812 ) > $d/server.log 2>&1 & srv=$!
     python $GEN/train12.py --data $d/data --steps 4000 --eval-every 250 --ckpt-every 1000 --amp \
         --tracker-url http://127.0.0.1:18812/api/metrics --skip-short \
         --debug-grads > $OUT/case02/train.log 2>&1
