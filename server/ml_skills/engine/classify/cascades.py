@@ -6,7 +6,6 @@ specific failure is how that failure surfaced; a NaN or blow-up followed by a CU
 
 from __future__ import annotations
 
-import re
 from functools import cache
 
 from ml_skills.catalog.loader import signatures
@@ -243,29 +242,6 @@ def after_the_teardown(signals: list[Signal]) -> None:
                 if s.kind == "traceback" and s.source == d.source and (s.line_no or 0) > (d.line_no or 0):
                     s.weight *= 0.5
             return
-
-
-_FORCED = lazy(r"Unable to shutdown process (\d+) via 15")
-
-
-def kills_explained(signals: list[Signal]) -> None:
-    """A SIGKILL whose reason the log prints: torchrun killing a worker that outlived its SIGTERM ('Unable to shutdown
-    process 12850 via 15, forcefully exiting via 9': then 'exitcode: -9 (pid: 12850)' and 'Signal 9 (SIGKILL) received
-    by PID 12850'), or a time limit's kill a few lines before the exit status 137 it causes ('Killed  timeout -s KILL 35
-    python ...', then 'exited with status 137'). Such a -9 or 137 is that teardown or limit, not the kernel's OOM
-    killer, so it only hints (a worker that ignores a SIGTERM is blocked)."""
-    forced = {(s.source, m[1]) for s in signals if s.label == "launcher-forced-kill" and (m := _FORCED.search(s.text))}
-    limits = [s for s in signals if s.label == "job-time-limit" and s.line_no is not None]
-    for s in signals:
-        if s.label != "sigkill-exit-137" or s.role is Role.HINT or s.line_no is None:
-            continue
-        if any(src == s.source and re.search(rf"(?<!\d){pid}(?!\d)", s.text) for src, pid in forced) or any(
-                t.source == s.source and 0 <= s.line_no - (t.line_no or 0) <= KILL_NAMED_LINES for t in limits):
-            s.weight *= ROLE_W[Role.HINT] / ROLE_W[s.role]
-            s.role = Role.HINT
-
-
-KILL_NAMED_LINES = 8  # how far below a time limit's kill the exit status it causes is printed
 
 
 TEARDOWN_LINES = 60  # how far below an uncaught exception a native crash is still the interpreter's exit (Paddle's C++ traceback)

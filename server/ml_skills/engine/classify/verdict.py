@@ -21,7 +21,6 @@ from ml_skills.engine.classify.cascades import (
     external_kill,
     generic_after_specific,
     generic_signatures,
-    kills_explained,
     lead_the_ending,
     native_crash_at_exit,
     numeric_before_crash,
@@ -33,6 +32,7 @@ from ml_skills.engine.classify.cascades import (
 from ml_skills.engine.classify.collect import collect_signals
 from ml_skills.engine.classify.confidence import confidence as verdict_confidence
 from ml_skills.engine.classify.confidence import evidence_kind
+from ml_skills.engine.classify.kills import kills_explained
 from ml_skills.engine.classify.signals import MIN_PRIMARY, Signal
 from ml_skills.engine.classify.terminal import clean_retry_start, progress_after
 from ml_skills.engine.classify.warninglines import damp_warnings, warning_before_a_lost_error
