@@ -166,7 +166,8 @@ def _hit_signals(log: LogEvidence, hits_by_line: dict[tuple[str, int], list[Sign
         if survived:
             w *= SURVIVED
         info = warning and h.role is not Role.HINT and not _WARNING.search(h.text) and informational(h.text)
-        cls = _before_progress().get(h.signature_id, h.failure_class) if _started_without_progress(log) else h.failure_class
+        cls = _before_progress()[h.signature_id] if h.signature_id in _before_progress() and _started_without_progress(log) \
+            else h.failure_class  # the log's shape is read only for the few signatures it changes
         signals.append(Signal(cls, w, "signature", h.signature_id, h.source, h.line_no, _around_match(h.text, h.signature_id),
                               h.role, survived, warning, info=info))
     return signals
