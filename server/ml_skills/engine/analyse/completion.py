@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from ml_skills.engine.analyse.etazero import eta_reached_zero
 from ml_skills.engine.analyse.finalcounter import final_counter
 from ml_skills.engine.analyse.finalresult import final_result_after_training
+from ml_skills.engine.analyse.lastiteration import last_iteration
 from ml_skills.engine.analyse.plannedtotal import planned_last_epoch
 from ml_skills.engine.analyse.runsummary import summary_after_training
 from ml_skills.models import MetricPoint
@@ -23,8 +24,9 @@ def run_end(tail: list[str], tail_start: int, last_progress_line: int | None,
             points: Sequence[MetricPoint] = ()) -> int | None:
     """The line that shows the run reached its end when no completion message says so: its own counter reaching
     its configured total, a summary of the whole run after its last step, a final test result or model save, a
-    whole-run ETA of zero, or a 0-based epoch counter ending on the last epoch of a round total."""
-    for shape in (final_counter, summary_after_training, final_result_after_training, eta_reached_zero):
+    whole-run ETA of zero, the last iteration of a loop that logs every N steps, or a 0-based epoch counter ending on
+    the last epoch of a round total."""
+    for shape in (final_counter, summary_after_training, final_result_after_training, eta_reached_zero, last_iteration):
         if (line := shape(tail, tail_start, last_progress_line)) is not None:
             return line
     return planned_last_epoch(tail, tail_start, points)

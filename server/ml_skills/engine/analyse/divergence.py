@@ -164,7 +164,9 @@ def _absurd_tail(points: Sequence[MetricPoint]) -> tuple[MetricPoint, float, flo
     for key, limit, words in (("loss", ABSURD_LOSS, f"{ABSURD_LOSS:.0e}"), ("val_loss", ABSURD_LOSS, f"{ABSURD_LOSS:.0e}"),
                               ("ppl", ABSURD_PPL, f"a perplexity of {ABSURD_PPL:.0e}, worse than a uniform guess over any vocabulary")):
         s = [(p, p.values[key]) for p in points if key in p.values and finite(p.values[key])]
-        if len(s) >= 3 and all(abs(v) >= limit for _, v in s[-max(3, len(s) // 10):]):
+        # the last two logs (or tenth) of three or more: a run that blew up in its second report and died two reports
+        # later has only two (1791: ppl 16,615, then 2e151 and 6e281 before math.exp overflowed)
+        if len(s) >= 3 and all(abs(v) >= limit for _, v in s[-max(2, len(s) // 10):]):
             p, v = next((p, v) for p, v in s if abs(v) >= limit)
             return p, v, s[-1][1], words
     both = [(p, p.values["loss"], p.values["grad_norm"]) for p in points

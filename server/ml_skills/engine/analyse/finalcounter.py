@@ -97,8 +97,13 @@ def _closed_by_a_summary(before: list[str], after: list[str]) -> bool:
 # the step counter printed right after a one-epoch run's 'Epoch:[1/1]': '(56608/56608)', ' step 500/500'
 _INNER = lazy(r"\W{0,3}(?:(?:step|iter(?:ation)?|batch)\s*(?::\s*)?(?:\(\s*)?|\(?\s*)(?P<n>\d+)\s*/\s*(?P<total>\d+)\b")
 # a progress bar over the whole run, not over one epoch: named for steps or training, no epoch in its name, at its
-# total ('Steps: 100%|██████████| 250/250 [05:08<00:00, ...]': diffusers' DreamBooth and LoRA scripts)
-_RUN_BAR = lazy(r"(?i)^\s*(?:global[ _]|total[ _]|training[ _]|train[ _])?(?:steps?|iterations?|iters?|training)\s*:?\s*100%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\b")
+# total ('Steps: 100%|██████████| 250/250 [05:08<00:00, ...]': diffusers' DreamBooth and LoRA scripts); a bar named
+# 'Epoch' with no epoch number counts the epochs themselves (old Hugging Face examples' trange(epochs, desc="Epoch"):
+# 'Epoch: 100%|██████████| 5/5'), unlike 'Epoch 3: 100%|...| 500/500', one epoch's batches
+_RUN_BAR = lazy(r"(?i)^\s*(?:global[ _]|total[ _]|training[ _]|train[ _])?(?:steps?|iterations?|iters?|training|epochs?)\s*:?\s*100%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\b")
+
+
+_EPOCH_BAR = lazy(r"(?i)\bepochs?\s*+:?\s*+\d{1,3}%\|[^|\n]{0,200}\|\s*+(?P<n>\d+)/(?P<total>\d+)\b")
 
 
 def _whole_run_bar(tail: list[str], tail_start: int, last_progress_line: int | None) -> int | None:
@@ -108,7 +113,13 @@ def _whole_run_bar(tail: list[str], tail_start: int, last_progress_line: int | N
         return None
     text = tail[last_progress_line - tail_start].split("\r")[-1]
     m = _RUN_BAR.search(text)
-    return last_progress_line if m is not None and m["n"] == m["total"] != "1" else None
+    if m is None or not m["n"] == m["total"] != "1":
+        return None
+    # a batch bar at its total ('Iteration: 100%| 8/8') under an epoch bar still short of its own ('Epoch: 67%| 2/3'):
+    # one epoch is over, not the run
+    above = "\n".join(tail[max(0, last_progress_line - tail_start - _EPOCH_LINES * 10) : last_progress_line - tail_start + 1])
+    epochs = list(_EPOCH_BAR.finditer(above))
+    return None if epochs and epochs[-1]["n"] != epochs[-1]["total"] else last_progress_line
 
 
 def _last_of_interval(before: list[str], after: list[str], m: re.Match[str]) -> bool:

@@ -67,6 +67,10 @@ _JIT_BUILD = lazy(r"(?i)(as PyTorch extensions root|Lock file exists in build di
 _FIRST_STEP_ONLY = lazy(
     r"(?i)^(\b(step|iter|iteration)\s*[:=#]?\s*0\b(?![.,]?\d)|\[\s*0\s*/\s*\d+\s*\]|(^|[\s:])0it \[|(^|\s)0%\|[^|]*\|\s*0/\d+)$"
 )
+# a bar whose label names a process's own reading of files ('Loading checkpoint shards', 'Downloading', 'Map'): each
+# process loads weights or data by itself there, nobody waits for anybody (healthy 757: a log stopping at shard 0/2)
+_OWN_WORK_BAR = lazy(r"(?i)\b(?:load|download|fetch|extract|convert|tokeniz|map|filter|prepar|preprocess|generat|read|cach)\w*+"
+                     r"[^|:\n]{0,80}+:?\s*+$")
 _SHARED_WORK = lazy(r"(?i)(\[rank\s*\d+\]|\brank\s*(?:[:=]\s*)?\d+|num_workers\s*[:=]\s*[1-9]|\bworker\s*\d+|horovod|mpirun|\bhvd\.|"
                           r"local_rank|torchrun|torch\.distributed|deepspeed|accelerate launch|\bDDP\b)")
 # a process group shutting down after the work is done (c10d's store closing, destroy_process_group)
@@ -153,6 +157,17 @@ def last_frame(text: str) -> str:
     return text[starts[-1]:] if len(starts) > 1 else text
 
 
+def _loading(raw: str) -> bool:
+    """A bar at its start whose label names a process's own reading of files: the words before its newest frame (frames
+    run together keep the label in front of the last one)."""
+    frame = last_frame(raw)
+    m = _FIRST_SYNC.search(frame)
+    if m is None:
+        return False
+    at = max(0, raw.rfind(frame)) + m.start()
+    return _OWN_WORK_BAR.search(raw[max(0, at - 200) : at]) is not None
+
+
 def stop_signals(log: LogEvidence) -> list[Signal]:
     """A weak stalled signal from how the log ends, or none."""
     if "completed-marker" in log.frameworks or not log.tail or not log.tail.lines:
@@ -190,6 +205,8 @@ def stop_signals(log: LogEvidence) -> list[Signal]:
             continue  # a bar at step 0 that a later line shows past it ('0/28' then '1/28 [00:31<14:22]'): no wait there
         if step0 and m is not None and _RECORD_BEFORE.search(text, 0, m.start()):
             continue  # 'Best iteration: 0': a summary of the run names its best round, not a counter at its start
+        if step0 and m is not None and _loading(raw):
+            continue  # 'Loading checkpoint shards: 0%| | 0/2': a process reading its own files waits for nobody
         if (DIST_INIT.search(text) or m is not None or _JIT_BUILD.search(text)) and not _TEARDOWN.search(text):
             if step0:
                 if shared is None:
@@ -201,7 +218,7 @@ def stop_signals(log: LogEvidence) -> list[Signal]:
     if (loop := _waiting_in_a_loop(lines)) is not None:
         return [_signal(log, loop[0], WAIT_LOOP, loop[1])]
     if _nothing_else_named(log) and any(_MET.search(x) for _, x in lines) \
-            and not any(_TEARDOWN.search(x) for _, x in lines[-LAST_LINES:]):
+            and not any(_TEARDOWN.search(x) or _loading(x) for _, x in lines[-LAST_LINES:]):
         return [_signal(log, last_line, BEFORE_FIRST_STEP, lines[-1][1])]
     return []
 
