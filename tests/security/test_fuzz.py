@@ -47,7 +47,8 @@ def test_atheris_short_run_finds_no_crash(target: str, tmp_path: Path) -> None:
     runs = RUNS.get(target, DEFAULT_RUNS)
     cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(fuzz_command(target, runs, tmp_path), cwd=ROOT, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONHASHSEED": "0"}, check=False)
+                          # its seed corpus is a mkdtemp that libFuzzer's exit never removes: under tmp_path, pytest does
+                          env={**os.environ, "PYTHONHASHSEED": "0", "TMPDIR": str(tmp_path)}, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     done = re.search(r"Done (\d+) runs", proc.stderr)
     assert done and int(done.group(1)) >= runs  # libFuzzer runs every seed even when the seeds outnumber -runs
