@@ -258,7 +258,10 @@ def _unclassified_ending(log: LogEvidence, tb, last: bool, hits_by_line: dict[tu
         return None
     if not tb.frames and (log.total_lines or 0) - tb.line_no > FRAMELESS_END:
         return None  # an exception line alone, of no known class, with the log going on after it: nothing says it ended the run
-    if tb.exc_type.rsplit(".", 1)[-1] in ("SystemExit", "StopIteration", "GeneratorExit") or interrupted(tb.exc_type, tb.message):
+    # a cancellation (asyncio's, concurrent.futures', TensorFlow's 'Enqueue operation was cancelled' in a feeder thread)
+    # is requested by whoever stopped the work, the program closing its queues at its end or after another failure
+    if tb.exc_type.rsplit(".", 1)[-1] in ("SystemExit", "StopIteration", "GeneratorExit", "CancelledError") \
+            or interrupted(tb.exc_type, tb.message):
         return None
     text = f"{tb.exc_type}: {tb.message}" if tb.message else tb.exc_type
     return Signal(FailureClass.CONFIG_ERROR, ROLE_W[Role.SYMPTOM], "traceback", f"traceback:{UNCLASSIFIED}",
