@@ -15,7 +15,7 @@ from ml_skills.engine.analyse.etazero import eta_reached_zero
 from ml_skills.engine.analyse.finalcounter import final_counter
 from ml_skills.engine.analyse.finalresult import final_result_after_training
 from ml_skills.engine.analyse.lastiteration import last_iteration
-from ml_skills.engine.analyse.plannedtotal import planned_last_epoch
+from ml_skills.engine.analyse.plannedtotal import planned_last_epoch, same_end_as_earlier_runs
 from ml_skills.engine.analyse.runsummary import summary_after_training
 from ml_skills.models import MetricPoint
 
@@ -29,4 +29,4 @@ def run_end(tail: list[str], tail_start: int, last_progress_line: int | None,
     for shape in (final_counter, summary_after_training, final_result_after_training, eta_reached_zero, last_iteration):
         if (line := shape(tail, tail_start, last_progress_line)) is not None:
             return line
-    return planned_last_epoch(tail, tail_start, points)
+    return planned_last_epoch(tail, tail_start, points) or same_end_as_earlier_runs(tail, tail_start, points)

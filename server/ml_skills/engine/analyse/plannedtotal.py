@@ -3,6 +3,7 @@ last epoch of a round total (epoch 4, 99 or 149 of 5, 100 or 150)."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 from ml_skills.engine.analyse.quietend import ERROR, QUIET_END
@@ -32,6 +33,30 @@ def planned_last_epoch(tail: list[str], tail_start: int, points: Sequence[Metric
         return None
     if last.batch is not None and last.batches is not None and last.batch < last.batches:
         return None  # inside the epoch
+    i = last.line_no - tail_start
+    if not 0 <= i < len(tail):
+        return None
+    after = [x for x in tail[i + 1 :] if x.strip()]
+    if len(after) > QUIET_END or any(ERROR.search(x) for x in after):
+        return None
+    return last.line_no
+
+
+def same_end_as_earlier_runs(tail: list[str], tail_start: int, points: Sequence[MetricPoint]) -> int | None:
+    """The line of the last epoch when the log's earlier runs (its epoch counter starting over) each ended on that
+    same epoch: a log of repeated launches of one script (healthy 744: eight runs of 20 epochs appended to one file)
+    whose last run reached the epoch every earlier one stopped at has reached its configured end too. Only runs that
+    got past their first epoch count, all must agree, and nothing fatal comes after."""
+    epochs = [p for p in points if p.epoch is not None and p.epoch.is_integer()]
+    if len(epochs) < 4 or points[-1] is not epochs[-1]:
+        return None
+    ends: list[float] = []
+    for a, b in itertools.pairwise(epochs):
+        if b.epoch is not None and a.epoch is not None and b.epoch < a.epoch and a.epoch > 1:
+            ends.append(a.epoch)  # a run that got past its first epoch, then the counter starts over
+    last = epochs[-1]
+    if not ends or len(set(ends)) != 1 or last.epoch != ends[0]:
+        return None
     i = last.line_no - tail_start
     if not 0 <= i < len(tail):
         return None

@@ -65,7 +65,9 @@ _MARKERS: list[tuple[str, str, bool]] = [
      # training toolkit's report of a user script that exited 0, XGBoost's early stop at its best round
      r"\bJob '[\w.-]{1,80}' succeeded\b|\bReporting training SUCCESS\b|^\W{0,3}Stopping\. Best iteration:|"
      # a banner line that says only that the model is trained ('<<< Model Trained >>>'), not 'a model trained on ImageNet'
-     r"^\W{0,12}(?:the )?model (?:is |has been |was )?trained\W{0,12}$)"), True),
+     r"^\W{0,12}(?:the )?model (?:is |has been |was )?trained\W{0,12}$|"
+     # the same words in Chinese ('训练完成', '训练结束': training complete, training over), as many scripts print them
+     r"训练(?:完成|结束))"), True),
     # the DeepSpeed launcher's report of each worker that returned 0 ('[launch.py:367:main] Process 4173669 exits
     # successfully.'): every one is kept, so the run's end is its last worker's, after the others' teardown noise
     ("completed", r"\[launch\.py:\d+:main\] Process \d+ exits successfully\.", False),
