@@ -1,0 +1,59 @@
+"""Issue 14's twenty-seventh round: attacks from outside on the code new since the twenty-sixth (the catalog's `narrows` and
+`before_progress`, the kills a log explains, the first failing rank on its symptom-only path, MXNet's and an RL loop's
+counters, the excerpt read from the scan's tail), on a run folder whose files change during a diagnosis, Unicode confusables
+in tokens and NUL-padded logs, and on the engine's patterns with a fuzzer whose fillers are Unicode spaces and digits.
+
+Each test is one family of attacks that broke a claim of docs/security.md, driven through a real MCP stdio client or the
+CLI in a child process with real files; each failed on the code before its fix (see docs/security.md, "Twenty-seventh round").
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.mcp.conftest import Server, text
+from tests.security.childcli import cli
+
+pytestmark = pytest.mark.slow  # real child processes
+
+_SECRETS = ("Qw9rTy7uIo5pAs3dFg1hJk", "abcdef0123456789abcdef0123456789", "hunter2hunter2XyZ", "Zx8cVb7nMq6wEr5tYu4i")
+
+
+def test_a_secret_assigned_after_a_secret_name_given_as_a_value_never_leaves(tmp_path: Path) -> None:
+    """Promise 3: every secret shape is redacted in every channel. A name and its value (`password = X`) printed as the
+    value of another secret-bearing name (`password: password = X`, `api_token: api_key = X`, a config's echo of an
+    assignment; with ASCII spaces, no-break or ideographic spaces around the operator) kept X in clear: the assignment rule
+    took the inner name for the outer name's value, masked it, and the rest was never looked at again, in the CLI's JSON
+    and report, `read_log_tail` and `grep_log`. A value that is itself a secret's name and its operator is no value now;
+    the inner name's own match masks X."""
+    run = tmp_path / "run"
+    run.mkdir()
+    log = run / "train.log"
+    lines = [f"step {i} loss: {1 / i:.4f}" for i in range(1, 20)]
+    lines += [f"password: password = {_SECRETS[0]}", f"api_token: api_key = {_SECRETS[1]}",
+              f"config: token\u00a0=\u00a0{_SECRETS[1]}x", f"db_password: password\u3000:\u3000{_SECRETS[2]}",
+              f"token: secret_key => {_SECRETS[3]}", f"auth_token: hf_token: {_SECRETS[0]}y"]
+    lines += ["Traceback (most recent call last):", '  File "t.py", line 1, in <module>',
+              "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"]
+    log.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out"
+    proc = cli("check-failed-run", str(log), "--format", "json", "--out-dir", str(out), cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    said = [proc.stdout, proc.stderr, (out / "check-failed-run.json").read_text()]
+    srv = Server(tmp_path, roots=[tmp_path])
+
+    async def go() -> list[str]:
+        async with srv.client() as c:
+            tail = await c.call_tool("read_log_tail", {"path": str(log), "lines": 50})
+            grep = await c.call_tool("grep_log", {"path": str(log), "pattern": "=|:"})
+            return [text(tail), json.dumps(tail.structured_content), text(grep), json.dumps(grep.structured_content)]
+
+    said += anyio.run(go)
+    assert "password: password = [REDACTED]" in said[3], said[3]
+    for out_text in said:
+        for secret in _SECRETS:
+            assert secret not in out_text, (secret, out_text[-3000:])
