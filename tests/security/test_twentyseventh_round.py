@@ -104,3 +104,51 @@ def test_lines_of_unicode_spaces_above_a_traceback_never_slow_the_cli(tmp_path: 
         s = "".join(rng.choice(parts) for _ in range(rng.randint(0, 14)))
         a, b = old.match(s), choose._FRAME.match(s)
         assert (a is None) == (b is None) and (a is None or (a.span(), a.groups()) == (b.span(), b.groups())), repr(s)
+
+
+def test_checkpoint_folders_removed_during_a_diagnosis_never_end_it(tmp_path: Path) -> None:
+    """Promise 9: one bad file never turns the answer into "internal error". A run folder diagnosed while its trainer
+    rotates checkpoints (removes the oldest, writes the next) lists a checkpoint folder that is gone when it is inspected:
+    the walk's first open (os.fwalk) and the folder's stat raised FileNotFoundError, and the CLI ended in "internal error:
+    FileNotFoundError" (exit 3) in 3 runs of 5, `list_artifacts` in "could not read its input" in 2 of 5, `diagnose` once
+    (folders removed and written again); with folders renamed away and back, as here, in nearly every run.
+    A folder gone between its check and its walk is now gone, as a missing one is (paths.walk), and a checkpoint folder
+    removed while it is read is an invalid checkpoint saying so."""
+    import struct
+    import subprocess
+    import sys
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train.log").write_text("".join(f"step {i} loss: {1 / i:.4f}\n" for i in range(1, 300))
+                                   + "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    header = json.dumps({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}).encode()
+    weights = struct.pack("<Q", len(header)) + header + b"\0" * 8
+    for k in range(150):
+        (run / f"checkpoint-{k * 10}").mkdir()
+        (run / f"checkpoint-{k * 10}" / "model.safetensors").write_bytes(weights)
+        for j in range(30):
+            (run / f"checkpoint-{k * 10}" / f"rng_state_{j}.txt").write_text("0")
+    # the folders go and come back, fast, in a process of their own: half of them are gone at any time
+    rotate = ("import os, sys\nwhile True:\n"
+              "    for k in range(150): os.rename(f'{sys.argv[1]}/checkpoint-{k * 10}', f'{sys.argv[1]}/.gone-{k}')\n"
+              "    for k in range(150): os.rename(f'{sys.argv[1]}/.gone-{k}', f'{sys.argv[1]}/checkpoint-{k * 10}')\n")
+    rotating = subprocess.Popen([sys.executable, "-c", rotate, str(run)])
+    srv = Server(tmp_path, roots=[tmp_path])
+
+    async def go() -> list[str]:
+        async with srv.client() as c:
+            return [text(r) for r in [await c.call_tool("list_artifacts", {"path": str(run)}) for _ in range(6)]
+                    if r.is_error]
+
+    try:
+        for _ in range(4):
+            proc = cli("check-failed-run", str(run), "--format", "json", "--out-dir", str(tmp_path / "out"), cwd=tmp_path,
+                       timeout=120)
+            assert proc.returncode == 0, proc.stderr[-2000:]
+            assert json.loads(proc.stdout)["primary_cause"] == "oom"
+        errors = anyio.run(go)
+    finally:
+        rotating.kill()
+        rotating.wait()
+    assert errors == [], errors
