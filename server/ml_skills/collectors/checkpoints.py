@@ -398,6 +398,8 @@ def inspect_dir(path: Path) -> CheckpointInfo:
         st = os.stat(real)
     except InputError as e:
         return _unusable(path, str(e), fmt="dir")
+    except OSError as e:  # removed while it was read (a trainer's rotation of its checkpoints; twenty-seventh round)
+        return _unusable(path, f"it disappeared while it was read ({e.strerror or e})", fmt="dir")
     files = [p for p in all_files if p.suffix in WEIGHT_SUFFIXES or _DCP_SHARD.match(p.name)][:200]
     top = {p.name: p for p in all_files if p.parent == real}
     size = sum(_size(p) for p in files)

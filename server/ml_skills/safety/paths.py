@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import errno
 import io
+import itertools
 import os
 import stat
 import tempfile
@@ -376,7 +377,14 @@ def walk(base: Path, max_depth: int | None = None) -> Iterator[tuple[Path, list[
     (twelfth round)."""
     real = contain(base, "dir")
     max_depth = MAX_WALK_DEPTH if max_depth is None else min(max_depth, MAX_WALK_DEPTH)
-    for dirpath, dirnames, filenames, _fd in os.fwalk(real, follow_symlinks=False):
+    walker = os.fwalk(real, follow_symlinks=False)
+    try:  # the first step opens the folder: one removed since `contain` (a checkpoint rotated away) is gone, as contain says
+        first = next(walker, None)
+    except OSError as e:  # of one missing; before the twenty-seventh round the OSError ended the diagnosis ("internal error")
+        if e.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise TargetNotFound(f"{real} disappeared before it could be opened") from None
+        raise UnreadableInput(f"{real} cannot be read: {e.strerror or e}") from None
+    for dirpath, dirnames, filenames, _fd in itertools.chain([first] if first is not None else [], walker):
         d = Path(dirpath)
         if len(d.relative_to(real).parts) >= max_depth:
             dirnames[:] = []

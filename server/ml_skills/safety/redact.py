@@ -291,8 +291,12 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         r"(?![/~$%(<\[]|(?i:true|false|none|null|yes|no)\b|[0-9.]{1,30}(?![^\s'\";,}&\])]))(?P<s>[^\s'\";,}&\])]{4,1000})")),
     # NAME=X, NAME: X, "name": "X", ?access_token=X&, X-API-KEY: X, and URL-encoded %3D / %3A.
     # A tokenizer's special tokens (`eos_token: </s>`, `pad_token = [PAD]`) and plain numbers are not secrets.
+    # Twenty-seventh round: a value that is itself a secret's name and its operator (`password: password = X`,
+    # `api_token: api_key = X`) is no value: the mask took the name and kept X in clear. Such a start fails, and the
+    # name's own match masks X.
     ("keyword-secret-assign", _KEY_NEEDLES, lazy(
-        r"(?i)" + _START + r"[a-z0-9_.\-]{0,40}" + _KEYWORD + _ASSIGN + r"(?![<\[]|[0-9.]{1,30}(?![^\s'\",}&\])])|desc:)(?P<s>" + _quoted(4) + r"[^\s'\",}&\])]{4,1000})")),
+        r"(?i)" + _START + r"[a-z0-9_.\-]{0,40}" + _KEYWORD + _ASSIGN + r"(?![<\[]|[0-9.]{1,30}(?![^\s'\",}&\])])|desc:)"
+        r"(?![a-z0-9_.\-]{0,40}" + _KEYWORD + r"\s{0,3}+[ \t]{0,40}+(?:::?=|[:=]|=>|->))(?P<s>" + _quoted(4) + r"[^\s'\",}&\])]{4,1000})")),
 ]
 
 
