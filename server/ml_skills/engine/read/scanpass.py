@@ -42,6 +42,16 @@ HITS_KEPT_PER_SIGNATURE = 3
 TRACEBACKS_KEPT = 40
 MAX_POINTS_KEPT = 50_000
 SAVED_KEPT = 5
+# a save's first line says it is saving; its second (if any) that it saved: two lines that both start a save (four
+# hosts each 'Saving checkpoint for step 1104000', corpus 1784) are four saves, never joined in pairs
+_SAVING = lazy(r"(?i)\bsaving\b")
+
+
+def _continues(first: str, line: str) -> bool:
+    """`line` is the second line of the save `first` began: a completion after a start not yet joined."""
+    return " | " not in first and _SAVING.search(first) is not None and _SAVING.search(line) is None
+
+
 HEAD_LINES = 300  # the first lines, where runs print their configuration (engine/facts.py)
 HEAD_BYTES = 64 * 1024
 
@@ -225,11 +235,12 @@ class Pass:
                 self.completed_line = line_no
             elif marker == "eval":
                 eval_in_chunk = True
-            elif marker == "saved" and self.saved and self.saved[-1][0] == line_no - 1 and " | " not in self.saved[-1][1]:
+            elif marker == "saved" and self.saved and self.saved[-1][0] == line_no - 1 \
+                    and _continues(self.saved[-1][1], line := logfile.decode(chunk[start:stop])):
                 # one save told on two lines ('Saving model checkpoint to out/checkpoint-8000.pt', then 'checkpoint saved
                 # (548612 bytes)'): one entry, at its first line, so the kept saves are saves, not halves of them
                 n, text = self.saved[-1]
-                self.saved[-1] = (n, (text + " | " + logfile.decode(chunk[start:stop]))[:400])
+                self.saved[-1] = (n, (text + " | " + line)[:400])
             elif marker == "saved" and (not self.saved or self.saved[-1][0] != line_no):
                 self.saved = [*self.saved[-(SAVED_KEPT - 1):], (line_no, logfile.decode(chunk[start:stop])[:400])]
         return known, exact_lines, eval_in_chunk
@@ -352,7 +363,13 @@ class Pass:
         if not self.nan_seen and b.nan_seen:  # the first NaN is in b: its last good save is b's, or our newest one
             self.before_nan = (b.before_nan[0] + k, b.before_nan[1]) if b.before_nan is not None else (self.saved[-1] if self.saved else None)
             self.nan_seen = True
-        self.saved = (self.saved + [(n + k, t) for n, t in b.saved])[-SAVED_KEPT:]
+        later = [(n + k, t) for n, t in b.saved]
+        if self.saved and later and later[0][0] == self.saved[-1][0] + 1 and _continues(self.saved[-1][1], later[0][1]):
+            # a save's two lines on either side of the ranges' boundary: joined as one process's scan joins them (b's
+            # first entry is that second line alone, since a completion line never starts a pair)
+            n, text = self.saved[-1]
+            self.saved[-1] = (n, (text + " | " + later.pop(0)[1])[:400])
+        self.saved = (self.saved + later)[-SAVED_KEPT:]
         shifted: set[int] = set()
         for mp in [p for _, p in b.points] + [b.nan_point, b.grad_max]:  # nan_point and grad_max may be points too
             if mp is not None and id(mp) not in shifted:
