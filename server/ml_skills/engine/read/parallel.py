@@ -19,7 +19,9 @@ scanned here instead: the parallel path can be slower, never wrong.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
+import signal
 import threading
 from bisect import bisect_left
 from pathlib import Path
@@ -76,6 +78,19 @@ def _scan_range(path: Path, chunk_no: int, start: int, end: int, new_pass, reade
     return part
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> None:
+    """A worker ends when the process that forked it is killed (a timeout's SIGKILL, which runs no cleanup of the
+    parent's): it would otherwise scan its range to the end for nobody. Linux's parent-death signal; elsewhere, and
+    if the parent is already gone, nothing is lost by stopping."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def _child(w: int, path: Path, rng: tuple[int, int, int], new_pass, reader: Reader, chunk_size: int) -> None:  # type: ignore[no-untyped-def]
     status = 1
     try:
@@ -108,12 +123,14 @@ def run(ranges: list[tuple[int, int, int]], name: str, size: int, budget: int | 
     if budget is not None:
         metric_lines._eval_matcher(engine)
     children: list[tuple[int, int]] = []  # (pid, read end of its pipe)
+    parent = os.getpid()
     try:
         for rng in ranges[1:]:
             r, w = os.pipe()
             pid = os.fork()
             if pid == 0:  # pragma: no cover - the child; its work is checked by the merged result
                 os.close(r)
+                _die_with(parent)
                 _child(w, path, rng, new_pass, reader, chunk_size)
             os.close(w)
             children.append((pid, r))
