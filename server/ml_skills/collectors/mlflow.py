@@ -46,9 +46,34 @@ def collect(req: CollectRequest, progress: Progress | None = None) -> RawEvidenc
     run.facts["tracking store"] = redact(uri)
     if uri.startswith(("http://", "https://")):
         _from_server(uri, run_id, run)
+    elif (store := _file_store(uri)) is not None:
+        run = _from_file_store(store, run_id, uri)
     else:
         _from_store(uri, run_id, run)
     return tracker.to_evidence(run)
+
+
+def _file_store(uri: str) -> Path | None:
+    """The folder of a file store (file:///.../mlruns or a bare path), checked to exist; None for any other store."""
+    scheme = uri.split(":", 1)[0].lower() if re.match(r"^[A-Za-z][\w+.-]*:", uri) else ""
+    if scheme not in ("", "file"):
+        return None
+    _check_store(uri)
+    return Path(unquote(urlparse(uri).path) if scheme else uri)
+
+
+def _from_file_store(store: Path, run_id: str, uri: str) -> tracker.TrackerRun:
+    """A file store read as the plain files it is (collectors/runstores), as a run directory's own mlruns/ is: MLflow
+    3's client refuses the file store unless MLFLOW_ALLOW_FILE_STORE is set, and would create a default experiment on
+    open. The run is the folder named by its id under one of the store's experiments."""
+    from ml_skills.collectors import runstores
+
+    found = next((e / run_id for e in runstores.subdirs(store) if runstores.is_mlflow_run(e / run_id)), None)
+    if found is None:
+        raise TargetNotFound(f"no MLflow run {run_id} in {redact(uri)}: check the run id and MLFLOW_TRACKING_URI")
+    run = runstores.mlflow_run(found)
+    run.facts["tracking store"] = redact(uri)
+    return run
 
 
 # ---------------------------------------------------------------- tracking server (REST)

@@ -75,7 +75,7 @@ def _wandb_run(store: Path, notes: list[str]) -> Path:
     wandb names them run-YYYYMMDD_HHMMSS-id, so the last name is the newest."""
     if os.path.lexists(store / "latest-run"):
         return store
-    runs = sorted((d for d in _subdirs(store) if d.name.startswith(("run-", "offline-run-"))), key=lambda d: d.name.split("-", 2)[-1])
+    runs = sorted((d for d in subdirs(store) if d.name.startswith(("run-", "offline-run-"))), key=lambda d: d.name.split("-", 2)[-1])
     if not runs:
         return store
     notes.append(f"wandb store {store.name} has no latest-run link: read its newest run folder, {runs[-1].name}")
@@ -106,18 +106,23 @@ def _mlflow_runs(store: Path, notes: list[str]) -> list[tracker.TrackerRun]:
     'timestamp_ms value step' lines (a key with '/' is a folder), `params/<name>` files holding the value."""
     folders: list[Path] = []
     left = [MAX_LISTED + 1]  # names looked at in all the experiments: 300 experiments of 1,000 run folders were each listed
-    for e in _subdirs(store):  # whole, 300,000 Paths built before the cut to 10,000 (twelfth round)
+    for e in subdirs(store):  # whole, 300,000 Paths built before the cut to 10,000 (twelfth round)
         if left[0] <= 0:
             break
-        folders += _subdirs(e, left)
+        folders += subdirs(e, left)
     if len(folders) > MAX_RUN_FOLDERS or left[0] <= 0:  # 150,000 empty run folders took 5 s to look into (eleventh round)
         many = f"over {MAX_LISTED:,} names in its experiments" if left[0] <= 0 else f"{len(folders):,} run folders"
         notes.append(f"MLflow store {store}: {many}, the first {min(len(folders), MAX_RUN_FOLDERS):,} looked at")
-    runs = [d for d in folders[:MAX_RUN_FOLDERS] if _plain(d / "meta.yaml", stat.S_ISREG) and _plain(d / "metrics", stat.S_ISDIR)]
+    runs = [d for d in folders[:MAX_RUN_FOLDERS] if is_mlflow_run(d)]
     runs.sort(key=lambda d: (d / "meta.yaml").lstat().st_mtime, reverse=True)
     if len(runs) > MAX_RUNS:
         notes.append(f"MLflow store {store}: {len(runs)} runs, the {MAX_RUNS} newest read")
-    return [_mlflow_run(d) for d in runs[:MAX_RUNS]]
+    return [mlflow_run(d) for d in runs[:MAX_RUNS]]
+
+
+def is_mlflow_run(d: Path) -> bool:
+    """A run folder of a file store: its meta.yaml a regular file and its metrics/ a folder, neither a symlink."""
+    return _plain(d / "meta.yaml", stat.S_ISREG) and _plain(d / "metrics", stat.S_ISDIR)
 
 
 def _plain(p: Path, kind: Callable[[int], bool]) -> bool:
@@ -129,7 +134,7 @@ def _plain(p: Path, kind: Callable[[int], bool]) -> bool:
         return False
 
 
-def _subdirs(d: Path, left: list[int] | None = None) -> list[Path]:
+def subdirs(d: Path, left: list[int] | None = None) -> list[Path]:
     """The plain folders in `d` (no link), from the first MAX_LISTED names listed (or `left[0]`, which is lowered by the
     names listed): told apart by the entry's own type, with no Path built and no lstat for the others."""
     left = left if left is not None else [MAX_LISTED + 1]
@@ -166,7 +171,7 @@ def _regular(p: str) -> bool:
         return False
 
 
-def _mlflow_run(d: Path) -> tracker.TrackerRun:
+def mlflow_run(d: Path) -> tracker.TrackerRun:
     meta = _meta(paths.read_capped(d / "meta.yaml", 64 * 1024).decode("utf-8", "replace"))
     run = tracker.TrackerRun(kind="mlflow", name=meta.get("run_name") or d.name)
     run.state = _MLFLOW_STATUS.get(meta.get("status", ""), meta.get("status") or None)

@@ -10,13 +10,14 @@ from __future__ import annotations
 import csv
 import glob
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ml_skills.errors import InputError, MLSkillsError, TargetNotFound, UnreadableInput
 from ml_skills.grid.discover import allows
 from ml_skills.grid.globs import MAX_LISTED, bounded_glob
 from ml_skills.grid.models import ExpectReport, Outcome, RunRecord
+from ml_skills.lazyre import lazy
 from ml_skills.safety import paths
 
 MAX_GRID_BYTES = 8 * 1024 * 1024
@@ -24,8 +25,12 @@ MAX_NAME = 1024  # a cell name longer than this is not a name
 _NAME_COLUMNS = ("name", "cell", "run", "run_name", "id")
 
 
-def read_grid(path: str) -> list[str]:
-    """Cell names from a CSV (a name/cell/run column, else the first) or YAML (a list, or {cells: [...]})."""
+def read_grid(path: str, run_names: Sequence[str] = ()) -> list[str]:
+    """Cell names from a CSV (a name/cell/run column, else the first) or YAML (a list, or {cells: [...]}).
+
+    A CSV of parameters with a header and no name column ('lr,batch_size,seed' over rows of values, the grid a sweep
+    launcher iterates) names each cell by the run whose folder name carries every value of its row (lr0.003_bs32_s1),
+    or 'lr=0.003 batch_size=32 seed=1' when no run does."""
     p = Path(path)
     if not p.is_file():
         raise TargetNotFound(f"no grid file at {path}: give a CSV or YAML of cell names, or a quoted glob of result files")
@@ -44,8 +49,53 @@ def read_grid(path: str) -> list[str]:
         return []
     header = [c.strip().lower() for c in rows[0]]
     col = next((header.index(c) for c in _NAME_COLUMNS if c in header), None)
+    if col is None and _parameter_header(rows):
+        return _unique(_name(path, _cell(rows[0], r, run_names)) for r in rows[1:])
     body = rows[1:] if col is not None else rows
     return _unique(_name(path, r[col or 0].strip()) for r in body if len(r) > (col or 0) and r[col or 0].strip())
+
+
+_IDENT = lazy(r"[A-Za-z_][\w.-]*+")
+_TOKEN = lazy(r"[^_\-/=,\s]++")
+_PREFIXED = lazy(r"([A-Za-z]*+)(.+)")  # a value after its key's letters: 'lr0.003', 'bs32', 's1'
+
+
+def _parameter_header(rows: list[list[str]]) -> bool:
+    """Two or more columns under a header of identifiers, and a first data row that is not one: parameters, not names."""
+    head = [c.strip() for c in rows[0]]
+    return (len(head) >= 2 and len(rows) > 1 and all(_IDENT.fullmatch(c) for c in head)
+            and not all(_IDENT.fullmatch(c.strip()) for c in rows[1]))
+
+
+def _same_value(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return False
+
+
+def _carries(run: str, values: list[str]) -> bool:
+    """Every value is a token of the run's name after a prefix of letters only ('lr0.003', 'bs32', 's1', '32'),
+    each on a token of its own."""
+    tokens = _TOKEN.findall(run)
+    used: set[int] = set()
+    for v in values:
+        hit = next((i for i, t in enumerate(tokens) if i not in used
+                    and (m := _PREFIXED.fullmatch(t)) is not None and _same_value(m.group(2), v)), None)
+        if hit is None:
+            return False
+        used.add(hit)
+    return True
+
+
+def _cell(header: list[str], row: list[str], run_names: Sequence[str]) -> str:
+    values = [c.strip() for c in row]
+    found = [n for n in run_names if _carries(n, values)]
+    if len(found) == 1:
+        return found[0]
+    return " ".join(f"{h.strip()}={v}" for h, v in zip(header, values, strict=False))
 
 
 def _from_yaml(path: str, text: str) -> list[str]:
@@ -122,7 +172,7 @@ def check_expected(grid: str, results: str | None, runs: list[RunRecord], check:
         names: list[str] = []
         results = grid
     else:
-        names = read_grid(grid)
+        names = read_grid(grid, [r.name for r in runs])
     matched, whole = bounded_glob(results, inside=allows(check)) if results else ([], True)
     if not whole:
         notes.append(f"the glob {results} was stopped after {len(matched):,} matches or {MAX_LISTED:,} directory entries: "
