@@ -49,12 +49,7 @@ class Server:
     @asynccontextmanager
     async def client(self, elicit: Callable[..., Any] | None = None, mode: str = "auto", **kw: Any) -> AsyncIterator[Client]:
         cmd = server_cmd(*self.args())
-        # wandb's reader makes a 'tmp*wandb-artifacts' folder it removes only on a clean exit: a server the test kills
-        # leaves it, so the server's TMPDIR is a folder beside tmp_path that pytest removes with it
-        scratch = self.tmp.parent / f"{self.tmp.name}-server-tmp"
-        scratch.mkdir(exist_ok=True)
-        params = StdioServerParameters(command=cmd[0], args=cmd[1:], env={**os.environ, "TMPDIR": str(scratch)},
-                                       cwd=str(self.tmp))
+        params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ), cwd=str(self.tmp))
         async with Client(params, elicitation_callback=elicit, mode=mode, read_timeout_seconds=120, **kw) as c:
             yield c
 
