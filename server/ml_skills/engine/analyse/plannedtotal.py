@@ -33,13 +33,7 @@ def planned_last_epoch(tail: list[str], tail_start: int, points: Sequence[Metric
         return None
     if last.batch is not None and last.batches is not None and last.batch < last.batches:
         return None  # inside the epoch
-    i = last.line_no - tail_start
-    if not 0 <= i < len(tail):
-        return None
-    after = [x for x in tail[i + 1 :] if x.strip()]
-    if len(after) > QUIET_END or any(ERROR.search(x) for x in after):
-        return None
-    return last.line_no
+    return _quiet_after(tail, tail_start, last.line_no)
 
 
 def same_end_as_earlier_runs(tail: list[str], tail_start: int, points: Sequence[MetricPoint]) -> int | None:
@@ -57,10 +51,13 @@ def same_end_as_earlier_runs(tail: list[str], tail_start: int, points: Sequence[
     last = epochs[-1]
     if not ends or len(set(ends)) != 1 or last.epoch != ends[0]:
         return None
-    i = last.line_no - tail_start
+    return _quiet_after(tail, tail_start, last.line_no)
+
+
+def _quiet_after(tail: list[str], tail_start: int, line_no: int) -> int | None:
+    """`line_no` when at most a few plain lines, none an error, follow it in the tail: the log ends there."""
+    i = line_no - tail_start
     if not 0 <= i < len(tail):
         return None
     after = [x for x in tail[i + 1 :] if x.strip()]
-    if len(after) > QUIET_END or any(ERROR.search(x) for x in after):
-        return None
-    return last.line_no
+    return None if len(after) > QUIET_END or any(ERROR.search(x) for x in after) else line_no
