@@ -82,6 +82,7 @@ CLOSING_LINES = 8  # the one-off lines a script may print once its loop has retu
 _ENDED = lazy(r"(?i)\b(done|finish\w*|complete\w*|success\w*)\b")
 _CLOSING = lazy(r"(?i)\b(saved?|saving|export\w*|persist\w*|wr[io]te|written|final\w*|total|summary|best|results?|test\w*|"
                 r"evaluat\w*)\b")
+_EPOCH_HEAD = lazy(r"(?i)\bepoch\b")
 # what a loop writes on its way (a checkpoint to resume from, the optimizer's state, an epoch's file), or a counter
 # or bar short of its total: training goes on after such lines
 _ON_ITS_WAY = lazy(r"(?i)checkpoint|ckpt|optimi[sz]er|\bstate\b|epoch_?\d|stalled \d|\b(\d+)\s*/\s*(\d+)\b|\b\d{1,2}%\|")
@@ -105,6 +106,9 @@ def closed_after_routine(log: LogEvidence) -> bool:
         return False
     if _failure_from(log, lines[last + 1][0]):
         return False
+    before = set(shapes[:last])
+    if any(s in before and _EPOCH_HEAD.search(s) for s in after):
+        return False  # an epoch header printed before the loop's records, printed again: the next epoch began (healthy 795)
     texts = [x for _, x in lines[last + 1 :]]
     if any(_ENDED.search(x) for x in texts):
         return True

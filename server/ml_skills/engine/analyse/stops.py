@@ -52,8 +52,10 @@ _FIRST_SYNC = lazy(
     r"Reduce to \S+ then broadcast to|NCCL INFO (Connected all (rings|trees)|Init COMPLETE|ncclCommInitRank)|"
     r"workflow: \[\('train'|\b(step|iter|iteration)\s*[:=#]?\s*0\b(?![.,]?\d)|\[\s*0\s*/\s*\d+\s*\]|"
     r"(^|[\s:])0it \[|(^|\s)0%\|[^|]*\|\s*0/\d+|"
-    # Ray Tune's status with every trial still waiting for its resources: none has started
-    r"Number of trials: \d+(?:/\d+)? \(\d+ PENDING\)\s*$)"
+    # Ray Tune's status with every trial still waiting for its resources (or its DEBUG line saying so again), and Ray's
+    # warning that an actor or task finds no resources: none has started
+    r"Number of trials: \d+(?:/\d+)? \(\d+ PENDING\)\s*$|: Status PENDING unchanged\.?\s*$|"
+    r"The actor or task with ID \S+ cannot be scheduled right now)"
 )
 # torch.utils.cpp_extension's JIT build: every process but one waits on the build directory's lock file while that one
 # compiles, and a lock left by a killed build makes all of them wait forever ('Lock file exists in build directory')
