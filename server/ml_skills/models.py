@@ -435,6 +435,7 @@ class AnomalyKind(StrEnum):
     VALIDATION_METRIC_NEAR_ZERO = "validation-metric-near-zero"
     VALIDATION_METRIC_FROZEN = "validation-metric-frozen"
     NO_PROGRESS = "no-progress"
+    LAUNCH_TIME_LIMIT = "launch-time-limit"  # the launch script's own `timeout N` ended the run at N seconds of wall time
     SOURCE_SIGNAL = "source-signal"  # a collector's own finding (process state, pipeline task state)
 
 
@@ -564,6 +565,7 @@ class ArtifactInventory(Model):
     total_files: int = 0
     truncated: bool = False
     launch_command: str | None = Field(None, description="Original command, if a config or log recorded it.")
+    launch_file: str | None = Field(None, description="The command file the launch command was read from, relative to the root.")
     notes: list[str] = Field(default_factory=new_list, description="Files not read, and why (a FIFO, a device, a link out of the roots).")
 
 

@@ -104,6 +104,7 @@ def _inventory(base: Path) -> ArtifactInventory:
                 if text is not None:
                     cmd = next((ln.strip() for ln in text[:4000].splitlines() if re.search(r"\b(python|torchrun|deepspeed|accelerate|srun)\b", ln)), None)
                     inv.launch_command = cmd
+                    inv.launch_file = rel if cmd else None
             if name.endswith(WEIGHT_SUFFIXES) and not name.endswith(".index.json"):
                 inv.checkpoints.append(inspect_file(p))
             elif _FAILURE.search(name):

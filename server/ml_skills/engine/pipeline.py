@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ml_skills import __version__, targets
 from ml_skills.collectors import artifacts as artifact_collector
 from ml_skills.engine import explain
-from ml_skills.engine.analyse import ranks
+from ml_skills.engine.analyse import launchlimit, ranks
 from ml_skills.engine.classify.freshstart import resumed_from_scratch
 from ml_skills.engine.classify.insufficient import insufficient_evidence
 from ml_skills.engine.classify.status import alive, completed_clean, outlived, run_status
@@ -270,6 +270,8 @@ def analyse(req: DiagnoseRequest, ev: Evidence, risk_of: RiskOf = builtin_risk) 
     metric_logs = [scan.from_metrics(s.metrics, source=f"{s.kind}:{s.name}", task=req.task) for s in ev.sources if s.metrics]
     all_logs = logs + src_logs + metric_logs
     ranks.drop_stalls_of_ended_run(all_logs)
+    if ev.artifacts is not None and (limit := launchlimit.time_limit(ev.artifacts.launch_command, ev.artifacts.launch_file, logs)):
+        next(log for log in logs if log.source == limit.source).trajectory.anomalies.append(limit)
     cls, signals = classify(all_logs, ev.sources)
     ranks.keep_silent_rank_open(cls, all_logs, signals)
     framework, fw_source, fw_detail = _framework(req, all_logs, ev.target_kind)

@@ -31,7 +31,7 @@ def fmt_number(x: float | None) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
-SCHEDULER_ENDS = frozenset({"job-time-limit"})
+SCHEDULER_ENDS = frozenset({"job-time-limit", "launch-time-limit"})
 LIVE_STATES = frozenset({"running", "pipeline_state_running", "sleeping"})
 
 

@@ -25,7 +25,9 @@ POSITION_STEP = 0.15  # a signature lists its fixes most likely first: each late
 # fixes that only make sense when specific evidence names them, never as a class default
 # fixes for signals the engine derives (not catalog signatures): an external SIGKILL leaves the
 # code and data intact, so resuming is the recovery; confirming it was not the OOM killer is cheap
-DERIVED_FIXES = {EXTERNAL_KILL: ["resume-valid-checkpoint", "check-kernel-oom", "save-on-signal"]}
+DERIVED_FIXES = {EXTERNAL_KILL: ["resume-valid-checkpoint", "check-kernel-oom", "save-on-signal"],
+                 # the launch's own `timeout` ended a run that was still stepping: its budget was too small
+                 AnomalyKind.LAUNCH_TIME_LIMIT.value: ["raise-time-limit", "save-periodically", "resume-valid-checkpoint"]}
 NEEDS_EVIDENCE = {"collect-more-evidence", "verify-outputs", "resume-valid-checkpoint", "fix-launch-command", "check-train-data-coverage",
                   "eval-batch-size", "expandable-segments", "dedupe-splits", "check-split-overlap", "raise-collective-timeout", "exclude-node",
                   "one-gpu-per-rank", "configure-experiment-tracker", STOP_BEFORE_SAVE}  # a tracker fix needs a tracker in the evidence
