@@ -38,6 +38,10 @@ def loss_blowup(points: Sequence[MetricPoint]) -> Anomaly | None:
         o = _blowup_onset(after, max(3 * floor, first * 1.2), 2 * floor) or p
         if _accuracy_held(points, o):
             return None
+        between = [v for q, v in after if q.line_no < o.line_no]
+        p, high = max(((q, v) for q, v in after if q.line_no >= o.line_no), key=lambda t: t[1])
+        if between and max(between) >= high:
+            return None  # the loss had already been as high between the low and the rise: per-batch spread (healthy 806)
         rise = "" if o is p else f"from {at(o)} (line {o.line_no}, {o.values['loss']:.4g}) "
         return Anomaly(
             kind=AnomalyKind.LOSS_BLOWUP, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE,

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ml_skills.catalog.loader import signatures
 from ml_skills.collectors import logfile
-from ml_skills.engine.analyse import completion, evalsource, schedule, skippedsteps, sparklines, valsize, zeroscores
+from ml_skills.engine.analyse import completion, evalsource, nanslots, schedule, skippedsteps, sparklines, valsize, zeroscores
 from ml_skills.engine.analyse.lastprogress import check_stall, last_progress, stalled_before_kill
 from ml_skills.engine.analyse.points import values_text
 from ml_skills.engine.analyse.trajectories import analyse
@@ -32,6 +32,7 @@ from ml_skills.models import (
     AnomalyKind,
     EvidenceStatus,
     Excerpt,
+    FailureClass,
     LogEvidence,
     LogLine,
     MetricPoint,
@@ -249,6 +250,11 @@ def _summary_readings(ev: LogEvidence, tail_lines: list[str], tail_start: int, n
     if not any(a.kind is AnomalyKind.NAN_ONSET for a in ev.trajectory.anomalies) and \
             (skipped := skippedsteps.every_step_skipped(tail_lines, tail_start, name)) is not None:
         ev.trajectory.anomalies.append(skipped)
+    # a quantity of the progress lines gone non-finite, where nothing else in the log names the NaN
+    if not any(a.kind is AnomalyKind.NAN_ONSET for a in ev.trajectory.anomalies) and \
+            not any(h.failure_class is FailureClass.NAN_INF for h in ev.hits) and \
+            (gone := nanslots.went_nan(tail_lines, tail_start, name)) is not None:
+        ev.trajectory.anomalies.append(gone)
     if not any(a.kind is AnomalyKind.TRAIN_VAL_DIVERGENCE for a in ev.trajectory.anomalies) and \
             (history := sparklines.wandb_history(tail_lines, tail_start, name)) is not None:
         ev.trajectory.anomalies.append(history)
