@@ -50,7 +50,8 @@ def read_grid(path: str, run_names: Sequence[str] = ()) -> list[str]:
     header = [c.strip().lower() for c in rows[0]]
     col = next((header.index(c) for c in _NAME_COLUMNS if c in header), None)
     if col is None and _parameter_header(rows):
-        return _unique(_name(path, _cell(rows[0], r, run_names)) for r in rows[1:])
+        index = run_index(run_names)
+        return _unique(_name(path, _cell(rows[0], r, index)) for r in rows[1:])
     body = rows[1:] if col is not None else rows
     return _unique(_name(path, r[col or 0].strip()) for r in body if len(r) > (col or 0) and r[col or 0].strip())
 
@@ -90,9 +91,39 @@ def _carries(run: str, values: list[str]) -> bool:
     return True
 
 
-def _cell(header: list[str], row: list[str], run_names: Sequence[str]) -> str:
+def _key(value: str) -> str:
+    """A value as _same_value compares it: a number by its float, anything else by its text."""
+    try:
+        f = float(value)
+    except ValueError:
+        return value
+    return value if f != f else repr(f)  # NaN equals only its own text
+
+
+RunIndex = dict[str, set[str]]
+
+
+def run_index(run_names: Sequence[str]) -> RunIndex:
+    """Each value a run's name carries (the part of a token after its letters) -> the runs carrying it: a row of the
+    grid is then matched against the few runs that hold its values, not every run (rows x runs took 207 s for 150,000
+    rows and 400 runs)."""
+    index: RunIndex = {}
+    for n in run_names:
+        for t in _TOKEN.findall(n):
+            if (m := _PREFIXED.fullmatch(t)) is not None:
+                index.setdefault(_key(m.group(2)), set()).add(n)
+    return index
+
+
+def _cell(header: list[str], row: list[str], index: RunIndex) -> str:
     values = [c.strip() for c in row]
-    found = [n for n in run_names if _carries(n, values)]
+    candidates: set[str] | None = None
+    for v in values:
+        runs = index.get(_key(v), set())
+        candidates = runs if candidates is None else candidates & runs
+        if not candidates:
+            break
+    found = [n for n in sorted(candidates or ()) if _carries(n, values)]
     if len(found) == 1:
         return found[0]
     return " ".join(f"{h.strip()}={v}" for h, v in zip(header, values, strict=False))
