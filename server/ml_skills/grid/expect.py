@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import glob
 import io
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -97,7 +98,7 @@ def _key(value: str) -> str:
         f = float(value)
     except ValueError:
         return value
-    return value if f != f else repr(f)  # NaN equals only its own text
+    return value if math.isnan(f) else repr(f)  # NaN equals only its own text
 
 
 RunIndex = dict[str, set[str]]
