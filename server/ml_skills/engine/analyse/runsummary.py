@@ -40,6 +40,9 @@ _SUMMARY = lazy(
     # what a trainer prints once its loop has returned: Hugging Face's whole-run 'train_runtime' (in its final metrics
     # dict or a tracker's run summary), YOLOv5/v8's 'Optimizer stripped from .../best.pt' before the final validation
     r"\btrain_runtime\b|\boptimizer stripped from\b|"
+    # llama-recipes' (llama-cookbook's) finetuning.py printing its returned results once training is over ('Key:
+    # avg_train_prep, Value: 1.0189', 'Key: avg_eval_loss, Value: 0.848')
+    r"^\s*Key: avg_(?:train|eval)_\w+, Value: |"
     # Megatron's evaluation on the test split, which it runs once, after the last iteration ('validation loss at
     # iteration 50 on test set | lm loss value: ...'; during training it evaluates on the validation set)
     r"\bloss at iteration \d+ on test set\b|"

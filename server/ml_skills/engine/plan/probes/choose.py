@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ml_skills.engine.plan.facts import fact
-from ml_skills.engine.plan.probes.clouds import aws, azure, gcp
+from ml_skills.engine.plan.probes.clouds import aws, azure, gcp, http_refusal
 from ml_skills.engine.plan.probes.config import config
 from ml_skills.engine.plan.probes.crashes import crash_pid, cuda_stack, launch_blocking
 from ml_skills.engine.plan.probes.exceptions import imports, library, own_line, version_of
@@ -81,7 +81,7 @@ def probe_commands(cls: Classification, logs: list[LogEvidence], facts: list[Run
             out.append(cmd)
         out += memory(sig, "\n".join([decisive, *tail[-12:]]))
     if primary in (FailureClass.CLOUD_PERMISSIONS_QUOTA, FailureClass.PIPELINE_ORCHESTRATION, FailureClass.CONFIG_ERROR, None):
-        out += gcp(text) + aws(text) + azure(text)
+        out += gcp(text) + aws(text) + azure(text) + http_refusal(text)
     if primary in (FailureClass.PIPELINE_ORCHESTRATION, FailureClass.CLOUD_PERMISSIONS_QUOTA, None) or (
             primary is FailureClass.OOM and not out):
         out += orchestrator(text)

@@ -1,5 +1,5 @@
 """Cloud permissions and quotas, on GCP, AWS and Azure: the quota, role, bucket, client or service account an
-error names.
+error names; and any HTTP service's refusal of a URL (a model hub's rate limit, a tracker's 403).
 """
 
 from __future__ import annotations
@@ -114,3 +114,20 @@ def azure(text: str) -> list[str]:
         out.append(f"az ml job show --name {m.group(1)} --query '{{status:status,error:error}}'"
                    "   # the run's own error (with the workspace and resource group set by az configure --defaults)")
     return out
+
+
+# requests' raise_for_status wording, which huggingface_hub, the datasets library and many clients repeat: '429 Client
+# Error: Too Many Requests for url: https://huggingface.co/api/...'
+_HTTP_REFUSED = lazy(r"\b(401|403|429) Client Error: [^\n]{0,80}? for url: (https?://[\w.-]{1,253}(?::\d{1,5})?(?:/[\w.~%/-]{0,400})?)")
+_WHY = {"401": "the credentials the job sends are refused: compare with the identity it should use",
+        "403": "who may read it: the job's token lacks access (a gated or private repository, another account's project)",
+        "429": "the rate limit: Retry-After and the limit headers say when to come back; many ranks asking at once hit it"}
+
+
+def http_refusal(text: str) -> list[str]:
+    """The URL an HTTP service refused, asked again for its status and headers (no body, no credentials, its query
+    string left out: a token can ride in it)."""
+    m = _HTTP_REFUSED.search(text)
+    if m is None:
+        return []
+    return [f"curl -sS -o /dev/null -D - {shlex.quote(m.group(2))}   # the status and headers the service answers now: {_WHY[m.group(1)]}"]
