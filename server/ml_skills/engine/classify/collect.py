@@ -14,6 +14,7 @@ from ml_skills.engine.classify.exceptions import callers_of_chained, traceback_c
 from ml_skills.engine.classify.signals import ANOMALY_W, ROLE_W, SEV_W, SURVIVED, TRACEBACK_W, WARNING_DAMP, Signal
 from ml_skills.engine.classify.terminal import last_finite_loss_line, last_progress_line, survived_line
 from ml_skills.engine.read.levels import informational
+from ml_skills.engine.read.metrics import parse_timestamp
 from ml_skills.engine.read.tracebacks import interrupted
 from ml_skills.lazyre import lazy
 from ml_skills.models import Anomaly, FailureClass, LogEvidence, Role, Severity, SignatureHit, SourceEvidence, TracebackEvent
@@ -128,7 +129,32 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
     for src in sources or []:
         for a in src.signals:
             signals.append(_anomaly_signal(a, kind="source"))
+    _echoes_survived(signals, logs)
     return signals
+
+
+def _timed(log: LogEvidence) -> bool:
+    lines = [*(log.head.lines if log.head else []), *(log.tail.lines if log.tail else [])]
+    return any(parse_timestamp(x) is not None for x in lines)
+
+
+def _echoes_survived(signals: list[Signal], logs: list[LogEvidence]) -> None:
+    """A launcher's untimed file (nohup.out, a job's stderr) printing a kill that the run's own timed log records and went
+    on past is that same kill, survived there too: bash's 'Killed' job line in nohup.out for the attempt train.log shows
+    restarted and completed (the thirteenth trial's case07 read as oom, crashed). As many echoes of a signature as the
+    timed logs went on past, the first ones."""
+    if len(logs) < 2:
+        return
+    untimed = {log.source for log in logs if not _timed(log)}
+    went_on: dict[str, int] = {}
+    for s in signals:
+        if s.survived and s.kind == "signature" and s.source not in untimed:
+            went_on[s.label] = went_on.get(s.label, 0) + 1
+    for s in signals:
+        if not s.survived and s.kind == "signature" and s.source in untimed and went_on.get(s.label, 0) > 0:
+            went_on[s.label] -= 1
+            s.survived = True
+            s.weight *= SURVIVED
 
 
 
