@@ -136,9 +136,29 @@ def ends_in_traceback(log: LogEvidence) -> bool:
     # a paste may start inside the traceback (no header): several frames in a row say the same
     framed = any("Traceback (most recent call last)" in x for x in recent) or \
         sum(1 for x in recent if x.lstrip().startswith('File "')) >= 3
+    if _in_a_threads_traceback(recent):
+        return False  # a thread's exception ('Exception in thread Thread-1:') ends that thread, never the process
     if tail and _TB_HEADER.search(tail[-1]):
         return True  # cut right after the header (Sacred's 'Traceback (most recent calls WITHOUT Sacred internals):')
     return bool(tail) and framed and (_FRAME.match(tail[-1]) is not None or (len(tail) > 1 and _FRAME.match(tail[-2]) is not None))
+
+
+_THREAD_HEADER = lazy(r"^Exception in thread [^\n]{1,200}:\s*$")
+# what a traceback and its chain print: headers, frames and their source lines (indented), the chain's joining sentences,
+# exception lines ('tensorflow.python.framework.errors_impl.CancelledError: ...'), TF's node annotations
+_TRACEBACK_LINE = lazy(r"^(\s|Traceback \(most recent call|During handling of the above exception|The above exception was the direct cause|"
+                       r"[\w.]+(Error|Exception|Exit|Interrupt|Warning)\b)")
+
+
+def _in_a_threads_traceback(lines: list[str]) -> bool:
+    """The log's end is inside the traceback (and its chain) that Python's threading printed for a thread that died: the
+    thread's last words, not the process's (healthy 825 and 829, DeepLabCut's queue-runner thread cancelled at the
+    end of training, read as crashed)."""
+    at = next((i for i in range(len(lines) - 1, -1, -1) if _THREAD_HEADER.match(lines[i])), None)
+    if at is None:
+        return False
+    after = [x for x in lines[at + 1 :] if x.strip()]
+    return bool(after) and all(_TRACEBACK_LINE.match(x) for x in after)
 
 
 @cache

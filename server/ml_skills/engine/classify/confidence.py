@@ -39,7 +39,7 @@ ACCURACY: dict[str, float] = {
     "signature": 0.95,
     "symptom": 0.88,
     "anomaly": 0.63,
-    "stop": 0.56,  # few dev verdicts rest on a stop alone, once a stop at a sync point is measured apart; stops.py caps it at 0.45
+    "stop": 0.51,  # few dev verdicts rest on a stop alone, once a stop at a sync point is measured apart; stops.py caps it at 0.45
 }
 # Labels measured apart from their kind: a signal label (a signature id, 'traceback:<rule>') that at least LABEL_MIN
 # dev verdicts rested on, its accuracy shrunk toward its kind's by PRIOR verdicts, kept where that differs from the
@@ -62,7 +62,7 @@ LABEL_ACCURACY: dict[str, float] = {
     "permission-denied-iam": 0.97,
     "segfault": 0.91,
     "sigkill-exit-137": 0.96,
-    "stopped-at-sync-point": 0.39,
+    "stopped-at-sync-point": 0.38,
     "traceback:checkpoint-call-failed": 0.94,
     "traceback:exception-in-collective": 0.69,
     "traceback:exception-in-data-loading": 0.79,
