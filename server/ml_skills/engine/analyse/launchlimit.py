@@ -16,8 +16,12 @@ _TIMEOUT = lazy(r"(?:^|[;&|(]\s*+|\bexec\s++|\bnohup\s++)timeout\s++"
                 r"(?:(?:-s|--signal|-k|--kill-after)(?:=|\s++)\S++\s++|--?[a-z][\w-]*+\s++)*+"
                 r"(\d{1,9}(?:\.\d{1,6})?)([smhd]?)\s++\S")
 _UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-SPAN_FROM = 0.85  # the log's first to last time covers at least this much of the limit (start-up precedes the first line)
-SPAN_SLACK = 120.0  # and not more than the limit plus this: a log that went on longer was not ended by it
+# the log's first to last time covers the limit but for its start-up (imports, data loading before the first line): at
+# least the limit less the larger of 15% of it and up to 30 s (half of a short limit), and not more than the limit plus
+# SPAN_SLACK: a log that went on longer was not ended by it
+START_SHARE = 0.15
+START_MAX = 30.0
+SPAN_SLACK = 120.0
 
 
 def limit_seconds(launch: str | None) -> float | None:
@@ -51,7 +55,7 @@ def time_limit(launch: str | None, launch_file: str | None, logs: list[LogEviden
         if span is None:
             continue
         took = (span[1] - span[0]).total_seconds()
-        if SPAN_FROM * secs <= took <= secs + SPAN_SLACK:
+        if secs - max(START_SHARE * secs, min(START_MAX, secs / 2)) <= took <= secs + SPAN_SLACK:
             where = launch_file or "the launch command"
             return Anomaly(kind=AnomalyKind.LAUNCH_TIME_LIMIT, failure_class=FailureClass.STALLED, severity=Severity.CRITICAL,
                            source=log.source, line_no=log.total_lines or None,
