@@ -52,7 +52,7 @@ LABEL_ACCURACY: dict[str, float] = {
     "cuda-oom": 0.97,
     "device-side-assert": 0.91,
     "disk-full": 0.97,
-    "illegal-memory-access": 0.94,
+    "illegal-memory-access": 0.95,
     "import-environment-error": 0.97,
     "loss-blowup": 0.72,
     "loss-value-nan": 0.97,

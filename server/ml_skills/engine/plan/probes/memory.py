@@ -11,7 +11,9 @@ from ml_skills.lazyre import lazy
 
 _GPU_OOM = lazy(r"(?i)CUDA out of memory|OutOfMemoryError: CUDA|CUDA error: out of memory|cudaMalloc failed|"
                 r"cudaSuccess \(2 vs\. 0\)|Cuda failure (?:2 )?'out of memory'|out of memory error on GPU|device:GPU:\d|GPU_\d+_bfc|"
-                r"CUBLAS_STATUS_ALLOC_FAILED|on device ordinal \d")
+                r"CUBLAS_STATUS_ALLOC_FAILED|on device ordinal \d|"
+                # CNTK's and CuPy's (Chainer's) own wordings of a failed device allocation
+                r"CUDA failure 2: out of memory|out of memory to allocate \d+ bytes \(total \d+ bytes\)")
 _TPU_OOM = lazy(r"(?i)\bhbm\b|XLA:TPU|\bTPU\b|Attempting to reserve [\d.]+\w at the bottom of memory")
 _TORCH_XLA = lazy(r"torch_xla|xla_util\.cc|xla_client")
 JAX = lazy(r"jaxlib|\bjax\b|XlaRuntimeError")
@@ -39,6 +41,10 @@ def memory(sig: str | None, text: str) -> list[str]:
                 "   # the paging file's size: each DataLoader worker maps the CUDA DLLs into it")]
     if "device:CPU" in text:
         return [_HOST_MEMORY]
+    if "MPS backend out of memory" in text:  # Apple silicon: the GPU shares the Mac's unified memory
+        return [("python -c 'import torch; print(torch.mps.recommended_max_memory() / 2**30, torch.mps.driver_allocated_memory() / 2**30)'"
+                 "   # on the Mac the run used: the GiB the MPS backend may use (PYTORCH_MPS_HIGH_WATERMARK_RATIO scales it) and "
+                 "the GiB its driver holds now; every other app shares the same memory")]
     if (_GPU_OOM.search(text) or sig == "tf-oom-allocating") and not _TPU_OOM.search(text):
         out = [_GPU_MEMORY]
         if JAX.search(text):
