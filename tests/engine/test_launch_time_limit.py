@@ -60,3 +60,14 @@ def test_a_run_that_fails_before_its_timeout_is_read_by_its_failure(tmp_path: Pa
     d = diagnose(DiagnoseRequest(target=str(run)))
     assert d.primary_cause is not None and d.primary_cause.value != "stalled"
     assert not any("timeout" in e.text for e in d.evidence)
+
+
+def test_a_command_file_launching_python3_is_the_launch_command_and_its_comments_are_not(tmp_path: Path):
+    """`python3 train.py` (or python3.11) launches a run as `python train.py` does; the launch line was missed when the
+    interpreter was named python3 (the clean-clone CI runs pytest with python3, so this file's first test failed there)."""
+    from ml_skills.collectors.artifacts import inventory
+
+    (tmp_path / "train.log").write_text("step 1 loss 0.5\n")
+    (tmp_path / "run.sh").write_text("#!/usr/bin/env bash\n# launch: python train.py is what this runs\n"
+                                     "timeout 40s python3.11 train.py --config config.yaml >> train.log 2>&1\n")
+    assert inventory(tmp_path).launch_command == "timeout 40s python3.11 train.py --config config.yaml >> train.log 2>&1"

@@ -30,6 +30,9 @@ _FAILURE = lazy(r"(?i)(^error[\w.-]*\.json$|^core(\.\d+)?$|\.dmp$|^hs_err|^crash
 _CKPT_DIR = lazy(r"(?i)^(checkpoint[-_]?\d+|global_step\d+|step[-_]?\d+|epoch[-_=]?\d+|iter[-_]?\d+|ckpt[-_]?\d+|checkpoints?|last)$")
 _COMMAND_FILES = ("command.txt", "cmd.txt", "launch.sh", "run.sh", "train.sh", "command")
 MAX_SMALL_FILE = 64 * 1024  # a pointer or a command file; read no further
+# the line of a command file that launches the training: `python3` and `python3.11` as well as `python` (a script run by
+# `python3 train.py` had no launch command, and its `timeout` went unread), never a comment that names one
+_LAUNCH_LINE = lazy(r"\b(python(?:\d+(?:\.\d+)?)?|torchrun|deepspeed|accelerate|srun)\b")
 
 
 def inventory(root: str | os.PathLike[str]) -> ArtifactInventory:
@@ -102,7 +105,8 @@ def _inventory(base: Path) -> ArtifactInventory:
             if name in _COMMAND_FILES and inv.launch_command is None:
                 text = _small_text(p, inv)
                 if text is not None:
-                    cmd = next((ln.strip() for ln in text[:4000].splitlines() if re.search(r"\b(python|torchrun|deepspeed|accelerate|srun)\b", ln)), None)
+                    cmd = next((ln.strip() for ln in text[:4000].splitlines()
+                                if not ln.lstrip().startswith("#") and _LAUNCH_LINE.search(ln)), None)
                     inv.launch_command = cmd
                     inv.launch_file = rel if cmd else None
             if name.endswith(WEIGHT_SUFFIXES) and not name.endswith(".index.json"):
