@@ -70,12 +70,7 @@ def _parameter_header(rows: list[list[str]]) -> bool:
 
 
 def _same_value(a: str, b: str) -> bool:
-    if a == b:
-        return True
-    try:
-        return float(a) == float(b)
-    except ValueError:
-        return False
+    return a == b or _key(a) == _key(b)
 
 
 def _carries(run: str, values: list[str]) -> bool:
@@ -93,7 +88,7 @@ def _carries(run: str, values: list[str]) -> bool:
 
 
 def _key(value: str) -> str:
-    """A value as _same_value compares it: a number by its float, anything else by its text."""
+    """A value as a cell and a run's name compare it: a number by its float, anything else by its text."""
     try:
         f = float(value)
     except ValueError:

@@ -16,6 +16,8 @@ import re
 from functools import cache
 
 from ml_skills.catalog.loader import compiled_exception_rules
+from ml_skills.engine.analyse.cuttraceback import CARETS as _CARETS
+from ml_skills.engine.analyse.cuttraceback import ends_in_traceback
 from ml_skills.engine.classify.signals import MIN_PRIMARY, Signal
 from ml_skills.engine.read.excerpts import LINE_QUOTE
 from ml_skills.engine.read.metrics import parse_line
@@ -80,12 +82,10 @@ _SHARED_WORK = lazy(r"(?i)(\[rank\s*\d+\]|\brank\s*(?:[:=]\s*)?\d+|num_workers\s
 # restart worker group', then its rendezvous with 'restart_count=1')
 _RESTARTING = lazy(r"will restart worker group|restart_count=[1-9]")
 _TEARDOWN = lazy(r"(?i)(destroy|clean ?up|shut ?down|finished|closing|closed|exiting|terminat|uv_loop_close)")
-_FRAME = lazy(r'^\s*File "[^"]+", line \d+')
 # NCCL's error-return trace: with NCCL_DEBUG=INFO every function an error passes through logs 'file.cc:LINE -> CODE'
 # (2 system, 3 internal, 5 invalid usage, 6 remote): a log ending on it ended in a failed call, nobody waiting
 _NCCL_RETURN = lazy(r"NCCL INFO \S+\.(cc|h|cu):\d+ -> [1-9]\d*(\s|$)")
 _TABLE_ROW = lazy(r"^\s*[+|][-+=|]*[-+=|]\s*$|^\s*\|.*\|\s*$")
-_CARETS = lazy(r"^\s*[\^~]+\s*$")
 AT_SYNC_POINT, CUT_WAITING, CUT_IN_CALL = "stopped-at-sync-point", "stack-cut-while-waiting", "stack-cut-in-call"
 CANCELLED_IDLE = "cancelled-without-progress"
 SCHEDULER_CANCELLED = "scheduler-cancelled"  # the catalog's hint for a person's scancel or bkill
@@ -123,42 +123,6 @@ MEANING = {  # the root cause's words
                   "process that had stopped progressing."),
 }
 LAST_LINES = 2  # the sync point must be on one of the last two non-empty lines (ranks interleave)
-
-
-_TB_HEADER = lazy(r"Traceback \(most recent calls?\b")
-
-
-def ends_in_traceback(log: LogEvidence) -> bool:
-    """The log's last lines are traceback frames with no exception line after them: it was cut mid-traceback."""
-    # Python 3.11+ underlines the failing expression with a line of carets: not a line of its own
-    lines = [x for x in (log.tail.lines if log.tail else []) if x.strip() and not _CARETS.match(x)]
-    tail, recent = lines[-6:], (log.tail.lines if log.tail else [])[-400:]
-    # a paste may start inside the traceback (no header): several frames in a row say the same
-    framed = any("Traceback (most recent call last)" in x for x in recent) or \
-        sum(1 for x in recent if x.lstrip().startswith('File "')) >= 3
-    if _in_a_threads_traceback(recent):
-        return False  # a thread's exception ('Exception in thread Thread-1:') ends that thread, never the process
-    if tail and _TB_HEADER.search(tail[-1]):
-        return True  # cut right after the header (Sacred's 'Traceback (most recent calls WITHOUT Sacred internals):')
-    return bool(tail) and framed and (_FRAME.match(tail[-1]) is not None or (len(tail) > 1 and _FRAME.match(tail[-2]) is not None))
-
-
-_THREAD_HEADER = lazy(r"^Exception in thread [^\n]{1,200}:\s*$")
-# what a traceback and its chain print: headers, frames and their source lines (indented), the chain's joining sentences,
-# exception lines ('tensorflow.python.framework.errors_impl.CancelledError: ...'), TF's node annotations
-_TRACEBACK_LINE = lazy(r"^(\s|Traceback \(most recent call|During handling of the above exception|The above exception was the direct cause|"
-                       r"[\w.]+(Error|Exception|Exit|Interrupt|Warning)\b)")
-
-
-def _in_a_threads_traceback(lines: list[str]) -> bool:
-    """The log's end is inside the traceback (and its chain) that Python's threading printed for a thread that died: the
-    thread's last words, not the process's (healthy 825 and 829, DeepLabCut's queue-runner thread cancelled at the
-    end of training, read as crashed)."""
-    at = next((i for i in range(len(lines) - 1, -1, -1) if _THREAD_HEADER.match(lines[i])), None)
-    if at is None:
-        return False
-    after = [x for x in lines[at + 1 :] if x.strip()]
-    return bool(after) and all(_TRACEBACK_LINE.match(x) for x in after)
 
 
 @cache

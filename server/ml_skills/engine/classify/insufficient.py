@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ml_skills.engine.analyse.cuttraceback import ends_in_traceback
 from ml_skills.engine.analyse.ranks import collective_desync, first_failing, rank_reached
-from ml_skills.engine.analyse.stops import CUT_IN_CALL, DIST_INIT, SCHEDULER_CANCELLED, ends_in_traceback
+from ml_skills.engine.analyse.stops import CUT_IN_CALL, DIST_INIT, SCHEDULER_CANCELLED
 from ml_skills.engine.classify.signals import Signal
 from ml_skills.engine.classify.status import fmt_number
 from ml_skills.engine.read.tracebacks import interrupted

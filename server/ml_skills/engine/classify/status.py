@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import math
 
+from ml_skills.engine.analyse.cuttraceback import ends_in_traceback
 from ml_skills.engine.analyse.routine import closed_after_routine, ends_in_routine
 from ml_skills.engine.analyse.shellprompt import back_at_prompt
-from ml_skills.engine.analyse.stops import DIST_INIT, ends_in_traceback
+from ml_skills.engine.analyse.stops import DIST_INIT
 from ml_skills.engine.classify.signals import Signal
 from ml_skills.engine.classify.terminal import clean_retry_start, last_attempt_start, progress_after
 from ml_skills.engine.read.tracebacks import interrupted

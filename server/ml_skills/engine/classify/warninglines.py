@@ -3,7 +3,7 @@ lost its ending (cut inside a traceback, or stopping a few lines after the warni
 
 from __future__ import annotations
 
-from ml_skills.engine.analyse.stops import ends_in_traceback
+from ml_skills.engine.analyse.cuttraceback import ends_in_traceback
 from ml_skills.engine.classify.signals import MIN_PRIMARY, WARNING_DAMP, Signal
 from ml_skills.lazyre import lazy
 from ml_skills.models import LogEvidence, Role
