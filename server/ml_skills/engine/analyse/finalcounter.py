@@ -21,7 +21,8 @@ _JSON_COUNTER = lazy(r'"(?P<what>current_steps)":\s*+(?P<n>\d+),\s*+"total_steps
 # GPU memory ('    100/100      3.38G      2.293 ...'; YOLOv5 counts from 0, to '299/299'); its bar over the epoch's
 # batches, when the row carries one, must be full for the epoch to be over
 _YOLO_EPOCH = lazy(r"^\s*(?P<what>)(?P<n>\d+)/(?P<total>\d+)\s+\d[\d.]*G\s")
-_KERAS_HEADER = lazy(r"^\s*Epoch \d+/\d+\s*$")
+# (or a loop's own header in the same shape, set off by a rule: '=== EPOCH 199/199 ===', Open3D-ML's pipelines)
+_KERAS_HEADER = lazy(r"(?i)^[\s=*#-]*+Epoch \d+/\d+[\s=*#-]*+$")
 _EPOCH_LINES = 6  # the lines an epoch's header may stand above its last one: a rule, train, val, a save
 # the epoch's bar (or, with verbose=2, its one summary line) as Keras prints it at the epoch's end
 _KERAS_DONE = lazy(r"^\s*(?:(?P<i>\d+)/(?P<n>\d+) (?:\[=+\]|- \d)|(?:-\s*)?\d+s - loss)")

@@ -7,6 +7,7 @@ import math
 
 from ml_skills.engine.analyse.cuttraceback import ends_in_traceback
 from ml_skills.engine.analyse.routine import closed_after_routine, ends_in_routine
+from ml_skills.engine.analyse.scalerskips import scaler_went_on
 from ml_skills.engine.analyse.shellprompt import back_at_prompt
 from ml_skills.engine.analyse.stops import DIST_INIT
 from ml_skills.engine.classify.signals import Signal
@@ -95,6 +96,9 @@ def run_status(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
         return RunStatus.COMPLETED  # the script returned to the shell with no failure printed: it ended on its own
     if cls.primary is None and (_ends_in_progress(logs) or any(ends_in_routine(log) for log in logs)):
         return RunStatus.RUNNING
+    if cls.primary is None and any(scaler_went_on(log) for log in logs):
+        # the log stops on the scaler's own lines, training having gone on between them: recovered as far as it goes
+        return RunStatus.RECOVERED
     return RunStatus.UNKNOWN
 
 

@@ -64,7 +64,9 @@ _MARKERS: list[tuple[str, str, bool]] = [
      r"^\W{0,12}(?:Finished|Completed)(?: at)?:?\s+\d{4}-\d\d-\d\d[ T]\d\d:\d\d|"
      # Ray's job CLI closing a submitted job's output ('Job 'raysubmit_6UyYLeNi217UXdBQ' succeeded'), the SageMaker
      # training toolkit's report of a user script that exited 0, XGBoost's early stop at its best round
-     r"\bJob '[\w.-]{1,80}' succeeded\b|\bReporting training SUCCESS\b|^\W{0,3}Stopping\. Best iteration:|"
+     r"\bJob '[\w.-]{1,80}' succeeded\b|"
+     # a result a trainer prints once its loop has returned ('Final validation metrics: {...}', verl's)
+     r"\bfinal (?:validation|evaluation|eval|test) (?:metrics|results)\b|\bReporting training SUCCESS\b|^\W{0,3}Stopping\. Best iteration:|"
      # a banner line that says only that the model is trained ('<<< Model Trained >>>'), not 'a model trained on ImageNet'
      r"^\W{0,12}(?:the )?model (?:is |has been |was )?trained\W{0,12}$|"
      # the same words in Chinese ('训练完成', '训练结束': training complete, training over), as many scripts print them
