@@ -81,3 +81,41 @@ def test_loss_scaler_skips_with_training_between_them_are_a_recovered_run(n: str
 
 def test_loss_scaler_skips_seconds_apart_only_falling_say_nothing_of_recovery():
     assert verdict(case("236", "healthy")) == (None, "unknown")
+
+
+def _ipython_run(tmp_path: Path) -> Path:
+    """A real script run under IPython, whose traceback prints frames as '/x.py:7, in f(a)' and '---> 7 ...' lines: a
+    shape error inside NumPy's broadcast_shapes after three steps."""
+    (tmp_path / "train.py").write_text(textwrap.dedent("""
+        import numpy as np
+        def promote(a, b):
+            return np.broadcast_shapes(a.shape, b.shape)
+        for step in range(3):
+            print(f"step {step} loss {1.0 / (step + 1):.3f}", flush=True)
+        promote(np.zeros((1, 50, 32)), np.zeros((50, 32, 4)))
+    """), encoding="utf-8")
+    log = tmp_path / "train.log"
+    with log.open("w") as out:
+        subprocess.run([sys.executable, "-m", "IPython", "--colors=NoColor", "--no-banner", "train.py"], stdout=out,
+                       stderr=subprocess.STDOUT, cwd=tmp_path, timeout=120, check=False,
+                       env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "IPYTHONDIR": str(tmp_path / ".ipython")})
+    return log
+
+
+def test_an_ipython_traceback_cut_before_its_exception_line_ended_the_run_and_asks_for_it(tmp_path: Path):
+    """1970 (a Colab traceback of a Keras 3 dynamo assert) and 1064 (a JAX one) end inside IPython-style frames: the run
+    crashed, and the exception line is what is missing; NumPy's broadcast_shapes frame is no collective wait."""
+    pytest.importorskip("IPython")
+    from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
+
+    log = _ipython_run(tmp_path)
+    lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
+    end = max(i for i, x in enumerate(lines) if x.startswith("ValueError:"))
+    assert any(x.lstrip().startswith("---->") or x.lstrip().startswith("-->") for x in lines[:end])
+    cut = tmp_path / "cut.log"
+    cut.write_text("".join(lines[:end]), encoding="utf-8")  # the paste that lost its last line
+    d = diagnose(DiagnoseRequest(target=str(cut)))
+    assert (d.primary_cause, d.run_status.value) == (None, "crashed")
+    assert "ends inside a traceback" in (d.insufficient_evidence or "")
+    assert verdict(log)[1] == "crashed"  # the whole output names its exception
+    assert verdict(case("1970"))[1] == "crashed"

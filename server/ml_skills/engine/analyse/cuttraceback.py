@@ -12,6 +12,10 @@ _FRAME = lazy(r'^\s*File "[^"]+", line \d+')
 # Python 3.11+ underlines the failing expression with a line of carets: not a line of its own
 CARETS = lazy(r"^\s*[\^~]+\s*$")
 _TB_HEADER = lazy(r"Traceback \(most recent calls?\b")
+# IPython's and Jupyter's frames: a location line ('/x/training.py in fit(self, x)', Colab's '[/x/y.py](https://...) in
+# f(a)', IPython 8's 'File ~/x/y.py:990, in f(a)'), then numbered source lines, the failing one marked '---> 990 ...'
+_IPY_FRAME = lazy(r"^\s*(?:\[[^\]\n]{1,400}\]\([^)\n]{0,400}\)|\S{1,400}\.py|File \S{1,400}:\d+,) in [\w<>.]+\(")
+_IPY_SOURCE = lazy(r"^\s*(?:-*>\s*)?\d+\s")
 
 
 def ends_in_traceback(log: LogEvidence) -> bool:
@@ -25,7 +29,15 @@ def ends_in_traceback(log: LogEvidence) -> bool:
         return False  # a thread's exception ('Exception in thread Thread-1:') ends that thread, never the process
     if tail and _TB_HEADER.search(tail[-1]):
         return True  # cut right after the header (Sacred's 'Traceback (most recent calls WITHOUT Sacred internals):')
+    if tail and framed and _ipython_frame_last(lines[-12:]):
+        return True
     return bool(tail) and framed and (_FRAME.match(tail[-1]) is not None or (len(tail) > 1 and _FRAME.match(tail[-2]) is not None))
+
+
+def _ipython_frame_last(tail: list[str]) -> bool:
+    """The last lines are an IPython frame: its location line, then only its numbered source lines."""
+    at = next((i for i in range(len(tail) - 1, -1, -1) if _IPY_FRAME.match(tail[i])), None)
+    return at is not None and all(_IPY_SOURCE.match(x) for x in tail[at + 1 :])
 
 
 _THREAD_HEADER = lazy(r"^Exception in thread [^\n]{1,200}:\s*$")
