@@ -27,6 +27,7 @@ RANK = {
     "__init__": 0, "models": 0, "errors": 0, "lazyre": 0, "safety": 0, "catalog": 0, "targets": 0,
     "grid.models": 0,  # triage-runs' boundary types (its report), beside models.py
     "modelkit": 0, "plainmodel": 0, "plainjson": 0,  # where models.py gets BaseModel: pydantic, or the CLI's plain classes
+    "calltime": 0,  # the deadline of the MCP call a thread works for: collectors check it, the server sets it
     "diskcache": 0, "dbcache": 0,  # the cache directory's sealed files and Hyperscan databases: catalog, engine and safety use them
     "collectors": 1,
     "engine": 2,

@@ -49,3 +49,7 @@ class SourceUnavailable(SourceError):
 
 class PolicyError(MLSkillsError):
     """The policy layer refused an action."""
+
+
+class DeadlinePassed(MLSkillsError):
+    """The tool call this work was for ran past its deadline and was answered already: the work stops (calltime.py)."""

@@ -546,7 +546,7 @@ class LogEvidence(Model):
 
 class CheckpointInfo(Model):
     path: str
-    format: str = Field(description="safetensors, torch-zip, torch-legacy, deepspeed, sharded-index, dir, unknown")
+    format: str = Field(description="safetensors, torch-zip, numpy-npz, keras-zip, zip, torch-legacy, hdf5, deepspeed, sharded-index, dir, unknown")
     size_bytes: int
     mtime: datetime
     step: int | None = None

@@ -139,7 +139,17 @@ def _safetensors(path: Path, size: int) -> tuple[bool, str]:
     return True, f"{len(spans)} tensors, header ok"
 
 
-def _torch_zip(path: Path, size: int) -> tuple[bool, str]:
+TORCH_SUFFIXES = (".pt", ".pth", ".ckpt", ".bin")
+# zip archives that are checkpoints of other libraries: NumPy's savez (.npy members) and Keras 3's .keras (config.json,
+# metadata.json, model.weights.h5)
+_ZIP_FORMATS = {".npz": ("numpy-npz", ".npy"), ".keras": ("keras-zip", "config.json")}
+
+
+def _zip(path: Path, size: int) -> tuple[str, bool, str]:
+    """(format, valid, reason) of a zip archive: its directory within the file; a torch.save file (a torch suffix, or
+    any zip holding a data.pkl) needs a non-empty data.pkl too, another format the member it names (`_ZIP_FORMATS`),
+    and a zip of a format not known here nothing more."""
+    guess = _ZIP_FORMATS.get(path.suffix, ("torch-zip" if path.suffix in TORCH_SUFFIXES else "zip", ""))[0]
     try:
         with paths.open_binary(path) as fh:
             # the end record names the central directory's size: bound it before parsing it (zipfile's own reader of
@@ -147,23 +157,29 @@ def _torch_zip(path: Path, size: int) -> tuple[bool, str]:
             end_record, size_at = getattr(zipfile, "_EndRecData", None), getattr(zipfile, "_ECD_SIZE", None)
             end = end_record(fh) if end_record is not None and size_at is not None else None
             if end is not None and end[size_at] > MAX_ZIP_DIRECTORY:
-                return False, (f"zip central directory of {end[size_at]} bytes, over {MAX_ZIP_DIRECTORY // 2**20} MiB: "
-                               "not a torch.save file (not verified, not parsed)")
+                return guess, False, (f"zip central directory of {end[size_at]} bytes, over {MAX_ZIP_DIRECTORY // 2**20} "
+                                      "MiB: not verified, not parsed")
             with zipfile.ZipFile(fh) as z:
                 infos = z.infolist()
     except (zipfile.BadZipFile, ValueError, EOFError, NotImplementedError) as e:  # ValueError: a member name that is not UTF-8
-        return False, f"zip structure broken ({type(e).__name__}: {str(e)[:120]}): truncated or not a PyTorch zip checkpoint"
+        return guess, False, f"zip structure broken ({type(e).__name__}: {str(e)[:120]}): truncated or not a zip checkpoint"
     except (OSError, InputError) as e:
-        return False, f"cannot read: {e}"
+        return guess, False, f"cannot read: {e}"
     pkl = [i for i in infos if i.filename.endswith("data.pkl")]
-    if not pkl:
-        return False, "zip archive without data.pkl: not a torch.save file"
-    if any(i.file_size == 0 for i in pkl):
-        return False, "data.pkl is empty (corrupt save)"
+    torch = path.suffix in TORCH_SUFFIXES or (bool(pkl) and path.suffix not in _ZIP_FORMATS)
+    fmt, member = ("torch-zip", "data.pkl") if torch else _ZIP_FORMATS.get(path.suffix, ("zip", ""))
     for i in infos:
         if i.header_offset + i.compress_size > size:
-            return False, f"entry {i.filename} extends past the end of the file (truncated)"
-    return True, f"{len(infos)} zip entries, central directory ok"
+            return fmt, False, f"entry {redact_cut(i.filename, 60)!r} extends past the end of the file (truncated)"
+    if not torch:
+        if member and not any(i.filename.endswith(member) for i in infos):
+            return fmt, False, f"zip archive without a {member} member: not a {fmt} file"
+        return fmt, True, f"{len(infos)} zip entries, central directory ok ({fmt}; members not parsed)"
+    if not pkl:
+        return fmt, False, "zip archive without data.pkl: not a torch.save file"
+    if any(i.file_size == 0 for i in pkl):
+        return fmt, False, "data.pkl is empty (corrupt save)"
+    return fmt, True, f"{len(infos)} zip entries, central directory ok"
 
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
@@ -229,9 +245,11 @@ def inspect_file(path: Path) -> CheckpointInfo:
     if path.suffix == ".safetensors":
         fmt = "safetensors"
         valid, reason = _safetensors(path, size)
-    elif magic == b"PK\x03\x04" or path.suffix in (".pt", ".pth", ".ckpt", ".bin") and magic[:2] == b"PK":
-        fmt = "torch-zip"
-        valid, reason = _torch_zip(path, size)
+    elif magic == b"PK\x03\x04" or path.suffix in TORCH_SUFFIXES and magic[:2] == b"PK":
+        # only a torch suffix makes a zip torch.save's: a .npz or .keras (or a zip of a format not known here) without
+        # data.pkl is not a broken checkpoint (before the twenty-ninth round a valid .npz read as invalid, and a pointer
+        # on it was moved to an older checkpoint as a safe action, asked of no one)
+        fmt, valid, reason = _zip(path, size)
     elif magic[:2] == b"\x80\x02" or magic[:1] == b"\x80":
         fmt = "torch-legacy"
         valid, reason = True, "legacy pickle format: structure cannot be verified without unpickling (not done)"
@@ -341,7 +359,7 @@ def _hf_index(path: Path, files: dict[str, Path]) -> tuple[bool, str] | None:
         by_shard.setdefault(shard, []).append(tensor)
     missing = sorted(s for s in by_shard if not _is_file(path / s))
     if missing:
-        return False, f"index names missing shards: {', '.join(missing[:3])}"
+        return False, f"index names missing shards: {', '.join(redact_cut(m, 60) for m in missing[:3])}"
     for shard, tensors in sorted(by_shard.items()):
         p = path / shard
         if p.suffix != ".safetensors":
@@ -351,10 +369,11 @@ def _hf_index(path: Path, files: dict[str, Path]) -> tuple[bool, str] | None:
         except InputError as e:
             header, why = None, str(e)
         if header is None:
-            return False, f"{shard}: {why}"
+            return False, f"{redact_cut(shard, 60)}: {why}"
         absent = [t for t in tensors if t not in header]
         if absent:
-            return False, f"{shard} lacks {len(absent)} tensor(s) the index places there, e.g. {absent[0]}"
+            # the name is the index's, so it is cut: a 40 MB name made a 40 MB answer (twenty-ninth round)
+            return False, f"{redact_cut(shard, 60)} lacks {len(absent)} tensor(s) the index places there, e.g. {redact_cut(absent[0], 60)!r}"
     return True, f"{index.name}: {len(by_shard)} shard(s), {len(wm)} tensors, all present"
 
 

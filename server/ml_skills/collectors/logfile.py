@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
 
+from ml_skills import calltime
 from ml_skills.errors import InputError, TargetNotFound, UnreadableInput
 from ml_skills.safety.paths import contain, open_binary, walk
 from ml_skills.safety.redact import PRIOR_LINES, redact_after, redact_line_after
@@ -156,12 +157,14 @@ def iter_chunks(path: Path, size: int = CHUNK, limit: int | None = None, start: 
             if n < want or (limit is not None and offset + n >= limit):
                 if n:
                     del buf[n:]
+                    calltime.check()
                     yield offset, buf
                 return
             cut = buf.rfind(b"\n")
             if 0 <= cut < want - 1:
                 del buf[cut + 1 :]
                 f.seek(offset + cut + 1)
+            calltime.check()  # a tool call answered 'did not finish' stops reading here, not at the end of the file
             yield offset, buf
             offset += len(buf)
 
@@ -326,19 +329,25 @@ def grep(
     blocks: list[tuple[int, list[str]]] = []
     open_block: tuple[int, list[str]] | None = None
     remaining_after = 0
-    total = 0
+    total = kept = 0
     # A searcher with search_after judges a line as shown with the lines above it (a secret's name can sit there: W&B's
     # config.yaml), and gets each block's lines as shown, judged the same way.
     search_after = getattr(rx, "search_after", None)
     recent: deque[str] = deque(maxlen=context + PRIOR_LINES + 1)  # raw lines above this one, and this one
     pre: dict[int, list[str]] = {}  # lines above each block, by its first line number
     for i, raw in enumerate(iter_lines(path), start=1):
+        if not i & 4095:
+            calltime.check()  # a chunk's lines can take seconds to judge: stop within a few thousand once answered
         text = decode(raw)
         prior = list(recent)[-PRIOR_LINES:]
         recent.append(text)
         if search_after(prior, text) if search_after is not None else rx.search(text):
             total += 1
-            if len(blocks) < max_matches or (open_block and remaining_after):
+            # at most max_matches matched lines are kept, however they group: a block's after-context used to take in
+            # every further matching line, so a pattern matching every line kept the whole log in one block (a 24 MB log
+            # in memory, then judged line by line past the call's deadline: twenty-ninth round)
+            if kept < max_matches:
+                kept += 1
                 if open_block is not None and remaining_after:
                     open_block[1].append(text)
                 else:

@@ -61,6 +61,14 @@ def collect(req: CollectRequest, progress: Progress | None = None) -> RawEvidenc
 # ---------------------------------------------------------------- local run directory
 
 
+def _inside(p: Path) -> bool:
+    try:
+        paths.contain(p, "any")
+        return True
+    except (MLSkillsError, OSError):
+        return False
+
+
 def _run_dir(path: Path) -> Path:
     """The run directory from a run dir, its .wandb file, a `wandb/` dir (latest-run) or the folder holding it."""
     if path.is_file():
@@ -73,7 +81,8 @@ def _run_dir(path: Path) -> Path:
         real = paths.contain(cand, "any")  # latest-run is a symlink: it must stay inside the roots too
         if real.is_dir() and any(real.glob("*.wandb")):
             return cand  # named as the person knows it; every open below is confined again
-    runs = sorted(p.name for p in [*path.glob("run-*"), *path.glob("offline-run-*"), *path.glob("wandb/*run-*")])
+    # only names inside the roots: a `wandb` link out of them listed the outside folder's runs (twenty-ninth round)
+    runs = sorted(p.name for p in [*path.glob("run-*"), *path.glob("offline-run-*"), *path.glob("wandb/*run-*")] if _inside(p))
     hint = f"; it holds {', '.join(runs[:5])}: pass one of them" if runs else ""
     raise TargetNotFound(f"no W&B run in {path} (no .wandb file){hint}")
 

@@ -30,6 +30,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
+from ml_skills import calltime
 from ml_skills.errors import MLSkillsError, SourceError, TargetNotFound
 from ml_skills.models import EvidenceStatus, Model
 from ml_skills.policy.audit import AuditLog
@@ -275,6 +276,7 @@ def build(fn: Callable[..., Any]) -> Tool:
         token = _call_roots.set(await client_roots(ctx))
         # every path the call opens, given or read from data (pointers, symlinks, open files), stays in these
         confined = paths.enter(roots())
+        timed = calltime.start(deadline)  # the worker thread inherits it: abandoned, it stops at its next chunk
         try:
             with anyio.fail_after(deadline):
                 if inner_async:
@@ -296,6 +298,7 @@ def build(fn: Callable[..., Any]) -> Tool:
             raise ToolError(f"{name} failed unexpectedly ({type(e).__name__}); the server is still running: "
                             "check the arguments, or run `ml-skills check-failed-run` in a terminal for details") from None
         finally:
+            calltime.end(timed)
             paths.leave(confined)
             _call_roots.reset(token)
 
