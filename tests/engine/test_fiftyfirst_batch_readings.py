@@ -119,3 +119,29 @@ def test_an_ipython_traceback_cut_before_its_exception_line_ended_the_run_and_as
     assert "ends inside a traceback" in (d.insufficient_evidence or "")
     assert verdict(log)[1] == "crashed"  # the whole output names its exception
     assert verdict(case("1970"))[1] == "crashed"
+
+
+def test_an_exception_through_a_multiprocessing_pipe_whose_peer_died_is_that_process_crash(tmp_path: Path):
+    """Batch 54: PaddleSpeech's data reader waiting on a multiprocessing manager's queue ('IOError: got end of file during
+    message' in managers.py, 2023, read as config-error's catch-all) and Open MPI's 'An MPI communication peer process has
+    unexpectedly disconnected' (2024, abstained) report another process's death. The real run: a manager killed while its
+    client still calls it."""
+    from tests.engine.batchcase import run_script
+
+    log = run_script(tmp_path, """
+        import multiprocessing as mp, os, signal, time
+        if __name__ == "__main__":
+            manager = mp.Manager()
+            queue = manager.Queue()
+            for step in range(3):
+                queue.put(step)
+                print(f"step {queue.get()} loss {0.5 / (step + 1):.3f}", flush=True)
+            os.kill(manager._process.pid, signal.SIGKILL)  # the reader's manager dies (the OOM killer, a crash)
+            time.sleep(0.5)
+            queue.get()
+    """)
+    text = log.read_text()
+    assert "managers.py" in text and "Traceback" in text
+    assert verdict(log) == ("process-crash", "crashed")
+    assert verdict(case("2023")) == ("process-crash", "crashed")
+    assert verdict(case("2024")) == ("process-crash", "crashed")

@@ -28,6 +28,9 @@ class ExceptionRule(BaseModel):
     message: str = ".*"
     frames: str | None = None
     weight: float = 1.0
+    # the frames name the channel another process was lost on (a multiprocessing pipe): a symptom signature on the
+    # exception line ('Connection reset by peer', which NCCL's teardown prints too) makes it a symptom, not that class
+    names_the_channel: bool = False
     meaning: str = ""
     fixes: list[str] = Field(default_factory=new_list)
 

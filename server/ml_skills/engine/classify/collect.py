@@ -8,7 +8,7 @@ import math
 import re
 from functools import cache
 
-from ml_skills.catalog.loader import signatures
+from ml_skills.catalog.loader import compiled_exception_rules, signatures
 from ml_skills.engine.analyse.stops import stop_signals
 from ml_skills.engine.classify.exceptions import callers_of_chained, traceback_class
 from ml_skills.engine.classify.signals import ANOMALY_W, ROLE_W, SEV_W, SURVIVED, TRACEBACK_W, WARNING_DAMP, Signal
@@ -26,6 +26,10 @@ _WRAPPERS = lazy(r"(RayTaskError|ChildFailedError|CalledProcessError|ProcessRais
 # torch.multiprocessing.spawn's join re-raising a child's failure ('-- Process 3 terminated with the following error:');
 # before ProcessRaisedException existed it raised a plain Exception: a launcher's report, the child's error follows it
 _SPAWN_JOIN = lazy(r"multiprocessing/spawn\.py:join$")
+
+
+def _names_the_channel(rule_id: str) -> bool:
+    return any(r.id == rule_id and r.names_the_channel for r, *_ in compiled_exception_rules())
 
 
 def _wrapper(tb: TracebackEvent) -> bool:
@@ -104,7 +108,9 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
             # timeout) reports another process's failure: it is a symptom, whatever raised it
             line_hits = hits_by_line.get((tb.source, tb.line_no), [])
             symptom = next((h for h in line_hits if h.role is Role.SYMPTOM), None)
-            if symptom is not None and not any(h.role is Role.CAUSE for h in line_hits):
+            # (but a rule whose frames name the channel, a multiprocessing pipe, already says whose death it reports: this
+            # process's peer died, and no rank of a collective is waiting for the first error)
+            if symptom is not None and not any(h.role is Role.CAUSE for h in line_hits) and not _names_the_channel(rule):
                 cls, role, rule = symptom.failure_class, Role.SYMPTOM, symptom.signature_id
                 w *= ROLE_W[Role.SYMPTOM] / ROLE_W[Role.CAUSE]
             # the traceback's class (decided above, after any symptom override) replaces weaker
