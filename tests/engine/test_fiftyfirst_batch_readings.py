@@ -13,6 +13,7 @@ sent SIGHUP or SIGTERM by another process."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import textwrap
@@ -25,6 +26,11 @@ from tests.engine.batchcase import case, verdict
 
 def test_bashs_hangup_line_for_a_launcher_is_a_process_killed_by_sighup():
     assert verdict(case("2001")) == ("process-crash", "crashed")
+
+
+def _default_signals() -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _killed_child(tmp_path: Path, sig: str) -> Path:
@@ -41,7 +47,10 @@ def _killed_child(tmp_path: Path, sig: str) -> Path:
         f'(sleep 1; pkill -{sig} -f "{marker}") &\n"{sys.executable}" train.py {marker}\necho "exit $?"\n', encoding="utf-8")
     log = tmp_path / "train.log"
     with log.open("w") as out:
-        subprocess.run(["bash", "run.sh"], stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path, timeout=120, check=False)
+        # the signals' default action, whatever this process inherited (under nohup SIGHUP is ignored, and an ignored
+        # signal stays ignored through bash and exec: the child would never die of it)
+        subprocess.run(["bash", "run.sh"], stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path, timeout=120, check=False,
+                       preexec_fn=_default_signals)
     return log
 
 
