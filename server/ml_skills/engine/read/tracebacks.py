@@ -132,7 +132,8 @@ def parse_at(lines: list[str], first_line_no: int, source: str, chained: bool = 
             frames.append(f"{fm['file']}:{fm['func'] or '?'}")
             continue
         if body.startswith((" ", "\t")) or not body.strip():
-            if body.strip() and frames:
+            # (Python 3.11's carets under the failing expression mark a column, they are no code)
+            if body.strip() and frames and body.strip().strip("^~"):
                 code_lines.append(body.strip())
             continue
         if body.startswith(("^", "~")):
