@@ -27,7 +27,7 @@ from ml_skills.render import fields as fields_mod
 from ml_skills.render.brief import Brief, Part
 from ml_skills.render.text import NO_NEXT_COMMAND
 from ml_skills.safety import untrusted_json
-from ml_skills.safety.paths import confine, confine_new, normalise_roots, open_fd, open_out_dir, read_capped, within
+from ml_skills.safety.paths import confine, confine_new, make_dirs, normalise_roots, open_fd, open_out_dir, read_capped, within
 from ml_skills.safety.quoting import new_marker, quote_inline, strip_invisible
 from ml_skills.safety.redact import stripped_count
 from ml_skills.targets import Confine
@@ -134,7 +134,7 @@ def _held_out_dir(out: Path, confined: bool) -> int:
     """The out dir created and opened now: a caller's, from its root with no link followed (safety/paths.open_fd);
     the server's own --out-dir, as configured."""
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        make_dirs(out)
     except OSError as e:
         raise InputError(f"cannot create the out dir {out}: {e.strerror or e}") from None
     if confined:

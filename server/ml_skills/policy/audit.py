@@ -20,6 +20,7 @@ from pydantic import Field
 
 from ml_skills.errors import MLSkillsError
 from ml_skills.models import Model
+from ml_skills.safety.paths import make_dirs
 from ml_skills.safety.redact import redact_counted, redact_named
 
 _lock = threading.Lock()
@@ -59,7 +60,7 @@ class AuditLog:
 
     def _open(self) -> int:
         """The log opened for appending (created if missing), never through a link, and only a regular file."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.path.parent)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)

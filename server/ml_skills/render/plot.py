@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ml_skills.errors import InputError
 from ml_skills.models import Diagnosis
 from ml_skills.render.json_report import write_bytes
+from ml_skills.safety.paths import make_dirs
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
@@ -49,7 +50,7 @@ def _write(d: Diagnosis, out_dir: str | os.PathLike[str]) -> Path:
     panels = [(title, [by_name[n] for n in names if n in by_name]) for title, names in PANELS]
     panels = [(t, ss) for t, ss in panels if ss]
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    make_dirs(out)
     n = max(1, len(panels))
     fig, axes = plt.subplots(n, 1, figsize=(9, 2.4 * n + 0.8), sharex=True, squeeze=False)
     title = f"{d.primary_cause.value if d.primary_cause else 'undetermined'} ({d.run_status.value}) - {Path(d.target).name}"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ml_skills.errors import InputError
 from ml_skills.grid.models import Outcome, TriageReport
 from ml_skills.render.json_report import write_bytes
+from ml_skills.safety.paths import make_dirs
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
@@ -48,7 +49,7 @@ def _write(r: TriageReport, out_dir: str | os.PathLike[str]) -> Path:
     rows = r.groups[:MAX_ROWS]
     when = {run.name: run.mtime for run in r.runs}
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    make_dirs(out)
     fig, ax = plt.subplots(figsize=(10, 0.45 * max(3, len(rows)) + 1.2))
     labels = []
     for y, g in enumerate(reversed(rows)):

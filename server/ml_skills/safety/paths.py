@@ -307,13 +307,28 @@ def open_fd(path: str | os.PathLike[str], want: Literal["file", "dir"] = "file")
     return fd
 
 
+def make_dirs(path: Path) -> None:
+    """`mkdir -p` one level at a time: pathlib's and os.makedirs recurse once per missing level, so a path 1,500 levels
+    deep raised RecursionError after creating ~1,000 of them (twenty-ninth round's note). OSError as mkdir raises it."""
+    missing: list[Path] = []
+    while not path.is_dir() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir()
+        except FileExistsError:
+            if not d.is_dir():
+                raise
+
+
 def open_out_dir(out: Path) -> int:
     """An fd on the server's own out dir (resolved when the server started), created if missing, opened now with no
     link followed, and refused when it is no longer that folder (a part of its path swapped for a link since). What is
     written through it stays there: a restart's log and a repoint's backup went wherever a link planted at the out
     dir's name pointed (sixth round)."""
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        make_dirs(out)
         fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as e:
         raise PathNotAllowed(f"the out dir {out} cannot be opened as a plain directory ({e.strerror or e}): nothing was "
@@ -407,7 +422,7 @@ def write_bytes(data: bytes, out_dir: str | os.PathLike[str], filename: str) -> 
     folder's `check-failed-run.png -> ~/.bashrc`, diagnosed from inside) is replaced, never written through."""
     out = Path(out_dir)
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        make_dirs(out)
     except OSError as e:
         raise InputError(f"cannot create --out-dir {out}: {e.strerror or e}") from None
     target = out / filename
