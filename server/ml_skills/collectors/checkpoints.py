@@ -149,7 +149,8 @@ def _zip(path: Path, size: int) -> tuple[str, bool, str]:
     """(format, valid, reason) of a zip archive: its directory within the file; a torch.save file (a torch suffix, or
     any zip holding a data.pkl) needs a non-empty data.pkl too, another format the member it names (`_ZIP_FORMATS`),
     and a zip of a format not known here nothing more."""
-    guess = _ZIP_FORMATS.get(path.suffix, ("torch-zip" if path.suffix in TORCH_SUFFIXES else "zip", ""))[0]
+    known = _ZIP_FORMATS.get(path.suffix)  # (format, the member it must hold), by suffix
+    guess = known[0] if known else "torch-zip" if path.suffix in TORCH_SUFFIXES else "zip"  # before the directory is read
     try:
         with paths.open_binary(path) as fh:
             # the end record names the central directory's size: bound it before parsing it (zipfile's own reader of
@@ -166,8 +167,8 @@ def _zip(path: Path, size: int) -> tuple[str, bool, str]:
     except (OSError, InputError) as e:
         return guess, False, f"cannot read: {e}"
     pkl = [i for i in infos if i.filename.endswith("data.pkl")]
-    torch = path.suffix in TORCH_SUFFIXES or (bool(pkl) and path.suffix not in _ZIP_FORMATS)
-    fmt, member = ("torch-zip", "data.pkl") if torch else _ZIP_FORMATS.get(path.suffix, ("zip", ""))
+    torch = path.suffix in TORCH_SUFFIXES or (bool(pkl) and known is None)
+    fmt, member = ("torch-zip", "data.pkl") if torch else known or ("zip", "")
     for i in infos:
         if i.header_offset + i.compress_size > size:
             return fmt, False, f"entry {redact_cut(i.filename, 60)!r} extends past the end of the file (truncated)"
