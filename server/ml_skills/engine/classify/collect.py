@@ -28,8 +28,10 @@ _WRAPPERS = lazy(r"(RayTaskError|ChildFailedError|CalledProcessError|ProcessRais
 _SPAWN_JOIN = lazy(r"multiprocessing/spawn\.py:join$")
 
 
-def _names_the_channel(rule_id: str) -> bool:
-    return any(r.id == rule_id and r.names_the_channel for r, *_ in compiled_exception_rules())
+@cache
+def _channel_rules() -> frozenset[str]:
+    """The exception rules whose frames name the channel a peer's death came through (a multiprocessing pipe)."""
+    return frozenset(r.id for r, *_ in compiled_exception_rules() if r.names_the_channel)
 
 
 def _wrapper(tb: TracebackEvent) -> bool:
@@ -110,7 +112,7 @@ def collect_signals(logs: list[LogEvidence], sources: list[SourceEvidence] | Non
             symptom = next((h for h in line_hits if h.role is Role.SYMPTOM), None)
             # (but a rule whose frames name the channel, a multiprocessing pipe, already says whose death it reports: this
             # process's peer died, and no rank of a collective is waiting for the first error)
-            if symptom is not None and not any(h.role is Role.CAUSE for h in line_hits) and not _names_the_channel(rule):
+            if symptom is not None and not any(h.role is Role.CAUSE for h in line_hits) and rule not in _channel_rules():
                 cls, role, rule = symptom.failure_class, Role.SYMPTOM, symptom.signature_id
                 w *= ROLE_W[Role.SYMPTOM] / ROLE_W[Role.CAUSE]
             # the traceback's class (decided above, after any symptom override) replaces weaker
