@@ -140,6 +140,10 @@ def _safetensors(path: Path, size: int) -> tuple[bool, str]:
 
 
 TORCH_SUFFIXES = (".pt", ".pth", ".ckpt", ".bin")
+# torch.save's legacy stream under pickle protocol 0 or 1 (`pickle_protocol=1`) opens with its magic number as a text LONG
+# opcode, not a PROTO byte (thirtieth round: such a file, which torch.load reads, was inspected invalid and a pointer on it
+# moved to an older checkpoint unasked)
+_LEGACY_TEXT_MAGIC = b"L119547037146038801333356L\n"
 # zip archives that are checkpoints of other libraries: NumPy's savez (.npy members) and Keras 3's .keras (config.json,
 # metadata.json, model.weights.h5)
 _ZIP_FORMATS = {".npz": ("numpy-npz", ".npy"), ".keras": ("keras-zip", "config.json")}
@@ -234,7 +238,8 @@ def inspect_file(path: Path) -> CheckpointInfo:
     try:
         with paths.open_binary(path) as f:
             st = os.fstat(f.fileno())
-            magic = f.read(4)
+            head = f.read(len(_LEGACY_TEXT_MAGIC))
+            magic = head[:4]
     except InputError as e:
         return _unusable(path, str(e))
     except OSError as e:
@@ -251,7 +256,7 @@ def inspect_file(path: Path) -> CheckpointInfo:
         # data.pkl is not a broken checkpoint (before the twenty-ninth round a valid .npz read as invalid, and a pointer
         # on it was moved to an older checkpoint as a safe action, asked of no one)
         fmt, valid, reason = _zip(path, size)
-    elif magic[:2] == b"\x80\x02" or magic[:1] == b"\x80":
+    elif magic[:2] == b"\x80\x02" or magic[:1] == b"\x80" or head.startswith(_LEGACY_TEXT_MAGIC):
         fmt = "torch-legacy"
         valid, reason = True, "legacy pickle format: structure cannot be verified without unpickling (not done)"
     elif magic == b"\x89HDF":
@@ -337,6 +342,22 @@ def _is_file_name(name: str) -> bool:
     return bool(name) and name not in (".", "..") and "/" not in name and "\0" not in name and len(name.encode("utf-8", "replace")) <= 255
 
 
+def _is_shard_name(name: str) -> bool:
+    """A shard name as an index may write it: a file name, or a relative path below the folder of at most 8 parts, none
+    '.' or '..' (transformers joins the folder and the name; thirtieth round: 'shards/model-00001-of-00001.safetensors'
+    read as corrupt, and a pointer on that loadable checkpoint was moved off it unasked)."""
+    parts = name.split("/")
+    return len(parts) <= 8 and all(_is_file_name(p) for p in parts)
+
+
+def _is_shard(folder: Path, name: str) -> bool:
+    """A regular file inside the roots that lies under the checkpoint folder, whatever links its path crosses."""
+    try:
+        return paths.contain(folder / name, "file").is_relative_to(paths.contain(folder, "dir"))
+    except InputError:
+        return False
+
+
 def _hf_index(path: Path, files: dict[str, Path]) -> tuple[bool, str] | None:
     """HF sharded weights: every shard the index names exists and holds the tensors it is said to hold."""
     index = next((files[n] for n in sorted(files) if n.endswith(".index.json")), None)
@@ -355,10 +376,10 @@ def _hf_index(path: Path, files: dict[str, Path]) -> tuple[bool, str] | None:
         return False, f"{index.name} has no weight_map"
     by_shard: dict[str, list[str]] = {}
     for tensor, shard in wm.items():
-        if not isinstance(shard, str) or not _is_file_name(shard):
-            return False, f"{index.name} places {redact_cut(tensor, 60)!r} in {redact_cut(str(shard), 60)!r}, which is not a file name in this folder (corrupt)"
+        if not isinstance(shard, str) or not _is_shard_name(shard):
+            return False, f"{index.name} places {redact_cut(tensor, 60)!r} in {redact_cut(str(shard), 60)!r}, which is not a file below this folder (corrupt)"
         by_shard.setdefault(shard, []).append(tensor)
-    missing = sorted(s for s in by_shard if not _is_file(path / s))
+    missing = sorted(s for s in by_shard if not _is_shard(path, s))
     if missing:
         return False, f"index names missing shards: {', '.join(redact_cut(m, 60) for m in missing[:3])}"
     for shard, tensors in sorted(by_shard.items()):

@@ -8,10 +8,13 @@ what to do next; URLs in messages are redacted (they may carry a token).
 
 from __future__ import annotations
 
+import contextvars
 import re
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -22,6 +25,8 @@ from ml_skills.safety.redact import redact, redact_cut
 RETRIES = 3
 BACKOFF = 0.5
 MAX_BODY = 32 * 1024 * 1024
+GRACE = 1.0  # seconds past the deadline a call is waited for before its connection is closed under it
+T = TypeVar("T")
 
 
 @dataclass
@@ -64,6 +69,32 @@ def _status_error(name: str, what: str, resp: httpx.Response) -> Exception:
     return SourceUnavailable(f"{name} failed on {what}: HTTP {code}{detail}")
 
 
+def _in_time(client: httpx.Client, deadline: Deadline, what: str, call: Callable[[], T]) -> T:
+    """`call()` (one request on `client`) in a worker thread, waited for until the deadline. httpx's timeouts bound each
+    read, and the deadline is checked between body chunks; a server dripping its status line or headers a byte at a time
+    holds a read that never times out and never reaches a chunk (thirtieth round: `--mlflow` ran past 60 s on a 5 s
+    deadline). Past the deadline the client is closed under the call, whose next read then fails: the worker ends at the
+    server's next byte or its read timeout, and the caller has its answer now."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as e:  # noqa: BLE001  handed to the caller's thread
+            box["error"] = e
+
+    worker = threading.Thread(target=contextvars.copy_context().run, args=(run,), daemon=True, name="ml-skills-http")
+    worker.start()
+    worker.join(max(0.0, deadline.left()) + GRACE)
+    if worker.is_alive():
+        client.close()
+        raise SourceTimeout(f"{what}: no complete answer within the {deadline.seconds:g}s deadline (the server sends its "
+                            "answer too slowly)")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
+
+
 def request_json(
     client: httpx.Client,
     method: str,
@@ -80,7 +111,8 @@ def request_json(
     while True:
         deadline.check(f"{name} {what}")
         try:
-            resp = _bounded_request(client, method, url, params=params, json=json, deadline=deadline, name=name, what=what)
+            resp = _in_time(client, deadline, f"{name} {what}", lambda: _bounded_request(
+                client, method, url, params=params, json=json, deadline=deadline, name=name, what=what))
         except httpx.TimeoutException:
             raise SourceTimeout(
                 f"{name} did not answer {what} in time ({deadline.seconds:g}s deadline); is the server up and reachable?"
@@ -158,10 +190,14 @@ def _head_of(resp: httpx.Response, deadline: Deadline) -> httpx.Response:
 
 def fetch_tail(client: httpx.Client, url: str, *, name: str, what: str, deadline: Deadline, max_bytes: int) -> tuple[bytes, bool]:
     """The last `max_bytes` of a file served over HTTP (Range when honoured, else a bounded stream)."""
+    def tail(ranged: bool) -> tuple[bytes, bool]:
+        return _in_time(client, deadline, f"{name} {what}", lambda: _stream_tail(
+            client, url, name=name, what=what, deadline=deadline, max_bytes=max_bytes, ranged=ranged))
+
     try:
-        return _stream_tail(client, url, name=name, what=what, deadline=deadline, max_bytes=max_bytes, ranged=True)
+        return tail(True)
     except _RangeRefused:  # some servers refuse a suffix range longer than the file: ask for all of it
-        return _stream_tail(client, url, name=name, what=what, deadline=deadline, max_bytes=max_bytes, ranged=False)
+        return tail(False)
 
 
 class _RangeRefused(Exception):

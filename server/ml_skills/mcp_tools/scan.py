@@ -6,11 +6,23 @@ from typing import Annotated
 
 from pydantic import Field
 
+from ml_skills.lazyre import lazy
 from ml_skills.mcp_tools.common import ToolResult, roots, tool
 from ml_skills.mcp_tools.logs import PathArg
 from ml_skills.models import Anomaly, EvidenceStatus, FailureClass, LogTime, Model, Role, SeriesSummary, Severity
 from ml_skills.safety.paths import confine
 from ml_skills.safety.quoting import clean, fence, new_marker, quote_inline
+
+# An exception type shown bare: a dotted name whose parts are identifiers, the last a class name ending as exception
+# classes do, 100 characters in all. Anything else the parser took for a type is log text, marked like the message
+# (thirtieth round: 2,000 characters of instructions joined by dots came back bare).
+_PLAIN_EXC_TYPE = lazy(r"(?=.{1,100}$)(?:[A-Za-z_][A-Za-z0-9_]{0,39}\.){0,6}[A-Z][A-Za-z0-9]{0,48}"
+                       r"(?:Error|Exception|Interrupt|Exit|Warning|Iteration|Abort|Fault|Failure|Timeout|Cancelled)")
+
+
+def exc_type_shown(exc_type: str, marker: str) -> str:
+    """The exception type bare when it reads as one, else marked as quoted data."""
+    return exc_type if _PLAIN_EXC_TYPE.fullmatch(exc_type) else quote_inline(exc_type, marker)
 
 
 class SignatureFound(Model):
@@ -87,7 +99,7 @@ def scan_log(
     for t in ev.tracebacks[:40]:
         c = clean(t.message, 300)
         stripped += c.stripped
-        tbs.append(TracebackFound(line_no=t.line_no, exc_type=clean(t.exc_type, 200).text, message=quote_inline(c.text, marker)))
+        tbs.append(TracebackFound(line_no=t.line_no, exc_type=exc_type_shown(clean(t.exc_type, 200).text, marker), message=quote_inline(c.text, marker)))
         quoted.append(f"line {t.line_no} [traceback]: {t.exc_type}: {t.message}")
     tr = ev.trajectory
     # Series without their points (the trend is the answer here); names and details come from the log: cleaned.
