@@ -5,20 +5,16 @@ Checkpoints are judged from their structure (headers, zip directory), never load
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 from pydantic import Field
 
 from ml_skills.collectors import artifacts as artifact_collector
 from ml_skills.collectors import checkpoints
-from ml_skills.mcp_tools.common import ToolResult, roots, tool
+from ml_skills.mcp_tools.common import ToolResult, counted, roots, tool
 from ml_skills.models import ArtifactInventory, CheckpointInfo, EvidenceStatus
 from ml_skills.safety.paths import confine
 from ml_skills.safety.quoting import clean, new_marker, quote_inline
-from ml_skills.safety.redact import redaction_count, stripped_count
-
-T = TypeVar("T")
 
 DirArg = Annotated[str, Field(min_length=1, max_length=4096, description="Run or output directory, inside the allowed roots.")]
 
@@ -41,20 +37,12 @@ def _clean_names(names: list[str]) -> tuple[list[str], int, int]:
     return out, stripped, red
 
 
-def _read_counted(read: Callable[[], T]) -> tuple[T, int, int]:
-    """What `read` returns, and the characters stripped and secrets redacted while it ran: the collectors cut the names
-    they quote as shown (redact_cut), in this worker thread, whose counts the call's last pass never sees (twenty-ninth
-    round: cutting an index's tensor names left a stripped OSC 8 link uncounted)."""
-    gone, before = stripped_count(), redaction_count()
-    out = read()
-    return out, stripped_count() - gone, redaction_count() - before
-
 
 def _quoted(info: CheckpointInfo, marker: str) -> CheckpointInfo:
     """A checkpoint's reason quotes names from the file (tensor names of an index.json, zip members): marked as data.
 
     Escapes and invisible characters in it are stripped, and counted, by the result's last pass, or already by the
-    inspector's own cut of a name it quotes (counted in the worker thread: `_read_counted`).
+    inspector's own cut of a name it quotes (counted in the worker thread: `counted`).
     """
     return info.model_copy(update={"reason": quote_inline(info.reason, marker)}) if info.reason else info
 
@@ -65,7 +53,7 @@ def list_artifacts(path: DirArg) -> ArtifactsResult:
     failure artifacts, the latest pointer, the newest valid checkpoint and the launch command.
     Use it to find the logs to read and a checkpoint to resume from."""
     d = confine(path, roots(), want="dir")
-    inv, stripped, red = _read_counted(lambda: artifact_collector.inventory(d))
+    inv, stripped, red = counted(lambda: artifact_collector.inventory(d))
     for name in ("configs", "logs", "failure_artifacts", "notes"):  # file names are untrusted text too
         vals, s, r = _clean_names(getattr(inv, name))
         setattr(inv, name, vals)
@@ -90,7 +78,7 @@ def inspect_checkpoint(path: Annotated[str, Field(min_length=1, max_length=4096,
     """Say whether a checkpoint file or folder is complete (format, size, step, valid and why),
     from its structure only: it is never loaded or unpickled."""
     p = confine(path, roots(), want="any")
-    info, stripped, red = _read_counted(lambda: checkpoints.inspect_dir(p) if p.is_dir() else checkpoints.inspect_file(p))
+    info, stripped, red = counted(lambda: checkpoints.inspect_dir(p) if p.is_dir() else checkpoints.inspect_file(p))
     marker = new_marker()
     return CheckpointResult(status=EvidenceStatus.OK, marker=marker, checkpoint=_quoted(info, marker), stripped_chars=stripped,
                             redactions=red)

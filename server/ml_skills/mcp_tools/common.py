@@ -122,6 +122,17 @@ class Spec:
 
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+
+
+def counted(read: Callable[[], T]) -> tuple[T, int, int]:
+    """What `read` returns, and the characters stripped and secrets redacted while it ran. A tool's reading runs in a
+    worker thread whose counts the call's last pass never sees: a collector's cut of a name it quotes (twenty-ninth round:
+    a stripped OSC 8 link went uncounted) and a log excerpt's lines judged with the lines above them (thirtieth round:
+    read_log_tail masked a pretty-printed argv value and said `redactions: 0`)."""
+    gone, before = stripped_count(), redaction_count()
+    out = read()
+    return out, stripped_count() - gone, redaction_count() - before
 
 
 def tool(annotations: ToolAnnotations = READ_ONLY, deadline: float = 30.0, title: str | None = None) -> Callable[[F], F]:

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from ml_skills.collectors import logfile
 from ml_skills.errors import UnreadableInput
-from ml_skills.mcp_tools.common import ToolResult, roots, tool
+from ml_skills.mcp_tools.common import ToolResult, counted, roots, tool
 from ml_skills.models import EvidenceStatus
 from ml_skills.safety.paths import confine
 from ml_skills.safety.quoting import DEFAULT_MAX_CHARS, fence, new_marker
@@ -45,12 +45,14 @@ def _open(path: str) -> Path:
 R = TypeVar("R", bound="LogText")
 
 
-def _result(cls: type[R], src: str, lines: list[str], first: int | None, max_chars: int, cut: bool = False, **kw: object) -> R:
+def _result(cls: type[R], src: str, lines: list[str], first: int | None, max_chars: int, cut: bool = False,
+            read: tuple[int, int] = (0, 0), **kw: object) -> R:
+    """The answer of a log tool; `read` is (stripped, redacted) while its lines were read and judged (`counted`)."""
     marker = new_marker()
     f = fence(lines, marker=marker, max_chars=max_chars, label=src)
     skipped = len(lines) - f.lines
     status = EvidenceStatus.NO_DATA if not lines else EvidenceStatus.OK
-    return cls(status=status, truncated=f.truncated or cut, redactions=f.redactions, stripped_chars=f.stripped, marker=marker,
+    return cls(status=status, truncated=f.truncated or cut, redactions=f.redactions + read[1], stripped_chars=f.stripped + read[0], marker=marker,
                source=src, first_line=(first + skipped) if first is not None else None, line_count=f.lines, text=f.text, **kw)  # type: ignore[arg-type]
 
 
@@ -66,8 +68,8 @@ def read_log_tail(
     on the file size.
     """
     p = _open(path)
-    got, cut = logfile.tail(p, lines)
-    return _result(LogText, str(p), got, None, max_chars, cut)
+    (got, cut), gone, red = counted(lambda: logfile.tail(p, lines))
+    return _result(LogText, str(p), got, None, max_chars, cut, read=(gone, red))
 
 
 @tool(title="Read lines around a line number")
@@ -80,8 +82,8 @@ def read_log_window(
 ) -> LogText:
     """Return the lines around one line of a log (e.g. a signature hit from scan_log), fenced as quoted data."""
     p = _open(path)
-    first, got = logfile.window(p, line, before, after)
-    res = _result(LogText, str(p), got, first, max_chars)
+    (first, got), gone, red = counted(lambda: logfile.window(p, line, before, after))
+    res = _result(LogText, str(p), got, first, max_chars, read=(gone, red))
     if not got:
         res.notes.append(f"the log has fewer than {first} lines")
     return res
@@ -129,7 +131,7 @@ def grep_log(
     """Find the lines of a log matching a regular expression, with context; each line is prefixed 'N: '."""
     rx = _ShownLines(LinePattern(pattern, ignore_case))
     p = _open(path)
-    blocks, total = logfile.grep(p, rx, context, max_matches)
+    (blocks, total), gone, red = counted(lambda: logfile.grep(p, rx, context, max_matches))
     out: list[str] = []
     hits: list[int] = []
     for first, block in blocks:
@@ -139,7 +141,7 @@ def grep_log(
             out.append(f"{i}: {text}")
             if rx.search(text):
                 hits.append(i)
-    res = _result(GrepResult, str(p), out, None, max_chars, total > len(blocks), pattern=pattern, total_matches=total, match_lines=hits[:max_matches * 4])
+    res = _result(GrepResult, str(p), out, None, max_chars, total > len(blocks), read=(gone, red), pattern=pattern, total_matches=total, match_lines=hits[:max_matches * 4])
     if total == 0:
         res.status = EvidenceStatus.NO_DATA
     if rx.note:

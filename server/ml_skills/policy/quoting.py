@@ -108,7 +108,8 @@ def masked(text: str) -> bool:
 
 def decoded(text: str) -> bool:
     """Whether the question would show `text` with an escape decoded: redaction reads a JSON escape or an HTML character
-    reference of a letter, digit or `_-.+/:=` as that character (`\\u0061`, `&#97;`), so `python 'tr\\u0061in.py'` read as
+    reference of a letter, digit or `_-.+/:=` as that character (`\\u0061`, `&#97;`) and drops one of an invisible
+    character (`\\u200b`, `&#8203;`; thirtieth round), so `python 'tr\\u0061in.py'` read as
     `python 'train.py'` and ran the file named `tr\\u0061in.py` after an accept (sixteenth round; decoded since the eighth)."""
     return unescape_plain(text) != text
 

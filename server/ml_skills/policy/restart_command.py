@@ -98,8 +98,9 @@ def _shown_as_it_runs(f: Path, line: str) -> None:
         raise _not_a_launch(f, line, "it holds invisible characters, escapes or controls, which the question cannot show: the "
                                      "command shown would not be the command that runs")
     if decoded(line):
-        raise _not_a_launch(f, line, "it holds a JSON escape or an HTML character reference of a letter, digit or one of _-.+/:= "
-                                     "that the question would show decoded: the command read would not be the command that runs")
+        raise _not_a_launch(f, line, "it holds a JSON escape or an HTML character reference (of a letter, digit, one of _-.+/:= or an "
+                                     "invisible character) that the question would show decoded or drop: the command read would not "
+                                     "be the command that runs")
     if odd := next((c for c in line if looks_like_another(c)), None):
         raise _not_a_launch(f, line, f"it holds U+{ord(odd):04X}, a symbol a reader can take for a space or for punctuation "
                                      "(a blank one makes one word read as two): the command read would not be the command that runs")

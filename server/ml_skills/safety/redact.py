@@ -8,17 +8,19 @@ passes through `redact_value` when it is built, and the count of replacements is
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import functools
 import re
 import threading
+import unicodedata
 from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
 
 from ml_skills.lazyre import lazy
 from ml_skills.modelkit import BaseModel
-from ml_skills.safety.invisible import strip_invisible
+from ml_skills.safety.invisible import INVISIBLE_CLASS, strip_invisible
 
 MASK = "[REDACTED]"
 
@@ -98,6 +100,10 @@ _RANK_PREFIX = r"(?:\[[\w,.:\-]{1,40}\](?:<std(?:out|err)>)?:?[ \t]{0,4})?"
 # A W&B key of 40 hex digits, and the same behind the prefix of a self-hosted server's keys (`local-`, a VM's `vm-`): twenty-first
 # round, `wandb login local-<40 hex>` (the key W&B Server hands out) was kept in clear.
 _WANDB_KEY = r"(?:(?:local|vm)-)?[0-9a-f]{40}"
+
+# The number grep_log (`9: `) and an excerpt (` 10 | `, `>15 | `) put before each line they show: never a value on the
+# line below a flag.
+_LINE_NUMBER = r"[ \t]{0,12}>?\d{1,12}[ \t]{0,4}[:|](?:[ \t]|$)"
 
 # Each rule also names lowercase needles, one of which must be in the text for the rule to run: a cheap
 # `in` test that skips most rules on ordinary log lines.
@@ -230,15 +236,27 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         r"(?i)(?:(?<![A-Za-z0-9])(?:machine|login|default)\s{1,3}\S{0,200}\s{1,3}|(?m:^)[ \t]{0,20})password[ \t]{1,3}"
         r"(?!(?:[:=\uff1a\uff1d]{1,2}|=>|->|<-)(?:\s|$))(?P<s>[^\s'\"|]{1,1000})")),
     # --api-key X, --hf_token=X, --aws-secret-access-key 'X', and argv printed as a list: '--token', 'X'.
+    # Thirtieth round: the same list pretty-printed, one element a line (W&B's wandb-metadata.json `"args"`, written with
+    # indent=4: `"--hf_token",` over `"X",`): a quoted flag ending its line with `,`, and the quoted value starting the
+    # next, behind its indentation and a line number as grep and an excerpt print it (`9: `, ` 10 | `). Before, no rule
+    # took the value, and the whole-text pass masked grep's `9:` prefix as the flag's value: a value on the next line never
+    # starts with one (_LINE_NUMBER), and a next element that is itself a flag (`"--use_auth_token",` over `"--output_dir",`) is none.
     ("cli-secret-flag", _KEY_NEEDLES, lazy(
-        r"(?i)" + _START + r"--?[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"]?(?:\s{1,3}|=|,\s{0,2}|" + _PCT + r"3[Dd]|" + _PCT + r"20|\+)['\"]?(?P<s>" + _quoted(1) + r"[^\s'\",\]]{1,1000})")),
+        r"(?i)" + _START + r"--?[a-z0-9_.\-]{0,40}" + _KEYWORD + r"(?:['\"]?(?:\s{1,3}|=|,\s{0,2}|" + _PCT + r"3[Dd]|" + _PCT + r"20|\+)['\"]?"
+        r"|['\"],[ \t]{0,3}+\r?\n(?:" + _LINE_NUMBER + r")?[ \t]{0,40}+['\"](?!--?[a-z]))"
+        r"(?!(?:(?<=\n)|(?<=\n[ \t])|(?<=\n[ \t]{2}))" + _LINE_NUMBER + r")"
+        r"(?P<s>" + _quoted(1) + r"[^\s'\",\]]{1,1000})")),
     # A secret-bearing name and its value in two fields: an environment entry of a Kubernetes, Vertex AI or Docker spec
     # ({"name": "WANDB_API_KEY", "value": "X"}, `- name: HF_TOKEN` over `  value: X`), an MLflow param or tag as its REST
     # API returns it ({"key": "db_password", "value": "X"}), and W&B's config.yaml, where each entry's value sits two lines
     # below its name (`db_password:`, `  desc: null`, `  value: X`). The name rules below see none of them (sixth round).
+    # Thirtieth round: AWS SSM's get-parameter output (`{"Parameter": {"Name": "/prod/db/password", "Type": "SecureString",
+    # "Value": "X", ...}}`, on one line or pretty-printed): a Name that is a path ending in a keyword, and other fields of the
+    # same object (a string, a number, a word) between it and the Value. Each kept the value in clear.
     ("named-value", ("value",), lazy(
-        r"(?i)" + _START + r"['\"]?(?:name|key)['\"]?\s{0,3}[:=]\s{0,3}['\"]?[a-z0-9_.\-]{0,40}" + _KEYWORD
-        + r"['\"]?[\s,]{1,40}['\"]?value['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?![<\[]|[0-9.]{1,30}(?![^\s'\",}&\])]))(?P<s>[^\s'\",}&\])]{4,1000})")),
+        r"(?i)" + _START + r"['\"]?(?:name|key)['\"]?\s{0,3}[:=]\s{0,3}['\"]?[a-z0-9_.\-/]{0,200}" + _KEYWORD
+        + r"['\"]?(?:[\s,]{1,40}+['\"]?[a-z_]{1,40}+['\"]?\s{0,3}+[:=]\s{0,3}+(?:\"[^\"\n]{0,200}+\"|'[^'\n]{0,200}+'|[^\s'\",{}\[\]]{0,200}+)){0,6}"
+        r"[\s,]{1,40}['\"]?value['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?![<\[]|[0-9.]{1,30}(?![^\s'\",}&\])]))(?P<s>[^\s'\",}&\])]{4,1000})")),
     # ... and a secret-bearing name whose value is an object holding it: W&B's config as JSON ({"db_password": {"desc":
     # null, "value": "X"}}), a Vertex AI pipeline's runtime parameters ({"hf_token": {"stringValue": "X"}}).
     ("nested-value", ("value",), lazy(
@@ -275,7 +293,7 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # Windows' `setx NAME X` (twenty-second round).
     ("keyword-tuple", _KEY_NEEDLES, lazy(
         # not JSON's '"pattern":"api-key","total_matches":1' (a value after a colon, then the next key): no tuple
-        r"(?i)(?<![A-Za-z0-9_\-])(?<!:)(?<!: )['\"][a-z0-9_.]{0,40}" + _KEYWORD + r"['\"][ \t]{0,3}+,[ \t]{0,3}+(?:[rbuf]{1,2}+)?['\"]"
+        r"(?i)(?<![A-Za-z0-9_\-])(?<!:)(?<!: )['\"][a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"][ \t]{0,3}+,[ \t]{0,3}+(?:[rbuf]{1,2}+)?['\"]"
         r"(?![<\[]|(?:none|null|true|false|[0-9.]{1,30}+)['\"])(?P<s>[^'\"\n]{4,1000}+)(?=['\"](?![ \t]{0,3}+:))")),
     ("xml-secret-value", ("value",), lazy(
         r"(?i)<[a-z0-9_.:\-]{0,40}" + _KEYWORD + r"\s[^<>]{0,200}?(?<![a-z0-9_\-])value\s{0,3}+=\s{0,3}+['\"]"
@@ -313,8 +331,9 @@ def redact_counted(text: str) -> tuple[str, int]:
     """Return the text with every secret replaced by [REDACTED], and how many were replaced.
 
     Invisible characters and terminal escapes are stripped first (safety/invisible.py): a token split
-    by a zero-width space or an ANSI colour code is joined again and caught. What went is added to this
-    context's `stripped_count`. A mask can expose a match another rule's earlier match had consumed (`"private_key":"7"private_key":"x`
+    by a zero-width space or an ANSI colour code is joined again and caught; so is one split by the JSON escape or the HTML
+    character reference of such a character (`\\u200b`, `&#8203;`), and a combining mark between two ASCII characters is
+    read as absent (thirtieth round). What went is added to this context's `stripped_count`. A mask can expose a match another rule's earlier match had consumed (`"private_key":"7"private_key":"x`
     once a flag rule has masked the first key), so passes repeat until one replaces nothing: the
     result is a fixed point, and redacting it again changes nothing. Text without secrets costs one pass.
     """
@@ -328,8 +347,9 @@ def _prepared(text: str) -> tuple[str, int, int]:
     """The text as the rules read it (stripped, unescaped, its ASCII reading's secrets masked), how many masked, and
     how many characters were stripped (for the caller to count)."""
     text, gone = strip_invisible(text)
-    text = unescape_plain(text)
-    return (*_masked_as_read(text), gone)
+    text, dropped = _unescaped(text)
+    text, n, marks = _masked_as_read(text)
+    return text, n, gone + dropped + marks
 
 
 def _passes(text: str, total: int, among: tuple[str, ...] | None = None) -> tuple[str, int]:
@@ -377,25 +397,55 @@ def _letters_read_as_ascii() -> dict[int, int]:
 READ_AS.update({c: a for c, a in _letters_read_as_ascii().items() if c not in READ_AS})
 
 
-def _masked_as_read(text: str) -> tuple[str, int]:
-    """`text` with the secrets its ASCII reading holds masked (see READ_AS), and how many; ASCII text as it is."""
+def _masked_as_read(text: str) -> tuple[str, int, int]:
+    """`text` with the secrets its ASCII reading holds masked (see READ_AS), how many, and how many combining marks went
+    inside the masks (see _MARK_RUN); ASCII text as it is."""
     if text.isascii():
-        return text, 0
+        return text, 0, 0
     read = text.translate(READ_AS)
-    if read == text.replace(_FILL, "?"):
-        return text, 0
+    gaps = [m.span() for m in _MARK_RUN.finditer(read) if all(map(_is_mark, m.group(0)))]
+    if not gaps and read == text.replace(_FILL, "?"):
+        return text, 0, 0
+    # the reading without the marks, and where each of its characters stands in `text` (one entry per gap: from the
+    # reading's index where the gap was, add its width)
+    at, shift = 0, 0
+    cuts: list[int] = []
+    shifts: list[int] = []
+    parts: list[str] = []
+    for a, b in gaps:
+        parts.append(read[at:a])
+        shift += b - a
+        cuts.append(a - (shift - (b - a)))
+        shifts.append(shift)
+        at = b
+    read = "".join([*parts, read[at:]])
+
+    def where(i: int) -> int:  # the index in `text` of the reading's character i
+        k = bisect.bisect_right(cuts, i)
+        return i + (shifts[k - 1] if k else 0)
+
     for _ in range(MAX_PASSES):
         read, n = _one_pass(read, fill=True)
         if n == 0:
             break
-    runs = [m.span() for m in re.finditer(_FILL + "+", read)]
+    runs = [(where(m.start()), where(m.end() - 1) + 1) for m in re.finditer(_FILL + "+", read)]
     if not runs:
-        return text, 0
-    out, at = [], 0
+        return text, 0, 0
+    out: list[str] = []
+    at, marks = 0, 0
     for a, b in runs:
         out += [text[at:a], MASK]
+        marks += sum(min(b, gb) - max(a, ga) for ga, gb in gaps if ga < b and gb > a)
         at = b
-    return "".join([*out, text[at:]]), len(runs)
+    return "".join([*out, text[at:]]), len(runs), marks
+
+
+# Thirtieth round: a combining mark (Unicode's Mn and Me) between two ASCII letters, digits or `_-` inside a token
+# (`ghp_A1b2C3<U+0301>d4E5...`, no keyword near) kept it whole: no pattern matched across the mark. It is read as if absent,
+# like the zero-width characters stripped before (safety/invisible.py), but only for matching: text written in decomposed
+# form (`Re<U+0301>sume<U+0301>`, a macOS file name) is shown as it is; the marks inside a secret go with its mask, counted as
+# stripped.
+_MARK_RUN = lazy(r"(?<=[A-Za-z0-9_\-])[^\x00-\x7f]{1,16}(?=[A-Za-z0-9_\-])")
 
 
 # A letter, a digit or one of `_-.+/:=` written as a JSON escape (`\u0067hp_...`, Gson's `password\u003dX`): a token
@@ -407,29 +457,98 @@ _PLAIN_ESCAPE = lazy(r"\\{1,8}u00(2[BDEFbdef]|3[0-9AaDd]|[46][1-9A-Fa-f]|[57][0-
 
 def unescape_plain(text: str) -> str:
     """`text` with every JSON escape, and every HTML character reference, of a letter, digit or `_-.+/:=` written plainly
-    (see _PLAIN_ESCAPE, _HTML_REFERENCE)."""
-    while "\\u00" in text:
-        new = _PLAIN_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
+    (see _PLAIN_ESCAPE, _HTML_REFERENCE), and those of an invisible character dropped (see _HIDING_ESCAPE)."""
+    return _unescaped(text)[0]
+
+
+def _unescaped(text: str) -> tuple[str, int]:
+    """unescape_plain(text), and how many escapes of an invisible character it dropped (counted as stripped)."""
+    gone = [0]
+    while "\\u" in text:
+        new = text
+        if "\\u00" in new:
+            new = _PLAIN_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), new)
+        new = _HIDING_ESCAPE.sub(lambda m: _hiding(m, gone), new)
         if new == text:
             break
         text = new
     if "&" in text and ";" in text:
-        text = _HTML_REFERENCE.sub(_plain_reference, text)
-    return text
+        text = _HTML_REFERENCE.sub(lambda m: _plain_reference(m, gone), text)
+    return text, gone[0]
+
+
+# Thirtieth round: a JSON escape or an HTML character reference of an invisible character inside a token
+# (`"hf_AbCdE\u200bfGh..."`, `ghp_A1b2C3&#8203;d4E5...`, `&ZeroWidthSpace;`): the character itself is stripped before
+# redacting (safety/invisible.py), its escape hid the token from every pattern. Such an escape is dropped, and counted as
+# stripped, like the character; one of a combining mark between two ASCII letters or digits (`ghp_A1b2C3\u0301d4...`) is
+# decoded, and read as the marks written plainly are (_masked_as_read). C0 and C1 controls keep their escapes
+# (`\u001b[31m` in a JSON log is a colour code, shown as written). A supplementary character comes as a surrogate pair.
+_HIDING_ESCAPE = lazy(r"\\{1,8}u(?:([Dd][89ABab][0-9A-Fa-f]{2})\\{1,8}u([Dd][C-Fc-f][0-9A-Fa-f]{2})|([0-9A-Fa-f]{4}))")
+_INVISIBLE_CHAR = lazy(f"[{INVISIBLE_CLASS}]")
+
+
+def _hides(c: str) -> bool:
+    """An invisible character whose escape is dropped (see _HIDING_ESCAPE): stripped as a character, not a control."""
+    return ord(c) >= 0xA0 and _INVISIBLE_CHAR.match(c) is not None
+
+
+def _is_mark(c: str) -> bool:
+    return unicodedata.category(c) in ("Mn", "Me")
+
+
+def _between_ascii(m: re.Match[str]) -> bool:
+    """Whether the match sits between two ASCII letters, digits or `_-` (where a mark can only split a token)."""
+    s, a, b = m.string, m.start(), m.end()
+    return 0 < a and b < len(s) and s[a - 1] in _TOKEN_CHARS and s[b] in _TOKEN_CHARS
+
+
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _hiding(m: re.Match[str], gone: list[int]) -> str:
+    if m.group(3):
+        code = int(m.group(3), 16)
+        if 0xD800 <= code <= 0xDFFF:  # a lone surrogate: no character
+            return m.group(0)
+    else:
+        code = 0x10000 + ((int(m.group(1), 16) - 0xD800) << 10) + (int(m.group(2), 16) - 0xDC00)
+    c = chr(code)
+    if _hides(c):
+        gone[0] += 1
+        return ""
+    if _is_mark(c) and _between_ascii(m):
+        return c
+    return m.group(0)
 
 
 # The same characters written as HTML character references (`&#103;hp_...`, `password&#61;X`, `&#x67;`, `&equals;`), as a
-# page or an HTML-escaping logger prints them: listed as kept by the fifteenth round, decoded since the sixteenth.
-_HTML_REFERENCE = lazy(r"&#(?:[xX]0{0,6}([0-9A-Fa-f]{1,6})|0{0,6}([0-9]{1,7}));|&(equals|colon|lowbar|period|sol|plus|hyphen|dash);")
+# page or an HTML-escaping logger prints them: listed as kept by the fifteenth round, decoded since the sixteenth. Since
+# the thirtieth a reference to an invisible character is dropped, and one to a combining mark between ASCII letters or
+# digits decoded, as their JSON escapes are (_HIDING_ESCAPE).
+_HTML_REFERENCE = lazy(r"&#(?:[xX]0{0,6}([0-9A-Fa-f]{1,6})|0{0,6}([0-9]{1,7}));|&(equals|colon|lowbar|period|sol|plus|hyphen|dash);"
+                       r"|&(ZeroWidthSpace|NegativeVeryThinSpace|NegativeThinSpace|NegativeMediumSpace|NegativeThickSpace|zwnj|zwj"
+                       r"|lrm|rlm|shy|NoBreak|InvisibleTimes|InvisibleComma|ApplyFunction);")
 _NAMED = {"equals": "=", "colon": ":", "lowbar": "_", "period": ".", "sol": "/", "plus": "+", "hyphen": "-", "dash": "-"}
 
 
-def _plain_reference(m: re.Match[str]) -> str:
+def _plain_reference(m: re.Match[str], gone: list[int] | None = None) -> str:
     if m.group(3):
         return _NAMED[m.group(3)]
+    if m.group(4):  # a named invisible character
+        if gone is not None:
+            gone[0] += 1
+        return ""
     code = int(m.group(1), 16) if m.group(1) else int(m.group(2))
-    c = chr(code) if code < 128 else ""
-    return c if c and (c.isalnum() or c in "_-.+/:=") else m.group(0)
+    if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+        return m.group(0)
+    c = chr(code)
+    if code < 128:
+        return c if c.isalnum() or c in "_-.+/:=" else m.group(0)
+    if _hides(c):
+        if gone is not None:
+            gone[0] += 1
+        return ""
+    return c if _is_mark(c) and _between_ascii(m) else m.group(0)
 
 
 _FILL = "\ue000"  # a private-use character: masks a secret in place, keeping every offset (redact_after)
@@ -529,12 +648,22 @@ def redact_named(name: str, value: str) -> str:
 PRIOR_LINES = 2
 
 
+# Thirtieth round: an argv list pretty-printed one element a line (wandb-metadata.json's `"args"`): a quoted secret flag
+# ending the line above (`"--hf_token",`) and its value, quoted, starting this one. Judged with the lines above like a
+# `value:` line; may_hide says such a line may hide a secret (grep matches a pattern on it as shown).
+_LIST_ELEMENT = lazy(r"[ \t]{0,40}+['\"]")
+
+
+def _next_list_element(above: str, line: str) -> bool:
+    return above.rstrip().endswith(("',", '",')) and _LIST_ELEMENT.match(line) is not None
+
+
 def redact_line_after(prior: list[str], line: str, *, count: bool = True) -> str:
     """One line as shown when the lines before it may not be (each line of an excerpt is shown on its own, behind a
     line number): a value whose name sits on a line above is masked, judged with up to PRIOR_LINES lines before it.
     A line that cannot be such a value comes back unchanged: the channel redacts it as every line.
     `count=False` counts nothing (as_shown): for matching a caller's pattern against what the caller may see."""
-    if not prior or "value" not in line.lower():
+    if not prior or not ("value" in line.lower() or _next_list_element(prior[-1], line)):
         return line
     ctx = "\n".join(prior[-PRIOR_LINES:]) + "\n"
     saved = _count.get(), _stripped.get()
@@ -550,9 +679,13 @@ def may_hide(text: str) -> bool:
     """Whether redacting `text` could change it: a rule's needle or a needle-less rule's shape, a character stripped, a
     JSON escape, a form read as ASCII. False: the text is shown as it is, so a caller's pattern may be matched on it raw.
     What it costs does not depend on anything a caller guesses (see mcp_tools/logs._ShownLines)."""
-    if "\\u00" in text or strip_invisible(text)[1] or ("&" in text and _HTML_REFERENCE.search(text)):
+    if ("\\u" in text and _HIDING_ESCAPE.search(text)) or strip_invisible(text)[1] or ("&" in text and _HTML_REFERENCE.search(text)):
+        return True
+    if _LIST_ELEMENT.match(text):  # the value of a secret flag on the line above (redact_line_after)
         return True
     read = text if text.isascii() else text.translate(READ_AS)  # a progress bar's blocks change nothing: judged like ASCII
+    if not read.isascii() and any(all(map(_is_mark, m.group(0))) for m in _MARK_RUN.finditer(read)):
+        return True  # a combining mark between ASCII letters or digits, read as absent
     if not _needle_or_shape(read):  # most lines of a log: one scan in C
         return False
     lower = read.lower()
