@@ -39,7 +39,7 @@ ACCURACY: dict[str, float] = {
     "signature": 0.95,
     "symptom": 0.88,
     "anomaly": 0.63,
-    "stop": 0.5,  # few dev verdicts rest on a stop alone, once a stop at a sync point is measured apart; stops.py caps it at 0.45
+    "stop": 0.51,  # few dev verdicts rest on a stop alone, once a stop at a sync point is measured apart; stops.py caps it at 0.45
 }
 # Labels measured apart from their kind: a signal label (a signature id, 'traceback:<rule>') that at least LABEL_MIN
 # dev verdicts rested on, its accuracy shrunk toward its kind's by PRIOR verdicts, kept where that differs from the
