@@ -94,6 +94,21 @@ def text(result: types.CallToolResult) -> str:
     return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
 
 
+def call_once(srv: Server, tool: str, args: dict[str, Any]) -> tuple[bool, str, dict[str, Any]]:
+    """(is an error, the text, the structured content) of one call from a client that cannot ask the person."""
+    import anyio
+
+    got: list[tuple[bool, str, dict[str, Any]]] = []
+
+    async def go() -> None:
+        async with srv.client() as c:
+            res = await c.call_tool(tool, args)
+            got.append((bool(res.is_error), text(res), res.structured_content or {}))
+
+    anyio.run(go)
+    return got[0]
+
+
 def answers(srv: Server, calls: list[tuple[str, dict[str, Any]]]) -> list[str]:
     """Each call's text and structured answer, from one real MCP stdio client session."""
     import anyio

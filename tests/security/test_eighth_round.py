@@ -23,7 +23,7 @@ import psutil
 import pytest
 
 from tests.fakes.vertex_api import PROJECT, REGION, VertexFake, dag_error, load, log_entry, pipeline, task
-from tests.mcp.conftest import Server, text
+from tests.mcp.conftest import Server, call_once, text
 from tests.security.test_parser_attacks import _wandb_file
 
 TOKEN = "ghp_" + "Zx9Qw7Er5Ty3Ui1OpAs2Df4Gh6Jk8Lz0XcVbNm"
@@ -46,16 +46,7 @@ def _cli(*args: str, out: Path) -> tuple[subprocess.CompletedProcess[str], dict[
     return done, (json.loads(report.read_text()) if report.exists() else None)
 
 
-def _call(srv: Server, tool: str, args: dict[str, Any]) -> tuple[bool, str, dict[str, Any]]:
-    got: list[tuple[bool, str, dict[str, Any]]] = []
-
-    async def go() -> None:
-        async with srv.client() as c:
-            res = await c.call_tool(tool, args)
-            got.append((bool(res.is_error), text(res), res.structured_content or {}))
-
-    anyio.run(go)
-    return got[0]
+_call = call_once
 
 
 # ---------------------------------------------------------------- Vertex AI and Cloud Logging

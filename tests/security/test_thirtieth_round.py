@@ -12,10 +12,9 @@ import threading
 import time
 from pathlib import Path
 
-import anyio
 import pytest
 
-from tests.mcp.conftest import Server, text
+from tests.mcp.conftest import Server, call_once
 from tests.security.childcli import cli
 
 pytestmark = pytest.mark.slow  # real child processes
@@ -55,17 +54,7 @@ def _remove_chain(base: Path, name: str) -> None:
     os.close(fd)
 
 
-def _call(srv: Server, tool: str, args: dict[str, object]) -> tuple[bool, str, dict[str, object]]:
-    """(is an error, the text, the structured content) of one call from a client that cannot ask the person."""
-    got: list[tuple[bool, str, dict[str, object]]] = []
-
-    async def go() -> None:
-        async with srv.client() as c:
-            res = await c.call_tool(tool, args)
-            got.append((bool(res.is_error), text(res), res.structured_content or {}))
-
-    anyio.run(go)
-    return got[0]
+_call = call_once
 
 
 def _repoint_stays(srv: Server, pointer: Path, older: Path) -> str:
