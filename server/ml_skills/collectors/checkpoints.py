@@ -407,14 +407,6 @@ def _size(p: Path) -> int:
         return 0
 
 
-def _is_file(p: Path) -> bool:
-    try:
-        paths.contain(p, "file")
-    except InputError:
-        return False
-    return True
-
-
 def _listing(path: Path) -> list[Path]:
     """The non-directory entries of a checkpoint folder, bounded in count and depth.
 
