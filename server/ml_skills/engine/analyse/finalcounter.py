@@ -15,6 +15,11 @@ COUNTER = lazy(
 # the same counter as a JSON-lines trainer log writes it (LLaMA-Factory's trainer_log.jsonl: '"current_steps": 8660,
 # "total_steps": 8660')
 _JSON_COUNTER = lazy(r'"(?P<what>current_steps)":\s*+(?P<n>\d+),\s*+"total_steps":\s*+(?P<total>\d+)')
+# a loop's own counter with no name, bracketed at the start of each of its lines ('[079/100] D: 0.5125 | G: 1.2052'):
+# an epoch's or a batch's, so the last one ends the run only when a line the loop never printed closes the log
+_BARE_COUNTER = lazy(r"^\s*+\[\s*+(?P<what>)(?P<n>\d+)\s*+/\s*+(?P<total>\d+)\s*+\]\s*+\S")
+# a line that reports one epoch ('Epoch 1 mean loss: 0.61'): what a batch counter's epoch prints when it ends
+_EPOCH_REPORT = lazy(r"(?i)^\W*+epoch\s*+[:#]?\s*+\d")
 
 
 # an Ultralytics (YOLOv5/v8) results row, whose first column is the epoch out of the run's total and whose second is the
@@ -54,7 +59,9 @@ def final_counter(tail: list[str], tail_start: int, last_progress_line: int | No
         yolo = _YOLO_EPOCH.match(frame)
         m = COUNTER.search(tail[i]) or _JSON_COUNTER.search(tail[i]) or yolo
         if m is None:
-            continue
+            if (bare := _BARE_COUNTER.match(tail[i])) is None:
+                continue
+            return tail_start + i if _bare_counter_closed(tail[:i], tail[i + 1 :], bare) else None
         if m is yolo and "%|" in frame and "100%|" not in frame:
             return None  # the last epoch's row with its bar still short of its end: inside the epoch
         line_no = tail_start + i
@@ -83,6 +90,16 @@ def final_counter(tail: list[str], tail_start: int, last_progress_line: int | No
             return line_no  # a 0-based counter's last ('epoch=249/250'), then a line the run prints once, at its end
         return line_no if total > 1 and (n == total or _last_of_interval(tail[:i], tail[i + 1 :], m)) else None
     return _whole_run_bar(tail, tail_start, last_progress_line)
+
+
+def _bare_counter_closed(before: list[str], after: list[str], m: re.Match[str]) -> bool:
+    """An unnamed counter at its total ('[100/100]') one past the same counter on an earlier line, then a summary the
+    loop never printed ('Inception Score: 2.179 | FID: 20.17'): the loop over the whole run returned. A batch counter at
+    the end of one epoch is followed by that epoch's own lines, printed at every epoch."""
+    n, total = int(m["n"]), int(m["total"])
+    prev = next((p for x in reversed(before) if (p := _BARE_COUNTER.match(x)) is not None), None)
+    return (total > 1 and n == total and prev is not None and int(prev["total"]) == total and int(prev["n"]) == n - 1
+            and not any(_EPOCH_REPORT.match(x) for x in after) and _closed_by_a_summary(before, after))
 
 
 def _closed_by_a_summary(before: list[str], after: list[str]) -> bool:

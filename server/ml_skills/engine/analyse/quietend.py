@@ -25,8 +25,13 @@ EVAL_ONLY = frozenset({"val_loss", "val_acc"})  # the values of a line that is a
 _ADVICE = lazy(r"(?i)\b(?:may|might|could)\s++(?:encounter|run out|cause|fail|lead to|raise)\b|\bif this happens\b")
 
 
+# an error the program says it went on past ('INFO - Ignoring parse error (tolerant parsing mode)', Python's 'Exception
+# ignored in: <function ...__del__>' at exit): reported, not fatal
+_IGNORED = lazy(r"(?i)\bignor(?:e|es|ed|ing)\b")
+
+
 def advice(line: str) -> bool:
-    return bool(_ADVICE.search(line))
+    return bool(_ADVICE.search(line) or _IGNORED.search(line))
 
 
 def fatal(line: str) -> bool:
