@@ -65,6 +65,39 @@ def loss_frozen(points: Sequence[MetricPoint]) -> Anomaly | None:
     )
 
 
+STILL_SHARE = (0.05, 0.9)  # an accuracy near 1 may stay put in a run that has learnt everything; near 0 is another failure
+
+
+def accuracy_frozen(points: Sequence[MetricPoint]) -> Anomaly | None:
+    """With no training loss printed, the training accuracy (or AUC) the same to every printed digit at every log from
+    the first, ten or more: the model's predictions never changed.
+
+    A model that fits, a boosted ensemble adding trees or a network taking steps, scores its own training set a little
+    differently each round; 'train-auc:0.500000' at every round from the first means every prediction is the same score
+    (no tree found a split, every weight update is lost), so the run computes and learns nothing. loss_frozen reads the
+    same from a loss, which comes first where printed.
+    """
+    if any("loss" in p.values for p in points):
+        return None
+    s = [(p, p.values["acc"]) for p in points if "acc" in p.values and finite(p.values["acc"]) and p.split != "eval"]
+    steps = {p.step for p, _ in s if p.step is not None}
+    logs = len(steps) if steps else len(s)
+    if logs < 2 * FROZEN_LOGS or len({v for _, v in s}) != 1:
+        return None
+    v = s[0][1]
+    share = v / 100.0 if v > 1.0 else v
+    if not STILL_SHARE[0] < share < STILL_SHARE[1]:
+        return None
+    first = s[0][0]
+    return Anomaly(
+        kind=AnomalyKind.LOSS_FROZEN, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE, severity=Severity.SIGNIFICANT,
+        source=first.source, line_no=first.line_no, step=first.step,
+        detail=(f"training accuracy/AUC {v:g} at every one of the log's {logs} logs from {at(first)} (line "
+                f"{first.line_no}): the predictions never changed - every input gets the same score (no split found, "
+                "no update reaching the model), so the run computes and learns nothing"),
+    )
+
+
 ZERO_LOGS = 4  # training logs, every one in the log, with a loss of exactly 0 (and no gradient norm above 0 beside it)
 
 

@@ -19,6 +19,7 @@ from ml_skills.engine.analyse.divergence import (
     loss_unbounded,
 )
 from ml_skills.engine.analyse.frozen import (
+    accuracy_frozen,
     loss_collapsed,
     loss_frozen,
     loss_replayed,
@@ -175,7 +176,7 @@ def _detect(points: Sequence[MetricPoint], exact_nan: MetricPoint | None, exact_
     if nan:
         anomalies.append(nan)
     run = since_counter_reset(points)  # a rise is read within the last run the counters show, not across a relaunch
-    blowup = None if nan else (loss_blowup(run) or loss_jump(run) or loss_absurd(run) or loss_unbounded(run) or learning_rate_zero(points) or loss_frozen(points) or loss_zero(points) or box_loss_zero(points) or loss_collapsed(points) or loss_replayed(points)
+    blowup = None if nan else (loss_blowup(run) or loss_jump(run) or loss_absurd(run) or loss_unbounded(run) or learning_rate_zero(points) or loss_frozen(points) or accuracy_frozen(points) or loss_zero(points) or box_loss_zero(points) or loss_collapsed(points) or loss_replayed(points)
                                or predicting_the_prior(points) or predictions_still(points)
                                or adversaries_stuck(run))
     # a grad-norm jump just before the NaN is the NaN's precursor, cited in its finding with its numbers: one event,

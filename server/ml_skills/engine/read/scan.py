@@ -267,6 +267,18 @@ def _summary_readings(ev: LogEvidence, tail_lines: list[str], tail_start: int, n
         ev.trajectory.anomalies.append(chance)
 
 
+TRAINED_PAST = 3  # training losses logged after a completion message: a run (a new attempt, a next phase) went on past it
+
+
+def _not_trained_past(completed_line: int | None, points: list[MetricPoint]) -> int | None:
+    """A completion message the log trains past is not the run's end: a first run's 'Training complete.' and then a
+    second, longer one appended to the same log, stopping at its epoch 53, is not completed."""
+    if completed_line is None:
+        return None
+    later = sum(1 for p in points if p.line_no > completed_line and p.split != "eval" and "loss" in p.values)
+    return None if later >= TRAINED_PAST else completed_line
+
+
 def _ending(ev: LogEvidence, completed_line: int | None, points: list[MetricPoint], tail_lines: list[str], tail_start: int) -> None:
     """The run's end as the log shows it: a completion marker, or a stall (a live log gone quiet, a kill after silence)."""
     if completed_line is not None:
@@ -341,6 +353,7 @@ def _run(ev: LogEvidence, chunks, reader: Reader, size: int, last: int, task: Ta
     if (same := evalsource.eval_on_training_data(ev)) is not None:
         ev.trajectory.anomalies.append(same)
     quote_anomaly_lines(ev, reader, {**metric_offsets, **point_offsets})
+    completed_line = _not_trained_past(completed_line, points)
     if completed_line is None:  # no message, but the run's own shape says it reached its end
         completed_line = completion.run_end(tail_lines, tail_start, reached.line_no if reached else None, points) \
             or schedule.schedule_ended(points)
