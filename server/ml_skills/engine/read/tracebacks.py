@@ -31,6 +31,8 @@ _EXC = lazy(
 _EXC_NAME = lazy(
     r"(Error|Exception|Interrupt|Exit|Failure|Fault|Timeout|Denied|Forbidden|Exhausted|NotFound|"
     r"Precondition|Iteration|Unauthorized|Unauthenticated|Aborted|Unavailable|Cancelled|"
+    # google.api_core's statuses that end in none of the above (google.api_core.exceptions.InvalidArgument: 400 ...)
+    r"InvalidArgument|AlreadyExists|Conflict|BadRequest|TooManyRequests|OutOfRange|DeadlineExceeded|BadGateway|"
     # C extension modules name their exceptions in lower case: struct.error, zlib.error, cv2.error, socket.timeout
     r"\w\.error|\w\.timeout)(\([\w.]+\))?$"
 )
@@ -220,7 +222,7 @@ def read_headless(reader: Reader, name: str) -> TracebackEvent | None:
     run printed after it) gives that exception, with no frames."""
     _, head = reader.window_at(0, 0, HEADLESS_LINES)
     first = next((i for i, x in enumerate(head) if x.strip()), None)
-    if first is not None and (m := _BARE_EXC.match(ANSI.sub("", head[first]).strip())) is not None:
+    if first is not None and (m := _bare(ANSI.sub("", head[first]).strip())) is not None:
         return TracebackEvent(source=name, line_no=first + 1, start_line=first + 1, exc_type=m["type"],
                               message=redact_cut(m["msg"], 500), frames=[])
     for i, line in enumerate(head):
@@ -254,6 +256,18 @@ def read_all(reader: Reader, name: str, starts: list[tuple[int, int]]) -> list[T
 
 # an exception line as Python prints it last: a (qualified) type ending in Error or Exception, then ': message'
 _BARE_EXC = lazy(r"^(?:\[rank\d+\]:\s*)?(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(?:\([\w.]*\))?: (?P<msg>\S.*)$")
+# google.api_core's exceptions, named for the status and not '...Error', whose message opens with the HTTP code
+# ('InvalidArgument: 400 Accelerator "NVIDIA_TESLA_K80" is not supported for machine type "n1-standard-4"'): the
+# Vertex AI, GCS and BigQuery clients raise these, a job refused before any code ran
+_BARE_API_EXC = lazy(r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:InvalidArgument|PermissionDenied|NotFound|ResourceExhausted|"
+                     r"FailedPrecondition|DeadlineExceeded|ServiceUnavailable|Forbidden|Unauthenticated|Unauthorized|"
+                     r"Aborted|AlreadyExists|Conflict|BadRequest|InternalServerError|TooManyRequests|GatewayTimeout|"
+                     r"OutOfRange|Cancelled|BadGateway)): (?P<msg>[1-5]\d\d \S.*)$")
+
+
+def _bare(text: str) -> re.Match[str] | None:
+    """An exception line standing alone (escapes removed): its type and message."""
+    return _BARE_EXC.match(text) or _BARE_API_EXC.match(text)
 BARE_LAST = 6  # the exception line must be among the log's last lines that say something
 # a logging record at ERROR level or above ('2025-04-25 12:53:29,221 - finetune - ERROR - <message>', 'ERROR:root:',
 # '[ERROR]', '| CRITICAL |', glog's 'E0425'/'F0425' with its source position): the program's own report of a failure
@@ -270,7 +284,7 @@ def bare_exception(tail: list[str], tail_start: int, source: str, known: list[Tr
     as a traceback's final line would. None when a traceback already ends there or the line has frames above it."""
     said = [i for i, x in enumerate(tail) if x.strip()][-BARE_LAST:]
     for i in said:
-        m = _BARE_EXC.match(ANSI.sub("", tail[i]).rstrip())
+        m = _bare(ANSI.sub("", tail[i]).rstrip())
         if m is None:
             continue
         line_no = tail_start + i
