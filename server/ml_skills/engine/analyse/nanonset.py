@@ -37,7 +37,10 @@ def nan_onset(points: Sequence[MetricPoint], exact_nan: MetricPoint | None) -> A
     zeroed = _zeroed_loss(points[i:]) if set(bad) <= _VALIDATION else None
     if set(bad) <= _VALIDATION and zeroed is None:
         later = [q.values["loss"] for q in points[i:] if "loss" in q.values]
-        if later and all(_finite(v) for v in later):
+        every = [q.values["loss"] for q in points if "loss" in q.values]
+        # (a training loss of exactly 0 at every log is no finite training: a trainer that drops non-finite losses, or
+        # a mean over no label, prints 0.0, and the evaluation's nan is the same fault seen unmasked)
+        if later and all(_finite(v) for v in later) and any(v != 0 for v in every):
             # training stays finite while every evaluation says nan: the evaluation is broken, not the optimisation
             where = f"epoch {_fmt(p.epoch)}" if p.step is None and p.epoch is not None else f"step {_fmt(p.step)}"
             return Anomaly(
