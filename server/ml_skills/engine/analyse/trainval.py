@@ -236,7 +236,9 @@ def _climbed(vv: list[float], vmin_i: int) -> bool:
         w = max(3, len(vv) // 10)
         level = [statistics.median(vv[i : i + w]) for i in range(len(vv) - w + 1)]
         best = min(range(len(level)), key=level.__getitem__)
-        rising = level[-1] > level[best] * 1.15 and best < len(level) - 1
+        # (and the single best evaluation is not among the last few: a curve that just reached its lowest value, one
+        # bounce after it, has not climbed; healthy 0931, a best of 0.28 at the second-to-last of 51 evaluations)
+        rising = level[-1] > level[best] * 1.15 and best < len(level) - 1 and vmin_i < len(vv) - RECENT_BEST
     # or: the best evaluation came in the first twentieth of a long history and every later stretch is worse -
     # the rest of the run only memorised (a 10% rise over 400 evaluations is no noise)
     return rising or (len(vv) >= EARLY_BEST_EVALS and vmin_i < len(vv) * EARLY_BEST_SHARE
@@ -245,6 +247,7 @@ def _climbed(vv: list[float], vmin_i: int) -> bool:
 
 MEMORISED_GAP = 1.2  # validation loss over training loss at the end, below which nothing was memorised
 NOISY_EVALS = 20  # evaluations from which a validation curve is read by the medians of its stretches
+RECENT_BEST = 3  # the last evaluations among which the best one means the curve has not climbed off it
 
 
 def train_val(points: Sequence[MetricPoint], task: Task | None) -> list[Anomaly]:
