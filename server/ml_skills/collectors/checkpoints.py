@@ -45,6 +45,8 @@ MAX_DIR_DEPTH = 4
 # a torch.save zip's central directory, parsed whole by zipfile: ~400 bytes of memory per entry however small the entry
 # (1.5 M one-byte names in a 70 MB file took 590 MB and 8 s); a real one holds one entry per tensor storage, ~70 bytes each
 MAX_ZIP_DIRECTORY = 8 * 1024 * 1024
+# the words a verdict ends with when a file was too big to check, not found bad: a loader may read it all the same
+NOT_VERIFIED = "not verified"
 MAX_INDEX_BYTES = 64 * 1024 * 1024  # a model.safetensors.index.json; real ones are a few MiB (parsed within untrusted_json.MAX_VALUES)
 MAX_POINTER_BYTES = 4096
 NO_WEIGHTS = "no weights files inside"
@@ -71,7 +73,7 @@ def safetensors_header(path: Path, size: int) -> tuple[dict | None, int, str]:
             return None, 0, f"header length {n} does not fit in a {size}-byte file (truncated or not safetensors)"
         if n > MAX_SAFETENSORS_HEADER:
             return None, 0, (f"header of {n} bytes is over the {MAX_SAFETENSORS_HEADER // 2**20} MiB this inspector parses "
-                             f"(about {MAX_SAFETENSORS_HEADER // 150:,} tensors): not verified")
+                             f"(about {MAX_SAFETENSORS_HEADER // 150:,} tensors): {NOT_VERIFIED}")
         try:
             header = untrusted_json.loads(f.read(n))
         except ValueError as e:
@@ -163,7 +165,7 @@ def _zip(path: Path, size: int) -> tuple[str, bool, str]:
             end = end_record(fh) if end_record is not None and size_at is not None else None
             if end is not None and end[size_at] > MAX_ZIP_DIRECTORY:
                 return guess, False, (f"zip central directory of {end[size_at]} bytes, over {MAX_ZIP_DIRECTORY // 2**20} "
-                                      "MiB: not verified, not parsed")
+                                      f"MiB: {NOT_VERIFIED}, not parsed")
             with zipfile.ZipFile(fh) as z:
                 infos = z.infolist()
     except (zipfile.BadZipFile, ValueError, EOFError, NotImplementedError) as e:  # ValueError: a member name that is not UTF-8
@@ -364,7 +366,7 @@ def _hf_index(path: Path, files: dict[str, Path]) -> tuple[bool, str] | None:
     if index is None:
         return None
     if index.stat().st_size > MAX_INDEX_BYTES:
-        return False, f"{index.name} is over {MAX_INDEX_BYTES // 2**20} MiB: not a shard index (not parsed)"
+        return False, f"{index.name} is over {MAX_INDEX_BYTES // 2**20} MiB: {NOT_VERIFIED} as a shard index (not parsed)"
     try:
         doc = untrusted_json.loads(paths.read_capped(index, MAX_INDEX_BYTES).decode("utf-8", errors="replace"))
     except InputError as e:
@@ -421,6 +423,11 @@ def _listing(path: Path) -> list[Path]:
             if len(out) >= MAX_DIR_FILES:
                 return out
     return out
+
+
+def unverified(info: CheckpointInfo) -> bool:
+    """Invalid only because it was too big to check (a header, a zip directory or a shard index over its cap)."""
+    return info.valid is False and NOT_VERIFIED in info.reason
 
 
 def inspect_dir(path: Path) -> CheckpointInfo:

@@ -130,8 +130,9 @@ def _from_yaml(path: str, text: str) -> list[str]:
         import yaml
     except ImportError:
         raise InputError(f"{path}: reading a YAML grid needs PyYAML (pip install pyyaml); or give a CSV of cell names") from None
-    try:
-        data = yaml.safe_load(text)
+    try:  # every scalar kept as the string written: a cell name is one, and safe_load's int() of 5,000 digits and
+        # date() of '2024-13-45' raised ValueError, an internal error (thirty-first round)
+        data = yaml.load(text, Loader=yaml.BaseLoader)
     except yaml.YAMLError as e:
         raise InputError(f"{path} is not valid YAML: {str(e).splitlines()[0]}") from None
     except RecursionError:  # PyYAML composes nested collections recursively
@@ -144,7 +145,7 @@ def _from_yaml(path: str, text: str) -> list[str]:
     for item in data:
         if isinstance(item, dict):
             item = next((item[k] for k in _NAME_COLUMNS if k in item), None)
-        if item is None:
+        if item is None or item == "":
             continue
         if isinstance(item, (list, dict, set, tuple)):  # str() of aliased lists grows exponentially (billion laughs)
             raise InputError(f"{path}: a cell name must be a string or a number, not a {type(item).__name__}")

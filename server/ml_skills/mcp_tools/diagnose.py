@@ -27,7 +27,15 @@ from ml_skills.render import fields as fields_mod
 from ml_skills.render.brief import Brief, Part
 from ml_skills.render.text import NO_NEXT_COMMAND
 from ml_skills.safety import untrusted_json
-from ml_skills.safety.paths import confine, confine_new, make_dirs, normalise_roots, open_fd, open_out_dir, read_capped, within
+from ml_skills.safety.paths import (
+    confine,
+    confine_new,
+    held_out_dir_in_roots,
+    normalise_roots,
+    open_out_dir,
+    read_capped,
+    within,
+)
 from ml_skills.safety.quoting import new_marker, quote_inline, strip_invisible
 from ml_skills.safety.redact import stripped_count
 from ml_skills.targets import Confine
@@ -131,14 +139,10 @@ def with_target_parameters(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _held_out_dir(out: Path, confined: bool) -> int:
-    """The out dir created and opened now: a caller's, from its root with no link followed (safety/paths.open_fd);
-    the server's own --out-dir, as configured."""
-    try:
-        make_dirs(out)
-    except OSError as e:
-        raise InputError(f"cannot create the out dir {out}: {e.strerror or e}") from None
+    """The out dir created and opened now, each missing level made from the fd of the one above it with no link
+    followed: a caller's from its root; the server's own --out-dir, as configured."""
     if confined:
-        return open_fd(out, "dir")
+        return held_out_dir_in_roots(out)
     return open_out_dir(out)  # the server's own, as configured: still that folder, not a link planted at its name
 
 

@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ml_skills.collectors.checkpoints import NO_WEIGHTS, WEIGHT_SUFFIXES, inspect_dir, inspect_file, tracker_iteration
+from ml_skills.collectors.checkpoints import NO_WEIGHTS, WEIGHT_SUFFIXES, inspect_dir, inspect_file, tracker_iteration, unverified
 from ml_skills.errors import InputError, MLSkillsError, PolicyError, TargetNotFound
 from ml_skills.models import ActionKind, CheckpointInfo, Model
 from ml_skills.policy.quoting import QUOTED_LIMIT, decoded, masked, named_outside_ascii, quoted
@@ -419,13 +419,20 @@ def _resolved(p: Path) -> Path | None:
 def _may_be_good(cur: Path, roots: Sequence[Path]) -> bool:
     """Whether the pointer's current target may be a checkpoint worth resuming from. Only a target that is
     missing, or that inspects invalid, may be moved off without asking: one whose format cannot be verified (a
-    legacy pickle), a folder holding a link or too many files, or one outside the roots is not known to be bad,
-    so leaving it is a rollback. Before, only a target that passed `_verified` counted, and a pointer on a valid
-    legacy-pickle checkpoint, or on a folder whose weight file is a link, was moved to an older one unasked."""
-    if _missing(cur):
-        return False
+    legacy pickle, a header or zip directory too big to check), a folder holding a link or too many files, or one
+    outside the roots is not known to be bad, so leaving it is a rollback. Before, only a target that passed
+    `_verified` counted, and a pointer on a valid legacy-pickle checkpoint, on a folder whose weight file is a link, or
+    (thirty-first round) on a loadable safetensors file with a 17 MiB header, was moved to an older one unasked.
+
+    Missing is judged by the confinement rule itself, never by looking outside the roots: an lstat of a target outside
+    them made the answer (ask, or run) tell whether a file exists there (thirty-first round)."""
     try:
         real = confine(str(cur), roots, want="any")
+    except TargetNotFound:
+        return False  # nothing there, inside the roots
+    except (MLSkillsError, OSError, RecursionError):
+        return True  # outside the roots, unreadable, a folder the server cannot search: ask rather than assume it is bad
+    try:
         if real.is_dir():
             n, holds_data = 0, False
             for top, _dirs, files, fd in os.fwalk(real):
@@ -438,23 +445,11 @@ def _may_be_good(cur: Path, roots: Sequence[Path]) -> bool:
                 # files of a format the inspector does not know (an orbax or zarr checkpoint, GGUF, ONNX): not known
                 # to be bad. Before the eighth round a pointer on an orbax checkpoint was moved off it unasked.
                 return True
-            return info.valid is not False
-        return inspect_file(real).valid is not False
+            return info.valid is not False or unverified(info)
+        info = inspect_file(real)
+        return info.valid is not False or unverified(info)
     except (MLSkillsError, OSError, RecursionError):  # RecursionError: inspect_dir, should it ever walk deeper than the walk here
-        return True  # cannot look (outside the roots, unreadable, too deep): ask rather than assume it is bad
-
-
-def _missing(cur: Path) -> bool:
-    """Whether nothing is at `cur`, as far as the server can tell. A target in a folder the server cannot search (EACCES) is
-    not missing: before the nineteenth round `os.path.lexists`, False on any error, made a pointer on a checkpoint in a
-    folder of another user's (mode 700) "missing", and it was moved off it unasked."""
-    try:
-        os.lstat(cur)
-    except (FileNotFoundError, NotADirectoryError):
-        return True
-    except (OSError, ValueError):
-        return False
-    return False
+        return True  # cannot look: ask rather than assume it is bad
 
 
 def _non_empty(name: str, dir_fd: int) -> bool:

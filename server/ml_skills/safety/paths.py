@@ -307,6 +307,43 @@ def open_fd(path: str | os.PathLike[str], want: Literal["file", "dir"] = "file")
     return fd
 
 
+def make_dirs_held(real: Path, start: Path) -> int:
+    """`mkdir -p` of `real` (resolved) below `start` (a root, or `/` for the server's own folders), each level made and
+    entered relative to the fd of the one above it, with no link followed: a folder swapped for a link to elsewhere
+    while the levels are made refuses there, nothing made through it. Checking the path, then making it by name, made
+    folders outside the roots under a race (thirty-first round). An fd on `real`."""
+    try:
+        fd = os.open(start, _DIR_FLAGS)
+    except OSError as e:
+        raise PathNotAllowed(f"{start} cannot be opened as a plain directory ({e.strerror or e}): nothing was written") from None
+    try:
+        for comp in real.relative_to(start).parts:
+            try:
+                os.mkdir(comp, 0o777, dir_fd=fd)
+            except FileExistsError:
+                pass
+            nfd = os.open(comp, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+    except OSError as e:
+        os.close(fd)
+        if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            raise PathNotAllowed(f"the out dir {real} cannot be made there: a part of its path is a link or not a folder; "
+                                 "nothing was written") from None
+        raise PathNotAllowed(f"the out dir {real} cannot be made ({e.strerror or e}): nothing was written") from None
+    os.set_blocking(fd, True)
+    return fd
+
+
+def held_out_dir_in_roots(real: Path) -> int:
+    """A caller's out dir (confined: `real` is resolved up to its nearest existing level), made from its root's fd."""
+    roots = active_roots()
+    root = _root_of(real, roots) if roots is not None else None
+    if root is None:
+        raise PathNotAllowed(f"{real} is outside the allowed roots {_describe(roots or ())}")
+    return make_dirs_held(real, root)
+
+
 def make_dirs(path: Path) -> None:
     """`mkdir -p` one level at a time: pathlib's and os.makedirs recurse once per missing level, so a path 1,500 levels
     deep raised RecursionError after creating ~1,000 of them (twenty-ninth round's note). OSError as mkdir raises it."""
@@ -326,13 +363,9 @@ def open_out_dir(out: Path) -> int:
     """An fd on the server's own out dir (resolved when the server started), created if missing, opened now with no
     link followed, and refused when it is no longer that folder (a part of its path swapped for a link since). What is
     written through it stays there: a restart's log and a repoint's backup went wherever a link planted at the out
-    dir's name pointed (sixth round)."""
-    try:
-        make_dirs(out)
-        fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as e:
-        raise PathNotAllowed(f"the out dir {out} cannot be opened as a plain directory ({e.strerror or e}): nothing was "
-                             "written") from None
+    dir's name pointed (sixth round); its missing levels were made by path, through such a link, before the refusal
+    (thirty-first round)."""
+    fd = make_dirs_held(out, Path(out.anchor))
     if os.path.isdir("/proc/self/fd") and os.path.realpath(f"/proc/self/fd/{fd}") != str(out):  # where the fd really is
         os.close(fd)
         raise PathNotAllowed(f"the out dir {out} is no longer that folder (a part of its path is now a link): nothing was "
