@@ -37,9 +37,9 @@ ACCURACY: dict[str, float] = {
     "exception-named": 0.83,
     "exception-located": 0.84,
     "signature": 0.95,
-    "symptom": 0.88,
-    "anomaly": 0.63,
-    "stop": 0.51,  # few dev verdicts rest on a stop alone, once a stop at a sync point is measured apart; stops.py caps it at 0.45
+    "symptom": 0.89,
+    "anomaly": 0.62,
+    "stop": 0.5,  # few dev verdicts rest on a stop alone, once a stop at a sync point is measured apart; stops.py caps it at 0.45
 }
 # Labels measured apart from their kind: a signal label (a signature id, 'traceback:<rule>') that at least LABEL_MIN
 # dev verdicts rested on, its accuracy shrunk toward its kind's by PRIOR verdicts, kept where that differs from the
@@ -50,13 +50,14 @@ ACCURACY: dict[str, float] = {
 LABEL_ACCURACY: dict[str, float] = {
     "abort-native": 0.7,
     "cuda-oom": 0.97,
+    "dataloader-worker-exception": 0.97,
     "device-side-assert": 0.92,
     "disk-full": 0.97,
     "illegal-memory-access": 0.95,
     "import-environment-error": 0.97,
     "loss-blowup": 0.72,
     "loss-value-nan": 0.97,
-    "nan-onset": 0.97,
+    "nan-onset": 0.95,
     "nccl-watchdog-timeout": 0.97,
     "oom-killer": 0.97,
     "permission-denied-iam": 0.97,
@@ -65,7 +66,7 @@ LABEL_ACCURACY: dict[str, float] = {
     "stopped-at-sync-point": 0.38,
     "traceback:checkpoint-call-failed": 0.94,
     "traceback:exception-in-collective": 0.69,
-    "traceback:exception-in-data-loading": 0.79,
+    "traceback:exception-in-data-loading": 0.8,
     "traceback:unclassified-exception": 0.74,
     "traceback:value-or-assert": 0.91,
 }
