@@ -258,6 +258,27 @@ def client_settings() -> None:
     os.environ.setdefault("WANDB__GRAPHQL_RETRY_WAIT_MAX_SECONDS", "4")
 
 
+# the settings a workspace file may set that choose where the key goes, through what, and with which headers or key
+_WORKSPACE_UNTRUSTED = ("base_url", "app_url_override", "api_key", "http_proxy", "https_proxy", "x_extra_http_headers")
+
+
+def _setup_without_workspace_settings() -> None:
+    """Set wandb up with none of the connection settings a workspace settings file gave it.
+
+    wandb reads `wandb/settings` (or `.wandb/settings`) under the working folder when it sets itself up; the server's
+    working folder is a run folder, so a settings file planted there chose the host the API key was sent to
+    (base_url), and could choose the proxies, extra headers or key (thirty-second round). Those settings are put back
+    to what the environment alone gives; the host is also passed to the API explicitly."""
+    import wandb
+    from wandb.sdk import wandb_setup
+
+    clean = wandb.Settings()
+    clean.update_from_env_vars(dict(os.environ))
+    settings = wandb_setup.singleton().settings
+    for name in _WORKSPACE_UNTRUSTED:
+        setattr(settings, name, getattr(clean, name))
+
+
 def _from_api(entity: str, project: str, run_id: str) -> tracker.TrackerRun:
     client_settings()
     deadline = Deadline(tracker.deadline_s())
@@ -272,7 +293,9 @@ def _from_api(entity: str, project: str, run_id: str) -> tracker.TrackerRun:
     key = os.environ.get("WANDB_API_KEY")
     per_call = max(1, int(min(30.0, deadline.left())))
     try:
-        api = wandb.Api(api_key=key, timeout=per_call) if key else wandb.Api(timeout=per_call)
+        _setup_without_workspace_settings()
+        host = {"base_url": os.environ.get("WANDB_BASE_URL") or wandb.Settings.model_fields["base_url"].default}
+        api = wandb.Api(overrides=host, api_key=key, timeout=per_call) if key else wandb.Api(overrides=host, timeout=per_call)
         r = api.run(name)
     except Exception as e:  # noqa: BLE001  the wandb client raises many types; _error names them in one line
         raise _error(e, f"run {name}") from None

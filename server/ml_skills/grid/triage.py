@@ -11,6 +11,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -40,7 +41,36 @@ def default_workers() -> int:
 def _pool(workers: int) -> ProcessPoolExecutor:
     # forkserver: workers start from a clean process, never a fork of a threaded one (the MCP server runs tools in threads)
     method = "forkserver" if sys.platform.startswith("linux") else "spawn"
+    _start_helpers_safely(method)
     return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
+
+
+_HELPERS_LOCK = threading.Lock()
+
+
+def _start_helpers_safely(method: str) -> None:
+    """Start multiprocessing's helper processes with no working folder on their import path.
+
+    The forkserver and the resource tracker are started as `python -c ...`, which puts the working folder first on the
+    import path before they import selectors, socket, pickle (which probes `org`) and more; the server's and the CLI's
+    working folder is a run folder, so a module planted there ran in them, and in every worker forked from the
+    forkserver (thirty-second round). PYTHONSAFEPATH is set only while they start: a restart the server runs later must
+    import the run's own modules."""
+    if method != "forkserver":
+        return
+    from multiprocessing import forkserver, resource_tracker
+
+    with _HELPERS_LOCK:
+        old = os.environ.get("PYTHONSAFEPATH")
+        os.environ["PYTHONSAFEPATH"] = "1"
+        try:
+            resource_tracker.ensure_running()
+            forkserver.ensure_running()
+        finally:
+            if old is None:
+                os.environ.pop("PYTHONSAFEPATH", None)
+            else:
+                os.environ["PYTHONSAFEPATH"] = old
 
 
 def _run_local(tasks: list[AttemptTask], workers: int, deadline: float | None) -> Iterator[AttemptRecord]:

@@ -464,7 +464,19 @@ def _ckpt_identity(info: CheckpointInfo) -> dict[str, Any]:
     return {"format": info.format, "size": info.size_bytes, "mtime": info.mtime.isoformat()}
 
 
+def _not_a_link(given: str, roots: Sequence[Path]) -> None:
+    """Refuse a pointer whose own name is a link. Every reader (DeepSpeed's load_dir/latest, Megatron's tracker, a join
+    of the run folder and the content) resolves a relative content from the folder it read the pointer in; the server
+    resolved it from the link target's folder, so a valid current target read 'missing' and a rollback ran unasked, and
+    the new content named, for the readers, a file never inspected (thirty-second round)."""
+    spelled = Path(given) if Path(given).is_absolute() else roots[0] / given
+    if spelled.is_symlink():
+        raise PolicyError(f"the pointer {quoted(str(spelled))} is a symbolic link: rewrite the file it links to, named "
+                          "by its own path, so that its content is read from the folder its readers read it in")
+
+
 def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path) -> Prepared:
+    _not_a_link(a.pointer_file, roots)
     pointer = confine(a.pointer_file, roots)
     ckpt = confine(a.checkpoint, roots, want="any")
     if ckpt == pointer:
@@ -502,6 +514,7 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
 
     def run() -> str:
         # Everything is checked again now, after the approval: the pointer and the checkpoint may have changed meanwhile.
+        _not_a_link(a.pointer_file, roots)
         p_now = confine(a.pointer_file, roots)
         c_now = confine(a.checkpoint, roots, want="any")
         info_now = _verified(c_now)
