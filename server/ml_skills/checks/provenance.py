@@ -164,14 +164,24 @@ def _rollback(previous: str | None, manifest: dict) -> Check:
         return Check(name="rollback", verdict=Verdict.FAIL, detail="no previous version named (--previous or manifest previous_version)",
                      fix="record the version this one replaces, and keep it")
     p = Path(str(prev))
-    if not os.path.lexists(p):
+    # confined before anything looks at it, and outside the roots one answer whether it exists or not: the manifest's
+    # value was made a root of the CLI and read, and an lstat outside the roots told the server's caller what exists
+    # there (thirty-third round)
+    roots, spelled = paths.active_roots(), Path(os.path.abspath(p))
+    outside: str | None = None
+    if roots is not None and not any(spelled == r or spelled.is_relative_to(r) for r in roots):
+        outside = f"{p} is outside the allowed roots"
+    try:
+        real = None if outside else paths.contain(p, "any")
+    except TargetNotFound:
         return Check(name="rollback", verdict=Verdict.FAIL, detail=f"previous version {p} no longer exists: rollback impossible",
                      fix="restore the previous version before promoting")
-    try:
-        files = _files(p) if paths.contain(p, "any").is_dir() else [p]
     except InputError as e:
-        return Check(name="rollback", verdict=Verdict.FAIL, detail=f"previous version not checked: {e}",
+        outside = str(e)
+    if real is None:
+        return Check(name="rollback", verdict=Verdict.FAIL, detail=f"previous version not checked: {outside}",
                      fix="keep the previous version inside the allowed roots")
+    files = _files(p) if real.is_dir() else [p]
     w = _weights(p, files)
     if w.verdict is not Verdict.PASS:
         return Check(name="rollback", verdict=Verdict.FAIL, detail=f"previous version {p} is not usable: {w.detail}", fix="restore a valid previous version")
@@ -194,11 +204,23 @@ def verify(run_dir: str | os.PathLike[str], previous: str | None = None, *, firs
         checks.append(Check(name="rollback", verdict=Verdict.SKIP, detail="first version: nothing to roll back to"))
         required.discard("rollback")
     else:
-        prev = previous or manifest.get("previous_version")
-        with paths.scope(root, str(prev) if prev else None):  # the CLI's roots: the run and the version it names
+        with paths.scope(root, _previous_root(root, previous, manifest)):
             checks.append(_rollback(previous, manifest))
     facts = {k: str(manifest[k]) for k in ("run_id", "git_commit") if manifest.get(k)}
     return CheckReport.gate("verify-artifacts", str(root), checks, required, facts)
+
+
+def _previous_root(root: Path, previous: str | None, manifest: dict) -> str | None:
+    """The CLI's second root: the version the person named (--previous), or the manifest's previous_version only when it
+    is a sibling of the run's folder (versions kept side by side: models/run-001 beside models/run-002). A manifest
+    naming any other folder made it a root and had it read (thirty-third round); it is reported outside the roots."""
+    if previous:
+        return str(previous)
+    prev = manifest.get("previous_version")
+    if not isinstance(prev, str) or not prev.strip():
+        return None
+    spelled = Path(os.path.abspath(prev))  # as _rollback reads it
+    return str(spelled) if spelled.parent == Path(os.path.abspath(root)).parent and spelled != Path(os.path.abspath(root)) else None
 
 
 def _contract(root: Path) -> tuple[list[Check], dict]:

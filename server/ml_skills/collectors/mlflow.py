@@ -229,15 +229,44 @@ def _check_store(uri: str) -> None:
                      "migrate its tables); point MLFLOW_TRACKING_URI at its MLflow server (http://HOST:PORT)")
 
 
-def _from_store(uri: str, run_id: str, run: tracker.TrackerRun) -> None:
+def read_only_client(uri: str) -> Any:
+    """An MlflowClient on `uri` that cannot write to the store.
+
+    The client creates a missing store, migrates an older one to its schema and inserts a default experiment when it
+    opens a store; checking the tables first (_check_store) let a store of an older MLflow through, and it was migrated
+    in place, and the CLI's triage created new stores (thirty-third round). So: _check_store first, a sqlite store
+    opened through a read-only URI (a write fails and is refused with its reason, nothing changed), and a file store
+    never opened through the client (it writes its .trash and default experiment): it is read as plain files."""
+    scheme = uri.split(":", 1)[0].lower() if re.match(r"^[A-Za-z][\w+.-]*:", uri) else ""
+    from mlflow.tracking import MlflowClient
+
+    if scheme in ("http", "https", "databricks"):
+        return MlflowClient(tracking_uri=uri)  # a server: its own store is its business, reached over its API
     _check_store(uri)
+    if scheme in ("", "file"):
+        raise InputError(f"MLFLOW_TRACKING_URI {redact(uri)} is a file store: opened by MLflow's client it would be written to; "
+                         "point MLFLOW_TRACKING_URI at its MLflow server (http://HOST:PORT), or give one run "
+                         "(check-failed-run --mlflow RUN_ID reads a file store as plain files)")
+    if scheme == "sqlite":
+        path = Path(unquote(uri.split("?", 1)[0][len("sqlite:///"):])).resolve()
+        uri = f"sqlite:///file:{path}?mode=ro&uri=true"
+    try:
+        client = MlflowClient(tracking_uri=uri)
+        client.search_experiments(max_results=1)  # the client opens its store on first use: here, where a refusal is caught
+    except Exception as e:  # noqa: BLE001  sqlalchemy, alembic and mlflow raise many types; one line says which
+        why = redact_cut(str(e).splitlines()[0] if str(e) else type(e).__name__, 200)
+        raise SourceUnavailable(f"MLflow store {redact(uri)} cannot be read without writing to it ({why}): it is left as it "
+                                "is (an older store needs `mlflow db upgrade` by its owner first)") from None
+    return client
+
+
+def _from_store(uri: str, run_id: str, run: tracker.TrackerRun) -> None:
     try:
         from mlflow.exceptions import MlflowException
-        from mlflow.tracking import MlflowClient
     except ImportError:
         raise InputError("reading a local MLflow store needs the mlflow package: pip install 'ml-skills[mlflow]'") from None
-    try:  # the client itself can refuse the store (MLflow 3's file store is off unless MLFLOW_ALLOW_FILE_STORE is set)
-        client = MlflowClient(tracking_uri=uri)
+    client = read_only_client(uri)
+    try:
         r = client.get_run(run_id)
     except MlflowException as e:
         if getattr(e, "error_code", "") == "RESOURCE_DOES_NOT_EXIST" or "not found" in str(e).lower():

@@ -41,11 +41,12 @@ def failed_runs(experiment: str, since: datetime | None = None, max_runs: int | 
         raise InputError("--mlflow-experiment expects an experiment id (or name)")
     try:
         from mlflow.exceptions import MlflowException
-        from mlflow.tracking import MlflowClient
     except ImportError:
         raise InputError("--mlflow-experiment needs the mlflow client: pip install 'ml-skills[mlflow]'") from None
+    from ml_skills.collectors.mlflow import read_only_client
+
     try:
-        client = MlflowClient(tracking_uri=uri)  # refuses some stores (a file store) already here
+        client = read_only_client(uri)  # never creates, migrates or writes to the store (thirty-third round)
         exp_id = experiment if experiment.isdigit() else None
         if exp_id is None:
             exp = client.get_experiment_by_name(experiment)
