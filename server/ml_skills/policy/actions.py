@@ -464,6 +464,12 @@ def _ckpt_identity(info: CheckpointInfo) -> dict[str, Any]:
     return {"format": info.format, "size": info.size_bytes, "mtime": info.mtime.isoformat()}
 
 
+def _confined_pointer(given: str, roots: Sequence[Path]) -> Path:
+    """The pointer, resolved inside the roots, refused when its own name is a link (_not_a_link)."""
+    _not_a_link(given, roots)
+    return confine(given, roots)
+
+
 def _not_a_link(given: str, roots: Sequence[Path]) -> None:
     """Refuse a pointer whose own name is a link. Every reader (DeepSpeed's load_dir/latest, Megatron's tracker, a join
     of the run folder and the content) resolves a relative content from the folder it read the pointer in; the server
@@ -476,8 +482,7 @@ def _not_a_link(given: str, roots: Sequence[Path]) -> None:
 
 
 def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path) -> Prepared:
-    _not_a_link(a.pointer_file, roots)
-    pointer = confine(a.pointer_file, roots)
+    pointer = _confined_pointer(a.pointer_file, roots)
     ckpt = confine(a.checkpoint, roots, want="any")
     if ckpt == pointer:
         raise PolicyError("the pointer cannot point at itself")
@@ -514,8 +519,7 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
 
     def run() -> str:
         # Everything is checked again now, after the approval: the pointer and the checkpoint may have changed meanwhile.
-        _not_a_link(a.pointer_file, roots)
-        p_now = confine(a.pointer_file, roots)
+        p_now = _confined_pointer(a.pointer_file, roots)
         c_now = confine(a.checkpoint, roots, want="any")
         info_now = _verified(c_now)
         dfd = _held_dir(p_now, roots)  # everything below goes through this fd: the folder checked is the one written
