@@ -197,8 +197,8 @@ def _check_store(uri: str) -> None:
     without connecting read-write: their MLflow server is the way in.
     """
     scheme = uri.split(":", 1)[0].lower() if re.match(r"^[A-Za-z][\w+.-]*:", uri) else ""
-    missing = (f"MLFLOW_TRACKING_URI points at {redact(uri)}, which does not exist: give an existing mlruns directory or "
-               "sqlite:/// file (nothing was created)")
+    missing = (f"MLFLOW_TRACKING_URI points at {redact(uri)}, which does not exist: give an existing MLflow store, an mlruns "
+               "directory or a sqlite:/// file (nothing was created)")
     if scheme in ("", "file"):
         path = Path(unquote(urlparse(uri).path) if scheme else uri)
         if not path.is_dir():
