@@ -53,9 +53,14 @@ def collect(req: CollectRequest, progress: Progress | None = None) -> RawEvidenc
     return tracker.to_evidence(run)
 
 
+def _scheme(uri: str) -> str:
+    """The tracking URI's scheme in lower case ('' for a bare path)."""
+    return uri.split(":", 1)[0].lower() if re.match(r"^[A-Za-z][\w+.-]*:", uri) else ""
+
+
 def _file_store(uri: str) -> Path | None:
     """The folder of a file store (file:///.../mlruns or a bare path), checked to exist; None for any other store."""
-    scheme = uri.split(":", 1)[0].lower() if re.match(r"^[A-Za-z][\w+.-]*:", uri) else ""
+    scheme = _scheme(uri)
     if scheme not in ("", "file"):
         return None
     _check_store(uri)
@@ -196,7 +201,7 @@ def _check_store(uri: str) -> None:
     MLflow's schema (checked through a read-only connection). Other databases cannot be checked
     without connecting read-write: their MLflow server is the way in.
     """
-    scheme = uri.split(":", 1)[0].lower() if re.match(r"^[A-Za-z][\w+.-]*:", uri) else ""
+    scheme = _scheme(uri)
     missing = (f"MLFLOW_TRACKING_URI points at {redact(uri)}, which does not exist: give an existing MLflow store, an mlruns "
                "directory or a sqlite:/// file (nothing was created)")
     if scheme in ("", "file"):
@@ -237,7 +242,7 @@ def read_only_client(uri: str) -> Any:
     in place, and the CLI's triage created new stores (thirty-third round). So: _check_store first, a sqlite store
     opened through a read-only URI (a write fails and is refused with its reason, nothing changed), and a file store
     never opened through the client (it writes its .trash and default experiment): it is read as plain files."""
-    scheme = uri.split(":", 1)[0].lower() if re.match(r"^[A-Za-z][\w+.-]*:", uri) else ""
+    scheme = _scheme(uri)
     from mlflow.tracking import MlflowClient
 
     if scheme in ("http", "https", "databricks"):

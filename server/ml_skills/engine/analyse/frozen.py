@@ -9,6 +9,7 @@ import math
 from collections.abc import Sequence
 
 from ml_skills.engine.analyse.points import at, finite, trailing_run
+from ml_skills.engine.analyse.stillpredictions import SHARE, share_of
 from ml_skills.models import Anomaly, AnomalyKind, FailureClass, MetricPoint, Severity
 
 FROZEN_LOGS = 5
@@ -65,7 +66,11 @@ def loss_frozen(points: Sequence[MetricPoint]) -> Anomaly | None:
     )
 
 
-STILL_SHARE = (0.05, 0.9)  # an accuracy near 1 may stay put in a run that has learnt everything; near 0 is another failure
+def _training_series(points: Sequence[MetricPoint], key: str) -> tuple[list[tuple[MetricPoint, float]], int]:
+    """The finite training values of `key`, and how many logs they are: a step printed twice (a bar redrawn) is one."""
+    s = [(p, p.values[key]) for p in points if key in p.values and finite(p.values[key]) and p.split != "eval"]
+    steps = {p.step for p, _ in s if p.step is not None}
+    return s, len(steps) if steps else len(s)
 
 
 def accuracy_frozen(points: Sequence[MetricPoint]) -> Anomaly | None:
@@ -79,14 +84,11 @@ def accuracy_frozen(points: Sequence[MetricPoint]) -> Anomaly | None:
     """
     if any("loss" in p.values for p in points):
         return None
-    s = [(p, p.values["acc"]) for p in points if "acc" in p.values and finite(p.values["acc"]) and p.split != "eval"]
-    steps = {p.step for p, _ in s if p.step is not None}
-    logs = len(steps) if steps else len(s)
+    s, logs = _training_series(points, "acc")
     if logs < 2 * FROZEN_LOGS or len({v for _, v in s}) != 1:
         return None
     v = s[0][1]
-    share = v / 100.0 if v > 1.0 else v
-    if not STILL_SHARE[0] < share < STILL_SHARE[1]:
+    if not SHARE[0] < share_of(v) < SHARE[1]:  # near 1 a fitted model may stay put; near 0 is another failure
         return None
     first = s[0][0]
     return Anomaly(
@@ -110,9 +112,7 @@ def loss_zero(points: Sequence[MetricPoint]) -> Anomaly | None:
     computes, and learns nothing. A gradient norm above 0 on the same lines says otherwise: GRPO's loss is 0 in value
     at a policy ratio of 1 while its gradient is not.
     """
-    s = [(p, p.values["loss"]) for p in points if "loss" in p.values and finite(p.values["loss"]) and p.split != "eval"]
-    steps = {p.step for p, _ in s if p.step is not None}  # a step printed twice (a bar redrawn) is one log
-    logs = len(steps) if steps else len(s)
+    s, logs = _training_series(points, "loss")
     if logs < ZERO_LOGS or any(v != 0 for _, v in s):
         return None
     if any(p.values.get("grad_norm", 0) > 0 for p, _ in s):

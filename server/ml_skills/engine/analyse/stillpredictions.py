@@ -14,7 +14,8 @@ STILL_LOGS = 3  # logs in a row, the newest, with both accuracies unchanged (eve
 SHARE = (0.05, 0.9)  # an accuracy near 1 may stay put in a run that has learnt everything; one near 0 is another failure
 
 
-def _share(v: float) -> float:
+def share_of(v: float) -> float:
+    """An accuracy as a fraction of 1, whether it was printed out of 1 or out of 100."""
     return v / 100.0 if v > 1.0 else v
 
 
@@ -30,7 +31,7 @@ def predictions_still(points: Sequence[MetricPoint]) -> Anomaly | None:
         n += 1
     run = rows[len(rows) - n:]
     losses = [p.values["loss"] for p in run]
-    if n < STILL_LOGS or len(set(losses)) < STILL_LOGS or not all(SHARE[0] <= _share(v) <= SHARE[1] for v in (acc, vacc)):
+    if n < STILL_LOGS or len(set(losses)) < STILL_LOGS or not all(SHARE[0] <= share_of(v) <= SHARE[1] for v in (acc, vacc)):
         return None
     first = run[0]
     return Anomaly(

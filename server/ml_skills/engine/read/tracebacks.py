@@ -268,6 +268,8 @@ _BARE_API_EXC = lazy(r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:InvalidArgument|Permissio
 def _bare(text: str) -> re.Match[str] | None:
     """An exception line standing alone (escapes removed): its type and message."""
     return _BARE_EXC.match(text) or _BARE_API_EXC.match(text)
+
+
 BARE_LAST = 6  # the exception line must be among the log's last lines that say something
 # a logging record at ERROR level or above ('2025-04-25 12:53:29,221 - finetune - ERROR - <message>', 'ERROR:root:',
 # '[ERROR]', '| CRITICAL |', glog's 'E0425'/'F0425' with its source position): the program's own report of a failure
