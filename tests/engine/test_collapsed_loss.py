@@ -16,7 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from ml_skills.engine.analyse.frozen import FLT_MIN_LOSS
+from ml_skills.engine.analyse.chance import FLT_MIN_LOSS
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 
 TESTS = Path(__file__).resolve().parents[1]

@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from ml_skills.engine.analyse import frozen
+from ml_skills.engine.analyse import chance
 from ml_skills.engine.read.metrics import parse_line
 from ml_skills.models import MetricPoint
 
@@ -107,4 +107,4 @@ def test_a_loss_at_or_below_zero_among_the_last_logs_is_no_uniform_guess():
     # an RL or GAN loss is negative at times; one among the logs read for ln C raised a math domain error
     values = [-0.0123456, 0.693147, 0.693147, 0.693147, 0.693147]
     points = [MetricPoint(source="train.log", line_no=i + 1, step=float(i), values={"loss": v}) for i, v in enumerate(values)]
-    frozen.loss_collapsed(points)  # no exception
+    chance.loss_collapsed(points)  # no exception

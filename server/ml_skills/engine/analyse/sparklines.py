@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from ml_skills.engine.analyse.frozen import uniform_classes
+from ml_skills.engine.analyse.chance import uniform_classes
 from ml_skills.lazyre import lazy
 from ml_skills.models import ALIASES, Anomaly, AnomalyKind, FailureClass, Severity, canonical
 

@@ -11,6 +11,7 @@ import statistics
 from collections.abc import Sequence
 
 from ml_skills.engine.analyse.boxloss import box_loss_zero
+from ml_skills.engine.analyse.chance import loss_collapsed, predicting_the_prior
 from ml_skills.engine.analyse.divergence import (
     accuracy_collapse,
     loss_absurd,
@@ -18,14 +19,7 @@ from ml_skills.engine.analyse.divergence import (
     loss_jump,
     loss_unbounded,
 )
-from ml_skills.engine.analyse.frozen import (
-    accuracy_frozen,
-    loss_collapsed,
-    loss_frozen,
-    loss_replayed,
-    loss_zero,
-    predicting_the_prior,
-)
+from ml_skills.engine.analyse.frozen import accuracy_frozen, loss_frozen, loss_replayed, loss_zero
 from ml_skills.engine.analyse.gan import adversaries_stuck
 from ml_skills.engine.analyse.lrzero import learning_rate_zero
 from ml_skills.engine.analyse.nanonset import PRECURSOR_WORDS, nan_onset
