@@ -219,7 +219,7 @@ def _check_store(uri: str) -> None:
         import sqlite3
 
         try:
-            con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+            con = sqlite3.connect(_sqlite_read_only(path), uri=True, timeout=5)
             try:
                 tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             finally:
@@ -234,13 +234,63 @@ def _check_store(uri: str) -> None:
                      "migrate its tables); point MLFLOW_TRACKING_URI at its MLflow server (http://HOST:PORT)")
 
 
+def _sqlite_read_only(path: Path) -> str:
+    """A file: URI that opens the sqlite file `path` for reading and creates nothing beside it.
+
+    mode=ro alone still makes '-wal' and '-shm' files beside a database in WAL journal mode whose writer has closed
+    (thirty-fourth round); so such a file is opened immutable, which is exact then: with no '-wal' file every committed
+    row is in the database itself. A WAL database with both files present has a writer, whose files a read-only
+    connection uses without creating any; a rollback-journal database is read with mode=ro, as a live writer needs."""
+    path = path.resolve()
+    try:
+        with path.open("rb") as f:
+            header = f.read(100)
+    except OSError:
+        header = b""
+    wal = len(header) == 100 and header[:16] == b"SQLite format 3\x00" and header[18] == 2
+    live = all(Path(f"{path}{end}").exists() for end in ("-wal", "-shm"))
+    return f"{path.as_uri()}?mode=ro" + ("&immutable=1" if wal and not live else "")
+
+
+def _read_only_engine(path: Path) -> Any:
+    """A SQLAlchemy engine whose every connection is sqlite3's, opened through _sqlite_read_only.
+
+    Handing MLflow a 'sqlite:///file:...?mode=ro&uri=true' URI made it create the URI's parent folders relative to the
+    working folder ('file:/abs/...', following a link planted there) before connecting (thirty-fourth round); an engine
+    built here is given to MLflow's store ready-made, so MLflow never turns a URI into a path."""
+    import sqlite3
+
+    import sqlalchemy
+    from sqlalchemy.pool import NullPool
+
+    target = _sqlite_read_only(path)
+    return sqlalchemy.create_engine("sqlite://", creator=lambda: sqlite3.connect(target, uri=True, timeout=5,
+                                                                               check_same_thread=False), poolclass=NullPool)
+
+
+def _sqlite_client(path: Path) -> Any:
+    """An MlflowClient on the sqlite store at `path` through _read_only_engine: the store class keeps the engines it
+    made by URI, so the URI the client is given names ours and MLflow connects through it."""
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+    from mlflow.tracking import MlflowClient
+
+    engines = getattr(SqlAlchemyStore, "_engine_map", None)
+    if not isinstance(engines, dict):
+        raise SourceUnavailable("this mlflow cannot be given a read-only database connection: a sqlite store is read with "
+                                "mlflow 3 or later (pip install -U mlflow), or through its MLflow server")
+    key = f"sqlite:///{path.resolve()}?ml-skills=read-only"
+    engines.setdefault(key, _read_only_engine(path))
+    return MlflowClient(tracking_uri=key)
+
+
 def read_only_client(uri: str) -> Any:
     """An MlflowClient on `uri` that cannot write to the store.
 
     The client creates a missing store, migrates an older one to its schema and inserts a default experiment when it
     opens a store; checking the tables first (_check_store) let a store of an older MLflow through, and it was migrated
     in place, and the CLI's triage created new stores (thirty-third round). So: _check_store first, a sqlite store
-    opened through a read-only URI (a write fails and is refused with its reason, nothing changed), and a file store
+    opened through read-only connections (_sqlite_client: a write fails and is refused with its reason, nothing
+    changed, nothing created beside the store or in the working folder), and a file store
     never opened through the client (it writes its .trash and default experiment): it is read as plain files."""
     scheme = _scheme(uri)
     from mlflow.tracking import MlflowClient
@@ -252,12 +302,14 @@ def read_only_client(uri: str) -> Any:
         raise InputError(f"MLFLOW_TRACKING_URI {redact(uri)} is a file store: opened by MLflow's client it would be written to; "
                          "point MLFLOW_TRACKING_URI at its MLflow server (http://HOST:PORT), or give one run "
                          "(check-failed-run --mlflow RUN_ID reads a file store as plain files)")
-    if scheme == "sqlite":
-        path = Path(unquote(uri.split("?", 1)[0][len("sqlite:///"):])).resolve()
-        uri = f"sqlite:///file:{path}?mode=ro&uri=true"
     try:
-        client = MlflowClient(tracking_uri=uri)
+        if scheme == "sqlite":
+            client = _sqlite_client(Path(unquote(uri.split("?", 1)[0][len("sqlite:///"):])))
+        else:
+            client = MlflowClient(tracking_uri=uri)
         client.search_experiments(max_results=1)  # the client opens its store on first use: here, where a refusal is caught
+    except SourceUnavailable:
+        raise
     except Exception as e:  # noqa: BLE001  sqlalchemy, alembic and mlflow raise many types; one line says which
         why = redact_cut(str(e).splitlines()[0] if str(e) else type(e).__name__, 200)
         raise SourceUnavailable(f"MLflow store {redact(uri)} cannot be read without writing to it ({why}): it is left as it "
