@@ -29,6 +29,7 @@ from pydantic import Field
 from ml_skills.collectors.checkpoints import NO_WEIGHTS, WEIGHT_SUFFIXES, inspect_dir, inspect_file, tracker_iteration, unverified
 from ml_skills.errors import InputError, MLSkillsError, PolicyError, TargetNotFound
 from ml_skills.models import ActionKind, CheckpointInfo, Model
+from ml_skills.policy import pointer_bases
 from ml_skills.policy.quoting import QUOTED_LIMIT, decoded, masked, named_outside_ascii, quoted
 from ml_skills.policy.restart_command import MAX_SHOWN_COMMAND, _recorded_command
 from ml_skills.policy.restart_env import folder_routes, rendezvous, sends_elsewhere, set_by_launcher
@@ -375,8 +376,9 @@ def _inspected(ckpt: Path) -> CheckpointInfo:
     return info
 
 
-def _pointer_text(pointer: Path, old: str, ckpt: Path) -> str:
-    """What to write, in the pointer's own style: an iteration, a name beside it, or a full path."""
+def _pointer_text(pointer: Path, old: str, ckpt: Path, roots: Sequence[Path]) -> str:
+    """What to write, in the pointer's own style: an iteration, a path relative to the folder the old content was read
+    from (pointer_bases.base_of: beside the pointer, or the run's working folder above it), or a full path."""
     cur = old.strip()
     if pointer.name.startswith("latest_checkpointed"):  # Megatron's tracker: an iteration or 'release', never a path
         m = re.fullmatch(r"iter_(\d+)", ckpt.name)
@@ -385,8 +387,8 @@ def _pointer_text(pointer: Path, old: str, ckpt: Path) -> str:
         if ckpt.parent != pointer.parent or m is None:
             raise PolicyError(f"{quoted(pointer.name)} is a Megatron tracker file: the checkpoint must be an iter_N folder beside it")
         return f"{int(m.group(1))}\n"
-    if cur and not cur.startswith("/") and ckpt.is_relative_to(pointer.parent):
-        return f"{ckpt.relative_to(pointer.parent)}\n"
+    if cur and not cur.startswith("/") and ckpt.is_relative_to(base := pointer_bases.base_of(pointer, cur, roots)):
+        return f"{ckpt.relative_to(base)}\n"
     return f"{ckpt}\n"
 
 
@@ -397,14 +399,16 @@ def _pointer_text(pointer: Path, old: str, ckpt: Path) -> str:
 _ELSEWHERE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]{0,31}:/|~|[A-Za-z]:[\\/]|\\\\)|\$\{?[A-Za-z_]|%[A-Za-z_][A-Za-z0-9_]{0,63}%")
 
 
-def _current_target(pointer: Path, old: str) -> Path | None:
+def _current_targets(pointer: Path, old: str, roots: Sequence[Path]) -> list[Path]:
+    """What the pointer may name now: a tracker's iteration folder, or its path read from every folder a run may join it
+    to (pointer_bases.candidates)."""
     cur = old.strip()
     if not cur:
-        return None
+        return []
     it = tracker_iteration(pointer, cur)
     if it is not None:
-        return pointer.parent / f"iter_{it:07d}"
-    return Path(cur) if cur.startswith("/") else pointer.parent / cur
+        return [pointer.parent / f"iter_{it:07d}"]
+    return pointer_bases.candidates(pointer, cur, roots)
 
 
 def _resolved(p: Path) -> Path | None:
@@ -492,7 +496,7 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
     finally:
         os.close(dfd)
     info = _verified(ckpt)
-    new = _pointer_text(pointer, old, ckpt)
+    new = _pointer_text(pointer, old, ckpt, roots)
     if strip_invisible(new.strip())[1] or any(not c.isprintable() for c in new.strip()):
         raise PolicyError(f"the checkpoint's path {quoted(str(ckpt))} holds a line break, an escape or an invisible character: "
                           "written into the pointer it would make it more than the one line of text a pointer is; rename it")
@@ -507,10 +511,9 @@ def _prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path)
             raise PolicyError(f"the {what} holds a JSON escape or an HTML character reference the question would show decoded: "
                               "the person would approve another name; rename it")
     also: list[ActionKind] = []
-    cur = _current_target(pointer, old)
     if _ELSEWHERE.search(old.strip()):  # before the ninth round `s3://bucket/step-2000` was "missing": moved off it unasked
         also.append(ActionKind.ROLLBACK)
-    elif cur is not None and _resolved(cur) != ckpt and _may_be_good(cur, roots):
+    elif any(_resolved(cur) != ckpt and _may_be_good(cur, roots) for cur in _current_targets(pointer, old, roots)):
         also.append(ActionKind.ROLLBACK)  # moving a pointer off what may be a good checkpoint is a rollback (asks by default)
     identity = {"pointer_sha256": hashlib.sha256(old.encode()).hexdigest(), "pointer_mode": st.st_mode, "pointer_inode": st.st_ino,
                 "checkpoint": _ckpt_identity(info)}

@@ -1,0 +1,74 @@
+"""Issue 14's thirty-fifth round: an outside tester's attacks (a helper session that did not write this code). Each test
+drives the server over stdio with real checkpoints written by PyTorch and safetensors; each failed on the code before its
+fix (docs/security.md, "Thirty-fifth round"): a resume pointer whose relative content the run reads from its working
+folder (where command.txt is) was judged only from the pointer's own folder, so a valid target read as missing and was
+moved off with no one asked, and the new content was written relative to a folder the run's reader never uses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.mcp.conftest import Server, call_once
+
+pytestmark = pytest.mark.slow  # real child processes
+
+
+def _repoint(srv: Server, pointer: Path, ckpt: Path) -> str:
+    """The repoint asked for by a client that cannot ask the person: it runs only if the policy calls it safe."""
+    _err, body, _ = call_once(srv, "request_action", {"action": {"kind": "repoint-checkpoint", "pointer_file": str(pointer),
+                                                              "checkpoint": str(ckpt)}})
+    return body
+
+
+def test_a_pointer_valid_from_the_runs_working_folder_is_never_moved_unasked(tmp_path: Path) -> None:
+    """Promise 2: 'ckpts/latest' holding 'ckpts/ckpt-200.pt', the run's path from its working folder, a valid PyTorch
+    checkpoint; a client that cannot ask moved it to ckpt-100.pt as a safe action."""
+    torch = pytest.importorskip("torch")
+    run = tmp_path / "run"
+    (run / "ckpts").mkdir(parents=True)
+    for s in (100, 200):
+        torch.save({"w": torch.zeros(4) + s}, run / "ckpts" / f"ckpt-{s}.pt")
+    (run / "command.txt").write_text("python train.py --output_dir ckpts\n")
+    pointer = run / "ckpts" / "latest"
+    pointer.write_text("ckpts/ckpt-200.pt\n")
+    body = _repoint(Server(tmp_path, roots=[tmp_path]), pointer, run / "ckpts" / "ckpt-100.pt")
+    assert pointer.read_text() == "ckpts/ckpt-200.pt\n", body
+    assert "no-elicitation" in body, body
+
+
+def test_a_repoint_off_a_missing_target_keeps_the_folder_the_run_reads_from(tmp_path: Path) -> None:
+    """Promise 2: the root-relative layout ('outputs/exp1/latest' holding 'outputs/exp1/step-200.safetensors', read from
+    the project root): once moved (the old target gone, so no rollback and no question), the pointer held
+    'step-100.safetensors', relative to its own folder, which the run's reader cannot find."""
+    st = pytest.importorskip("safetensors.torch")
+    torch = pytest.importorskip("torch")
+    exp = tmp_path / "outputs" / "exp1"
+    exp.mkdir(parents=True)
+    st.save_file({"w": torch.ones(2)}, str(exp / "step-100.safetensors"))
+    st.save_file({"w": torch.ones(2) * 2}, str(exp / "step-200.safetensors"))
+    (tmp_path / "command.txt").write_text("python train.py --out outputs/exp1\n")
+    pointer = exp / "latest"
+    pointer.write_text("outputs/exp1/step-200.safetensors\n")
+    srv = Server(tmp_path, roots=[tmp_path])
+    body = _repoint(srv, pointer, exp / "step-100.safetensors")
+    assert pointer.read_text() == "outputs/exp1/step-200.safetensors\n" and "no-elicitation" in body, body
+    (exp / "step-200.safetensors").unlink()  # now the old target is gone: moving off it is no rollback
+    body = _repoint(srv, pointer, exp / "step-100.safetensors")
+    assert pointer.read_text() == "outputs/exp1/step-100.safetensors\n", body
+    assert (tmp_path / pointer.read_text().strip()).is_file()
+
+
+def test_a_pointer_beside_its_checkpoint_is_read_and_written_as_before(tmp_path: Path) -> None:
+    """The everyday layout stays as it was: 'latest' holding a name beside it, its target gone, is moved unasked and
+    written as a name beside it."""
+    st = pytest.importorskip("safetensors.torch")
+    torch = pytest.importorskip("torch")
+    run = tmp_path / "run"
+    run.mkdir()
+    st.save_file({"w": torch.ones(2)}, str(run / "model-100.safetensors"))
+    pointer = run / "latest"
+    pointer.write_text("model-200.safetensors\n")
+    body = _repoint(Server(tmp_path, roots=[tmp_path]), pointer, run / "model-100.safetensors")
+    assert pointer.read_text() == "model-100.safetensors\n", body
