@@ -8,10 +8,11 @@ import re
 from ml_skills.engine.analyse.quietend import advice
 from ml_skills.lazyre import lazy
 
-# the whole run's estimated time left, as detectron2, mmcv/mmengine and YOLOX print it on every iteration line: zero on
-# the last iteration of the run (not of an epoch: a tqdm bar's '<00:00' is the epoch's)
-_ETA_ZERO = lazy(r"(?i)\beta:\s*(?:0:00:00|0?0:00|0s)(?:\s|,|$)")
-_ETA = lazy(r"(?i)\beta:\s*+(?:(?P<d>\d{1,4}) days?,\s*+)?(?P<h>\d{1,6}):(?P<m>\d\d):(?P<s>\d\d)\b")
+# the whole run's estimated time left, as detectron2, mmcv/mmengine and YOLOX print it on every iteration line: zero on the
+# last iteration of the run (not of an epoch: a tqdm bar's '<00:00' is the epoch's); a JSON log's key is quoted and so is
+# its value ('"eta": "00:00:00"' beside '"progress_pct": 100.0')
+_ETA_ZERO = lazy(r"""(?i)\beta["']?:\s*["']?(?:0?0:00:00|0?0:00|0s)(?:["']|\s|,|$)""")
+_ETA = lazy(r"""(?i)\beta["']?:\s*+["']?(?:(?P<d>\d{1,4}) days?,\s*+)?(?P<h>\d{1,6}):(?P<m>\d\d):(?P<s>\d\d)\b""")
 _FATAL = lazy(r"(?i)(error|exception|traceback|killed|fatal|abort)")
 _AFTER_LAST_ETA = 40
 # what such runners print once training's last interval is over: the final checkpoint, the final evaluation

@@ -9,9 +9,10 @@ from ml_skills.engine.analyse.quietend import EVAL_ONLY, QUIET_END, fatal, print
 from ml_skills.engine.read.metrics import parse_line
 from ml_skills.lazyre import lazy
 
-# an epoch or step counter with its total: 'Epoch 5/5', 'epoch [10/10]', 'Epoch: [99/100]', 'iteration 1000/1000'
+# an epoch or step counter with its total: 'Epoch 5/5', 'epoch [10/10]', 'Epoch: [99/100]', 'iteration 1000/1000';
+# an RL loop's environment steps ('timesteps 2048/1000000', Rainbow's 'T = 50000 / 50000000': a bare T only before '=')
 COUNTER = lazy(
-    r"(?i)\b(?P<what>epoch|step|iter|iteration|global step|episode|update|upd)s?\s*(?:[:#=]\s*)?(?:\[\s*)?(?P<n>\d+)\s*/\s*(?P<total>\d+)\s*\]?")
+    r"(?i)\b(?P<what>epoch|step|iter|iteration|global step|episode|update|upd|timestep|t(?=\s*=))s?\s*(?:[:#=]\s*)?(?:\[\s*)?(?P<n>\d+)\s*/\s*(?P<total>\d+)\s*\]?")
 # the same counter as a JSON-lines trainer log writes it (LLaMA-Factory's trainer_log.jsonl: '"current_steps": 8660,
 # "total_steps": 8660')
 _JSON_COUNTER = lazy(r'"(?P<what>current_steps)":\s*+(?P<n>\d+),\s*+"total_steps":\s*+(?P<total>\d+)')
