@@ -72,3 +72,55 @@ def test_a_pointer_beside_its_checkpoint_is_read_and_written_as_before(tmp_path:
     pointer.write_text("model-200.safetensors\n")
     body = _repoint(Server(tmp_path, roots=[tmp_path]), pointer, run / "model-100.safetensors")
     assert pointer.read_text() == "model-100.safetensors\n", body
+
+
+_CUT_WRITE = """
+import resource, signal, sys
+from ml_skills.policy.audit import AuditEntry, AuditError, AuditLog
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write over the limit returns short instead of killing the process
+log = AuditLog(sys.argv[1])
+log.append(AuditEntry(action="first", outcome="ran"))
+size = len(open(sys.argv[1], "rb").read())
+resource.setrlimit(resource.RLIMIT_FSIZE, (size + 40, size + 40))
+try:
+    log.append(AuditEntry(action="second", outcome="starting", detail="x" * 400))
+except AuditError as e:
+    print("refused:", e)
+"""
+
+
+def test_an_audit_entry_after_a_cut_write_starts_on_its_own_line(tmp_path: Path) -> None:
+    """A side observation of the round: a write-ahead entry cut short by a file size limit (refused, nothing ran) left
+    half a line, the next entry was glued onto it, and reading the log back raised on the joined line."""
+    import subprocess
+    import sys
+
+    from ml_skills.policy.audit import AuditEntry, AuditLog
+
+    path = tmp_path / "audit.jsonl"
+    got = subprocess.run([sys.executable, "-c", _CUT_WRITE, str(path)], check=False, capture_output=True, text=True, timeout=120)
+    assert "refused:" in got.stdout and "short write" in got.stdout, got.stdout + got.stderr
+    assert not path.read_bytes().endswith(b"\n")  # the cut entry is there, half written
+    log = AuditLog(path)
+    log.append(AuditEntry(action="third", outcome="ran"))
+    entries = log.entries()
+    assert [e.get("action") for e in entries] == ["first", None, "third"], entries
+    assert entries[1]["unparsed"].startswith('{"when"')
+
+
+def test_a_planted_folder_never_makes_new_content_name_another_file_from_the_runs_folder(tmp_path: Path) -> None:
+    """Thirty-sixth round, promise 2: with the old target gone, an empty 'ckpts/ckpts/' planted beside the pointer made
+    the pointer's folder the base, so 'ckpt-100.pt' was written, which from the run's folder names a planted pickle,
+    not the checkpoint checked. Content that names anything else from any base is written as the full path."""
+    import pickle
+
+    torch = pytest.importorskip("torch")
+    run = tmp_path / "run"
+    (run / "ckpts" / "ckpts").mkdir(parents=True)
+    (run / "command.txt").write_text("python train.py\n")
+    torch.save({"w": torch.zeros(4)}, run / "ckpts" / "ckpt-100.pt")
+    (run / "ckpt-100.pt").write_bytes(pickle.dumps({"planted": True}))
+    pointer = run / "ckpts" / "latest"
+    pointer.write_text("ckpts/ckpt-200.pt\n")  # its target is gone
+    body = _repoint(Server(tmp_path, roots=[tmp_path]), pointer, run / "ckpts" / "ckpt-100.pt")
+    assert pointer.read_text() == f"{run / 'ckpts' / 'ckpt-100.pt'}\n", body

@@ -85,3 +85,33 @@ def test_the_cli_writes_only_into_its_out_dir_when_reading_an_mlflow_store(tmp_p
     # the store was read: its one run finished, so no failed run is listed (a refusal names the store instead)
     assert "no FAILED or KILLED runs in MLflow experiment(s) 1" in tri.stdout and "Traceback" not in tri.stderr, tri.stdout[-600:] + tri.stderr[-600:]
     assert _tree(tmp_path / "store", work) == before
+
+
+_CRASHED_WRITER = """
+import os, sys, mlflow
+mlflow.set_tracking_uri(f"sqlite:///{sys.argv[1]}")
+client = mlflow.tracking.MlflowClient()
+run = client.get_run(sys.argv[2])
+for i in range(5, 40):
+    client.log_metric(sys.argv[2], "loss", 1.0 / (i + 1), step=i)
+print("logged", flush=True)
+os.kill(os.getpid(), 9)  # a run killed while it logs: its -wal and -shm stay behind
+"""
+
+
+def test_a_crashed_wal_writers_files_are_never_rewritten(tmp_path: Path) -> None:
+    """Thirty-sixth round, promise 1: a WAL store whose writer was killed keeps its '-wal' and '-shm'; the read-only
+    connection took them for a live writer's and rebuilt the '-shm' index in place (its bytes and mtime changed). Now
+    a WAL store is read immutable, and the evidence says the write-ahead log was not read."""
+    db, run_id = _store(tmp_path / "store", wal=True)
+    got = subprocess.run([sys.executable, "-c", _CRASHED_WRITER, str(db), run_id], check=False, capture_output=True,
+                         text=True, timeout=300, cwd=tmp_path / "store")
+    assert "logged" in got.stdout and got.returncode == -9, got.stdout + got.stderr[-600:]
+    files = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in (tmp_path / "store").iterdir()}
+    assert {"mlflow.db-wal", "mlflow.db-shm"} <= set(files), sorted(files)
+    work = tmp_path / "work"
+    work.mkdir()
+    out = cli("check-failed-run", "--mlflow", run_id, "--out-dir", str(tmp_path / "out"), cwd=work, timeout=180,
+              env={"MLFLOW_TRACKING_URI": f"sqlite:///{db}"})
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in (tmp_path / "store").iterdir()} == files
+    assert "write-ahead log" in out.stdout and "Traceback" not in out.stderr, out.stdout[-800:] + out.stderr[-600:]

@@ -234,22 +234,40 @@ def _check_store(uri: str) -> None:
                      "migrate its tables); point MLFLOW_TRACKING_URI at its MLflow server (http://HOST:PORT)")
 
 
-def _sqlite_read_only(path: Path) -> str:
-    """A file: URI that opens the sqlite file `path` for reading and creates nothing beside it.
+def _sqlite_path(uri: str) -> Path:
+    """The file of a sqlite:/// URI (checked by _check_store first)."""
+    return Path(unquote(uri.split("?", 1)[0][len("sqlite:///"):]))
 
-    mode=ro alone still makes '-wal' and '-shm' files beside a database in WAL journal mode whose writer has closed
-    (thirty-fourth round); so such a file is opened immutable, which is exact then: with no '-wal' file every committed
-    row is in the database itself. A WAL database with both files present has a writer, whose files a read-only
-    connection uses without creating any; a rollback-journal database is read with mode=ro, as a live writer needs."""
-    path = path.resolve()
+
+def _wal_mode(path: Path) -> bool:
+    """Whether the sqlite file's header says WAL journal mode (its read and write versions are 2)."""
     try:
         with path.open("rb") as f:
             header = f.read(100)
     except OSError:
-        header = b""
-    wal = len(header) == 100 and header[:16] == b"SQLite format 3\x00" and header[18] == 2
-    live = all(Path(f"{path}{end}").exists() for end in ("-wal", "-shm"))
-    return f"{path.as_uri()}?mode=ro" + ("&immutable=1" if wal and not live else "")
+        return False
+    return len(header) == 100 and header[:16] == b"SQLite format 3\x00" and header[18] == 2
+
+
+def _sqlite_read_only(path: Path) -> str:
+    """A file: URI that opens the sqlite file `path` for reading and changes nothing beside it.
+
+    A database in WAL journal mode is opened immutable. mode=ro alone made '-wal' and '-shm' files beside one whose writer
+    had closed (thirty-fourth round), and, beside a writer that crashed or still runs, rebuilt the '-shm' index in place
+    (thirty-sixth round): SQLite's readers write that file. Immutable reads the database file alone; rows in a '-wal'
+    not yet checkpointed into it are not read, and _unread_wal says so in the evidence. A rollback-journal database is
+    read with mode=ro, which writes nothing (a hot journal left by a crashed writer is refused, never rolled back)."""
+    path = path.resolve()
+    return f"{path.as_uri()}?mode=ro" + ("&immutable=1" if _wal_mode(path) else "")
+
+
+def _unread_wal(path: Path) -> int:
+    """Bytes of write-ahead log beside a WAL database that an immutable read leaves unread (0 when there is none)."""
+    path = path.resolve()
+    try:
+        return Path(f"{path}-wal").stat().st_size if _wal_mode(path) else 0
+    except OSError:
+        return 0
 
 
 def _read_only_engine(path: Path) -> Any:
@@ -304,7 +322,7 @@ def read_only_client(uri: str) -> Any:
                          "(check-failed-run --mlflow RUN_ID reads a file store as plain files)")
     try:
         if scheme == "sqlite":
-            client = _sqlite_client(Path(unquote(uri.split("?", 1)[0][len("sqlite:///"):])))
+            client = _sqlite_client(_sqlite_path(uri))
         else:
             client = MlflowClient(tracking_uri=uri)
         client.search_experiments(max_results=1)  # the client opens its store on first use: here, where a refusal is caught
@@ -323,6 +341,10 @@ def _from_store(uri: str, run_id: str, run: tracker.TrackerRun) -> None:
     except ImportError:
         raise InputError("reading a local MLflow store needs the mlflow package: pip install 'ml-skills[mlflow]'") from None
     client = read_only_client(uri)
+    if _scheme(uri) == "sqlite" and (unread := _unread_wal(_sqlite_path(uri))):
+        run.missing.append(f"the store's write-ahead log ({unread:,} bytes) was not read: rows written since its last "
+                           "checkpoint (a live or crashed writer's newest metrics) are not here; reading it would make "
+                           "SQLite write its -shm index (run `sqlite3 STORE 'pragma wal_checkpoint'` as its owner to merge it)")
     try:
         r = client.get_run(run_id)
     except MlflowException as e:

@@ -388,7 +388,9 @@ def _pointer_text(pointer: Path, old: str, ckpt: Path, roots: Sequence[Path]) ->
             raise PolicyError(f"{quoted(pointer.name)} is a Megatron tracker file: the checkpoint must be an iter_N folder beside it")
         return f"{int(m.group(1))}\n"
     if cur and not cur.startswith("/") and ckpt.is_relative_to(base := pointer_bases.base_of(pointer, cur, roots)):
-        return f"{ckpt.relative_to(base)}\n"
+        rel = str(ckpt.relative_to(base))
+        if pointer_bases.names_only(pointer, rel, ckpt, roots):
+            return f"{rel}\n"
     return f"{ckpt}\n"
 
 

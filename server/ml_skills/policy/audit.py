@@ -61,7 +61,7 @@ class AuditLog:
     def _open(self) -> int:
         """The log opened for appending (created if missing), never through a link, and only a regular file."""
         make_dirs(self.path.parent)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
             raise OSError(f"{self.path} is not a regular file")
@@ -74,6 +74,9 @@ class AuditLog:
             try:
                 fd = self._open()
                 try:
+                    size = os.fstat(fd).st_size
+                    if size and os.pread(fd, 1, size - 1) != b"\n":
+                        line = b"\n" + line  # a write cut short before (a full disk, a file size limit) left half a line
                     if os.write(fd, line) != len(line):
                         raise OSError("short write")
                     os.fsync(fd)
@@ -92,6 +95,14 @@ class AuditLog:
                                  "give a writable file to --audit-log") from None
 
     def entries(self) -> list[dict[str, Any]]:
+        """Every entry; a line a cut write left half-written is kept as {"unparsed": its text}, never dropped."""
         if not self.path.exists():
             return []
-        return [json.loads(x) for x in self.path.read_text("utf-8").splitlines() if x.strip()]
+        out: list[dict[str, Any]] = []
+        for x in self.path.read_text("utf-8", errors="replace").splitlines():
+            if x.strip():
+                try:
+                    out.append(json.loads(x))
+                except ValueError:
+                    out.append({"unparsed": x})
+        return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ml_skills.errors import MLSkillsError
+from ml_skills.errors import MLSkillsError, TargetNotFound
 from ml_skills.safety.paths import confine
 
 
@@ -47,3 +47,21 @@ def base_of(pointer: Path, content: str, roots: Sequence[Path]) -> Path:
                 continue
             return b
     return pointer.parent
+
+
+def names_only(pointer: Path, content: str, ckpt: Path, roots: Sequence[Path]) -> bool:
+    """Whether relative `content` names `ckpt` or nothing from every one of relative_bases: only then is it written as
+    it is; else the full path is, which every reader reads alike. A folder planted to steer base_of (thirty-sixth round:
+    an empty 'ckpts/ckpts/' beside a pointer whose target was gone) made 'ckpt-100.pt' the new content, which from the
+    run's folder named a planted pickle, not the checkpoint checked."""
+    want = ckpt.resolve()
+    for b in relative_bases(pointer, roots):
+        try:
+            found = confine(str(b / content), roots, want="any")
+        except TargetNotFound:
+            continue  # names nothing from there
+        except (MLSkillsError, OSError, RecursionError):
+            return False  # names something the server may not look at (through a link out of the roots): ambiguous
+        if found != want:
+            return False
+    return True
