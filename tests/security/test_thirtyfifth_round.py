@@ -124,3 +124,30 @@ def test_a_planted_folder_never_makes_new_content_name_another_file_from_the_run
     pointer.write_text("ckpts/ckpt-200.pt\n")  # its target is gone
     body = _repoint(Server(tmp_path, roots=[tmp_path]), pointer, run / "ckpts" / "ckpt-100.pt")
     assert pointer.read_text() == f"{run / 'ckpts' / 'ckpt-100.pt'}\n", body
+
+
+def test_the_audit_log_names_the_pointer_a_repoint_rewrote(tmp_path: Path) -> None:
+    """A side observation of the thirty-fifth and thirty-sixth rounds: a pointer at '/tmp/.../R/run/ckpts/latest' read, on
+    its own, as a PEM key's body line, and the audit entry said `"target": "[REDACTED]"`: the log hid which file was
+    rewritten. Path fields are redacted as they stand in a line, as tool results are; a secret in them is still masked."""
+    import json
+
+    import secrets
+    import shutil
+
+    st = pytest.importorskip("safetensors.torch")
+    torch = pytest.importorskip("torch")
+    root = Path(f"/tmp/R{secrets.token_hex(4)}")  # a short path of letters, digits and '/': the shape the rule reads as a key
+    try:
+        run = root / "run" / "ckpts"
+        run.mkdir(parents=True)
+        st.save_file({"w": torch.ones(2)}, str(run / "model-100.safetensors"))
+        pointer = run / "latest"
+        pointer.write_text("model-200.safetensors\n")  # gone: a safe move
+        srv = Server(tmp_path, roots=[root])
+        _repoint(srv, pointer, run / "model-100.safetensors")
+        assert pointer.read_text() == "model-100.safetensors\n"
+        audit = [json.loads(x) for x in srv.audit.read_text().splitlines()]
+        assert str(pointer) in {e.get("target") for e in audit}, audit
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

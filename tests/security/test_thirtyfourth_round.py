@@ -115,3 +115,36 @@ def test_a_crashed_wal_writers_files_are_never_rewritten(tmp_path: Path) -> None
               env={"MLFLOW_TRACKING_URI": f"sqlite:///{db}"})
     assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in (tmp_path / "store").iterdir()} == files
     assert "write-ahead log" in out.stdout and "Traceback" not in out.stderr, out.stdout[-800:] + out.stderr[-600:]
+
+
+def test_a_store_switched_to_wal_between_two_reads_of_one_server_gains_no_file(tmp_path: Path) -> None:
+    """Thirty-seventh round, promise 1: the server keeps one engine per store; its read-only URI was worked out when the
+    engine was made, so a store read once in rollback-journal mode, then switched to WAL by its writer, was opened
+    mode=ro on the next call and gained '-wal' and '-shm'."""
+    import anyio
+
+    db, run_id = _store(tmp_path / "store", wal=False)
+    srv = Server(tmp_path, roots=[tmp_path])
+    saved = dict(os.environ)
+    os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{db}"
+
+    async def two_reads() -> list[str]:
+        texts = []
+        async with srv.client() as c:
+            for i in range(2):
+                res = await c.call_tool("get_mlflow_run", {"run_id": run_id})
+                texts.append("\n".join(getattr(x, "text", "") for x in res.content))
+                if i == 0:
+                    con = sqlite3.connect(db)  # the store's writer switches it to WAL and closes
+                    assert con.execute("pragma journal_mode=wal").fetchone()[0] == "wal"
+                    con.close()
+                    assert sorted(p.name for p in db.parent.iterdir()) == ["mlflow.db"]
+        return texts
+
+    try:
+        texts = anyio.run(two_reads)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    assert all("loss" in t for t in texts), texts
+    assert sorted(p.name for p in db.parent.iterdir()) == ["mlflow.db"]

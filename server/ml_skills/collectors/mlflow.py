@@ -281,8 +281,9 @@ def _read_only_engine(path: Path) -> Any:
     import sqlalchemy
     from sqlalchemy.pool import NullPool
 
-    target = _sqlite_read_only(path)
-    return sqlalchemy.create_engine("sqlite://", creator=lambda: sqlite3.connect(target, uri=True, timeout=5,
+    # the URI is worked out for each connection: the engine lives as long as the server, and a store switched to WAL
+    # between two reads was opened mode=ro by the URI of the first and gained -wal and -shm (thirty-seventh round)
+    return sqlalchemy.create_engine("sqlite://", creator=lambda: sqlite3.connect(_sqlite_read_only(path), uri=True, timeout=5,
                                                                                check_same_thread=False), poolclass=NullPool)
 
 

@@ -21,7 +21,7 @@ from pydantic import Field
 from ml_skills.errors import MLSkillsError
 from ml_skills.models import Model
 from ml_skills.safety.paths import make_dirs
-from ml_skills.safety.redact import redact_counted, redact_named
+from ml_skills.safety.redact import PATH_FIELDS, redact_counted, redact_in_line, redact_named
 
 _lock = threading.Lock()
 
@@ -48,7 +48,10 @@ def _redact_value(v: Any) -> Any:
     if isinstance(v, str):
         return redact_counted(v)[0]
     if isinstance(v, dict):  # a value is judged with its key: {"db_password": "X"} holds no pattern's secret in X alone
-        return {redact_counted(str(k))[0]: redact_named(str(k), x) if isinstance(x, str) else _redact_value(x) for k, x in v.items()}
+        # ...and a path field (an entry's target, an action's pointer_file) as it stands in a line, as tool results are:
+        # '/tmp/x/R/run/ckpts/latest' alone reads as a PEM key's body line, and the log said `"target": "[REDACTED]"`
+        return {redact_counted(str(k))[0]: (redact_in_line(x) if k in PATH_FIELDS else redact_named(str(k), x)) if isinstance(x, str)
+                else _redact_value(x) for k, x in v.items()}
     if isinstance(v, list | tuple):
         return [_redact_value(x) for x in v]
     return v
