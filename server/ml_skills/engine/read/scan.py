@@ -67,6 +67,8 @@ _MARKERS: list[tuple[str, str, bool]] = [
      r"\bJob '[\w.-]{1,80}' succeeded\b|"
      # a result a trainer prints once its loop has returned ('Final validation metrics: {...}', verl's)
      r"\bfinal (?:validation|evaluation|eval|test) (?:metrics|results)\b|\bReporting training SUCCESS\b|^\W{0,3}Stopping\. Best iteration:|"
+     # a loop's own stop at its configured total ('Reached max steps (200000). Stopping training.')
+     r"\breached (?:the )?max(?:imum)?[ _](?:steps|iter(?:ation)?s|epochs|updates)\b.{0,60}\bstopping training\b|"
      # ... or as the keys of a closing summary block ('final_test_acc:   95.92%', 'final_val_loss=0.41'), one per line
      r"^\W{0,3}final_(?:test|val|valid|validation|eval|train)_[a-z0-9_]{1,30}\s{0,12}[:=]|"
      # a banner line that says only that the model is trained ('<<< Model Trained >>>'), not 'a model trained on ImageNet'
