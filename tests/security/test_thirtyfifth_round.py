@@ -131,7 +131,6 @@ def test_the_audit_log_names_the_pointer_a_repoint_rewrote(tmp_path: Path) -> No
     its own, as a PEM key's body line, and the audit entry said `"target": "[REDACTED]"`: the log hid which file was
     rewritten. Path fields are redacted as they stand in a line, as tool results are; a secret in them is still masked."""
     import json
-
     import secrets
     import shutil
 
