@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 from ml_skills.errors import MLSkillsError, TargetNotFound
 from ml_skills.safety.paths import confine
@@ -39,14 +40,21 @@ def base_of(pointer: Path, content: str, roots: Sequence[Path]) -> Path:
     where it looked for the old one ('outputs/exp1/step-200.safetensors' from the project root, 'ckpt-200.pt' beside
     the pointer); the pointer's folder when neither does."""
     bases = relative_bases(pointer, roots)
-    for want, named in (("any", lambda b: b / content), ("dir", lambda b: (b / content).parent)):
-        for b in bases:
-            try:
-                confine(str(named(b)), roots, want=want)
-            except (MLSkillsError, OSError, RecursionError):
-                continue
+    for b in bases:
+        if _inside(b / content, "any", roots):
+            return b
+    for b in bases:
+        if _inside((b / content).parent, "dir", roots):
             return b
     return pointer.parent
+
+
+def _inside(path: Path, want: Literal["any", "dir"], roots: Sequence[Path]) -> bool:
+    try:
+        confine(str(path), roots, want=want)
+    except (MLSkillsError, OSError, RecursionError):
+        return False
+    return True
 
 
 def names_only(pointer: Path, content: str, ckpt: Path, roots: Sequence[Path]) -> bool:

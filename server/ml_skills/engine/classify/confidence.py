@@ -38,7 +38,7 @@ ACCURACY: dict[str, float] = {
     "exception-located": 0.84,
     "signature": 0.95,
     "symptom": 0.89,
-    "anomaly": 0.62,
+    "anomaly": 0.59,
     "stop": 0.5,  # few dev verdicts rest on a stop alone, once a stop at a sync point is measured apart; stops.py caps it at 0.45
 }
 # Labels measured apart from their kind: a signal label (a signature id, 'traceback:<rule>') that at least LABEL_MIN
@@ -55,20 +55,20 @@ LABEL_ACCURACY: dict[str, float] = {
     "disk-full": 0.97,
     "illegal-memory-access": 0.95,
     "import-environment-error": 0.97,
-    "loss-blowup": 0.72,
+    "loss-blowup": 0.71,
     "loss-value-nan": 0.97,
-    "nan-onset": 0.95,
+    "nan-onset": 0.93,
     "nccl-watchdog-timeout": 0.97,
     "oom-killer": 0.97,
     "permission-denied-iam": 0.97,
     "segfault": 0.91,
     "sigkill-exit-137": 0.96,
     "stopped-at-sync-point": 0.38,
-    "traceback:checkpoint-call-failed": 0.94,
-    "traceback:exception-in-collective": 0.69,
-    "traceback:exception-in-data-loading": 0.8,
-    "traceback:unclassified-exception": 0.74,
-    "traceback:value-or-assert": 0.91,
+    "traceback:checkpoint-call-failed": 0.93,
+    "traceback:exception-in-collective": 0.68,
+    "traceback:exception-in-data-loading": 0.77,
+    "traceback:unclassified-exception": 0.72,
+    "traceback:value-or-assert": 0.9,
 }
 LABEL_MIN = 8
 MAX_CONFIDENCE = 0.97  # never certain: a fit of 1.00 on a few dozen verdicts says 'no miss seen yet', not 'cannot miss'
