@@ -9,7 +9,7 @@ import random
 
 from ml_skills.catalog.loader import signatures
 from ml_skills.engine.plan import facts
-from ml_skills.engine.read import frameworks, scan
+from ml_skills.engine.read import frameworks, markers
 from ml_skills.engine.read.matcher import line_safe
 
 
@@ -49,7 +49,7 @@ def reference(pattern: str) -> str:
 
 def test_every_engine_pattern_is_rewritten_as_before():
     sigs = signatures()
-    patterns = [s.pattern for s in sigs] + [s.gate for s in sigs if s.gate] + [p for _, p, _ in scan._MARKERS]
+    patterns = [s.pattern for s in sigs] + [s.gate for s in sigs if s.gate] + [p for _, p, _ in markers.MARKERS]
     patterns += [p for _, p in frameworks.MARKERS] + [p for p in vars(facts).values() if isinstance(p, str) and "\\" in p]
     assert len(patterns) > 150
     assert [line_safe(p) for p in patterns] == [reference(p) for p in patterns]

@@ -28,9 +28,10 @@ from pydantic import Field, TypeAdapter, ValidationError
 from ml_skills.errors import MLSkillsError
 from ml_skills.mcp_tools.common import config, log, roots, tool
 from ml_skills.models import Model, Risk
-from ml_skills.policy.actions import Action, Prepared, prepare
+from ml_skills.policy.actions import Action, prepare
 from ml_skills.policy.approval import Approve, Ledger, question
 from ml_skills.policy.audit import AuditEntry, AuditError
+from ml_skills.policy.prepared import Prepared
 from ml_skills.policy.rules import Verdict
 from ml_skills.safety import untrusted_json
 from ml_skills.safety.redact import as_shown, redact, redact_value

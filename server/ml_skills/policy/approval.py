@@ -11,7 +11,7 @@ import threading
 
 from pydantic import BaseModel, Field
 
-from ml_skills.policy.actions import Prepared
+from ml_skills.policy.prepared import Prepared
 from ml_skills.policy.rules import Verdict
 from ml_skills.safety.quoting import strip_invisible
 from ml_skills.safety.redact import redact
