@@ -26,7 +26,7 @@ from ml_skills.models import ActionKind, Model
 from ml_skills.policy.prepared import Prepared, held_dir
 from ml_skills.policy.quoting import QUOTED_LIMIT, decoded, masked, named_outside_ascii, quoted
 from ml_skills.policy.repoint import RepointCheckpoint, prepare_repoint
-from ml_skills.policy.restart_command import MAX_SHOWN_COMMAND, _recorded_command
+from ml_skills.policy.restart_command import MAX_SHOWN_COMMAND, _recorded_command, child_path
 from ml_skills.policy.restart_env import folder_routes, rendezvous, sends_elsewhere, set_by_launcher
 from ml_skills.safety.paths import confine, open_out_dir
 from ml_skills.safety.redact import redact
@@ -175,7 +175,7 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
     f = confine(a.command_file, roots)
     dfd = held_dir(f, roots)
     try:
-        line, env, argv = _recorded_command(f, dfd)
+        line, env, argv, program = _recorded_command(f, dfd)
         files = folder_routes(dfd)
     finally:
         os.close(dfd)
@@ -185,8 +185,8 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
         f_now = confine(a.command_file, roots)
         dfd = held_dir(f_now, roots)
         try:
-            again, _, _ = _recorded_command(f_now, dfd)
-            if f_now != f or hashlib.sha256(again.encode()).hexdigest() != digest:
+            again = _recorded_command(f_now, dfd)
+            if f_now != f or hashlib.sha256(again.line.encode()).hexdigest() != digest or again.program != program:
                 raise PolicyError(f"{quoted(str(f))} changed since the person approved it: nothing was started")
             if folder_routes(dfd) != files:  # twentieth round: a .env or wandb/settings written while the person read
                 raise PolicyError(f"the folder of {quoted(f.name)} now sends the run's credentials elsewhere in a way the "
@@ -198,8 +198,10 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
             finally:
                 os.close(ofd)
             with os.fdopen(lfd, "ab") as out:  # started in the folder that was read (its held fd), not whatever its path names now
-                proc = subprocess.Popen(argv, cwd=f"/proc/self/fd/{dfd}", pass_fds=(dfd,), stdin=subprocess.DEVNULL, stdout=out,
-                                        stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, **env})
+                # the file checked is what starts (`executable`), argv[0] as recorded (a venv's python finds its venv by it)
+                proc = subprocess.Popen(argv, executable=program, cwd=f"/proc/self/fd/{dfd}", pass_fds=(dfd,), stdin=subprocess.DEVNULL,
+                                        stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                        env={**os.environ, **env, "PATH": child_path(os.environ.get("PATH", ""))})
         finally:
             os.close(dfd)
         return f"started pid {proc.pid}: {redact(line)[:300]} (output in {log})"

@@ -15,6 +15,7 @@ import shutil
 import stat
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 from ml_skills.errors import InputError, PolicyError
 from ml_skills.policy.quoting import decoded, looks_like_another, quoted
@@ -45,9 +46,16 @@ MAX_COMMAND_FILE = 64 * 1024
 MAX_SHOWN_COMMAND = 2000  # characters of a recorded command the question shows; a longer one is refused, never cut
 
 
-def _recorded_command(f: Path, dfd: int) -> tuple[str, dict[str, str], list[str]]:
-    """(the recorded line, environment assignments, argv) of a launcher's command file, read through
-    `dfd` (its folder, held: see _held_dir), or a clear refusal."""
+class Recorded(NamedTuple):
+    line: str
+    env: dict[str, str]
+    argv: list[str]
+    program: str  # the launcher's file as checked (absolute, no link): what is started, whatever argv[0] names by then
+
+
+def _recorded_command(f: Path, dfd: int) -> Recorded:
+    """The recorded line, its environment assignments, argv and the checked launcher of a launcher's command
+    file, read through `dfd` (its folder, held: see prepared.held_dir), or a clear refusal."""
     if f.name not in RECORDED_COMMAND_FILES:
         raise PolicyError(f"{quoted(str(f))} is not a recorded launch command: restart-unchanged runs only a command a launcher "
                           f"recorded ({', '.join(RECORDED_COMMAND_FILES)}), never an arbitrary file or a script")
@@ -82,7 +90,8 @@ def _recorded_command(f: Path, dfd: int) -> tuple[str, dict[str, str], list[str]
                           f"mpirun, horovodrun): {quoted(redact(lines[0]), 200)} is not restarted")
     _shown_as_it_runs(f, lines[0])
     _only_a_training_launch(f, lines[0], env, words, dfd)
-    return lines[0], env, [_launcher_program(f, words[0], dfd), *words[1:]]
+    word, program = _launcher_program(f, words[0], dfd)
+    return Recorded(lines[0], env, [word, *words[1:]], program)
 
 
 # What a redaction may hide in a recorded line: a secret's value (a token, a key, a password), never code or words.
@@ -120,25 +129,43 @@ def _not_a_launch(f: Path, line: str, why: str) -> PolicyError:
     return PolicyError(f"{quoted(str(f))} does not record a training launch ({why}): {quoted(redact(line), 200)} is not restarted")
 
 
-def _launcher_program(f: Path, word: str, dfd: int) -> str:
-    """The launcher's executable, found on the server's own PATH: a recorded line cannot name
-    another program (a file called python elsewhere) and have it run as the launcher.
+def _launcher_program(f: Path, word: str, dfd: int) -> tuple[str, str]:
+    """(argv[0], the file to start): the launcher as recorded, and its executable found on the server's own
+    PATH, resolved to a file with no link left. A recorded line cannot name another program (a file called
+    python elsewhere) and have it run as the launcher: what starts is the file checked, by its resolved path,
+    so neither a link swapped after the check (the thirty-eighth round: one approved restart in seven ran a
+    script swapped in for `venv/bin/python`) nor a relative PATH entry can change it.
 
     A relative path (`venv/bin/python`) is judged where it runs, in the recorded command's folder
     (the held `dfd`, which the process starts in), never from the server's own working directory:
-    there it can name the real Python while the folder holds a script of that name."""
+    there it can name the real Python while the folder holds a script of that name. A path through
+    /proc or /dev names another file in each process (`/proc/self/cwd/python` is the server's folder
+    here and the run folder in the child) and is refused."""
+    if _PER_PROCESS.match(os.path.normpath(word)) or _PER_PROCESS.match(word):
+        raise PolicyError(f"{quoted(str(f))} names its launcher through {quoted(word)}, a path that names another file in "
+                          "each process (the server's and the started one's): record the launcher by name or by its real path")
     found = shutil.which(Path(word).name)
     if "/" not in word:
         if found is None:
             raise PolicyError(f"{quoted(str(f))}: {quoted(word)} is not on the server's PATH: nothing to start")
-        return found
+        return word, os.path.realpath(found)
     same = {os.path.realpath(x) for x in (found, sys.executable if Path(sys.executable).name == Path(word).name else None) if x}
-    where = word if os.path.isabs(word) else f"/proc/self/fd/{dfd}/{word}"
-    if os.path.realpath(where) not in same:
+    where = os.path.realpath(word if os.path.isabs(word) else f"/proc/self/fd/{dfd}/{word}")
+    if where not in same:
         raise PolicyError(f"{quoted(str(f))} names its launcher by a path ({quoted(word)}) that is not the server's own "
                           f"{quoted(Path(word).name)}: a file of that name elsewhere is any program; record the launcher by "
                           "name, or start the server from the environment that has it")
-    return word
+    return word, where
+
+
+# paths whose meaning depends on the process that opens them
+_PER_PROCESS = re.compile(r"^/+(?:proc|dev)(?:/|$)")
+
+
+def child_path(path: str) -> str:
+    """The server's PATH without relative entries ('', '.', 'bin'): in the started process they would be
+    looked up in the run folder, where a file called python is anything (what srun or mpirun starts by name)."""
+    return os.pathsep.join(p for p in path.split(os.pathsep) if os.path.isabs(p))
 
 
 def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list[str], dfd: int) -> None:
@@ -176,7 +203,7 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
         first = next((v for v in values if v and not v.startswith("-") and _is_program(v, f.parent)), None)
         if first is not None:
             raise _not_a_launch(f, line, f"{Path(words[0]).name} would start {quoted(first)} before any Python launcher")
-        _launcher_program(f, words[inner], dfd)
+        _launcher_program(f, words[inner], dfd)  # started by name by the outer launcher, on child_path()
 
 
 _EXPANSION = re.compile(r"`|\$[\w{(]")
