@@ -56,8 +56,8 @@ def test_a_recorded_command_never_names_a_program_a_library_the_script_imports_w
     _wait_for(o / "REAL")
     time.sleep(1)  # a refused launch that started anyway would have written its marker by now
     assert not pwned.exists(), (pwned.read_text(), got)
-    assert all("error" in g or g.get("ran") is False for g in got[:4]), got
-    assert got[4].get("ran") is True, got[4]
+    assert all("error" in g or g.get("ran") is False for g in got[:5]), got
+    assert got[5].get("ran") is True, got[5]
 
 
 def _fake(alphabet: str, n: int) -> str:
@@ -166,7 +166,8 @@ def test_a_recorded_command_never_moves_a_code_cache_by_a_variable_that_does_not
     (`$TMPDIR/torchinductor_$USER`, whose compiled kernels load when the script uses torch.compile) into the run folder or
     another user's folder; `XDG_CACHE_HOME=.` moves the Hub's remote-code modules. The line does not say so, so the tenth
     round's "shown to the person" left them nothing to judge by (listed as not promised). Before: each ran after an
-    accept. Now refused; `TORCHINDUCTOR_CACHE_DIR=./c`, which names the cache, is still shown and runs."""
+    accept. Now refused. Since the thirty-ninth round `TORCHINDUCTOR_CACHE_DIR=./c`, which names the cache, is refused too
+    (a recorded line sets only variables known to tune a run); `OMP_NUM_THREADS=1` still runs."""
     from tests.mcp.conftest import answer
     from tests.security.test_ninth_round import _restarts, _wait_for
 
@@ -176,12 +177,12 @@ def test_a_recorded_command_never_moves_a_code_cache_by_a_variable_that_does_not
     o.mkdir()
     (run / "train.py").write_text(f"import os\nopen({str(o / 'REAL')!r}, 'a').write(os.environ.get('TMPDIR', '-') + '\\n')\n")
     lines = ["TMPDIR=. python train.py", "USER=bob python train.py", "XDG_CACHE_HOME=. python train.py",
-             "LOGNAME=bob TMP=. python train.py", "TORCHINDUCTOR_CACHE_DIR=./c python train.py"]
+             "LOGNAME=bob TMP=. python train.py", "TORCHINDUCTOR_CACHE_DIR=./c python train.py", "OMP_NUM_THREADS=1 python train.py"]
     got = _restarts(Server(tmp_path, roots=[r]), run / "command.txt", lines, answer("accept"))
     _wait_for(o / "REAL")
     time.sleep(1)  # a refused launch that started anyway would have written its line by now
-    assert all("error" in g or g.get("ran") is False for g in got[:4]), got
-    assert got[4].get("ran") is True, got[4]
+    assert all("error" in g or g.get("ran") is False for g in got[:5]), got
+    assert got[5].get("ran") is True, got[5]
     assert (o / "REAL").read_text() == "-\n"
 
 

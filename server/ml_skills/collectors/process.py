@@ -13,7 +13,6 @@ secrets live. Another user's process gives what /proc shows to everyone, and say
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -38,6 +37,7 @@ from ml_skills.models import (
     SourceEvidence,
 )
 from ml_skills.safety import paths
+from ml_skills.safety.programs import child_env, find_program
 from ml_skills.safety.redact import redact, redact_cut
 
 SAMPLE_SECONDS = 1.5
@@ -121,12 +121,12 @@ def _exit_status(pid: int) -> tuple[int | None, int | None]:
 
 
 def _gpu(pids: set[int]) -> str:
-    exe = shutil.which("nvidia-smi")
+    exe = find_program("nvidia-smi")
     if exe is None:
-        return "nvidia-smi not found: GPU use unknown (no NVIDIA driver on this host, or not on PATH)"
+        return "nvidia-smi not found: GPU use unknown (no NVIDIA driver on this host, or not on an absolute entry of PATH)"
     try:
         run = subprocess.run([exe, "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=10, check=False)
+                             capture_output=True, text=True, timeout=10, check=False, env=child_env())
     except (OSError, subprocess.SubprocessError) as e:
         return f"nvidia-smi failed ({type(e).__name__}): GPU use unknown"
     if run.returncode != 0:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from ml_skills.collectors import env_seconds
 from ml_skills.errors import InputError, SourceTimeout, SourceUnavailable, TargetNotFound
 from ml_skills.models import CollectRequest, EvidenceStatus, Progress, RawEvidence, RawLog, SourceEvidence
+from ml_skills.safety.programs import child_env, find_program
 from ml_skills.safety.redact import redact, redact_cut
 
 TAIL_LINES = 5000
@@ -124,8 +125,13 @@ def ssh_argv(remote: Remote, command: str, *, config: str | None = None, strict:
 
 
 def _run_bounded(argv: list[str], stdin: bytes, deadline: float, cap: int = MAX_OUTPUT) -> tuple[bytes, bytes, int | None]:
-    """Run argv with stdin; return (stdout, stderr, exit code or None when killed at the deadline or cap)."""
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    """Run argv with stdin; return (stdout, stderr, exit code or None when killed at the deadline or cap). The program is
+    found on the absolute entries of PATH only (safety/programs.py): never a file of its name in the working folder."""
+    exe = find_program(argv[0])
+    if exe is None:
+        raise FileNotFoundError(f"{argv[0]} is not on an absolute entry of PATH")
+    proc = subprocess.Popen(argv, executable=exe, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True, env=child_env())
     assert proc.stdin is not None
     try:
         proc.stdin.write(stdin)  # a few KB: fits the pipe buffer, never blocks

@@ -26,9 +26,10 @@ from ml_skills.models import ActionKind, Model
 from ml_skills.policy.prepared import Prepared, held_dir
 from ml_skills.policy.quoting import QUOTED_LIMIT, decoded, masked, named_outside_ascii, quoted
 from ml_skills.policy.repoint import RepointCheckpoint, prepare_repoint
-from ml_skills.policy.restart_command import MAX_SHOWN_COMMAND, _recorded_command, child_path
+from ml_skills.policy.restart_command import MAX_SHOWN_COMMAND, _recorded_command
 from ml_skills.policy.restart_env import folder_routes, rendezvous, sends_elsewhere, set_by_launcher
 from ml_skills.safety.paths import confine, open_out_dir
+from ml_skills.safety.programs import child_env
 from ml_skills.safety.redact import redact
 
 SIGNALS = {"TERM": signals.SIGTERM, "INT": signals.SIGINT, "KILL": signals.SIGKILL, "HUP": signals.SIGHUP}
@@ -201,7 +202,7 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
                 # the file checked is what starts (`executable`), argv[0] as recorded (a venv's python finds its venv by it)
                 proc = subprocess.Popen(argv, executable=program, cwd=f"/proc/self/fd/{dfd}", pass_fds=(dfd,), stdin=subprocess.DEVNULL,
                                         stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                        env={**os.environ, **env, "PATH": child_path(os.environ.get("PATH", ""))})
+                                        env=child_env(env))
         finally:
             os.close(dfd)
         return f"started pid {proc.pid}: {redact(line)[:300]} (output in {log})"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import stat
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import NamedTuple
 from ml_skills.errors import InputError, PolicyError
 from ml_skills.policy.quoting import decoded, looks_like_another, quoted
 from ml_skills.policy.restart_env import launcher_env, picks_the_program
+from ml_skills.safety.programs import find_program
 from ml_skills.safety.quoting import strip_invisible
 from ml_skills.safety.redact import _FILL, READ_AS, _one_pass, redact
 from ml_skills.safety.redact import MAX_PASSES as MAX_REDACT_PASSES
@@ -144,7 +144,7 @@ def _launcher_program(f: Path, word: str, dfd: int) -> tuple[str, str]:
     if _PER_PROCESS.match(os.path.normpath(word)) or _PER_PROCESS.match(word):
         raise PolicyError(f"{quoted(str(f))} names its launcher through {quoted(word)}, a path that names another file in "
                           "each process (the server's and the started one's): record the launcher by name or by its real path")
-    found = shutil.which(Path(word).name)
+    found = find_program(Path(word).name)
     if "/" not in word:
         if found is None:
             raise PolicyError(f"{quoted(str(f))}: {quoted(word)} is not on the server's PATH: nothing to start")
@@ -162,12 +162,6 @@ def _launcher_program(f: Path, word: str, dfd: int) -> tuple[str, str]:
 _PER_PROCESS = re.compile(r"^/+(?:proc|dev)(?:/|$)")
 
 
-def child_path(path: str) -> str:
-    """The server's PATH without relative entries ('', '.', 'bin'): in the started process they would be
-    looked up in the run folder, where a file called python is anything (what srun or mpirun starts by name)."""
-    return os.pathsep.join(p for p in path.split(os.pathsep) if os.path.isabs(p))
-
-
 def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list[str], dfd: int) -> None:
     """Refuse what runs a program other than the launcher's Python: variables that pick the program,
     --no-python, and a shell started by srun, mpirun or horovodrun."""
@@ -177,7 +171,9 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
                                      "argument list with no shell, and the answer's manual line would run it in a shell")
     bad_env = sorted(k for k in env if picks_the_program(k))
     if bad_env:
-        raise _not_a_launch(f, line, f"it sets {', '.join(bad_env)}, which chooses the program that runs or what it loads")
+        raise _not_a_launch(f, line, f"it sets {', '.join(bad_env)}, which chooses the program that runs or what it loads, or "
+                                     "is not one of the variables known only to tune a run (devices, threads, the rendezvous, "
+                                     "logging, trackers: docs/security.md, promise 2); run it yourself")
     if any(_PYCACHE_OPTION.search(w) for w in words[1:]):
         raise _not_a_launch(f, line, "-X pycache_prefix chooses where the standard library's compiled code is read from")
     if any(len(opt := w.split("=")[0]) >= 4 and any(n.startswith(opt) for n in _NO_PYTHON) for w in words[1:]):
@@ -203,7 +199,7 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
         first = next((v for v in values if v and not v.startswith("-") and _is_program(v, f.parent)), None)
         if first is not None:
             raise _not_a_launch(f, line, f"{Path(words[0]).name} would start {quoted(first)} before any Python launcher")
-        _launcher_program(f, words[inner], dfd)  # started by name by the outer launcher, on child_path()
+        _launcher_program(f, words[inner], dfd)  # started by name by the outer launcher, on safety.programs.absolute_path()
 
 
 _EXPANSION = re.compile(r"`|\$[\w{(]")
@@ -265,6 +261,6 @@ def _is_program(word: str, cwd: Path) -> bool:
     """Whether a word between srun/mpirun and its Python launcher names a program it could start
     (on PATH, or an executable file), rather than an option's value (-N 2, -J myjob)."""
     if "/" not in word:
-        return shutil.which(word) is not None
+        return find_program(word) is not None
     p = Path(word) if Path(word).is_absolute() else cwd / word
     return p.is_file() and os.access(p, os.X_OK)

@@ -1,0 +1,31 @@
+"""Programs the server itself starts (nvidia-smi, ssh, a restart's launcher), found only on the absolute
+entries of its PATH.
+
+A relative entry ('bin', '.', or the empty entry a trailing ':' leaves) is looked up from the working
+folder, and the server's working folder is often the run folder it reads: a file there called
+nvidia-smi or ssh would run when an evidence tool asks the GPU or a remote host (the thirty-ninth
+round), and one called python when a restart starts (the thirty-eighth). The child gets the same PATH,
+so nothing it starts by name is looked up there either.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+
+def absolute_path(path: str | None = None) -> str:
+    """`path` (the server's PATH by default) without its relative and empty entries."""
+    given = os.environ.get("PATH", "") if path is None else path
+    return os.pathsep.join(p for p in given.split(os.pathsep) if os.path.isabs(p))
+
+
+def find_program(name: str) -> str | None:
+    """The program's file on the absolute entries of the server's PATH, or None."""
+    found = shutil.which(name, path=absolute_path())
+    return found if found is not None and os.path.isabs(found) else None
+
+
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The server's environment for a process it starts, with `extra` set and PATH kept to its absolute entries."""
+    return {**os.environ, **(extra or {}), "PATH": absolute_path()}
