@@ -111,7 +111,7 @@ _TUNING_ENV = re.compile(
     r"TF_DETERMINISTIC_OPS|TF_CUDNN_DETERMINISTIC|TF_GPU_THREAD_MODE|XLA_PYTHON_CLIENT_(?:PREALLOCATE|MEM_FRACTION|ALLOCATOR)|"
     r"JAX_PLATFORMS|JAX_PLATFORM_NAME|JAX_ENABLE_X64|JAX_TRACEBACK_FILTERING|JAX_DEBUG_NANS|JAX_DISABLE_JIT|"
     r"WANDB_(?:API_KEY|PROJECT|ENTITY|NAME|RUN_ID|RUN_GROUP|JOB_TYPE|TAGS|NOTES|MODE|SILENT|QUIET|CONSOLE|WATCH|LOG_MODEL|"
-    r"DISABLED|RESUME|START_METHOD|INIT_TIMEOUT|HTTP_TIMEOUT|DISABLE_CODE|DISABLE_GIT|IGNORE_GLOBS|DIR|CACHE_DIR|DATA_DIR|"
+    r"DISABLED|RESUME|START_METHOD|INIT_TIMEOUT|HTTP_TIMEOUT|DISABLE_CODE|DISABLE_GIT|IGNORE_GLOBS|CACHE_DIR|DATA_DIR|"
     r"ARTIFACT_DIR)|MLFLOW_(?:TRACKING_USERNAME|TRACKING_PASSWORD|TRACKING_TOKEN|EXPERIMENT_NAME|EXPERIMENT_ID|RUN_ID|"
     r"HTTP_REQUEST_TIMEOUT|HTTP_REQUEST_MAX_RETRIES|ENABLE_SYSTEM_METRICS_LOGGING)|COMET_(?:API_KEY|PROJECT_NAME|WORKSPACE|"
     r"MODE|OFFLINE_DIRECTORY)|NEPTUNE_(?:API_TOKEN|PROJECT|MODE)|"
@@ -120,7 +120,17 @@ _TUNING_ENV = re.compile(
     r"DATASETS_VERBOSITY|HF_HUB_VERBOSITY|HF_DATASETS_IN_MEMORY_MAX_SIZE|"
     r"ACCELERATE_MIXED_PRECISION|ACCELERATE_LOG_LEVEL|ACCELERATE_DEBUG_MODE|ACCELERATE_GRADIENT_ACCUMULATION_STEPS|"
     r"ACCELERATE_USE_(?:FSDP|DEEPSPEED|CPU|MPS_DEVICE)|DS_ACCELERATOR|DS_SKIP_CUDA_CHECK|"
-    r"OMPI_MCA_\w+|HOROVOD_\w+|SLURM_(?!CONF\b)\w+|SRUN_\w+|NO_PROXY|no_proxy|"
+    # a launcher's own tuning, by name (fortieth round: `OMPI_MCA_plm_rsh_args=-oProxyCommand=./x` passed as "OMPI_MCA_*" and
+    # made the ssh Open MPI starts run ./x; `SLURM_CONTAINER=./bundle` runs the step in a bundle whose python is any program)
+    r"OMPI_MCA_(?:btl|btl_tcp_if_include|btl_tcp_if_exclude|btl_openib_allow_ib|btl_vader_single_copy_mechanism|pml|mtl|osc|coll|"
+    r"coll_hcoll_enable|hwloc_base_binding_policy|rmaps_base_mapping_policy|rmaps_base_oversubscribe|mpi_warn_on_fork|"
+    r"orte_base_help_aggregate|oob_tcp_if_include|oob_tcp_if_exclude|mpi_cuda_support|opal_cuda_support|mpi_yield_when_idle)|"
+    r"HOROVOD_(?:FUSION_THRESHOLD|CYCLE_TIME|CACHE_CAPACITY|HIERARCHICAL_ALLREDUCE|HIERARCHICAL_ALLGATHER|LOG_LEVEL|GLOO_IFACE|"
+    r"MPI_THREADS_DISABLE|AUTOTUNE|STALL_CHECK_DISABLE|STALL_CHECK_TIME_SECONDS|STALL_SHUTDOWN_TIME_SECONDS|GPU_OPERATIONS|"
+    r"GPU_ALLREDUCE|GPU_ALLGATHER|GPU_BROADCAST|CPU_OPERATIONS|NUM_NCCL_STREAMS|BATCH_D2D_MEMCOPIES|ENABLE_ASYNC_COMPLETION)|"
+    r"SLURM_(?:CPUS_PER_TASK|NTASKS|NTASKS_PER_NODE|NNODES|JOB_NAME|MEM_PER_CPU|MEM_PER_GPU|MEM_PER_NODE|GPUS|GPUS_PER_NODE|"
+    r"GPUS_PER_TASK|CPU_BIND|DISTRIBUTION|OVERCOMMIT|EXCLUSIVE|TIMELIMIT|PARTITION|ACCOUNT|QOS|GRES|HINT|THREADS_PER_CORE|"
+    r"UNBUFFEREDIO|WAIT|KILL_BAD_EXIT)|SRUN_CPUS_PER_TASK|NO_PROXY|no_proxy|"
     r"AWS_PROFILE|AWS_REGION|AWS_DEFAULT_REGION|AWS_ACCESS_KEY_ID|AWS_SECRET_ACCESS_KEY|AWS_SESSION_TOKEN|"
     r"GOOGLE_APPLICATION_CREDENTIALS|GOOGLE_CLOUD_PROJECT|GCLOUD_PROJECT|CLOUDSDK_CORE_PROJECT|"
     r"LANG|LANGUAGE|LC_\w+|TZ|TERM|COLUMNS|LINES|NO_COLOR|FORCE_COLOR|CLICOLOR)$")
@@ -134,6 +144,10 @@ def picks_the_program(name: str) -> bool:
 
 
 _ENV_OPTIONS = {"-x", "-genv", "-env", "--env", "--export", "-export"}  # Open MPI, MPICH/Intel MPI hydra, srun
+# options that set a launcher's own variable under another spelling: Open MPI's `--mca NAME VALUE` is OMPI_MCA_NAME, srun's
+# `--container=PATH` is SLURM_CONTAINER (fortieth round: both were admitted in option form)
+_MCA_OPTIONS = {"--mca", "-mca", "--gmca", "-gmca", "--omca", "-omca"}
+_AS_VARIABLE = {"container": "SLURM_CONTAINER", "container-id": "SLURM_CONTAINER_ID"}
 # Options that read the launcher's settings, variables or programs from a file the question does not show: srun's
 # `--export-file`, Open MPI's `--tune` (`-x NAME=V` lines among MCA parameters), `--am` (MCA parameter files) and `--app` (an
 # appfile: the programs to start), hydra's `-configfile` (seventeenth round: only `--export-file` was refused).
@@ -154,10 +168,17 @@ def _reads_a_file(word: str) -> bool:
 
 
 def _names_set(opts: list[str]) -> list[str]:
-    """The variable names a launcher's options set (`-x NAME=V`, `--export=ALL,NAME=V`, `-genv NAME V`)."""
+    """The variable names a launcher's options set (`-x NAME=V`, `--export=ALL,NAME=V`, `-genv NAME V`, `--mca NAME V`,
+    srun's `--container=PATH`)."""
     names: list[str] = []
     for i, w in enumerate(opts):
         if _reads_a_file(w):
+            continue
+        if i > 0 and opts[i - 1] in _MCA_OPTIONS:
+            names.append(f"OMPI_MCA_{w}")
+            continue
+        if w.startswith("--") and (var := _AS_VARIABLE.get(w[2:].split("=", 1)[0])):
+            names.append(var)
             continue
         value = w.split("=", 1)[1] if w.startswith("-") and "=" in w else w
         names += [x.split("=", 1)[0] for x in value.split(",") if "=" in x]
