@@ -8,6 +8,7 @@ from ml_skills.catalog.loader import exception_rules, signatures
 from ml_skills.catalog.loader import fixes as fix_catalog
 from ml_skills.engine.classify.cascades import EXTERNAL_KILL
 from ml_skills.engine.classify.signals import Signal
+from ml_skills.engine.plan.shared_gpu import others_holding
 from ml_skills.lazyre import lazy
 from ml_skills.models import (
     Anomaly,
@@ -29,7 +30,7 @@ DERIVED_FIXES = {EXTERNAL_KILL: ["resume-valid-checkpoint", "check-kernel-oom", 
                  # the launch's own `timeout` ended a run that was still stepping: its budget was too small
                  AnomalyKind.LAUNCH_TIME_LIMIT.value: ["raise-time-limit", "save-periodically", "resume-valid-checkpoint"]}
 NEEDS_EVIDENCE = {"collect-more-evidence", "verify-outputs", "resume-valid-checkpoint", "fix-launch-command", "check-train-data-coverage",
-                  "eval-batch-size", "expandable-segments", "dedupe-splits", "check-split-overlap", "raise-collective-timeout", "exclude-node",
+                  "eval-batch-size", "expandable-segments", "free-shared-gpu", "dedupe-splits", "check-split-overlap", "raise-collective-timeout", "exclude-node",
                   "one-gpu-per-rank", "configure-experiment-tracker", STOP_BEFORE_SAVE}  # a tracker fix needs a tracker in the evidence
 
 
@@ -153,6 +154,10 @@ def _named_by_the_run(fixes: _Fixes, cls: Classification, psig: list[Signal], lo
     if primary is FailureClass.OOM and oom_at_eval(cls, logs):
         fixes.why = "the out-of-memory came during evaluation"
         fixes.add("eval-batch-size", 1.0)
+    if primary is FailureClass.OOM and cls.decisive is not None and (held := others_holding(cls.decisive.text)) is not None:
+        others, total, pids = held
+        fixes.why = f"process {', '.join(pids)} held {others:.1f} of the GPU's {total:.1f} GiB when it ran out of memory"
+        fixes.add("free-shared-gpu", 1.05)  # before shrinking a run that may fit a device of its own
     if primary is FailureClass.NCCL_DISTRIBUTED and not any(s.role.value == "cause" for s in psig if s.kind != "anomaly"):
         fixes.why = "a collective failed, and no rank's own error says why"
         fixes.add("find-first-failing-rank", 1.0)

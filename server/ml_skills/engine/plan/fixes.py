@@ -40,6 +40,9 @@ from ml_skills.models import (
 IMPACT = {Level.HIGH: 3.0, Level.MEDIUM: 2.0, Level.LOW: 1.0}
 RISK_COST = {Risk.SAFE: 1.0, Risk.NEEDS_APPROVAL: 1.6, Risk.DANGEROUS: 4.0}
 MAX_FIXES = 5
+# inspections named only when the failing line itself shows the cause is outside the run: another process held the GPU
+# that ran out of memory (plan/shared_gpu.py), so shrinking the run would treat a healthy configuration
+FIRST_WHEN_NAMED = ("free-shared-gpu",)
 HALTED = ("stalled", "hung", "stopped")  # a process the collector found alive but not making progress
 
 
@@ -142,6 +145,8 @@ def _ranked(cls: Classification, signals: list[Signal], logs: list[LogEvidence],
         at = next(i for i, t in enumerate(scored) if t[1] == lead)
         ahead = [t for t in scored[:at] if fix_catalog()[t[1]].kind == "inspect"]
         scored = [t for t in scored[:at] if t not in ahead] + [scored[at], *ahead] + scored[at + 1 :]
+    first = [t for t in scored if t[1] in FIRST_WHEN_NAMED]  # the failing line says the run's own settings may be fine
+    scored = first + [t for t in scored if t not in first]
     if before:  # resuming before the storage or config is fixed would fail the same way again
         pre = [t for t in scored if t[1] in before]
         scored = pre + [t for t in scored if t[1] not in before]

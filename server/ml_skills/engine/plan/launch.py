@@ -113,6 +113,8 @@ def command_for(fid: str, inv: ArtifactInventory | None, launch: str | None, log
         return f"PYTHONFAULTHANDLER=1 {launch}"
     if fid == "check-gpu-health":
         return "nvidia-smi -q -d ECC,PAGE_RETIREMENT; dmesg -T | grep -i xid"
+    if fid == "free-shared-gpu":
+        return "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv   # who else holds the GPU"
     if fid == "find-first-failing-rank" and len(logs) > 1:
         return "grep -n -m1 -E 'Error|Traceback|Killed' " + " ".join(shlex.quote(x.source) for x in logs)
     return None
