@@ -146,3 +146,11 @@ def test_dtensor_refusing_a_plain_tensor_is_read_as_the_parallel_plans_error(tmp
 def test_dtensor_misuse_under_torch_distributed_frames_is_no_collective_failure():
     d = diagnose(DiagnoseRequest(target=_case("2268")))  # fyh2001/megatron-sft-recipes run_20260424_191959, verbatim
     assert d.primary_cause is not None and d.primary_cause.value == "config-error", d.primary_cause
+
+
+def test_an_attribute_error_while_fsdp2_wraps_the_model_is_configuration():
+    """accelerate's FSDP2 preparation loading a full state dict met a plain tensor ('Tensor' object has no attribute
+    'device_mesh'; fyh2001/megatron-sft-recipes run_20260424_184804, corpus 2291, read data-pipeline from the data
+    loaders its callers hand through): the wrapper's own frames name the cause."""
+    d = diagnose(DiagnoseRequest(target=_case("2291")))
+    assert d.primary_cause is not None and d.primary_cause.value == "config-error", d.primary_cause

@@ -35,7 +35,7 @@ KINDS = ("exception-named", "exception-located", "signature", "symptom", "anomal
 # fails when these drift from the fit.
 ACCURACY: dict[str, float] = {
     "exception-named": 0.83,
-    "exception-located": 0.84,
+    "exception-located": 0.85,
     "signature": 0.95,
     "symptom": 0.89,
     "anomaly": 0.59,
@@ -48,7 +48,7 @@ ACCURACY: dict[str, float] = {
 # whatever role the signal had in this verdict (the measured verdicts did not record it).
 # Fitted with ACCURACY by `python bench/accuracy.py`; tests/engine/test_confidence.py fails when they drift.
 LABEL_ACCURACY: dict[str, float] = {
-    "abort-native": 0.7,
+    "abort-native": 0.69,
     "cuda-oom": 0.97,
     "dataloader-worker-exception": 0.97,
     "device-side-assert": 0.92,
@@ -66,9 +66,9 @@ LABEL_ACCURACY: dict[str, float] = {
     "stopped-at-sync-point": 0.38,
     "traceback:checkpoint-call-failed": 0.93,
     "traceback:exception-in-collective": 0.68,
-    "traceback:exception-in-data-loading": 0.77,
-    "traceback:unclassified-exception": 0.72,
-    "traceback:value-or-assert": 0.9,
+    "traceback:exception-in-data-loading": 0.74,
+    "traceback:unclassified-exception": 0.74,
+    "traceback:value-or-assert": 0.91,
 }
 LABEL_MIN = 8
 MAX_CONFIDENCE = 0.97  # never certain: a fit of 1.00 on a few dozen verdicts says 'no miss seen yet', not 'cannot miss'
