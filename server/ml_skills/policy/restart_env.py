@@ -101,7 +101,8 @@ _TUNING_ENV = re.compile(
     r"MASTER_ADDR|MASTER_PORT|WORLD_SIZE|RANK|LOCAL_RANK|NODE_RANK|GROUP_RANK|LOCAL_WORLD_SIZE|NNODES|NPROC_PER_NODE|GPUS_PER_NODE|"
     r"NUM_GPUS|N_GPUS|PET_(?:NPROC_PER_NODE|NNODES|NODE_RANK|MASTER_ADDR|MASTER_PORT|RDZV_\w+|MAX_RESTARTS|MONITOR_INTERVAL|STANDALONE|"
     r"LOCAL_ADDR|LOGS_SPECS|REDIRECTS|TEE|ROLE)|"
-    r"TORCH_DISTRIBUTED_DEBUG|TORCH_NCCL_\w+|TORCH_CPP_LOG_LEVEL|TORCH_SHOW_CPP_STACKTRACES|TORCH_LOGS|TORCH_USE_CUDA_DSA|"
+    # not TORCH_LOGS: a name it does not know is imported as a module, from the run folder first (forty-first round)
+    r"TORCH_DISTRIBUTED_DEBUG|TORCH_NCCL_\w+|TORCH_CPP_LOG_LEVEL|TORCH_SHOW_CPP_STACKTRACES|TORCH_USE_CUDA_DSA|"
     r"TORCH_CUDNN_V8_API_\w+|TORCH_ALLOW_TF32_CUBLAS_OVERRIDE|TORCH_DISABLE_ADDR2LINE|TORCH_FR_BUFFER_SIZE|"
     r"PYTORCH_CUDA_ALLOC_CONF|PYTORCH_HIP_ALLOC_CONF|PYTORCH_NO_CUDA_MEMORY_CACHING|PYTORCH_ENABLE_MPS_FALLBACK|"
     r"PYTORCH_MPS_HIGH_WATERMARK_RATIO|PYTORCH_NVML_BASED_CUDA_CHECK|"
@@ -146,8 +147,10 @@ def picks_the_program(name: str) -> bool:
 _ENV_OPTIONS = {"-x", "-genv", "-env", "--env", "--export", "-export"}  # Open MPI, MPICH/Intel MPI hydra, srun
 # options that set a launcher's own variable under another spelling: Open MPI's `--mca NAME VALUE` is OMPI_MCA_NAME, srun's
 # `--container=PATH` is SLURM_CONTAINER (fortieth round: both were admitted in option form)
-_MCA_OPTIONS = {"--mca", "-mca", "--gmca", "-gmca", "--omca", "-omca"}
-_AS_VARIABLE = {"container": "SLURM_CONTAINER", "container-id": "SLURM_CONTAINER_ID"}
+# (forty-first round: PRRTE's `--prtemca`, PMIx's `--pmixmca` and pyxis' `--container-image` were admitted: any option
+# ending in `mca` is read as its family's variable, and any srun option starting with `--container` as SLURM_CONTAINER)
+_MCA_OPTION = re.compile(r"^--?(\w*)mca$")
+_MCA_FAMILY = {"": "OMPI", "g": "OMPI", "o": "OMPI", "prte": "PRTE", "pmix": "PMIX"}
 # Options that read the launcher's settings, variables or programs from a file the question does not show: srun's
 # `--export-file`, Open MPI's `--tune` (`-x NAME=V` lines among MCA parameters), `--am` (MCA parameter files) and `--app` (an
 # appfile: the programs to start), hydra's `-configfile` (seventeenth round: only `--export-file` was refused).
@@ -174,11 +177,11 @@ def _names_set(opts: list[str]) -> list[str]:
     for i, w in enumerate(opts):
         if _reads_a_file(w):
             continue
-        if i > 0 and opts[i - 1] in _MCA_OPTIONS:
-            names.append(f"OMPI_MCA_{w}")
+        if i > 0 and (m := _MCA_OPTION.match(opts[i - 1])):
+            names.append(f"{_MCA_FAMILY.get(m.group(1), m.group(1).upper())}_MCA_{w}")
             continue
-        if w.startswith("--") and (var := _AS_VARIABLE.get(w[2:].split("=", 1)[0])):
-            names.append(var)
+        if w.startswith("--container"):
+            names.append("SLURM_CONTAINER")
             continue
         value = w.split("=", 1)[1] if w.startswith("-") and "=" in w else w
         names += [x.split("=", 1)[0] for x in value.split(",") if "=" in x]
