@@ -116,6 +116,8 @@ def _bench():
 # 686/726 = 0.9449 named and 330/350 = 0.943 held-out with batches 33-34 (scored as they came but for the torch_xla run
 # whose TensorFlow C++ runtime lines named TensorFlow, 1622, now read as that runtime beside HF Trainer's marks; 1636,
 # GluonTS, which names no framework the detector knows)
+# 832/882 = 0.9433 named with batches 79-90 (ms-swift FSDP2 runs of fyh2001/megatron-sft-recipes read megatron from the
+# repository's name in their paths, or hf-trainer beside their FSDP marks); 835/882 = 0.9467 after both were read right
 NAMED_FLOOR = 0.944
 HELD_OUT_FLOOR = 0.94
 HEALTHY_FLOOR = 0.9
@@ -168,3 +170,11 @@ def test_a_folder_named_transformers_inside_another_package_is_not_the_hf_librar
     assert frameworks.frame_packages(["/usr/lib/python3/dist-packages/transformers/trainer.py:train"]) == ["hf-trainer"]
     log = next((ROOT / "tests" / "corpus").glob("1153-*")) / "train.log"
     assert frameworks.decide([scan.scan_log(log)])[0] == "pytorch"
+
+
+def test_a_path_that_borrows_megatrons_name_is_no_megatron_and_fsdp_outranks_the_trainer() -> None:
+    """Corpus 2229 (a committed ms-swift stdout.log, verbatim): an HF Trainer run sharded with FSDP2 whose output folders
+    are /home/.../megatron_output/ and megatron-sft-recipes/, and whose launch passes --fsdp: it was read megatron."""
+    for number in ("2229",):
+        case = next((ROOT / "tests" / "corpus").glob(f"{number}-*"))
+        assert frameworks.decide([scan.scan_log(case / "train.log")])[0] == "fsdp", number

@@ -37,11 +37,14 @@ MARKERS: list[tuple[str, str]] = [
     ("azureml", r"(?i)(azureml|azure ml\b|azure machine learning)"),
     ("watson", r"(?i)watson"),
     # wrappers of PyTorch
-    ("megatron", r"(?i)megatron"),
+    # Megatron's own modules, repositories and words; not a path segment that only borrows the name ('megatron_output',
+    # 'megatron-sft-recipes': batch 82's ms-swift FSDP2 runs, read megatron)
+    ("megatron", r"(?i)(megatron(?:[^_a-z0-9-]|$)|megatron[-_](?:lm|deepspeed|core|bridge|energon|patch)\b)"),
     ("deepspeed", r"(?i)(deepspeed|\bzero_optimization\b|\[launch\.py:\d+:)"),
     ("lightning", r"(pytorch_lightning|lightning\.pytorch|lightning_fabric|lightning/(pytorch|fabric)|lightning\.fabric|LOCAL_RANK: \d+ - CUDA_VISIBLE_DEVICES|`Trainer\.fit`|\bv_num=|GPU available: (True|False)|\| Name +\| Type +\| Params|could not find the monitored key in the returned metrics|: '[\w/.-]+' was not in top \d+\b)"),
     ("hf-trainer", r"(\btransformers[/\\](?:trainer|training_args|modeling_|models[/\\]|generation|tokenization|utils[/\\]|integrations|configuration_|data[/\\]|pipelines|optimization|pytorch_utils|activations|__init__)|\btransformers\.(trainer|models|modeling|utils|generation|tokenization|configuration)|\*\*\*\*\* Running training \*\*\*\*\*|'train_runtime'|\{'loss': -?[0-9.naei]+, '(grad_norm|learning_rate)'|from transformers import|huggingface_hub|huggingface\.co/)"),
-    ("fsdp", r"(FullyShardedDataParallel|\bFSDP\b|fully_sharded|torch[./]distributed[./]fsdp)"),
+    # FSDP's classes and modules, FSDP2's fully_shard and accelerate's fsdp2_* helpers, a launch's --fsdp flag or fsdp_config
+    ("fsdp", r"(FullyShardedDataParallel|\bFSDP2?\b|fully_sharded|torch[./]distributed[./]fsdp|--fsdp\b|\bfsdp_config\b|\bfsdp2_\w+|\bfully_shard\b)"),
     # base libraries (PyTorch's DataLoader names its workers 'worker process 0' or 'worker (pid 123)'; Paddle's says
     # 'DataLoader worker(1) caught KeyError')
     ("pytorch", r"(torch[/\\._]|\btorch-\d|\b(?:import|from) torch\b|\bTORCH_[A-Z_]+=|(?i:\bpytorch)|/aten/src/|\btorch \d|\bPyTorch\b|torchrun|\[rank\d+\]:|ProcessGroup(NCCL|Gloo)|\bc10d\b|\bc10::|Tried to allocate \d|DataLoader worker (?:process|\(pid)|(?i:caffe2)|(?i:\bgloo\b))"),
@@ -75,7 +78,8 @@ MARKERS: list[tuple[str, str]] = [
 ]
 
 PLATFORMS = ["kubeflow", "vertex", "ray", "sagemaker", "azureml", "watson"]
-WRAPPERS = ["megatron", "deepspeed", "lightning", "hf-trainer", "fsdp"]
+# FSDP before the HF Trainer: a Trainer run sharded with FSDP is labelled by its sharding wherever both are marked (batch 82)
+WRAPPERS = ["megatron", "deepspeed", "lightning", "fsdp", "hf-trainer"]
 BASES = ["pytorch", "jax", "tensorflow", "caffe", "paddle", "mxnet", "mindspore", "chainer", "darknet", "cntk", "mlx", "bigdl", "horovod"]
 # finer name -> the framework of the report's vocabulary it stands under
 DETAIL = {"sagemaker": "other", "azureml": "other", "watson": "other", "keras": "tensorflow",
