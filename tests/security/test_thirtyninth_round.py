@@ -13,11 +13,11 @@ import sys
 import time
 from pathlib import Path
 
-import anyio
 import pytest
 
-from tests.mcp.conftest import Server, answer, call_once, text
+from tests.mcp.conftest import Server, call_once
 from tests.security.test_ninth_round import _wait_for
+from tests.security.test_thirtyeighth_round import _restart
 
 pytestmark = pytest.mark.slow  # real child processes
 
@@ -63,15 +63,7 @@ def test_a_recorded_line_setting_a_code_cache_folder_is_refused(tmp_path: Path) 
     hub.joinpath("hubconf.py").write_text(f"open({str(marker)!r}, 'w').write('hub')\ndef resnet18(**kw):\n    return None\n")
     (run / "train.py").write_text("import torch\ntorch.hub.load('pytorch/vision:v0.10.0', 'resnet18', trust_repo=True)\n")
     (run / "command.txt").write_text("TORCH_HOME=cache python train.py\n")
-    person = answer("accept")
-    got: list[str] = []
-
-    async def go() -> None:
-        async with Server(tmp_path, roots=[tmp_path / "root"]).client(elicit=person) as c:
-            got.append(text(await c.call_tool("request_action", {"action": {"kind": "restart-unchanged",
-                                                                              "command_file": str(run / "command.txt")}})))
-
-    anyio.run(go)
+    got = [_restart(tmp_path, run)]
     _wait_for(marker, 20)
     assert not marker.exists(), got
     assert "TORCH_HOME" in got[0] and "known only to tune a run" in got[0], got
@@ -84,14 +76,6 @@ def test_a_recorded_line_setting_only_tuning_variables_still_restarts(tmp_path: 
     done = tmp_path / "TRAINED"
     (run / "train.py").write_text(f"import os\nopen({str(done)!r}, 'w').write(os.environ['OMP_NUM_THREADS'])\n")
     (run / "command.txt").write_text("CUDA_VISIBLE_DEVICES=0 OMP_NUM_THREADS=2 NCCL_DEBUG=INFO TOKENIZERS_PARALLELISM=false python train.py\n")
-    person = answer("accept")
-    got: list[str] = []
-
-    async def go() -> None:
-        async with Server(tmp_path, roots=[tmp_path / "root"]).client(elicit=person) as c:
-            got.append(text(await c.call_tool("request_action", {"action": {"kind": "restart-unchanged",
-                                                                              "command_file": str(run / "command.txt")}})))
-
-    anyio.run(go)
+    got = [_restart(tmp_path, run)]
     _wait_for(done)
     assert done.exists() and done.read_text() == "2", got
