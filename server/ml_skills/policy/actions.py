@@ -23,11 +23,13 @@ from pydantic import Field
 
 from ml_skills.errors import InputError, PolicyError, TargetNotFound
 from ml_skills.models import ActionKind, Model
+from ml_skills.policy.folder_routes import folder_routes
+from ml_skills.policy.launcher_options import rendezvous, set_by_launcher
 from ml_skills.policy.prepared import Prepared, held_dir
 from ml_skills.policy.quoting import QUOTED_LIMIT, decoded, masked, named_outside_ascii, quoted
 from ml_skills.policy.repoint import RepointCheckpoint, prepare_repoint
 from ml_skills.policy.restart_command import MAX_SHOWN_COMMAND, _recorded_command
-from ml_skills.policy.restart_env import folder_routes, rendezvous, sends_elsewhere, set_by_launcher
+from ml_skills.policy.restart_env import sends_elsewhere
 from ml_skills.safety.paths import confine, open_out_dir
 from ml_skills.safety.programs import child_env
 from ml_skills.safety.redact import redact

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ml_skills.errors import InputError, PolicyError
+from ml_skills.policy.launcher_options import launcher_env
 from ml_skills.policy.quoting import decoded, looks_like_another, quoted
-from ml_skills.policy.restart_env import launcher_env, picks_the_program
+from ml_skills.policy.restart_env import picks_the_program
 from ml_skills.safety.programs import find_program
 from ml_skills.safety.quoting import strip_invisible
 from ml_skills.safety.redact import _FILL, READ_AS, _one_pass, redact

@@ -1,5 +1,6 @@
-"""Which `NAME=value` prefixes of a recorded restart line are refused, and which variables a launcher's own options
-(`mpirun -x`, `srun --export=`) may not set for the program it starts.
+"""Which `NAME=value` prefixes of a recorded restart line are refused (they choose the program or code it loads), and which
+are shown as sending the run's credentials elsewhere. What a launcher's options set is read in policy/launcher_options.py,
+what the run folder's files set in policy/folder_routes.py.
 
 A restart runs a recorded command after the person accepts the question that shows it; a variable in front of it can
 still choose the program that runs or code it loads before the script (`PATH=`, `LD_PRELOAD=`, `OPENSSL_CONF=`,
@@ -9,12 +10,7 @@ apart from how an action is prepared and run (`policy/actions.py`).
 
 from __future__ import annotations
 
-import configparser
-import os
 import re
-import stat
-
-from ml_skills.policy.quoting import quoted
 
 # Variables that choose which program runs or what it loads before it starts: set from a recorded
 # line, they turn "python train.py" into any program (PATH=/elsewhere python, LD_PRELOAD=evil.so).
@@ -144,52 +140,6 @@ def picks_the_program(name: str) -> bool:
         name.startswith("PYTHON") or _TUNING_ENV.match(name) or _ROUTE_ENV.match(name))
 
 
-_ENV_OPTIONS = {"-x", "-genv", "-env", "--env", "--export", "-export"}  # Open MPI, MPICH/Intel MPI hydra, srun
-# options that set a launcher's own variable under another spelling: Open MPI's `--mca NAME VALUE` is OMPI_MCA_NAME, srun's
-# `--container=PATH` is SLURM_CONTAINER (fortieth round: both were admitted in option form)
-# (forty-first round: PRRTE's `--prtemca`, PMIx's `--pmixmca` and pyxis' `--container-image` were admitted: any option
-# ending in `mca` is read as its family's variable, and any srun option starting with `--container` as SLURM_CONTAINER)
-_MCA_OPTION = re.compile(r"^--?(\w*)mca$")
-_MCA_FAMILY = {"": "OMPI", "g": "OMPI", "o": "OMPI", "prte": "PRTE", "pmix": "PMIX"}
-# Options that read the launcher's settings, variables or programs from a file the question does not show: srun's
-# `--export-file`, Open MPI's `--tune` (`-x NAME=V` lines among MCA parameters), `--am` (MCA parameter files) and `--app` (an
-# appfile: the programs to start), hydra's `-configfile` (seventeenth round: only `--export-file` was refused).
-_FILE_OPTIONS = {"export-file", "tune", "am", "app", "configfile"}
-
-
-def launcher_env(opts: list[str]) -> list[str]:
-    """Variables srun, mpirun or horovodrun would set, from its options, for the program it starts (`mpirun -x NAME=V`,
-    `srun --export=ALL,NAME=V`, `mpirun -genv NAME V`) that choose what runs or loads; an option that reads them from a
-    file the question does not show (`--export-file`, `--tune`, `--am`, `--app`, `-configfile`) counts as one. Before the ninth round only a line's leading NAME=V was
-    checked: `mpirun -np 1 -x PYTHONPYCACHEPREFIX=.c python train.py` loaded planted bytecode after an accept."""
-    bad = sorted({w.split("=", 1)[0] for w in opts if _reads_a_file(w)})
-    return sorted(set(bad + [n for n in _names_set(opts) if picks_the_program(n)]))
-
-
-def _reads_a_file(word: str) -> bool:
-    return word.startswith("-") and word.split("=", 1)[0].lstrip("-").replace("_", "-") in _FILE_OPTIONS
-
-
-def _names_set(opts: list[str]) -> list[str]:
-    """The variable names a launcher's options set (`-x NAME=V`, `--export=ALL,NAME=V`, `-genv NAME V`, `--mca NAME V`,
-    srun's `--container=PATH`)."""
-    names: list[str] = []
-    for i, w in enumerate(opts):
-        if _reads_a_file(w):
-            continue
-        if i > 0 and (m := _MCA_OPTION.match(opts[i - 1])):
-            names.append(f"{_MCA_FAMILY.get(m.group(1), m.group(1).upper())}_MCA_{w}")
-            continue
-        if w.startswith("--container"):
-            names.append("SLURM_CONTAINER")
-            continue
-        value = w.split("=", 1)[1] if w.startswith("-") and "=" in w else w
-        names += [x.split("=", 1)[0] for x in value.split(",") if "=" in x]
-        if i > 0 and opts[i - 1] in _ENV_OPTIONS:
-            names.append(w.split("=", 1)[0])
-    return names
-
-
 # Variables that send the run's credentials and data to another host without loading any code: a tracker's or hub's base URL
 # (`WANDB_BASE_URL=https://elsewhere` sends the W&B key there, `HF_ENDPOINT` the Hugging Face token), a proxy, and a CA bundle
 # that lets a proxy read TLS traffic. A self-hosted W&B or a cluster's proxy sets them for good reasons, so they are not
@@ -205,131 +155,8 @@ def _names_set(opts: list[str]) -> list[str]:
 _ROUTE_ENV = re.compile(r"(?i)^(?:WANDB_SERVICE|\w*_BASE_URL|\w*_ENDPOINT(?:_URL(?:_\w+)?)?|\w*_API_(?:URL|BASE|HOST)|\w*_HOST|\w*TRACKING_URI|\w*REGISTRY_URI|"
                         r"\w*_URL_OVERRIDE|(?!NO_)\w*_PROXY|\w*_CA_BUNDLE|SSL_CERT_(?:FILE|DIR)|\w*_CA_CERTS?|\w*SSL_ROOTS\w*|"
                         r"WANDB_CONFIG_DIR|SSLKEYLOGFILE|\w*DISABLE_SSL\w*|\w*INSECURE\w*)$")
-# torchrun's rendezvous and master host (also deepspeed's and torch.distributed.launch's), given as options: the ranks
-# exchange the model's weights and gradients with whatever joins there. Loopback names the machine itself.
-_RENDEZVOUS = {"--rdzv_endpoint": 8, "--master_addr": 10}  # also argparse's unambiguous prefixes (`--rdzv-e`, `--master_a`)
-_RENDEZVOUS_ENV = ("MASTER_ADDR", "PET_RDZV_ENDPOINT", "PET_MASTER_ADDR")  # torchrun reads PET_<OPTION> as its option
-_LOCAL = re.compile(r"^(?:localhost|127(?:\.\d{1,3}){3}|\[?::1\]?)(?::\d+)?$")
 
 
 def sends_elsewhere(names: list[str]) -> list[str]:
     """Of the variables a recorded line sets, those that send the run's credentials or traffic to a host it names."""
     return sorted({n for n in names if _ROUTE_ENV.match(n)})
-
-
-def rendezvous(argv: list[str], env: dict[str, str]) -> list[str]:
-    """The rendezvous or master host options of a recorded line (`--rdzv-endpoint evil:29400`, `--master_addr=...`, any
-    prefix torchrun's argparse takes for them) and the variables that set them (`MASTER_ADDR`, torchrun's `PET_RDZV_ENDPOINT`),
-    when they name another machine (one a launcher's option sets is named whatever it holds): before the seventeenth round the
-    question named none."""
-    found = [n for n in _RENDEZVOUS_ENV if not _LOCAL.match(env.get(n, "localhost"))]
-    found += [n for n in _RENDEZVOUS_ENV if n in set_by_launcher(argv) and n not in found]
-    for i, w in enumerate(argv):
-        opt, eq, value = w.partition("=")
-        name = "--" + opt[2:].replace("-", "_") if opt.startswith("--") else opt
-        if not any(len(name) >= least and full.startswith(name) for full, least in _RENDEZVOUS.items()):
-            continue
-        value = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
-        if not _LOCAL.match(value):
-            found.append(opt)
-    return found
-
-
-_STARTS_ANY = {"srun", "mpirun", "horovodrun"}
-_PYTHON_LAUNCHER = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun|deepspeed|accelerate)$")
-
-
-def set_by_launcher(argv: list[str]) -> list[str]:
-    """Every variable srun, mpirun or horovodrun sets, through its options, for the Python launcher it starts
-    (`mpirun -x HTTPS_PROXY=...`, `srun --export=ALL,WANDB_BASE_URL=...`): the question names those that send the run's
-    credentials elsewhere, as it names a line's leading ones (sixteenth round: only those were named)."""
-    if not argv or os.path.basename(argv[0]) not in _STARTS_ANY:
-        return []
-    inner = next((i for i, w in enumerate(argv[1:], 1) if _PYTHON_LAUNCHER.match(os.path.basename(w))), len(argv))
-    return _names_set(argv[1:inner])
-
-
-MAX_SETTINGS_BYTES = 64 * 1024
-
-
-def _read_in_folder(dfd: int, parts: tuple[str, ...]) -> bytes | str | None:
-    """A small file of the run folder (held `dfd`) read with no link followed: its bytes; a note (a string) when a part is a
-    link, not a plain file, over MAX_SETTINGS_BYTES or unreadable (the library reads it anyway); None when it is missing."""
-    shown = "/".join(parts)
-    fds = [dfd]
-    try:
-        for part in parts[:-1]:
-            try:
-                fds.append(os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fds[-1]))
-            except FileNotFoundError:
-                return None
-            except OSError:
-                return f"({part} is a link or not a folder: it is read wherever it leads)"
-        try:
-            st = os.stat(parts[-1], dir_fd=fds[-1], follow_symlinks=False)
-        except FileNotFoundError:
-            return None
-        if not stat.S_ISREG(st.st_mode):
-            return f"({shown} is a link or not a plain file: it is read wherever it leads)"
-        if st.st_size > MAX_SETTINGS_BYTES:  # seventeenth round: a base_url past the first 64 KiB was never seen
-            return f"({shown} is {st.st_size} bytes, too large to read here)"
-        fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fds[-1])
-        try:
-            return os.read(fd, MAX_SETTINGS_BYTES + 1)
-        finally:
-            os.close(fd)
-    except OSError:
-        return f"({shown} cannot be read here)"
-    finally:
-        for fd in fds[1:]:
-            os.close(fd)
-
-
-def wandb_settings_route(dfd: int) -> str | None:
-    """What a run folder's W&B settings file tells W&B about its server: `wandb.init` reads the settings file of the working
-    directory, the folder a restart starts in, and sends the W&B key to its `base_url` (sixteenth round: a planted one sent
-    it to another host, while the question named only the variables of the command). W&B reads `.wandb/settings` when a
-    `.wandb` folder exists, else `wandb/settings` (seventeenth round: only the second was read here). The `base_url` it sets; a
-    note when a part is a link, too large or cannot be read (W&B follows links and reads it whole; nothing of that is done
-    here); None when there is no such setting."""
-    dot = os.path.lexists(f"/proc/self/fd/{dfd}/.wandb")
-    raw = _read_in_folder(dfd, (".wandb" if dot else "wandb", "settings"))
-    if raw is None or isinstance(raw, str):
-        return raw
-    parser = configparser.ConfigParser(interpolation=None, strict=False)
-    try:
-        parser.read_string(raw.decode("utf-8", errors="replace"))
-    except configparser.Error:
-        return f"({'.wandb' if dot else 'wandb'}/settings cannot be parsed here)"
-    url = parser.get("default", "base_url", fallback=None)
-    return None if url is None or url.strip().rstrip("/") == "https://api.wandb.ai" else url
-
-
-# A key as python-dotenv reads it: after an optional `export`, bare or in single quotes (`'WANDB_BASE_URL'=...`)
-_DOTENV_NAME = re.compile(r"^[ \t]*(?:export[ \t]+)?'?([^=#\s']+)'?[ \t]*=", re.MULTILINE)
-
-
-def dotenv_routes(dfd: int) -> str | None:
-    """What the run folder's `.env` sets that sends the run's credentials elsewhere (seventeenth round: a script that calls
-    python-dotenv's `load_dotenv()` reads the `.env` beside it, and `WANDB_BASE_URL` there sent the W&B key to another host
-    while the question named nothing): the names, or a note as `_read_in_folder` gives it; None when it sets none."""
-    raw = _read_in_folder(dfd, (".env",))
-    if raw is None or isinstance(raw, str):
-        return raw
-    names = sends_elsewhere(_DOTENV_NAME.findall(raw.decode("utf-8", errors="replace")))
-    return ", ".join(names) if names else None
-
-
-def folder_routes(dfd: int) -> list[str]:
-    """The "Expected impact" clauses for the files of the run folder that can send the run's credentials elsewhere: W&B's
-    settings file and a `.env` (see wandb_settings_route, dotenv_routes)."""
-    out = []
-    if url := wandb_settings_route(dfd):
-        name = ".wandb/settings" if os.path.lexists(f"/proc/self/fd/{dfd}/.wandb") else "wandb/settings"
-        out.append(url.strip("()") + ", so a run that logs to W&B may send its W&B key elsewhere" if url.startswith("(")
-                   else f"the folder's {name} sets the W&B server to {quoted(url, 200)}, so a run that logs to W&B sends its W&B key there")
-    if env := dotenv_routes(dfd):
-        out.append(env.strip("()") + ", and a script that loads it with python-dotenv may send its credentials elsewhere"
-                   if env.startswith("(") else f"the folder's .env sets {env}, so a script that loads it with python-dotenv sends "
-                   "its credentials (W&B key, Hugging Face token, ...) where they point")
-    return out

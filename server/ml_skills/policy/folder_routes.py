@@ -1,0 +1,98 @@
+"""The files of a run folder that can send the run's credentials elsewhere when it restarts: W&B's settings file and a
+`.env` that python-dotenv loads. They are read here without following links, so the question can name where they point.
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import re
+import stat
+
+from ml_skills.policy.quoting import quoted
+from ml_skills.policy.restart_env import sends_elsewhere
+
+MAX_SETTINGS_BYTES = 64 * 1024
+
+
+def _read_in_folder(dfd: int, parts: tuple[str, ...]) -> bytes | str | None:
+    """A small file of the run folder (held `dfd`) read with no link followed: its bytes; a note (a string) when a part is a
+    link, not a plain file, over MAX_SETTINGS_BYTES or unreadable (the library reads it anyway); None when it is missing."""
+    shown = "/".join(parts)
+    fds = [dfd]
+    try:
+        for part in parts[:-1]:
+            try:
+                fds.append(os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fds[-1]))
+            except FileNotFoundError:
+                return None
+            except OSError:
+                return f"({part} is a link or not a folder: it is read wherever it leads)"
+        try:
+            st = os.stat(parts[-1], dir_fd=fds[-1], follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return f"({shown} is a link or not a plain file: it is read wherever it leads)"
+        if st.st_size > MAX_SETTINGS_BYTES:  # seventeenth round: a base_url past the first 64 KiB was never seen
+            return f"({shown} is {st.st_size} bytes, too large to read here)"
+        fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fds[-1])
+        try:
+            return os.read(fd, MAX_SETTINGS_BYTES + 1)
+        finally:
+            os.close(fd)
+    except OSError:
+        return f"({shown} cannot be read here)"
+    finally:
+        for fd in fds[1:]:
+            os.close(fd)
+
+
+def wandb_settings_route(dfd: int) -> str | None:
+    """What a run folder's W&B settings file tells W&B about its server: `wandb.init` reads the settings file of the working
+    directory, the folder a restart starts in, and sends the W&B key to its `base_url` (sixteenth round: a planted one sent
+    it to another host, while the question named only the variables of the command). W&B reads `.wandb/settings` when a
+    `.wandb` folder exists, else `wandb/settings` (seventeenth round: only the second was read here). The `base_url` it sets; a
+    note when a part is a link, too large or cannot be read (W&B follows links and reads it whole; nothing of that is done
+    here); None when there is no such setting."""
+    dot = os.path.lexists(f"/proc/self/fd/{dfd}/.wandb")
+    raw = _read_in_folder(dfd, (".wandb" if dot else "wandb", "settings"))
+    if raw is None or isinstance(raw, str):
+        return raw
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(raw.decode("utf-8", errors="replace"))
+    except configparser.Error:
+        return f"({'.wandb' if dot else 'wandb'}/settings cannot be parsed here)"
+    url = parser.get("default", "base_url", fallback=None)
+    return None if url is None or url.strip().rstrip("/") == "https://api.wandb.ai" else url
+
+
+# A key as python-dotenv reads it: after an optional `export`, bare or in single quotes (`'WANDB_BASE_URL'=...`)
+_DOTENV_NAME = re.compile(r"^[ \t]*(?:export[ \t]+)?'?([^=#\s']+)'?[ \t]*=", re.MULTILINE)
+
+
+def dotenv_routes(dfd: int) -> str | None:
+    """What the run folder's `.env` sets that sends the run's credentials elsewhere (seventeenth round: a script that calls
+    python-dotenv's `load_dotenv()` reads the `.env` beside it, and `WANDB_BASE_URL` there sent the W&B key to another host
+    while the question named nothing): the names, or a note as `_read_in_folder` gives it; None when it sets none."""
+    raw = _read_in_folder(dfd, (".env",))
+    if raw is None or isinstance(raw, str):
+        return raw
+    names = sends_elsewhere(_DOTENV_NAME.findall(raw.decode("utf-8", errors="replace")))
+    return ", ".join(names) if names else None
+
+
+def folder_routes(dfd: int) -> list[str]:
+    """The "Expected impact" clauses for the files of the run folder that can send the run's credentials elsewhere: W&B's
+    settings file and a `.env` (see wandb_settings_route, dotenv_routes)."""
+    out = []
+    if url := wandb_settings_route(dfd):
+        name = ".wandb/settings" if os.path.lexists(f"/proc/self/fd/{dfd}/.wandb") else "wandb/settings"
+        out.append(url.strip("()") + ", so a run that logs to W&B may send its W&B key elsewhere" if url.startswith("(")
+                   else f"the folder's {name} sets the W&B server to {quoted(url, 200)}, so a run that logs to W&B sends its W&B key there")
+    if env := dotenv_routes(dfd):
+        out.append(env.strip("()") + ", and a script that loads it with python-dotenv may send its credentials elsewhere"
+                   if env.startswith("(") else f"the folder's .env sets {env}, so a script that loads it with python-dotenv sends "
+                   "its credentials (W&B key, Hugging Face token, ...) where they point")
+    return out

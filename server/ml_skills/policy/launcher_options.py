@@ -1,0 +1,95 @@
+"""What a launcher's own options set for the program it starts (`mpirun -x NAME=V`, `srun --export=ALL,NAME=V`,
+`--mca NAME V`), and which hosts a recorded line's rendezvous options name.
+
+A restart's question shows the recorded line; a launcher can still set, through its options, the variables a leading
+`NAME=value` may not (policy/restart_env.py says which), or send the ranks' traffic to another machine.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ml_skills.policy.restart_env import picks_the_program
+
+_ENV_OPTIONS = {"-x", "-genv", "-env", "--env", "--export", "-export"}  # Open MPI, MPICH/Intel MPI hydra, srun
+# options that set a launcher's own variable under another spelling: Open MPI's `--mca NAME VALUE` is OMPI_MCA_NAME, srun's
+# `--container=PATH` is SLURM_CONTAINER (fortieth round: both were admitted in option form)
+# (forty-first round: PRRTE's `--prtemca`, PMIx's `--pmixmca` and pyxis' `--container-image` were admitted: any option
+# ending in `mca` is read as its family's variable, and any srun option starting with `--container` as SLURM_CONTAINER)
+_MCA_OPTION = re.compile(r"^--?(\w*)mca$")
+_MCA_FAMILY = {"": "OMPI", "g": "OMPI", "o": "OMPI", "prte": "PRTE", "pmix": "PMIX"}
+# Options that read the launcher's settings, variables or programs from a file the question does not show: srun's
+# `--export-file`, Open MPI's `--tune` (`-x NAME=V` lines among MCA parameters), `--am` (MCA parameter files) and `--app` (an
+# appfile: the programs to start), hydra's `-configfile` (seventeenth round: only `--export-file` was refused).
+_FILE_OPTIONS = {"export-file", "tune", "am", "app", "configfile"}
+
+
+def launcher_env(opts: list[str]) -> list[str]:
+    """Variables srun, mpirun or horovodrun would set, from its options, for the program it starts (`mpirun -x NAME=V`,
+    `srun --export=ALL,NAME=V`, `mpirun -genv NAME V`) that choose what runs or loads; an option that reads them from a
+    file the question does not show (`--export-file`, `--tune`, `--am`, `--app`, `-configfile`) counts as one. Before the ninth round only a line's leading NAME=V was
+    checked: `mpirun -np 1 -x PYTHONPYCACHEPREFIX=.c python train.py` loaded planted bytecode after an accept."""
+    bad = sorted({w.split("=", 1)[0] for w in opts if _reads_a_file(w)})
+    return sorted(set(bad + [n for n in _names_set(opts) if picks_the_program(n)]))
+
+
+def _reads_a_file(word: str) -> bool:
+    return word.startswith("-") and word.split("=", 1)[0].lstrip("-").replace("_", "-") in _FILE_OPTIONS
+
+
+def _names_set(opts: list[str]) -> list[str]:
+    """The variable names a launcher's options set (`-x NAME=V`, `--export=ALL,NAME=V`, `-genv NAME V`, `--mca NAME V`,
+    srun's `--container=PATH`)."""
+    names: list[str] = []
+    for i, w in enumerate(opts):
+        if _reads_a_file(w):
+            continue
+        if i > 0 and (m := _MCA_OPTION.match(opts[i - 1])):
+            names.append(f"{_MCA_FAMILY.get(m.group(1), m.group(1).upper())}_MCA_{w}")
+            continue
+        if w.startswith("--container"):
+            names.append("SLURM_CONTAINER")
+            continue
+        value = w.split("=", 1)[1] if w.startswith("-") and "=" in w else w
+        names += [x.split("=", 1)[0] for x in value.split(",") if "=" in x]
+        if i > 0 and opts[i - 1] in _ENV_OPTIONS:
+            names.append(w.split("=", 1)[0])
+    return names
+
+# torchrun's rendezvous and master host (also deepspeed's and torch.distributed.launch's), given as options: the ranks
+# exchange the model's weights and gradients with whatever joins there. Loopback names the machine itself.
+_RENDEZVOUS = {"--rdzv_endpoint": 8, "--master_addr": 10}  # also argparse's unambiguous prefixes (`--rdzv-e`, `--master_a`)
+_RENDEZVOUS_ENV = ("MASTER_ADDR", "PET_RDZV_ENDPOINT", "PET_MASTER_ADDR")  # torchrun reads PET_<OPTION> as its option
+_LOCAL = re.compile(r"^(?:localhost|127(?:\.\d{1,3}){3}|\[?::1\]?)(?::\d+)?$")
+
+def rendezvous(argv: list[str], env: dict[str, str]) -> list[str]:
+    """The rendezvous or master host options of a recorded line (`--rdzv-endpoint evil:29400`, `--master_addr=...`, any
+    prefix torchrun's argparse takes for them) and the variables that set them (`MASTER_ADDR`, torchrun's `PET_RDZV_ENDPOINT`),
+    when they name another machine (one a launcher's option sets is named whatever it holds): before the seventeenth round the
+    question named none."""
+    found = [n for n in _RENDEZVOUS_ENV if not _LOCAL.match(env.get(n, "localhost"))]
+    found += [n for n in _RENDEZVOUS_ENV if n in set_by_launcher(argv) and n not in found]
+    for i, w in enumerate(argv):
+        opt, eq, value = w.partition("=")
+        name = "--" + opt[2:].replace("-", "_") if opt.startswith("--") else opt
+        if not any(len(name) >= least and full.startswith(name) for full, least in _RENDEZVOUS.items()):
+            continue
+        value = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+        if not _LOCAL.match(value):
+            found.append(opt)
+    return found
+
+
+_STARTS_ANY = {"srun", "mpirun", "horovodrun"}
+_PYTHON_LAUNCHER = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun|deepspeed|accelerate)$")
+
+
+def set_by_launcher(argv: list[str]) -> list[str]:
+    """Every variable srun, mpirun or horovodrun sets, through its options, for the Python launcher it starts
+    (`mpirun -x HTTPS_PROXY=...`, `srun --export=ALL,WANDB_BASE_URL=...`): the question names those that send the run's
+    credentials elsewhere, as it names a line's leading ones (sixteenth round: only those were named)."""
+    if not argv or os.path.basename(argv[0]) not in _STARTS_ANY:
+        return []
+    inner = next((i for i, w in enumerate(argv[1:], 1) if _PYTHON_LAUNCHER.match(os.path.basename(w))), len(argv))
+    return _names_set(argv[1:inner])
