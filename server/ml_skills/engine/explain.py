@@ -9,6 +9,7 @@ from ml_skills.catalog.loader import signatures
 from ml_skills.engine.analyse import ranks
 from ml_skills.engine.analyse.stops import meaning as stop_meaning
 from ml_skills.engine.classify.cascades import EXTERNAL_KILL
+from ml_skills.engine.classify.collect import around_match
 from ml_skills.engine.classify.signals import Signal
 from ml_skills.engine.classify.status import fmt_number
 from ml_skills.engine.read import excerpts
@@ -41,7 +42,12 @@ def root_cause(cls: Classification, signals: list[Signal], logs: list[LogEvidenc
         first = min(tb or stops, key=lambda s: s.line_no or 0)
         if first.line_no and first.line_no >= d.line_no:
             d = LineRef(source=first.source, line_no=first.line_no, text=first.text[:500])
-    proximate = f"{Path(d.source).name}:{d.line_no}: {d.text[:240]}"
+    # a long line is quoted around what matched, so the proximate cause holds its decisive words (Ray's memory monitor
+    # names the node and the task for 250 characters before 'exceeds the memory usage threshold')
+    at = next((s.label for s in signals if s.kind == "signature" and s.line_no == d.line_no and s.source == d.source
+               and s.failure_class == cls.primary), None)
+    quote = around_match(d.text, at, 240) if at else d.text
+    proximate = f"{Path(d.source).name}:{d.line_no}: {quote if quote is not d.text else d.text[:240]}"
     if excerpts.LINE_QUOTE in d.text:  # a metric anomaly: the line itself is where it happened, the finding follows
         finding, line = d.text.split(excerpts.LINE_QUOTE, 1)
         proximate = f"{Path(d.source).name}:{d.line_no}: {line[:240]} ({finding[:200]})"

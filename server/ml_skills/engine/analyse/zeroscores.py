@@ -1,4 +1,5 @@
-"""A run whose summary reports every detection, segmentation, F1 or translation score as zero (at most NEAR_ZERO).
+"""A run whose summary reports every detection, segmentation, F1, Matthews correlation or translation score as zero (at most
+NEAR_ZERO).
 
 A detector that found nothing ('Average Precision for class 1: 0.0' ... 'Mean Average Precision: 0.000000', YOLOX's
 'the best AP is 0.00', Caffe's 'mAP = 0'), a segmenter whose Dice or IoU is 0 (nnU-Net's 'Average global foreground
@@ -26,6 +27,9 @@ _BLEU = lazy(r"(?i)\bBLEU[-_ ]?4?\s*(?:[=:]\s*)?(?P<v>\d+(?:\.\d+)?)(?![\d.]|/)"
 # a classifier's or tagger's F1 ('F1 (micro): 0.000%', 'dev_f1 = 0.0000', 'fscore: 0.000000, macro-fscore: ...'): an
 # F1 of 0 at every evaluation means no prediction ever matched a label (precision 100% over no prediction, recall 0)
 _F1 = lazy(r"(?i)(?:\b|(?<=_))f(?:1|-?score)\b(?:\s*+\((?:micro|macro|weighted)\))?\s*+(?:[:=]|\bis\b)\s*+(?P<v>\d++(?:\.\d++)?)\s*+%?\s*+(?:[,;]|$)")
+# a classifier's Matthews correlation (GLUE's CoLA: 'eval_matthews_correlation = 0.0', 'mcc: 0.0'): 0 is what scikit-learn
+# returns when every prediction is one class, and a model no better than chance scores about 0
+_MCC = lazy(r"(?i)(?:\b|(?<=_))(?:matthews(?:_?corr(?:elation)?)?|mcc)\b\s*+(?:[:=]|\bis\b)\s*+(?P<v>-?\d++(?:\.\d++)?)\s*+(?:[,;|]|$)")
 _COUNTER = lazy(r"(?i)\b(iteration|iter|step|epoch)\b\D{0,5}(?P<n>\d+(\.\d+)?)")
 WINDOW = 40  # the summary block: the log's last lines
 # a score on the 0-1 (or 0-100) scale no working detector or translator ends at: COCO's AP of 0.002 with AP50 of
@@ -94,7 +98,7 @@ def zero_scores(tail: list[str], tail_start: int, source: str) -> Anomaly | None
     seen: list[tuple[int, float]] = []
     start = max(0, len(tail) - WINDOW)
     for i in range(start, len(tail)):
-        m = _BLEU.search(tail[i]) or _SCORE.search(tail[i]) or _SEG.search(tail[i]) or _F1.search(tail[i])
+        m = _BLEU.search(tail[i]) or _SCORE.search(tail[i]) or _SEG.search(tail[i]) or _F1.search(tail[i]) or _MCC.search(tail[i])
         # COCO prints -1.000 for an area with no ground truth: no score, not a zero
         if m is not None and "loss" not in tail[i].lower() and float(m["v"]) >= 0:
             seen.append((tail_start + i, float(m["v"])))
@@ -111,7 +115,7 @@ def zero_scores(tail: list[str], tail_start: int, source: str) -> Anomaly | None
     return Anomaly(
         kind=AnomalyKind.VALIDATION_METRIC_NEAR_ZERO, failure_class=FailureClass.EVALUATION_MISMATCH,
         severity=Severity.SIGNIFICANT, source=source, line_no=line_no,
-        detail=(f"every detection, segmentation, F1 or translation score in the run's summary is {_zero(seen)} ({len(seen)} from line {line_no}): "
+        detail=(f"every detection, segmentation, F1, Matthews correlation or translation score in the run's summary is {_zero(seen)} ({len(seen)} from line {line_no}): "
                 "the model predicts nothing that matches the labels - a class/label mapping or annotation format that "
                 "does not fit the evaluator, or a model that never learned" + _quote(tail[line_no - tail_start])),
     )

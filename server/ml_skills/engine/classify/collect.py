@@ -69,7 +69,7 @@ def _signature_regexes() -> dict[str, re.Pattern[str]]:
     return {s.id: lazy(s.pattern) for s in signatures()}
 
 
-def _around_match(text: str, signature_id: str, width: int = QUOTE_WIDTH) -> str:
+def around_match(text: str, signature_id: str, width: int = QUOTE_WIDTH) -> str:
     """A long line quoted around what matched: a launcher's 900-character command line ends in its exit code."""
     if len(text) <= width:
         return text
@@ -202,7 +202,7 @@ def _hit_signals(log: LogEvidence, hits_by_line: dict[tuple[str, int], list[Sign
         info = warning and h.role is not Role.HINT and not _WARNING.search(h.text) and informational(h.text)
         cls = _before_progress()[h.signature_id] if h.signature_id in _before_progress() and _started_without_progress(log) \
             else h.failure_class  # the log's shape is read only for the few signatures it changes
-        signals.append(Signal(cls, w, "signature", h.signature_id, h.source, h.line_no, _around_match(h.text, h.signature_id),
+        signals.append(Signal(cls, w, "signature", h.signature_id, h.source, h.line_no, around_match(h.text, h.signature_id),
                               h.role, survived, warning, info=info))
     return signals
 
