@@ -1,4 +1,4 @@
-"""Readings issue 13's ninety-second to ninety-fourth batches showed, each on a verbatim public log (the corpus case cited).
+"""Readings issue 13's ninety-second to hundred-and-fifth batches showed, each on a verbatim public log (the corpus case cited).
 
 TensorFlow on a node with no GPU logs its search for one at WARNING and ERROR level ('Could not load dynamic library
 'libcudart.so.11.0'', 'failed call to cuInit: CUDA_ERROR_NO_DEVICE') and then says it goes on without one ('Ignore above
@@ -14,6 +14,13 @@ Three more wordings, each the framework's own: MLX on Apple silicon reports runn
 value to 0' and skips the update, and training goes on (SeanNaren/deepspeech.pytorch#485, corpus 2320: read as running,
 not recovered); Hugging Face's run_glue.py on CoLA ends 'eval_matthews_correlation = 0.0', what scikit-learn returns when
 every prediction is one class (huggingface/transformers#9396, healthy 1089: read as running, not degraded).
+
+And two from committed job files. PyTorch's ImageNet example prints '=> no checkpoint found at ...' and trains from
+scratch (every such line in the corpus is one the run went on past); a crowd-counting run whose Dataset then failed on an
+h5 key (RCVLab-AiimLab/crowd_counting, corpus 2317) was read io-checkpoint from that print. A segmentation run whose every
+evaluation reads 'dice score: 1.37e-05.' inside a sentence beside its loss (capstone-fall2021/lung_nodule_segmentation,
+corpus 2323) was read running: the score was sought only at a line's end, without an exponent, and never on a line
+naming a loss. A progress bar's running 'validation_bleu=0.000' beside its loss (healthy 567) is still no summary.
 """
 
 from __future__ import annotations
@@ -58,3 +65,19 @@ def test_a_matthews_correlation_of_zero_at_the_end_is_a_degraded_run():
     d = diagnose(DiagnoseRequest(target=_case("1089", "healthy")))
     assert d.run_status.value == "degraded", d.run_status
     assert "matthews" in d.root_cause.proximate.lower(), d.root_cause.proximate
+
+
+def test_a_no_checkpoint_found_print_the_run_went_past_is_not_the_cause_of_a_later_traceback():
+    d = diagnose(DiagnoseRequest(target=_case("2317")))
+    assert d.primary_cause is not None and d.primary_cause.value == "data-pipeline", d.primary_cause
+
+
+def test_a_dice_score_near_zero_at_every_evaluation_is_a_degraded_run():
+    d = diagnose(DiagnoseRequest(target=_case("2323")))
+    assert d.run_status.value == "degraded", d.run_status
+    assert "dice score: 1." in d.root_cause.proximate, d.root_cause.proximate
+
+
+def test_a_progress_bars_running_bleu_beside_its_loss_is_no_summary():
+    d = diagnose(DiagnoseRequest(target=_case("567", "healthy")))
+    assert d.primary_cause is None and d.run_status.value == "completed", (d.primary_cause, d.run_status)

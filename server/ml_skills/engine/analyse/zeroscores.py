@@ -20,7 +20,8 @@ _SCORE = lazy(
     r"(?P<v>-?\d+(?:\.\d+)?)\s*(?:%\s*)?(?:\.?[}\])]+\s*|\.\s*)?$")  # also a printed dict: "{'bbox AP': 0.0}"
 # a segmentation score with its value right after its name, ending the line: nnU-Net's 'Average global foreground
 # Dice: [0.0]', 'mIoU: 0.0000' (not a training line's running 'IOU: 0.13(0.17) ... LR: 0.01')
-_SEG = lazy(r"(?i)(?:\b|(?<=_))(?:foreground |mean )?(?:dice|m?iou)\b[\w ]{0,20}[:=]\s*\[?(?P<v>\d+(?:\.\d+)?)\s*%?\s*[\])]*\s*$")
+# (or ending a sentence, in any notation: 'dice score: 1.37e-05. The running time is 653.5')
+_SEG = lazy(r"(?i)(?:\b|(?<=_))(?:foreground |mean )?(?:dice|m?iou)\b[\w ]{0,20}[:=]\s*\[?(?P<v>\d+(?:\.\d+)?(?:e-\d+)?)\s*%?\s*[\])]*\s*(?:[.,;]\s|$)")
 # BLEU's score is the first number after its name in every tool's format: multi-bleu.perl and sacrebleu's
 # 'BLEU = 0.00, 32.2/2.9/0.8/0.0 (BP=0.005, ...)', fairseq's 'BLEU4 = 0.00', a training loop's '... BLEU 0.00, <date>'
 _BLEU = lazy(r"(?i)\bBLEU[-_ ]?4?\s*(?:[=:]\s*)?(?P<v>\d+(?:\.\d+)?)(?![\d.]|/)")
@@ -30,6 +31,7 @@ _F1 = lazy(r"(?i)(?:\b|(?<=_))f(?:1|-?score)\b(?:\s*+\((?:micro|macro|weighted)\
 # a classifier's Matthews correlation (GLUE's CoLA: 'eval_matthews_correlation = 0.0', 'mcc: 0.0'): 0 is what scikit-learn
 # returns when every prediction is one class, and a model no better than chance scores about 0
 _MCC = lazy(r"(?i)(?:\b|(?<=_))(?:matthews(?:_?corr(?:elation)?)?|mcc)\b\s*+(?:[:=]|\bis\b)\s*+(?P<v>-?\d++(?:\.\d++)?)\s*+(?:[,;|]|$)")
+_BAR = lazy(r"\d%\||\d+(?:\.\d+)?\s?(?:it|s)/(?:s|it)\b")  # a tqdm bar: '98%|', '2.43it/s'
 _COUNTER = lazy(r"(?i)\b(iteration|iter|step|epoch)\b\D{0,5}(?P<n>\d+(\.\d+)?)")
 WINDOW = 40  # the summary block: the log's last lines
 # a score on the 0-1 (or 0-100) scale no working detector or translator ends at: COCO's AP of 0.002 with AP50 of
@@ -100,13 +102,17 @@ def zero_scores(tail: list[str], tail_start: int, source: str) -> Anomaly | None
     for i in range(start, len(tail)):
         m = _BLEU.search(tail[i]) or _SCORE.search(tail[i]) or _SEG.search(tail[i]) or _F1.search(tail[i]) or _MCC.search(tail[i])
         # COCO prints -1.000 for an area with no ground truth: no score, not a zero
-        if m is not None and "loss" not in tail[i].lower() and float(m["v"]) >= 0:
+        # a loss term named after the score ('loss_dice: 0.0') is no score, nor is a progress bar's running value beside the
+        # loss ('loss=3.100, validation_bleu=0.000'); a summary line's loss elsewhere on it does not matter
+        near = tail[i] if _BAR.search(tail[i]) else tail[i][max(0, m.start() - 6) : m.end()] if m is not None else ""
+        if m is not None and "loss" not in near.lower() and float(m["v"]) >= 0:
             seen.append((tail_start + i, float(m["v"])))
     if not seen or any(v > NEAR_ZERO for _, v in seen):
         return None
-    line_no = seen[0][0]
+    line_no, last = seen[0][0], seen[-1][0]
     # an evaluation before any training (Caffe's 'Iteration 0, Testing net') scores an untrained model: zero is expected
-    for text in reversed(tail[max(0, line_no - tail_start - 12) : line_no - tail_start]):
+    # (read at the last score: epoch 0's evaluation after its training is followed by epoch 1's)
+    for text in reversed(tail[max(0, last - tail_start - 12) : last - tail_start]):
         m = _COUNTER.search(text)
         if m is not None:
             if float(m["n"]) == 0:
