@@ -31,7 +31,8 @@ _F1 = lazy(r"(?i)(?:\b|(?<=_))f(?:1|-?score)\b(?:\s*+\((?:micro|macro|weighted)\
 # a classifier's Matthews correlation (GLUE's CoLA: 'eval_matthews_correlation = 0.0', 'mcc: 0.0'): 0 is what scikit-learn
 # returns when every prediction is one class, and a model no better than chance scores about 0
 _MCC = lazy(r"(?i)(?:\b|(?<=_))(?:matthews(?:_?corr(?:elation)?)?|mcc)\b\s*+(?:[:=]|\bis\b)\s*+(?P<v>-?\d++(?:\.\d++)?)\s*+(?:[,;|]|$)")
-_BAR = lazy(r"\d%\||\d+(?:\.\d+)?\s?(?:it|s)/(?:s|it)\b")  # a tqdm bar: '98%|', '2.43it/s'
+# a tqdm bar: '98%|', '2.43it/s' (a rate read from its first digit: a line of digits is no quadratic search)
+_BAR = lazy(r"\d%\||(?<![\d.])\d+(?:\.\d+)?\s?(?:it|s)/(?:s|it)\b")
 _COUNTER = lazy(r"(?i)\b(iteration|iter|step|epoch)\b\D{0,5}(?P<n>\d+(\.\d+)?)")
 WINDOW = 40  # the summary block: the log's last lines
 # a score on the 0-1 (or 0-100) scale no working detector or translator ends at: COCO's AP of 0.002 with AP50 of
@@ -104,8 +105,10 @@ def zero_scores(tail: list[str], tail_start: int, source: str) -> Anomaly | None
         # COCO prints -1.000 for an area with no ground truth: no score, not a zero
         # a loss term named after the score ('loss_dice: 0.0') is no score, nor is a progress bar's running value beside the
         # loss ('loss=3.100, validation_bleu=0.000'); a summary line's loss elsewhere on it does not matter
-        near = tail[i] if _BAR.search(tail[i]) else tail[i][max(0, m.start() - 6) : m.end()] if m is not None else ""
-        if m is not None and "loss" not in near.lower() and float(m["v"]) >= 0:
+        if m is None:
+            continue
+        near = tail[i] if _BAR.search(tail[i]) else tail[i][max(0, m.start() - 6) : m.end()]
+        if "loss" not in near.lower() and float(m["v"]) >= 0:
             seen.append((tail_start + i, float(m["v"])))
     if not seen or any(v > NEAR_ZERO for _, v in seen):
         return None
