@@ -15,7 +15,7 @@ from ml_skills.policy.restart_env import sends_elsewhere
 MAX_SETTINGS_BYTES = 64 * 1024
 
 
-def _read_in_folder(dfd: int, parts: tuple[str, ...]) -> bytes | str | None:
+def read_in_folder(dfd: int, parts: tuple[str, ...]) -> bytes | str | None:
     """A small file of the run folder (held `dfd`) read with no link followed: its bytes; a note (a string) when a part is a
     link, not a plain file, over MAX_SETTINGS_BYTES or unreadable (the library reads it anyway); None when it is missing."""
     shown = "/".join(parts)
@@ -56,7 +56,7 @@ def wandb_settings_route(dfd: int) -> str | None:
     note when a part is a link, too large or cannot be read (W&B follows links and reads it whole; nothing of that is done
     here); None when there is no such setting."""
     dot = os.path.lexists(f"/proc/self/fd/{dfd}/.wandb")
-    raw = _read_in_folder(dfd, (".wandb" if dot else "wandb", "settings"))
+    raw = read_in_folder(dfd, (".wandb" if dot else "wandb", "settings"))
     if raw is None or isinstance(raw, str):
         return raw
     parser = configparser.ConfigParser(interpolation=None, strict=False)
@@ -75,8 +75,8 @@ _DOTENV_NAME = re.compile(r"^[ \t]*(?:export[ \t]+)?'?([^=#\s']+)'?[ \t]*=", re.
 def dotenv_routes(dfd: int) -> str | None:
     """What the run folder's `.env` sets that sends the run's credentials elsewhere (seventeenth round: a script that calls
     python-dotenv's `load_dotenv()` reads the `.env` beside it, and `WANDB_BASE_URL` there sent the W&B key to another host
-    while the question named nothing): the names, or a note as `_read_in_folder` gives it; None when it sets none."""
-    raw = _read_in_folder(dfd, (".env",))
+    while the question named nothing): the names, or a note as `read_in_folder` gives it; None when it sets none."""
+    raw = read_in_folder(dfd, (".env",))
     if raw is None or isinstance(raw, str):
         return raw
     names = sends_elsewhere(_DOTENV_NAME.findall(raw.decode("utf-8", errors="replace")))

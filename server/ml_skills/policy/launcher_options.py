@@ -59,7 +59,7 @@ def _names_set(opts: list[str]) -> list[str]:
 
 # torchrun's rendezvous and master host (also deepspeed's and torch.distributed.launch's), given as options: the ranks
 # exchange the model's weights and gradients with whatever joins there. Loopback names the machine itself.
-_RENDEZVOUS = {"--rdzv_endpoint": 8, "--master_addr": 10}  # also argparse's unambiguous prefixes (`--rdzv-e`, `--master_a`)
+_RENDEZVOUS = {"--rdzv_endpoint": 8, "--master_addr": 10, "--main_process_ip": 8}  # accelerate's too; also argparse's unambiguous prefixes (`--rdzv-e`, `--master_a`)
 _RENDEZVOUS_ENV = ("MASTER_ADDR", "PET_RDZV_ENDPOINT", "PET_MASTER_ADDR")  # torchrun reads PET_<OPTION> as its option
 _LOCAL = re.compile(r"^(?:localhost|127(?:\.\d{1,3}){3}|\[?::1\]?)(?::\d+)?$")
 
@@ -93,3 +93,60 @@ def set_by_launcher(argv: list[str]) -> list[str]:
         return []
     inner = next((i for i, w in enumerate(argv[1:], 1) if _PYTHON_LAUNCHER.match(os.path.basename(w))), len(argv))
     return _names_set(argv[1:inner])
+
+
+# Each launcher's own options a recorded line may give it before the program it starts (forty-second round: the lists of
+# refused options were passed round after round by options they did not name - Open MPI's `--launch-agent` and `--prefix`,
+# hydra's `-launcher-exec-args`, horovodrun's `--mpi-args`, deepspeed's `--launcher_args` and `--hostfile`): an option not
+# named here is refused, so a launcher's new or rare option is a refusal ("run it yourself"), never a program started.
+# The values are read by the checks above (`-x`, `--export`, `--mca`) and by `restart_command` (a value naming a program).
+_MPIRUN_OPTIONS = frozenset({
+    "-np", "--np", "-n", "-c", "-N", "-npernode", "--npernode", "-npersocket", "--npersocket", "-ppn", "-pernode", "--pernode",
+    "-H", "--host", "-host", "-hosts", "--hostfile", "-hostfile", "-f", "--machinefile", "-machinefile",
+    "--bind-to", "-bind-to", "--map-by", "-map-by", "--rank-by", "-rank-by", "--cpus-per-proc", "--cpus-per-rank",
+    "-x", "-genv", "-env", "-genvall", "-genvnone", "-genvlist", "-envlist",
+    "--allow-run-as-root", "-allow-run-as-root", "--oversubscribe", "-oversubscribe", "--nooversubscribe",
+    "--report-bindings", "-report-bindings", "--display-map", "-display-map", "--display-allocation", "--tag-output",
+    "-tag-output", "--timestamp-output", "--merge-stderr-to-stdout", "--use-hwthread-cpus", "-q", "--quiet", "-v", "--verbose",
+    "-l", "-prepend-rank", "-iface", "-launcher", "-bootstrap",
+})
+_SRUN_OPTIONS = frozenset({
+    "-N", "--nodes", "-n", "--ntasks", "--ntasks-per-node", "--ntasks-per-gpu", "-c", "--cpus-per-task", "--cpus-per-gpu",
+    "--gres", "-G", "--gpus", "--gpus-per-node", "--gpus-per-task", "--gpu-bind", "--cpu-bind", "--mem", "--mem-per-cpu",
+    "--mem-per-gpu", "-p", "--partition", "-t", "--time", "-J", "--job-name", "-A", "--account", "-q", "--qos", "--mpi",
+    "--export", "--exclusive", "-K", "--kill-on-bad-exit", "-l", "--label", "-u", "--unbuffered", "--overlap", "-m",
+    "--distribution", "--hint", "--threads-per-core", "-W", "--wait", "-w", "--nodelist", "-x", "--exclude", "-C",
+    "--constraint", "--reservation", "--comment", "-o", "--output", "-e", "--error", "--network", "--signal", "--cpu-freq",
+    "-O", "--overcommit", "--spread-job", "--open-mode", "-v", "--verbose", "-Q", "--quiet", "-X", "--disable-status",
+    "--propagate", "--nice",
+})
+_HOROVODRUN_OPTIONS = frozenset({
+    "-np", "--num-proc", "-H", "--hosts", "-hostfile", "--hostfile", "-p", "--ssh-port", "--gloo", "--mpi",
+    "--network-interface", "--network-interfaces", "--verbose", "--start-timeout", "--disable-cache", "--fusion-threshold-mb",
+    "--cycle-time-ms", "--cache-capacity", "--hierarchical-allreduce", "--hierarchical-allgather", "--autotune",
+    "--timeline-filename", "--timeline-mark-cycles", "--log-level", "--min-np", "--max-np", "--slots-per-host", "--slots",
+    "--num-nccl-streams", "--mpi-threads-disable", "--no-stall-check", "--stall-check-warning-time-seconds",
+    "--stall-check-shutdown-time-seconds", "--gloo-timeout-seconds", "--prefix-output-with-timestamp",
+})
+# deepspeed on one machine: not its multi-node options (`--hostfile`, `--launcher`, `--launcher_args`, `--force_multi`,
+# `--no_ssh`, `--ssh_port`, `--venv_script`), with which it starts mpirun, pdsh or srun with what they say
+DEEPSPEED_OPTIONS = {  # option -> whether it takes a value
+    "-i": True, "--include": True, "-e": True, "--exclude": True, "--num_nodes": True, "--num_gpus": True,
+    "--num_accelerators": True, "--master_port": True, "--master_addr": True, "--enable_each_rank_log": True,
+    "--bind_core_list": True, "--log_level": True, "--module": False, "--no_local_rank": False, "--save_pid": False,
+    "--bind_cores_to_rank": False, "-q": False, "--quiet": False,
+}
+_ALLOWED = {"mpirun": _MPIRUN_OPTIONS, "srun": _SRUN_OPTIONS, "horovodrun": _HOROVODRUN_OPTIONS,
+            "deepspeed": frozenset(DEEPSPEED_OPTIONS)}
+_NEGATIVE = re.compile(r"^-\d")
+
+
+def unknown_options(launcher: str, opts: list[str]) -> list[str]:
+    """The options among `opts` (what a recorded line gives `launcher` before the program it starts) that are not known to
+    only place or tune the run: every option of srun, mpirun, horovodrun and deepspeed not named above; an option family
+    `--*mca` is known (its variables are checked as the variables they set)."""
+    allowed = _ALLOWED.get(launcher)
+    if allowed is None:
+        return []
+    names = {w.split("=", 1)[0] for w in opts if w.startswith("-") and len(w) > 1 and not _NEGATIVE.match(w)}
+    return sorted(n for n in names if n not in allowed and not (launcher == "mpirun" and _MCA_OPTION.match(n)))

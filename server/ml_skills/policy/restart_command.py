@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ml_skills.errors import InputError, PolicyError
-from ml_skills.policy.launcher_options import launcher_env
+from ml_skills.policy import accelerate_launch
+from ml_skills.policy.launcher_options import DEEPSPEED_OPTIONS, launcher_env, unknown_options
 from ml_skills.policy.quoting import decoded, looks_like_another, quoted
 from ml_skills.policy.restart_env import picks_the_program
 from ml_skills.safety.programs import find_program
@@ -192,6 +193,10 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
             raise _not_a_launch(f, line, f"{Path(words[0]).name} starts any program; the one it starts must be python, "
                                          "torchrun, deepspeed or accelerate")
         # 'python' anywhere is not enough: `srun awk '...' python` starts awk, with python as its argument
+        if unknown := unknown_options(Path(words[0]).name, words[1:inner]):
+            raise _not_a_launch(f, line, f"{Path(words[0]).name} would take {', '.join(unknown)}, which ml-skills does not know "
+                                         "to only place or tune the run (an option can name the program it starts, where its "
+                                         "code loads from or a file of more options); run it yourself")
         if set_env := launcher_env(words[1:inner]):
             raise _not_a_launch(f, line, f"{Path(words[0]).name} sets {', '.join(set_env)} for the program it starts, which "
                                          "chooses the program that runs or what it loads")
@@ -201,6 +206,62 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
         if first is not None:
             raise _not_a_launch(f, line, f"{Path(words[0]).name} would start {quoted(first)} before any Python launcher")
         _launcher_program(f, words[inner], dfd)  # started by name by the outer launcher, on safety.programs.absolute_path()
+        words = words[inner:]
+    _python_launcher_options(f, line, words, dfd)
+    if shadow := _shadows_a_launcher(dfd):
+        raise _not_a_launch(f, line, f"the run folder holds {quoted(shadow)}, which the launcher would import in place of its own "
+                                     "package (deepspeed starts `python -m deepspeed.launcher.launch` in the run folder, with "
+                                     "the folder first on the import path)")
+
+
+def _python_launcher_options(f: Path, line: str, words: list[str], dfd: int) -> None:
+    """deepspeed on one machine only, and `accelerate launch` with options and a config file known to place or tune the
+    run (forty-second round: `--launcher_args`, `--hostfile`, a `.deepspeed_env`, and an accelerate config setting
+    `no_python` were admitted)."""
+    name = Path(words[0]).name
+    if name == "deepspeed":
+        opts, i = [], 1
+        while i < len(words) and words[i].startswith("-"):
+            opts.append(words[i])
+            if "=" not in words[i] and DEEPSPEED_OPTIONS.get(words[i]) and i + 1 < len(words):
+                i += 1
+            i += 1
+        if unknown := unknown_options("deepspeed", opts):
+            raise _not_a_launch(f, line, f"deepspeed would take {', '.join(unknown)}: only its one-machine options are restarted "
+                                         "(its multi-node options start mpirun, pdsh or srun with what they say); run it yourself")
+        if _in_folder(dfd, ".deepspeed_env"):
+            raise _not_a_launch(f, line, "the run folder holds .deepspeed_env, variables deepspeed passes to every rank it starts "
+                                         "on other machines, which the question does not show")
+    elif name == "accelerate":
+        if len(words) < 2 or words[1] != "launch":
+            raise _not_a_launch(f, line, "only `accelerate launch` starts a training run")
+        opts, unknown = accelerate_launch.launch_options(words[2:])
+        if unknown:
+            raise _not_a_launch(f, line, f"accelerate would take {', '.join(unknown)}, which ml-skills does not know to only place "
+                                         "or tune the run (its TPU, mpirun and multi-node DeepSpeed options start other programs); "
+                                         "run it yourself")
+        if (cfg := accelerate_launch.config_file(opts)) is not None and (why := accelerate_launch.config_refusal(dfd, cfg)):
+            raise _not_a_launch(f, line, why)
+
+
+# top-level packages a launcher runs as `python -m` in the run folder, where the folder comes first on the import path
+_LAUNCHER_PACKAGES = frozenset({"deepspeed", "torch", "accelerate"})
+
+
+def _shadows_a_launcher(dfd: int) -> str | None:
+    """A file or folder of the run folder named like a launcher's package (`deepspeed/`, `torch.py`, `accelerate.pyc`)."""
+    try:
+        return next((n for n in sorted(os.listdir(dfd)) if n.split(".", 1)[0] in _LAUNCHER_PACKAGES), None)
+    except OSError:
+        return None
+
+
+def _in_folder(dfd: int, name: str) -> bool:
+    try:
+        os.lstat(name, dir_fd=dfd)
+    except OSError:
+        return False
+    return True
 
 
 _EXPANSION = re.compile(r"`|\$[\w{(]")

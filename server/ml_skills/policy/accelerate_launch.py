@@ -1,0 +1,123 @@
+"""What `accelerate launch` is given: its own options, and the config file it reads them from.
+
+accelerate copies every key of its config file's sections onto its arguments (`mpirun_config: {no_python: true}` is
+`--no_python`: forty-second round, the script then ran as a program and its first line picked the interpreter), and its
+multi-machine and TPU settings start other programs (mpirun, deepspeed's multi-node runner, gcloud with `commands`). So
+a recorded line may give it only options known to place or tune the run, and a config file in the run folder whose every
+key is one of those, read here as accelerate reads it (YAML, or JSON for a `.json` name) before the question is asked.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import yaml
+
+from ml_skills.policy.folder_routes import read_in_folder
+
+# accelerate launch's options that take no value (accelerate 1.16); every other known option takes one
+_FLAGS = frozenset({"cpu", "debug", "downcast_bf16", "dynamo_use_dynamic", "dynamo_use_fullgraph", "dynamo_use_regional_compilation",
+                    "enable_cpu_affinity", "fp8_use_autocast_during_eval", "help", "module", "multi_gpu", "quiet", "same_network",
+                    "use_deepspeed", "use_fsdp", "use_megatron_lm", "use_parallelism_config", "-h", "-m", "-q"})
+# ... and those that take one and only place or tune the run (with dashes or underscores, as accelerate takes both)
+_VALUED = frozenset({"gpu_ids", "gradient_accumulation_steps", "gradient_clipping", "log_dir", "machine_rank", "main_process_ip",
+                     "main_process_port", "main_training_function", "max_restarts", "mixed_precision", "monitor_interval",
+                     "num_cpu_threads_per_process", "num_machines", "num_processes", "offload_optimizer_device",
+                     "offload_optimizer_nvme_path", "offload_param_device", "offload_param_nvme_path", "rdzv_backend", "rdzv_conf",
+                     "role", "tee", "zero3_init_flag", "zero3_save_16bit_model", "zero_stage", "deepspeed_config_file",
+                     "deepspeed_moe_layer_cls_names", "-t"})
+_FAMILIES = ("fsdp_", "fp8_", "dynamo_", "megatron_lm_", "parallelism_config_")
+CONFIG_OPTION = ("--config_file", "--config-file")
+
+# the config file's keys: at the top, and inside its sections (a section's key becomes the argument of that name, or
+# fsdp_/fp8_/dynamo_ plus it for those sections, as accelerate renames them)
+_TOP = frozenset({"compute_environment", "distributed_type", "mixed_precision", "use_cpu", "debug", "num_processes", "num_machines",
+                  "machine_rank", "main_process_ip", "main_process_port", "rdzv_backend", "same_network", "main_training_function",
+                  "enable_cpu_affinity", "gpu_ids", "downcast_bf16", "num_cpu_threads_per_process"})
+_SECTIONS = frozenset({"deepspeed_config", "fsdp_config", "megatron_lm_config", "dynamo_config", "fp8_config", "parallelism_config",
+                       "ipex_config", "mpirun_config"})
+_RENAMED = {"fsdp_config": "fsdp", "fp8_config": "fp8", "dynamo_config": "dynamo_"}
+# keys `accelerate config` writes with an empty or false value on every machine: they start programs only when set
+_OFF_WHEN_EMPTY = frozenset({"tpu_use_cluster", "tpu_use_sudo", "tpu_env", "tpu_name", "tpu_zone", "commands", "command_file",
+                             "mpirun_hostfile", "mpirun_ccl", "deepspeed_hostfile", "deepspeed_multinode_launcher",
+                             "deepspeed_inclusion_filter", "deepspeed_exclusion_filter", "ipex", "use_xpu"})
+_LOCAL = re.compile(r"^(?:localhost|127(?:\.\d{1,3}){3}|::1)$")
+
+
+def _name(word: str) -> str:
+    return word.split("=", 1)[0].lstrip("-").replace("-", "_") if word.startswith("--") else word.split("=", 1)[0]
+
+
+def launch_options(words: list[str]) -> tuple[list[str], list[str]]:
+    """(accelerate's own options, the unknown ones among them) of `accelerate launch OPTIONS SCRIPT ...`: read up to the
+    training script, each option with its value as accelerate 1.16 parses them. An option not known to place or tune the
+    run (`--no_python`, `--mpirun_hostfile`, `--deepspeed_hostfile`, `--tpu_*`, `--env`, an abbreviation) is unknown."""
+    opts, unknown, i = [], [], 0
+    while i < len(words) and words[i].startswith("-"):
+        name = _name(words[i])
+        opts.append(words[i])
+        if name in _FLAGS:
+            pass
+        elif name in _VALUED or name.startswith(_FAMILIES) or words[i].split("=", 1)[0] in CONFIG_OPTION:
+            if "=" not in words[i] and i + 1 < len(words):
+                opts.append(words[i + 1])
+                i += 1
+        else:
+            unknown.append(words[i].split("=", 1)[0])
+        i += 1
+    return opts, unknown
+
+
+def config_file(opts: list[str]) -> str | None:
+    """The config file `--config_file` names among accelerate's options, or None."""
+    for i, w in enumerate(opts):
+        opt, eq, value = w.partition("=")
+        if opt in CONFIG_OPTION:
+            return value if eq else (opts[i + 1] if i + 1 < len(opts) else "")
+    return None
+
+
+def config_refusal(dfd: int, path: str) -> str | None:
+    """Why the config file `path` (in the run folder `dfd`) cannot be restarted with, or None: it must be a plain file of
+    the run folder (no link, no `..`), read as accelerate reads it, holding only keys known to place or tune the run."""
+    parts = tuple(p for p in path.split("/") if p not in ("", "."))
+    if path.startswith("/") or ".." in parts or not parts:
+        return f"--config_file {path} is not a file of the run folder: accelerate would read it, unseen"
+    raw = read_in_folder(dfd, parts)
+    if raw is None:
+        return f"--config_file {path} does not exist in the run folder"
+    if isinstance(raw, str):
+        return f"--config_file {raw.strip('()')}"
+    try:
+        text = raw.decode("utf-8")
+        data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+    except (UnicodeDecodeError, ValueError, yaml.YAMLError):
+        return f"--config_file {path} cannot be read as accelerate reads it"
+    if not isinstance(data, dict):
+        return f"--config_file {path} is not a mapping of settings"
+    bad = _unknown_keys(data)
+    return f"--config_file {path} sets {', '.join(bad)}, not known to only place or tune the run" if bad else None
+
+
+def _unknown_keys(data: dict) -> list[str]:
+    bad = []
+    for key, value in data.items():
+        k = str(key)
+        if k == "compute_environment" and value not in (None, "LOCAL_MACHINE"):
+            bad.append(f"compute_environment: {str(value)[:40]}")
+        elif k == "main_process_ip" and value and not _LOCAL.match(str(value)):
+            bad.append("main_process_ip (another machine)")
+        elif k in _SECTIONS and isinstance(value, dict):
+            bad += [f"{k}.{inner}" for inner, v in value.items() if not _known_inner(k, str(inner), v)]
+        elif k in _SECTIONS and value in (None, {}):
+            continue
+        elif k not in _TOP and not (k in _OFF_WHEN_EMPTY and not value):
+            bad.append(k)
+    return bad
+
+
+def _known_inner(section: str, key: str, value: object) -> bool:
+    prefix = _RENAMED.get(section)
+    name = key if prefix is None or key.startswith(prefix) else f"{prefix.rstrip('_')}_{key}"
+    return name in _VALUED or name.startswith(_FAMILIES) or (name in _OFF_WHEN_EMPTY and not value)
