@@ -21,6 +21,11 @@ h5 key (RCVLab-AiimLab/crowd_counting, corpus 2317) was read io-checkpoint from 
 evaluation reads 'dice score: 1.37e-05.' inside a sentence beside its loss (capstone-fall2021/lung_nodule_segmentation,
 corpus 2323) was read running: the score was sought only at a line's end, without an exponent, and never on a line
 naming a loss. A progress bar's running 'validation_bleu=0.000' beside its loss (healthy 567) is still no summary.
+
+TensorBoard's summary writer warns 'NaN or Inf found in input tensor.' when it is handed a non-finite value to log; a D4PG
+run logging a mean reward over zero episodes printed it bare, with no logger prefix, and trained on (AsterisCrack/
+BipedRobot, healthy 1095): it was read as a NaN check that fired, nan-inf/diverged. It is a hint now: the corpus runs that
+print it (712, 1215, 1283, 1712, 518) are named nan-inf by their NaN losses.
 """
 
 from __future__ import annotations
@@ -81,3 +86,11 @@ def test_a_dice_score_near_zero_at_every_evaluation_is_a_degraded_run():
 def test_a_progress_bars_running_bleu_beside_its_loss_is_no_summary():
     d = diagnose(DiagnoseRequest(target=_case("567", "healthy")))
     assert d.primary_cause is None and d.run_status.value == "completed", (d.primary_cause, d.run_status)
+
+
+def test_tensorboards_nan_warning_alone_names_no_failure():
+    d = diagnose(DiagnoseRequest(target=_case("1095", "healthy")))
+    assert d.primary_cause is None and d.run_status.value == "running", (d.primary_cause, d.run_status)
+    for number in ("1712", "712"):  # with NaN losses beside it, still the NaN
+        d = diagnose(DiagnoseRequest(target=_case(number)))
+        assert d.primary_cause is not None and d.primary_cause.value == "nan-inf", (number, d.primary_cause)
