@@ -10,6 +10,7 @@ key is one of those, read here as accelerate reads it (YAML, or JSON for a `.jso
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import yaml
@@ -104,7 +105,10 @@ def _unknown_keys(data: dict) -> list[str]:
     bad = []
     for key, value in data.items():
         k = str(key)
-        if k == "compute_environment" and value not in (None, "LOCAL_MACHINE"):
+        if k == "distributed_type" and str(value).upper() == "DEEPSPEED":
+            bad.append("distributed_type: DEEPSPEED (accelerate would start deepspeed, whose per-node launcher imports from the "
+                       "run folder)")
+        elif k == "compute_environment" and value not in (None, "LOCAL_MACHINE"):
             bad.append(f"compute_environment: {str(value)[:40]}")
         elif k == "main_process_ip" and value and not _LOCAL.match(str(value)):
             bad.append("main_process_ip (another machine)")
@@ -121,3 +125,33 @@ def _known_inner(section: str, key: str, value: object) -> bool:
     prefix = _RENAMED.get(section)
     name = key if prefix is None or key.startswith(prefix) else f"{prefix.rstrip('_')}_{key}"
     return name in _VALUED or name.startswith(_FAMILIES) or (name in _OFF_WHEN_EMPTY and not value)
+
+
+def uses_deepspeed(opts: list[str]) -> bool:
+    """Whether accelerate's own options send it down its DeepSpeed path (it then starts the `deepspeed` runner)."""
+    return any(_name(w) == "use_deepspeed" for w in opts if w.startswith("-"))
+
+
+def _default_config_path() -> str:
+    """Where accelerate looks for its config when the line names none (accelerate.commands.config.default_config_file), from
+    the server's own environment: a recorded line may not set HF_HOME or XDG_CACHE_HOME."""
+    home = os.path.expanduser(os.environ.get("HF_HOME", os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "huggingface")))
+    yaml_file = os.path.join(home, "accelerate", "default_config.yaml")
+    json_file = os.path.join(home, "accelerate", "default_config.json")
+    return yaml_file if os.path.isfile(yaml_file) or not os.path.isfile(json_file) else json_file
+
+
+def default_config_refusal() -> str | None:
+    """Why the server's own default accelerate config would make a restart start deepspeed, or None (no such file, or it
+    does not choose DeepSpeed). The file is the server owner's, not the run folder's: only that choice is read."""
+    path = _default_config_path()
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(64 * 1024)
+        data = json.loads(raw) if path.endswith(".json") else yaml.safe_load(raw)
+    except (OSError, ValueError, yaml.YAMLError):
+        return None
+    if isinstance(data, dict) and str(data.get("distributed_type", "")).upper() == "DEEPSPEED":
+        return (f"accelerate's default config ({path}) chooses DeepSpeed, which starts its per-node launcher in the run folder, "
+                "first on its import path (forty-third round)")
+    return None

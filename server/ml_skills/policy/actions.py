@@ -50,7 +50,7 @@ class RestartUnchanged(Model):
 
     kind: Literal["restart-unchanged"] = "restart-unchanged"
     command_file: str = Field(description="The launcher's record of the original command (command.txt, cmd.txt or command: one line "
-                                          "starting with python, torchrun, deepspeed, accelerate, srun, mpirun or horovodrun), "
+                                          "starting with python, torchrun, accelerate, srun, mpirun or horovodrun; deepspeed is refused), "
                                           "inside the allowed roots. Scripts and other files are refused.")
 
 

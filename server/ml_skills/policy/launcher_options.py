@@ -97,7 +97,7 @@ def set_by_launcher(argv: list[str]) -> list[str]:
 
 # Each launcher's own options a recorded line may give it before the program it starts (forty-second round: the lists of
 # refused options were passed round after round by options they did not name - Open MPI's `--launch-agent` and `--prefix`,
-# hydra's `-launcher-exec-args`, horovodrun's `--mpi-args`, deepspeed's `--launcher_args` and `--hostfile`): an option not
+# hydra's `-launcher-exec-args`, horovodrun's `--mpi-args`): an option not
 # named here is refused, so a launcher's new or rare option is a refusal ("run it yourself"), never a program started.
 # The values are read by the checks above (`-x`, `--export`, `--mca`) and by `restart_command` (a value naming a program).
 _MPIRUN_OPTIONS = frozenset({
@@ -128,22 +128,13 @@ _HOROVODRUN_OPTIONS = frozenset({
     "--num-nccl-streams", "--mpi-threads-disable", "--no-stall-check", "--stall-check-warning-time-seconds",
     "--stall-check-shutdown-time-seconds", "--gloo-timeout-seconds", "--prefix-output-with-timestamp",
 })
-# deepspeed on one machine: not its multi-node options (`--hostfile`, `--launcher`, `--launcher_args`, `--force_multi`,
-# `--no_ssh`, `--ssh_port`, `--venv_script`), with which it starts mpirun, pdsh or srun with what they say
-DEEPSPEED_OPTIONS = {  # option -> whether it takes a value
-    "-i": True, "--include": True, "-e": True, "--exclude": True, "--num_nodes": True, "--num_gpus": True,
-    "--num_accelerators": True, "--master_port": True, "--master_addr": True, "--enable_each_rank_log": True,
-    "--bind_core_list": True, "--log_level": True, "--module": False, "--no_local_rank": False, "--save_pid": False,
-    "--bind_cores_to_rank": False, "-q": False, "--quiet": False,
-}
-_ALLOWED = {"mpirun": _MPIRUN_OPTIONS, "srun": _SRUN_OPTIONS, "horovodrun": _HOROVODRUN_OPTIONS,
-            "deepspeed": frozenset(DEEPSPEED_OPTIONS)}
+_ALLOWED = {"mpirun": _MPIRUN_OPTIONS, "srun": _SRUN_OPTIONS, "horovodrun": _HOROVODRUN_OPTIONS}
 _NEGATIVE = re.compile(r"^-\d")
 
 
 def unknown_options(launcher: str, opts: list[str]) -> list[str]:
     """The options among `opts` (what a recorded line gives `launcher` before the program it starts) that are not known to
-    only place or tune the run: every option of srun, mpirun, horovodrun and deepspeed not named above; an option family
+    only place or tune the run: every option of srun, mpirun and horovodrun not named above; an option family
     `--*mca` is known (its variables are checked as the variables they set)."""
     allowed = _ALLOWED.get(launcher)
     if allowed is None:

@@ -116,7 +116,7 @@ _TUNING_ENV = re.compile(
     r"HF_HUB_DISABLE_\w+|HF_HUB_DOWNLOAD_TIMEOUT|HF_HUB_ETAG_TIMEOUT|TRANSFORMERS_VERBOSITY|TRANSFORMERS_NO_ADVISORY_WARNINGS|"
     r"DATASETS_VERBOSITY|HF_HUB_VERBOSITY|HF_DATASETS_IN_MEMORY_MAX_SIZE|"
     r"ACCELERATE_MIXED_PRECISION|ACCELERATE_LOG_LEVEL|ACCELERATE_DEBUG_MODE|ACCELERATE_GRADIENT_ACCUMULATION_STEPS|"
-    r"ACCELERATE_USE_(?:FSDP|DEEPSPEED|CPU|MPS_DEVICE)|DS_ACCELERATOR|DS_SKIP_CUDA_CHECK|"
+    r"ACCELERATE_USE_(?:FSDP|CPU|MPS_DEVICE)|DS_ACCELERATOR|DS_SKIP_CUDA_CHECK|"
     # a launcher's own tuning, by name (fortieth round: `OMPI_MCA_plm_rsh_args=-oProxyCommand=./x` passed as "OMPI_MCA_*" and
     # made the ssh Open MPI starts run ./x; `SLURM_CONTAINER=./bundle` runs the step in a bundle whose python is any program)
     r"OMPI_MCA_(?:btl|btl_tcp_if_include|btl_tcp_if_exclude|btl_openib_allow_ib|btl_vader_single_copy_mechanism|pml|mtl|osc|coll|"
