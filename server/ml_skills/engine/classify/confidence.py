@@ -36,7 +36,7 @@ KINDS = ("exception-named", "exception-located", "signature", "symptom", "anomal
 ACCURACY: dict[str, float] = {
     "exception-named": 0.83,
     "exception-located": 0.85,
-    "signature": 0.95,
+    "signature": 0.93,
     "symptom": 0.89,
     "anomaly": 0.59,
     "stop": 0.5,  # few dev verdicts rest on a stop alone, once a stop at a sync point is measured apart; stops.py caps it at 0.45
@@ -51,11 +51,10 @@ LABEL_ACCURACY: dict[str, float] = {
     "abort-native": 0.69,
     "cuda-oom": 0.97,
     "dataloader-worker-exception": 0.97,
-    "device-side-assert": 0.92,
+    "device-side-assert": 0.91,
     "disk-full": 0.97,
-    "illegal-memory-access": 0.95,
     "import-environment-error": 0.97,
-    "loss-blowup": 0.71,
+    "loss-blowup": 0.66,
     "loss-value-nan": 0.97,
     "nan-onset": 0.93,
     "nccl-watchdog-timeout": 0.97,
@@ -69,6 +68,7 @@ LABEL_ACCURACY: dict[str, float] = {
     "traceback:exception-in-data-loading": 0.74,
     "traceback:unclassified-exception": 0.74,
     "traceback:value-or-assert": 0.91,
+    "xla-oom": 0.97,
 }
 LABEL_MIN = 8
 MAX_CONFIDENCE = 0.97  # never certain: a fit of 1.00 on a few dozen verdicts says 'no miss seen yet', not 'cannot miss'
