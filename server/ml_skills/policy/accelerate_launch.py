@@ -21,6 +21,11 @@ from ml_skills.policy.folder_routes import read_in_folder
 _FLAGS = frozenset({"cpu", "debug", "downcast_bf16", "dynamo_use_dynamic", "dynamo_use_fullgraph", "dynamo_use_regional_compilation",
                     "enable_cpu_affinity", "fp8_use_autocast_during_eval", "help", "module", "multi_gpu", "quiet", "same_network",
                     "use_deepspeed", "use_fsdp", "use_megatron_lm", "use_parallelism_config", "-h", "-m", "-q"})
+# options that name a library accelerate, torch or the worker imports by name, from a path that starts with the run folder
+# (forty-fourth round: `--dynamo_backend tvm` imported a planted tvm.py, `--use_megatron_lm` a planted megatron/): Megatron,
+# FP8 backends, and any compile backend but torch's own; mixed precision only no/fp16/bf16 (fp8 picks a backend by name)
+_IMPORTS_BY_NAME = ("use_megatron_lm", "fp8_", "megatron_lm_")
+_SAFE_VALUES = {"dynamo_backend": {"no", "eager", "aot_eager", "inductor"}, "mixed_precision": {"no", "fp16", "bf16"}}
 # ... and those that take one and only place or tune the run (with dashes or underscores, as accelerate takes both)
 _VALUED = frozenset({"gpu_ids", "gradient_accumulation_steps", "gradient_clipping", "log_dir", "machine_rank", "main_process_ip",
                      "main_process_port", "main_training_function", "max_restarts", "mixed_precision", "monitor_interval",
@@ -58,9 +63,14 @@ def launch_options(words: list[str]) -> tuple[list[str], list[str]]:
     while i < len(words) and words[i].startswith("-"):
         name = _name(words[i])
         opts.append(words[i])
+        if name.startswith(_IMPORTS_BY_NAME):
+            unknown.append(words[i].split("=", 1)[0])
         if name in _FLAGS:
             pass
         elif name in _VALUED or name.startswith(_FAMILIES) or words[i].split("=", 1)[0] in CONFIG_OPTION:
+            value = words[i].split("=", 1)[1] if "=" in words[i] else words[i + 1] if i + 1 < len(words) else ""
+            if name in _SAFE_VALUES and value.lower() not in _SAFE_VALUES[name]:
+                unknown.append(f"{words[i].split('=', 1)[0]} {value}")
             if "=" not in words[i] and i + 1 < len(words):
                 opts.append(words[i + 1])
                 i += 1
@@ -105,7 +115,9 @@ def _unknown_keys(data: dict) -> list[str]:
     bad = []
     for key, value in data.items():
         k = str(key)
-        if k == "distributed_type" and str(value).upper() == "DEEPSPEED":
+        if k in _SAFE_VALUES and value is not None and str(value).lower() not in _SAFE_VALUES[k]:
+            bad.append(f"{k}: {str(value)[:40]}")
+        elif k == "distributed_type" and str(value).upper() in ("DEEPSPEED", "MEGATRON_LM"):
             bad.append("distributed_type: DEEPSPEED (accelerate would start deepspeed, whose per-node launcher imports from the "
                        "run folder)")
         elif k == "compute_environment" and value not in (None, "LOCAL_MACHINE"):
@@ -124,6 +136,10 @@ def _unknown_keys(data: dict) -> list[str]:
 def _known_inner(section: str, key: str, value: object) -> bool:
     prefix = _RENAMED.get(section)
     name = key if prefix is None or key.startswith(prefix) else f"{prefix.rstrip('_')}_{key}"
+    if name in _SAFE_VALUES:
+        return value is None or str(value).lower() in _SAFE_VALUES[name]
+    if name.startswith(_IMPORTS_BY_NAME):
+        return not value
     return name in _VALUED or name.startswith(_FAMILIES) or (name in _OFF_WHEN_EMPTY and not value)
 
 

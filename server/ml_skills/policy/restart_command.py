@@ -151,6 +151,15 @@ def _launcher_program(f: Path, word: str, dfd: int) -> tuple[str, str]:
         if found is None:
             raise PolicyError(f"{quoted(str(f))}: {quoted(word)} is not on the server's PATH: nothing to start")
         return word, os.path.realpath(found)
+    # a launcher recorded by any other path than the server's own is started with that argv[0], and its folder chooses what
+    # it loads: Python reads pyvenv.cfg beside it or above (site-packages, even the standard library), MPICH's mpirun starts
+    # the hydra_pmi_proxy beside it (forty-fourth round: `bin/python` and `bin/mpirun`, links in the run folder to the
+    # server's own programs, ran planted code)
+    if os.path.normpath(word) not in {os.path.normpath(x) for x in (found, sys.executable) if x}:
+        raise PolicyError(f"{quoted(str(f))} names its launcher by a path ({quoted(word)}) that is not the server's own "
+                          f"{quoted(Path(word).name)} as the server finds it ({quoted(found or sys.executable)}): the files "
+                          "beside a launcher (pyvenv.cfg, hydra_pmi_proxy) choose what it loads; record the launcher by name, "
+                          "or start the server from the environment that has it")
     same = {os.path.realpath(x) for x in (found, sys.executable if Path(sys.executable).name == Path(word).name else None) if x}
     where = os.path.realpath(word if os.path.isabs(word) else f"/proc/self/fd/{dfd}/{word}")
     if where not in same:
@@ -259,7 +268,9 @@ def _python_module(args: list[str]) -> str | None:
         w = args[i]
         if not w.startswith("-") or w == "-":
             return None
-        if not w.startswith("--"):  # --version, --help: no value
+        if w == "--check-hash-based-pycs":  # the one long option that takes a value (forty-fourth round: it hid `-m`)
+            i += 1
+        elif not w.startswith("--"):  # --version, --help: no value
             for j, c in enumerate(w[1:], 1):
                 if c == "m":
                     return w[j + 1:] or (args[i + 1] if i + 1 < len(args) else "")
