@@ -1,0 +1,124 @@
+"""What a launcher loads besides the recorded line: its second stage, its config file, and the modules `-m` runs.
+
+A launcher's own process can import from the run folder before the run's script does (DeepSpeed's per-node launcher,
+`python -m` with the folder first on the import path), or read a config that sets what the line does not (accelerate).
+These checks grew over the forty-second to forty-fourth red-team rounds; policy/restart_command.py asks them after the
+line's own checks.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ml_skills.policy import accelerate_launch
+from ml_skills.policy.quoting import quoted
+
+_PY_LAUNCHERS = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun|deepspeed|accelerate)$")
+
+
+def refusal(words: list[str], dfd: int) -> str | None:
+    """Why the Python launcher `words` (its name first) run in the folder `dfd` would load code the line does not show, or
+    None."""
+    if why := _own_refusal(words, dfd):
+        return why
+    if shadow := _shadows_a_launcher(dfd):
+        return (f"the run folder holds {quoted(shadow)}, which the launcher would import in place of its own package (deepspeed "
+                "starts `python -m deepspeed.launcher.launch` in the run folder, with the folder first on the import path)")
+    return None
+
+
+def _own_refusal(words: list[str], dfd: int) -> str | None:
+    """No deepspeed; `accelerate launch` with options and a config file known to place or tune the run, and not its
+    DeepSpeed path; and a module run with `-m` only when it is the run folder's own (forty-second and forty-third rounds)."""
+    name = os.path.basename(words[0])
+    if name == "deepspeed":
+        return ("deepspeed starts its per-node launcher as `python -m deepspeed.launcher.launch` in the run "
+                                     "folder, first on that process's import path, and it imports about a hundred modules (hjson, "
+                                     "yaml, numpy, ...) before the run's script: one planted in the folder runs as the launcher "
+                                     "(forty-third round); record the launch as torchrun, or run it yourself")
+    module = None
+    if name == "accelerate":
+        if len(words) < 2 or words[1] != "launch":
+            return "only `accelerate launch` starts a training run"
+        opts, unknown = accelerate_launch.launch_options(words[2:])
+        if unknown:
+            return (f"accelerate would take {', '.join(unknown)}, which ml-skills does not know to only place "
+                                         "or tune the run (its TPU, mpirun and multi-node DeepSpeed options start other programs); "
+                                         "run it yourself")
+        cfg = accelerate_launch.config_file(opts)
+        if why := accelerate_launch.config_refusal(dfd, cfg) if cfg is not None else accelerate_launch.default_config_refusal():
+            return why
+        if accelerate_launch.uses_deepspeed(opts):
+            return ("accelerate would start deepspeed (--use_deepspeed), whose per-node launcher runs as "
+                                         "`python -m deepspeed.launcher.launch` in the run folder, first on its import path "
+                                         "(forty-third round); run it yourself")
+        rest = words[2 + len(opts):]
+        module = rest[0] if rest and {"-m", "--module"} & set(opts) else None
+    elif name == "torchrun":
+        module = _torchrun_module(words[1:])
+    elif _PY_LAUNCHERS.match(name):
+        module = _python_module(words[1:])
+    if module is not None and not _in_folder(dfd, module.split(".", 1)[0]) and not _in_folder(dfd, module.split(".", 1)[0] + ".py"):
+        return (f"it runs the module {quoted(module)}, which is not the run folder's own, with the run folder "
+                                     "first on the import path (`-m` puts the working folder there): a module planted in the "
+                                     "folder runs in its place, and entry points there load with it; record the launcher by name "
+                                     "(torchrun), or run it yourself")
+    return None
+
+
+def _python_module(args: list[str]) -> str | None:
+    """The module `python [options] -m MODULE` runs (also bundled: `-um MODULE`, `-mMODULE`), or None for a script."""
+    i = 0
+    while i < len(args):
+        w = args[i]
+        if not w.startswith("-") or w == "-":
+            return None
+        if w == "--check-hash-based-pycs":  # the one long option that takes a value (forty-fourth round: it hid `-m`)
+            i += 1
+        elif not w.startswith("--"):  # --version, --help: no value
+            for j, c in enumerate(w[1:], 1):
+                if c == "m":
+                    return w[j + 1:] or (args[i + 1] if i + 1 < len(args) else "")
+                if c in "cWX":  # takes the rest of the word, or the next word
+                    i += j == len(w) - 1
+                    break
+        i += 1
+    return None
+
+
+# torchrun's options that take no value; every other option takes one (or is written NAME=VALUE)
+_TORCHRUN_FLAGS = frozenset({"--standalone", "-m", "--module", "--no-python", "--no_python", "--run-path", "--run_path",
+                             "--virtual-local-rank", "--virtual_local_rank"})
+
+
+def _torchrun_module(args: list[str]) -> str | None:
+    """The module `torchrun [options] -m MODULE` has its workers run (`python -u -m MODULE` in the run folder), or None."""
+    module, i = False, 0
+    while i < len(args) and args[i].startswith("-"):
+        opt = args[i].split("=", 1)[0]
+        module = module or opt in ("-m", "--module") or (len(opt) >= 5 and "--module".startswith(opt))
+        if opt not in _TORCHRUN_FLAGS and "=" not in args[i] and not (len(opt) >= 5 and "--module".startswith(opt)):
+            i += 1
+        i += 1
+    return args[i] if module and i < len(args) else None
+
+
+# top-level packages a launcher runs as `python -m` in the run folder, where the folder comes first on the import path
+_LAUNCHER_PACKAGES = frozenset({"deepspeed", "torch", "accelerate"})
+
+
+def _shadows_a_launcher(dfd: int) -> str | None:
+    """A file or folder of the run folder named like a launcher's package (`deepspeed/`, `torch.py`, `accelerate.pyc`)."""
+    try:
+        return next((n for n in sorted(os.listdir(dfd)) if n.split(".", 1)[0] in _LAUNCHER_PACKAGES), None)
+    except OSError:
+        return None
+
+
+def _in_folder(dfd: int, name: str) -> bool:
+    try:
+        os.lstat(name, dir_fd=dfd)
+    except OSError:
+        return False
+    return True
