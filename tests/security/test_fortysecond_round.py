@@ -32,7 +32,7 @@ def _stand_ins(tmp_path: Path, monkeypatch) -> Path:
     bin_dir = tmp_path / "launchers"
     bin_dir.mkdir()
     started = tmp_path / "STARTED"
-    for name in ("mpirun", "srun", "horovodrun", "accelerate"):
+    for name in ("mpirun", "srun", "horovodrun", "accelerate", "torchrun"):
         (bin_dir / name).write_text(f"#!/bin/sh\necho \"$0 $*\" >> {started}\n")
     (bin_dir / "deepspeed").write_text(f"#!/bin/sh\necho \"$0 $*\" >> {started}\n"
                                        f"exec {sys.executable} -u -m deepspeed.launcher.launch \"$@\"\n")
@@ -144,13 +144,13 @@ def test_a_deepspeed_env_file_in_the_run_folder_is_refused(tmp_path: Path, monke
 
 
 @pytest.mark.parametrize("line", [
-    "mpirun -H n1,n2 -np 2 --bind-to none python train.py",
-    "srun -N 1 --ntasks-per-node 2 -J myjob python train.py",
-    "horovodrun -np 2 -H localhost:2 python train.py",
+    "torchrun --nnodes 1 --nproc-per-node 2 --rdzv-backend c10d --rdzv_endpoint localhost:29400 --max-restarts=0 train.py --lr 3e-4",
+    "torchrun --standalone --nproc_per_node=gpu -r 3 --tee 3 --log-dir logs train.py",
     "accelerate launch --config_file cfg.yaml --num_processes 2 --mixed_precision bf16 train.py --config_file mine.yaml --lr 3e-4",
 ])
 def test_a_launch_with_known_options_and_config_still_restarts(tmp_path: Path, monkeypatch, line: str) -> None:
-    """Control: the options a cluster's launch lines carry, accelerate's own config file as `accelerate config` writes it,
+    """Control: the options a launch line carries (torchrun's placement, rendezvous and output; since the forty-fifth round
+    srun, mpirun and horovodrun are not restarted), accelerate's own config file as `accelerate config` writes it,
     and the script's own options after it (the script's `--config_file` and flags are its own) still restart."""
     started = _stand_ins(tmp_path, monkeypatch)
     (_run_folder(tmp_path) / "cfg.yaml").write_text(ACCELERATE_CONFIG + "fsdp_config:\n  fsdp_version: 2\n  offload_params: false\n")

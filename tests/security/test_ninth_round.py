@@ -142,12 +142,13 @@ def test_srun_and_mpirun_never_set_a_variable_that_loads_code_for_the_python_the
     (run / "prolog.sh").chmod(0o755)
     lines = ["mpirun -np 1 -x PYTHONPYCACHEPREFIX=.c python train.py", "srun --export=ALL,HOME=. python train.py",
              "mpirun -genv PYTHONPYCACHEPREFIX .c python train.py", "srun --task-prolog=./prolog.sh python train.py",
-             "srun -N 1 --export=ALL,OMP_NUM_THREADS=1 python train.py"]
+             "OMP_NUM_THREADS=1 python train.py"]
     got = _restarts(Server(tmp_path, roots=[r]), run / "command.txt", lines, answer("accept"))
     _wait_for(o / "REAL")
     time.sleep(1)
     assert not pwned.exists(), (pwned.read_text(), got)
-    assert all("error" in g or g.get("ran") is False for g in got[:4]), got
+    # since the forty-fifth round srun and mpirun are not restarted at all, whatever their options
+    assert all("error" in g and "MPI runtime" in str(g) for g in got[:4]), got
     assert got[4].get("ran") is True, got[4]
     assert (o / "REAL").read_text() == '"ran"\n'
 

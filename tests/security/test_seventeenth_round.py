@@ -91,7 +91,8 @@ def test_a_restart_never_sets_through_a_launchers_own_variables_or_files_what_it
     `OPAL_PREFIX` (where its components load from), hydra's `HYDRA_LAUNCHER_EXEC`; and from files: Open MPI's `--tune`
     (`-x` lines), `--am` and `--app` (an appfile of programs). Each was put to the person as an ordinary restart. The
     launchers are stand-ins (their semantics are the man pages'); the person would decline; now each is refused unasked.
-    `OMPI_MCA_btl=^openib` and `srun -J app` still ask."""
+    `OMPI_MCA_btl=^openib` on a python line still asks; since the forty-fifth round srun and mpirun are never restarted,
+    so `srun -J app python train.py` is refused too."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for name in ("srun", "mpirun"):
@@ -104,7 +105,8 @@ def test_a_restart_never_sets_through_a_launchers_own_variables_or_files_what_it
                "OMPI_MCA_plm_rsh_agent=./x.sh mpirun -np 1 python train.py", "OPAL_PREFIX=./ompi mpirun -np 1 python train.py",
                "HYDRA_LAUNCHER_EXEC=./x.sh mpirun -np 1 python train.py", "mpirun --tune tune.conf -np 1 python train.py",
                "mpirun --am params.conf -np 1 python train.py", "mpirun --app appfile python train.py"]
-    asked = ["OMPI_MCA_btl=^openib mpirun -np 1 python train.py", "srun -J app python train.py"]
+    refused += ["srun -J app python train.py"]
+    asked = ["OMPI_MCA_btl=^openib python train.py"]
     root = tmp_path / "root"
     extra = {"x.sh": "#!/bin/sh\necho PWNED > pwned.txt\n", "tune.conf": "-x LD_PRELOAD=./x.so\n", "appfile": "-np 1 ./x.sh\n"}
     files = _run_folders(root, {f"c{i}": (line, extra) for i, line in enumerate(refused + asked)})

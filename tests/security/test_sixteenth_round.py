@@ -151,13 +151,11 @@ def test_a_restart_question_names_the_variables_srun_or_mpirun_set_to_send_crede
             for name in lines:
                 res = await c.call_tool("request_action", {"action": {"kind": "restart-unchanged",
                                                                       "command_file": str(r / name / "command.txt")}})
-                assert res.structured_content["outcome"] == "decline", res
+                # since the forty-fifth round srun and mpirun are not restarted at all: refused before any question
+                assert "MPI runtime" in str(res), res
 
     anyio.run(go)
-    impact = [next(x for x in q.splitlines() if x.startswith("Expected impact:")) for q in person.shown]
-    assert "HTTPS_PROXY" in impact[0] and "SSL_CERT_FILE" in impact[0] and "credentials" in impact[0], impact[0]
-    assert "WANDB_BASE_URL" in impact[1] and "credentials" in impact[1], impact[1]
-    assert "credentials" not in impact[2], impact[2]
+    assert person.shown == [], person.shown
 
 
 def _hostile_mlflow(error_body: bytes | None) -> tuple[object, int]:

@@ -326,8 +326,9 @@ def test_srun_mpirun_and_horovodrun_never_start_a_program_before_their_python(tm
     """Promise 2: '`srun`, `mpirun` and `horovodrun` must start a Python launcher'. The check asked
     only that a word named python appear somewhere: `srun awk '...' python` starts awk (python is
     awk's argument), and so does an executable in the run folder (`horovodrun -np 1 ./prep python`).
-    The launchers are stand-ins that start their first non-option word, as the real ones do; an
-    ordinary `srun -N 1 -J myjob python train.py` still runs."""
+    The launchers are stand-ins that start their first non-option word, as the real ones do. Since the forty-fifth
+    round none of the three is restarted, so an ordinary `srun -N 1 -J myjob python train.py` is refused too, and the
+    control is the same run recorded as `python train.py`."""
     r, o = roots(tmp_path)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -350,6 +351,9 @@ def test_srun_mpirun_and_horovodrun_never_start_a_program_before_their_python(tm
     (r / "ok").mkdir()
     (r / "ok" / "train.py").write_text(f"open({str(o / 'RAN')!r}, 'w').write('ok')\n")
     (r / "ok" / "command.txt").write_text("srun -N 1 -J myjob python train.py\n")
+    res = anyio.run(_call, srv, {"action": {"kind": "restart-unchanged", "command_file": str(r / "ok" / "command.txt")}}, answer("accept"))
+    assert res.is_error and "MPI runtime" in text(res), text(res)[:400]
+    (r / "ok" / "command.txt").write_text("python train.py\n")
     res = anyio.run(_call, srv, {"action": {"kind": "restart-unchanged", "command_file": str(r / "ok" / "command.txt")}}, answer("accept"))
     assert not res.is_error, text(res)[:400]
     end = time.monotonic() + 30

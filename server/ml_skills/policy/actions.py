@@ -24,7 +24,7 @@ from pydantic import Field
 from ml_skills.errors import InputError, PolicyError, TargetNotFound
 from ml_skills.models import ActionKind, Model
 from ml_skills.policy.folder_routes import folder_routes
-from ml_skills.policy.launcher_options import rendezvous, set_by_launcher
+from ml_skills.policy.launcher_options import rendezvous
 from ml_skills.policy.prepared import Prepared, held_dir
 from ml_skills.policy.quoting import QUOTED_LIMIT, decoded, masked, named_outside_ascii, quoted
 from ml_skills.policy.repoint import RepointCheckpoint, prepare_repoint
@@ -50,7 +50,7 @@ class RestartUnchanged(Model):
 
     kind: Literal["restart-unchanged"] = "restart-unchanged"
     command_file: str = Field(description="The launcher's record of the original command (command.txt, cmd.txt or command: one line "
-                                          "starting with python, torchrun, accelerate, srun, mpirun or horovodrun; deepspeed is refused), "
+                                          "starting with python, torchrun or accelerate launch; deepspeed, srun, mpirun and horovodrun are refused), "
                                           "inside the allowed roots. Scripts and other files are refused.")
 
 
@@ -167,7 +167,7 @@ def _prepare_kill(a: KillProcess) -> Prepared:
 def _restart_impact(env: dict[str, str], argv: list[str], files: list[str]) -> str:
     """A restart's "Expected impact": the resources, and every way the question knows of that the run sends its credentials
     or data to a host the line or the folder names (variables, a launcher's options, rendezvous hosts, settings files)."""
-    routes = sends_elsewhere([*env, *set_by_launcher(argv)]) + rendezvous(argv, env)
+    routes = sends_elsewhere(list(env)) + rendezvous(argv, env)
     return ("starts a new run with the recorded command; it uses the same resources (GPUs, nodes, a paid job) as the original"
             + (f"; it sets {', '.join(routes)}, so the run sends its credentials (W&B key, Hugging Face token, ...) and data "
                "where the command points them, not to the usual hosts" if routes else "")

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from ml_skills.errors import InputError, PolicyError
 from ml_skills.policy import launcher_stages
-from ml_skills.policy.launcher_options import launcher_env, unknown_options
+from ml_skills.policy.launcher_options import python_refusal, torchrun_refusal
 from ml_skills.policy.quoting import decoded, looks_like_another, quoted
 from ml_skills.policy.restart_env import picks_the_program
 from ml_skills.safety.programs import find_program
@@ -30,6 +30,10 @@ from ml_skills.safety.redact import MAX_PASSES as MAX_REDACT_PASSES
 # train.sh) are programs a person wrote, not records, so they are never run from here.
 RECORDED_COMMAND_FILES = ("command.txt", "cmd.txt", "command")
 _LAUNCHER = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun|deepspeed|accelerate|srun|mpirun|horovodrun)$")
+# Launchers that start any program, on other hosts, through a scheduler or an MPI runtime: not restarted since the forty-fifth
+# round. Their options, variables and configuration files (Open MPI's MCA files, SLURM's, hydra's proxies) choose which
+# programs start and what they load, and the forty-second to forty-fourth rounds each passed their allow-lists.
+_STARTS_ANY_PROGRAM = {"srun", "mpirun", "horovodrun"}
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}=")
 
 
@@ -37,9 +41,6 @@ _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}=")
 _PYCACHE_OPTION = re.compile(r"pycache_prefix", re.IGNORECASE)
 # argparse takes any unambiguous prefix of a long option: torchrun reads --no-py (even --no-) as --no-python
 _NO_PYTHON = ("--no-python", "--no_python")
-# Launchers that start any program they are given: what they start must itself be a Python launcher.
-_ANY_PROGRAM = {"srun", "mpirun", "horovodrun"}
-_PY_LAUNCHERS = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun|deepspeed|accelerate)$")
 _SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "csh", "tcsh", "fish", "busybox", "env", "exec", "xargs", "perl", "ruby", "node"}
 # `python -m dotenv -f F run python train.py` is env with the variables in a file (seventeenth round: a file setting PATH=.
 # made it run the run folder's own `./python` after an accept); also bundled (`-mdotenv`) or as a submodule.
@@ -88,8 +89,13 @@ def _recorded_command(f: Path, dfd: int) -> Recorded:
         k, _, v = words.pop(0).partition("=")
         env[k] = v
     if not words or not _LAUNCHER.match(Path(words[0]).name):
-        raise PolicyError(f"{quoted(str(f))} does not record a training launch (python, torchrun, deepspeed, accelerate, srun, "
-                          f"mpirun, horovodrun): {quoted(redact(lines[0]), 200)} is not restarted")
+        raise PolicyError(f"{quoted(str(f))} does not record a training launch (python, torchrun, accelerate): "
+                          f"{quoted(redact(lines[0]), 200)} is not restarted")
+    if Path(words[0]).name in _STARTS_ANY_PROGRAM:
+        raise _not_a_launch(f, lines[0], f"{Path(words[0]).name} starts programs through a scheduler or an MPI runtime, whose "
+                                         "options, variables and configuration files choose which programs start and what "
+                                         "they load; ml-skills restarts only python, torchrun and accelerate launch: resubmit "
+                                         "the job through its scheduler, or run the line yourself")
     _shown_as_it_runs(f, lines[0])
     _only_a_training_launch(f, lines[0], env, words, dfd)
     word, program = _launcher_program(f, words[0], dfd)
@@ -168,8 +174,8 @@ _PER_PROCESS = re.compile(r"^/+(?:proc|dev)(?:/|$)")
 
 
 def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list[str], dfd: int) -> None:
-    """Refuse what runs a program other than the launcher's Python: variables that pick the program,
-    --no-python, and a shell started by srun, mpirun or horovodrun."""
+    """Refuse what runs a program other than the launcher's Python: variables that pick the program, --no-python, a
+    shell, and a launcher's option not known to only place or tune the run."""
     syntax = _shell_syntax(line)
     if syntax:
         raise _not_a_launch(f, line, f"it holds {syntax}: the question would show a shell line, but the command runs as one "
@@ -190,26 +196,9 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
     if any(_ENV_FROM_FILE.match(w) for w in words[1:]):
         raise _not_a_launch(f, line, "python-dotenv's `run` sets variables from a file the question does not show (PATH, LD_PRELOAD, "
                                      "...) and then starts any program, as env does")
-    if Path(words[0]).name in _ANY_PROGRAM:
-        inner = next((i for i, n in enumerate(names, 1) if _PY_LAUNCHERS.match(n)), None)
-        if inner is None:
-            raise _not_a_launch(f, line, f"{Path(words[0]).name} starts any program; the one it starts must be python, "
-                                         "torchrun, deepspeed or accelerate")
-        # 'python' anywhere is not enough: `srun awk '...' python` starts awk, with python as its argument
-        if unknown := unknown_options(Path(words[0]).name, words[1:inner]):
-            raise _not_a_launch(f, line, f"{Path(words[0]).name} would take {', '.join(unknown)}, which ml-skills does not know "
-                                         "to only place or tune the run (an option can name the program it starts, where its "
-                                         "code loads from or a file of more options); run it yourself")
-        if set_env := launcher_env(words[1:inner]):
-            raise _not_a_launch(f, line, f"{Path(words[0]).name} sets {', '.join(set_env)} for the program it starts, which "
-                                         "chooses the program that runs or what it loads")
-        # a program given as an option's value counts too: `srun --task-prolog=./x.sh python` starts x.sh first (ninth round)
-        values = [w.split("=", 1)[1] if w.startswith("-") and "=" in w else w for w in words[1:inner]]
-        first = next((v for v in values if v and not v.startswith("-") and _is_program(v, f.parent)), None)
-        if first is not None:
-            raise _not_a_launch(f, line, f"{Path(words[0]).name} would start {quoted(first)} before any Python launcher")
-        _launcher_program(f, words[inner], dfd)  # started by name by the outer launcher, on safety.programs.absolute_path()
-        words = words[inner:]
+    name = Path(words[0]).name
+    if why := (torchrun_refusal(words[1:]) if name == "torchrun" else python_refusal(words[1:]) if name.startswith("python") else None):
+        raise _not_a_launch(f, line, why + "; run it yourself")
     if why := launcher_stages.refusal(words, dfd):
         raise _not_a_launch(f, line, why)
 
@@ -267,12 +256,3 @@ def _unquoted_words(line: str) -> list[str]:
     if cur:
         words.append("".join(cur))
     return words
-
-
-def _is_program(word: str, cwd: Path) -> bool:
-    """Whether a word between srun/mpirun and its Python launcher names a program it could start
-    (on PATH, or an executable file), rather than an option's value (-N 2, -J myjob)."""
-    if "/" not in word:
-        return find_program(word) is not None
-    p = Path(word) if Path(word).is_absolute() else cwd / word
-    return p.is_file() and os.access(p, os.X_OK)
