@@ -51,19 +51,30 @@ _PYTHON_LONG = {"--check-hash-based-pycs": {"default", "always", "never"}, "--ve
 def python_refusal(args: list[str]) -> str | None:
     """Why python's options in `args` (what follows `python` up to its script) could load code the line does not show, or
     None: an option not known to only tune the interpreter."""
+    return read_python(args)[0]
+
+
+def python_module(args: list[str]) -> str | None:
+    """The module `python [options] -m MODULE` runs (also bundled: `-um MODULE`, `-mMODULE`), or None for a script: read by
+    the same parser as the options (see torchrun_module)."""
+    return read_python(args)[1]
+
+
+def read_python(args: list[str]) -> tuple[str | None, str | None]:
+    """(why python's options could load code the line does not show, or None; the module `-m` names, or None), reading
+    `args` as CPython's option parser does: one-letter flags bundle, `-c`/`-m`/`-W`/`-X` take the rest of the word or
+    the next word, `-c` and `-m` end the options, and so do `--`, `-` and the script."""
     i = 0
     while i < len(args):
         w = args[i]
-        if w == "--":
-            return None
-        if w == "-" or not w.startswith("-"):
-            return None  # the script (or stdin): what follows is the script's
+        if w == "--" or w == "-" or not w.startswith("-"):
+            return None, None  # the script (or stdin): what follows is the script's
         if w.startswith("--"):
             if w not in _PYTHON_LONG:
-                return f"python would take {w}, which ml-skills does not know to only tune the interpreter"
+                return f"python would take {w}, which ml-skills does not know to only tune the interpreter", None
             if (values := _PYTHON_LONG[w]) is not None:
                 if i + 1 >= len(args) or args[i + 1] not in values:
-                    return f"python's {w} takes one of {', '.join(sorted(values))}"
+                    return f"python's {w} takes one of {', '.join(sorted(values))}", None
                 i += 1
             i += 1
             continue
@@ -71,16 +82,16 @@ def python_refusal(args: list[str]) -> str | None:
             if c in _PYTHON_FLAGS:
                 continue
             if c not in _PYTHON_VALUED:
-                return f"python would take -{c}, which ml-skills does not know to only tune the interpreter"
+                return f"python would take -{c}, which ml-skills does not know to only tune the interpreter", None
             value = w[j:] or (args[i + 1] if i + 1 < len(args) else "")
             i += not w[j:]
             if c in "cm":
-                return None  # the code or module runs: what follows is its own
+                return None, value if c == "m" else None  # the code or module runs: what follows is its own
             if c == "X" and value.split("=", 1)[0] not in _PYTHON_X:
-                return f"python's -X {value.split('=', 1)[0]} is not one ml-skills knows to only tune the interpreter"
+                return f"python's -X {value.split('=', 1)[0]} is not one ml-skills knows to only tune the interpreter", None
             break
         i += 1
-    return None
+    return None, None
 
 
 # torchrun's options (torch 2.13's argparse, both spellings) that place or tune the run, with the values allowed where a
@@ -110,29 +121,50 @@ def _torchrun_option(word: str) -> str | None:
 def torchrun_refusal(args: list[str]) -> str | None:
     """Why torchrun's options in `args` (what follows `torchrun` up to its script) could load code the line does not show
     or start another program, or None."""
-    i = 0
-    while i < len(args) and args[i].startswith("-") and args[i] != "--":
+    return read_torchrun(args)[0]
+
+
+def torchrun_module(args: list[str]) -> str | None:
+    """The module `torchrun [options] -m MODULE` has its workers run (`python -u -m MODULE` in the run folder), or None: read
+    by the same parser as the options (forty-sixth round: a second, smaller parser read `--`, `--stand` and `-t3` as taking
+    the next word, so the `-m` after them was never judged)."""
+    _, module, i = read_torchrun(args)
+    return args[i] if module and i < len(args) else None
+
+
+def read_torchrun(args: list[str]) -> tuple[str | None, bool, int]:
+    """(why torchrun's options could load code the line does not show, or None; whether `-m`/`--module` was given; the
+    index of the script or module), reading `args` as torch 2.13's argparse does: a unique prefix is the option it
+    abbreviates, a value attached (`--tee=3`, `-t3`) or the next word, and `--` ends the options."""
+    i, module = 0, False
+    while i < len(args) and args[i].startswith("-"):
         w = args[i]
+        if w == "--":
+            i += 1
+            break
         if w.startswith("--"):
             opt, eq, value = w.partition("=")
             name = _torchrun_option(opt)
         else:
             name, eq, value = _TORCHRUN_SHORT.get(w[:2]), "=" * bool(w[2:]), w[2:]
             if name in ("module", "help") and w[2:]:
-                return f"torchrun would read {w} as bundled options, which ml-skills does not take apart; write them apart"
+                return f"torchrun would read {w} as bundled options, which ml-skills does not take apart; write them apart", module, i
         if name is None or name in _TORCHRUN_REFUSED:
             return (f"torchrun would take {w.partition('=')[0]}, which ml-skills does not know to only place or tune the run "
                     "(--logs-specs names an entry point to load, --run-path starts the worker through multiprocessing's "
-                    "bootstrap, --no-python any program)")
+                    "bootstrap, --no-python any program)"), module, i
+        module = module or name == "module"
         if name in _TORCHRUN_VALUED:
             if not eq:
                 i += 1
                 value = args[i] if i < len(args) else ""
                 if value.startswith("-"):
-                    return f"torchrun's {w} has no value before {value}"
+                    return f"torchrun's {w} has no value before {value}", module, i
             if value not in _TORCHRUN_VALUES.get(name, {value}):
-                return f"torchrun's --{name} takes one of {', '.join(sorted(_TORCHRUN_VALUES[name]))}"
+                return f"torchrun's --{name} takes one of {', '.join(sorted(_TORCHRUN_VALUES[name]))}", module, i
         elif eq:
-            return f"torchrun's {w.partition('=')[0]} takes no value"
+            return f"torchrun's {w.partition('=')[0]} takes no value", module, i
         i += 1
-    return None
+    if i < len(args) and args[i].startswith("-"):  # `torchrun -- -m MOD`: the worker runs `python -u -m MOD`
+        return f"torchrun would hand {args[i]} to python as its script, where python reads it as an option", module, i
+    return None, module, i

@@ -12,6 +12,7 @@ import os
 import re
 
 from ml_skills.policy import accelerate_launch
+from ml_skills.policy.launcher_options import python_module, torchrun_module
 from ml_skills.policy.quoting import quoted
 
 _PY_LAUNCHERS = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun|deepspeed|accelerate)$")
@@ -56,52 +57,15 @@ def _own_refusal(words: list[str], dfd: int) -> str | None:
         rest = words[2 + len(opts):]
         module = rest[0] if rest and {"-m", "--module"} & set(opts) else None
     elif name == "torchrun":
-        module = _torchrun_module(words[1:])
+        module = torchrun_module(words[1:])
     elif _PY_LAUNCHERS.match(name):
-        module = _python_module(words[1:])
+        module = python_module(words[1:])
     if module is not None and not _in_folder(dfd, module.split(".", 1)[0]) and not _in_folder(dfd, module.split(".", 1)[0] + ".py"):
         return (f"it runs the module {quoted(module)}, which is not the run folder's own, with the run folder "
                                      "first on the import path (`-m` puts the working folder there): a module planted in the "
                                      "folder runs in its place, and entry points there load with it; record the launcher by name "
                                      "(torchrun), or run it yourself")
     return None
-
-
-def _python_module(args: list[str]) -> str | None:
-    """The module `python [options] -m MODULE` runs (also bundled: `-um MODULE`, `-mMODULE`), or None for a script."""
-    i = 0
-    while i < len(args):
-        w = args[i]
-        if not w.startswith("-") or w == "-":
-            return None
-        if w == "--check-hash-based-pycs":  # the one long option that takes a value (forty-fourth round: it hid `-m`)
-            i += 1
-        elif not w.startswith("--"):  # --version, --help: no value
-            for j, c in enumerate(w[1:], 1):
-                if c == "m":
-                    return w[j + 1:] or (args[i + 1] if i + 1 < len(args) else "")
-                if c in "cWX":  # takes the rest of the word, or the next word
-                    i += j == len(w) - 1
-                    break
-        i += 1
-    return None
-
-
-# torchrun's options that take no value; every other option takes one (or is written NAME=VALUE)
-_TORCHRUN_FLAGS = frozenset({"--standalone", "-m", "--module", "--no-python", "--no_python", "--run-path", "--run_path",
-                             "--virtual-local-rank", "--virtual_local_rank"})
-
-
-def _torchrun_module(args: list[str]) -> str | None:
-    """The module `torchrun [options] -m MODULE` has its workers run (`python -u -m MODULE` in the run folder), or None."""
-    module, i = False, 0
-    while i < len(args) and args[i].startswith("-"):
-        opt = args[i].split("=", 1)[0]
-        module = module or opt in ("-m", "--module") or (len(opt) >= 5 and "--module".startswith(opt))
-        if opt not in _TORCHRUN_FLAGS and "=" not in args[i] and not (len(opt) >= 5 and "--module".startswith(opt)):
-            i += 1
-        i += 1
-    return args[i] if module and i < len(args) else None
 
 
 # top-level packages a launcher runs as `python -m` in the run folder, where the folder comes first on the import path

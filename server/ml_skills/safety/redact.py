@@ -184,8 +184,9 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # given on a command line to sshpass, mysql (`-pPW`) or curl (`-u user:PW`) (twelfth round: kept in clear), and
     # redis-cli's `-a PW` (thirteenth round)
     ("docker-auth", ('"auth"',), lazy(r'"auth"\s{0,3}:\s{0,3}"(?P<s>[A-Za-z0-9+/]{8,4000}={0,2})"')),
-    ("kaggle-key", ('"username"',), lazy(
-        r'"username"\s{0,3}:\s{0,3}"[^"\n]{1,100}"\s{0,3},\s{0,3}"key"\s{0,3}:\s{0,3}"(?P<s>[0-9a-f]{32})"')),
+    # (forty-sixth round: pretty-printed, the key's line below its username's with an indent, and as Python prints the dict)
+    ("kaggle-key", ('"username"', "'username'"), lazy(
+        r"""(["'])username\1\s{0,3}:\s{0,3}(["'])[^"'\n]{1,100}\2\s{0,3},\s{0,40}(["'])key\3\s{0,3}:\s{0,3}(["'])(?P<s>[0-9a-f]{32})\4""")),
     # ... and `docker login -p X` (twenty-first round: kept in clear; `--password X` was caught by the flag rule), and the Azure
     # CLI's `az login --service-principal -u APP -p X` (twenty-second round: a CI log's `set -x` prints it expanded)
     ("cli-password", ("sshpass", "mysql", "curl", "redis-cli", "docker", "az login"), lazy(
