@@ -7,6 +7,7 @@ import itertools
 from collections.abc import Sequence
 
 from ml_skills.engine.analyse.quietend import ERROR, QUIET_END
+from ml_skills.lazyre import lazy
 from ml_skills.models import MetricPoint
 
 
@@ -33,7 +34,20 @@ def planned_last_epoch(tail: list[str], tail_start: int, points: Sequence[Metric
         return None
     if last.batch is not None and last.batches is not None and last.batch < last.batches:
         return None  # inside the epoch
+    if _next_epoch_begun(tail, tail_start, last.line_no, int(e)):
+        return None
     return _quiet_after(tail, tail_start, last.line_no)
+
+
+_EPOCH_NUMBER = lazy(r"(?i)\bepoch\W{0,3}(\d{1,6})\b")
+
+
+def _next_epoch_begun(tail: list[str], tail_start: int, line_no: int, epoch: int) -> bool:
+    """Whether a line after the last epoch's summary names a later epoch (a header '=== training epoch 11 ===' after the
+    0-based epoch 9, whose 1-based name is 10): the run went on into another epoch, so epoch `epoch` was not its last
+    (healthy 1100: a relaunch cut at its eleventh epoch's header read as ten epochs done)."""
+    i = line_no - tail_start
+    return any(int(m.group(1)) > epoch + 1 for x in tail[max(i + 1, 0):] for m in _EPOCH_NUMBER.finditer(x))
 
 
 def same_end_as_earlier_runs(tail: list[str], tail_start: int, points: Sequence[MetricPoint]) -> int | None:
