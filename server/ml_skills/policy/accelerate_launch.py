@@ -9,13 +9,13 @@ key is one of those, read here as accelerate reads it (YAML, or JSON for a `.jso
 
 from __future__ import annotations
 
-import json
 import os
 import re
 
 import yaml
 
 from ml_skills.policy.folder_routes import read_in_folder
+from ml_skills.safety import untrusted_json
 
 # accelerate launch's options that take no value (accelerate 1.16); every other known option takes one
 _FLAGS = frozenset({"cpu", "debug", "downcast_bf16", "dynamo_use_dynamic", "dynamo_use_fullgraph", "dynamo_use_regional_compilation",
@@ -101,10 +101,9 @@ def config_refusal(dfd: int, path: str) -> str | None:
     if isinstance(raw, str):
         return f"--config_file {raw.strip('()')}"
     try:
-        text = raw.decode("utf-8")
-        data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
-    except (UnicodeDecodeError, ValueError, yaml.YAMLError):
-        return f"--config_file {path} cannot be read as accelerate reads it"
+        data = _parsed(raw, path.endswith(".json"))
+    except ValueError as e:
+        return f"--config_file {path} cannot be read as accelerate reads it ({e})"
     if not isinstance(data, dict):
         return f"--config_file {path} is not a mapping of settings"
     bad = _unknown_keys(data)
@@ -164,10 +163,41 @@ def default_config_refusal() -> str | None:
     try:
         with open(path, "rb") as fh:
             raw = fh.read(64 * 1024)
-        data = json.loads(raw) if path.endswith(".json") else yaml.safe_load(raw)
-    except (OSError, ValueError, yaml.YAMLError):
+        data = _parsed(raw, path.endswith(".json"))
+    except (OSError, ValueError):
         return None
     if isinstance(data, dict) and str(data.get("distributed_type", "")).upper() == "DEEPSPEED":
         return (f"accelerate's default config ({path}) chooses DeepSpeed, which starts its per-node launcher in the run folder, "
                 "first on its import path (forty-third round)")
     return None
+
+
+def _parsed(raw: bytes, json_file: bool) -> object:
+    """A config file's settings, as accelerate reads them, or ValueError for any input: JSON through the bounded parser,
+    YAML with no anchors or aliases (forty-eighth round: 409 bytes of nested aliases grew ninefold per level when the
+    settings were printed, 16 s at eight levels, before the person was asked) and no nesting Python's recursion cannot
+    hold (30,000 brackets raised RecursionError)."""
+    try:
+        text = raw.decode("utf-8")
+        if json_file:
+            return untrusted_json.loads(text)
+        _plain_yaml(text)
+        data = yaml.safe_load(text)
+    except (UnicodeDecodeError, yaml.YAMLError, RecursionError) as e:
+        raise ValueError(type(e).__name__) from None
+    if untrusted_json.depth_exceeds(data, untrusted_json.MAX_DEPTH):
+        raise ValueError("nested deeper than any accelerate config")
+    return data
+
+
+
+def _plain_yaml(text: str) -> None:
+    """ValueError when the YAML `text` uses an anchor or an alias, or nests deeper than any config: read event by event,
+    so a hostile file stops at its first offending event, before anything is built."""
+    depth = 0
+    for ev in yaml.parse(text):
+        if isinstance(ev, yaml.AliasEvent) or getattr(ev, "anchor", None):
+            raise ValueError("it uses YAML anchors or aliases, which no accelerate config needs")
+        depth += isinstance(ev, yaml.CollectionStartEvent) - isinstance(ev, yaml.CollectionEndEvent)
+        if depth > untrusted_json.MAX_DEPTH:
+            raise ValueError("nested deeper than any accelerate config")

@@ -181,11 +181,13 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
         raise _not_a_launch(f, line, f"it holds {syntax}: the question would show a shell line, but the command runs as one "
                                      "argument list with no shell, and the answer's manual line would run it in a shell")
     bad_env = sorted(k for k in env if picks_the_program(k))
-    if "PYTHONPATH" in env and "" in env["PYTHONPATH"].split(os.pathsep):
+    if "PYTHONPATH" in env and any(not e.strip() or e != e.strip() for e in env["PYTHONPATH"].split(os.pathsep)):
         # forty-seventh round: an empty entry (`PYTHONPATH=/opt/x:`, `::`) is the working folder, the run folder here, shown
-        # as nothing: its sitecustomize.py ran at start-up, and torchrun's agent loads entry points planted there
-        raise _not_a_launch(f, line, "its PYTHONPATH has an empty entry (a leading, trailing or doubled ':'), which Python "
-                                     "reads as the working folder, the run folder, without naming it; write the folder")
+        # as nothing: its sitecustomize.py ran at start-up, and torchrun's agent loads entry points planted there; forty-eighth
+        # round: an entry of blanks (`'/opt/x: '`) is a folder of the run folder named by a space
+        raise _not_a_launch(f, line, "its PYTHONPATH has an empty entry (a leading, trailing or doubled ':') or one of or "
+                                     "around blanks, which Python reads as the working folder, the run folder, or a folder "
+                                     "in it, without showing its name; write the folder")
     if bad_env:
         raise _not_a_launch(f, line, f"it sets {', '.join(bad_env)}, which chooses the program that runs or what it loads, or "
                                      "is not one of the variables known only to tune a run (devices, threads, the rendezvous, "
