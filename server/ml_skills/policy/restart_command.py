@@ -121,16 +121,39 @@ def _shown_as_it_runs(f: Path, line: str) -> None:
     if odd := next((c for c in line if looks_like_another(c)), None):
         raise _not_a_launch(f, line, f"it holds U+{ord(odd):04X}, a symbol a reader can take for a space or for punctuation "
                                      "(a blank one makes one word read as two): the command read would not be the command that runs")
-    hidden = []
+    spans = []
     for masked in (line, line.translate(READ_AS)):  # as written, and as read (redact masks both: `--ｔｏｋｅｎ=X`)
         for _ in range(MAX_REDACT_PASSES):
             masked, n = _one_pass(masked, fill=True)
             if n == 0:
                 break
-        hidden += [line[m.start():m.end()] for m in re.finditer(_FILL + "+", masked)]
-    if any(not _VALUE_CHARS.fullmatch(h) for h in hidden):
+        spans += [(m.start(), m.end()) for m in re.finditer(_FILL + "+", masked)]
+    if any(not _VALUE_CHARS.fullmatch(line[a:b]) for a, b in spans):
         raise _not_a_launch(f, line, "a part the question would show as [REDACTED] is not a plain secret value (it holds spaces, "
                                      "quotes, brackets or operators), so the person could not see what runs")
+    if any(not _a_secrets_value(line, a) for a, _ in spans):
+        raise _not_a_launch(f, line, "a part the question would show as [REDACTED] is not the value of a secret's variable or "
+                                     "option (a folder, a script or a module that reads as a token), so the person could not "
+                                     "see what runs")
+
+
+# the names of a variable or an option whose value is a secret: `HF_TOKEN=`, `--wandb_api_key=`, `--password X`
+_SECRET_NAME = re.compile(r"(?i)(?:key|token|secret|passw|pass$|pwd|auth|credential)")
+_ASSIGNED = re.compile(r"""^["']?(?:--?)?([A-Za-z_][\w\-.]*)=["']?$""")
+_OPTION = re.compile(r"^--?([A-Za-z_][\w\-.]*)$")
+
+
+def _a_secrets_value(line: str, start: int) -> bool:
+    """Whether the masked part starting at `start` is the value of a secret's variable or option, what a mask may hide
+    (fiftieth round: `PYTHONPATH=hf_...` and `python hf_....py`, a folder and a script named like a token, were shown as
+    [REDACTED], and the folder's sitecustomize.py and the script ran after an accept)."""
+    begin = max(line.rfind(" ", 0, start), line.rfind("\t", 0, start)) + 1
+    if m := _ASSIGNED.match(line[begin:start]):
+        return bool(_SECRET_NAME.search(m.group(1)))
+    if line[begin:start].strip("\"'"):
+        return False
+    before = line[:begin].split()
+    return bool(before) and bool(m := _OPTION.match(before[-1])) and bool(_SECRET_NAME.search(m.group(1)))
 
 
 def _not_a_launch(f: Path, line: str, why: str) -> PolicyError:
