@@ -153,7 +153,8 @@ def _a_secrets_value(line: str, start: int) -> bool:
     if line[begin:start].strip("\"'"):
         return False
     before = line[:begin].split()
-    return bool(before) and bool(m := _OPTION.match(before[-1])) and bool(_SECRET_NAME.search(m.group(1)))
+    option = _OPTION.match(before[-1]) if before else None
+    return option is not None and bool(_SECRET_NAME.search(option.group(1)))
 
 
 def _not_a_launch(f: Path, line: str, why: str) -> PolicyError:
