@@ -36,13 +36,14 @@ def rendezvous(argv: list[str], env: dict[str, str]) -> list[str]:
 
 
 # python's own options that tune the interpreter and load nothing: one-letter flags, and the -X names of CPython 3.10-3.14
-# but `pycache_prefix` (the folder the standard library's compiled code is read from: ninth round) and `presite` (a module
-# imported before site); `-c`, `-m`, `-W` take a value (`-m` is judged in policy/launcher_stages.py). `-i` (a prompt after
+# but `pycache_prefix` (the folder the standard library's compiled code is read from: ninth round), `presite` (a module
+# imported before site) and `frozen_modules` (`=off` imports the frozen standard modules, runpy among them, through
+# sys.path, where the run folder comes first: fifty-first round); `-c`, `-m`, `-W` take a value (`-m` is judged in policy/launcher_stages.py). `-i` (a prompt after
 # the script) and `-x` (skip the script's first line) are no launch options.
 _PYTHON_FLAGS = frozenset("bBdEhIOPqsSuvV")
 _PYTHON_VALUED = frozenset("cmWX")
 _PYTHON_X = frozenset({"faulthandler", "showrefcount", "tracemalloc", "importtime", "dev", "utf8", "warn_default_encoding",
-                       "no_debug_ranges", "int_max_str_digits", "frozen_modules", "perf", "perf_jit", "cpu_count", "gil",
+                       "no_debug_ranges", "int_max_str_digits", "perf", "perf_jit", "cpu_count", "gil",
                        "disable_remote_debug", "context_aware_warnings", "thread_inherit_context", "pathconfig_warnings"})
 _PYTHON_LONG = {"--check-hash-based-pycs": {"default", "always", "never"}, "--version": None, "--help": None,
                 "--help-env": None, "--help-xoptions": None, "--help-all": None}
