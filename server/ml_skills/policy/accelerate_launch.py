@@ -181,13 +181,10 @@ def _parsed(raw: bytes, json_file: bool) -> object:
         text = raw.decode("utf-8")
         if json_file:
             return untrusted_json.loads(text)
-        _plain_yaml(text)
-        data = yaml.safe_load(text)
+        _plain_yaml(text)  # bounds the depth before anything is built; untrusted_json bounds JSON's
+        return yaml.safe_load(text)
     except (UnicodeDecodeError, yaml.YAMLError, RecursionError) as e:
         raise ValueError(type(e).__name__) from None
-    if untrusted_json.depth_exceeds(data, untrusted_json.MAX_DEPTH):
-        raise ValueError("nested deeper than any accelerate config")
-    return data
 
 
 
