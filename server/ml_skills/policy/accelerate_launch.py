@@ -15,6 +15,7 @@ import re
 import yaml
 
 from ml_skills.policy.folder_routes import read_in_folder
+from ml_skills.policy.launcher_options import RDZV_BACKENDS, rdzv_conf_refusal
 from ml_skills.safety import untrusted_json
 
 # accelerate launch's options that take no value (accelerate 1.16); every other known option takes one
@@ -25,7 +26,8 @@ _FLAGS = frozenset({"cpu", "debug", "downcast_bf16", "dynamo_use_dynamic", "dyna
 # (forty-fourth round: `--dynamo_backend tvm` imported a planted tvm.py, `--use_megatron_lm` a planted megatron/): Megatron,
 # FP8 backends, and any compile backend but torch's own; mixed precision only no/fp16/bf16 (fp8 picks a backend by name)
 _IMPORTS_BY_NAME = ("use_megatron_lm", "fp8_", "megatron_lm_")
-_SAFE_VALUES = {"dynamo_backend": {"no", "eager", "aot_eager", "inductor"}, "mixed_precision": {"no", "fp16", "bf16"}}
+_SAFE_VALUES = {"dynamo_backend": {"no", "eager", "aot_eager", "inductor"}, "mixed_precision": {"no", "fp16", "bf16"},
+                "rdzv_backend": RDZV_BACKENDS}
 # ... and those that take one and only place or tune the run (with dashes or underscores, as accelerate takes both)
 _VALUED = frozenset({"gpu_ids", "gradient_accumulation_steps", "gradient_clipping", "log_dir", "machine_rank", "main_process_ip",
                      "main_process_port", "main_training_function", "max_restarts", "mixed_precision", "monitor_interval",
@@ -69,7 +71,7 @@ def launch_options(words: list[str]) -> tuple[list[str], list[str]]:
             pass
         elif name in _VALUED or name.startswith(_FAMILIES) or words[i].split("=", 1)[0] in CONFIG_OPTION:
             value = words[i].split("=", 1)[1] if "=" in words[i] else words[i + 1] if i + 1 < len(words) else ""
-            if name in _SAFE_VALUES and value.lower() not in _SAFE_VALUES[name]:
+            if _bad_value(name, value):
                 unknown.append(f"{words[i].split('=', 1)[0]} {value}")
             if "=" not in words[i] and i + 1 < len(words):
                 opts.append(words[i + 1])
@@ -114,7 +116,7 @@ def _unknown_keys(data: dict) -> list[str]:
     bad = []
     for key, value in data.items():
         k = str(key)
-        if k in _SAFE_VALUES and value is not None and str(value).lower() not in _SAFE_VALUES[k]:
+        if _bad_value(k, value):
             bad.append(f"{k}: {str(value)[:40]}")
         elif k == "distributed_type" and str(value).upper() in ("DEEPSPEED", "MEGATRON_LM"):
             bad.append("distributed_type: DEEPSPEED (accelerate would start deepspeed, whose per-node launcher imports from the "
@@ -135,11 +137,21 @@ def _unknown_keys(data: dict) -> list[str]:
 def _known_inner(section: str, key: str, value: object) -> bool:
     prefix = _RENAMED.get(section)
     name = key if prefix is None or key.startswith(prefix) else f"{prefix.rstrip('_')}_{key}"
-    if name in _SAFE_VALUES:
-        return value is None or str(value).lower() in _SAFE_VALUES[name]
+    if name in _SAFE_VALUES or name == "rdzv_conf":
+        return not _bad_value(name, value)
     if name.startswith(_IMPORTS_BY_NAME):
         return not value
     return name in _VALUED or name.startswith(_FAMILIES) or (name in _OFF_WHEN_EMPTY and not value)
+
+
+def _bad_value(name: str, value: object) -> bool:
+    """A value outside what the option may hold: a backend named by a library to import, or a rendezvous configuration
+    beyond its timing keys (fifty-second round: `--rdzv_conf store_type=file` had the agent unpickle a planted file)."""
+    if value is None:
+        return False
+    if name in _SAFE_VALUES:
+        return str(value).lower() not in _SAFE_VALUES[name]
+    return name == "rdzv_conf" and rdzv_conf_refusal(str(value)) is not None
 
 
 def uses_deepspeed(opts: list[str]) -> bool:

@@ -17,6 +17,37 @@ _RENDEZVOUS = {"--rdzv_endpoint": 8, "--master_addr": 10, "--main_process_ip": 8
 _RENDEZVOUS_ENV = ("MASTER_ADDR", "PET_RDZV_ENDPOINT", "PET_MASTER_ADDR")  # torchrun reads PET_<OPTION> as its option
 _LOCAL = re.compile(r"^(?:localhost|127(?:\.\d{1,3}){3}|\[?::1\]?)(?::\d+)?$")
 
+# The rendezvous torchrun (and accelerate through it) may use, and the keys its `--rdzv-conf` may set. Fifty-second round:
+# `--rdzv-conf store_type=file` made the c10d backend read its state from a file named by the endpoint (`localhost`, a file
+# of the run folder), and the agent unpickled what was planted there; etcd's backends import their client by name.
+RDZV_BACKENDS = frozenset({"c10d", "static"})
+_RDZV_CONF_KEYS = frozenset({"timeout", "join_timeout", "last_call_timeout", "close_timeout", "heartbeat_timeout", "read_timeout",
+                             "keep_alive_interval", "keep_alive_max_attempt", "is_host", "use_libuv", "rank"})
+_RDZV_CONF_VALUE = re.compile(r"^[A-Za-z0-9_.\-]{1,40}$")
+
+
+def rdzv_conf_refusal(conf: str) -> str | None:
+    """Why a rendezvous configuration (`key=value,key=value`, torchrun's `--rdzv-conf`, `PET_RDZV_CONF`, accelerate's
+    `--rdzv_conf`) could make the agent read its state from somewhere the line does not show, or None: only timing and
+    host-role keys, each with a plain value."""
+    for pair in conf.split(","):
+        key, eq, value = pair.partition("=")
+        if not pair.strip():
+            continue
+        if key.strip() not in _RDZV_CONF_KEYS or not eq or not _RDZV_CONF_VALUE.match(value.strip()):
+            return (f"its rendezvous configuration sets {key.strip()[:40]!r}, not one of the timing and host-role keys ml-skills "
+                    f"knows ({', '.join(sorted(_RDZV_CONF_KEYS))}): store_type=file makes the agent read, and unpickle, its "
+                    "state from a file the endpoint names")
+    return None
+
+
+def rdzv_env_refusal(env: dict[str, str]) -> str | None:
+    """torchrun's rendezvous given through its variables (`PET_RDZV_BACKEND`, `PET_RDZV_CONF`), judged as the options are."""
+    if "PET_RDZV_BACKEND" in env and env["PET_RDZV_BACKEND"] not in RDZV_BACKENDS:
+        return f"PET_RDZV_BACKEND picks a rendezvous backend other than {' or '.join(sorted(RDZV_BACKENDS))}"
+    return rdzv_conf_refusal(env["PET_RDZV_CONF"]) if "PET_RDZV_CONF" in env else None
+
+
 def rendezvous(argv: list[str], env: dict[str, str]) -> list[str]:
     """The rendezvous or master host options of a recorded line (`--rdzv-endpoint evil:29400`, `--master_addr=...`, any
     prefix torchrun's argparse takes for them) and the variables that set them (`MASTER_ADDR`, torchrun's `PET_RDZV_ENDPOINT`),
@@ -105,7 +136,8 @@ _TORCHRUN_VALUED = ("nnodes", "nproc-per-node", "rdzv-backend", "rdzv-endpoint",
                     "master-port", "local-addr", "numa-binding", "signals-to-handle", "shutdown-timeout")
 _TORCHRUN_FLAGS = ("standalone", "module", "virtual-local-rank", "help")
 _TORCHRUN_REFUSED = ("logs-specs", "run-path", "no-python")
-_TORCHRUN_VALUES = {"event-log-handler": {"null", "console", "dynamic_rendezvous"}, "start-method": {"spawn", "fork", "forkserver"}}
+_TORCHRUN_VALUES = {"event-log-handler": {"null", "console", "dynamic_rendezvous"}, "start-method": {"spawn", "fork", "forkserver"},
+                    "rdzv-backend": RDZV_BACKENDS}
 _TORCHRUN_SHORT = {"-m": "module", "-h": "help", "-r": "redirects", "-t": "tee"}
 
 
@@ -163,6 +195,8 @@ def read_torchrun(args: list[str]) -> tuple[str | None, bool, int]:
                     return f"torchrun's {w} has no value before {value}", module, i
             if value not in _TORCHRUN_VALUES.get(name, {value}):
                 return f"torchrun's --{name} takes one of {', '.join(sorted(_TORCHRUN_VALUES[name]))}", module, i
+            if name == "rdzv-conf" and (why := rdzv_conf_refusal(value)):
+                return why, module, i
         elif eq:
             return f"torchrun's {w.partition('=')[0]} takes no value", module, i
         i += 1

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+import sys
 
 from ml_skills.policy import accelerate_launch
 from ml_skills.policy.launcher_options import python_module, torchrun_module
@@ -60,7 +62,7 @@ def _own_refusal(words: list[str], dfd: int) -> str | None:
         module = torchrun_module(words[1:])
     elif _PY_LAUNCHERS.match(name):
         module = python_module(words[1:])
-    if module is not None and not _in_folder(dfd, module.split(".", 1)[0]) and not _in_folder(dfd, module.split(".", 1)[0] + ".py"):
+    if module is not None and not _own_module(dfd, module.split(".", 1)[0]):
         return (f"it runs the module {quoted(module)}, which is not the run folder's own, with the run folder "
                                      "first on the import path (`-m` puts the working folder there): a module planted in the "
                                      "folder runs in its place, and entry points there load with it; record the launcher by name "
@@ -80,9 +82,27 @@ def _shadows_a_launcher(dfd: int) -> str | None:
         return None
 
 
-def _in_folder(dfd: int, name: str) -> bool:
+def _own_module(dfd: int, top: str) -> bool:
+    """Whether Python, run in the folder `dfd`, imports the top-level module `top` from that folder: a plain `top.py` or a
+    regular package `top/__init__.py`, and no module the interpreter holds itself (built in or frozen) of that name. Before
+    the fifty-second round any entry of that name counted: a plain file `pytest` (no `.py`) or a folder without
+    `__init__.py` made `python -m pytest` "the folder's own", and the installed pytest ran, loading a plugin planted there."""
+    import _imp
+
+    if not top.isidentifier() or top in sys.builtin_module_names or _imp.is_frozen(top):
+        return False
+    return _regular(dfd, f"{top}.py") or (_directory(dfd, top) and _regular(dfd, f"{top}/__init__.py"))
+
+
+def _regular(dfd: int, name: str) -> bool:
     try:
-        os.lstat(name, dir_fd=dfd)
+        return stat.S_ISREG(os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode)
     except OSError:
         return False
-    return True
+
+
+def _directory(dfd: int, name: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
