@@ -101,7 +101,8 @@ def test_a_repoint_gives_one_answer_whether_a_target_outside_the_roots_exists_or
     for name in ("there.pt", "not-there.pt"):
         pointer.write_text(str(outside / name) + "\n")
         got = json.loads(_stays(srv, pointer, older))
-        bodies.append({k: v for k, v in got.items() if k not in ("approval_id", "undo", "manual")})
+        bodies.append({k: v.replace(got["marker"], "M") if isinstance(v, str) else v  # each answer's own marker
+                       for k, v in got.items() if k not in ("approval_id", "undo", "manual", "marker")})
     assert bodies[0] == bodies[1] and bodies[0]["outcome"] == "no-elicitation", bodies
 
 

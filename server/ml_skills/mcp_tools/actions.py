@@ -195,14 +195,15 @@ async def request_action(
 
     def answer(outcome: str, detail: str, ran: bool = False, by: str | None = None) -> ActionResult:
         """What the model reads. Text that quotes the machine is marked with the call's marker: the outcome of a run or a
-        failure (a recorded line, a process name, an error) and, for a restart or a repoint, the target and the manual line
-        (a path, the line). Before the fifty-first round `started pid N: LINE` came back bare; the audit log keeps it plain."""
+        failure (a recorded line, a process name, an error) and, for a restart or a repoint, the target, the manual line and
+        the undo (a path, the line, the pointer's old text: fifty-third round). Before the fifty-first round `started pid N: LINE` came back bare; the audit log keeps it plain."""
         manual = "" if ran else p.manual
         return ActionResult(
             outcome=outcome, ran=ran, action=p.kind.value, target=quote_inline(p.target, marker) if from_files else p.target,
             risk=v.risk, rule=v.rule, approval_id=p.fingerprint, approved_by=by,
             detail=quote_inline(detail, marker) if outcome in _QUOTES_MACHINE else detail,
-            manual=quote_inline(manual, marker) if from_files and manual else manual, undo=p.undo, marker=marker)
+            manual=quote_inline(manual, marker) if from_files and manual else manual,
+            undo=quote_inline(p.undo, marker) if from_files and p.undo else p.undo, marker=marker)
 
     def result(outcome: str, detail: str, ran: bool = False, by: str | None = None) -> ActionResult:
         _audit(p, v, outcome, detail, by, undo=p.undo if ran else "")

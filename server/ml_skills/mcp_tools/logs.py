@@ -14,7 +14,7 @@ from ml_skills.mcp_tools.common import ToolResult, counted, roots, tool
 from ml_skills.models import EvidenceStatus
 from ml_skills.safety.paths import confine
 from ml_skills.safety.quoting import DEFAULT_MAX_CHARS, fence, new_marker
-from ml_skills.safety.redact import as_shown, may_hide, redact_line_after
+from ml_skills.safety.redact import as_shown, may_hide, named_above, redact_line_after
 from ml_skills.safety.regex import LinePattern
 
 PathArg = Annotated[str, Field(min_length=1, max_length=4096, description="Log file, absolute or relative to the first allowed root.")]
@@ -115,7 +115,7 @@ class _ShownLines:
 
     def search_after(self, prior: list[str], text: str) -> bool:
         """search() for a line whose secret's name may sit on the lines above it (W&B config.yaml's `value:` line)."""
-        hide = may_hide(text) or (bool(prior) and "value" in text.lower())  # redact_line_after's own gate
+        hide = may_hide(text) or named_above(prior, text)  # redact_line_after's own gate
         return self._match(text, hide, lambda: as_shown(redact_line_after(prior, text, count=False)))
 
 

@@ -236,6 +236,18 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("netrc-password", ("password",), lazy(
         r"(?i)(?:(?<![A-Za-z0-9])(?:machine|login|default)\s{1,3}\S{0,200}\s{1,3}|(?m:^)[ \t]{0,20})password[ \t]{1,3}"
         r"(?!(?:[:=\uff1a\uff1d]{1,2}|=>|->|<-)(?:\s|$))(?P<s>[^\s'\"|]{1,1000})")),
+    # Fifty-third round (each kept in clear): a secret's value on the line below its name, after a shell line continuation
+    # (`--hub_token \` over `    X \`, as `bash -v` or `set -v` echoes a launch script) or a YAML block scalar
+    # (`password: |-` over `  X`): the flag rule took the `\` as the value, and the value line was left alone.
+    ("secret-continued", _KEY_NEEDLES, lazy(
+        r"(?i)" + _START + r"['\"]?(?:--?)?[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"]?(?:[ \t]{1,3}+\\|[ \t]{0,3}+[:=][ \t]{0,3}+(?:\\|[|>][+\-]?[0-9]?))"
+        r"[ \t]{0,3}+\r?\n(?:" + _LINE_NUMBER + r")?[ \t]{0,40}+['\"]?(?P<s>(?![$<\[%\\]|--?[a-z])[^\s'\"]{4,1000})")),
+    # ... and a variable printed as `NAME VALUE` on a line of its own (`for k, v in os.environ.items(): print(k, v)`): an upper
+    # case name holding a keyword, one space or tab, one word (fifty-third round: AWS_SECRET_ACCESS_KEY and DB_PASSWORD kept).
+    ("env-name-space-value", _KEY_NEEDLES + ("pass", "pwd"), lazy(
+        r"(?m)^[\s'\">]{0,8}" + _RANK_PREFIX + r"(?:\d{1,12}\s{0,4}[:|]\s{0,4})?[A-Z0-9_]{0,60}(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|PASS|PWD)"
+        r"(?:_?[0-9]{1,3}|_(?:BASE|PROD|PRODUCTION|DEV|STAGING|STAGE|TEST|PRIMARY|SECONDARY|BACKUP|OLD|NEW|MAIN|RO|RW|READ|WRITE|ADMIN|ROOT|V[0-9]{1,2}))?"
+        r"[ \t]{1,3}+(?P<s>(?![$<\[%]|(?i:true|false|none|null|set|unset|missing|not)\b|[0-9.]{1,30}[ \t]*$)[^\s'\"]{4,1000})[ \t]*\r?$")),
     # --api-key X, --hf_token=X, --aws-secret-access-key 'X', and argv printed as a list: '--token', 'X'.
     # Thirtieth round: the same list pretty-printed, one element a line (W&B's wandb-metadata.json `"args"`, written with
     # indent=4: `"--hf_token",` over `"X",`): a quoted flag ending its line with `,`, and the quoted value starting the
@@ -245,7 +257,7 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("cli-secret-flag", _KEY_NEEDLES, lazy(
         r"(?i)" + _START + r"--?[a-z0-9_.\-]{0,40}" + _KEYWORD + r"(?:['\"]?(?:\s{1,3}|=|,\s{0,2}|" + _PCT + r"3[Dd]|" + _PCT + r"20|\+)['\"]?"
         r"|['\"],[ \t]{0,3}+\r?\n(?:" + _LINE_NUMBER + r")?[ \t]{0,40}+['\"](?!--?[a-z]))"
-        r"(?!(?:(?<=\n)|(?<=\n[ \t])|(?<=\n[ \t]{2}))" + _LINE_NUMBER + r")"
+        r"(?!(?:(?<=\n)|(?<=\n[ \t])|(?<=\n[ \t]{2}))" + _LINE_NUMBER + r")(?!\\[ \t]{0,3}(?:\r?\n|$))"
         r"(?P<s>" + _quoted(1) + r"[^\s'\",\]]{1,1000})")),
     # A secret-bearing name and its value in two fields: an environment entry of a Kubernetes, Vertex AI or Docker spec
     # ({"name": "WANDB_API_KEY", "value": "X"}, `- name: HF_TOKEN` over `  value: X`), an MLflow param or tag as its REST
@@ -667,12 +679,24 @@ def _next_list_element(above: str, line: str) -> bool:
     return above.rstrip().endswith(("',", '",')) and _LIST_ELEMENT.match(line) is not None
 
 
+# Fifty-third round: a secret's name ending the line above with a shell line continuation or a YAML block scalar
+# (`--hub_token \`, `password: |-`), its value on this line (the rule "secret-continued").
+_CONTINUES_A_SECRET = lazy(r"(?i)" + _KEYWORD + r"['\"]?(?:[ \t]{1,3}+\\|[ \t]{0,3}+[:=][ \t]{0,3}+(?:\\|[|>][+\-]?[0-9]?))[ \t]{0,3}+\r?$")
+
+
+def named_above(prior: list[str], line: str) -> bool:
+    """Whether `line` may be a value whose secret's name sits on a line above it: a `value:` line, the next element of an
+    argv list printed one a line, or the line after a secret's name ended with a continuation or a block scalar."""
+    return bool(prior) and ("value" in line.lower() or _next_list_element(prior[-1], line)
+                            or _CONTINUES_A_SECRET.search(prior[-1][-300:]) is not None)
+
+
 def redact_line_after(prior: list[str], line: str, *, count: bool = True) -> str:
     """One line as shown when the lines before it may not be (each line of an excerpt is shown on its own, behind a
     line number): a value whose name sits on a line above is masked, judged with up to PRIOR_LINES lines before it.
     A line that cannot be such a value comes back unchanged: the channel redacts it as every line.
     `count=False` counts nothing (as_shown): for matching a caller's pattern against what the caller may see."""
-    if not prior or not ("value" in line.lower() or _next_list_element(prior[-1], line)):
+    if not named_above(prior, line):
         return line
     ctx = "\n".join(prior[-PRIOR_LINES:]) + "\n"
     saved = _count.get(), _stripped.get()
@@ -815,7 +839,8 @@ def redact_cut(text: str, n: int) -> str:
 
 
 def redact_lines(lines: list[str]) -> list[str]:
-    """`[redact(x) for x in lines]`, with the rules' needles looked for once in the whole batch.
+    """`[redact(x) for x in lines]` for consecutive lines of a log, with the rules' needles looked for once in the whole
+    batch, and each line judged with the lines above it too (redact_line_after: fifty-third round, a value below its name).
 
     Looking for all 87 needles in each of a report's 800-1100 head, tail and excerpt lines was 10 ms of a 10 MiB run; a
     batch of log lines holds few of them (2 in the benchmark log's), and a needle a line holds is in the batch's
@@ -829,7 +854,12 @@ def redact_lines(lines: list[str]) -> list[str]:
     over: dict[str, tuple[str, int, int]] = {}  # past the memo's cap: kept for this call only
     for x, (clean, total, gone) in fresh.items():
         (memo if len(memo) < MEMO_SIZE else over)[x] = (*_passes(clean, total, among), gone)
-    return [_counted(x, over[x] if x in over else memo[x]) if x else x for x in lines]
+    out = [_counted(x, over[x] if x in over else memo[x]) if x else x for x in lines]
+    for i, x in enumerate(lines):  # a value whose secret's name ends a line above (the lines are a run of the log's)
+        if i and x and named_above(lines[max(0, i - PRIOR_LINES) : i], x) and (judged := redact_line_after(
+                lines[max(0, i - PRIOR_LINES) : i], x)) != x:
+            out[i] = judged
+    return out
 
 
 MEMO_SIZE = 65536  # texts remembered under remembered(), at most
