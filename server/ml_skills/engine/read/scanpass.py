@@ -38,6 +38,8 @@ from ml_skills.safety.redact import redact_lines
 _EITHER_END = lazy(rb"(?i)\b(?:completed?|finished|done) or (?:interrupted|failed|stopped|killed|aborted|crashed)\b")
 
 
+_SUMMARY_BLOCK = b" metrics *****"
+"""The header of Hugging Face's `log_metrics` block ('***** train metrics *****'), whose `train_loss` is the run's mean."""
 HITS_KEPT_PER_SIGNATURE = 3
 TRACEBACKS_KEPT = 40
 MAX_POINTS_KEPT = 50_000
@@ -290,8 +292,9 @@ class Pass:
             if parsed is None:
                 continue
             values, step, epoch = parsed
-            if "train_runtime" in text and "loss" in values:
-                # Hugging Face's final metrics ({'train_runtime': ..., 'train_loss': 0.15}): the whole run's mean loss
+            if "loss" in values and ("train_runtime" in text or ("train_loss" in text and _SUMMARY_BLOCK in chunk[max(0, s - 2000) : s])):
+                # Hugging Face's final metrics ({'train_runtime': ..., 'train_loss': 0.15}, or its log_metrics block
+                # '***** train metrics *****' / '  train_loss  =  0.15', PaddleNLP's too): the whole run's mean loss
                 values = {k: v for k, v in values.items() if k != "loss"}
                 if not values:
                     continue
