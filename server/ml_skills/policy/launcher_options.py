@@ -9,6 +9,7 @@ forty-fifth round both launchers take only the options named here; srun, mpirun 
 
 from __future__ import annotations
 
+import builtins
 import re
 
 # torchrun's rendezvous and master host (also deepspeed's and torch.distributed.launch's), given as options: the ranks
@@ -41,11 +42,29 @@ def rdzv_conf_refusal(conf: str) -> str | None:
     return None
 
 
-def rdzv_env_refusal(env: dict[str, str]) -> str | None:
-    """torchrun's rendezvous given through its variables (`PET_RDZV_BACKEND`, `PET_RDZV_CONF`), judged as the options are."""
+def env_value_refusal(env: dict[str, str]) -> str | None:
+    """The values of variables judged as the options they stand for: torchrun's rendezvous (`PET_RDZV_BACKEND`,
+    `PET_RDZV_CONF`) and python's warning filters (`PYTHONWARNINGS`, as `-W`)."""
     if "PET_RDZV_BACKEND" in env and env["PET_RDZV_BACKEND"] not in RDZV_BACKENDS:
         return f"PET_RDZV_BACKEND picks a rendezvous backend other than {' or '.join(sorted(RDZV_BACKENDS))}"
+    if "PYTHONWARNINGS" in env and (why := warning_filter_refusal(env["PYTHONWARNINGS"])):
+        return why
     return rdzv_conf_refusal(env["PET_RDZV_CONF"]) if "PET_RDZV_CONF" in env else None
+
+
+def warning_filter_refusal(filters: str) -> str | None:
+    """Why warning filters (`-W action:message:category:module:lineno`, `PYTHONWARNINGS` a comma-separated list of them)
+    could import a module at start-up, or None. CPython imports a dotted category's module to find the class: fifty-fourth
+    round, `-W ignore::unittest.__main__.X` imported unittest's `__main__`, whose test discovery ran a `test_*.py` planted
+    in the run folder instead of the script. A category must be empty or one of Python's own warning classes."""
+    for entry in filters.split(","):
+        fields = entry.split(":")
+        category = fields[2].strip() if len(fields) > 2 else ""
+        if category and not (category.isidentifier() and isinstance(kind := getattr(builtins, category, None), type)
+                             and issubclass(kind, Warning)):
+            return (f"its warning filter names the category {category[:60]!r}, which Python imports by its module at "
+                    "start-up: only Python's own warning classes (DeprecationWarning, UserWarning, ...) are taken")
+    return None
 
 
 def rendezvous(argv: list[str], env: dict[str, str]) -> list[str]:
@@ -119,6 +138,8 @@ def read_python(args: list[str]) -> tuple[str | None, str | None]:
             i += not w[j:]
             if c in "cm":
                 return None, value if c == "m" else None  # the code or module runs: what follows is its own
+            if c == "W" and (why := warning_filter_refusal(value)):
+                return why, None
             if c == "X" and value.split("=", 1)[0] not in _PYTHON_X:
                 return f"python's -X {value.split('=', 1)[0]} is not one ml-skills knows to only tune the interpreter", None
             break

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from ml_skills.errors import InputError, PolicyError
 from ml_skills.policy import launcher_stages
-from ml_skills.policy.launcher_options import python_refusal, rdzv_env_refusal, torchrun_refusal
+from ml_skills.policy.launcher_options import env_value_refusal, python_refusal, torchrun_refusal
 from ml_skills.policy.quoting import decoded, looks_like_another, quoted
 from ml_skills.policy.restart_env import picks_the_program
 from ml_skills.safety.programs import find_program
@@ -216,7 +216,7 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
         raise _not_a_launch(f, line, f"it sets {', '.join(bad_env)}, which chooses the program that runs or what it loads, or "
                                      "is not one of the variables known only to tune a run (devices, threads, the rendezvous, "
                                      "logging, trackers: docs/security.md, promise 2); run it yourself")
-    if why := rdzv_env_refusal(env):
+    if why := env_value_refusal(env):
         raise _not_a_launch(f, line, why)
     if any(_PYCACHE_OPTION.search(w) for w in words[1:]):
         raise _not_a_launch(f, line, "-X pycache_prefix chooses where the standard library's compiled code is read from")
