@@ -121,6 +121,9 @@ HOSTILE = {  # prefixes of every pattern, repeated to fill a 1 MB line
     "wandb-local": "wandb login local-", "docker-login": "docker login -u a ",
     "auth-bare": "Authorization: a1", "auth-bare-quote": "'authorization': 'a1b2c3d4e5f6a7b8", "az-login": "az login -u a ",  # twenty-second
     "setx": " setx HF_TOKEN ", "r-assign": " password <- ", "hex-user-password": "a://0123456789abcdef0123456789abcdef:",
+    "continued-flag": " --hub_token \\", "block-scalar": " password: |-", "env-space": "HF_TOKEN ",  # fifty-third round
+    "box-table": "\u2502 api_key \u2502 ", "typed-default": " password: Optional[str", "bold-name": "**api_key**",  # fifty-fifth
+    "list-value": " api_key: ['", "ansi-c-quote": " HF_TOKEN=$'",  # fifty-fourth
 }
 
 

@@ -65,9 +65,10 @@ _PCT = r"%(?:25)?"
 # Eighteenth round (each listed as kept by the seventeenth or before): quotes escaped once or more around the name and the value
 # (`{\"hf_token\": \"X\"}`, JSON in a JSON string, as a container's log driver or a logging service stores a JSON line;
 # `hf_token=\'X\'`), Go's and BNF's `:=` and `::=`, and a YAML tag or anchor before the value (`api_key: !!str X`, `&a X`).
-_ASSIGN = (r"(?:(?:\\{0,3}+['\"]\]?)?(?:\s{0,3}+[ \t]{0,40}+(?:::?=|[:=]|=>|->|<-)\s{0,3}+[ \t]{0,40}+"
-           r"(?:(?:!{1,2}[a-z]{1,20}+|&[A-Za-z0-9_\-]{1,40}+)[ \t]{1,3}+)?+|[ ]{0,3}\|[ ]{0,3}|[ ]{0,40}+\t[ \t]{0,40}+"
-           r"|[ ]{0,3}[\u2024\u2025\u00b7\u2027\u2219\u22c5\u2e31\u30fb]{1,40}+[ ]{0,3})(?:[rRbBuUfF]{1,2}(?=['\"]))?(?:\\{1,3}+['\"]|'{3}|\"{3}|['\"])?|(?:" + _PCT + r"2[27])?" + _PCT + r"3[DdAa](?:" + _PCT
+_ASSIGN = (r"(?:(?:\\{0,3}+['\"]\]?)?(?:\*{1,3}+)?(?:[ \t]{0,3}+:[ \t]{0,3}+[A-Za-z_][A-Za-z0-9_.\[\], |]{0,80}?(?=[ \t]{0,3}+=(?!=)))?"
+           r"(?:\s{0,3}+[ \t]{0,40}+(?:::?=|[:=]|=>|->|<-)\s{0,3}+[ \t]{0,40}+"
+           r"(?:(?:!{1,2}[a-z]{1,20}+|&[A-Za-z0-9_\-]{1,40}+)[ \t]{1,3}+)?+|[ ]{0,3}[|\u2502\u2503\u2551][ ]{0,3}|[ ]{0,40}+\t[ \t]{0,40}+"
+           r"|[ ]{0,3}[\u2024\u2025\u00b7\u2027\u2219\u22c5\u2e31\u30fb]{1,40}+[ ]{0,3})(?:[\[(][ \t]{0,3}+(?=[rRbBuUfF]{0,2}['\"]))?(?:[rRbBuUfF]{1,2}(?=['\"]))?(?:\\{1,3}+['\"]|'{3}|\"{3}|\$?['\"])?|(?:" + _PCT + r"2[27])?" + _PCT + r"3[DdAa](?:" + _PCT
            + r"20|\+)?(?:" + _PCT + r"2[27])?)")
 
 # A value in quotes is taken whole, to its closing quote (sixteenth round): a value ended at a space, a quote, `,`, `}`, `&`,
@@ -239,8 +240,9 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # Fifty-third round (each kept in clear): a secret's value on the line below its name, after a shell line continuation
     # (`--hub_token \` over `    X \`, as `bash -v` or `set -v` echoes a launch script) or a YAML block scalar
     # (`password: |-` over `  X`): the flag rule took the `\` as the value, and the value line was left alone.
-    ("secret-continued", _KEY_NEEDLES, lazy(
-        r"(?i)" + _START + r"['\"]?(?:--?)?[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"]?(?:[ \t]{1,3}+\\|[ \t]{0,3}+[:=][ \t]{0,3}+(?:\\|[|>][+\-]?[0-9]?))"
+    ("secret-continued", ("\\", "|", ">"), lazy(  # its continuation's characters: a cheap gate (the keyword prefix is not)
+        # from a line's start (a short scan to the name): the name's own prefix tried at every position cost 5x random text
+        r"(?im)^[^\n]{0,500}?" + _START + r"['\"]?(?:--?)?[a-z0-9_.\-]{0,40}" + _KEYWORD + r"['\"]?(?:[ \t]{1,3}+\\|[ \t]{0,3}+[:=][ \t]{0,3}+(?:\\|[|>][+\-]?[0-9]?))"
         r"[ \t]{0,3}+\r?\n(?:" + _LINE_NUMBER + r")?[ \t]{0,40}+['\"]?(?P<s>(?![$<\[%\\]|--?[a-z])[^\s'\"]{4,1000})")),
     # ... and a variable printed as `NAME VALUE` on a line of its own (`for k, v in os.environ.items(): print(k, v)`): an upper
     # case name holding a keyword, one space or tab, one word (fifty-third round: AWS_SECRET_ACCESS_KEY and DB_PASSWORD kept).
@@ -258,7 +260,7 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         r"(?i)" + _START + r"--?[a-z0-9_.\-]{0,40}" + _KEYWORD + r"(?:['\"]?(?:\s{1,3}|=|,\s{0,2}|" + _PCT + r"3[Dd]|" + _PCT + r"20|\+)['\"]?"
         r"|['\"],[ \t]{0,3}+\r?\n(?:" + _LINE_NUMBER + r")?[ \t]{0,40}+['\"](?!--?[a-z]))"
         r"(?!(?:(?<=\n)|(?<=\n[ \t])|(?<=\n[ \t]{2}))" + _LINE_NUMBER + r")(?!\\[ \t]{0,3}(?:\r?\n|$))"
-        r"(?P<s>" + _quoted(1) + r"[^\s'\",\]]{1,1000})")),
+        r"(?!\[REDACTED\])(?P<s>" + _quoted(1) + r"[^\s'\",\]]{1,1000})")),  # a value masked by an earlier pass: no call back
     # A secret-bearing name and its value in two fields: an environment entry of a Kubernetes, Vertex AI or Docker spec
     # ({"name": "WANDB_API_KEY", "value": "X"}, `- name: HF_TOKEN` over `  value: X`), an MLflow param or tag as its REST
     # API returns it ({"key": "db_password", "value": "X"}), and W&B's config.yaml, where each entry's value sits two lines
