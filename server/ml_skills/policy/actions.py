@@ -23,7 +23,7 @@ from pydantic import Field
 
 from ml_skills.errors import InputError, PolicyError, TargetNotFound
 from ml_skills.models import ActionKind, Model
-from ml_skills.policy.folder_routes import folder_routes
+from ml_skills.policy.folder_routes import folder_routes, version_file_routes
 from ml_skills.policy.launcher_options import rendezvous
 from ml_skills.policy.prepared import Prepared, held_dir
 from ml_skills.policy.quoting import QUOTED_LIMIT, decoded, masked, named_outside_ascii, quoted
@@ -32,6 +32,7 @@ from ml_skills.policy.restart_command import MAX_SHOWN_COMMAND, _recorded_comman
 from ml_skills.policy.restart_env import sends_elsewhere
 from ml_skills.safety.paths import confine, open_out_dir
 from ml_skills.safety.programs import child_env
+from ml_skills.safety.quoting import argv_line
 from ml_skills.safety.redact import redact
 
 SIGNALS = {"TERM": signals.SIGTERM, "INT": signals.SIGINT, "KILL": signals.SIGKILL, "HUP": signals.SIGHUP}
@@ -131,7 +132,7 @@ def _prepare_kill(a: KillProcess) -> Prepared:
         p = psutil.Process(a.pid)
         name, created = p.name(), p.create_time()
         try:
-            cmd = redact(" ".join(p.cmdline()))[:1000]
+            cmd = redact(argv_line(p.cmdline()))[:1000]  # quoted: a secret holding spaces is masked whole (fifty-seventh round)
         except psutil.AccessDenied:
             cmd = "(command line not readable)"
     except psutil.NoSuchProcess:
@@ -179,7 +180,7 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
     dfd = held_dir(f, roots)
     try:
         line, env, argv, program = _recorded_command(f, dfd)
-        files = folder_routes(dfd)
+        files = folder_routes(dfd) + version_file_routes(f.parent, program, roots)
     finally:
         os.close(dfd)
     digest = hashlib.sha256(line.encode()).hexdigest()
@@ -191,9 +192,11 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
             again = _recorded_command(f_now, dfd)
             if f_now != f or hashlib.sha256(again.line.encode()).hexdigest() != digest or again.program != program:
                 raise PolicyError(f"{quoted(str(f))} changed since the person approved it: nothing was started")
-            if folder_routes(dfd) != files:  # twentieth round: a .env or wandb/settings written while the person read
-                raise PolicyError(f"the folder of {quoted(f.name)} now sends the run's credentials elsewhere in a way the "
-                                  "question did not say (its .env or W&B settings changed): nothing was started; ask again")
+            if folder_routes(dfd) + version_file_routes(f.parent, program, roots) != files:  # twentieth round: a .env or
+                # wandb/settings written while the person read; fifty-sixth: a version file that picks the interpreter
+                raise PolicyError(f"the folder of {quoted(f.name)} now sends the run's credentials elsewhere or picks another "
+                                  "interpreter in a way the question did not say (its .env, W&B settings or a version file "
+                                  "changed): nothing was started; ask again")
             log = out_dir / f"restart-{datetime.now(UTC):%Y%m%dT%H%M%S%f}.log"
             ofd = open_out_dir(out_dir)  # a new file in the out dir itself, never through a link planted at its name
             try:

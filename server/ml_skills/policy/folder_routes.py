@@ -8,6 +8,8 @@ import configparser
 import os
 import re
 import stat
+from collections.abc import Sequence
+from pathlib import Path
 
 from ml_skills.policy.quoting import quoted
 from ml_skills.policy.restart_env import sends_elsewhere
@@ -95,4 +97,35 @@ def folder_routes(dfd: int) -> list[str]:
         out.append(env.strip("()") + ", and a script that loads it with python-dotenv may send its credentials elsewhere"
                    if env.startswith("(") else f"the folder's .env sets {env}, so a script that loads it with python-dotenv sends "
                    "its credentials (W&B key, Hugging Face token, ...) where they point")
+    return out
+
+
+# The files a version manager's shim reads to pick the interpreter it runs, in the folder it starts in or any folder above:
+# pyenv's .python-version, asdf's .tool-versions, mise's own (fifty-sixth round: a `python` on PATH that was pyenv's shim ran
+# Python 2.7.18 chosen by a planted .python-version, while the question showed `python train.py`).
+_VERSION_FILES = (".python-version", ".tool-versions", ".mise.toml", "mise.toml", ".rtx.toml")
+
+
+def version_file_routes(folder: Path, program: str, roots: Sequence[Path]) -> list[str]:
+    """The "Expected impact" clauses for version files that pick which interpreter a shim runs: when the launcher found on
+    the server's PATH is a version manager's shim (a file in a `shims` folder), each such file in the run folder or above it
+    inside the allowed roots, with what it says (nothing outside the roots is read). Empty when the launcher is a real
+    program."""
+    if Path(program).parent.name != "shims":
+        return []
+    out = []
+    for where in [folder, *folder.parents]:
+        if not any(where == r or r in where.parents for r in roots):
+            break
+        for name in _VERSION_FILES:
+            path = where / name
+            try:
+                if not path.is_file():
+                    continue
+                with open(path, "rb") as fh:
+                    said = fh.read(200).decode("utf-8", errors="replace").strip()
+            except OSError:
+                said = "(cannot be read here)"
+            out.append(f"{quoted(Path(program).name)} on the server's PATH is a version manager's shim, and {quoted(str(path))} "
+                       f"picks which installed interpreter it runs ({quoted(said, 120)}), which may not be the server's own")
     return out
