@@ -401,10 +401,12 @@ def _from_store(uri: str, run_id: str, run: tracker.TrackerRun) -> None:
 
 
 def _local_dir(artifact_uri: str) -> Path | None:
+    """The local folder an artifact URI names (a path or file://), looked at only by `paths.contain`: before the fifty-seventh
+    round an is_dir() here, before confinement, told a folder outside the roots that exists ("outside the allowed roots")
+    from one that does not ("not on this machine")."""
     u = urlparse(artifact_uri)
-    if u.scheme in ("", "file"):
-        p = Path(unquote(u.path) if u.scheme else artifact_uri)
-        return p if p.is_dir() else None
+    if u.scheme in ("", "file") and artifact_uri:
+        return Path(unquote(u.path) if u.scheme else artifact_uri)
     return None
 
 

@@ -38,6 +38,7 @@ from ml_skills.models import (
 )
 from ml_skills.safety import paths
 from ml_skills.safety.programs import child_env, find_program
+from ml_skills.safety.quoting import argv_line
 from ml_skills.safety.redact import redact, redact_cut
 
 SAMPLE_SECONDS = 1.5
@@ -229,9 +230,11 @@ def inspect(pid: int, *, sample_seconds: float = SAMPLE_SECONDS, samples: int = 
 
 
 def _command(proc: psutil.Process, missing: list[str]) -> str:
-    """The command line, redacted, one space between words; empty for a moment while the process execs."""
+    """The command line, redacted, its words quoted as a shell would need them (`safety.quoting.argv_line`): joined with bare spaces, a
+    secret holding spaces (`--db_password 'correct horse ...'`) lost the quotes that end its value, and only its first word
+    was masked (fifty-seventh round); empty for a moment while the process execs."""
     try:
-        return redact(" ".join(" ".join(_try(proc.cmdline, "command line", missing) or []).split()))[:1000]
+        return redact(argv_line(_try(proc.cmdline, "command line", missing) or []))[:1000]
     except psutil.NoSuchProcess:
         return ""
 
@@ -321,7 +324,7 @@ def find(name: str) -> int:
         training = "python" in os.path.basename(cmd[0] if cmd else info["name"] or "") and any(a.endswith(".py") or a == "-m" for a in cmd[1:4])
         cpu = sum(info["cpu_times"][:2]) if info["cpu_times"] else 0.0
         writes = bool(_written_logs([p], [])) if training else False
-        found.append((exact, training, writes, cpu, info["pid"], redact(" ".join(cmd) or info["name"] or "?")[:120]))
+        found.append((exact, training, writes, cpu, info["pid"], redact(argv_line(cmd) or info["name"] or "?")[:120]))
     if not found:
         raise TargetNotFound(f"no process matches '{name}': check `ps aux | grep {name}`, or pass --pid")
     pool = [f for f in found if f[0]] or found  # train.py itself before slow_train.py

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import re
 import secrets
+import shlex
 from dataclasses import dataclass
 
 from ml_skills.safety.invisible import strip_invisible
 from ml_skills.safety.redact import redact_counted
 
-__all__ = ["clean", "fence", "fence_open", "new_marker", "one_line", "pasteable", "quote_inline", "strip_invisible"]
+__all__ = ["argv_line", "clean", "fence", "fence_open", "new_marker", "one_line", "pasteable", "quote_inline", "strip_invisible"]
 
 _BREAKS = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
@@ -107,3 +108,18 @@ def fence(lines: list[str], *, marker: str, max_chars: int = DEFAULT_MAX_CHARS, 
     body = "\n".join(kept)
     text = f"{fence_open(marker, label)}\n{body}\n[/data {marker}]"
     return Fenced(text=text, marker=marker, stripped=stripped, redactions=redactions, truncated=truncated, lines=len(kept))
+
+
+_OPTION_WITH_VALUE = re.compile(r"^(--?[A-Za-z0-9_.\-]{1,80}=)(.*)$", re.DOTALL)
+
+
+def argv_line(words: list[str]) -> str:
+    """A process's argv as one line a shell would read back, each word quoted as it needs (`shlex.quote`), an option's
+    attached value quoted apart from its name (`--db_password='a b'`): the redactor masks a quoted value to its closing
+    quote. Joined with bare spaces, a secret holding spaces lost where its value ends and only its first word was masked
+    (fifty-seventh round)."""
+    out = []
+    for w in words:
+        m = _OPTION_WITH_VALUE.match(w)
+        out.append(m.group(1) + shlex.quote(m.group(2)) if m and m.group(2) else shlex.quote(w))
+    return " ".join(out)
