@@ -38,7 +38,7 @@ ACCURACY: dict[str, float] = {
     "exception-located": 0.85,
     "signature": 0.93,
     "symptom": 0.89,
-    "anomaly": 0.59,
+    "anomaly": 0.6,
     "stop": 0.5,  # few dev verdicts rest on a stop alone, once a stop at a sync point is measured apart; stops.py caps it at 0.45
 }
 # Labels measured apart from their kind: a signal label (a signature id, 'traceback:<rule>') that at least LABEL_MIN
