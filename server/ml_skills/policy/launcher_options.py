@@ -52,12 +52,14 @@ def env_value_refusal(env: dict[str, str]) -> str | None:
     return rdzv_conf_refusal(env["PET_RDZV_CONF"]) if "PET_RDZV_CONF" in env else None
 
 
-def warning_filter_refusal(filters: str) -> str | None:
-    """Why warning filters (`-W action:message:category:module:lineno`, `PYTHONWARNINGS` a comma-separated list of them)
-    could import a module at start-up, or None. CPython imports a dotted category's module to find the class: fifty-fourth
-    round, `-W ignore::unittest.__main__.X` imported unittest's `__main__`, whose test discovery ran a `test_*.py` planted
-    in the run folder instead of the script. A category must be empty or one of Python's own warning classes."""
-    for entry in filters.split(","):
+def warning_filter_refusal(filters: str, *, one: bool = False) -> str | None:
+    """Why warning filters (`-W action:message:category:module:lineno`, one filter: `one`; `PYTHONWARNINGS`, a
+    comma-separated list of them) could import a module at start-up, or None. CPython imports a dotted category's module to
+    find the class: fifty-fourth round, `-W ignore::unittest.__main__.X` imported unittest's `__main__`, whose test
+    discovery ran a `test_*.py` planted in the run folder instead of the script. A category must be empty or one of
+    Python's own warning classes. A `-W` value is one filter, split on `:` only: fifty-eighth round, split on commas too,
+    `-W ignore:a,b:unittest.__main__.X` read as two filters with no category."""
+    for entry in [filters] if one else filters.split(","):
         fields = entry.split(":")
         category = fields[2].strip() if len(fields) > 2 else ""
         if category and not (category.isidentifier() and isinstance(kind := getattr(builtins, category, None), type)
@@ -138,7 +140,7 @@ def read_python(args: list[str]) -> tuple[str | None, str | None]:
             i += not w[j:]
             if c in "cm":
                 return None, value if c == "m" else None  # the code or module runs: what follows is its own
-            if c == "W" and (why := warning_filter_refusal(value)):
+            if c == "W" and (why := warning_filter_refusal(value, one=True)):
                 return why, None
             if c == "X" and value.split("=", 1)[0] not in _PYTHON_X:
                 return f"python's -X {value.split('=', 1)[0]} is not one ml-skills knows to only tune the interpreter", None
