@@ -92,8 +92,8 @@ def test_a_recorded_command_never_names_a_file_that_makes_a_cloud_client_run_a_p
     `GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES=1` let google-auth run the command an external-account key file names; and
     some libraries name their programs without the words refused so far (`CONDA_EXE=./x TORCH_INDUCTOR_INSTALL_GXX=1` made
     torch.compile run ./x on this CPU, shown by hand: 30 s; `PYTORCH_NVCC=./x`). Before: each restart ran after an accept,
-    and the two cloud clients ran ./x. Now refused; `AWS_PROFILE=default GOOGLE_APPLICATION_CREDENTIALS=c.json python
-    train.py` still runs."""
+    and the two cloud clients ran ./x. Now refused; `AWS_PROFILE=default python train.py` still runs
+    (`GOOGLE_APPLICATION_CREDENTIALS` is refused since the fifty-ninth round: `tests/security/test_fiftyninth_round.py`)."""
     from tests.mcp.conftest import answer
     from tests.security.test_ninth_round import _restarts, _wait_for
 
@@ -113,7 +113,7 @@ def test_a_recorded_command_never_names_a_file_that_makes_a_cloud_client_run_a_p
     lines = ["AWS_CONFIG_FILE=aws.cfg python train.py", "AWS_SHARED_CREDENTIALS_FILE=aws.cfg python train.py",
              "GOOGLE_APPLICATION_CREDENTIALS=c.json GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES=1 python train.py",
              "CONDA_EXE=./x TORCH_INDUCTOR_INSTALL_GXX=1 python train.py", "PYTORCH_NVCC=./x python train.py",
-             "KUBECONFIG=./kube.yaml python train.py", "AWS_PROFILE=default GOOGLE_APPLICATION_CREDENTIALS=c.json python train.py"]
+             "KUBECONFIG=./kube.yaml python train.py", "AWS_PROFILE=default python train.py"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "GOOGLE_"))}
     old = dict(os.environ)
     os.environ.clear()

@@ -45,11 +45,13 @@ def test_a_version_file_that_picks_the_shims_interpreter_is_named_in_the_questio
     assert ".python-version" in question and "2.7.18" in question and "shim" in question, question
 
 
-def test_no_version_file_clause_for_a_launcher_that_is_no_shim(tmp_path: Path) -> None:
+def test_no_version_file_clause_for_a_launcher_that_is_no_shim(tmp_path: Path, monkeypatch) -> None:
     """Control: the server's own interpreter by its real path is no shim; a version file beside it is not mentioned."""
     from ml_skills.policy.folder_routes import version_file_routes
 
+    monkeypatch.delenv("PYENV_VERSION", raising=False)
     (tmp_path / ".python-version").write_text("2.7.18\n")
     assert version_file_routes(tmp_path, os.path.realpath("/usr/bin/env"), [tmp_path]) == []
-    assert version_file_routes(tmp_path, str(SHIMS / "python"), [tmp_path])  # a shim: named
-    assert version_file_routes(tmp_path / "sub", str(SHIMS / "python"), [tmp_path / "sub"]) == []  # above the root: not read
+    assert any(".python-version" in c for c in version_file_routes(tmp_path, str(SHIMS / "python"), [tmp_path]))  # named
+    above = version_file_routes(tmp_path / "sub", str(SHIMS / "python"), [tmp_path / "sub"])  # above the root: not read
+    assert not any(".python-version" in c for c in above), above

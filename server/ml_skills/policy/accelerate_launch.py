@@ -61,9 +61,13 @@ def launch_options(words: list[str]) -> tuple[list[str], list[str]]:
     """(accelerate's own options, the unknown ones among them) of `accelerate launch OPTIONS SCRIPT ...`: read up to the
     training script, each option with its value as accelerate 1.16 parses them. An option not known to place or tune the
     run (`--no_python`, `--mpirun_hostfile`, `--deepspeed_hostfile`, `--tpu_*`, `--env`, an abbreviation) is unknown."""
-    opts, unknown, i = [], [], 0
+    opts: list[str] = []
+    unknown: list[str] = []
+    i = 0
     while i < len(words) and words[i].startswith("-"):
         name = _name(words[i])
+        if words[i].split("=", 1)[0] in CONFIG_OPTION and config_file(opts) is not None:  # accelerate reads the last one
+            unknown.append(f"{words[i].split('=', 1)[0]} a second time (accelerate reads the last, ml-skills judged the first)")
         opts.append(words[i])
         if name.startswith(_IMPORTS_BY_NAME):
             unknown.append(words[i].split("=", 1)[0])
@@ -116,7 +120,10 @@ def _unknown_keys(data: dict) -> list[str]:
     bad = []
     for key, value in data.items():
         k = str(key)
-        if _bad_value(k, value):
+        if k not in _SECTIONS and isinstance(value, (dict, list)) and value:  # fifty-ninth round: accelerate copies a mapping's keys
+            # (an empty one, `tpu_env: []` as `accelerate config` writes it, sets nothing)
+            bad.append(f"{k} (a mapping or a list where a value belongs: accelerate copies its keys onto its options)")
+        elif _bad_value(k, value):
             bad.append(f"{k}: {str(value)[:40]}")
         elif k == "distributed_type" and str(value).upper() in ("DEEPSPEED", "MEGATRON_LM"):
             bad.append("distributed_type: DEEPSPEED (accelerate would start deepspeed, whose per-node launcher imports from the "

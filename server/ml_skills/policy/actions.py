@@ -23,7 +23,7 @@ from pydantic import Field
 
 from ml_skills.errors import InputError, PolicyError, TargetNotFound
 from ml_skills.models import ActionKind, Model
-from ml_skills.policy.folder_routes import folder_routes, version_file_routes
+from ml_skills.policy.folder_routes import folder_routes, shim_pin, version_file_routes
 from ml_skills.policy.launcher_options import rendezvous
 from ml_skills.policy.prepared import Prepared, held_dir
 from ml_skills.policy.quoting import QUOTED_LIMIT, decoded, masked, named_outside_ascii, quoted
@@ -181,6 +181,7 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
     try:
         line, env, argv, program = _recorded_command(f, dfd)
         files = folder_routes(dfd) + version_file_routes(f.parent, program, roots)
+        pin = shim_pin(f.parent, program, roots)
     finally:
         os.close(dfd)
     digest = hashlib.sha256(line.encode()).hexdigest()
@@ -207,7 +208,7 @@ def _prepare_restart(a: RestartUnchanged, roots: Sequence[Path], out_dir: Path) 
                 # the file checked is what starts (`executable`), argv[0] as recorded (a venv's python finds its venv by it)
                 proc = subprocess.Popen(argv, executable=program, cwd=f"/proc/self/fd/{dfd}", pass_fds=(dfd,), stdin=subprocess.DEVNULL,
                                         stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                        env=child_env(env))
+                                        env=child_env({**env, **pin}))
         finally:
             os.close(dfd)
         return f"started pid {proc.pid}: {redact(line)[:300]} (output in {log})"

@@ -8,9 +8,11 @@ import configparser
 import os
 import re
 import stat
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ml_skills.errors import PolicyError
 from ml_skills.policy.quoting import quoted
 from ml_skills.policy.restart_env import sends_elsewhere
 
@@ -106,13 +108,9 @@ def folder_routes(dfd: int) -> list[str]:
 _VERSION_FILES = (".python-version", ".tool-versions", ".mise.toml", "mise.toml", ".rtx.toml")
 
 
-def version_file_routes(folder: Path, program: str, roots: Sequence[Path]) -> list[str]:
-    """The "Expected impact" clauses for version files that pick which interpreter a shim runs: when the launcher found on
-    the server's PATH is a version manager's shim (a file in a `shims` folder), each such file in the run folder or above it
-    inside the allowed roots, with what it says (nothing outside the roots is read). Empty when the launcher is a real
-    program."""
-    if Path(program).parent.name != "shims":
-        return []
+def _version_files(folder: Path, roots: Sequence[Path]) -> list[tuple[Path, str]]:
+    """Each version file in `folder` or above it inside the roots, nearest first, with what it says: read with no link
+    followed (fifty-ninth round: a `.python-version` linked to a file outside the roots was quoted in the question)."""
     out = []
     for where in [folder, *folder.parents]:
         if not any(where == r or r in where.parents for r in roots):
@@ -120,12 +118,59 @@ def version_file_routes(folder: Path, program: str, roots: Sequence[Path]) -> li
         for name in _VERSION_FILES:
             path = where / name
             try:
-                if not path.is_file():
-                    continue
-                with open(path, "rb") as fh:
-                    said = fh.read(200).decode("utf-8", errors="replace").strip()
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue
+            except OSError:
+                out.append((path, "(a link or unreadable: not read here)"))
+                continue
+            try:
+                said = (os.read(fd, 200).decode("utf-8", errors="replace").strip() if stat.S_ISREG(os.fstat(fd).st_mode)
+                        else "(not a plain file: not read here)")
             except OSError:
                 said = "(cannot be read here)"
-            out.append(f"{quoted(Path(program).name)} on the server's PATH is a version manager's shim, and {quoted(str(path))} "
-                       f"picks which installed interpreter it runs ({quoted(said, 120)}), which may not be the server's own")
+            finally:
+                os.close(fd)
+            out.append((path, said))
     return out
+
+
+def _is_shim(program: str) -> bool:
+    return Path(program).parent.name == "shims"
+
+
+def version_file_routes(folder: Path, program: str, roots: Sequence[Path]) -> list[str]:
+    """The "Expected impact" clauses for version files that pick which interpreter a shim runs: when the launcher found on
+    the server's PATH is a version manager's shim (a file in a `shims` folder), each such file in the run folder or above it
+    inside the allowed roots, with what it says (nothing outside the roots is read), and the version the start is pinned to
+    (shim_pin). Empty when the launcher is a real program."""
+    if not _is_shim(program):
+        return []
+    pin = shim_pin(folder, program, roots)
+    shim = f"{quoted(Path(program).name)} on the server's PATH is pyenv's shim"
+    if os.environ.get("PYENV_VERSION"):  # the server's own pin, inherited: no version file picks anything
+        return [f"{shim}, pinned by the server's own PYENV_VERSION={quoted(pin['PYENV_VERSION'], 60)}"]
+    pinned = (f"{shim}, started with PYENV_VERSION={quoted(pin['PYENV_VERSION'], 60)}, the interpreter it runs whatever a "
+              "version file says when it starts, which may not be the server's own")
+    return [f"{shim}, and {quoted(str(path))} says {quoted(said, 120)}" for path, said in _version_files(folder, roots)] + [pinned]
+
+
+def shim_pin(folder: Path, program: str, roots: Sequence[Path]) -> dict[str, str]:
+    """The variable that pins pyenv's shim to the version the question shows: the nearest version file's first word, or
+    the server's own version when there is none. The shim reads `.python-version` when it starts, after every check here:
+    fifty-ninth round, one written in that gap ran Python 2.7.18 (6 of 6 tries). Another manager's shim (asdf, mise) is
+    refused: its files are not read here the way it reads them."""
+    if not _is_shim(program):
+        return {}
+    if ".pyenv" not in Path(program).parts and "pyenv" not in Path(program).parent.parent.name:
+        raise PolicyError(f"{quoted(program)} is a version manager's shim other than pyenv's, which picks the interpreter from "
+                          "files it reads when it starts: record the interpreter by its real path, or start the server with "
+                          "the real interpreter first on PATH")
+    if os.environ.get("PYENV_VERSION"):
+        return {"PYENV_VERSION": os.environ["PYENV_VERSION"]}  # the server's own pin, which the child inherits anyway
+    nearest = next((said.split()[0] for path, said in _version_files(folder, roots)
+                    if path.name == ".python-version" and said and not said.startswith("(")), None)
+    if nearest is None:
+        own = Path(sys.executable).parts
+        nearest = own[own.index("versions") + 1] if "versions" in own[:-2] else "system"
+    return {"PYENV_VERSION": nearest}

@@ -51,7 +51,8 @@ import re
 # Fifteenth round: a config file a cloud client reads can name a program it runs for credentials, and a few libraries name
 # their programs without the words above. `AWS_CONFIG_FILE=./aws.cfg` (its `credential_process = ./x`) made botocore run ./x
 # as the script asked for credentials; `GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES=1` lets google-auth run the command an
-# external-account key file names (`GOOGLE_APPLICATION_CREDENTIALS` still picks a key file: the switch is refused);
+# external-account key file names (the switch is refused); and since the fifty-ninth round `GOOGLE_APPLICATION_CREDENTIALS` itself: an external-account key
+# file's `credential_source` reads any file of the server and sends it to the `token_url` it names;
 # KUBECONFIG can name an exec plugin; `CONDA_EXE=./x TORCH_INDUCTOR_INSTALL_GXX=1` made torch.compile run ./x on a CPU;
 # `PYTORCH_NVCC` and `CUDACXX` name the nvcc torch's extension builds and inductor run. So the credential files, the switch,
 # KUBECONFIG, any *_EXE and *_BINARY and any name holding NVCC are refused.
@@ -64,7 +65,7 @@ _PROGRAM_ENV = re.compile(r"^(PATH|HOME|LD_\w+|DYLD_\w+|GCONV_PATH|\w*PLUGIN\w*|
                           r"SHELL|IFS|SHELLOPTS|BASHOPTS|PS[0-4]|PROMPT_COMMAND|BASH_\w+|CDPATH|GLOBIGNORE|EXECIGNORE|PET_NO_PYTHON|PYENV_\w*|ASDF_\w*|MISE_\w*|RTX_\w*|RBENV_\w*|NODENV_\w*|GOENV_\w*|"
                           r"OPENSSL_\w+|OMP_TOOL\w*|\w*_ICD_\w*|VK_\w*LAYER\w*|__EGL_\w*|LIBGL_\w*|\w*_MCA_\w*(?:path|file|dir|prefix)\w*|\w*MODULE_DIR\w*|"
                           r"CC|CXX|\w*NVCC\w*|CUDAHOSTCXX|CUDACXX|HIPCXX|TRITON_\w*_PATH|\w*_EXE|\w*_BINARY|"
-                          r"AWS_CONFIG_FILE|AWS_SHARED_CREDENTIALS_FILE|GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES|KUBECONFIG|"
+                          r"AWS_CONFIG_FILE|AWS_SHARED_CREDENTIALS_FILE|GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES|GOOGLE_APPLICATION_CREDENTIALS|KUBECONFIG|"
                           r"GIT_\w+|\w*EXECUTABLE\w*|\w+_PYTHON|\w*_COMMAND|\w*ASKPASS\w*|EDITOR|VISUAL|PAGER|BROWSER|"
                           r"\w*INJECTION\w*|\w*_LIB|(?:\w*_)?LIBRARY(?:_PATHS?)?|\w*PROVIDER_PATH\w*|"
                           r"COMPILER_PATH|GCC_EXEC_PREFIX|CPATH|C_INCLUDE_PATH|CPLUS_INCLUDE_PATH|OBJC_INCLUDE_PATH|"
@@ -93,7 +94,7 @@ _PYTHON_ENV_OK = frozenset({
 _TUNING_ENV = re.compile(
     r"^(CUDA_VISIBLE_DEVICES|CUDA_DEVICE_ORDER|CUDA_LAUNCH_BLOCKING|CUDA_DEVICE_MAX_CONNECTIONS|CUDA_MODULE_LOADING|CUDA_CACHE_DISABLE|"
     r"HIP_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|HIP_LAUNCH_BLOCKING|ASCEND_RT_VISIBLE_DEVICES|NPU_VISIBLE_DEVICES|TPU_VISIBLE_CHIPS|"
-    r"NCCL_(?!\w*(?:FILE|PATH|DIR|LIB|PLUGIN|NET\b))\w+|GLOO_SOCKET_IFNAME|TP_SOCKET_IFNAME|"
+    r"NCCL_(?!\w*(?:FILE|PATH|DIR|LIB|PLUGIN|NETS?\b))\w+|GLOO_SOCKET_IFNAME|TP_SOCKET_IFNAME|"
     r"MASTER_ADDR|MASTER_PORT|WORLD_SIZE|RANK|LOCAL_RANK|NODE_RANK|GROUP_RANK|LOCAL_WORLD_SIZE|NNODES|NPROC_PER_NODE|GPUS_PER_NODE|"
     r"NUM_GPUS|N_GPUS|PET_(?:NPROC_PER_NODE|NNODES|NODE_RANK|MASTER_ADDR|MASTER_PORT|RDZV_(?:ENDPOINT|ID|BACKEND|CONF)|MAX_RESTARTS|MONITOR_INTERVAL|STANDALONE|"
     r"LOCAL_ADDR|REDIRECTS|TEE|ROLE)|"
