@@ -8,13 +8,11 @@ category, and CPython imported unittest's `__main__`, whose discovery ran a `tes
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.security.test_fortyfifth_round import _restart
-from tests.security.test_fortysecond_round import _run_folder
+from tests.security.test_fiftyfourth_round import restart_beside_a_planted_test_module
 
 pytestmark = pytest.mark.slow  # real child processes
 
@@ -22,11 +20,5 @@ pytestmark = pytest.mark.slow  # real child processes
 @pytest.mark.parametrize("line", ["python -W ignore:a,b:unittest.__main__.X train.py",
                                   "python -Wignore:,:unittest.__main__.X train.py"])
 def test_a_comma_in_a_W_filters_message_never_hides_its_category(tmp_path: Path, line: str) -> None:
-    run = _run_folder(tmp_path)
-    marker = tmp_path / "PWNED"
-    (run / "test_planted.py").write_text(f"open({str(marker)!r}, 'w').write('planted test module')\n")
-    (run / "train.py").write_text("print('train')\n")
-    got = _restart(tmp_path, line)
-    time.sleep(5)
-    assert not marker.exists(), got
+    got = restart_beside_a_planted_test_module(tmp_path, line)
     assert "not restarted" in got and "unittest.__main__.X" in got, got

@@ -27,6 +27,13 @@ pytestmark = pytest.mark.slow  # real child processes
                                   "python -Werror::unittest.__main__.X train.py",
                                   "PYTHONWARNINGS=default,ignore::unittest.__main__.X python train.py"])
 def test_a_warning_filter_never_imports_a_module_that_runs_code_of_the_run_folder(tmp_path: Path, line: str) -> None:
+    got = restart_beside_a_planted_test_module(tmp_path, line)
+    assert "not restarted" in got and "warning" in got, got
+
+
+def restart_beside_a_planted_test_module(tmp_path: Path, line: str) -> str:
+    """Restart `line` (accepted) in a run folder holding a `test_planted.py` that unittest's discovery would import; the
+    answer, once the planted module has provably not run."""
     run = _run_folder(tmp_path)
     marker = tmp_path / "PWNED"
     (run / "test_planted.py").write_text(f"open({str(marker)!r}, 'w').write('planted test module')\n")
@@ -34,7 +41,7 @@ def test_a_warning_filter_never_imports_a_module_that_runs_code_of_the_run_folde
     got = _restart(tmp_path, line)
     time.sleep(5)
     assert not marker.exists(), got
-    assert "not restarted" in got and "warning" in got, got
+    return got
 
 
 def test_a_warning_filter_of_pythons_own_categories_still_restarts(tmp_path: Path) -> None:

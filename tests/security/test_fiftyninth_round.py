@@ -27,7 +27,8 @@ SHIMS = Path.home() / ".pyenv" / "shims"
 needs_pyenv = pytest.mark.skipif(not (SHIMS / "python").is_file(), reason="no pyenv shims on this machine")
 
 
-def _ask(tmp_path: Path, run: Path, person) -> str:
+def ask_restart(tmp_path: Path, run: Path, person) -> str:
+    """request_action restart-unchanged of `run`'s command.txt from a client whose person answers with `person`."""
     got: list[str] = []
 
     async def go() -> None:
@@ -49,7 +50,7 @@ def test_the_shims_interpreter_is_pinned_to_the_version_the_question_shows(tmp_p
                                   "+ '.'.join(map(str, sys.version_info[:2])))\n")
     (run / "command.txt").write_text("python train.py\n")
     person = answer("accept")
-    got = _ask(tmp_path, run, person)
+    got = ask_restart(tmp_path, run, person)
     for _ in range(40):
         if seen.exists():
             break
@@ -72,7 +73,7 @@ def test_a_version_file_written_while_the_person_reads_is_shown_before_anything_
         (run / ".python-version").write_text("2.7.18\n")  # written after the question was built, before the start
         return await accept(ctx, params)
 
-    got = _ask(tmp_path, run, racer)
+    got = ask_restart(tmp_path, run, racer)
     time.sleep(3)
     # nothing starts on the first answer: the call is asked again (2026-07-28 protocol: the approval no longer fits the
     # action) or stopped ("nothing was started"); what runs was shown with the file and its pin
@@ -90,7 +91,7 @@ def test_a_version_file_linked_out_of_the_roots_is_never_read(tmp_path: Path, mo
     (run / "train.py").write_text("print('train')\n")
     (run / "command.txt").write_text("python train.py\n")
     person = answer("decline")
-    got = _ask(tmp_path, run, person)
+    got = ask_restart(tmp_path, run, person)
     shown = " ".join(person.shown) + got
     assert person.shown and "customer_list" not in shown and "10.1.2.3" not in shown, shown
 

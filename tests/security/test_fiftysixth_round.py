@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import anyio
 import pytest
 
-from tests.mcp.conftest import Server, answer, text
+from tests.mcp.conftest import answer
+from tests.security.test_fiftyninth_round import ask_restart
 from tests.security.test_fortysecond_round import _run_folder
 
 pytestmark = pytest.mark.slow  # real child processes
@@ -32,14 +32,7 @@ def test_a_version_file_that_picks_the_shims_interpreter_is_named_in_the_questio
     (run / ".python-version").write_text("2.7.18\n")
     (run / "command.txt").write_text("python train.py\n")
     person = answer("decline")
-    got: list[str] = []
-
-    async def go() -> None:
-        async with Server(tmp_path, roots=[tmp_path / "root"]).client(elicit=person) as c:
-            got.append(text(await c.call_tool("request_action", {"action": {"kind": "restart-unchanged",
-                                                                              "command_file": str(run / "command.txt")}})))
-
-    anyio.run(go)
+    got = ask_restart(tmp_path, run, person)
     assert person.shown, got
     question = person.shown[0]
     assert ".python-version" in question and "2.7.18" in question and "shim" in question, question

@@ -146,13 +146,14 @@ def version_file_routes(folder: Path, program: str, roots: Sequence[Path]) -> li
     (shim_pin). Empty when the launcher is a real program."""
     if not _is_shim(program):
         return []
-    pin = shim_pin(folder, program, roots)
+    found = _version_files(folder, roots)
+    pin = _pin(program, found)
     shim = f"{quoted(Path(program).name)} on the server's PATH is pyenv's shim"
     if os.environ.get("PYENV_VERSION"):  # the server's own pin, inherited: no version file picks anything
         return [f"{shim}, pinned by the server's own PYENV_VERSION={quoted(pin['PYENV_VERSION'], 60)}"]
     pinned = (f"{shim}, started with PYENV_VERSION={quoted(pin['PYENV_VERSION'], 60)}, the interpreter it runs whatever a "
               "version file says when it starts, which may not be the server's own")
-    return [f"{shim}, and {quoted(str(path))} says {quoted(said, 120)}" for path, said in _version_files(folder, roots)] + [pinned]
+    return [f"{shim}, and {quoted(str(path))} says {quoted(said, 120)}" for path, said in found] + [pinned]
 
 
 def shim_pin(folder: Path, program: str, roots: Sequence[Path]) -> dict[str, str]:
@@ -160,15 +161,18 @@ def shim_pin(folder: Path, program: str, roots: Sequence[Path]) -> dict[str, str
     the server's own version when there is none. The shim reads `.python-version` when it starts, after every check here:
     fifty-ninth round, one written in that gap ran Python 2.7.18 (6 of 6 tries). Another manager's shim (asdf, mise) is
     refused: its files are not read here the way it reads them."""
-    if not _is_shim(program):
-        return {}
+    return _pin(program, _version_files(folder, roots)) if _is_shim(program) else {}
+
+
+def _pin(program: str, found: list[tuple[Path, str]]) -> dict[str, str]:
+    """shim_pin from the version files already read (`_version_files`)."""
     if ".pyenv" not in Path(program).parts and "pyenv" not in Path(program).parent.parent.name:
         raise PolicyError(f"{quoted(program)} is a version manager's shim other than pyenv's, which picks the interpreter from "
                           "files it reads when it starts: record the interpreter by its real path, or start the server with "
                           "the real interpreter first on PATH")
     if os.environ.get("PYENV_VERSION"):
         return {"PYENV_VERSION": os.environ["PYENV_VERSION"]}  # the server's own pin, which the child inherits anyway
-    nearest = next((said.split()[0] for path, said in _version_files(folder, roots)
+    nearest = next((said.split()[0] for path, said in found
                     if path.name == ".python-version" and said and not said.startswith("(")), None)
     if nearest is None:
         own = Path(sys.executable).parts

@@ -858,8 +858,7 @@ def redact_lines(lines: list[str]) -> list[str]:
         (memo if len(memo) < MEMO_SIZE else over)[x] = (*_passes(clean, total, among), gone)
     out = [_counted(x, over[x] if x in over else memo[x]) if x else x for x in lines]
     for i, x in enumerate(lines):  # a value whose secret's name ends a line above (the lines are a run of the log's)
-        if i and x and named_above(lines[max(0, i - PRIOR_LINES) : i], x) and (judged := redact_line_after(
-                lines[max(0, i - PRIOR_LINES) : i], x)) != x:
+        if i and x and (judged := redact_line_after(lines[max(0, i - PRIOR_LINES) : i], x)) != x:  # it gates on named_above
             out[i] = judged
     return out
 
