@@ -39,4 +39,4 @@ fi
 [ -x "$cc_dir/node_modules/.bin/claude" ] && export ML_SKILLS_CLAUDE="$cc_dir/node_modules/.bin/claude"
 
 python3 -m pip install -q -e '.[test]'
-python3 -m pytest -q "$@"
+python3 -m pytest -q --durations=40 "$@"  # the slowest tests listed: the suite must stay well inside CI's 90 minutes

@@ -23,8 +23,7 @@ from ml_skills.policy.quoting import decoded, looks_like_another, quoted
 from ml_skills.policy.restart_env import picks_the_program
 from ml_skills.safety.programs import find_program
 from ml_skills.safety.quoting import strip_invisible
-from ml_skills.safety.redact import _FILL, READ_AS, _one_pass, redact
-from ml_skills.safety.redact import MAX_PASSES as MAX_REDACT_PASSES
+from ml_skills.safety.redact import _FILL, READ_AS, redact, settled
 
 # Files launchers write to record the command a run was started with. Scripts (launch.sh,
 # train.sh) are programs a person wrote, not records, so they are never run from here.
@@ -123,10 +122,7 @@ def _shown_as_it_runs(f: Path, line: str) -> None:
                                      "(a blank one makes one word read as two): the command read would not be the command that runs")
     spans = []
     for masked in (line, line.translate(READ_AS)):  # as written, and as read (redact masks both: `--ｔｏｋｅｎ=X`)
-        for _ in range(MAX_REDACT_PASSES):
-            masked, n = _one_pass(masked, fill=True)
-            if n == 0:
-                break
+        masked, _n = settled(masked, fill=True)
         spans += [(m.start(), m.end()) for m in re.finditer(_FILL + "+", masked)]
     if any(not _VALUE_CHARS.fullmatch(line[a:b]) for a, b in spans):
         raise _not_a_launch(f, line, "a part the question would show as [REDACTED] is not a plain secret value (it holds spaces, "

@@ -369,12 +369,8 @@ def _prepared(text: str) -> tuple[str, int, int]:
 
 def _passes(text: str, total: int, among: tuple[str, ...] | None = None) -> tuple[str, int]:
     """The rules' passes until one replaces nothing; the first looks only for the needles `among` (all when None)."""
-    for i in range(MAX_PASSES):
-        text, n = _one_pass(text, among=among if i == 0 else None)
-        total += n
-        if n == 0:
-            break
-    return text, total
+    text, n = settled(text, among=among)
+    return text, total + n
 
 
 # Characters that read as an ASCII one, mapped to it one for one (offsets kept): fullwidth forms (`password：X`,
@@ -439,10 +435,7 @@ def _masked_as_read(text: str) -> tuple[str, int, int]:
         k = bisect.bisect_right(cuts, i)
         return i + (shifts[k - 1] if k else 0)
 
-    for _ in range(MAX_PASSES):
-        read, n = _one_pass(read, fill=True)
-        if n == 0:
-            break
+    read, _n = settled(read, fill=True)
     runs = [(where(m.start()), where(m.end() - 1) + 1) for m in re.finditer(_FILL + "+", read)]
     if not runs:
         return text, 0, 0
@@ -608,28 +601,57 @@ def _rules_among(among: tuple[str, ...]) -> list[tuple[str, tuple[str, ...], re.
 
 def _one_pass(text: str, fill: bool = False, among: tuple[str, ...] | None = None) -> tuple[str, int]:
     """One pass of every rule whose needles `text` holds; `among`: the only needles it can hold (redact_lines)."""
-    total = 0
-    lower = text.lower()  # redaction only removes needles ("[redacted]" holds none), so this stays a superset
-    present = {n for n in (_NEEDLES if among is None else among) if n in lower}  # each needle looked for once
-    no_keyword: bool | None = None  # judged on the text as the earlier rules left it, once
-    for name, needles, rx in (_RULES if among is None else _rules_among(among)):
-        if needles and present.isdisjoint(needles):
-            continue
-        if name in _KEYWORD_RULES:
-            if no_keyword is None:
-                no_keyword = _no_keyword(text)
-            if no_keyword:
-                continue
-        def sub(m: re.Match[str]) -> str:
-            nonlocal total
-            s = m.group("s")
-            if MASK[:-1] in s or _FILL in s or m.string.startswith(MASK, m.start("s")):  # already redacted (a mask cut by a value's end too)
-                return m.group(0)
-            total += 1
-            return _fill(m) if fill else _mask(m)
+    return settled(text, fill, among, passes=1)
 
-        text = rx.sub(sub, text)
+
+def settled(text: str, fill: bool = False, among: tuple[str, ...] | None = None, passes: int = MAX_PASSES) -> tuple[str, int]:
+    """The rules' passes until one replaces nothing (at most `passes`), and how many they replaced; the first pass looks
+    only for the needles `among` (all when None). A mask can expose a match another rule's earlier match had consumed, so
+    passes repeat; but a rule runs again only if the text changed since it last ran (its own replacement counts: `sub`
+    skips matches overlapping one it took). On the same text a rule finds the same nothing, so a line whose one rule masked
+    80,000 argv flags costs that rule twice, not every rule twice (the quoted-argv line of tests/security/test_redact.py
+    cost 5x ordinary text, and the clean-clone CI run of f8d816f0 failed on it)."""
+    total, step, changed = 0, 0, -1
+    ran: list[int | None] = [None] * len(_RULES)  # the step at which each rule last ran
+    for p in range(passes):
+        replaced = 0
+        lower = text.lower()  # redaction only removes needles ("[redacted]" holds none), so this stays a superset
+        present = {n for n in (_NEEDLES if among is None or p else among) if n in lower}  # each needle looked for once
+        no_keyword: bool | None = None  # judged on the text as the earlier rules left it, once a pass
+        for i, (name, needles, rx) in enumerate(_RULES):
+            step += 1
+            if needles and present.isdisjoint(needles):
+                continue
+            if (last := ran[i]) is not None and changed < last:
+                continue  # the text is as this rule left it
+            if name in _KEYWORD_RULES:
+                if no_keyword is None:
+                    no_keyword = _no_keyword(text)
+                if no_keyword:
+                    continue
+            ran[i] = step
+            text, found = _applied(rx, text, fill)
+            if found:
+                replaced, changed = replaced + found, step
+        total += replaced
+        if replaced == 0:
+            break
     return text, total
+
+
+def _applied(rx: re.Pattern[str], text: str, fill: bool) -> tuple[str, int]:
+    """`rx`'s matches masked (or filled in place), skipping values already masked, and how many."""
+    found = 0
+
+    def sub(m: re.Match[str]) -> str:
+        nonlocal found
+        s = m.group("s")
+        if MASK[:-1] in s or _FILL in s or m.string.startswith(MASK, m.start("s")):  # already redacted (a mask cut by a value's end too)
+            return m.group(0)
+        found += 1
+        return _fill(m) if fill else _mask(m)
+
+    return rx.sub(sub, text), found
 
 
 def redact_after(context: str, text: str) -> str:
@@ -642,10 +664,7 @@ def redact_after(context: str, text: str) -> str:
     ctx = strip_invisible(context.replace(_FILL, "?"))[0]
     piece, gone = strip_invisible(text.replace(_FILL, "?"))
     joined = ctx + piece
-    for _ in range(MAX_PASSES):
-        joined, n = _one_pass(joined, fill=True)
-        if n == 0:
-            break
+    joined, _n = settled(joined, fill=True)
     piece = joined[len(ctx):]
     runs = len(re.findall(_FILL + "+", piece))
     if runs:
