@@ -75,6 +75,8 @@ def test_the_stand_in_deepspeed_does_run_a_planted_launcher(tmp_path: Path) -> N
     assert "planted launcher" in out.stdout, out
 
 
+# what the answer says of any accelerate line since the sixtieth round
+ACCELERATE_REFUSED = "ml-skills restarts only python and torchrun"
 ACCELERATE_CONFIG = """compute_environment: LOCAL_MACHINE
 debug: false
 distributed_type: MULTI_GPU
@@ -146,11 +148,11 @@ def test_a_deepspeed_env_file_in_the_run_folder_is_refused(tmp_path: Path, monke
 @pytest.mark.parametrize("line", [
     "torchrun --nnodes 1 --nproc-per-node 2 --rdzv-backend c10d --rdzv_endpoint localhost:29400 --max-restarts=0 train.py --lr 3e-4",
     "torchrun --standalone --nproc_per_node=gpu -r 3 --tee 3 --log-dir logs train.py",
-    "accelerate launch --config_file cfg.yaml --num_processes 2 --mixed_precision bf16 train.py --config_file mine.yaml --lr 3e-4",
+    "torchrun --nproc-per-node 1 --rdzv-id job_42.a train.py --config_file mine.yaml --lr 3e-4",
 ])
 def test_a_launch_with_known_options_and_config_still_restarts(tmp_path: Path, monkeypatch, line: str) -> None:
     """Control: the options a launch line carries (torchrun's placement, rendezvous and output; since the forty-fifth round
-    srun, mpirun and horovodrun are not restarted), accelerate's own config file as `accelerate config` writes it,
+    srun, mpirun and horovodrun are not restarted, nor accelerate since the sixtieth round), a run id that is a plain name,
     and the script's own options after it (the script's `--config_file` and flags are its own) still restart."""
     started = _stand_ins(tmp_path, monkeypatch)
     (_run_folder(tmp_path) / "cfg.yaml").write_text(ACCELERATE_CONFIG + "fsdp_config:\n  fsdp_version: 2\n  offload_params: false\n")

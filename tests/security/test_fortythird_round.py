@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.security.test_fortieth_round import _restart
-from tests.security.test_fortysecond_round import ACCELERATE_CONFIG, _run_folder, _stand_ins
+from tests.security.test_fortysecond_round import ACCELERATE_CONFIG, ACCELERATE_REFUSED, _run_folder, _stand_ins
 from tests.security.test_ninth_round import _wait_for
 
 pytestmark = pytest.mark.slow  # real child processes
@@ -64,7 +64,7 @@ def test_the_servers_default_accelerate_config_choosing_deepspeed_is_never_resta
     got = _restart(tmp_path, "accelerate launch --num_processes 1 train.py")
     _wait_for(started, 3)
     assert not started.exists(), (got, started.read_text())
-    assert "default config" in got, got
+    assert ACCELERATE_REFUSED in got, got  # since the sixtieth round, refused before any config is read
 
 
 def _planted_handler(run: Path, marker: Path) -> None:

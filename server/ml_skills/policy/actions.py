@@ -51,7 +51,7 @@ class RestartUnchanged(Model):
 
     kind: Literal["restart-unchanged"] = "restart-unchanged"
     command_file: str = Field(description="The launcher's record of the original command (command.txt, cmd.txt or command: one line "
-                                          "starting with python, torchrun or accelerate launch; deepspeed, srun, mpirun and horovodrun are refused), "
+                                          "starting with python or torchrun; accelerate, deepspeed, srun, mpirun and horovodrun are refused), "
                                           "inside the allowed roots. Scripts and other files are refused.")
 
 

@@ -14,42 +14,34 @@ import re
 
 # torchrun's rendezvous and master host (also deepspeed's and torch.distributed.launch's), given as options: the ranks
 # exchange the model's weights and gradients with whatever joins there. Loopback names the machine itself.
-_RENDEZVOUS = {"--rdzv_endpoint": 8, "--master_addr": 10, "--main_process_ip": 8}  # accelerate's too; also argparse's unambiguous prefixes (`--rdzv-e`, `--master_a`)
+_RENDEZVOUS = {"--rdzv_endpoint": 8, "--master_addr": 10}  # also argparse's unambiguous prefixes (`--rdzv-e`, `--master_a`)
 _RENDEZVOUS_ENV = ("MASTER_ADDR", "PET_RDZV_ENDPOINT", "PET_MASTER_ADDR")  # torchrun reads PET_<OPTION> as its option
 _LOCAL = re.compile(r"^(?:localhost|127(?:\.\d{1,3}){3}|\[?::1\]?)(?::\d+)?$")
 
-# The rendezvous torchrun (and accelerate through it) may use, and the keys its `--rdzv-conf` may set. Fifty-second round:
-# `--rdzv-conf store_type=file` made the c10d backend read its state from a file named by the endpoint (`localhost`, a file
-# of the run folder), and the agent unpickled what was planted there; etcd's backends import their client by name.
+# The rendezvous torchrun may use. Fifty-second round: `--rdzv-conf store_type=file` made the c10d backend read its state from a
+# file named by the endpoint (`localhost`, a file of the run folder), and the agent unpickled what was planted there; etcd's
+# backends import their client by name. Since the sixtieth round `--rdzv-conf` (and PET_RDZV_CONF) is not taken at all: its
+# keys were an allow-list of their own, and a restart from here starts one node, on this machine.
 RDZV_BACKENDS = frozenset({"c10d", "static"})
-_RDZV_CONF_KEYS = frozenset({"timeout", "join_timeout", "last_call_timeout", "close_timeout", "heartbeat_timeout", "read_timeout",
-                             "keep_alive_interval", "keep_alive_max_attempt", "is_host", "use_libuv", "rank"})
-_RDZV_CONF_VALUE = re.compile(r"^[A-Za-z0-9_.\-]{1,40}$")
-
-
-def rdzv_conf_refusal(conf: str) -> str | None:
-    """Why a rendezvous configuration (`key=value,key=value`, torchrun's `--rdzv-conf`, `PET_RDZV_CONF`, accelerate's
-    `--rdzv_conf`) could make the agent read its state from somewhere the line does not show, or None: only timing and
-    host-role keys, each with a plain value."""
-    for pair in conf.split(","):
-        key, eq, value = pair.partition("=")
-        if not pair.strip():
-            continue
-        if key.strip() not in _RDZV_CONF_KEYS or not eq or not _RDZV_CONF_VALUE.match(value.strip()):
-            return (f"its rendezvous configuration sets {key.strip()[:40]!r}, not one of the timing and host-role keys ml-skills "
-                    f"knows ({', '.join(sorted(_RDZV_CONF_KEYS))}): store_type=file makes the agent read, and unpickle, its "
-                    "state from a file the endpoint names")
-    return None
+# A run id torchrun puts in the name of the folder it writes its workers' logs to (`tempfile.mkdtemp(prefix=f"{id}_")`): a
+# path (`--rdzv-id /srv/x`, `../x`) writes them outside the run folder (sixtieth round). A plain name only.
+_RDZV_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-.]{0,63}$")
 
 
 def env_value_refusal(env: dict[str, str]) -> str | None:
     """The values of variables judged as the options they stand for: torchrun's rendezvous (`PET_RDZV_BACKEND`,
-    `PET_RDZV_CONF`) and python's warning filters (`PYTHONWARNINGS`, as `-W`)."""
+    `PET_RDZV_ID`) and python's warning filters (`PYTHONWARNINGS`, as `-W`)."""
     if "PET_RDZV_BACKEND" in env and env["PET_RDZV_BACKEND"] not in RDZV_BACKENDS:
         return f"PET_RDZV_BACKEND picks a rendezvous backend other than {' or '.join(sorted(RDZV_BACKENDS))}"
+    if "PET_RDZV_ID" in env and not _RDZV_ID.match(env["PET_RDZV_ID"]):
+        return _RDZV_ID_REFUSAL
     if "PYTHONWARNINGS" in env and (why := warning_filter_refusal(env["PYTHONWARNINGS"])):
         return why
-    return rdzv_conf_refusal(env["PET_RDZV_CONF"]) if "PET_RDZV_CONF" in env else None
+    return None
+
+
+_RDZV_ID_REFUSAL = ("its rendezvous id is not a plain name (letters, digits, `_-.`): torchrun names the folder it writes the "
+                    "workers' logs to after it, so a path writes them outside the run folder")
 
 
 def warning_filter_refusal(filters: str, *, one: bool = False) -> str | None:
@@ -153,12 +145,15 @@ def read_python(args: list[str]) -> tuple[str | None, str | None]:
 # value names code: `--logs-specs` (an entry point), `--run-path` (the worker starts through multiprocessing's bootstrap,
 # which imports from the run folder first) and `--no-python` (any program) are not among them. argparse takes any unique
 # prefix of a long option (`--logs` is `--logs-specs`): a word is read as the option it abbreviates.
-_TORCHRUN_VALUED = ("nnodes", "nproc-per-node", "rdzv-backend", "rdzv-endpoint", "rdzv-id", "rdzv-conf", "max-restarts",
+_TORCHRUN_VALUED = ("nnodes", "nproc-per-node", "rdzv-backend", "rdzv-endpoint", "rdzv-id", "max-restarts",
                     "monitor-interval", "start-method", "event-log-handler", "role", "log-dir", "redirects", "tee",
                     "local-ranks-filter", "duplicate-stdout-filters", "duplicate-stderr-filters", "node-rank", "master-addr",
-                    "master-port", "local-addr", "numa-binding", "signals-to-handle", "shutdown-timeout")
+                    "master-port", "local-addr", "signals-to-handle", "shutdown-timeout")
 _TORCHRUN_FLAGS = ("standalone", "module", "virtual-local-rank", "help")
-_TORCHRUN_REFUSED = ("logs-specs", "run-path", "no-python")
+# Sixtieth round: `--numa-binding` starts each worker under `numactl`, found on the PATH the run folder's line may not set but
+# a program the question does not name; `--rdzv-conf` (see RDZV_BACKENDS). Kept in argparse's set of names, so a prefix
+# reads as the option it abbreviates.
+_TORCHRUN_REFUSED = ("logs-specs", "run-path", "no-python", "numa-binding", "rdzv-conf")
 _TORCHRUN_VALUES = {"event-log-handler": {"null", "console", "dynamic_rendezvous"}, "start-method": {"spawn", "fork", "forkserver"},
                     "rdzv-backend": RDZV_BACKENDS}
 _TORCHRUN_SHORT = {"-m": "module", "-h": "help", "-r": "redirects", "-t": "tee"}
@@ -208,7 +203,8 @@ def read_torchrun(args: list[str]) -> tuple[str | None, bool, int]:
         if name is None or name in _TORCHRUN_REFUSED:
             return (f"torchrun would take {w.partition('=')[0]}, which ml-skills does not know to only place or tune the run "
                     "(--logs-specs names an entry point to load, --run-path starts the worker through multiprocessing's "
-                    "bootstrap, --no-python any program)"), module, i
+                    "bootstrap, --no-python any program, --numa-binding numactl, --rdzv-conf where the rendezvous keeps its "
+                    "state)"), module, i
         module = module or name == "module"
         if name in _TORCHRUN_VALUED:
             if not eq:
@@ -218,8 +214,8 @@ def read_torchrun(args: list[str]) -> tuple[str | None, bool, int]:
                     return f"torchrun's {w} has no value before {value}", module, i
             if value not in _TORCHRUN_VALUES.get(name, {value}):
                 return f"torchrun's --{name} takes one of {', '.join(sorted(_TORCHRUN_VALUES[name]))}", module, i
-            if name == "rdzv-conf" and (why := rdzv_conf_refusal(value)):
-                return why, module, i
+            if name == "rdzv-id" and not _RDZV_ID.match(value):
+                return _RDZV_ID_REFUSAL, module, i
         elif eq:
             return f"torchrun's {w.partition('=')[0]} takes no value", module, i
         i += 1

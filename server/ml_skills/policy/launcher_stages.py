@@ -1,9 +1,9 @@
 """What a launcher loads besides the recorded line: its second stage, its config file, and the modules `-m` runs.
 
 A launcher's own process can import from the run folder before the run's script does (DeepSpeed's per-node launcher,
-`python -m` with the folder first on the import path), or read a config that sets what the line does not (accelerate).
-These checks grew over the forty-second to forty-fourth red-team rounds; policy/restart_command.py asks them after the
-line's own checks.
+`python -m` with the folder first on the import path). These checks grew over the forty-second to forty-fourth red-team
+rounds; policy/restart_command.py asks them after the line's own checks (accelerate, whose config file chose what it loaded,
+is not restarted since the sixtieth round).
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ import re
 import stat
 import sys
 
-from ml_skills.policy import accelerate_launch
 from ml_skills.policy.launcher_options import python_module, torchrun_module
 from ml_skills.policy.quoting import quoted
 
-_PY_LAUNCHERS = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun|deepspeed|accelerate)$")
+_PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 
 
 def refusal(words: list[str], dfd: int) -> str | None:
@@ -26,41 +25,18 @@ def refusal(words: list[str], dfd: int) -> str | None:
     if why := _own_refusal(words, dfd):
         return why
     if shadow := _shadows_a_launcher(dfd):
-        return (f"the run folder holds {quoted(shadow)}, which the launcher would import in place of its own package (deepspeed "
-                "starts `python -m deepspeed.launcher.launch` in the run folder, with the folder first on the import path)")
+        return (f"the run folder holds {quoted(shadow)}, which would be imported in place of the package of that name (torchrun's "
+                "workers and the script start in the run folder, first on their import path)")
     return None
 
 
 def _own_refusal(words: list[str], dfd: int) -> str | None:
-    """No deepspeed; `accelerate launch` with options and a config file known to place or tune the run, and not its
-    DeepSpeed path; and a module run with `-m` only when it is the run folder's own (forty-second and forty-third rounds)."""
+    """A module run with `-m` only when it is the run folder's own (forty-third round)."""
     name = os.path.basename(words[0])
-    if name == "deepspeed":
-        return ("deepspeed starts its per-node launcher as `python -m deepspeed.launcher.launch` in the run "
-                                     "folder, first on that process's import path, and it imports about a hundred modules (hjson, "
-                                     "yaml, numpy, ...) before the run's script: one planted in the folder runs as the launcher "
-                                     "(forty-third round); record the launch as torchrun, or run it yourself")
     module = None
-    if name == "accelerate":
-        if len(words) < 2 or words[1] != "launch":
-            return "only `accelerate launch` starts a training run"
-        opts, unknown = accelerate_launch.launch_options(words[2:])
-        if unknown:
-            return (f"accelerate would take {', '.join(unknown)}, which ml-skills does not know to only place "
-                                         "or tune the run (its TPU, mpirun and multi-node DeepSpeed options start other programs); "
-                                         "run it yourself")
-        cfg = accelerate_launch.config_file(opts)
-        if why := accelerate_launch.config_refusal(dfd, cfg) if cfg is not None else accelerate_launch.default_config_refusal():
-            return why
-        if accelerate_launch.uses_deepspeed(opts):
-            return ("accelerate would start deepspeed (--use_deepspeed), whose per-node launcher runs as "
-                                         "`python -m deepspeed.launcher.launch` in the run folder, first on its import path "
-                                         "(forty-third round); run it yourself")
-        rest = words[2 + len(opts):]
-        module = rest[0] if rest and {"-m", "--module"} & set(opts) else None
-    elif name == "torchrun":
+    if name == "torchrun":
         module = torchrun_module(words[1:])
-    elif _PY_LAUNCHERS.match(name):
+    elif _PYTHON.match(name):
         module = python_module(words[1:])
     if module is not None and not _own_module(dfd, module.split(".", 1)[0]):
         return (f"it runs the module {quoted(module)}, which is not the run folder's own, with the run folder "
@@ -70,7 +46,7 @@ def _own_refusal(words: list[str], dfd: int) -> str | None:
     return None
 
 
-# top-level packages a launcher runs as `python -m` in the run folder, where the folder comes first on the import path
+# top-level packages a launcher or its workers import in the run folder, where the folder comes first on the import path
 _LAUNCHER_PACKAGES = frozenset({"deepspeed", "torch", "accelerate"})
 
 

@@ -29,10 +29,22 @@ from ml_skills.safety.redact import _FILL, READ_AS, redact, settled
 # train.sh) are programs a person wrote, not records, so they are never run from here.
 RECORDED_COMMAND_FILES = ("command.txt", "cmd.txt", "command")
 _LAUNCHER = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun|deepspeed|accelerate|srun|mpirun|horovodrun)$")
-# Launchers that start any program, on other hosts, through a scheduler or an MPI runtime: not restarted since the forty-fifth
-# round. Their options, variables and configuration files (Open MPI's MCA files, SLURM's, hydra's proxies) choose which
-# programs start and what they load, and the forty-second to forty-fourth rounds each passed their allow-lists.
-_STARTS_ANY_PROGRAM = {"srun", "mpirun", "horovodrun"}
+# Launchers not restarted, and why. srun, mpirun and horovodrun (forty-fifth round) start any program, on other hosts, through
+# a scheduler or an MPI runtime: their options, variables and configuration files (Open MPI's MCA files, SLURM's, hydra's
+# proxies) choose which programs start and what they load, and the forty-second to forty-fourth rounds each passed their
+# allow-lists. accelerate (sixtieth round, after round 59 passed its config reading again): its config file's keys become
+# options and choose the libraries it loads by name (DeepSpeed, Megatron, FP8 and dynamo backends, a hub kernel for sequence
+# parallelism); the forty-second, forty-fourth, fifty-second and fifty-ninth rounds each found a key the allow-list missed.
+_SCHEDULED = ("starts programs through a scheduler or an MPI runtime, whose options, variables and configuration files choose "
+              "which programs start and what they load; resubmit the job through its scheduler, or run the line yourself")
+_NOT_RESTARTED = {"deepspeed": ("starts its per-node launcher as `python -m deepspeed.launcher.launch` in the run folder, first on "
+                               "that process's import path, and it imports about a hundred modules (hjson, yaml, numpy, ...) "
+                               "before the run's script: one planted in the folder runs as the launcher (forty-third round); "
+                               "record the launch as torchrun, or run it yourself"),
+                  "srun": _SCHEDULED, "mpirun": _SCHEDULED, "horovodrun": _SCHEDULED,
+                  "accelerate": ("reads a config file and options whose keys choose the libraries it loads by name (DeepSpeed, "
+                                 "Megatron, FP8 and dynamo backends, hub kernels); ml-skills restarts only python and torchrun: "
+                                 "run the line yourself, or record the launch as torchrun")}
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}=")
 
 
@@ -88,13 +100,10 @@ def _recorded_command(f: Path, dfd: int) -> Recorded:
         k, _, v = words.pop(0).partition("=")
         env[k] = v
     if not words or not _LAUNCHER.match(Path(words[0]).name):
-        raise PolicyError(f"{quoted(str(f))} does not record a training launch (python, torchrun, accelerate): "
+        raise PolicyError(f"{quoted(str(f))} does not record a training launch (python, torchrun): "
                           f"{quoted(redact(lines[0]), 200)} is not restarted")
-    if Path(words[0]).name in _STARTS_ANY_PROGRAM:
-        raise _not_a_launch(f, lines[0], f"{Path(words[0]).name} starts programs through a scheduler or an MPI runtime, whose "
-                                         "options, variables and configuration files choose which programs start and what "
-                                         "they load; ml-skills restarts only python, torchrun and accelerate launch: resubmit "
-                                         "the job through its scheduler, or run the line yourself")
+    if (name := Path(words[0]).name) in _NOT_RESTARTED:
+        raise _not_a_launch(f, lines[0], f"{name} {_NOT_RESTARTED[name]}")
     _shown_as_it_runs(f, lines[0])
     _only_a_training_launch(f, lines[0], env, words, dfd)
     word, program = _launcher_program(f, words[0], dfd)
