@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import re
+from typing import NamedTuple
 
 # torchrun's rendezvous and master host (also deepspeed's and torch.distributed.launch's), given as options: the ranks
 # exchange the model's weights and gradients with whatever joins there. Loopback names the machine itself.
@@ -93,33 +94,30 @@ _PYTHON_LONG = {"--check-hash-based-pycs": {"default", "always", "never"}, "--ve
                 "--help-env": None, "--help-xoptions": None, "--help-all": None}
 
 
+# Sixty-first round: `-m MODULE` finds the module by name when the interpreter starts, after every check: `-I`, `-P` or
+# PYTHONSAFEPATH leave the run folder off the path and the standard library's module of that name ran (unittest, whose
+# discovery imported a planted test_*.py), and a folder's own module deleted after the last check did the same (5 of 5).
+# Rounds 43, 46 and 52 had broken the rule that admitted the run folder's own module; a module is not restarted at all.
+MODULE_REFUSAL = ("it runs a module by name (`-m`), which the interpreter looks up when it starts, after every check: an "
+                  "option, a variable or a file removed in between makes another module of that name run; record the "
+                  "script's path, or run the line yourself")
+
+
 def python_refusal(args: list[str]) -> str | None:
     """Why python's options in `args` (what follows `python` up to its script) could load code the line does not show, or
-    None: an option not known to only tune the interpreter."""
-    return read_python(args)[0]
-
-
-def python_module(args: list[str]) -> str | None:
-    """The module `python [options] -m MODULE` runs (also bundled: `-um MODULE`, `-mMODULE`), or None for a script: read by
-    the same parser as the options (see torchrun_module)."""
-    return read_python(args)[1]
-
-
-def read_python(args: list[str]) -> tuple[str | None, str | None]:
-    """(why python's options could load code the line does not show, or None; the module `-m` names, or None), reading
-    `args` as CPython's option parser does: one-letter flags bundle, `-c`/`-m`/`-W`/`-X` take the rest of the word or
-    the next word, `-c` and `-m` end the options, and so do `--`, `-` and the script."""
+    None: an option not known to only tune the interpreter, or `-m`. `args` is read as CPython's option parser reads it: one-letter flags bundle, `-c`/`-m`/`-W`/`-X` take the rest of the word or the next word, `-c` and `-m` end the
+    options, and so do `--`, `-` and the script."""
     i = 0
     while i < len(args):
         w = args[i]
         if w == "--" or w == "-" or not w.startswith("-"):
-            return None, None  # the script (or stdin): what follows is the script's
+            return None  # the script (or stdin): what follows is the script's
         if w.startswith("--"):
             if w not in _PYTHON_LONG:
-                return f"python would take {w}, which ml-skills does not know to only tune the interpreter", None
+                return f"python would take {w}, which ml-skills does not know to only tune the interpreter"
             if (values := _PYTHON_LONG[w]) is not None:
                 if i + 1 >= len(args) or args[i + 1] not in values:
-                    return f"python's {w} takes one of {', '.join(sorted(values))}", None
+                    return f"python's {w} takes one of {', '.join(sorted(values))}"
                 i += 1
             i += 1
             continue
@@ -127,18 +125,18 @@ def read_python(args: list[str]) -> tuple[str | None, str | None]:
             if c in _PYTHON_FLAGS:
                 continue
             if c not in _PYTHON_VALUED:
-                return f"python would take -{c}, which ml-skills does not know to only tune the interpreter", None
+                return f"python would take -{c}, which ml-skills does not know to only tune the interpreter"
             value = w[j:] or (args[i + 1] if i + 1 < len(args) else "")
             i += not w[j:]
             if c in "cm":
-                return None, value if c == "m" else None  # the code or module runs: what follows is its own
+                return MODULE_REFUSAL if c == "m" else None  # the code runs: what follows is its own
             if c == "W" and (why := warning_filter_refusal(value, one=True)):
-                return why, None
+                return why
             if c == "X" and value.split("=", 1)[0] not in _PYTHON_X:
-                return f"python's -X {value.split('=', 1)[0]} is not one ml-skills knows to only tune the interpreter", None
+                return f"python's -X {value.split('=', 1)[0]} is not one ml-skills knows to only tune the interpreter"
             break
         i += 1
-    return None, None
+    return None
 
 
 # torchrun's options (torch 2.13's argparse, both spellings) that place or tune the run, with the values allowed where a
@@ -169,25 +167,27 @@ def _torchrun_option(word: str) -> str | None:
     return hits.pop() if len(hits) == 1 else None
 
 
+class TorchrunReading(NamedTuple):
+    refusal: str | None  # why the options could load code the line does not show or start another program, or None
+    log_dir: str | None  # the folder `--log-dir` names, for the caller to look at in the run folder
+
+
+# A log folder torchrun makes under the run folder: a relative path of plain names (sixty-first round: `--log-dir` was taken
+# with any value; an absolute path or `..` writes the workers' logs outside the run folder, as round 60's `--rdzv-id` did).
+_LOG_DIR = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-.]{0,63}(?:/[A-Za-z0-9_][A-Za-z0-9_\-.]{0,63}){0,7}/?$")
+
+
 def torchrun_refusal(args: list[str]) -> str | None:
     """Why torchrun's options in `args` (what follows `torchrun` up to its script) could load code the line does not show
     or start another program, or None."""
-    return read_torchrun(args)[0]
+    return read_torchrun(args).refusal
 
 
-def torchrun_module(args: list[str]) -> str | None:
-    """The module `torchrun [options] -m MODULE` has its workers run (`python -u -m MODULE` in the run folder), or None: read
-    by the same parser as the options (forty-sixth round: a second, smaller parser read `--`, `--stand` and `-t3` as taking
-    the next word, so the `-m` after them was never judged)."""
-    _, module, i = read_torchrun(args)
-    return args[i] if module and i < len(args) else None
-
-
-def read_torchrun(args: list[str]) -> tuple[str | None, bool, int]:
-    """(why torchrun's options could load code the line does not show, or None; whether `-m`/`--module` was given; the
-    index of the script or module), reading `args` as torch 2.13's argparse does: a unique prefix is the option it
-    abbreviates, a value attached (`--tee=3`, `-t3`) or the next word, and `--` ends the options."""
-    i, module = 0, False
+def read_torchrun(args: list[str]) -> TorchrunReading:
+    """What torchrun's options in `args` would do, read as torch 2.13's argparse reads them: a unique prefix is the option
+    it abbreviates, a value attached (`--tee=3`, `-t3`) or the next word, and `--` ends the options (forty-sixth round: a
+    second, smaller parser read `--`, `--stand` and `-t3` as taking the next word). `-m` is refused (see MODULE_REFUSAL)."""
+    i, log_dir = 0, None
     while i < len(args) and args[i].startswith("-"):
         w = args[i]
         if w == "--":
@@ -198,27 +198,36 @@ def read_torchrun(args: list[str]) -> tuple[str | None, bool, int]:
             name = _torchrun_option(opt)
         else:
             name, eq, value = _TORCHRUN_SHORT.get(w[:2]), "=" * bool(w[2:]), w[2:]
-            if name in ("module", "help") and w[2:]:
-                return f"torchrun would read {w} as bundled options, which ml-skills does not take apart; write them apart", module, i
-        if name is None or name in _TORCHRUN_REFUSED:
-            return (f"torchrun would take {w.partition('=')[0]}, which ml-skills does not know to only place or tune the run "
-                    "(--logs-specs names an entry point to load, --run-path starts the worker through multiprocessing's "
-                    "bootstrap, --no-python any program, --numa-binding numactl, --rdzv-conf where the rendezvous keeps its "
-                    "state)"), module, i
-        module = module or name == "module"
+        if name == "module":
+            return TorchrunReading(MODULE_REFUSAL, log_dir)
+        if name is None or name in _TORCHRUN_REFUSED or (name == "help" and w[2:]):
+            return TorchrunReading(f"torchrun would take {w.partition('=')[0]}, which ml-skills does not know to only place or "
+                                   "tune the run (--logs-specs names an entry point to load, --run-path starts the worker "
+                                   "through multiprocessing's bootstrap, --no-python any program, --numa-binding numactl, "
+                                   "--rdzv-conf where the rendezvous keeps its state)", log_dir)
         if name in _TORCHRUN_VALUED:
             if not eq:
                 i += 1
                 value = args[i] if i < len(args) else ""
                 if value.startswith("-"):
-                    return f"torchrun's {w} has no value before {value}", module, i
-            if value not in _TORCHRUN_VALUES.get(name, {value}):
-                return f"torchrun's --{name} takes one of {', '.join(sorted(_TORCHRUN_VALUES[name]))}", module, i
-            if name == "rdzv-id" and not _RDZV_ID.match(value):
-                return _RDZV_ID_REFUSAL, module, i
+                    return TorchrunReading(f"torchrun's {w} has no value before {value}", log_dir)
+            if why := _torchrun_value_refusal(name, value):
+                return TorchrunReading(why, log_dir)
+            log_dir = value if name == "log-dir" else log_dir
         elif eq:
-            return f"torchrun's {w.partition('=')[0]} takes no value", module, i
+            return TorchrunReading(f"torchrun's {w.partition('=')[0]} takes no value", log_dir)
         i += 1
     if i < len(args) and args[i].startswith("-"):  # `torchrun -- -m MOD`: the worker runs `python -u -m MOD`
-        return f"torchrun would hand {args[i]} to python as its script, where python reads it as an option", module, i
-    return None, module, i
+        return TorchrunReading(f"torchrun would hand {args[i]} to python as its script, where python reads it as an option", log_dir)
+    return TorchrunReading(None, log_dir)
+
+
+def _torchrun_value_refusal(name: str, value: str) -> str | None:
+    if value not in _TORCHRUN_VALUES.get(name, {value}):
+        return f"torchrun's --{name} takes one of {', '.join(sorted(_TORCHRUN_VALUES[name]))}"
+    if name == "rdzv-id" and not _RDZV_ID.match(value):
+        return _RDZV_ID_REFUSAL
+    if name == "log-dir" and not _LOG_DIR.match(value):
+        return ("its --log-dir is not a folder of the run folder named by plain names (no absolute path, no `..`): torchrun "
+                "writes the workers' logs there")
+    return None
