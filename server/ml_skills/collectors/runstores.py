@@ -173,9 +173,13 @@ def _regular(p: str) -> bool:
 
 def mlflow_run(d: Path) -> tracker.TrackerRun:
     meta = _meta(paths.read_capped(d / "meta.yaml", 64 * 1024).decode("utf-8", "replace"))
-    run = tracker.TrackerRun(kind="mlflow", name=meta.get("run_name") or d.name)
+    # named by its id, like a run of an MLflow server (collectors/mlflow.py): the run name is text whoever started the run
+    # wrote, a fact, which the tools mark; as the source's name it came back bare (sixty-second round)
+    run = tracker.TrackerRun(kind="mlflow", name=d.name)
     run.state = _MLFLOW_STATUS.get(meta.get("status", ""), meta.get("status") or None)
     run.facts["run id"] = d.name
+    if meta.get("run_name"):
+        run.facts["run name"] = meta["run_name"]
     run.facts["store"] = str(d.parent.parent)
     budget = [MAX_METRIC_BYTES, MAX_METRIC_LINES]  # shared by the run's metric files; the tracked ones are read first
     keys = sorted(_files(d / "metrics", run.missing), key=lambda k: (not tracker.tracked(k.replace("\\", "/")), k))
