@@ -177,4 +177,20 @@ def _pin(program: str, found: list[tuple[Path, str]]) -> dict[str, str]:
     if nearest is None:
         own = Path(sys.executable).parts
         nearest = own[own.index("versions") + 1] if "versions" in own[:-2] else "system"
+    if nearest != "system" and not (_VERSION_NAME.match(nearest) and _installed(program, nearest)):
+        # sixty-third round: pyenv refuses a version file's word holding `/` or `..` (CVE-2022-35861), not the variable;
+        # pinned as read, `../../run/env` ran the run folder's env/bin/python, shown cut to what looked like `3.11.7`
+        raise PolicyError(f"the run folder's .python-version names {quoted(nearest, 60)}, which is not an interpreter pyenv has "
+                          "installed by that plain name: the shim would run whatever it names; record the interpreter by its "
+                          "real path, or fix the version file")
     return {"PYENV_VERSION": nearest}
+
+
+_VERSION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+\-]{0,59}$")
+
+
+def _installed(program: str, name: str) -> bool:
+    """Whether pyenv (the root its shim `program` sits in, or PYENV_ROOT) has the interpreter `name` installed: a folder
+    `versions/NAME` (pyenv-virtualenv's environments are links there; pyenv's root is not the run folder's to write)."""
+    root = Path(os.environ.get("PYENV_ROOT") or Path(program).parent.parent)
+    return (root / "versions" / name).is_dir()
