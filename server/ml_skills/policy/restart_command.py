@@ -241,7 +241,10 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
         raise _not_a_launch(f, line, why)
 
 
-_EXPANSION = re.compile(r"`|\$[\w{(]")
+# Any `$`: bash expands `$VAR`, `${...}`, `$(...)`, and also `$"..."` (a translated string), `$'...'` (escapes) and the special
+# parameters `$@ $$ $- $# $!`, none of which shlex reads; before the sixty-fourth round `python $"train.py"` ran a planted
+# `$train.py` while the manual line ran `train.py`, and `PYTHONPATH=$@/opt/lib` named a folder of the run folder.
+_EXPANSION = re.compile(r"`|\$")
 
 
 def _shell_syntax(line: str) -> str | None:
@@ -257,7 +260,7 @@ def _shell_syntax(line: str) -> str | None:
         return f"the shell operator {quoted(op)}"
     m = _EXPANSION.search(line)
     if m:
-        return f"the shell expansion {quoted(m.group(0))}"
+        return f"the shell expansion {quoted(m.group(0))}"  # the `$` alone: what follows may be a secret's first characters
     g = next((m for w in _unquoted_words(line) if (m := _GLOB.search(w))), None)
     return f"the shell expansion {quoted(g.group(0))} (a pattern, brace or ~ a shell expands)" if g else None
 

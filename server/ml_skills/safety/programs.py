@@ -27,5 +27,14 @@ def find_program(name: str) -> str | None:
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The server's environment for a process it starts, with `extra` set and PATH kept to its absolute entries."""
-    return {**os.environ, **(extra or {}), "PATH": absolute_path()}
+    """The server's environment for a process it starts, with `extra` set, PATH kept to its absolute entries, and so is the
+    PYTHONPATH the server inherited (not one `extra` sets, which the person was shown): sixty-fourth round, a server started
+    with `PYTHONPATH=:/opt/x` (what `export PYTHONPATH=$PYTHONPATH:/opt/x` leaves when it was empty) passed the empty entry
+    to a restart, where Python reads it as the working folder, the run folder, and its planted sitecustomize.py ran."""
+    env = {**os.environ, **(extra or {}), "PATH": absolute_path()}
+    if "PYTHONPATH" in os.environ and "PYTHONPATH" not in (extra or {}):
+        if kept := absolute_path(os.environ["PYTHONPATH"]):
+            env["PYTHONPATH"] = kept
+        else:
+            del env["PYTHONPATH"]
+    return env
