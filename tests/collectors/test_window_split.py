@@ -5,10 +5,11 @@ empty lines, cut and whole first lines, secrets whose name sits lines above) and
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 from ml_skills.collectors import logfile
 from ml_skills.collectors.logfile import CUT_CONTEXT, PRIOR_LINES, decode, decode_cut, judged
+
+from tests import real_logs
 
 
 def reference(head: bytes, tail_bytes: bytes, cut_head: bool, before: int, after: int) -> tuple[int, list[str]]:
@@ -43,10 +44,9 @@ def test_random_windows_are_split_as_before() -> None:
 
 
 def test_windows_of_every_real_log_are_split_as_before() -> None:
-    root = Path(__file__).parents[1]
     rng = random.Random(3)
     n = 0
-    for log in sorted(root.glob("corpus/*/train.log")) + sorted(root.glob("healthy/*/train.log")):
+    for log in real_logs.sample(real_logs.CORPUS_AND_HEALTHY, 3):
         data = log.read_bytes()
         for offset in {0, len(data), *(rng.randint(0, len(data)) for _ in range(3))}:
             back = min(offset, 256 * 1024)

@@ -14,9 +14,11 @@ from ml_skills.engine.plan import facts
 from ml_skills.engine.read import matcher
 from ml_skills.engine.read.scan import scan_log
 
+from tests import real_logs
+
 ROOT = Path(__file__).resolve().parents[2]
-LOGS = sorted(p for d in ("tests/corpus", "tests/real-logs") for p in (ROOT / d).rglob("*")
-              if p.is_file() and p.suffix in (".log", ".txt", ".out", ".err") and p.stat().st_size > 0)
+LOGS = real_logs.sample([p for p in real_logs.logs("corpus/**/*", "real-logs/**/*")
+                         if p.is_file() and p.suffix in (".log", ".txt", ".out", ".err") and p.stat().st_size > 0], 3)
 
 
 @pytest.mark.skipif(matcher._hs is None, reason="hyperscan is not installed")

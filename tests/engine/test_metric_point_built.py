@@ -11,6 +11,7 @@ from ml_skills.engine.read import scan, scanpass
 from ml_skills.models import MetricPoint
 
 from bench.genlog import generate
+from tests import real_logs
 
 
 def _checked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -43,8 +44,7 @@ def test_every_point_of_the_benchmark_logs_is_the_validated_one(tmp_path: Path, 
 @pytest.mark.slow
 def test_every_point_of_every_real_log_is_the_validated_one(monkeypatch: pytest.MonkeyPatch) -> None:
     seen = _checked(monkeypatch)
-    root = Path(__file__).parents[1]
-    for log in sorted(root.glob("corpus/*/train.log")) + sorted(root.glob("healthy/*/train.log")):
+    for log in real_logs.sample(real_logs.CORPUS_AND_HEALTHY, 4):
         scan.scan_log(log, engine="re" if log.stat().st_size < scan.SMALL_LOG_BYTES else None)
     assert len(set(seen)) > 200
 

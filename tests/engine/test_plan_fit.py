@@ -18,6 +18,8 @@ from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
 from ml_skills.engine.plan.facts import fact, run_facts, version_below
 from ml_skills.engine.read.scan import scan_log
 
+from tests.engine import accuracy_bench
+
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 
 pytest.importorskip("torch")
@@ -117,12 +119,11 @@ def test_next_commands_are_filled_in_from_the_evidence(case, expect):
 
 
 def test_no_report_on_the_corpus_has_a_placeholder_command():
-    logs = sorted(CORPUS.glob("*/train.log"))
-    assert len(logs) > 300
-    for log in logs:
-        d = diagnose(DiagnoseRequest(target=str(log)))
-        bad = [c for c in d.next_commands + [f.command or "" for f in d.fixes] if re.search(r"<[A-Za-z][\w ]*>", c)]
-        assert not bad, (log.parent.name, bad)
+    corpus = [r for r in accuracy_bench.load().run_all(lab=Path("/nonexistent")) if r.suite == "corpus"]
+    assert len(corpus) > 300
+    for r in corpus:
+        bad = [c for c in r.commands + r.fix_commands if re.search(r"<[A-Za-z][\w ]*>", c)]
+        assert not bad, (r.name, bad)
 
 
 def test_facts_are_read_from_the_lines_runs_print():

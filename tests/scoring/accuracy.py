@@ -31,6 +31,7 @@ Stdlib and ml_skills only.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import re
 import sys
@@ -86,6 +87,7 @@ class CaseResult:
     fixes: list[str] = field(default_factory=list)  # the plan's fix ids, rank order
     fixes_cited: int = 0  # how many of them name the evidence that made them apply (Fix.because)
     commands: list[str] = field(default_factory=list)  # next_commands
+    fix_commands: list[str] = field(default_factory=list)  # the plan's fixes' own commands, where they have one
     facts: dict[str, str] = field(default_factory=dict)  # the first value of each run fact
     fix_worked: list[str] | None = None  # the label: None when the thread names no fix
     fix_note: str = ""
@@ -122,7 +124,24 @@ def is_cited(keys: list[str], texts: list[str]) -> bool:
     return False
 
 
+_SCORED: dict[tuple, object] = {}  # one process diagnoses a case once: the corpus, plan and healthy tests share it
+
+
+def _once(score, case: Path, *args: str):
+    """score(case, *args), computed once per process while the case's files are unchanged (a copy each call, so a
+    caller that edits its result edits only its own)."""
+    key = (score.__name__, str(case), *args,
+           *((f.stat().st_mtime_ns, f.stat().st_size) for f in sorted(case.iterdir()) if f.is_file()))
+    if key not in _SCORED:
+        _SCORED[key] = score(case, *args)
+    return copy.deepcopy(_SCORED[key])
+
+
 def score_case(case: Path, suite: str) -> CaseResult:
+    return _once(_score_case, case, suite)
+
+
+def _score_case(case: Path, suite: str) -> CaseResult:
     meta = json.loads((case / "case.json").read_text())
     target = case / "train.log" if (case / "train.log").is_file() else case
     t0 = time.perf_counter()
@@ -139,6 +158,7 @@ def score_case(case: Path, suite: str) -> CaseResult:
         reasons=[f"{k}={v}" for k, v in list(d.model_dump(include={"decision"}).items())], basis=d.confidence_basis,
         run_status=d.run_status.value, expected_status=meta.get("run_status", ""), seconds=took,
         fixes=[f.fix_id for f in d.fixes], fixes_cited=sum(bool(f.because) for f in d.fixes), commands=list(d.next_commands),
+        fix_commands=[f.command for f in d.fixes if f.command],
         facts={f.name: f.value for f in reversed(d.facts)},  # reversed: the first fact of a name wins, as engine/plan/facts.fact
         fix_worked=meta.get("fix_that_worked"), fix_note=meta.get("fix_note", ""),
         framework=d.framework.value, framework_detail=d.framework_detail,
@@ -212,6 +232,10 @@ class HealthyResult:
 
 
 def score_healthy(case: Path) -> HealthyResult:
+    return _once(_score_healthy, case)
+
+
+def _score_healthy(case: Path) -> HealthyResult:
     meta = json.loads((case / "case.json").read_text())
     t0 = time.perf_counter()
     d = diagnose(DiagnoseRequest(target=str(case / "train.log")))
