@@ -198,3 +198,18 @@ def test_a_bar_that_moved_past_its_first_step_is_no_wait_at_a_sync_point(tmp_pat
     assert "0/28" in text and "1/28" in text and "2/28" not in text, text
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.primary_cause is None and d.run_status.value in ("running", "unknown"), d.run_status
+
+
+def test_a_step_line_that_prints_its_own_total_time_is_no_summary_of_the_run(tmp_path):
+    """A loop that prints 'Steps 200, Total time 5.96, ... Loss 2.155e+01' at every step (the step's time, TF1 registration
+    code's shape: healthy case 1118), cut while it runs: its last lines are steps, not the run's closing summary."""
+    _script(tmp_path, """
+        import time
+        for step in range(10, 310, 10):
+            t = time.strftime("%Y-%m-%d %H:%M:%S")
+            print(f"*Dec01-2035*  {t} Steps {step}, Total time 5.9{step % 7}, data 0.01%. Loss {200.0 / step:.3e} lr 1.000e-04", flush=True)
+    """)
+    log = _shell(tmp_path, f"{sys.executable} train.py 2>&1 | head -n 22")
+    assert "Steps 220, Total time" in log.read_text().splitlines()[-1]
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.run_status.value != "completed" and d.primary_cause is None, (d.run_status, d.evidence[:3])

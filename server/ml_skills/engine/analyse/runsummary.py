@@ -103,6 +103,19 @@ def _lone_result(line: str) -> bool:
             and not COUNTER.search(line))
 
 
+def _a_repeated_step(line: str, earlier: list[str]) -> bool:
+    """A step's own line printed at every step in the same shape ('Steps 200, Total time 5.96, ... Loss 2.155e+01'): its
+    'Total time' is the step's, not the run's."""
+    p = parse_line(line)
+    if p is None or (p[1] is None and not any("loss" in k for k in p[0])):
+        return False
+    shape = _NUMBER.sub("#", line.strip())
+    return any(_NUMBER.sub("#", x.strip()) == shape for x in earlier)
+
+
+_NUMBER = lazy(r"[-+]?\d[\d.]*(?:[eE][-+]?\d+)?")  # a number whole, sign and exponent too ('1.942e+01', '9.524e-01')
+
+
 def summary_after_training(tail: list[str], tail_start: int, last_progress_line: int | None) -> int | None:
     """The line of a whole-run summary printed after the last progress line, with no error anywhere after it.
 
@@ -126,7 +139,7 @@ def summary_after_training(tail: list[str], tail_start: int, last_progress_line:
         m = _LIMIT.search(text)
         if m is not None and int(m["n"]) >= int(m["total"]) > 0:
             return line_no
-        if _SUMMARY.search(text):
+        if _SUMMARY.search(text) and not _a_repeated_step(text, tail[: line_no - tail_start]):
             return line_no
         if _CLOSING_TIMER.search(text) and not printed_before(text, tail[: line_no - tail_start]):
             return line_no
