@@ -35,10 +35,10 @@ KINDS = ("exception-named", "exception-located", "signature", "symptom", "anomal
 # fails when these drift from the fit.
 ACCURACY: dict[str, float] = {
     "exception-named": 0.83,
-    "exception-located": 0.85,
-    "signature": 0.93,
-    "symptom": 0.89,
-    "anomaly": 0.6,
+    "exception-located": 0.82,
+    "signature": 0.92,
+    "symptom": 0.9,
+    "anomaly": 0.62,
     "stop": 0.5,  # few dev verdicts rest on a stop alone, once a stop at a sync point is measured apart; stops.py caps it at 0.45
 }
 # Labels measured apart from their kind: a signal label (a signature id, 'traceback:<rule>') that at least LABEL_MIN
@@ -54,7 +54,7 @@ LABEL_ACCURACY: dict[str, float] = {
     "device-side-assert": 0.91,
     "disk-full": 0.97,
     "import-environment-error": 0.97,
-    "job-time-limit": 0.89,
+    "job-time-limit": 0.9,
     "loss-blowup": 0.66,
     "loss-value-nan": 0.97,
     "nan-onset": 0.93,
