@@ -56,7 +56,7 @@ BEFORE_TOKEN = ["", " ", "_", "x_", "GH_TOKEN_", "token", "%3D", "%253D", "Beare
 BEFORE_KEYWORD = ["", " ", "'", '"', "(", "[", "\t", "{", ","]
 AFTER = ["", " ", ".", ",", "&next=1", "%26x%3D1", "\x1b[0m", "'", '"', ")", " done"]
 INSIDE = ["\u200b", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u202e", "\u2066", "\ufe0f", "\U000e0100", "\U000e0041",
-          "\x1b[31m", "\x1b]8;;http://x\x07", "\x1b[2K", "\x7f"]
+          "\x1b[31m", "\x1b]8;;http://x\x07", "\x1b[2K", "\x7f", "\u2800", "\ufffd", "\x1bB"]  # the last three: sixty-sixth round
 
 
 @dataclass

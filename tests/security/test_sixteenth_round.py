@@ -352,6 +352,7 @@ def test_a_restart_question_names_the_wandb_server_a_run_folders_settings_file_s
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "settings").write_text("[default]\nbase_url = https://outside.example\n")
     (r / "linked").mkdir()
+    (r / "linked" / "train.py").write_text("print('hi')\n")  # a restart names a script of the run folder (sixty-sixth round)
     (r / "linked" / "command.txt").write_text("python train.py --lr 0.1\n")
     (r / "linked" / "wandb").symlink_to(tmp_path / "outside")  # W&B follows it; the question names the link, not its content
     person = answer("decline")

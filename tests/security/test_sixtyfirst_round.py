@@ -58,6 +58,7 @@ def test_a_plain_log_folder_of_the_run_folder_still_restarts(tmp_path: Path) -> 
     """Control: real torchrun writes the workers' logs below the run folder's own `logs/`."""
     pytest.importorskip("torch")
     run = _run_folder(tmp_path)
+    (run / "train.py").write_text("print('train')\n")
     got = _restart(tmp_path, "torchrun --standalone --nproc-per-node 1 --log-dir logs/a --redirects 3 train.py")
     for _ in range(60):
         if list((run / "logs").rglob("stdout.log")):

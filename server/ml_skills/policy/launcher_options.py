@@ -103,21 +103,36 @@ MODULE_REFUSAL = ("it runs a module by name (`-m`), which the interpreter looks 
                   "script's path, or run the line yourself")
 
 
+class LaunchReading(NamedTuple):
+    refusal: str | None  # why the options could load code the line does not show or start another program, or None
+    script: str | None = None  # the script the launcher runs, as written (None for `python -c CODE` or a refusal)
+    log_dir: str | None = None  # the folder torchrun's `--log-dir` names, for the caller to look at in the run folder
+
+
 def python_refusal(args: list[str]) -> str | None:
     """Why python's options in `args` (what follows `python` up to its script) could load code the line does not show, or
-    None: an option not known to only tune the interpreter, or `-m`. `args` is read as CPython's option parser reads it: one-letter flags bundle, `-c`/`-m`/`-W`/`-X` take the rest of the word or the next word, `-c` and `-m` end the
-    options, and so do `--`, `-` and the script."""
+    None: an option not known to only tune the interpreter, or `-m`."""
+    return read_python(args).refusal
+
+
+def read_python(args: list[str]) -> LaunchReading:
+    """What python's options in `args` would do, read as CPython's option parser reads them: one-letter flags bundle,
+    `-c`/`-m`/`-W`/`-X` take the rest of the word or the next word, `-c` and `-m` end the options, and so do `--`, `-`
+    and the script."""
     i = 0
     while i < len(args):
         w = args[i]
-        if w == "--" or w == "-" or not w.startswith("-"):
-            return None  # the script (or stdin): what follows is the script's
+        if w == "--":
+            i += 1
+            break
+        if w == "-" or not w.startswith("-"):
+            break
         if w.startswith("--"):
             if w not in _PYTHON_LONG:
-                return f"python would take {w}, which ml-skills does not know to only tune the interpreter"
+                return LaunchReading(f"python would take {w}, which ml-skills does not know to only tune the interpreter")
             if (values := _PYTHON_LONG[w]) is not None:
                 if i + 1 >= len(args) or args[i + 1] not in values:
-                    return f"python's {w} takes one of {', '.join(sorted(values))}"
+                    return LaunchReading(f"python's {w} takes one of {', '.join(sorted(values))}")
                 i += 1
             i += 1
             continue
@@ -125,18 +140,24 @@ def python_refusal(args: list[str]) -> str | None:
             if c in _PYTHON_FLAGS:
                 continue
             if c not in _PYTHON_VALUED:
-                return f"python would take -{c}, which ml-skills does not know to only tune the interpreter"
+                return LaunchReading(f"python would take -{c}, which ml-skills does not know to only tune the interpreter")
             value = w[j:] or (args[i + 1] if i + 1 < len(args) else "")
             i += not w[j:]
             if c in "cm":
-                return MODULE_REFUSAL if c == "m" else None  # the code runs: what follows is its own
+                return LaunchReading(MODULE_REFUSAL if c == "m" else None)  # the code runs: what follows is its own
             if c == "W" and (why := warning_filter_refusal(value, one=True)):
-                return why
+                return LaunchReading(why)
             if c == "X" and value.split("=", 1)[0] not in _PYTHON_X:
-                return f"python's -X {value.split('=', 1)[0]} is not one ml-skills knows to only tune the interpreter"
+                return LaunchReading(f"python's -X {value.split('=', 1)[0]} is not one ml-skills knows to only tune the interpreter")
             break
         i += 1
-    return None
+    return _script_at(args, i)
+
+
+def _script_at(args: list[str], i: int) -> LaunchReading:
+    """The script word at `args[i]`, where the launcher's options ended; none for `-` or nothing (the program would be read
+    from standard input, which a restart gives as empty)."""
+    return LaunchReading(None, args[i] if i < len(args) and args[i] != "-" else None)
 
 
 # torchrun's options (torch 2.13's argparse, both spellings) that place or tune the run, with the values allowed where a
@@ -167,11 +188,6 @@ def _torchrun_option(word: str) -> str | None:
     return hits.pop() if len(hits) == 1 else None
 
 
-class TorchrunReading(NamedTuple):
-    refusal: str | None  # why the options could load code the line does not show or start another program, or None
-    log_dir: str | None  # the folder `--log-dir` names, for the caller to look at in the run folder
-
-
 # A log folder torchrun makes under the run folder: a relative path of plain names (sixty-first round: `--log-dir` was taken
 # with any value; an absolute path or `..` writes the workers' logs outside the run folder, as round 60's `--rdzv-id` did).
 _LOG_DIR = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-.]{0,63}(?:/[A-Za-z0-9_][A-Za-z0-9_\-.]{0,63}){0,7}/?$")
@@ -183,7 +199,7 @@ def torchrun_refusal(args: list[str]) -> str | None:
     return read_torchrun(args).refusal
 
 
-def read_torchrun(args: list[str]) -> TorchrunReading:
+def read_torchrun(args: list[str]) -> LaunchReading:
     """What torchrun's options in `args` would do, read as torch 2.13's argparse reads them: a unique prefix is the option
     it abbreviates, a value attached (`--tee=3`, `-t3`) or the next word, and `--` ends the options (forty-sixth round: a
     second, smaller parser read `--`, `--stand` and `-t3` as taking the next word). `-m` is refused (see MODULE_REFUSAL)."""
@@ -199,27 +215,27 @@ def read_torchrun(args: list[str]) -> TorchrunReading:
         else:
             name, eq, value = _TORCHRUN_SHORT.get(w[:2]), "=" * bool(w[2:]), w[2:]
         if name == "module":
-            return TorchrunReading(MODULE_REFUSAL, log_dir)
+            return LaunchReading(MODULE_REFUSAL, log_dir=log_dir)
         if name is None or name in _TORCHRUN_REFUSED or (name == "help" and w[2:]):
-            return TorchrunReading(f"torchrun would take {w.partition('=')[0]}, which ml-skills does not know to only place or "
-                                   "tune the run (--logs-specs names an entry point to load, --run-path starts the worker "
-                                   "through multiprocessing's bootstrap, --no-python any program, --numa-binding numactl, "
-                                   "--rdzv-conf where the rendezvous keeps its state)", log_dir)
+            return LaunchReading(f"torchrun would take {w.partition('=')[0]}, which ml-skills does not know to only place or "
+                                 "tune the run (--logs-specs names an entry point to load, --run-path starts the worker "
+                                 "through multiprocessing's bootstrap, --no-python any program, --numa-binding numactl, "
+                                 "--rdzv-conf where the rendezvous keeps its state)", log_dir=log_dir)
         if name in _TORCHRUN_VALUED:
             if not eq:
                 i += 1
                 value = args[i] if i < len(args) else ""
                 if value.startswith("-"):
-                    return TorchrunReading(f"torchrun's {w} has no value before {value}", log_dir)
+                    return LaunchReading(f"torchrun's {w} has no value before {value}", log_dir=log_dir)
             if why := _torchrun_value_refusal(name, value):
-                return TorchrunReading(why, log_dir)
+                return LaunchReading(why, log_dir=log_dir)
             log_dir = value if name == "log-dir" else log_dir
         elif eq:
-            return TorchrunReading(f"torchrun's {w.partition('=')[0]} takes no value", log_dir)
+            return LaunchReading(f"torchrun's {w.partition('=')[0]} takes no value", log_dir=log_dir)
         i += 1
     if i < len(args) and args[i].startswith("-"):  # `torchrun -- -m MOD`: the worker runs `python -u -m MOD`
-        return TorchrunReading(f"torchrun would hand {args[i]} to python as its script, where python reads it as an option", log_dir)
-    return TorchrunReading(None, log_dir)
+        return LaunchReading(f"torchrun would hand {args[i]} to python as its script, where python reads it as an option", log_dir=log_dir)
+    return _script_at(args, i)._replace(log_dir=log_dir)
 
 
 def _torchrun_value_refusal(name: str, value: str) -> str | None:

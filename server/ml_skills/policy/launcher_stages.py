@@ -1,29 +1,103 @@
-"""What a launcher reads from the run folder besides the recorded line: a package of its own name planted there, and the
-folder torchrun writes its workers' logs to.
+"""What a launcher reads from the run folder besides the recorded line: the script it runs, a package of its own name planted
+beside it, and the folder torchrun writes its workers' logs to.
 
-These checks grew over the forty-second to sixty-first red-team rounds; policy/restart_command.py asks them after the line's
+These checks grew over the forty-second to sixty-sixth red-team rounds; policy/restart_command.py asks them after the line's
 own checks (the options themselves are judged in policy/launcher_options.py). Accelerate, whose config file chose what it
 loaded, is not restarted since the sixtieth round, nor a module run by name (`-m`) since the sixty-first.
 """
 
 from __future__ import annotations
 
+import codecs
 import os
+import re
 import stat
+import zipfile
 
-from ml_skills.policy.launcher_options import read_torchrun
+from ml_skills.policy.launcher_options import LaunchReading, read_python, read_torchrun
 from ml_skills.policy.quoting import quoted
 
 
-def refusal(words: list[str], dfd: int) -> str | None:
-    """Why the Python launcher `words` (its name first) run in the folder `dfd` would load code the line does not show, or
-    write where it does not show, or None."""
+def refusal(words: list[str], env: dict[str, str], dfd: int) -> str | None:
+    """Why the Python launcher `words` (its name first), with the recorded variables `env`, run in the folder `dfd` would
+    load code the line does not show, or write where it does not show, or None."""
+    name = os.path.basename(words[0])
+    reading = read_torchrun(words[1:]) if name == "torchrun" else read_python(words[1:]) if name.startswith("python") else LaunchReading(None)
     if shadow := _shadows_a_launcher(dfd):
         return (f"the run folder holds {quoted(shadow)}, which would be imported in place of the package of that name (torchrun's "
                 "workers and the script start in the run folder, first on their import path)")
-    if os.path.basename(words[0]) == "torchrun" and (log_dir := read_torchrun(words[1:]).log_dir) and (link := _a_link_on(dfd, log_dir)):
+    for entry in filter(None, env.get("PYTHONPATH", "").split(os.pathsep)):
+        if _in_the_run_folder(dfd, entry) and (shadow := _shadows_a_launcher(dfd, entry)):
+            return (f"its PYTHONPATH entry {quoted(entry)} holds {quoted(shadow)}, which would be imported in place of the package "
+                    "of that name, in torchrun's agent too (sixty-sixth round)")
+    if reading.script and (why := _script_refusal(dfd, reading.script)):
+        return why
+    if reading.log_dir and (link := _a_link_on(dfd, reading.log_dir)):
         return (f"its --log-dir passes through {quoted(link)}, a link in the run folder: torchrun would write the workers' logs "
                 "wherever it points (sixty-first round)")
+    return None
+
+
+def _in_the_run_folder(dfd: int, path: str) -> bool:
+    """Whether `path` (relative to the run folder `dfd`, or absolute) is the run folder or below it, links resolved: an
+    environment's own site-packages on PYTHONPATH holds torch by right."""
+    here = os.path.realpath(f"/proc/self/fd/{dfd}")
+    there = os.path.realpath(path if os.path.isabs(path) else os.path.join(here, path))
+    return there == here or there.startswith(here.rstrip("/") + "/")
+
+
+def _script_refusal(dfd: int, script: str) -> str | None:
+    """Why the script `script` (relative to the run folder `dfd`, where the launcher starts) would run code the person cannot
+    read in it, or None. Sixty-sixth round (inside): python runs a folder's `__main__.py`, a zip archive's `__main__.py`, or
+    compiled bytecode when the file opens with a bytecode magic number, whatever the file's name; a link runs what it points
+    to; and the folder of the script's real path, not the run folder, is first on its import path."""
+    if not os.path.isabs(script) and (link := _a_link_on(dfd, script)):
+        return (f"its script {quoted(script)} passes through {quoted(link)}, a link in the run folder: python would run the "
+                "file it points to, with that file's folder first on its import path")
+    try:
+        fd = os.open(script, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY, dir_fd=dfd)
+    except OSError as e:
+        return f"its script {quoted(script)} cannot be opened in the run folder ({e.strerror})"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return (f"its script {quoted(script)} is not a regular file: python would run a folder's __main__.py, or read a "
+                    "device or a pipe")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            head = f.read(4096)
+            archive = zipfile.is_zipfile(f)
+    finally:
+        os.close(fd)
+    if archive:
+        return f"its script {quoted(script)} is a zip archive: python would run the __main__.py inside it, which the file does not show"
+    if len(head) >= 4 and head[2:4] == b"\r\n" and 2900 <= int.from_bytes(head[:2], "little") < 4000:
+        return f"its script {quoted(script)} is compiled bytecode (it opens with python's magic number), not source the person can read"
+    if (coding := _source_encoding(head)) is not None:
+        return (f"its script {quoted(script)} declares its source encoding {quoted(coding)}: python decodes it so, and a line an "
+                "editor shows as a comment can run (utf-7's '+AAo-' is a newline); only UTF-8, ASCII and Latin-1 are restarted")
+    # python puts the folder of the script's real path first on its import path (an absolute path may pass through links)
+    folder = os.path.dirname(os.path.realpath(script if os.path.isabs(script) else f"/proc/self/fd/{dfd}/{script}"))
+    if shadow := _shadows_a_launcher(dfd, folder):
+        return (f"the script's folder holds {quoted(os.path.join(folder, shadow))}, which would be imported in place of the package "
+                "of that name (the script's folder is first on its import path)")
+    return None
+
+
+# PEP 263's declaration, on the first or second line
+_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+_PLAIN_CODECS = frozenset({"utf-8", "ascii", "latin-1", "iso8859-1"})
+
+
+def _source_encoding(head: bytes) -> str | None:
+    """The encoding a script's first two lines declare when it is not one an editor reads the same way (utf-7,
+    unicode_escape and the like decode bytes an editor shows as a comment into code: sixty-sixth round), or None."""
+    for line in head.split(b"\n", 2)[:2]:
+        if m := _CODING.match(line):
+            name = m.group(1).decode("ascii", "replace")
+            try:
+                canonical = codecs.lookup(name).name
+            except LookupError:
+                return None  # python refuses to run it
+            return None if canonical in _PLAIN_CODECS else name
     return None
 
 
@@ -31,12 +105,19 @@ def refusal(words: list[str], dfd: int) -> str | None:
 _LAUNCHER_PACKAGES = frozenset({"deepspeed", "torch", "accelerate"})
 
 
-def _shadows_a_launcher(dfd: int) -> str | None:
-    """A file or folder of the run folder named like a launcher's package (`deepspeed/`, `torch.py`, `accelerate.pyc`)."""
+def _shadows_a_launcher(dfd: int, folder: str = ".") -> str | None:
+    """A file or folder of `folder` (relative to the run folder `dfd`, or absolute) named like a launcher's package
+    (`deepspeed/`, `torch.py`, `accelerate.pyc`)."""
     try:
-        return next((n for n in sorted(os.listdir(dfd)) if n.split(".", 1)[0] in _LAUNCHER_PACKAGES), None)
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY, dir_fd=dfd)
     except OSError:
         return None
+    try:
+        return next((n for n in sorted(os.listdir(fd)) if n.split(".", 1)[0] in _LAUNCHER_PACKAGES), None)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _a_link_on(dfd: int, path: str) -> str | None:

@@ -29,8 +29,8 @@ from ml_skills.policy import pointer_bases
 from ml_skills.policy.prepared import Prepared, held_dir
 from ml_skills.policy.quoting import QUOTED_LIMIT, decoded, masked, named_outside_ascii, quoted
 from ml_skills.safety import paths
+from ml_skills.safety.invisible import hidden_characters
 from ml_skills.safety.paths import confine, open_out_dir
-from ml_skills.safety.quoting import strip_invisible
 from ml_skills.safety.redact import redact
 
 
@@ -268,7 +268,7 @@ def prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path) 
         os.close(dfd)
     info = _verified(ckpt)
     new = _pointer_text(pointer, old, ckpt, roots)
-    if strip_invisible(new.strip())[1] or any(not c.isprintable() for c in new.strip()):
+    if hidden_characters(new.strip()) or any(not c.isprintable() for c in new.strip()):
         raise PolicyError(f"the checkpoint's path {quoted(str(ckpt))} holds a line break, an escape or an invisible character: "
                           "written into the pointer it would make it more than the one line of text a pointer is; rename it")
     for what, text in (("pointer's path", str(pointer)), ("new pointer content", new.strip()), ("checkpoint's path", str(ckpt))):

@@ -21,8 +21,8 @@ from ml_skills.policy import launcher_stages
 from ml_skills.policy.launcher_options import env_value_refusal, python_refusal, torchrun_refusal
 from ml_skills.policy.quoting import decoded, looks_like_another, quoted
 from ml_skills.policy.restart_env import picks_the_program
+from ml_skills.safety.invisible import hidden_characters
 from ml_skills.safety.programs import find_program
-from ml_skills.safety.quoting import strip_invisible
 from ml_skills.safety.redact import _FILL, READ_AS, redact, settled
 
 # Files launchers write to record the command a run was started with. Scripts (launch.sh,
@@ -119,7 +119,7 @@ def _shown_as_it_runs(f: Path, line: str) -> None:
     escapes (`python tra<ZWSP>in.py` read as `python train.py`, another file), and masks secrets (a mask
     over `token=os.system('...')` hides code, not a value). What is shown must be what runs, or at most a
     secret's value hidden."""
-    if strip_invisible(line)[1] or any(not c.isprintable() for c in line):
+    if hidden_characters(line) or any(not c.isprintable() for c in line):
         raise _not_a_launch(f, line, "it holds invisible characters, escapes or controls, which the question cannot show: the "
                                      "command shown would not be the command that runs")
     if decoded(line):
@@ -237,7 +237,7 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
     name = Path(words[0]).name
     if why := (torchrun_refusal(words[1:]) if name == "torchrun" else python_refusal(words[1:]) if name.startswith("python") else None):
         raise _not_a_launch(f, line, why + "; run it yourself")
-    if why := launcher_stages.refusal(words, dfd):
+    if why := launcher_stages.refusal(words, env, dfd):
         raise _not_a_launch(f, line, why)
 
 

@@ -16,12 +16,15 @@ from ml_skills.lazyre import lazy
 
 # CSI / OSC / other ESC sequences (and the C1 CSI), removed whole so their parameters go too.
 _ESCAPES = lazy(r"\x1b\[[0-?]{0,64}[ -/]{0,16}[@-~]|\x1b\][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?|\x9b[0-?]{0,64}[ -/]{0,16}[@-~]")
+_ALNUM = lazy(r"[A-Za-z0-9]")
+_FLANKED = lazy(r"[A-Za-z0-9](?:" + _ESCAPES.pattern + r")(?=[A-Za-z0-9])")  # an escape inside a word (see escape below)
 
 # Default_Ignorable_Code_Point (DerivedCoreProperties.txt, Unicode 15.1) united with Cc and Cf
-# (UnicodeData.txt), minus tab and newline; tests/security/test_invisible.py checks it against the
-# running Python's unicodedata.
+# (UnicodeData.txt), minus tab and newline, and U+2800 BRAILLE PATTERN BLANK, printable but drawn as nothing (a token
+# split by it was shown whole in two pieces: sixty-fifth round); tests/security/test_sixtysixth_round.py checks the Cc
+# and Cf part against the running Python's unicodedata.
 INVISIBLE_CLASS = (
-    "\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u034f"  # C0 (not tab, newline), DEL, C1, soft hyphen, combining grapheme joiner
+    "\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u034f\u2800"  # C0 (not tab, newline), DEL, C1, soft hyphen, grapheme joiner, braille blank
     "\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"  # Arabic and Syriac format characters, Arabic letter mark
     "\u115f\u1160\u17b4\u17b5\u180b-\u180f"  # Hangul fillers, Khmer inherent vowels, Mongolian selectors and vowel separator
     "\u200b-\u200f\u2028-\u202e\u2060-\u206f"  # zero-width, bidi marks, line/paragraph separators, embeddings, overrides, isolates
@@ -34,14 +37,32 @@ _INVISIBLE = lazy(f"[{INVISIBLE_CLASS}]+")
 # (surrogateescape), and a JSON request can spell \ud800. No UTF-8 output can hold them: one such file name in a
 # run directory made every report, JSON file and MCP answer fail to serialise (check-failed-run: internal error).
 _SURROGATE = lazy("[\ud800-\udfff]")
-_ANY = lazy(f"[\x1b{INVISIBLE_CLASS}\ud800-\udfff]")
+_ANY = lazy(f"[\x1b{INVISIBLE_CLASS}\ud800-\udfff\ufffd]")
 _ANY_ASCII = lazy("[\x00-\x08\x0b-\x1f\x7f]")  # most log text is ASCII: a small class is scanned several times faster
 
 
 def strip_invisible(text: str) -> tuple[str, int]:
-    """Remove escapes and invisible or reordering characters; return the text and how many characters went."""
+    """Remove escapes and invisible or reordering characters; return the text and how many characters went. Where an
+    escape sat inside a word or a U+FFFD is, the secrets the joined reading holds are masked too (see joined_reading)."""
     if not (_ANY_ASCII if text.isascii() else _ANY).search(text):
         return text, 0
+    joined = joined_reading(text)
+    text, n = _stripped(text)
+    if joined is not None and joined != text:
+        from ml_skills.safety.redact import masked_as_joined  # redaction reads through this module: imported when used
+
+        text = masked_as_joined(text, joined)
+    return text, n
+
+
+def hidden_characters(text: str) -> int:
+    """How many characters strip_invisible would remove (a check only: nothing masked, nothing counted)."""
+    if not (_ANY_ASCII if text.isascii() else _ANY).search(text):
+        return 0
+    return _stripped(text)[1]
+
+
+def _stripped(text: str) -> tuple[str, int]:
     n = 0
 
     def count(m: re.Match[str]) -> str:
@@ -53,6 +74,26 @@ def strip_invisible(text: str) -> tuple[str, int]:
     text = _INVISIBLE.sub(count, text)
     text = _SURROGATE.sub(_byte, text)
     return text, n
+
+
+def joined_reading(text: str) -> str | None:
+    """The text as redaction also reads it (safety/redact.py), or None when that is the stripped text: stripped, with each
+    escape that sits between two letters or digits replaced by its own letters and digits, and U+FFFD left out.
+
+    Stripping removes an escape whole, and `ESC N` (or `ESC [ 12 B`) takes the letters after it: a token split so lost one
+    of its own and, short of its shape, escaped redaction; and a byte that is not UTF-8 (read as U+FFFD) split a token in
+    two pieces, each short of its shape (sixty-fifth round). What is shown stays the stripped text, U+FFFD and all: an
+    escape's letter may as well be one planted inside a keyword (`X-API-K ESC B EY:`), and the mark of a bad byte is
+    information; only the secrets this reading holds are masked in it."""
+    flanked = ("\x1b" in text or "\x9b" in text) and _FLANKED.search(text)
+    if not flanked and "\ufffd" not in text:
+        return None
+
+    def letters(m: re.Match[str]) -> str:
+        s, a, b = m.string, m.start(), m.end()
+        return "".join(_ALNUM.findall(m.group(0))) if 0 < a and b < len(s) and s[a - 1].isalnum() and s[b].isalnum() else ""
+
+    return _stripped(_ESCAPES.sub(letters, text) if flanked else text)[0].replace("\ufffd", "")
 
 
 def _byte(m: re.Match[str]) -> str:

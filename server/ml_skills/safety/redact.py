@@ -20,7 +20,7 @@ from typing import Any
 
 from ml_skills.lazyre import lazy
 from ml_skills.modelkit import BaseModel
-from ml_skills.safety.invisible import INVISIBLE_CLASS, strip_invisible
+from ml_skills.safety.invisible import INVISIBLE_CLASS, hidden_characters, strip_invisible
 
 MASK = "[REDACTED]"
 
@@ -365,6 +365,52 @@ def _prepared(text: str) -> tuple[str, int, int]:
     text, dropped = _unescaped(text)
     text, n, marks = _masked_as_read(text)
     return text, n, gone + dropped + marks
+
+
+def masked_as_joined(text: str, joined: str) -> str:
+    """`text` (stripped) with the secrets its joined reading holds masked, counted in this context's redactions; called by
+    safety/invisible.strip_invisible, so every channel that strips before it redacts gets it (see invisible.joined_reading)."""
+    new, n = _masked_as_joined(text, joined)
+    if n:
+        _count.set(_count.get() + n)
+    return new
+
+
+def _masked_as_joined(text: str, joined: str) -> tuple[str, int]:
+    """`text` (stripped) with the secrets its joined reading holds masked (see invisible.joined_reading), and how many.
+    The joined reading is `text` with letters inserted where escapes sat inside words and its U+FFFD left out: the two
+    are aligned by walking both, an unmatched character of the reading being one of those letters."""
+    read, _n = settled(joined.replace(_FILL, "?"), fill=True)
+    runs = [m.span() for m in re.finditer(_FILL + "+", read)]
+    if not runs:
+        return text, 0
+    where: list[int] = []  # the index in `text` of each character of the reading, -1 for an inserted letter
+    j = 0
+    for c in joined:
+        while j < len(text) and text[j] == "\ufffd" and c != "\ufffd":
+            j += 1
+        if j < len(text) and c == text[j]:
+            where.append(j)
+            j += 1
+        else:
+            where.append(-1)
+    spans = []
+    for a, b in runs:
+        shown = [i for i in where[a:b] if i >= 0]
+        if shown:
+            spans.append((shown[0], shown[-1] + 1))
+    merged: list[list[int]] = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1]:  # overlapping or touching runs: one mask
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    out: list[str] = []
+    at = 0
+    for a, b in merged:
+        out += [text[at:a], MASK]
+        at = b
+    return "".join([*out, text[at:]]), len(merged)
 
 
 def _passes(text: str, total: int, among: tuple[str, ...] | None = None) -> tuple[str, int]:
@@ -733,7 +779,7 @@ def may_hide(text: str) -> bool:
     """Whether redacting `text` could change it: a rule's needle or a needle-less rule's shape, a character stripped, a
     JSON escape, a form read as ASCII. False: the text is shown as it is, so a caller's pattern may be matched on it raw.
     What it costs does not depend on anything a caller guesses (see mcp_tools/logs._ShownLines)."""
-    if ("\\u" in text and _HIDING_ESCAPE.search(text)) or strip_invisible(text)[1] or ("&" in text and _HTML_REFERENCE.search(text)):
+    if ("\\u" in text and _HIDING_ESCAPE.search(text)) or hidden_characters(text) or "\ufffd" in text or ("&" in text and _HTML_REFERENCE.search(text)):
         return True
     if _LIST_ELEMENT.match(text):  # the value of a secret flag on the line above (redact_line_after)
         return True
