@@ -241,7 +241,6 @@ def inspect_file(path: Path) -> CheckpointInfo:
         with paths.open_binary(path) as f:
             st = os.fstat(f.fileno())
             head = f.read(len(_LEGACY_TEXT_MAGIC))
-            magic = head[:4]
     except InputError as e:
         return _unusable(path, str(e))
     except OSError as e:
@@ -250,6 +249,25 @@ def inspect_file(path: Path) -> CheckpointInfo:
     mtime = datetime.fromtimestamp(st.st_mtime, UTC)
     if size == 0:
         return CheckpointInfo(path=str(path), format="empty", size_bytes=0, mtime=mtime, step=step_of(path.name), valid=False, reason="empty file")
+    key = (st.st_dev, st.st_ino, size, st.st_mtime_ns, path.suffix)
+    if (known := _READ.get(key)) is None:
+        known = _structure(path, size, head)
+        if len(_READ) < _READ_KEPT:
+            _READ[key] = known
+    fmt, valid, reason = known
+    return CheckpointInfo(path=str(path), format=fmt, size_bytes=size, mtime=mtime, step=step_of(path.name), valid=valid, reason=reason)
+
+
+# One file's structure is read once per process while it is unchanged (device, inode, size, mtime, and the suffix the reading
+# depends on): the sixty-eighth round linked one valid safetensors file with a 16 MiB header 2,000 times into a run folder, and
+# each link parsed it again (1.7 s each, about an hour for 16 MiB of input).
+_READ: dict[tuple[int, int, int, int, str], tuple[str, bool, str]] = {}
+_READ_KEPT = 4096
+
+
+def _structure(path: Path, size: int, head: bytes) -> tuple[str, bool, str]:
+    """(format, valid, reason) of a non-empty weights file from its first bytes and its structure."""
+    magic = head[:4]
     if path.suffix == ".safetensors":
         fmt = "safetensors"
         valid, reason = _safetensors(path, size)
@@ -271,7 +289,7 @@ def inspect_file(path: Path) -> CheckpointInfo:
     else:
         fmt = "unknown"
         valid, reason = size > 0, "unrecognised format; only the size was checked"
-    return CheckpointInfo(path=str(path), format=fmt, size_bytes=size, mtime=mtime, step=step_of(path.name), valid=valid, reason=reason)
+    return fmt, valid, reason
 
 
 def _gaps(ranks: set[int], shown: int = 5) -> tuple[list[int], int]:

@@ -27,9 +27,14 @@ def refusal(words: list[str], env: dict[str, str], dfd: int) -> str | None:
         return (f"the run folder holds {quoted(shadow)}, which would be imported in place of the package of that name (torchrun's "
                 "workers and the script start in the run folder, first on their import path)")
     for entry in filter(None, env.get("PYTHONPATH", "").split(os.pathsep)):
-        if _in_the_run_folder(dfd, entry) and (shadow := _shadows_a_launcher(dfd, entry)):
-            return (f"its PYTHONPATH entry {quoted(entry)} holds {quoted(shadow)}, which would be imported in place of the package "
-                    "of that name, in torchrun's agent too (sixty-sixth round)")
+        if not _in_the_run_folder(dfd, entry):
+            continue
+        if name == "torchrun":  # sixty-seventh round: the agent imports torch and what torch imports (typing_extensions, ...)
+            return (f"its PYTHONPATH entry {quoted(entry)} is a folder of the run folder: torchrun's agent, the launcher itself, "
+                    "would import from it whatever torch imports (typing_extensions, numpy, ...), before any worker starts")
+        if shadow := _shadows_a_launcher(dfd, entry, _STARTUP_MODULES):
+            return (f"its PYTHONPATH entry {quoted(entry)} holds {quoted(shadow)}, which python imports at start-up or in place "
+                    "of the launcher's package of that name (sixty-sixth round)")
     if reading.script and (why := _script_refusal(dfd, reading.script)):
         return why
     if reading.log_dir and (link := _a_link_on(dfd, reading.log_dir)):
@@ -63,7 +68,7 @@ def _script_refusal(dfd: int, script: str) -> str | None:
             return (f"its script {quoted(script)} is not a regular file: python would run a folder's __main__.py, or read a "
                     "device or a pipe")
         with os.fdopen(os.dup(fd), "rb") as f:
-            head = f.read(4096)
+            head = f.read(_HEAD)
             archive = zipfile.is_zipfile(f)
     finally:
         os.close(fd)
@@ -85,12 +90,20 @@ def _script_refusal(dfd: int, script: str) -> str | None:
 # PEP 263's declaration, on the first or second line
 _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 _PLAIN_CODECS = frozenset({"utf-8", "ascii", "latin-1", "iso8859-1"})
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+_HEAD = 64 * 1024  # the bytes of a script read for its first two lines
 
 
 def _source_encoding(head: bytes) -> str | None:
     """The encoding a script's first two lines declare when it is not one an editor reads the same way (utf-7,
-    unicode_escape and the like decode bytes an editor shows as a comment into code: sixty-sixth round), or None."""
-    for line in head.split(b"\n", 2)[:2]:
+    unicode_escape and the like decode bytes an editor shows as a comment into code: sixty-sixth round), or None. Lines end
+    as CPython's tokenizer ends them, at `\r\n`, `\r` or `\n` (sixty-seventh round: a lone `\r` made the declaration the
+    second line, unseen), and two lines not ended within the bytes read are refused as unreadable (a first line of 5,000
+    characters pushed it out of view)."""
+    lines = _LINE_END.split(head, maxsplit=2)
+    if len(lines) < 3 and len(head) >= _HEAD:
+        return "(not read: its first two lines are longer than ml-skills reads)"
+    for line in lines[:2]:
         if m := _CODING.match(line):
             name = m.group(1).decode("ascii", "replace")
             try:
@@ -105,15 +118,19 @@ def _source_encoding(head: bytes) -> str | None:
 _LAUNCHER_PACKAGES = frozenset({"deepspeed", "torch", "accelerate"})
 
 
-def _shadows_a_launcher(dfd: int, folder: str = ".") -> str | None:
-    """A file or folder of `folder` (relative to the run folder `dfd`, or absolute) named like a launcher's package
-    (`deepspeed/`, `torch.py`, `accelerate.pyc`)."""
+# what python imports from its path at start-up, before the script
+_STARTUP_MODULES = _LAUNCHER_PACKAGES | {"sitecustomize", "usercustomize"}
+
+
+def _shadows_a_launcher(dfd: int, folder: str = ".", names: frozenset[str] = _LAUNCHER_PACKAGES) -> str | None:
+    """A file or folder of `folder` (relative to the run folder `dfd`, or absolute) named like one of `names`, by default
+    a launcher's package (`deepspeed/`, `torch.py`, `accelerate.pyc`)."""
     try:
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY, dir_fd=dfd)
     except OSError:
         return None
     try:
-        return next((n for n in sorted(os.listdir(fd)) if n.split(".", 1)[0] in _LAUNCHER_PACKAGES), None)
+        return next((n for n in sorted(os.listdir(fd)) if n.split(".", 1)[0] in names), None)
     except OSError:
         return None
     finally:

@@ -16,7 +16,7 @@ from ml_skills.lazyre import lazy
 
 # CSI / OSC / other ESC sequences (and the C1 CSI), removed whole so their parameters go too.
 _ESCAPES = lazy(r"\x1b\[[0-?]{0,64}[ -/]{0,16}[@-~]|\x1b\][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?|\x9b[0-?]{0,64}[ -/]{0,16}[@-~]")
-_ALNUM = lazy(r"[A-Za-z0-9]")
+_KEPT = lazy(r"[A-Za-z0-9_\-@=:./]")  # what an escape inside a word gives the joined reading: letters, digits, separators
 _FLANKED = lazy(r"[A-Za-z0-9](?:" + _ESCAPES.pattern + r")(?=[A-Za-z0-9])")  # an escape inside a word (see escape below)
 
 # Default_Ignorable_Code_Point (DerivedCoreProperties.txt, Unicode 15.1) united with Cc and Cf
@@ -78,7 +78,9 @@ def _stripped(text: str) -> tuple[str, int]:
 
 def joined_reading(text: str) -> str | None:
     """The text as redaction also reads it (safety/redact.py), or None when that is the stripped text: stripped, with each
-    escape that sits between two letters or digits replaced by its own letters and digits, and U+FFFD left out.
+    escape that sits between two letters or digits replaced by its own letters, digits and separators (`_ - @ = : . /`: the
+    sixty-eighth round's `postgres://admin:PW ESC @ db` and `github ESC _ pat_...` lost the `@` and `_` a secret's shape
+    needs), and U+FFFD left out.
 
     Stripping removes an escape whole, and `ESC N` (or `ESC [ 12 B`) takes the letters after it: a token split so lost one
     of its own and, short of its shape, escaped redaction; and a byte that is not UTF-8 (read as U+FFFD) split a token in
@@ -91,7 +93,7 @@ def joined_reading(text: str) -> str | None:
 
     def letters(m: re.Match[str]) -> str:
         s, a, b = m.string, m.start(), m.end()
-        return "".join(_ALNUM.findall(m.group(0))) if 0 < a and b < len(s) and s[a - 1].isalnum() and s[b].isalnum() else ""
+        return "".join(_KEPT.findall(m.group(0))) if 0 < a and b < len(s) and s[a - 1].isalnum() and s[b].isalnum() else ""
 
     return _stripped(_ESCAPES.sub(letters, text) if flanked else text)[0].replace("\ufffd", "")
 
