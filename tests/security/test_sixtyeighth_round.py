@@ -67,3 +67,23 @@ def test_one_weights_file_linked_many_times_is_read_once(tmp_path: Path) -> None
         assert proc.returncode in (0, 1), proc.stderr[-2000:]
         took[links] = time.monotonic() - t
     assert took[150] < 4 * took[0] + 10, took
+
+
+def test_a_weights_file_rewritten_in_place_with_its_size_and_mtime_kept_is_read_again(tmp_path: Path) -> None:
+    """What is read once is keyed by the file's state, ctime included: a repoint's re-check after the approval must see a
+    checkpoint corrupted in place even when its size and mtime were put back."""
+    import os
+
+    from ml_skills.collectors.checkpoints import inspect_file
+
+    run = tmp_path / "run"
+    _linked_weights(run, 0)
+    f = run / "real.safetensors"
+    assert inspect_file(f).valid
+    st = f.stat()
+    data = bytearray(f.read_bytes())
+    data[8:12] = b"[[[["  # the header is no JSON object any more; the size is the same
+    f.write_bytes(bytes(data))
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert f.stat().st_size == st.st_size and f.stat().st_mtime_ns == st.st_mtime_ns
+    assert not inspect_file(f).valid
