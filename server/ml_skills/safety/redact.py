@@ -376,6 +376,9 @@ def masked_as_joined(text: str, joined: str) -> str:
     return new
 
 
+_WORD_CHAR = lazy(r"[A-Za-z0-9_\-]")
+
+
 def _masked_as_joined(text: str, joined: str) -> tuple[str, int]:
     """`text` (stripped) with the secrets its joined reading holds masked (see invisible.joined_reading), and how many.
     The joined reading is `text` with letters inserted where escapes sat inside words and its U+FFFD left out: the two
@@ -397,8 +400,13 @@ def _masked_as_joined(text: str, joined: str) -> tuple[str, int]:
     spans = []
     for a, b in runs:
         shown = [i for i in where[a:b] if i >= 0]
-        if shown:
-            spans.append((shown[0], shown[-1] + 1))
+        if shown:  # widened to the whole word around it: a mask inside a token would split it for the rules that follow
+            start, end = shown[0], shown[-1] + 1
+            while start > 0 and _WORD_CHAR.match(text[start - 1]):
+                start -= 1
+            while end < len(text) and _WORD_CHAR.match(text[end]):
+                end += 1
+            spans.append((start, end))
     merged: list[list[int]] = []
     for a, b in sorted(spans):
         if merged and a <= merged[-1][1]:  # overlapping or touching runs: one mask
