@@ -17,7 +17,7 @@ from ml_skills.lazyre import lazy
 # CSI / OSC / other ESC sequences (and the C1 CSI), removed whole so their parameters go too.
 _ESCAPES = lazy(r"\x1b\[[0-?]{0,64}[ -/]{0,16}[@-~]|\x1b\][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?|\x9b[0-?]{0,64}[ -/]{0,16}[@-~]")
 _KEPT = lazy(r"[A-Za-z0-9_\-@=:./]")  # what an escape inside a word gives the joined reading: letters, digits, separators
-_FLANKED = lazy(r"[A-Za-z0-9](?:" + _ESCAPES.pattern + r")(?=[A-Za-z0-9])")  # an escape inside a word (see escape below)
+_FLANKED = lazy(r"[A-Za-z0-9](?:" + _ESCAPES.pattern + r")(?=[A-Za-z0-9])")  # an escape inside a word (see joined_reading)
 
 # Default_Ignorable_Code_Point (DerivedCoreProperties.txt, Unicode 15.1) united with Cc and Cf
 # (UnicodeData.txt), minus tab and newline, and U+2800 BRAILLE PATTERN BLANK, printable but drawn as nothing (a token
