@@ -10,6 +10,7 @@ forty-fifth round both launchers take only the options named here; srun, mpirun 
 from __future__ import annotations
 
 import builtins
+import os
 import re
 from typing import NamedTuple
 
@@ -109,10 +110,13 @@ class LaunchReading(NamedTuple):
     log_dir: str | None = None  # the folder torchrun's `--log-dir` names, for the caller to look at in the run folder
 
 
-def python_refusal(args: list[str]) -> str | None:
-    """Why python's options in `args` (what follows `python` up to its script) could load code the line does not show, or
-    None: an option not known to only tune the interpreter, or `-m`."""
-    return read_python(args).refusal
+def read_launcher(words: list[str]) -> LaunchReading:
+    """What the launcher `words` (its name first) would do: torchrun's and python's options read as each parses them; any other
+    program has no options ml-skills reads."""
+    name = os.path.basename(words[0])
+    if name == "torchrun":
+        return read_torchrun(words[1:])
+    return read_python(words[1:]) if name.startswith("python") else LaunchReading(None)
 
 
 def read_python(args: list[str]) -> LaunchReading:
@@ -191,12 +195,6 @@ def _torchrun_option(word: str) -> str | None:
 # A log folder torchrun makes under the run folder: a relative path of plain names (sixty-first round: `--log-dir` was taken
 # with any value; an absolute path or `..` writes the workers' logs outside the run folder, as round 60's `--rdzv-id` did).
 _LOG_DIR = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-.]{0,63}(?:/[A-Za-z0-9_][A-Za-z0-9_\-.]{0,63}){0,7}/?$")
-
-
-def torchrun_refusal(args: list[str]) -> str | None:
-    """Why torchrun's options in `args` (what follows `torchrun` up to its script) could load code the line does not show
-    or start another program, or None."""
-    return read_torchrun(args).refusal
 
 
 def read_torchrun(args: list[str]) -> LaunchReading:

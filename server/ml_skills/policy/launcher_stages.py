@@ -14,15 +14,14 @@ import re
 import stat
 import zipfile
 
-from ml_skills.policy.launcher_options import LaunchReading, read_python, read_torchrun
+from ml_skills.policy.launcher_options import LaunchReading
 from ml_skills.policy.quoting import quoted
 
 
-def refusal(words: list[str], env: dict[str, str], dfd: int) -> str | None:
-    """Why the Python launcher `words` (its name first), with the recorded variables `env`, run in the folder `dfd` would
-    load code the line does not show, or write where it does not show, or None."""
-    name = os.path.basename(words[0])
-    reading = read_torchrun(words[1:]) if name == "torchrun" else read_python(words[1:]) if name.startswith("python") else LaunchReading(None)
+def refusal(launcher: str, reading: LaunchReading, env: dict[str, str], dfd: int) -> str | None:
+    """Why the Python launcher `launcher`, its options read as `reading`, with the recorded variables `env`, run in the
+    folder `dfd` would load code the line does not show, or write where it does not show, or None."""
+    name = os.path.basename(launcher)
     if shadow := _shadows_a_launcher(dfd):
         return (f"the run folder holds {quoted(shadow)}, which would be imported in place of the package of that name (torchrun's "
                 "workers and the script start in the run folder, first on their import path)")

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from ml_skills.errors import InputError, PolicyError
 from ml_skills.policy import launcher_stages
-from ml_skills.policy.launcher_options import env_value_refusal, python_refusal, torchrun_refusal
+from ml_skills.policy.launcher_options import env_value_refusal, read_launcher
 from ml_skills.policy.quoting import decoded, looks_like_another, quoted
 from ml_skills.policy.restart_env import picks_the_program
 from ml_skills.safety.invisible import hidden_characters
@@ -53,9 +53,6 @@ _PYCACHE_OPTION = re.compile(r"pycache_prefix", re.IGNORECASE)
 # argparse takes any unambiguous prefix of a long option: torchrun reads --no-py (even --no-) as --no-python
 _NO_PYTHON = ("--no-python", "--no_python")
 _SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "csh", "tcsh", "fish", "busybox", "env", "exec", "xargs", "perl", "ruby", "node"}
-# `python -m dotenv -f F run python train.py` is env with the variables in a file (seventeenth round: a file setting PATH=.
-# made it run the run folder's own `./python` after an accept); also bundled (`-mdotenv`) or as a submodule.
-_ENV_FROM_FILE = re.compile(r"^(?:-[A-Za-z]*m)?dotenv(?:\.[\w.]*)?$")
 MAX_COMMAND_FILE = 64 * 1024
 MAX_SHOWN_COMMAND = 2000  # characters of a recorded command the question shows; a longer one is refused, never cut
 
@@ -231,13 +228,10 @@ def _only_a_training_launch(f: Path, line: str, env: dict[str, str], words: list
     shell = next((n for n in names if n in _SHELLS), None)
     if shell:
         raise _not_a_launch(f, line, f"it starts {shell}, not a training script")
-    if any(_ENV_FROM_FILE.match(w) for w in words[1:]):
-        raise _not_a_launch(f, line, "python-dotenv's `run` sets variables from a file the question does not show (PATH, LD_PRELOAD, "
-                                     "...) and then starts any program, as env does")
-    name = Path(words[0]).name
-    if why := (torchrun_refusal(words[1:]) if name == "torchrun" else python_refusal(words[1:]) if name.startswith("python") else None):
-        raise _not_a_launch(f, line, why + "; run it yourself")
-    if why := launcher_stages.refusal(words, env, dfd):
+    reading = read_launcher(words)
+    if reading.refusal:
+        raise _not_a_launch(f, line, reading.refusal + "; run it yourself")
+    if why := launcher_stages.refusal(words[0], reading, env, dfd):
         raise _not_a_launch(f, line, why)
 
 
