@@ -3,6 +3,8 @@ again, and at most a few lines. Each shape of a finished run (completion.py) rea
 
 from __future__ import annotations
 
+import re
+
 from ml_skills.lazyre import lazy
 
 ERROR = lazy(r"(?i)(error|exception|traceback|killed|fatal|abort|fail|nan\b)")
@@ -42,7 +44,7 @@ def fatal(line: str) -> bool:
     return bool(ERROR.search(_ERROR_METRIC.sub("", line)) or _NONZERO_EXIT.search(line))
 
 
-def printed_before(line: str, earlier: list[str]) -> bool:
-    """The same line, numbers aside, was printed during training: a scheduled save, not the final one."""
-    shape = INT.sub("#", line.strip())
-    return any(INT.sub("#", x.strip()) == shape for x in earlier)
+def printed_before(line: str, earlier: list[str], number: re.Pattern[str] = INT) -> bool:
+    """The same line, the `number`s in it aside, was printed during training: a scheduled save, not the final one."""
+    shape = number.sub("#", line.strip())
+    return any(number.sub("#", x.strip()) == shape for x in earlier)

@@ -109,8 +109,7 @@ def _a_repeated_step(line: str, earlier: list[str]) -> bool:
     p = parse_line(line)
     if p is None or (p[1] is None and not any("loss" in k for k in p[0])):
         return False
-    shape = _NUMBER.sub("#", line.strip())
-    return any(_NUMBER.sub("#", x.strip()) == shape for x in earlier)
+    return printed_before(line, earlier, _NUMBER)
 
 
 _NUMBER = lazy(r"[-+]?\d[\d.]*(?:[eE][-+]?\d+)?")  # a number whole, sign and exponent too ('1.942e+01', '9.524e-01')
