@@ -20,7 +20,7 @@ def loss_blowup(points: Sequence[MetricPoint]) -> Anomaly | None:
     # trained no batch (appended above the run that resumed), not a low to rise from
     s = s[next((k for k, (_, v) in enumerate(s) if v != 0.0), len(s)) :]
     if len(s) < 8:
-        return None
+        return loss_climbing(s)
     vals = [v for _, v in s]
     # the low is read through a median of three neighbours: one lucky minibatch (a per-batch loss that dips to half
     # its level once) is noise, and measuring the rise from it turns ordinary batch-to-batch spread into a blow-up
@@ -43,14 +43,59 @@ def loss_blowup(points: Sequence[MetricPoint]) -> Anomaly | None:
         if between and max(between) >= high:
             return None  # the loss had already been as high between the low and the rise: per-batch spread (healthy 806)
         rise = "" if o is p else f"from {at(o)} (line {o.line_no}, {o.values['loss']:.4g}) "
+        detail = f"loss fell to {low:.4g} then rose {rise}to {high:.4g} at {at(p)} (line {p.line_no}) "
+        if (back := _coming_back(vals, [q for q, _ in s].index(p), low)) is not None:
+            return Anomaly(
+                kind=AnomalyKind.LOSS_BLOWUP, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE, severity=Severity.MINOR,
+                source=o.source, line_no=o.line_no, step=o.step,
+                detail=detail + (f"and has fallen at each of its {back} logs since (last {vals[-1]:.4g}): a spike the run is "
+                                 "coming back from, not (yet) a divergence; watch that it returns to its level"))
         return Anomaly(
             kind=AnomalyKind.LOSS_BLOWUP, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE,
             severity=Severity.CRITICAL,
             source=o.source, line_no=o.line_no, step=o.step,
-            detail=(f"loss fell to {low:.4g} then rose {rise}to {high:.4g} at {at(p)} (line {p.line_no}) "
-                    f"and stays high (recent median {tail:.4g}, above its start {first:.4g}): divergence without NaN"),
+            detail=detail + f"and stays high (recent median {tail:.4g}, above its start {first:.4g}): divergence without NaN",
         )
-    return None
+    return loss_climbing(s)
+
+
+COMING_BACK = 3  # falls in a row after a spike's peak, to the log's end, that make it a spike the run is recovering from
+
+
+def _coming_back(vals: list[float], peak: int, low: float) -> int | None:
+    """How many logs the loss has fallen at in a row since its peak, to the log's end, when they are at least COMING_BACK
+    and have taken back a fifth of the rise: a loss spike the run recovers from (BigScience's 13B: 2.77 -> 8.72, then
+    7.65, 7.19, 6.85; 'it took some 500 iterations to recover') reads so until its log ends. None otherwise."""
+    after = vals[peak:]
+    falls = len(after) - 1
+    if falls < COMING_BACK or any(b >= a for a, b in itertools.pairwise(after)):
+        return None
+    return falls if vals[peak] - vals[-1] >= 0.2 * (vals[peak] - low) else None
+
+
+CLIMBING = 4  # rises in a row, every log of a short excerpt, that make a climbing loss a divergence
+CLIMBED = 1.5  # ... when the last is this many times the first
+
+
+def loss_climbing(s: Sequence[tuple[MetricPoint, float]]) -> Anomaly | None:
+    """A short excerpt (fewer logs than loss_blowup reads) whose positive loss rises at every log, CLIMBING times or more,
+    to half again its first value at its end: the optimisation is diverging as the paste ends (BigScience's 104B: lm loss
+    6.37, 6.60, 7.31, 9.12, 10.24 with the gradient norm at 283k; the run went to NaN). Only in an excerpt from past the
+    run's start (its first log at a step above 0): a whole short run whose total loss climbs from step 0 is its objective's
+    shape (healthy 765: a penalty that grows with its schedule while the fit's own losses fall), not a loss trained down
+    and then lost."""
+    vals = [v for _, v in s]
+    if not CLIMBING < len(vals) < 8 or vals[0] <= 0 or vals[-1] < CLIMBED * vals[0] or any(b <= a for a, b in itertools.pairwise(vals)):
+        return None
+    if s[0][0].step is None or s[0][0].step <= 0:
+        return None
+    o, (p, last) = s[1][0], s[-1]
+    return Anomaly(
+        kind=AnomalyKind.LOSS_BLOWUP, failure_class=FailureClass.OPTIMIZATION_DIVERGENCE, severity=Severity.CRITICAL,
+        source=o.source, line_no=o.line_no, step=o.step,
+        detail=(f"loss rose at every one of its {len(vals)} logs, from {vals[0]:.4g} to {last:.4g} at {at(p)} (line {p.line_no}), "
+                "still rising where the log ends: diverging"),
+    )
 
 
 HELD = 0.9  # a training accuracy still at nine tenths of its best has not diverged

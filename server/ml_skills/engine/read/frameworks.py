@@ -39,10 +39,14 @@ MARKERS: list[tuple[str, str]] = [
     # wrappers of PyTorch
     # Megatron's own modules, repositories and words; not a path segment that only borrows the name ('megatron_output',
     # 'megatron-sft-recipes': batch 82's ms-swift FSDP2 runs, read megatron)
-    ("megatron", r"(?i)(megatron(?:[^_a-z0-9-]|$)|megatron[-_](?:lm|deepspeed|core|bridge|energon|patch)\b)"),
+    # and its training_log line, whatever the log names ('iteration     6900/  159576 | consumed samples:       251312 |')
+    ("megatron", (r"(?i)(megatron(?:[^_a-z0-9-]|$)|megatron[-_](?:lm|deepspeed|core|bridge|energon|patch)\b|"
+                  r"\biteration\s+\d+/\s*\d+\s+\|\s+consumed (?:samples|tokens):)")),
     ("deepspeed", r"(?i)(deepspeed|\bzero_optimization\b|\[launch\.py:\d+:)"),
     ("lightning", r"(pytorch_lightning|lightning\.pytorch|lightning_fabric|lightning/(pytorch|fabric)|lightning\.fabric|LOCAL_RANK: \d+ - CUDA_VISIBLE_DEVICES|`Trainer\.fit`|\bv_num=|GPU available: (True|False)|\| Name +\| Type +\| Params|could not find the monitored key in the returned metrics|: '[\w/.-]+' was not in top \d+\b)"),
-    ("hf-trainer", r"(\btransformers[/\\](?:trainer|training_args|modeling_|models[/\\]|generation|tokenization|utils[/\\]|integrations|configuration_|data[/\\]|pipelines|optimization|pytorch_utils|activations|__init__)|\btransformers\.(trainer|models|modeling|utils|generation|tokenization|configuration)|\*\*\*\*\* Running training \*\*\*\*\*|'train_runtime'|\{'loss': -?[0-9.naei]+, '(grad_norm|learning_rate)'|from transformers import|huggingface_hub|huggingface\.co/)"),
+    # (huggingface_hub, but not wandb's 'Detected [huggingface_hub.inference] in use.', which any diffusers or accelerate
+    # script importing the hub's client prints)
+    ("hf-trainer", r"(\btransformers[/\\](?:trainer|training_args|modeling_|models[/\\]|generation|tokenization|utils[/\\]|integrations|configuration_|data[/\\]|pipelines|optimization|pytorch_utils|activations|__init__)|\btransformers\.(trainer|models|modeling|utils|generation|tokenization|configuration)|\*\*\*\*\* Running training \*\*\*\*\*|'train_runtime'|\{'loss': -?[0-9.naei]+, '(grad_norm|learning_rate)'|from transformers import|huggingface_hub(?:\.(?:[^i]|i[^n])|[^.]|$)|huggingface\.co/)"),
     # FSDP's classes and modules, FSDP2's fully_shard and accelerate's fsdp2_* helpers, a launch's --fsdp flag or fsdp_config
     ("fsdp", r"(FullyShardedDataParallel|\bFSDP2?\b|fully_sharded|torch[./]distributed[./]fsdp|--fsdp\b|\bfsdp_config\b|\bfsdp2_\w+|\bfully_shard\b)"),
     # base libraries (PyTorch's DataLoader names its workers 'worker process 0' or 'worker (pid 123)'; Paddle's says

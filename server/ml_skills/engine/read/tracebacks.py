@@ -248,10 +248,27 @@ def read_all(reader: Reader, name: str, starts: list[tuple[int, int]]) -> list[T
         # Python ignored it (a __del__ at shutdown), so it ended nothing; a Ctrl-C caught there still says who stopped the run
         if ev is not None and ignored and ev.exc_type != "KeyboardInterrupt":
             continue
+        if ev is not None and out and _handled_when_interrupted(out[-1], ev, before):
+            out.pop()
         if ev is not None and ev.line_no not in seen_end:
             seen_end.add(ev.line_no)
             out.append(ev.model_copy(update={"message": redact(ev.message)}))
     return out
+
+
+_LIBRARY_FRAME = lazy(r"[/\\](?:site|dist)-packages[/\\]|[/\\]lib[/\\]python\d[\d.]*[/\\]")
+_HANDLING = "During handling of the above exception"
+
+
+def _handled_when_interrupted(earlier: TracebackEvent, later: TracebackEvent, before: list[str]) -> bool:
+    """A person's Ctrl-C arrived while a library was handling an exception it raised and caught itself (TensorFlow's
+    tf.gather tries `params.sparse_read`, catches the AttributeError a numpy array raises, and converts): that exception
+    ended nothing, the Ctrl-C did. Only when every frame of the earlier one is a library's or Python's own: an exception
+    the run's code raised, being handled when the person stopped it, may be why they did."""
+    frames = [f for f in earlier.frames if not f.startswith("  ")]
+    return (interrupted(later.exc_type, later.message) and any(_HANDLING in b for b in before[:-1])
+            and earlier.source == later.source and 0 < later.start_line - earlier.line_no <= 6
+            and bool(frames) and all(_LIBRARY_FRAME.search(f) for f in frames))
 
 
 # an exception line as Python prints it last: a (qualified) type ending in Error or Exception, then ': message'
@@ -280,13 +297,29 @@ _RETRYING = lazy(r"(?i)\bretrying\b|\bwill retry\b|\bretry(ing)? in \d")
 _STACK_ABOVE = lazy(r'^\s*File "|^\s+at |^\s*\^+\s*$|Traceback \(most recent call last\)')
 
 
+# R's report of an error ('Error in py_set_attr(x, name, value) : ' and the message indented on the next line, or after the
+# colon), as Rscript prints it before 'Execution halted'; reticulate's message is the Python exception's own line
+_R_ERROR = lazy(r"^Error in .{1,300}? :[ \t]*+(?P<rest>.*)$")
+
+
+def _r_error(tail: list[str], above: int | None, i: int) -> re.Match[str] | None:
+    """A Python exception R reports (a Keras or torch model driven from R through reticulate): its line after R's
+    'Error in CALL :' on the same line, or indented on the next."""
+    text = ANSI.sub("", tail[i]).rstrip()
+    if (head := _R_ERROR.match(text)) is not None:
+        return _bare(head["rest"].strip())
+    if above is not None and text.startswith("  ") and (head := _R_ERROR.match(ANSI.sub("", tail[above]).rstrip())) and not head["rest"]:
+        return _bare(text.strip())
+    return None
+
+
 def bare_exception(tail: list[str], tail_start: int, source: str, known: list[TracebackEvent]) -> TracebackEvent | None:
     """A log that ends on an exception line with no traceback above it (a paste of the error alone; MXNet's
     'mxnet.base.MXNetError: InferShape Error ...' with its message's lines after it): that exception ended the run,
     as a traceback's final line would. None when a traceback already ends there or the line has frames above it."""
     said = [i for i, x in enumerate(tail) if x.strip()][-BARE_LAST:]
-    for i in said:
-        m = _bare(ANSI.sub("", tail[i]).rstrip())
+    for k, i in enumerate(said):
+        m = _bare(ANSI.sub("", tail[i]).rstrip()) or _r_error(tail, said[k - 1] if k else None, i)
         if m is None:
             continue
         line_no = tail_start + i
