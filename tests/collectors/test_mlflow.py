@@ -173,6 +173,27 @@ def test_metrics_logged_in_separate_calls_line_up_by_step(runs, mlflow_server, m
     assert any("RuntimeError: loss is nan" in line for line in (logs[0].text or "").splitlines())
 
 
+def test_a_run_with_artifacts_in_folders_is_read_folder_by_folder(mlflow_server, monkeypatch):
+    """The seventieth round: any run with an artifact in a folder (a plot under plots/, a log under logs/) made the whole
+    collection fail with a TypeError, the listing's `path` parameter colliding with the request helper's own; no
+    evidence came back. A log in a folder is read as one at the top is."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=mlflow_server)
+    exp = client.get_experiment_by_name("ml-skills-folders") or client.get_experiment(client.create_experiment("ml-skills-folders"))
+    rid = client.create_run(exp.experiment_id, run_name="folders").info.run_id
+    out = io.StringIO()
+    ended = train("nan", lambda step, d: None, out)
+    client.log_text(rid, out.getvalue(), "logs/train.log")
+    client.log_text(rid, "loss curve\n", "plots/deep/curve.txt")
+    client.set_terminated(rid, "FAILED" if ended != "finished" else "FINISHED")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
+    raw = mlflow_collector.collect(DiagnoseRequest(mlflow=rid))
+    assert {"logs/train.log", "plots/deep/curve.txt"} <= set(raw.source.details["artifacts"]), raw.source.details
+    assert raw.logs and raw.logs[0].source.endswith("logs/train.log")
+    assert any("RuntimeError: loss is nan" in line for line in (raw.logs[0].text or "").splitlines())
+
+
 def test_every_page_of_history_is_read(runs, mlflow_server, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
     src = mlflow_collector.collect(DiagnoseRequest(mlflow=runs["big"])).source

@@ -96,9 +96,9 @@ def _from_server(uri: str, run_id: str, run: tracker.TrackerRun) -> None:
     deadline = Deadline(tracker.deadline_s())
     with httpx.Client(base_url=uri.rstrip("/"), headers=headers, auth=auth, follow_redirects=False) as client:
 
-        def call(path: str, what: str, **params: Any) -> Any:
+        def call(endpoint: str, what: str, /, **params: Any) -> Any:
             return request_json(
-                client, "GET", f"/api/2.0/mlflow/{path}", params=params, name="the MLflow server", what=what, deadline=deadline
+                client, "GET", f"/api/2.0/mlflow/{endpoint}", params=params, name="the MLflow server", what=what, deadline=deadline
             )
 
         body = call("runs/get", f"run {run_id}", run_id=run_id)
