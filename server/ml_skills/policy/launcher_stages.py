@@ -9,10 +9,14 @@ loaded, is not restarted since the sixtieth round, nor a module run by name (`-m
 from __future__ import annotations
 
 import codecs
+import functools
 import os
 import re
+import site
 import stat
+import sys
 import zipfile
+from collections import deque
 
 from ml_skills.policy.launcher_options import LaunchReading
 from ml_skills.policy.quoting import quoted
@@ -26,20 +30,89 @@ def refusal(launcher: str, reading: LaunchReading, env: dict[str, str], dfd: int
         return (f"the run folder holds {quoted(shadow)}, which would be imported in place of the package of that name (torchrun's "
                 "workers and the script start in the run folder, first on their import path)")
     for entry in filter(None, env.get("PYTHONPATH", "").split(os.pathsep)):
-        if not _in_the_run_folder(dfd, entry):
-            continue
-        if name == "torchrun":  # sixty-seventh round: the agent imports torch and what torch imports (typing_extensions, ...)
-            return (f"its PYTHONPATH entry {quoted(entry)} is a folder of the run folder: torchrun's agent, the launcher itself, "
-                    "would import from it whatever torch imports (typing_extensions, numpy, ...), before any worker starts")
-        if shadow := _shadows_a_launcher(dfd, entry, _STARTUP_MODULES):
-            return (f"its PYTHONPATH entry {quoted(entry)} holds {quoted(shadow)}, which python imports at start-up or in place "
-                    "of the launcher's package of that name (sixty-sixth round)")
+        if why := _entry_refusal(name, entry, dfd):
+            return why
+    for what, path in (("script", reading.script), ("--log-dir", reading.log_dir)):
+        if path and (way := _on_the_way(dfd, path)):
+            return f"its {what} {quoted(path)} {way}"
     if reading.script and (why := _script_refusal(dfd, reading.script)):
         return why
     if reading.log_dir and (link := _a_link_on(dfd, reading.log_dir)):
         return (f"its --log-dir passes through {quoted(link)}, a link in the run folder: torchrun would write the workers' logs "
                 "wherever it points (sixty-first round)")
     return None
+
+
+def _entry_refusal(launcher: str, entry: str, dfd: int) -> str | None:
+    """Why the recorded PYTHONPATH entry `entry` would make the launcher (its name `launcher`) import code the line does not
+    show, or None. Sixty-ninth round (outside): an entry that was a zip archive (python imported sitecustomize from it), a
+    link in the run folder to a folder outside it (the check went by the link's target and skipped it), a folder of the run
+    folder holding `encodings/` (the standard library is looked up after PYTHONPATH), and `/proc/self/cwd/lib` (the server's
+    working folder when checked, the run folder when run) each ran a planted module after an accept."""
+    if way := _on_the_way(dfd, entry):
+        return f"its PYTHONPATH entry {quoted(entry)} {way}"
+    try:
+        kind = os.stat(entry, dir_fd=dfd).st_mode
+    except OSError:
+        return None  # nothing there: python skips it
+    if not stat.S_ISDIR(kind):
+        return (f"its PYTHONPATH entry {quoted(entry)} is not a folder: python imports from a zip archive on its path "
+                "(a sitecustomize at start-up, any module), whose content the question cannot show")
+    inside = _in_the_run_folder(dfd, entry)
+    if inside and launcher == "torchrun":  # sixty-seventh round: the agent imports torch and what torch imports (typing_extensions, ...)
+        return (f"its PYTHONPATH entry {quoted(entry)} is a folder of the run folder: torchrun's agent, the launcher itself, "
+                "would import from it whatever torch imports (typing_extensions, numpy, ...), before any worker starts")
+    # an environment's own site-packages holds torch and what .pth files import by right; no folder of python's path holds
+    # the standard library's names but the standard library
+    names = _STARTUP_MODULES | _standard_library() if inside else _HOOKS | _standard_library()
+    if shadow := _shadows_a_launcher(dfd, entry, names):
+        return (f"its PYTHONPATH entry {quoted(entry)} holds {quoted(shadow)}, which python would import in place of the module "
+                "of that name (the standard library's, at start-up or when the script imports it), or as a start-up hook")
+    return None
+
+
+_MAX_HOPS = 40  # links followed on one path, as the kernel's own limit
+
+
+def _on_the_way(dfd: int, path: str) -> str | None:
+    """What on the way to `path` (relative to the run folder `dfd`, or absolute) makes it name another file than the one
+    checked, or None: a part under /proc or /dev (`/proc/self/cwd` is the server's working folder here and the run folder
+    in the started process), or a link inside the run folder (it leads wherever it points, and can be pointed elsewhere).
+    Followed part by part, as the kernel resolves it, so `..` after a link goes where the kernel goes."""
+    here = os.path.realpath(f"/proc/self/fd/{dfd}")
+    cur, parts, hops = ("/" if path.startswith("/") else here), deque(path.split("/")), 0
+    while parts:
+        part = parts.popleft()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            cur = os.path.dirname(cur)  # `cur` holds no link: its parent is the real one
+            continue
+        nxt = os.path.join(cur, part)
+        if _PER_PROCESS.match(nxt):
+            return (f"passes through {quoted(nxt)}, which names another file in each process (the server's, where it is "
+                    "checked, and the started one's)")
+        try:
+            mode = os.lstat(nxt).st_mode
+        except FileNotFoundError:
+            return None  # the rest is not there: nothing to import or run from
+        except OSError as e:
+            return f"passes through {quoted(nxt)}, which cannot be looked at ({e.strerror})"
+        if not stat.S_ISLNK(mode):
+            cur = nxt
+            continue
+        if cur == here or cur.startswith(here.rstrip("/") + "/"):
+            return f"passes through {quoted(nxt)}, a link in the run folder: the launcher would follow it wherever it points"
+        hops += 1
+        if hops > _MAX_HOPS:
+            return f"passes through more than {_MAX_HOPS} links"
+        target = os.readlink(nxt)
+        cur = "/" if target.startswith("/") else cur
+        parts.extendleft(reversed(target.split("/")))
+    return None
+
+
+_PER_PROCESS = re.compile(r"^/+(?:proc|dev)(?:/|$)")
 
 
 def _in_the_run_folder(dfd: int, path: str) -> bool:
@@ -67,17 +140,25 @@ def _script_refusal(dfd: int, script: str) -> str | None:
             return (f"its script {quoted(script)} is not a regular file: python would run a folder's __main__.py, or read a "
                     "device or a pipe")
         with os.fdopen(os.dup(fd), "rb") as f:
-            head = f.read(_HEAD)
+            source = f.read(_SOURCE_READ + 1)
             archive = zipfile.is_zipfile(f)
     finally:
         os.close(fd)
+    head, too_long, lone_cr = source[:_HEAD], len(source) > _SOURCE_READ, _LONE_CR.search(source) is not None
     if archive:
         return f"its script {quoted(script)} is a zip archive: python would run the __main__.py inside it, which the file does not show"
-    if len(head) >= 4 and head[2:4] == b"\r\n" and 2900 <= int.from_bytes(head[:2], "little") < 4000:
+    if len(head) >= 4 and head[2:4] == b"\r\n" and not all(32 <= b < 127 or b == 9 for b in head[:2]):
+        # a bytecode magic number of any version: two bytes no source opens with, then CR LF (sixty-ninth round: a pinned
+        # Python 2.7 ran its own magic, 62211, outside the 3.x range that was checked)
         return f"its script {quoted(script)} is compiled bytecode (it opens with python's magic number), not source the person can read"
+    if too_long:
+        return f"its script {quoted(script)} is longer than the {_SOURCE_READ // 2**20} MiB ml-skills reads of a script"
     if (coding := _source_encoding(head)) is not None:
         return (f"its script {quoted(script)} declares its source encoding {quoted(coding)}: python decodes it so, and a line an "
                 "editor shows as a comment can run (utf-7's '+AAo-' is a newline); only UTF-8, ASCII and Latin-1 are restarted")
+    if lone_cr:
+        return (f"its script {quoted(script)} holds a carriage return alone inside a line: python ends the line there, so text "
+                "an editor shows as part of a comment runs as code (sixty-ninth round)")
     # python puts the folder of the script's real path first on its import path (an absolute path may pass through links)
     folder = os.path.dirname(os.path.realpath(script if os.path.isabs(script) else f"/proc/self/fd/{dfd}/{script}"))
     if shadow := _shadows_a_launcher(dfd, folder):
@@ -91,6 +172,8 @@ _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 _PLAIN_CODECS = frozenset({"utf-8", "ascii", "latin-1", "iso8859-1"})
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 _HEAD = 64 * 1024  # the bytes of a script read for its first two lines
+_SOURCE_READ = 16 * 2**20  # a script's bytes read whole (no training script is near it): a longer one is refused
+_LONE_CR = re.compile(rb"\r(?!\n)")
 
 
 def _source_encoding(head: bytes) -> str | None:
@@ -108,32 +191,63 @@ def _source_encoding(head: bytes) -> str | None:
             try:
                 canonical = codecs.lookup(name).name
             except LookupError:
-                return None  # python refuses to run it
+                return name  # not one this Python knows, but the one that runs may (Python 2.7's unicode_internal: sixty-ninth round)
             return None if canonical in _PLAIN_CODECS else name
     return None
 
 
 # top-level packages a launcher or its workers import in the run folder, where the folder comes first on the import path
 _LAUNCHER_PACKAGES = frozenset({"deepspeed", "torch", "accelerate"})
+_HOOKS = frozenset({"sitecustomize", "usercustomize"})  # what python's site imports from its path at start-up
 
 
 # what python imports from its path at start-up, before the script
-_STARTUP_MODULES = _LAUNCHER_PACKAGES | {"sitecustomize", "usercustomize"}
+_STARTUP_MODULES = _LAUNCHER_PACKAGES | _HOOKS
+
+
+@functools.cache
+def _standard_library() -> frozenset[str]:
+    """The standard library's top-level module names and those the environment's .pth files import at start-up
+    (`_distutils_hack`): what python imports before the script, and what a script's `import json` means to its reader."""
+    names = set(sys.stdlib_module_names)
+    for folder in site.getsitepackages():
+        try:
+            pth = [f for f in os.listdir(folder) if f.endswith(".pth")]
+        except OSError:
+            continue
+        for f in pth:
+            try:
+                with open(os.path.join(folder, f), encoding="utf-8", errors="replace") as fh:
+                    names.update(m[1] for line in fh if (m := _PTH_IMPORT.match(line)))
+            except OSError:
+                continue
+    return frozenset(names)
+
+
+_PTH_IMPORT = re.compile(r"^import[ \t]+([A-Za-z_]\w*)")
+# what python imports as the module X: the folder X (a package, or a namespace), or X.py, X.pyc, X.pyw, an extension module
+_MODULE_FILE = re.compile(r"^([A-Za-z_]\w*)\.(?:py[cw]?|so|pyd|[\w-]+\.so)$")
 
 
 def _shadows_a_launcher(dfd: int, folder: str = ".", names: frozenset[str] = _LAUNCHER_PACKAGES) -> str | None:
-    """A file or folder of `folder` (relative to the run folder `dfd`, or absolute) named like one of `names`, by default
-    a launcher's package (`deepspeed/`, `torch.py`, `accelerate.pyc`)."""
+    """A module of `folder` (relative to the run folder `dfd`, or absolute) named like one of `names`, by default a
+    launcher's package (`deepspeed/`, `torch.py`, `accelerate.pyc`): a folder of that name or a file python imports as it."""
     try:
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY, dir_fd=dfd)
     except OSError:
         return None
     try:
-        return next((n for n in sorted(os.listdir(fd)) if n.split(".", 1)[0] in names), None)
+        with os.scandir(fd) as found:
+            entries = sorted((e.name, e.is_dir()) for e in found)
     except OSError:
         return None
     finally:
         os.close(fd)
+    for n, is_dir in entries:
+        module = n if is_dir else m[1] if (m := _MODULE_FILE.match(n)) else None
+        if module in names:
+            return n
+    return None
 
 
 def _a_link_on(dfd: int, path: str) -> str | None:
