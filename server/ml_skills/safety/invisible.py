@@ -16,8 +16,7 @@ from ml_skills.lazyre import lazy
 
 # CSI / OSC / other ESC sequences (and the C1 CSI), removed whole so their parameters go too.
 _ESCAPES = lazy(r"\x1b\[[0-?]{0,64}[ -/]{0,16}[@-~]|\x1b\][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?|\x9b[0-?]{0,64}[ -/]{0,16}[@-~]")
-_KEPT = lazy(r"[A-Za-z0-9_\-@=:./]")  # what an escape inside a word gives the joined reading: letters, digits, separators
-_FLANKED = lazy(r"[A-Za-z0-9](?:" + _ESCAPES.pattern + r")(?=[A-Za-z0-9])")  # an escape inside a word (see joined_reading)
+_KEPT = lazy(r"[A-Za-z0-9_\-@=:./]")  # what an escape gives the joined readings: its letters, digits, separators
 
 # Default_Ignorable_Code_Point (DerivedCoreProperties.txt, Unicode 15.1) united with Cc and Cf
 # (UnicodeData.txt), minus tab and newline, and U+2800 BRAILLE PATTERN BLANK, printable but drawn as nothing (a token
@@ -42,17 +41,32 @@ _ANY_ASCII = lazy("[\x00-\x08\x0b-\x1f\x7f]")  # most log text is ASCII: a small
 
 
 def strip_invisible(text: str) -> tuple[str, int]:
-    """Remove escapes and invisible or reordering characters; return the text and how many characters went. Where an
-    escape sat inside a word or a U+FFFD is, the secrets the joined reading holds are masked too (see joined_reading)."""
-    if not (_ANY_ASCII if text.isascii() else _ANY).search(text):
-        return text, 0
-    joined = joined_reading(text)
-    text, n = _stripped(text)
-    if joined is not None and joined != text:
-        from ml_skills.safety.redact import masked_as_joined  # redaction reads through this module: imported when used
+    """Remove escapes and invisible or reordering characters; return the text and how many characters went. The secrets
+    a joined reading holds (an escape's letters kept, a U+FFFD or a bad byte left out: see joined_readings) are masked too,
+    and counted in this context's redactions."""
+    text, n, masks = stripped_and_masked(text)
+    if masks:
+        from ml_skills.safety.redact import count_masks  # redaction reads through this module: imported when used
 
-        text = masked_as_joined(text, joined)
+        count_masks(masks)
     return text, n
+
+
+def stripped_and_masked(text: str) -> tuple[str, int, int]:
+    """strip_invisible's text and count, and how many secrets its joined readings masked, counted by no one (redaction
+    counts them with its own, so a text it remembers counts the same each time)."""
+    if not (_ANY_ASCII if text.isascii() else _ANY).search(text):
+        return text, 0, 0
+    readings = joined_readings(text)
+    text, n = _stripped(text)
+    masks = 0
+    for joined in readings:
+        if joined != text:
+            from ml_skills.safety.redact import masked_as_joined
+
+            text, k = masked_as_joined(text, joined)
+            masks += k
+    return text, n, masks
 
 
 def hidden_characters(text: str) -> int:
@@ -76,26 +90,36 @@ def _stripped(text: str) -> tuple[str, int]:
     return text, n
 
 
-def joined_reading(text: str) -> str | None:
-    """The text as redaction also reads it (safety/redact.py), or None when that is the stripped text: stripped, with each
-    escape that sits between two letters or digits replaced by its own letters, digits and separators (`_ - @ = : . /`: the
-    sixty-eighth round's `postgres://admin:PW ESC @ db` and `github ESC _ pat_...` lost the `@` and `_` a secret's shape
-    needs), and U+FFFD left out.
+def joined_readings(text: str) -> list[str]:
+    """The text as redaction also reads it (safety/redact.py), beside the stripped text: none when it holds no escape, no
+    U+FFFD and no byte that is not UTF-8. Stripped, with U+FFFD and each such byte left out, and each escape replaced by its
+    own letters, digits and separators (`_ - @ = : . /`), in two readings: with its final character (`ESC @` ate the `@` of
+    `postgres://admin:PW ESC @ db`), and without it (`"password" ESC [ : x "PW"` hid the `:` before the command letter `x`).
 
-    Stripping removes an escape whole, and `ESC N` (or `ESC [ 12 B`) takes the letters after it: a token split so lost one
-    of its own and, short of its shape, escaped redaction; and a byte that is not UTF-8 (read as U+FFFD) split a token in
-    two pieces, each short of its shape (sixty-fifth round). What is shown stays the stripped text, U+FFFD and all: an
-    escape's letter may as well be one planted inside a keyword (`X-API-K ESC B EY:`), and the mark of a bad byte is
-    information; only the secrets this reading holds are masked in it."""
-    flanked = ("\x1b" in text or "\x9b" in text) and _FLANKED.search(text)
-    if not flanked and "\ufffd" not in text:
-        return None
+    Stripping removes an escape whole, and `ESC N` (or `ESC [ 12 B`) takes the letters after it: a token so split lost one of
+    its own and escaped redaction (sixty-fifth round); an escape that ate a secret's separator hid the secret's shape
+    (sixty-eighth round), also beside a character that is no letter or digit (seventieth round: `PW! ESC @ db`); and a byte
+    that is not UTF-8, shown as U+FFFD or, in a file name, as `\\xff`, split a token in two pieces, each short of its shape.
+    What is shown stays the stripped text: an escape's letter may as well be one planted inside a keyword (`X-API-K ESC B
+    EY:`), and the mark of a bad byte is information; only the secrets a reading holds are masked in it."""
+    escapes = "\x1b" in text or "\x9b" in text
+    bad = "\ufffd" in text or _SURROGATE.search(text) is not None
+    if not escapes and not bad:
+        return []
+    base = _SURROGATE.sub("", text) if bad else text
+    if not escapes:
+        return [_stripped(base)[0].replace("\ufffd", "")]
+    readings = [_stripped(_ESCAPES.sub(_kept_with_final if final else _kept_without_final, base))[0].replace("\ufffd", "")
+                for final in (True, False)]
+    return list(dict.fromkeys(readings))
 
-    def letters(m: re.Match[str]) -> str:
-        s, a, b = m.string, m.start(), m.end()
-        return "".join(_KEPT.findall(m.group(0))) if 0 < a and b < len(s) and s[a - 1].isalnum() and s[b].isalnum() else ""
 
-    return _stripped(_ESCAPES.sub(letters, text) if flanked else text)[0].replace("\ufffd", "")
+def _kept_with_final(m: re.Match[str]) -> str:
+    return "".join(_KEPT.findall(m.group(0)))
+
+
+def _kept_without_final(m: re.Match[str]) -> str:
+    return "".join(_KEPT.findall(m.group(0)[:-1]))
 
 
 def _byte(m: re.Match[str]) -> str:

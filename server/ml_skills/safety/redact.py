@@ -20,7 +20,7 @@ from typing import Any
 
 from ml_skills.lazyre import lazy
 from ml_skills.modelkit import BaseModel
-from ml_skills.safety.invisible import INVISIBLE_CLASS, hidden_characters, strip_invisible
+from ml_skills.safety.invisible import INVISIBLE_CLASS, hidden_characters, strip_invisible, stripped_and_masked
 
 MASK = "[REDACTED]"
 
@@ -361,28 +361,33 @@ def redact_counted(text: str) -> tuple[str, int]:
 def _prepared(text: str) -> tuple[str, int, int]:
     """The text as the rules read it (stripped, unescaped, its ASCII reading's secrets masked), how many masked, and
     how many characters were stripped (for the caller to count)."""
-    text, gone = strip_invisible(text)
+    text, gone, masks = stripped_and_masked(text)
     text, dropped = _unescaped(text)
     text, n, marks = _masked_as_read(text)
-    return text, n, gone + dropped + marks
+    return text, n + masks, gone + dropped + marks
 
 
-def masked_as_joined(text: str, joined: str) -> str:
-    """`text` (stripped) with the secrets its joined reading holds masked, counted in this context's redactions; called by
-    safety/invisible.strip_invisible, so every channel that strips before it redacts gets it (see invisible.joined_reading)."""
-    new, n = _masked_as_joined(text, joined)
-    if n:
-        _count.set(_count.get() + n)
-    return new
+def count_masks(n: int) -> None:
+    """Add `n` masks made outside the rules (safety/invisible.strip_invisible's) to this context's redactions."""
+    _count.set(_count.get() + n)
 
 
 _WORD_CHAR = lazy(r"[A-Za-z0-9_\-]")
 
 
-def _masked_as_joined(text: str, joined: str) -> tuple[str, int]:
-    """`text` (stripped) with the secrets its joined reading holds masked (see invisible.joined_reading), and how many.
-    The joined reading is `text` with letters inserted where escapes sat inside words and its U+FFFD left out: the two
-    are aligned by walking both, an unmatched character of the reading being one of those letters."""
+_BYTE_SHOWN = lazy(r"\\x[89a-f][0-9a-f]")  # a byte of a file name that is not UTF-8, as invisible._byte shows it
+
+
+def _left_out(text: str, j: int) -> int:
+    """How many characters at `j` of the shown text a joined reading leaves out (a U+FFFD, a `\\xff`), or 0."""
+    return 1 if text[j] == "\ufffd" else 4 if _BYTE_SHOWN.match(text, j) else 0
+
+
+def masked_as_joined(text: str, joined: str) -> tuple[str, int]:
+    """`text` (stripped) with the secrets its joined reading holds masked (see invisible.joined_readings), and how many:
+    called by safety/invisible, so every channel that strips before it redacts gets it.
+    A joined reading is `text` with an escape's letters inserted where it sat, and its U+FFFD and bad bytes left out: the
+    two are aligned by walking both, an unmatched character of the reading being one of those letters."""
     read, _n = settled(joined.replace(_FILL, "?"), fill=True)
     runs = [m.span() for m in re.finditer(_FILL + "+", read)]
     if not runs:
@@ -390,16 +395,19 @@ def _masked_as_joined(text: str, joined: str) -> tuple[str, int]:
     where: list[int] = []  # the index in `text` of each character of the reading, -1 for an inserted letter
     j = 0
     for c in joined:
-        while j < len(text) and text[j] == "\ufffd" and c != "\ufffd":
-            j += 1
+        while j < len(text) and c != text[j] and (skip := _left_out(text, j)):  # a U+FFFD or a bad byte the reading left out
+            j += skip
         if j < len(text) and c == text[j]:
             where.append(j)
             j += 1
         else:
             where.append(-1)
+    own = settled(text.replace(_FILL, "?"), fill=True)[0]  # what the rules mask in the text shown, in place
     spans = []
     for a, b in runs:
         shown = [i for i in where[a:b] if i >= 0]
+        if len(shown) == b - a and all(own[i] == _FILL for i in shown):
+            continue  # the rules mask it in the text shown, in its own bounds: no wider mask (a file name's `run-` kept)
         if shown:  # widened to the whole word around it: a mask inside a token would split it for the rules that follow
             start, end = shown[0], shown[-1] + 1
             while start > 0 and _WORD_CHAR.match(text[start - 1]):
