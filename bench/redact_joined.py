@@ -1,5 +1,6 @@
-"""What redaction's joined reading costs (safety/invisible.joined_reading): 2,000 log lines holding U+FFFD (a byte that was
-not UTF-8) redacted, against the same lines without it, in one process.
+"""What redaction's joined readings cost (safety/invisible.joined_readings): 2,000 log lines holding U+FFFD (a byte that was
+not UTF-8), and 2,000 lines coloured with terminal escapes (each read twice more since the seventieth round), redacted
+against the same lines without them, in one process.
 
     PYTHONPATH=server python bench/redact_joined.py
 """
@@ -20,3 +21,14 @@ t0 = time.perf_counter()
 for l in lines2: redact(l)
 b = time.perf_counter() - t0
 print(f"2000 lines with U+FFFD {a*1000:.0f} ms, without {b*1000:.0f} ms, ratio {a/b:.2f}")
+
+colours = ["\x1b[32m", "\x1b[0m", "\x1b[1;31m", "\x1b[K"]
+coloured = [" ".join(random.choice(colours) + random.choice(words).replace("\ufffd", "u") for _ in range(12)) for _ in range(2000)]
+plain = [l.replace("\x1b[32m", "").replace("\x1b[0m", "").replace("\x1b[1;31m", "").replace("\x1b[K", "") for l in coloured]
+t0 = time.perf_counter()
+for l in coloured: redact(l)
+c = time.perf_counter() - t0
+t0 = time.perf_counter()
+for l in plain: redact(l)
+d = time.perf_counter() - t0
+print(f"2000 lines with colour escapes {c*1000:.0f} ms, without {d*1000:.0f} ms, ratio {c/d:.2f}")
