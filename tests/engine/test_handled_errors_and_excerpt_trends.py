@@ -8,6 +8,7 @@
   indented, then 'Execution halted') ends the run as a bare exception line would (corpus 2364).
 - A short excerpt whose loss rises at every log is diverging (corpus 2374, BigScience 104B); a spike whose loss has
   fallen at every log since its peak is one the run is coming back from, not a divergence (healthy 1120, BigScience 13B).
+- Megatron's planned exit after its checkpoint save ends the job well (healthy 1121).
 """
 
 from __future__ import annotations
@@ -142,3 +143,10 @@ def test_the_bigscience_spike_reads_as_recovering_and_the_104b_climb_as_divergin
     climb = diagnose(DiagnoseRequest(target=str(next((TESTS / "corpus").glob("2374-*")) / "train.log")))
     assert climb.primary_cause is not None and climb.primary_cause.value == "optimization-divergence"
     assert climb.framework is not None and "megatron" in str(climb.framework)
+
+
+def test_megatrons_planned_exit_after_its_save_ends_the_job_well():
+    """Healthy 1121 (BigScience 13B): the checkpoint saved, then '[exiting program after 1190.04 minutes]'
+    (--exit-duration-in-mins), then a watchdog's alerts about the queue: the job ended by design, not still running."""
+    d = diagnose(DiagnoseRequest(target=str(next((TESTS / "healthy").glob("1121-*")) / "train.log")))
+    assert d.primary_cause is None and d.run_status.value == "completed"

@@ -26,6 +26,9 @@ MARKERS: list[tuple[str, str, bool]] = [
      # Ray's job CLI closing a submitted job's output ('Job 'raysubmit_6UyYLeNi217UXdBQ' succeeded'), the SageMaker
      # training toolkit's report of a user script that exited 0, XGBoost's early stop at its best round
      r"\bJob '[\w.-]{1,80}' succeeded\b|"
+     # Megatron's planned exits, after the checkpoint save it makes first (--exit-duration-in-mins, --exit-interval): the
+     # job's own end by design, the run resumed by the next one ('[exiting program after 1190.03 minutes] datetime: ...')
+     r"\[exiting program after \d[\d.]* minutes\]|\bexiting program at iteration \d+|"
      # a result a trainer prints once its loop has returned ('Final validation metrics: {...}', verl's)
      r"\bfinal (?:validation|evaluation|eval|test) (?:metrics|results)\b|\bReporting training SUCCESS\b|^\W{0,3}Stopping\. Best iteration:|"
      # a loop's own stop at its configured total ('Reached max steps (200000). Stopping training.')
