@@ -150,3 +150,31 @@ def test_megatrons_planned_exit_after_its_save_ends_the_job_well():
     (--exit-duration-in-mins), then a watchdog's alerts about the queue: the job ended by design, not still running."""
     d = diagnose(DiagnoseRequest(target=str(next((TESTS / "healthy").glob("1121-*")) / "train.log")))
     assert d.primary_cause is None and d.run_status.value == "completed"
+
+
+WRONG_TYPE = """
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    class Choice:  # what an unsampled search space is: an object where a number belongs
+        pass
+
+    config = {"batch_size": Choice()}
+    data = TensorDataset(torch.randn(64, 4))
+    loader = DataLoader(data, batch_size=config["batch_size"], shuffle=True)
+    for (x,) in loader:
+        print("step", x.shape)
+"""
+
+
+def test_a_setting_given_an_object_where_a_number_belongs_is_a_config_error(tmp_path):
+    """Corpus 2387 (Ray Tune reading its search space unsampled): the DataLoader refuses the object in its __init__, with
+    frames that read as data loading; the object's repr in 'but got' makes it the run's configuration. Run for real."""
+    pytest.importorskip("torch")
+    (tmp_path / "train.py").write_text(textwrap.dedent(WRONG_TYPE))
+    log = tmp_path / "train.log"
+    with open(log, "wb") as out:
+        subprocess.run([sys.executable, "train.py"], cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, timeout=120, check=False)
+    assert "object at 0x" in log.read_text()
+    d = diagnose(DiagnoseRequest(target=str(log)))
+    assert d.primary_cause is not None and d.primary_cause.value == "config-error", [e.text for e in d.evidence]
