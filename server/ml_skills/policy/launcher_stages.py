@@ -20,6 +20,7 @@ from collections import deque
 
 from ml_skills.policy.launcher_options import LaunchReading
 from ml_skills.policy.quoting import quoted
+from ml_skills.safety.invisible import INVISIBLE_CLASS
 
 
 def refusal(launcher: str, reading: LaunchReading, env: dict[str, str], dfd: int) -> str | None:
@@ -49,6 +50,14 @@ def _entry_refusal(launcher: str, entry: str, dfd: int) -> str | None:
     link in the run folder to a folder outside it (the check went by the link's target and skipped it), a folder of the run
     folder holding `encodings/` (the standard library is looked up after PYTHONPATH), and `/proc/self/cwd/lib` (the server's
     working folder when checked, the run folder when run) each ran a planted module after an accept."""
+    parts = entry.strip("/").split("/")
+    named = next((k for k, part in enumerate(parts) if part not in (".", "..")), len(parts))
+    if any(part in ("", ".", "..") for part in parts[named:]):
+        # seventy-first round: python makes each entry absolute lexically (`nothere/../lib` is `lib`, `x/..` after a link is
+        # not where the link leads), the kernel physically; the two readings part at a `.` or `..` after a named part (the
+        # leading ones climb from the run folder's real path, the same both ways)
+        return (f"its PYTHONPATH entry {quoted(entry)} holds a `.` or `..` part after a folder's name, or an empty one, which "
+                "python and the kernel read as different folders; write the folder itself")
     if way := _on_the_way(dfd, entry):
         return f"its PYTHONPATH entry {quoted(entry)} {way}"
     try:
@@ -62,12 +71,16 @@ def _entry_refusal(launcher: str, entry: str, dfd: int) -> str | None:
     if inside and launcher == "torchrun":  # sixty-seventh round: the agent imports torch and what torch imports (typing_extensions, ...)
         return (f"its PYTHONPATH entry {quoted(entry)} is a folder of the run folder: torchrun's agent, the launcher itself, "
                 "would import from it whatever torch imports (typing_extensions, numpy, ...), before any worker starts")
-    # an environment's own site-packages holds torch and what .pth files import by right; no folder of python's path holds
-    # the standard library's names but the standard library
-    names = _STARTUP_MODULES | _standard_library() if inside else _HOOKS | _standard_library()
-    if shadow := _shadows_a_launcher(dfd, entry, names):
+    # the server's own site-packages holds torch and what .pth files import by right; any other folder on python's path
+    # that holds a name of the standard library, of an installed package (torch's typing_extensions, which torchrun's agent
+    # and a script's `import torch` take from the first folder holding it: seventy-first round) or of a start-up hook is
+    # imported in place of it
+    if os.path.realpath(entry if os.path.isabs(entry) else f"/proc/self/fd/{dfd}/{entry}") in _own_site_packages():
+        return None
+    if shadow := _shadows_a_launcher(dfd, entry, _STARTUP_MODULES | _standard_library() | _installed()):
         return (f"its PYTHONPATH entry {quoted(entry)} holds {quoted(shadow)}, which python would import in place of the module "
-                "of that name (the standard library's, at start-up or when the script imports it), or as a start-up hook")
+                "of that name (the standard library's or an installed package's, at start-up or when torch or the script "
+                "imports it), or as a start-up hook")
     return None
 
 
@@ -145,6 +158,7 @@ def _script_refusal(dfd: int, script: str) -> str | None:
     finally:
         os.close(fd)
     head, too_long, lone_cr = source[:_HEAD], len(source) > _SOURCE_READ, _LONE_CR.search(source) is not None
+    hidden = _HIDDEN_IN_SOURCE.search(source.decode("utf-8", "replace").removeprefix("\ufeff"))
     if archive:
         return f"its script {quoted(script)} is a zip archive: python would run the __main__.py inside it, which the file does not show"
     if len(head) >= 4 and head[2:4] == b"\r\n" and not all(32 <= b < 127 or b == 9 for b in head[:2]):
@@ -156,6 +170,10 @@ def _script_refusal(dfd: int, script: str) -> str | None:
     if (coding := _source_encoding(head)) is not None:
         return (f"its script {quoted(script)} declares its source encoding {quoted(coding)}: python decodes it so, and a line an "
                 "editor shows as a comment can run (utf-7's '+AAo-' is a newline); only UTF-8, ASCII and Latin-1 are restarted")
+    if hidden:
+        return (f"its script {quoted(script)} holds U+{ord(hidden.group(0)):04X}, a character an editor draws as nothing or "
+                "that reorders the text around it (Trojan Source, CVE-2021-42574): code can read as a comment or a string and "
+                "run (seventy-first round)")
     if lone_cr:
         return (f"its script {quoted(script)} holds a carriage return alone inside a line: python ends the line there, so text "
                 "an editor shows as part of a comment runs as code (sixty-ninth round)")
@@ -174,6 +192,9 @@ _LINE_END = re.compile(rb"\r\n|\r|\n")
 _HEAD = 64 * 1024  # the bytes of a script read for its first two lines
 _SOURCE_READ = 16 * 2**20  # a script's bytes read whole (no training script is near it): a longer one is refused
 _LONE_CR = re.compile(rb"\r(?!\n)")
+# the invisible and reordering characters (safety/invisible) but the ASCII whitespace a source holds: tab, newline, CR, form
+# feed (a NUL python refuses itself)
+_HIDDEN_IN_SOURCE = re.compile(f"[{INVISIBLE_CLASS.replace(chr(0) + '-' + chr(8), '').replace(chr(11) + '-' + chr(31), chr(14) + '-' + chr(31))}]")
 
 
 def _source_encoding(head: bytes) -> str | None:
@@ -206,6 +227,27 @@ _STARTUP_MODULES = _LAUNCHER_PACKAGES | _HOOKS
 
 
 @functools.cache
+def _own_site_packages() -> frozenset[str]:
+    return frozenset(os.path.realpath(f) for f in site.getsitepackages())
+
+
+@functools.cache
+def _installed() -> frozenset[str]:
+    """The top-level modules of the packages installed in the server's environment (torch, typing_extensions, numpy, ...)."""
+    names: set[str] = set()
+    for folder in site.getsitepackages():
+        try:
+            with os.scandir(folder) as found:
+                for e in found:
+                    module = e.name if e.is_dir() else m[1] if (m := _MODULE_FILE.match(e.name)) else None
+                    if module and module.isidentifier():
+                        names.add(module)
+        except OSError:
+            continue
+    return frozenset(names)
+
+
+@functools.cache
 def _standard_library() -> frozenset[str]:
     """The standard library's top-level module names and those the environment's .pth files import at start-up
     (`_distutils_hack`): what python imports before the script, and what a script's `import json` means to its reader."""
@@ -218,13 +260,16 @@ def _standard_library() -> frozenset[str]:
         for f in pth:
             try:
                 with open(os.path.join(folder, f), encoding="utf-8", errors="replace") as fh:
-                    names.update(m[1] for line in fh if (m := _PTH_IMPORT.match(line)))
+                    # site runs an import line whole: every name in it may be imported (`import _virtualenv`,
+                    # `__import__('_distutils_hack').do()`, `exec("import certifi...")`: seventy-first round)
+                    names.update(w for line in fh if _PTH_IMPORT.match(line) for w in _WORD.findall(line))
             except OSError:
                 continue
     return frozenset(names)
 
 
-_PTH_IMPORT = re.compile(r"^import[ \t]+([A-Za-z_]\w*)")
+_PTH_IMPORT = re.compile(r"^import[ \t]")
+_WORD = re.compile(r"[A-Za-z_]\w*")
 # what python imports as the module X: the folder X (a package, or a namespace), or X.py, X.pyc, X.pyw, an extension module
 _MODULE_FILE = re.compile(r"^([A-Za-z_]\w*)\.(?:py[cw]?|so|pyd|[\w-]+\.so)$")
 
