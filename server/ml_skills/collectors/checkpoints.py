@@ -257,7 +257,11 @@ def inspect_file(path: Path) -> CheckpointInfo:
             if st.st_size == 0:
                 return CheckpointInfo(path=str(path), format="empty", size_bytes=0, mtime=mtime, step=step_of(path.name),
                                       valid=False, reason="empty file")
-            fmt, valid, reason = _structure(f, path, st.st_size)
+            try:
+                fmt, valid, reason = _structure(f, path, st.st_size)
+            except (ValueError, LookupError, ArithmeticError, zipfile.BadZipFile, struct.error, RecursionError) as e:
+                # what a parser of a hostile file raises that its reader did not foresee: a verdict, never a failed answer
+                fmt, valid, reason = "unknown", False, f"structure unreadable ({type(e).__name__}: {str(e)[:120]}): corrupt"
     except InputError as e:
         return _unusable(path, str(e))
     except OSError as e:
@@ -325,7 +329,7 @@ def _zip_tail(f: BinaryIO, size: int) -> tuple[int, bytes]:
     end_record, size_at = getattr(zipfile, "_EndRecData", None), getattr(zipfile, "_ECD_SIZE", None)
     try:
         end = end_record(f) if end_record is not None and size_at is not None else None
-    except (OSError, ValueError, struct.error):
+    except (OSError, ValueError, struct.error, zipfile.BadZipFile):  # (a Zip64 locator naming other disks: 72nd round)
         end = None
     directory = min(int(end[size_at]), MAX_ZIP_DIRECTORY) if end is not None and size_at is not None else MAX_ZIP_DIRECTORY
     start = max(0, size - directory - _ZIP_END)

@@ -93,8 +93,9 @@ def _stripped(text: str) -> tuple[str, int]:
 def joined_readings(text: str) -> list[str]:
     """The text as redaction also reads it (safety/redact.py), beside the stripped text: none when it holds no escape, no
     U+FFFD and no byte that is not UTF-8. Stripped, with U+FFFD and each such byte left out, and each escape replaced by its
-    own letters, digits and separators (`_ - @ = : . /`), in two readings: with its final character (`ESC @` ate the `@` of
-    `postgres://admin:PW ESC @ db`), and without it (`"password" ESC [ : x "PW"` hid the `:` before the command letter `x`).
+    own letters, digits and separators (`_ - @ = : . /`), in three readings: with its final character (`ESC @` ate the `@` of
+    `postgres://admin:PW ESC @ db`), without it (`"password" ESC [ : x "PW"` hid the `:` before the command letter `x`), and
+    a two-character escape's second character only (`ESC N` and a colour code in one token).
 
     Stripping removes an escape whole, and `ESC N` (or `ESC [ 12 B`) takes the letters after it: a token so split lost one of
     its own and escaped redaction (sixty-fifth round); an escape that ate a secret's separator hid the secret's shape
@@ -109,9 +110,16 @@ def joined_readings(text: str) -> list[str]:
     base = _SURROGATE.sub("", text) if bad else text
     if not escapes:
         return [_stripped(base)[0].replace("\ufffd", "")]
-    readings = [_stripped(_ESCAPES.sub(_kept_with_final if final else _kept_without_final, base))[0].replace("\ufffd", "")
-                for final in (True, False)]
+    readings = [_stripped(_ESCAPES.sub(kept, base))[0].replace("\ufffd", "")
+                for kept in (_kept_with_final, _kept_without_final, _kept_if_two_characters)]
     return list(dict.fromkeys(readings))
+
+
+def _kept_if_two_characters(m: re.Match[str]) -> str:
+    """A third reading, for a text that mixes kinds (seventy-second round: `ESC N` ate a token's own `N` while a colour code
+    `ESC [ = m` inside it added `=m`): a two-character escape gives back its second character, a longer one nothing."""
+    s = m.group(0)
+    return "".join(_KEPT.findall(s[1:])) if len(s) == 2 else ""
 
 
 def _kept_with_final(m: re.Match[str]) -> str:

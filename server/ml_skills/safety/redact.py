@@ -372,7 +372,14 @@ def count_masks(n: int) -> None:
     _count.set(_count.get() + n)
 
 
-_WORD_CHAR = lazy(r"[A-Za-z0-9_\-]")
+_WORD = lazy(r"[A-Za-z0-9_\-]+")
+
+
+def _word_edge(words: list[tuple[int, int]], starts: list[int], i: int, otherwise: int, side: int) -> int:
+    """The start (`side` 0) or end (1) of the word (letters, digits, `_`, `-`) holding index `i` of the text, or `otherwise`
+    when no word holds it: how far a mask reaching `i` widens."""
+    k = bisect.bisect_right(starts, i) - 1
+    return words[k][side] if i >= 0 and k >= 0 and words[k][0] <= i < words[k][1] else otherwise
 
 
 _BYTE_SHOWN = lazy(r"\\x[89a-f][0-9a-f]")  # a byte of a file name that is not UTF-8, as invisible._byte shows it
@@ -403,18 +410,15 @@ def masked_as_joined(text: str, joined: str) -> tuple[str, int]:
         else:
             where.append(-1)
     own = settled(text.replace(_FILL, "?"), fill=True)[0]  # what the rules mask in the text shown, in place
+    words = [m.span() for m in _WORD.finditer(text)]  # found once: widening each mask by walking was k masks x n (72nd round)
+    starts = [a for a, _ in words]
     spans = []
     for a, b in runs:
         shown = [i for i in where[a:b] if i >= 0]
         if len(shown) == b - a and all(own[i] == _FILL for i in shown):
             continue  # the rules mask it in the text shown, in its own bounds: no wider mask (a file name's `run-` kept)
         if shown:  # widened to the whole word around it: a mask inside a token would split it for the rules that follow
-            start, end = shown[0], shown[-1] + 1
-            while start > 0 and _WORD_CHAR.match(text[start - 1]):
-                start -= 1
-            while end < len(text) and _WORD_CHAR.match(text[end]):
-                end += 1
-            spans.append((start, end))
+            spans.append((_word_edge(words, starts, shown[0] - 1, shown[0], 0), _word_edge(words, starts, shown[-1] + 1, shown[-1] + 1, 1)))
     merged: list[list[int]] = []
     for a, b in sorted(spans):
         if merged and a <= merged[-1][1]:  # overlapping or touching runs: one mask
