@@ -14,6 +14,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from ml_skills.engine.pipeline import DiagnoseRequest, diagnose
@@ -80,3 +81,18 @@ def test_a_corrupt_file_a_dataloader_worker_reads_is_a_data_sample_not_a_checkpo
     d = diagnose(DiagnoseRequest(target=str(log)))
     assert d.primary_cause is not None and d.primary_cause.value == "data-pipeline", (d.primary_cause, d.evidence[:3])
     assert "checkpoint" not in d.root_cause.root.split(".")[0], d.root_cause.root
+
+
+# The same two ranks as above, run for real (torch 2.13, gloo, torchrun): in about one run of twelve rank 1 exits its shape
+# error through 'terminate called without an active exception' (a joinable gloo thread at interpreter exit) and the agent
+# reports SIGABRT for it twice; this is such a run, kept whole (the twelfth of a loop of SHORT_LAST_BATCH on 2026-12-07).
+ABORT_AT_EXIT = Path(__file__).parent / "framework_logs" / "gloo-shape-error-then-terminate-at-exit.log"
+
+
+def test_an_abort_at_exit_after_a_ranks_own_error_is_how_that_error_surfaced():
+    lines = ABORT_AT_EXIT.read_text().splitlines()
+    own = next(i for i, x in enumerate(lines, 1) if "RuntimeError: shape '[16, 32]' is invalid" in x)
+    assert any("terminate called without an active exception" in x for x in lines[own:own + 3])
+    d = diagnose(DiagnoseRequest(target=str(ABORT_AT_EXIT)))
+    assert d.primary_cause is not None and d.primary_cause.value == "config-error", (d.primary_cause, d.evidence[:3])
+    assert d.evidence[0].line_no == own

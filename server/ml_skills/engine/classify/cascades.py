@@ -63,10 +63,17 @@ def generic_after_specific(signals: list[Signal]) -> None:
                 g.weight *= ROLE_W[target] / ROLE_W[g.role]
                 g.role = target
             continue
-        if any(s.source == g.source and s.failure_class != g.failure_class and (s.line_no or 0) <= g.line_no for s in specific):
-            if g.role is Role.CAUSE:
-                g.weight *= ROLE_W[Role.SYMPTOM] / ROLE_W[Role.CAUSE]
-                g.role = Role.SYMPTOM
+        before = [s for s in specific if s.source == g.source and s.failure_class != g.failure_class and (s.line_no or 0) <= g.line_no]
+        if before:
+            # after an exception of the run's own that its peers echo (a rank's shape error, then the others' 'Connection
+            # closed by peer'), an abort and the launcher's report of its signal are how that rank's exit surfaced: at
+            # exit a joinable gloo thread prints 'terminate called without an active exception', and the agent reports
+            # SIGABRT twice; three such lines outweighed the exception in about one run of twelve (trial 8's case01)
+            own = any(s.label == "traceback:unclassified-exception" and s.role is Role.CAUSE for s in before)
+            target = Role.HINT if own else Role.SYMPTOM
+            if ROLE_W[g.role] > ROLE_W[target]:
+                g.weight *= ROLE_W[target] / ROLE_W[g.role]
+                g.role = target
             else:
                 g.weight *= 0.5
 
