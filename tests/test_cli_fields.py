@@ -49,6 +49,9 @@ def test_fields_print_the_named_parts_of_the_report(cli):
     ("root_cause.why", "root_cause has no field 'why'; its fields are proximate, proximate_line, root, contributing"),
     ("fixes.40", "fixes has 5 item(s)"),
     ("a,,b", "--fields takes field names separated by commas"),
+    # a user trial asked for `status` fifteen times over, reading past the list: the nearest name comes first
+    ("status", "unknown field 'status' (did you mean run_status?): the report's top-level fields are"),
+    ("root_cause.proximat", "unknown field 'root_cause.proximat' (did you mean proximate?): root_cause has no field"),
 ])
 def test_unknown_fields_are_one_line_errors_that_list_what_exists(tmp_path, fields, says):
     proc = run_cli("check-failed-run", str(LOG), "--out-dir", str(tmp_path / "o"), "--fields", fields)

@@ -389,7 +389,8 @@ def check_failed_run(args: argparse.Namespace) -> int:
         top = set(Diagnosis.model_fields)
         unknown = [f for f in fields if f.split(".", 1)[0] not in top]
         if unknown:  # said before the diagnosis runs, so a typo costs nothing
-            raise InputError(f"unknown field {unknown[0]!r}: the report's top-level fields are {', '.join(Diagnosis.model_fields)}")
+            raise InputError(f"unknown field {unknown[0]!r}{report_fields.did_you_mean(unknown[0].split('.')[0], list(Diagnosis.model_fields))}: "
+                             f"the report's top-level fields are {', '.join(Diagnosis.model_fields)}")
     elif args.format is None:
         args.format = "text"
     inputs = targets.cli_inputs()

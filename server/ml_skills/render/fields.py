@@ -7,6 +7,7 @@ assistant asks for the part it needs instead of reading the whole report.
 
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Any
 
@@ -46,6 +47,13 @@ def _kind(v: Any) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(type(v), "a number")
 
 
+def did_you_mean(name: str, names: list[str]) -> str:
+    """' (did you mean run_status?)' for a field name close to one of `names`, or '': a user trial asked for `status`
+    fifteen times over, reading past the whole list that followed."""
+    near = difflib.get_close_matches(name, names, n=1, cutoff=0.5) or [n for n in names if name in n][:1]
+    return f" (did you mean {near[0]}?)" if near else ""
+
+
 def _pick(value: Any, segs: list[str], walked: list[str], path: str) -> Any:
     if not segs:
         return value
@@ -53,9 +61,10 @@ def _pick(value: Any, segs: list[str], walked: list[str], path: str) -> Any:
     here = ".".join(walked) or "the report"
     if isinstance(value, dict):
         if s not in value:
+            hint = did_you_mean(s, [str(k) for k in value])
             if not walked:
-                raise InputError(f"unknown field {path!r}: the report's top-level fields are {_listed(value)}")
-            raise InputError(f"unknown field {path!r}: {here} has no field {s!r}; its fields are {_listed(value)}")
+                raise InputError(f"unknown field {path!r}{hint}: the report's top-level fields are {_listed(value)}")
+            raise InputError(f"unknown field {path!r}{hint}: {here} has no field {s!r}; its fields are {_listed(value)}")
         return _pick(value[s], rest, [*walked, s], path)
     if isinstance(value, list):
         if _INDEX.fullmatch(s):
