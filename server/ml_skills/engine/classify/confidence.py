@@ -66,7 +66,7 @@ LABEL_ACCURACY: dict[str, float] = {
     "stopped-at-sync-point": 0.38,
     "traceback:checkpoint-call-failed": 0.94,
     "traceback:exception-in-collective": 0.68,
-    "traceback:exception-in-data-loading": 0.74,
+    "traceback:exception-in-data-loading": 0.72,
     "traceback:unclassified-exception": 0.74,
     "traceback:value-or-assert": 0.91,
     "xla-oom": 0.97,
