@@ -48,3 +48,30 @@ def test_get_mlflow_run_says_when_the_server_is_down(tmp_path, monkeypatch):
 def test_get_mlflow_run_refuses_a_bad_run_id(tmp_path, bad):
     err, _, text = _call(Server(tmp_path), "get_mlflow_run", {"run_id": bad})
     assert err and "run id" in text
+
+
+OFFLINE_WITH_SECRETS = """
+import wandb
+run = wandb.init(project="ml-skills-tests", name="leaky", id="leakyrun", mode="offline",
+                 config={"hf_token": "hf_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ012345", "note": "\\x1b[31mred\\x1b[0m"})
+for step in range(5):
+    wandb.log({"loss": 1.0 / (step + 1)}, step=step)
+run.finish()
+"""
+
+
+def test_get_wandb_run_counts_what_it_masked_and_stripped(tmp_path):
+    """The seventy-second round: a run whose config held tokens came back with `redactions: 0` and `stripped_chars: 0`,
+    the collector's reading running where the call's last pass could not count it. A real offline run, by the real
+    wandb library."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "WANDB_DIR": str(tmp_path), "WANDB_SILENT": "true", "WANDB_MODE": "offline"}
+    subprocess.run([sys.executable, "-c", OFFLINE_WITH_SECRETS], env=env, check=True, capture_output=True, timeout=300)
+    run = next((tmp_path / "wandb").glob("offline-run-*-leakyrun"))
+    err, out, text = _call(Server(tmp_path, roots=[tmp_path]), "get_wandb_run", {"run": str(run)})
+    assert not err, text
+    assert "aBcDeFgHiJkLmNoPqRsTuVwXyZ012345" not in text + str(out)
+    assert out["redactions"] >= 1 and out["stripped_chars"] >= 1, (out["redactions"], out["stripped_chars"])

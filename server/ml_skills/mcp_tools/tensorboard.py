@@ -25,7 +25,7 @@ def get_tensorboard_run(
 
     where = str(confine(path, roots(), want="any"))
     req = DiagnoseRequest(tensorboard=where)
-    return with_logs(tensorboard.collect(req), req)
+    return with_logs(lambda: tensorboard.collect(req), req)
 
 
 TOOLS = [get_tensorboard_run]

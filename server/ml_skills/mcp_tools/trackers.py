@@ -3,11 +3,12 @@ collectors/wandb and collectors/mlflow (which import their SDK on first call, ne
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
-from ml_skills.mcp_tools.common import READ_ONLY_REMOTE, tool, tracker_target
+from ml_skills.mcp_tools.common import READ_ONLY_REMOTE, counted, tool, tracker_target
 from ml_skills.mcp_tools.sources import SourceResult, source_result
 from ml_skills.models import RawEvidence, Trajectory
 
@@ -26,8 +27,15 @@ class TrackerResult(SourceResult):
     )
 
 
-def with_logs(raw: RawEvidence, req: DiagnoseRequest) -> TrackerResult:
-    """The collector's raw evidence read by the engine (its logs scanned, its history analysed), summarised."""
+def with_logs(collect: Callable[[], RawEvidence], req: DiagnoseRequest) -> TrackerResult:
+    """The collector's raw evidence read by the engine (its logs scanned, its history analysed), summarised, with what was
+    stripped and masked while it was read (seventy-second round: a W&B run whose config held tokens said `redactions: 0`,
+    the collector's reading running where the call's last pass cannot count it)."""
+    result, gone, red = counted(lambda: _summarised(collect(), req))
+    return result.model_copy(update={"redactions": result.redactions + red, "stripped_chars": result.stripped_chars + gone})
+
+
+def _summarised(raw: RawEvidence, req: DiagnoseRequest) -> TrackerResult:
     from ml_skills.engine.pipeline import read_raw
     from ml_skills.engine.read import scan
 
@@ -62,7 +70,7 @@ def get_wandb_run(
     from ml_skills.engine.pipeline import DiagnoseRequest
 
     req = DiagnoseRequest(wandb=tracker_target(run))
-    return with_logs(wandb.collect(req), req)
+    return with_logs(lambda: wandb.collect(req), req)
 
 
 @tool(title="Read an MLflow run", annotations=READ_ONLY_REMOTE, deadline=120.0)
@@ -83,7 +91,7 @@ def get_mlflow_run(
     from ml_skills.engine.pipeline import DiagnoseRequest
 
     req = DiagnoseRequest(mlflow=run_id)
-    return with_logs(mlflow.collect(req), req)
+    return with_logs(lambda: mlflow.collect(req), req)
 
 
 TOOLS = [get_wandb_run, get_mlflow_run]
