@@ -39,7 +39,8 @@ LIBRARY = """
 """
 
 TRAIN = """
-    import sys
+    import signal, sys
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # a terminal's Ctrl-C (a CI job may start with SIGINT ignored)
     sys.path.insert(0, sys.argv[1])
     import fallbacklib
     for step in range(50):
