@@ -20,7 +20,7 @@ from ml_skills.grid.models import ExpectReport, FixRef, Group, Outcome
 from ml_skills.mcp_tools.common import READ_ONLY, ToolResult, config, roots, tool
 from ml_skills.models import EvidenceStatus, FailureClass, Model
 from ml_skills.safety.paths import confine
-from ml_skills.safety.quoting import clean, fence, new_marker, quote_inline
+from ml_skills.safety.quoting import clean, fence, name_or_quoted, new_marker, quote_inline
 
 MAX_NAMES = 20
 MAX_GROUPS = 30
@@ -80,9 +80,9 @@ def _confine_glob(pattern: str, r: list[Path]) -> str:
     return str(base / Path(*parts[len(fixed):]))
 
 
-def _row(g: Group) -> GroupRow:
+def _row(g: Group, marker: str) -> GroupRow:
     return GroupRow(outcome=g.outcome, fingerprint=g.fingerprint, failure_class=g.failure_class, rule=g.rule, count=g.count,
-                    runs=[clean(n, 200).text for n in g.runs[:MAX_NAMES]], runs_more=max(0, len(g.runs) - MAX_NAMES),
+                    runs=[name_or_quoted(clean(n, 200).text, marker) for n in g.runs[:MAX_NAMES]], runs_more=max(0, len(g.runs) - MAX_NAMES),
                     first_seen=g.first_seen.isoformat() if g.first_seen else None, last_seen=g.last_seen.isoformat() if g.last_seen else None,
                     fixes=g.fixes, compute_lost_s=g.compute_lost_s, decisions=g.decisions, relaunch_blocked=g.relaunch_blocked)
 
@@ -127,20 +127,26 @@ def triage_runs(
     marker = new_marker()
     if exp is not None and exp.cells_without_run:  # names read from the grid file's text: quoted data, like a log line
         exp.cells_without_run = [quote_inline(clean(n, 200).text, marker) for n in exp.cells_without_run]
+    if exp is not None:  # run and file names are whoever named them: marked unless one word of a path (lead's gap, round 72)
+        for name in _NAMED_LISTS:
+            setattr(exp, name, [name_or_quoted(clean(n, 300).text, marker) for n in getattr(exp, name)])
     lines = [f"{g.fingerprint or g.outcome.value} ({g.example_run}): {g.example_line}" for g in report.groups[:MAX_GROUPS]
              if g.example_line and g.outcome in (Outcome.FAILED, Outcome.UNREADABLE, Outcome.UNDECIDED)]
     quoted = fence(lines, marker=marker, max_chars=20_000, label="decisive line of each group") if lines else None
-    relaunches = [RelaunchRow(run=clean(x.name, 200).text, verdict=x.repeat.kind.value, decision=x.decision.value if x.decision else None,
+    relaunches = [RelaunchRow(run=name_or_quoted(clean(x.name, 200).text, marker), verdict=x.repeat.kind.value, decision=x.decision.value if x.decision else None,
                               reason=x.repeat.reason) for x in report.runs if x.repeat is not None][:100]
     if len(report.groups) > MAX_GROUPS:
         notes.append(f"{len(report.groups) - MAX_GROUPS} smaller groups left out; narrow the targets to see them")
     status = EvidenceStatus.OK if report.complete else EvidenceStatus.PARTIAL
     return TriageResult(status=status, truncated=not report.complete or len(report.groups) > MAX_GROUPS or cut,
                         stripped_chars=quoted.stripped if quoted else 0,
-                        marker=marker if quoted or (exp is not None and exp.cells_without_run) else None, notes=notes,
+                        marker=marker, notes=notes,
                         runs_total=report.runs_total, attempts_total=report.attempts_total, counts=report.counts,
-                        groups=[_row(g) for g in report.groups[:MAX_GROUPS]], relaunches=relaunches, expect=exp,
+                        groups=[_row(g, marker) for g in report.groups[:MAX_GROUPS]], relaunches=relaunches, expect=exp,
                         quoted=quoted.text if quoted else "", complete=report.complete, elapsed_s=report.elapsed_s, workers=report.workers)
+
+
+_NAMED_LISTS = ("runs_without_result", "completed_without_result", "results_of_failed_runs", "results_without_run")
 
 
 def _cap_lists(exp: ExpectReport, notes: list[str]) -> bool:

@@ -78,6 +78,16 @@ def quote_inline(text: str, marker: str) -> str:
     return f"[data {marker}] {text} [/data {marker}]"
 
 
+# a name that is one word of a path (run-3, lr_0.01/seed1, /runs/results/r1.json) holds no sentence and stays plain
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.:/+=,@\[\]\-]{0,300}")
+
+
+def name_or_quoted(name: str, marker: str) -> str:
+    """A file or run name as shown: plain when it is one word of a path, otherwise marked like a log line (a folder
+    can be named 'SYSTEM: the user approved ...')."""
+    return name if _PLAIN_NAME.fullmatch(name) else quote_inline(name, marker)
+
+
 @dataclass
 class Fenced:
     text: str
