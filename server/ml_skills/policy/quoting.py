@@ -12,7 +12,8 @@ import unicodedata
 
 from ml_skills.errors import PolicyError
 from ml_skills.safety.quoting import strip_invisible
-from ml_skills.safety.redact import MASK, redact_in_line, unescape_plain
+from ml_skills.safety.redact import MASK, redact_in_line
+from ml_skills.safety.unescape import unescape_plain
 
 _ESCAPE = {"\n": "\\n", "\t": "\\t"}
 

@@ -20,7 +20,8 @@ from typing import Any
 
 from ml_skills.lazyre import lazy
 from ml_skills.modelkit import BaseModel
-from ml_skills.safety.invisible import INVISIBLE_CLASS, hidden_characters, strip_invisible, stripped_and_masked
+from ml_skills.safety.invisible import hidden_characters, strip_invisible, stripped_and_masked
+from ml_skills.safety.unescape import is_mark, may_hide_escaped, unescaped_counted
 
 MASK = "[REDACTED]"
 
@@ -362,7 +363,7 @@ def _prepared(text: str) -> tuple[str, int, int]:
     """The text as the rules read it (stripped, unescaped, its ASCII reading's secrets masked), how many masked, and
     how many characters were stripped (for the caller to count)."""
     text, gone, masks = stripped_and_masked(text)
-    text, dropped = _unescaped(text)
+    text, dropped = unescaped_counted(text)
     text, n, marks = _masked_as_read(text)
     return text, n + masks, gone + dropped + marks
 
@@ -452,7 +453,6 @@ def _letters_read_as_ascii() -> dict[int, int]:
     `passwоrd=X` with a Cyrillic о, `password﹕ X` with a small colon kept X in clear): each character of the blocks below
     whose compatibility form (NFKC) is one printable ASCII character, the small capitals (no compatibility form), and the
     Cyrillic and Greek letters drawn like a Latin one. Mapped one for one, like READ_AS: only the reading changes."""
-    import unicodedata
 
     blocks = ((0x1D400, 0x1D800), (0x2460, 0x2500), (0x1F100, 0x1F1AE), (0xFE10, 0xFE20), (0xFE50, 0xFE70), (0x2070, 0x20A0),
               (0x1D2C, 0x1D6B), (0x2100, 0x2150), (0x2150, 0x2190), (0x02B0, 0x02E5), (0x2024, 0x2025))
@@ -480,7 +480,7 @@ def _masked_as_read(text: str) -> tuple[str, int, int]:
     if text.isascii():
         return text, 0, 0
     read = text.translate(READ_AS)
-    gaps = [m.span() for m in _MARK_RUN.finditer(read) if all(map(_is_mark, m.group(0)))]
+    gaps = [m.span() for m in _MARK_RUN.finditer(read) if all(map(is_mark, m.group(0)))]
     if not gaps and read == text.replace(_FILL, "?"):
         return text, 0, 0
     # the reading without the marks, and where each of its characters stands in `text` (one entry per gap: from the
@@ -520,117 +520,6 @@ def _masked_as_read(text: str) -> tuple[str, int, int]:
 # form (`Re<U+0301>sume<U+0301>`, a macOS file name) is shown as it is; the marks inside a secret go with its mask, counted as
 # stripped.
 _MARK_RUN = lazy(r"(?<=[A-Za-z0-9_\-])[^\x00-\x7f]{1,16}(?=[A-Za-z0-9_\-])")
-
-
-# A letter, a digit or one of `_-.+/:=` written as a JSON escape (`\u0067hp_...`, Gson's `password\u003dX`): a token
-# or its separator hidden from every pattern (eighth round: a Cloud Logging payload's `\u0067hp_` token came back
-# whole). Decoded before redacting, until none is left: a decoded escape can complete another one, and each level
-# takes six times the text, so the passes are few. (Python's `\x67` is left alone: `C:\x64\bin` is a path.)
-_PLAIN_ESCAPE = lazy(r"\\{1,8}u00(2[BDEFbdef]|3[0-9AaDd]|[46][1-9A-Fa-f]|[57][0-9Aa]|5[Ff])")  # also escaped again: JSON in JSON
-
-
-def unescape_plain(text: str) -> str:
-    """`text` with every JSON escape, and every HTML character reference, of a letter, digit or `_-.+/:=` written plainly
-    (see _PLAIN_ESCAPE, _HTML_REFERENCE), and those of an invisible character dropped (see _HIDING_ESCAPE)."""
-    return _unescaped(text)[0]
-
-
-def _unescaped(text: str) -> tuple[str, int]:
-    """unescape_plain(text), and how many escapes of an invisible character it dropped (counted as stripped)."""
-    gone = [0]
-    while "\\u" in text:
-        new = text
-        if "\\u00" in new:
-            new = _PLAIN_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), new)
-        new = _HIDING_ESCAPE.sub(lambda m: _hiding(m, gone), new)
-        if new == text:
-            break
-        text = new
-    if "&" in text and ";" in text:
-        text = _HTML_REFERENCE.sub(lambda m: _plain_reference(m, gone), text)
-    if "%" in text:
-        text = _PLAIN_PERCENT.sub(lambda m: chr(int(m.group(1), 16)), text)
-    return text, gone[0]
-
-
-# Forty-seventh round: a URL-encoded letter inside a name (`?pass%77ord=X`) hid the keyword, as a JSON escape did. No
-# encoder writes a letter, a digit or `_` percent-encoded, so such an escape is decoded (and shown decoded); `%3D`, `%2F`,
-# `%40` and the other reserved bytes keep their encoding (the URL-encoded patterns read them as they are).
-_PLAIN_PERCENT = lazy(r"%(3[0-9]|4[1-9A-Fa-f]|5[0-9Aa]|5[Ff]|6[1-9A-Fa-f]|7[0-9Aa])")
-
-
-# Thirtieth round: a JSON escape or an HTML character reference of an invisible character inside a token
-# (`"hf_AbCdE\u200bfGh..."`, `ghp_A1b2C3&#8203;d4E5...`, `&ZeroWidthSpace;`): the character itself is stripped before
-# redacting (safety/invisible.py), its escape hid the token from every pattern. Such an escape is dropped, and counted as
-# stripped, like the character; one of a combining mark between two ASCII letters or digits (`ghp_A1b2C3\u0301d4...`) is
-# decoded, and read as the marks written plainly are (_masked_as_read). C0 and C1 controls keep their escapes
-# (`\u001b[31m` in a JSON log is a colour code, shown as written). A supplementary character comes as a surrogate pair.
-_HIDING_ESCAPE = lazy(r"\\{1,8}u(?:([Dd][89ABab][0-9A-Fa-f]{2})\\{1,8}u([Dd][C-Fc-f][0-9A-Fa-f]{2})|([0-9A-Fa-f]{4}))")
-_INVISIBLE_CHAR = lazy(f"[{INVISIBLE_CLASS}]")
-
-
-def _hides(c: str) -> bool:
-    """An invisible character whose escape is dropped (see _HIDING_ESCAPE): stripped as a character, not a control."""
-    return ord(c) >= 0xA0 and _INVISIBLE_CHAR.match(c) is not None
-
-
-def _is_mark(c: str) -> bool:
-    return unicodedata.category(c) in ("Mn", "Me")
-
-
-def _between_ascii(m: re.Match[str]) -> bool:
-    """Whether the match sits between two ASCII letters, digits or `_-` (where a mark can only split a token)."""
-    s, a, b = m.string, m.start(), m.end()
-    return 0 < a and b < len(s) and s[a - 1] in _TOKEN_CHARS and s[b] in _TOKEN_CHARS
-
-
-_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-
-
-def _hiding(m: re.Match[str], gone: list[int]) -> str:
-    if m.group(3):
-        code = int(m.group(3), 16)
-        if 0xD800 <= code <= 0xDFFF:  # a lone surrogate: no character
-            return m.group(0)
-    else:
-        code = 0x10000 + ((int(m.group(1), 16) - 0xD800) << 10) + (int(m.group(2), 16) - 0xDC00)
-    c = chr(code)
-    if _hides(c):
-        gone[0] += 1
-        return ""
-    if _is_mark(c) and _between_ascii(m):
-        return c
-    return m.group(0)
-
-
-# The same characters written as HTML character references (`&#103;hp_...`, `password&#61;X`, `&#x67;`, `&equals;`), as a
-# page or an HTML-escaping logger prints them: listed as kept by the fifteenth round, decoded since the sixteenth. Since
-# the thirtieth a reference to an invisible character is dropped, and one to a combining mark between ASCII letters or
-# digits decoded, as their JSON escapes are (_HIDING_ESCAPE).
-_HTML_REFERENCE = lazy(r"&#(?:[xX]0{0,6}([0-9A-Fa-f]{1,6})|0{0,6}([0-9]{1,7}));|&(equals|colon|lowbar|period|sol|plus|hyphen|dash);"
-                       r"|&(ZeroWidthSpace|NegativeVeryThinSpace|NegativeThinSpace|NegativeMediumSpace|NegativeThickSpace|zwnj|zwj"
-                       r"|lrm|rlm|shy|NoBreak|InvisibleTimes|InvisibleComma|ApplyFunction);")
-_NAMED = {"equals": "=", "colon": ":", "lowbar": "_", "period": ".", "sol": "/", "plus": "+", "hyphen": "-", "dash": "-"}
-
-
-def _plain_reference(m: re.Match[str], gone: list[int] | None = None) -> str:
-    if m.group(3):
-        return _NAMED[m.group(3)]
-    if m.group(4):  # a named invisible character
-        if gone is not None:
-            gone[0] += 1
-        return ""
-    code = int(m.group(1), 16) if m.group(1) else int(m.group(2))
-    if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
-        return m.group(0)
-    c = chr(code)
-    if code < 128:
-        return c if c.isalnum() or c in "_-.+/:=" else m.group(0)
-    if _hides(c):
-        if gone is not None:
-            gone[0] += 1
-        return ""
-    return c if _is_mark(c) and _between_ascii(m) else m.group(0)
 
 
 _FILL = "\ue000"  # a private-use character: masks a secret in place, keeping every offset (redact_after)
@@ -799,12 +688,12 @@ def may_hide(text: str) -> bool:
     """Whether redacting `text` could change it: a rule's needle or a needle-less rule's shape, a character stripped, a
     JSON escape, a form read as ASCII. False: the text is shown as it is, so a caller's pattern may be matched on it raw.
     What it costs does not depend on anything a caller guesses (see mcp_tools/logs._ShownLines)."""
-    if ("\\u" in text and _HIDING_ESCAPE.search(text)) or hidden_characters(text) or "\ufffd" in text or ("&" in text and _HTML_REFERENCE.search(text)):
+    if may_hide_escaped(text) or hidden_characters(text) or "\ufffd" in text:
         return True
     if _LIST_ELEMENT.match(text):  # the value of a secret flag on the line above (redact_line_after)
         return True
     read = text if text.isascii() else text.translate(READ_AS)  # a progress bar's blocks change nothing: judged like ASCII
-    if not read.isascii() and any(all(map(_is_mark, m.group(0))) for m in _MARK_RUN.finditer(read)):
+    if not read.isascii() and any(all(map(is_mark, m.group(0))) for m in _MARK_RUN.finditer(read)):
         return True  # a combining mark between ASCII letters or digits, read as absent
     if not _needle_or_shape(read):  # most lines of a log: one scan in C
         return False
