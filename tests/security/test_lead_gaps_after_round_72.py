@@ -3,6 +3,9 @@
 
 A caller's grep pattern repeating Unicode word classes compiled into hundreds of megabytes inside the server
 (`\\w{500}\\s{499}`: 577 MB, `\\w{100}`: 5 s and 238 MB), within the position limit that held every other pattern.
+triage_runs returned run and result-file names bare. And a restart's script folder was checked for launcher packages only:
+a `json.py` beside `train.py` (run by the script's own `import json`) or a `typing_extensions.py` (run by its `import torch`)
+ran after an accept of a question that showed `python train.py`.
 """
 
 from __future__ import annotations
@@ -10,9 +13,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
+
 from tests.mcp.conftest import Server, call_once
+from tests.security.test_sixtysixth_round import _assert_all_refused, _restart_all
 
 _PEAK = r"""
 import json, resource, sys
@@ -70,3 +77,38 @@ def test_triage_runs_marks_run_and_result_names_that_are_no_plain_names(tmp_path
     assert len(holding) >= 2, d
     assert all(n.startswith(f"[data {marker}] ") and n.endswith(f" [/data {marker}]") for n in holding), holding
     assert "r2" in [n for g in d["groups"] for n in g["runs"]]  # a plain name stays as it is
+
+
+def _json_beside(run: Path, planted: str) -> None:
+    (run / "train.py").write_text("import json\nprint('train')\n")
+    (run / "json.py").write_text(planted)
+
+
+def _torch_dependency_beside(run: Path, planted: str) -> None:
+    (run / "sub").mkdir()
+    (run / "sub" / "train.py").write_text("import torch\nprint('train')\n")
+    (run / "sub" / "typing_extensions.py").write_text(planted)
+
+
+@pytest.mark.slow
+def test_a_module_beside_the_script_shadowing_the_standard_library_or_an_installed_package_is_refused(tmp_path: Path) -> None:
+    _assert_all_refused(tmp_path, [("json-beside", "python train.py", _json_beside, "the script's folder holds"),
+                                   ("torch-dependency", "python sub/train.py", _torch_dependency_beside, "the script's folder holds")])
+
+
+@pytest.mark.slow
+def test_a_research_folder_with_its_own_test_utils_and_modules_still_restarts(tmp_path: Path) -> None:
+    def research(run: Path, planted: str) -> None:
+        (run / "train.py").write_text(planted)
+        (run / "test.py").write_text("print('a test script')\n")
+        (run / "utils.py").write_text("X = 1\n")
+        (run / "modules").mkdir()
+        (run / "modules" / "__init__.py").write_text("")
+
+    got = _restart_all(tmp_path, [("research", "python train.py", research, "")])
+    out, marker = got["research"]
+    for _ in range(40):
+        if marker.exists():
+            break
+        time.sleep(0.5)
+    assert marker.exists(), out

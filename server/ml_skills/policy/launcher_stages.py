@@ -179,10 +179,18 @@ def _script_refusal(dfd: int, script: str) -> str | None:
                 "an editor shows as part of a comment runs as code (sixty-ninth round)")
     # python puts the folder of the script's real path first on its import path (an absolute path may pass through links)
     folder = os.path.dirname(os.path.realpath(script if os.path.isabs(script) else f"/proc/self/fd/{dfd}/{script}"))
-    if shadow := _shadows_a_launcher(dfd, folder):
-        return (f"the script's folder holds {quoted(os.path.join(folder, shadow))}, which would be imported in place of the package "
-                "of that name (the script's folder is first on its import path)")
+    if shadow := _shadows_a_launcher(dfd, folder, _LAUNCHER_PACKAGES | _LIBRARY_MODULES | _installed()):
+        return (f"the script's folder holds {quoted(os.path.join(folder, shadow))}, which would be imported in place of the module "
+                "of that name (the standard library's, an installed package's or a launcher's: the script's folder is first on its "
+                "import path, so `import torch` or the script's own `import json` would run it)")
     return None
+
+
+# The standard library's modules a library or a script imports, less those that are programs imported by no library (a
+# research folder's own `test.py` or `profile.py` shadows nothing torch or a reader of the script expects). The .pth files'
+# start-up imports are done before the script's folder joins the import path, so they are not among them.
+_LIBRARY_MODULES = frozenset(sys.stdlib_module_names) - {"test", "this", "antigravity", "turtle", "turtledemo", "idlelib", "profile",
+                                                         "trace", "timeit", "code", "cmd"}
 
 
 # PEP 263's declaration, on the first or second line
