@@ -97,13 +97,15 @@ def test_a_module_beside_the_script_shadowing_the_standard_library_or_an_install
 
 
 @pytest.mark.slow
-def test_a_research_folder_with_its_own_test_utils_and_modules_still_restarts(tmp_path: Path) -> None:
+def test_a_research_folder_with_its_own_test_utils_modules_and_wandb_logs_still_restarts(tmp_path: Path) -> None:
     def research(run: Path, planted: str) -> None:
         (run / "train.py").write_text(planted)
         (run / "test.py").write_text("print('a test script')\n")
         (run / "utils.py").write_text("X = 1\n")
         (run / "modules").mkdir()
         (run / "modules" / "__init__.py").write_text("")
+        (run / "wandb" / "run-1").mkdir(parents=True)  # W&B's own log folder, named like the installed package: no __init__
+        (run / "tensorboard").mkdir()
 
     got = _restart_all(tmp_path, [("research", "python train.py", research, "")])
     out, marker = got["research"]

@@ -47,7 +47,10 @@ T = TypeVar("T")
 def collect(req: CollectRequest, progress: Progress | None = None) -> RawEvidence:
     target = (req.wandb or "").strip()
     path = Path(target).expanduser()
-    if os.path.lexists(path):  # on disk: a local run, confined like any path, even when shaped like entity/project/run
+    # on disk: a local run, confined like any path, even when shaped like entity/project/run. Under roots (the server) a
+    # local run comes as an absolute path (mcp_tools.common.tracker_target asked the roots): a relative name is a remote
+    # run, and the working folder, outside the roots, is never asked (seventy-third round: an existence oracle)
+    if (path.is_absolute() or paths.active_roots() is None) and os.path.lexists(path):
         run = _from_dir(_run_dir(paths.contain(path, "any")))
     elif (m := _RUN_PATH.fullmatch(target)) is not None:
         run = _from_api(m["entity"], m["project"], m["run"])

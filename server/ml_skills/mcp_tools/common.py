@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import re
 import traceback
 import warnings
@@ -31,7 +30,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from ml_skills import calltime
-from ml_skills.errors import MLSkillsError
+from ml_skills.errors import MLSkillsError, TargetNotFound
 from ml_skills.models import EvidenceStatus, Model
 from ml_skills.policy.audit import AuditLog
 from ml_skills.policy.rules import Policy
@@ -103,14 +102,19 @@ _TRACKER_RUN = re.compile(r"^[\w.-]+/[\w.-]+/(runs/)?[\w-]+$")
 
 
 def tracker_target(value: str) -> str:
-    """A W&B run argument: entity/project/run_id goes to the API only when nothing by that name is on disk.
+    """A W&B run argument: entity/project/run_id goes to the API only when nothing by that name is in the roots.
 
-    Anything that exists (as given, from the working directory, or from the first root), even
-    shaped like entity/project/run (`../outside/run`), is a local path and is confined.
+    Whether something is there is asked of the roots only, through the same confinement as any path (relative paths
+    start from the first root): a name shaped like entity/project/run that passes through `..` or a link out of the
+    roots is refused whether or not its target exists. Before the seventy-third round the server's working folder was
+    asked first, outside the roots: whether `ent/proj/run1` existed there decided the answer (an existence oracle).
     """
     r = roots()
-    if _TRACKER_RUN.fullmatch(value) and not any(os.path.lexists(p) for p in (value, r[0] / value if r else value)):
-        return value
+    if _TRACKER_RUN.fullmatch(value) and ".." not in Path(value).parts:
+        try:
+            return str(paths.confine(value, r, want="any"))
+        except TargetNotFound:
+            return value
     return str(paths.confine(value, r, want="any"))
 
 

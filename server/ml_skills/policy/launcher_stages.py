@@ -179,7 +179,7 @@ def _script_refusal(dfd: int, script: str) -> str | None:
                 "an editor shows as part of a comment runs as code (sixty-ninth round)")
     # python puts the folder of the script's real path first on its import path (an absolute path may pass through links)
     folder = os.path.dirname(os.path.realpath(script if os.path.isabs(script) else f"/proc/self/fd/{dfd}/{script}"))
-    if shadow := _shadows_a_launcher(dfd, folder, _LAUNCHER_PACKAGES | _LIBRARY_MODULES | _installed()):
+    if shadow := _shadows_a_launcher(dfd, folder, packages=_LIBRARY_MODULES | _installed()):
         return (f"the script's folder holds {quoted(os.path.join(folder, shadow))}, which would be imported in place of the module "
                 "of that name (the standard library's, an installed package's or a launcher's: the script's folder is first on its "
                 "import path, so `import torch` or the script's own `import json` would run it)")
@@ -282,9 +282,12 @@ _WORD = re.compile(r"[A-Za-z_]\w*")
 _MODULE_FILE = re.compile(r"^([A-Za-z_]\w*)\.(?:py[cw]?|so|pyd|[\w-]+\.so)$")
 
 
-def _shadows_a_launcher(dfd: int, folder: str = ".", names: frozenset[str] = _LAUNCHER_PACKAGES) -> str | None:
+def _shadows_a_launcher(dfd: int, folder: str = ".", names: frozenset[str] = _LAUNCHER_PACKAGES,
+                        packages: frozenset[str] = frozenset()) -> str | None:
     """A module of `folder` (relative to the run folder `dfd`, or absolute) named like one of `names`, by default a
-    launcher's package (`deepspeed/`, `torch.py`, `accelerate.pyc`): a folder of that name or a file python imports as it."""
+    launcher's package (`deepspeed/`, `torch.py`, `accelerate.pyc`): a folder of that name or a file python imports as it.
+    Named like one of `packages`, only a file python imports or a folder holding an `__init__` counts: a folder without one
+    is a namespace portion, which an installed package of that name wins over (a run's own `wandb/` log folder)."""
     try:
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY, dir_fd=dfd)
     except OSError:
@@ -292,15 +295,27 @@ def _shadows_a_launcher(dfd: int, folder: str = ".", names: frozenset[str] = _LA
     try:
         with os.scandir(fd) as found:
             entries = sorted((e.name, e.is_dir()) for e in found)
+        for n, is_dir in entries:
+            module = n if is_dir else m[1] if (m := _MODULE_FILE.match(n)) else None
+            if module in names or (module in packages and (not is_dir or _holds_init(fd, n))):
+                return n
+        return None
     except OSError:
         return None
     finally:
         os.close(fd)
-    for n, is_dir in entries:
-        module = n if is_dir else m[1] if (m := _MODULE_FILE.match(n)) else None
-        if module in names:
-            return n
-    return None
+
+
+def _holds_init(fd: int, name: str) -> bool:
+    """Whether the folder `name` of `fd` is a regular package (an `__init__` python imports), or cannot be looked into."""
+    try:  # through a link too, as python's import does
+        sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK, dir_fd=fd)
+    except OSError:
+        return True  # a folder that cannot be read: taken as the module it may be
+    try:
+        return any(_MODULE_FILE.match(x) and x.split(".")[0] == "__init__" for x in os.listdir(sub))
+    finally:
+        os.close(sub)
 
 
 def _a_link_on(dfd: int, path: str) -> str | None:
