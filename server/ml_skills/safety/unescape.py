@@ -35,7 +35,7 @@ def unescaped_counted(text: str) -> tuple[str, int]:
         if new == text:
             break
         text = new
-    if "&" in text and ";" in text:
+    if "&#" in text or ("&" in text and ";" in text):
         text = _HTML_REFERENCE.sub(lambda m: _plain_reference(m, gone), text)
     if "%" in text:
         text = _PLAIN_PERCENT.sub(lambda m: chr(int(m.group(1), 16)), text)
@@ -95,11 +95,13 @@ def _hiding(m: re.Match[str], gone: list[int]) -> str:
 # The same characters written as HTML character references (`&#103;hp_...`, `password&#61;X`, `&#x67;`, `&equals;`), as a
 # page or an HTML-escaping logger prints them: listed as kept by the fifteenth round, decoded since the sixteenth. Since
 # the thirtieth a reference to an invisible character is dropped, and one to a combining mark between ASCII letters or
-# digits decoded, as their JSON escapes are (_HIDING_ESCAPE).
-_HTML_REFERENCE = lazy(r"&#(?:[xX]0{0,6}([0-9A-Fa-f]{1,6})|0{0,6}([0-9]{1,7}));|&(equals|colon|lowbar|period|sol|plus|hyphen|dash);"
+# digits decoded, as their JSON escapes are (_HIDING_ESCAPE). Since the seventy-fourth, as HTML5 and `html.unescape` read
+# them: a numeric reference with no `;` (`&#103hp_`, `password&#61X`) and HTML5's names (`ghp&UnderBar;...`, `&it;`, `&af;`)
+# were kept in clear.
+_HTML_REFERENCE = lazy(r"&#(?:[xX]0{0,6}([0-9A-Fa-f]{1,6})|0{0,6}([0-9]{1,7}));?|&(equals|colon|lowbar|UnderBar|period|sol|plus|hyphen|dash);"
                        r"|&(ZeroWidthSpace|NegativeVeryThinSpace|NegativeThinSpace|NegativeMediumSpace|NegativeThickSpace|zwnj|zwj"
-                       r"|lrm|rlm|shy|NoBreak|InvisibleTimes|InvisibleComma|ApplyFunction);")
-_NAMED = {"equals": "=", "colon": ":", "lowbar": "_", "period": ".", "sol": "/", "plus": "+", "hyphen": "-", "dash": "-"}
+                       r"|lrm|rlm|shy|NoBreak|InvisibleTimes|InvisibleComma|ApplyFunction|it|ic|af);")
+_NAMED = {"equals": "=", "colon": ":", "lowbar": "_", "UnderBar": "_", "period": ".", "sol": "/", "plus": "+", "hyphen": "-", "dash": "-"}
 
 
 def _plain_reference(m: re.Match[str], gone: list[int] | None = None) -> str:

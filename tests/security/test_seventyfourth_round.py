@@ -1,0 +1,43 @@
+"""Issue 14's seventy-fourth round: an outside tester (a helper session that did not write this code) on promises 1, 2, 3,
+4 and 5b; each break failed on the code before its fix (docs/security.md, "Seventy-fourth round").
+
+HTML character references were decoded only as written with their `;` and by a few names: HTML5 and `html.unescape` also
+read a numeric reference with no `;` (`&#103hp_...`, `password&#61X`) and HTML5's own names (`ghp&UnderBar;...`), and the
+token came back whole in every channel (log tools, the report, a process's command line in the approval question, folder
+names, a refused restart's error).
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import pytest
+from ml_skills.safety.redact import redact
+
+from tests.conftest import run_cli
+from tests.security.test_any_channel import _mcp_channels, _real_run
+
+BODY = "vHFWHzbogFU1cfsImSlk4R06rl5jj6XW4HD7"  # a GitHub token's 36 letters and digits
+SPELLINGS = {"no-semicolon": f"&#103hp_{BODY}", "hex-no-semicolon": f"&#x67hp_{BODY}", "html5-name": f"ghp&UnderBar;{BODY}",
+             "invisible-html5-name": f"ghp_{BODY[:10]}&it;{BODY[10:]}", "assignment": "password&#61XsecretVal9"}
+
+
+@pytest.mark.parametrize("name", sorted(SPELLINGS))
+def test_an_html5_spelling_of_a_secret_is_read_as_html_unescape_reads_it(name: str) -> None:
+    spelled = SPELLINGS[name]
+    assert redact(html.unescape(spelled)) != html.unescape(spelled)  # what a reader decodes is a secret the rules mask
+    shown = redact(spelled)
+    assert BODY[4:20] not in shown and "secretVal9" not in shown, shown
+
+
+@pytest.mark.slow
+def test_html5_spellings_of_a_token_are_redacted_in_every_channel(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    lines = [f"push with {s}" for s in SPELLINGS.values()]
+    log = _real_run(run_dir, lines, SPELLINGS["html5-name"])
+    cli = run_cli("check-failed-run", str(log), "--out-dir", str(tmp_path / "out"))
+    shown = [*_mcp_channels(tmp_path, run_dir, log), cli.stdout, cli.stderr, (tmp_path / "out" / "check-failed-run.json").read_text()]
+    leaks = [i for i, out in enumerate(shown) if BODY[4:20] in out or "secretVal9" in out]
+    assert not leaks, [shown[i][:300] for i in leaks]
