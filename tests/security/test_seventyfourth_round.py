@@ -41,3 +41,23 @@ def test_html5_spellings_of_a_token_are_redacted_in_every_channel(tmp_path: Path
     shown = [*_mcp_channels(tmp_path, run_dir, log), cli.stdout, cli.stderr, (tmp_path / "out" / "check-failed-run.json").read_text()]
     leaks = [i for i, out in enumerate(shown) if BODY[4:20] in out or "secretVal9" in out]
     assert not leaks, [shown[i][:300] for i in leaks]
+
+
+@pytest.mark.parametrize("content", ['"ckpt-200"\n', '{"checkpoint": "ckpt-200"}\n', "['ckpt-200']\n"])
+def test_a_pointer_holding_a_quoted_or_structured_value_is_never_rewritten(tmp_path: Path, content: str) -> None:
+    """A `latest` pointer written with json.dump named a valid checkpoint; read as a file named with its quotes it was
+    'missing', so a client that cannot ask the person moved it to an older checkpoint, in plain text its reader cannot parse."""
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    from tests.mcp.conftest import Server, call_once
+
+    run = tmp_path / "run"
+    for step in (100, 200):
+        (run / f"ckpt-{step}").mkdir(parents=True)
+        save_file({"w": np.ones((4, 4), dtype=np.float32)}, str(run / f"ckpt-{step}" / "model.safetensors"))
+    (run / "latest").write_text(content)
+    err, shown, _ = call_once(Server(tmp_path, roots=[tmp_path]), "request_action", {
+        "action": {"kind": "repoint-checkpoint", "pointer_file": str(run / "latest"), "checkpoint": str(run / "ckpt-100")}})
+    assert (run / "latest").read_text() == content, shown
+    assert err and "quoted or structured value" in shown, shown

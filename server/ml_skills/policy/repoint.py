@@ -106,7 +106,15 @@ def _read_pointer(pointer: Path, dfd: int) -> tuple[str, os.stat_result]:
         raise PolicyError(f"{quoted(str(pointer))} is not text: not a resume pointer") from None
     if len([ln for ln in text.splitlines() if ln.strip()]) > 1 or any(not c.isprintable() for c in text.strip()):
         raise PolicyError(f"{quoted(str(pointer))} holds more than one line of text: not a resume pointer")
+    if (cur := text.strip()) and (cur[0] in _STRUCTURED or cur[-1] in _STRUCTURED):
+        # seventy-fourth round: `"ckpt-200"` (json.dump) or `{"checkpoint": ...}` was read as a file named with the quotes,
+        # missing, so the pointer was moved off a valid checkpoint unasked, and rewritten as a plain path its reader cannot parse
+        raise PolicyError(f"{quoted(str(pointer))} holds a quoted or structured value (JSON, a list), not a plain path: its "
+                          "target cannot be judged and a plain path would break its reader; edit it with the tool that wrote it")
     return text, st
+
+
+_STRUCTURED = frozenset("\"'{}[]")
 
 
 def _verified(ckpt: Path) -> CheckpointInfo:
