@@ -2,11 +2,20 @@
 and 9; each break failed on the code before its fix (docs/security.md, "Seventy-third round").
 
 A W&B run name shaped like entity/project/run was looked up in the server's working folder, outside the roots, before it
-was confined: whether `ent/proj/run1` existed there changed the answer (an existence oracle).
+was confined: whether `ent/proj/run1` existed there changed the answer (an existence oracle). An MLflow answer sent as
+`Content-Encoding: gzip, gzip` was decoded by httpx through both layers in one step: 3.6 KB became 2 GiB before the 32 MiB cap
+was checked (4.3 GB held).
 """
 
 from __future__ import annotations
 
+import gzip
+import http.server
+import os
+import subprocess
+import sys
+import threading
+import zlib
 from pathlib import Path
 
 import pytest
@@ -25,3 +34,58 @@ def test_a_wandb_run_name_is_never_looked_up_in_the_servers_working_folder(tmp_p
     plain = [g.split("[data ")[1].split("]", 1)[1].split("[/data")[0].replace("run1", "RUN").replace("run9", "RUN") for g in got]
     assert plain[0] == plain[1] and plain[2] == plain[3], plain
     assert not any("nothing at" in g for g in got), got
+
+
+def _bomb(layers: int) -> bytes:
+    """A runs/get answer of 512 MiB of spaces in a parameter value, gzipped `layers` times (about 0.5 MB, then 4 KB)."""
+    z = zlib.compressobj(1, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    parts = [z.compress(b'{"run": {"info": {"run_id": "' + b"a" * 32 + b'"}, "data": {"params": [{"key": "x", "value": "')]
+    block = b" " * (1 << 20)
+    parts += [z.compress(block) for _ in range(512)]
+    parts += [z.compress(b'"}]}}}'), z.flush()]
+    body = b"".join(parts)
+    for _ in range(layers - 1):
+        body = gzip.compress(body, 9)
+    return body
+
+
+def _serve(body: bytes, coding: str) -> http.server.ThreadingHTTPServer:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Encoding", coding)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a: object) -> None:
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+_PEAK = """
+import json, resource, subprocess, sys
+p = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", "--mlflow", "a" * 32, "--out-dir", sys.argv[1]],
+                   capture_output=True, text=True, timeout=300)
+print(json.dumps({"mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, "err": p.stderr[-600:]}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layers, coding", [(2, "gzip, gzip"), (1, "gzip")])
+def test_a_compressed_mlflow_answer_is_decoded_in_bounded_memory(tmp_path: Path, layers: int, coding: str) -> None:
+    import json
+
+    srv = _serve(_bomb(layers), coding)
+    try:
+        env = {**os.environ, "MLFLOW_TRACKING_URI": f"http://127.0.0.1:{srv.server_address[1]}"}
+        out = subprocess.run([sys.executable, "-c", _PEAK, str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=400, check=True)
+    finally:
+        srv.shutdown()
+    got = json.loads(out.stdout)
+    assert got["mb"] < 300, got  # 512 MiB decoded in one step before; the cap is 32 MiB
+    assert ("more than one layer" in got["err"]) if layers > 1 else ("over the cap" in got["err"]), got
