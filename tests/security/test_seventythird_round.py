@@ -89,3 +89,53 @@ def test_a_compressed_mlflow_answer_is_decoded_in_bounded_memory(tmp_path: Path,
     got = json.loads(out.stdout)
     assert got["mb"] < 300, got  # 512 MiB decoded in one step before; the cap is 32 MiB
     assert ("more than one layer" in got["err"]) if layers > 1 else ("over the cap" in got["err"]), got
+
+
+def _safetensors_file(path: Path, header: bytes, data: bytes) -> Path:
+    import struct
+
+    path.write_bytes(struct.pack("<Q", len(header)) + header + data)
+    return path
+
+
+# headers a writer never makes, each next to the plain one it varies; the library decides which are valid
+_ENTRY = '"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]'
+HEADERS = {
+    "plain": '{"w": {' + _ENTRY + "}}",
+    "bom": "\ufeff{\"w\": {" + _ENTRY + "}}",
+    "leading-space": ' {"w": {' + _ENTRY + "}}",
+    "trailing-spaces": '{"w": {' + _ENTRY + "}}    ",
+    "duplicate-field": '{"w": {"shape": [4], ' + _ENTRY + "}}",
+    "duplicate-tensor": '{"w": {' + _ENTRY + '}, "w": {' + _ENTRY + "}}",
+    "dim-2-64-beside-0": '{"w": {"dtype": "F32", "shape": [18446744073709551616, 0], "data_offsets": [0, 0]}, "v": {' + _ENTRY + "}}",
+    "dim-2-62-beside-0": '{"w": {"dtype": "F32", "shape": [4611686018427387904, 0], "data_offsets": [0, 0]}, "v": {' + _ENTRY + "}}",
+    "dim-2-58-beside-0": '{"w": {"dtype": "F32", "shape": [288230376151711744, 0], "data_offsets": [0, 0]}, "v": {' + _ENTRY + "}}",
+    "duplicate-metadata-key": '{"__metadata__": {"a": "1", "a": "2"}, "w": {' + _ENTRY + "}}",
+    "dims-overflow-before-0": '{"w": {"dtype": "F32", "shape": [4294967296, 4294967296, 0], "data_offsets": [0, 0]}, "v": {' + _ENTRY + "}}",
+    "minus-zero": '{"w": {"dtype": "F32", "shape": [-0, 4], "data_offsets": [0, 0]}, "v": {' + _ENTRY + "}}",
+    "float-dim": '{"w": {"dtype": "F32", "shape": [2.0, 2], "data_offsets": [0, 16]}}',
+    "exponent-dim": '{"w": {"dtype": "F32", "shape": [2e0, 2], "data_offsets": [0, 16]}}',
+    "surrogate-key": '{"\\ud800": {' + _ENTRY + "}}",
+    "surrogate-metadata": '{"__metadata__": {"a": "\\udfff"}, "w": {' + _ENTRY + "}}",
+    "pair-escape-key": '{"\\ud83d\\ude00": {' + _ENTRY + "}}",
+    "metadata-number": '{"__metadata__": {"a": 1}, "w": {' + _ENTRY + "}}",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HEADERS))
+def test_a_safetensors_header_is_valid_exactly_when_the_library_loads_it(tmp_path: Path, name: str) -> None:
+    """Seventy-third round: a BOM, a repeated field, a dim of 2**64 beside a 0, `-0` and a lone surrogate were valid here and
+    refused by the library, and a pointer was moved to such a file unasked. Each variant's verdict must be the library's."""
+    safetensors = pytest.importorskip("safetensors")
+    from ml_skills.collectors.checkpoints import inspect_file
+
+    f = _safetensors_file(tmp_path / "model.safetensors", HEADERS[name].encode("utf-8", "surrogatepass"), bytes(16))
+    try:
+        with safetensors.safe_open(str(f), framework="numpy") as st:
+            for k in st.keys():
+                st.get_tensor(k)
+        loads = True
+    except Exception:  # the library's own refusal, whatever its type
+        loads = False
+    info = inspect_file(f)
+    assert info.valid is loads, (name, loads, info.reason)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import re
 import struct
@@ -28,7 +29,7 @@ import zipfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ml_skills.errors import InputError
 from ml_skills.lazyre import lazy
@@ -92,14 +93,50 @@ def _header_bytes(f: BinaryIO, size: int) -> tuple[bytes | None, str]:
 
 
 def _parsed_header(raw: bytes) -> tuple[dict | None, int, str]:
-    """A safetensors header from its bytes (the length, then the JSON), as safetensors_header gives it."""
+    """A safetensors header from its bytes (the length, then the JSON), as safetensors_header gives it, read as the
+    library's Rust reader (serde_json) reads it: UTF-8 with no byte-order mark, opening with `{`, no key twice in an object,
+    no lone surrogate, every number an integer from 0 to 2**64-1. Seventy-third round: a BOM, a repeated `shape`, a dim of
+    2**64 beside a 0, a shape of `[-0]` and a key `"\\ud800"` were each valid here and refused by safetensors 0.8, and a
+    pointer was moved to such a file unasked."""
     try:
-        header = untrusted_json.loads(raw[8:])
-    except ValueError as e:
-        return None, 0, f"header is not JSON this inspector accepts ({str(e)[:80]}): corrupt"
+        text = raw[8:].decode("utf-8")  # a str: json refuses a byte-order mark in one, as serde_json does
+        if untrusted_json.value_bound(text) > untrusted_json.MAX_VALUES:
+            raise ValueError("too many values")
+        header = json.loads(text, object_pairs_hook=_serde_object, parse_int=_serde_int, parse_float=_no_float, parse_constant=_no_float)
+        if untrusted_json.depth_exceeds(header, untrusted_json.MAX_DEPTH):
+            raise ValueError("nested too deep")
+    except (ValueError, RecursionError) as e:
+        return None, 0, f"header is not JSON the safetensors library reads ({str(e)[:80]}): corrupt"
     if not isinstance(header, dict):
         return None, 0, "header is not a JSON object (corrupt)"
     return header, len(raw) - 8, ""
+
+
+def _serde_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys) and any(keys.count(k) > 1 for k in _FIELDS):
+        raise ValueError("a tensor's field appears twice")
+    if any(_has_surrogate(k) or (isinstance(v, str) and _has_surrogate(v)) for k, v in pairs):
+        raise ValueError("a lone surrogate escape")
+    return dict(pairs)
+
+
+_FIELDS = ("dtype", "shape", "data_offsets")
+
+
+def _has_surrogate(text: str) -> bool:
+    return any("\ud800" <= c <= "\udfff" for c in text)
+
+
+def _serde_int(text: str) -> int:
+    n = int(text)
+    if text.startswith("-") or n >= 2**64:
+        raise ValueError(f"the number {text[:30]} is not an unsigned 64-bit integer")
+    return n
+
+
+def _no_float(text: str) -> Any:
+    raise ValueError(f"the number {text[:30]} is not an integer")
 
 
 def _is_count(v: object) -> bool:
@@ -118,11 +155,12 @@ def _tensor_problem(name: str, entry: object) -> str | None:
     bits = _DTYPE_BITS.get(dtype)
     if bits is None:
         return None  # a dtype newer than this table: its size cannot be checked
-    n = 0 if 0 in shape else 1
-    for dim in shape if n else ():
+    n = bits
+    for dim in shape:  # the library multiplies the dtype's bits by each dim in order and refuses an overflow, a zero later or not
         n *= dim
-        if n * bits > 8 * (offsets[1] - offsets[0]):  # stop early: a hostile shape can be a huge product
-            break
+        if n >= 2**64:
+            return f"tensor {redact_cut(name, 60)!r}: shape {shape[:8]} of {dtype} overflows a 64-bit size"
+    n //= bits
     if n * bits != 8 * (offsets[1] - offsets[0]):
         return f"tensor {redact_cut(name, 60)!r}: shape {shape[:8]} of {dtype} does not fill its {offsets[1] - offsets[0]} bytes"
     return None
