@@ -61,3 +61,33 @@ def test_a_pointer_holding_a_quoted_or_structured_value_is_never_rewritten(tmp_p
         "action": {"kind": "repoint-checkpoint", "pointer_file": str(run / "latest"), "checkpoint": str(run / "ckpt-100")}})
     assert (run / "latest").read_text() == content, shown
     assert err and "quoted or structured value" in shown, shown
+
+
+@pytest.mark.slow
+def test_triage_of_a_folder_holding_a_wandb_run_leaves_nothing_in_tmpdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seventy-fourth round: each triage_runs call (and the CLI's triage-runs) over a folder holding a W&B run left two
+    folders in TMPDIR (`tmp*wandb-media`, `tmp*wandb-artifacts`: `import wandb` makes them, and a pool worker leaves
+    through os._exit, past the atexit handler that removes them)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.mcp.conftest import ROOT, Server, call_once
+
+    run = tmp_path / "runs" / "r1"
+    run.mkdir(parents=True)
+    env = {**os.environ, "WANDB_DIR": str(run), "WANDB_SILENT": "true", "WANDB_MODE": "offline"}
+    subprocess.run([sys.executable, "-m", "tests.collectors.wandb_offline", "healthy"], cwd=ROOT, env=env, check=True,
+                   capture_output=True, timeout=300)
+    (run / "train.log").write_text("".join(f"step {i} loss {2 - i / 100:.3f}\n" for i in range(50)))
+    for other in ("r2", "r3"):  # more runs than one, so the triage takes a pool of worker processes
+        (tmp_path / "runs" / other).mkdir()
+        (tmp_path / "runs" / other / "train.log").write_text((run / "train.log").read_text())
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    err, shown, _ = call_once(Server(tmp_path, roots=[tmp_path]), "triage_runs", {"targets": [str(tmp_path / "runs")], "workers": 2})
+    assert not err, shown[:500]
+    cli = run_cli("triage-runs", str(tmp_path / "runs"), "--workers", "2")
+    assert cli.returncode in (0, 1), cli.stderr[-500:]
+    assert sorted(os.listdir(scratch)) == [], sorted(os.listdir(scratch))

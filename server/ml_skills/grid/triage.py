@@ -42,7 +42,17 @@ def _pool(workers: int) -> ProcessPoolExecutor:
     # forkserver: workers start from a clean process, never a fork of a threaded one (the MCP server runs tools in threads)
     method = "forkserver" if sys.platform.startswith("linux") else "spawn"
     _start_helpers_safely(method)
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method), initializer=_worker_started)
+
+
+def _worker_started() -> None:
+    """Run the worker's exit handlers when it ends. A pool worker leaves through os._exit, past the atexit handlers: the
+    temporary folders `import wandb` makes (`tmp*wandb-media`, `tmp*wandb-artifacts`) were left in TMPDIR by every
+    triage of a folder holding a W&B run (seventy-fourth round). multiprocessing's own finalizers do run then."""
+    import atexit
+    from multiprocessing import util
+
+    util.Finalize(None, atexit._run_exitfuncs, exitpriority=0)
 
 
 _HELPERS_LOCK = threading.Lock()
