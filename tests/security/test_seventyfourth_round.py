@@ -91,3 +91,78 @@ def test_triage_of_a_folder_holding_a_wandb_run_leaves_nothing_in_tmpdir(tmp_pat
     cli = run_cli("triage-runs", str(tmp_path / "runs"), "--workers", "2")
     assert cli.returncode in (0, 1), cli.stderr[-500:]
     assert sorted(os.listdir(scratch)) == [], sorted(os.listdir(scratch))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_a_process_that_execs_another_program_while_the_person_reads_is_not_signalled(tmp_path: Path, mode: str) -> None:
+    """Seventy-fourth round: a 'python' process named in the kill-worker question exec'd `sleep` (the same pid and start
+    time) 2 s later; the person accepted at 4 s and the other program got the SIGTERM (the mid-call elicitation; on the
+    2026-07-28 protocol the request is prepared again after the answer, and the changed name asks the person again)."""
+    import subprocess
+    import sys
+    import time
+
+    import anyio
+    from mcp import types
+
+    from tests.mcp.conftest import Server, text
+
+    victim = subprocess.Popen([sys.executable, "-c", "import os, time; time.sleep(2); os.execvp('sleep', ['sleep', '60'])"])
+    shown: list[str] = []
+
+    async def slow_person(ctx: object, params: types.ElicitRequestParams) -> types.ElicitResult:
+        shown.append(params.message)
+        await anyio.sleep(4)  # the person reads the question; the process execs meanwhile
+        if '"python' not in params.message:  # asked again about the program it became: not what the person meant
+            return types.ElicitResult(action="decline")
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    got: list[str] = []
+
+    async def go() -> None:
+        async with Server(tmp_path, roots=[tmp_path]).client(elicit=slow_person, mode=mode) as c:
+            r = await c.call_tool("request_action", {"action": {"kind": "kill-worker", "pid": victim.pid, "signal": "TERM"}})
+            got.append(text(r) + str(r.structured_content))
+
+    try:
+        anyio.run(go)
+        time.sleep(1)
+        assert shown and '"python' in shown[0], shown
+        assert victim.poll() is None, got  # the program it became was not signalled
+        assert "another program" in got[0] or mode == "auto", got  # auto: the person is asked again, about `sleep`
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+def test_a_refused_calls_huge_arguments_are_cut_in_the_audit_log(tmp_path: Path) -> None:
+    """Seventy-fourth round (a gap): a refused request_action's arguments were stored whole, one 1,000,059-character entry,
+    so a client could grow the audit log without limit."""
+    import json
+
+    from tests.mcp.conftest import Server, call_once
+
+    srv = Server(tmp_path, roots=[tmp_path])
+    err, _shown, _ = call_once(srv, "request_action", {"action": {"kind": "kill-worker", "pid": 1, "signal": "TERM", "note": "x" * 1_000_000}})
+    entries = srv.audit.read_text().splitlines()
+    assert entries and max(len(e) for e in entries) < 10_000, [len(e) for e in entries]
+    assert err and any("characters of arguments" in json.loads(e)["arguments"].get("cut", "") for e in entries), entries[:1]
+
+
+def test_classify_action_judges_a_path_target_as_request_action_does(tmp_path: Path) -> None:
+    """Seventy-fourth round (a gap): a policy rule on `R/prod/*` made classify_action say 'safe' for the same pointer spelled
+    with `//`, `/./`, a link alias or a relative path, while request_action (which resolves the path) asked the person."""
+    from tests.mcp.conftest import Server, answers
+
+    r = tmp_path / "R"
+    (r / "prod" / "run").mkdir(parents=True)
+    (r / "prod" / "run" / "latest").write_text("ckpt-9\n")
+    (r / "alias").symlink_to(r / "prod")
+    policy = tmp_path / "policy.toml"
+    policy.write_text(f'version = 1\nallow_dangerous = []\n[[overrides]]\naction = "repoint-checkpoint"\ntarget = "{r}/prod/*"\n'
+                      'risk = "needs-approval"\n')
+    spellings = [f"{r}/prod/run/latest", f"{r}//prod/run/latest", f"{r}/./prod/run/latest", f"{r}/alias/run/latest", "prod/run/latest"]
+    got = answers(Server(tmp_path, roots=[r], extra=("--policy", str(policy))),
+                  [("classify_action", {"action": "repoint-checkpoint", "target": t}) for t in spellings])
+    assert all('"risk": "needs-approval"' in g for g in got), got

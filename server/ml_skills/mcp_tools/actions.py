@@ -14,6 +14,7 @@ clients get a standalone elicitation request during the call.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 from typing import Annotated, Any
 
@@ -34,6 +35,7 @@ from ml_skills.policy.audit import AuditEntry, AuditError
 from ml_skills.policy.prepared import Prepared
 from ml_skills.policy.rules import Verdict
 from ml_skills.safety import untrusted_json
+from ml_skills.safety.paths import confine
 from ml_skills.safety.quoting import new_marker, quote_inline
 from ml_skills.safety.redact import as_shown, redact, redact_value
 
@@ -75,7 +77,20 @@ def classify_action(
 ) -> Verdict:
     """Return the risk level of a proposed action (safe, needs-approval, dangerous) with the rule
     that decided it, under this server's policy. Unknown actions are dangerous. Changes nothing."""
-    return config().policy.decide(action, target)
+    return config().policy.decide(action, _as_acted_on(target))
+
+
+def _as_acted_on(target: str) -> str:
+    """A path target as request_action judges it: resolved in the roots, or (missing, outside) made absolute and normal.
+    Seventy-fourth round (a gap): a policy rule on `.../prod/*` gave `//`, `/./`, a link and a relative spelling 'safe' here
+    while request_action, which resolves the path, asked the person."""
+    if not target or target.startswith("pid:") or "://" in target or "/" not in target:
+        return target
+    try:
+        return str(confine(target, roots(), want="any"))
+    except MLSkillsError:
+        r = roots()
+        return os.path.normpath(target if os.path.isabs(target) or not r else str(r[0] / target))
 
 
 def _audit(p: Prepared | None, v: Verdict | None, outcome: str, detail: str, approved_by: str | None = None,

@@ -14,10 +14,10 @@ import os
 import shlex
 import signal as signals
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -122,6 +122,19 @@ def _refuse_thread(pid: int, then: str) -> None:
                           f"{then}; ask for pid {tgid} if that process is meant")
 
 
+def _program(p: Any) -> tuple[str, str | None, tuple[str, ...] | None]:
+    """What a process runs: its name, executable and command line (None where they cannot be read)."""
+    import psutil
+
+    def read(get: Callable[[], Any]) -> Any:
+        try:
+            return get()
+        except (psutil.AccessDenied, psutil.ZombieProcess, OSError):
+            return None
+
+    return p.name(), read(p.exe), (tuple(c) if (c := read(p.cmdline)) is not None else None)
+
+
 def _prepare_kill(a: KillProcess) -> Prepared:
     import psutil
 
@@ -131,6 +144,7 @@ def _prepare_kill(a: KillProcess) -> Prepared:
     try:
         p = psutil.Process(a.pid)
         name, created = p.name(), p.create_time()
+        program = _program(p)
         try:
             cmd = redact(argv_line(p.cmdline()))[:1000]  # quoted: a secret holding spaces is masked whole (fifty-seventh round)
         except psutil.AccessDenied:
@@ -146,6 +160,10 @@ def _prepare_kill(a: KillProcess) -> Prepared:
             raise PolicyError(f"pid {a.pid} is this server or its client: nothing was signalled")
         if q.create_time() != created:
             raise PolicyError(f"pid {a.pid} is now a different process: nothing was signalled")
+        if _program(q) != program:  # exec keeps the pid and its start time (seventy-fourth round: a 'python train_worker'
+            # became 'sleep', renamed 'postgres: checkpointer', while the person read the question, and got the signal)
+            raise PolicyError(f"pid {a.pid} now runs another program than the question named (process name "
+                              f"{quoted(q.name(), 100)}): nothing was signalled; ask again if it is still meant")
         _refuse_thread(a.pid, ": nothing was signalled")
         q.send_signal(SIGNALS[a.signal])
         try:

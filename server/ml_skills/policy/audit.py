@@ -21,7 +21,7 @@ from pydantic import Field
 from ml_skills.errors import MLSkillsError
 from ml_skills.models import Model
 from ml_skills.safety.paths import make_dirs
-from ml_skills.safety.redact import PATH_FIELDS, redact_counted, redact_in_line, redact_named
+from ml_skills.safety.redact import PATH_FIELDS, redact_counted, redact_cut, redact_in_line, redact_named
 
 _lock = threading.Lock()
 
@@ -38,6 +38,9 @@ class AuditEntry(Model):
     outcome: str = Field(description="starting, ran, failed, refused, decline, cancel, no-elicitation, elicitation-error, invalid, ...")
     detail: str = ""
     undo: str = Field("", description="How to undo what ran (for a repoint: where the old content is kept).")
+
+
+MAX_ARGUMENTS = 4000  # characters of an entry's arguments (as JSON) kept whole; longer ones are cut, with their length
 
 
 class AuditError(MLSkillsError):
@@ -72,7 +75,12 @@ class AuditLog:
 
     def append(self, entry: AuditEntry) -> None:
         """Write one redacted entry; AuditError when it cannot be written whole."""
-        line = (json.dumps(_redact_value(entry.model_dump(mode="json")), separators=(",", ":"), ensure_ascii=False) + "\n").encode("utf-8")
+        data = entry.model_dump(mode="json")
+        args = json.dumps(data["arguments"], ensure_ascii=False)
+        if len(args) > MAX_ARGUMENTS:  # a refused call's arguments are the client's: a 1 MB argument made a 1 MB line (74th round)
+            data["arguments"] = {"cut": f"{len(args)} characters of arguments; the first {MAX_ARGUMENTS // 2} kept",
+                                 "head": redact_cut(args, MAX_ARGUMENTS // 2)}
+        line = (json.dumps(_redact_value(data), separators=(",", ":"), ensure_ascii=False) + "\n").encode("utf-8")
         with _lock:
             try:
                 fd = self._open()
