@@ -88,7 +88,7 @@ def test_triage_of_a_folder_holding_a_wandb_run_leaves_nothing_in_tmpdir(tmp_pat
     monkeypatch.setenv("TMPDIR", str(scratch))
     err, shown, _ = call_once(Server(tmp_path, roots=[tmp_path]), "triage_runs", {"targets": [str(tmp_path / "runs")], "workers": 2})
     assert not err, shown[:500]
-    cli = run_cli("triage-runs", str(tmp_path / "runs"), "--workers", "2")
+    cli = run_cli("triage-runs", str(tmp_path / "runs"), "--workers", "2", cwd=tmp_path)
     assert cli.returncode in (0, 1), cli.stderr[-500:]
     assert sorted(os.listdir(scratch)) == [], sorted(os.listdir(scratch))
 

@@ -132,10 +132,34 @@ def test_a_safetensors_header_is_valid_exactly_when_the_library_loads_it(tmp_pat
     f = _safetensors_file(tmp_path / "model.safetensors", HEADERS[name].encode("utf-8", "surrogatepass"), bytes(16))
     try:
         with safetensors.safe_open(str(f), framework="numpy") as st:
-            for k in st.keys():
+            for k in st.keys():  # noqa: SIM118 - safe_open is no dict: it iterates nothing
                 st.get_tensor(k)
         loads = True
-    except Exception:  # the library's own refusal, whatever its type
+    except Exception:  # noqa: BLE001 - the library's own refusal, whatever its type
         loads = False
     info = inspect_file(f)
     assert info.valid is loads, (name, loads, info.reason)
+
+
+@pytest.mark.slow
+def test_a_log_that_grows_while_grep_log_or_read_log_window_reads_it_is_flagged(tmp_path: Path) -> None:
+    """Seventy-third round: a log truncated 0.3 s into grep_log answered `ok` with one match of two, and read_log_window said
+    'fewer lines'; scan_log flagged the same race. Here a real writer appends every 5 ms while a 10 MB log is read."""
+    from tests.mcp.conftest import call_once
+
+    log, still = tmp_path / "train.log", tmp_path / "still.log"
+    block = "".join(f"step {i} loss {1.0 / (i + 1):.6f} lr 0.0003 grad_norm 1.25\n" for i in range(20_000))
+    log.write_text(block * 10)
+    still.write_text(block)
+    append = "import sys, time\nf = open(sys.argv[1], 'a')\nwhile True:\n    f.write('step 9 loss 0.5\\n'); f.flush(); time.sleep(0.005)\n"
+    writer = subprocess.Popen([sys.executable, "-c", append, str(log)])
+    try:
+        srv = Server(tmp_path, roots=[tmp_path])
+        grown = [call_once(srv, "grep_log", {"path": str(log), "pattern": "loss 0\\.5", "max_matches": 5}),
+                 call_once(srv, "read_log_window", {"path": str(log), "line": 190_000, "before": 2, "after": 2})]
+    finally:
+        writer.kill()
+    calm = call_once(Server(tmp_path, roots=[tmp_path]), "grep_log", {"path": str(still), "pattern": "loss 0\\.5"})
+    for err, shown, data in grown:
+        assert not err and data["changed"] is True and data["status"] == "partial", shown[:500]
+    assert calm[2]["changed"] is False and calm[2]["status"] == "ok", calm[1][:500]

@@ -3,6 +3,7 @@ and the missing-checkpoint finding. Moved out of pipeline.py so the pipeline rea
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ml_skills.catalog.loader import signatures
@@ -115,16 +116,35 @@ def _run_end_line(log: LogEvidence) -> tuple[int, str] | None:
     return n, log.tail.lines[n - log.tail.start_line].strip()
 
 
+_BAR_RUN = re.compile(r"([\u2580-\u259f#])\1{11,}")  # a progress bar's blocks (tqdm's, or its ASCII '#')
+
+
+def _bars_folded(text: str) -> str:
+    """The line with each long run of one progress-bar block folded to three and `…`: a tqdm bar glued before an error
+    filled the evidence's 300 characters (900 bytes of blocks) and left the error out (2390)."""
+    return _BAR_RUN.sub(lambda m: m.group(1) * 3 + "\u2026", text)
+
+
+_FRAME = re.compile(r"\s*frame #\d+: ")  # a line of a C++ backtrace (c10's, the NCCL watchdog's)
+EVIDENCE_CHARS = 300  # of a line quoted as evidence (the decisive excerpt shows the lines whole)
+FRAME_CHARS = 160
+
+
 def evidence(cls: Classification, signals: list[Signal], logs: list[LogEvidence], sources: list[SourceEvidence], inv: ArtifactInventory | None) -> list[EvidenceItem]:
     items: list[EvidenceItem] = []
     seen = set()
+    framed: set[str] = set()  # labels a frame of a C++ backtrace was quoted for
     for s in sorted(signals, key=lambda s: (s.failure_class != cls.primary, -s.weight))[:10]:
         key = (s.source, s.line_no) if s.line_no else (s.source, s.label)
-        if key in seen:
-            continue
+        frame = _FRAME.match(s.text) is not None
+        if key in seen or (frame and s.label in framed):
+            continue  # the next frames of one backtrace say nothing new (2390: four of ten items were frames)
         seen.add(key)
+        if frame:
+            framed.add(s.label)
         tag = "" if s.failure_class == cls.primary else f" [{s.failure_class.value}{', survived' if s.survived else ''}]"
-        items.append(EvidenceItem(kind=s.kind, text=f"{s.label}{tag}: {s.text[:300]}", source=s.source, line_no=s.line_no))
+        quote = _bars_folded(s.text)[: FRAME_CHARS if frame else EVIDENCE_CHARS]  # a frame's library path says little
+        items.append(EvidenceItem(kind=s.kind, text=f"{s.label}{tag}: {quote}", source=s.source, line_no=s.line_no))
     for log in logs:
         lp = log.trajectory.last_progress
         end = _run_end_line(log)
@@ -132,7 +152,9 @@ def evidence(cls: Classification, signals: list[Signal], logs: list[LogEvidence]
             when = f" at {lp.time:%Y-%m-%d %H:%M:%S}" if lp.time else ""
             at = f"step {fmt_number(lp.step)}" if lp.step is not None else f"line {lp.line_no}"
             what = "last progress, read as the run's end" if end is not None and end[0] == lp.line_no else "last progress"
-            items.append(EvidenceItem(kind="progress", text=f"{what}: {at}{when}: {lp.text[:160]}", source=log.source, line_no=lp.line_no))
+            quoted = (log.source, lp.line_no) in seen  # its line is quoted above as a signal's: not twice
+            shown = "its line is quoted above" if quoted else _bars_folded(lp.text)[:160]
+            items.append(EvidenceItem(kind="progress", text=f"{what}: {at}{when}: {shown}", source=log.source, line_no=lp.line_no))
         if end is not None and (lp is None or end[0] != lp.line_no):
             items.append(EvidenceItem(kind="progress", text=f"run end: line {end[0]}: {end[1][:160]}", source=log.source, line_no=end[0]))
         for p in log.problems:

@@ -26,6 +26,7 @@ class LogText(ToolResult):
     first_line: int | None = Field(None, description="1-based line number of the first line returned, when known.")
     line_count: int = Field(0, description="Lines returned.")
     text: str = Field("", description="The lines, fenced as quoted data between this call's markers.")
+    changed: bool = Field(False, description="The file grew, was truncated or rotated while it was read: the answer is partial.")
 
 
 class GrepResult(LogText):
@@ -43,6 +44,32 @@ def _open(path: str) -> Path:
 
 
 R = TypeVar("R", bound="LogText")
+T = TypeVar("T")
+
+
+def _watched(p: Path, read: Callable[[], T]) -> tuple[T, int, int, bool]:
+    """counted(read), and whether the file changed while it was read (its inode, size or mtime moved). Seventy-third
+    round: scan_log flagged a log truncated mid-read, grep_log and read_log_window answered `ok` with half the matches."""
+    before = _identity(p)
+    out, gone, red = counted(read)
+    return out, gone, red, before is None or _identity(p) != before
+
+
+def _identity(p: Path) -> tuple[int, int, int, int] | None:
+    try:
+        st = p.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns
+
+
+def _flag_if_changed(res: R, changed: bool) -> R:
+    if changed:
+        res.changed = True
+        res.status = EvidenceStatus.PARTIAL
+        res.notes.append("the log changed while it was read (grew, was truncated or rotated): this answer covers what was "
+                         "read; read it again once the run stops writing")
+    return res
 
 
 def _result(cls: type[R], src: str, lines: list[str], first: int | None, max_chars: int, cut: bool = False,
@@ -68,8 +95,8 @@ def read_log_tail(
     on the file size.
     """
     p = _open(path)
-    (got, cut), gone, red = counted(lambda: logfile.tail(p, lines))
-    return _result(LogText, str(p), got, None, max_chars, cut, read=(gone, red))
+    (got, cut), gone, red, changed = _watched(p, lambda: logfile.tail(p, lines))
+    return _flag_if_changed(_result(LogText, str(p), got, None, max_chars, cut, read=(gone, red)), changed)
 
 
 @tool(title="Read lines around a line number")
@@ -82,11 +109,11 @@ def read_log_window(
 ) -> LogText:
     """Return the lines around one line of a log (e.g. a signature hit from scan_log), fenced as quoted data."""
     p = _open(path)
-    (first, got), gone, red = counted(lambda: logfile.window(p, line, before, after))
+    (first, got), gone, red, changed = _watched(p, lambda: logfile.window(p, line, before, after))
     res = _result(LogText, str(p), got, first, max_chars, read=(gone, red))
     if not got:
         res.notes.append(f"the log has fewer than {first} lines")
-    return res
+    return _flag_if_changed(res, changed)
 
 
 class _ShownLines:
@@ -131,7 +158,7 @@ def grep_log(
     """Find the lines of a log matching a regular expression, with context; each line is prefixed 'N: '."""
     rx = _ShownLines(LinePattern(pattern, ignore_case))
     p = _open(path)
-    (blocks, total), gone, red = counted(lambda: logfile.grep(p, rx, context, max_matches))
+    (blocks, total), gone, red, changed = _watched(p, lambda: logfile.grep(p, rx, context, max_matches))
     out: list[str] = []
     hits: list[int] = []
     for first, block in blocks:
@@ -146,7 +173,7 @@ def grep_log(
         res.status = EvidenceStatus.NO_DATA
     if rx.note:
         res.notes.append(rx.note)
-    return res
+    return _flag_if_changed(res, changed)
 
 
 TOOLS = [read_log_tail, read_log_window, grep_log]
