@@ -175,7 +175,11 @@ def _pointer_text(pointer: Path, old: str, ckpt: Path, roots: Sequence[Path]) ->
 # home-relative path its reader expands (~/ckpt), another system's drive. Its target is not known to be bad. Since the
 # twentieth round also a variable its reader may expand (`$SCRATCH/step_2000`, `${CKPT_DIR}/...`, Windows' `%CKPT%`) and a
 # Windows share (two backslashes first): each was read as a missing file beside the pointer, and moved off unasked.
-_ELSEWHERE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]{0,31}:/|~|[A-Za-z]:[\\/]|\\\\)|\$\{?[A-Za-z_]|%[A-Za-z_][A-Za-z0-9_]{0,63}%")
+# Since the seventy-fifth round also a scheme with no slash (fsspec's `file:ckpts/...`, `file:./...`, a chain such as
+# `simplecache::ckpts/...`) and a path through /proc, /dev or /sys (`/proc/self/cwd/...` is the reader's working folder, not
+# the server's): each was read as missing and moved off a valid checkpoint unasked.
+_ELSEWHERE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]{0,31}:/|[A-Za-z][A-Za-z0-9+.-]{1,31}:|~|[A-Za-z]:[\\/]|\\\\|/+(?:proc|dev|sys)(?:/|$))"
+                        r"|\$\{?[A-Za-z_]|%[A-Za-z_][A-Za-z0-9_]{0,63}%")
 
 
 def _current_targets(pointer: Path, old: str, roots: Sequence[Path]) -> list[Path]:

@@ -14,8 +14,11 @@ from ml_skills.safety.invisible import INVISIBLE_CLASS
 # A letter, a digit or one of `_-.+/:=` written as a JSON escape (`\u0067hp_...`, Gson's `password\u003dX`): a token
 # or its separator hidden from every pattern (eighth round: a Cloud Logging payload's `\u0067hp_` token came back
 # whole). Decoded before redacting, until none is left: a decoded escape can complete another one, and each level
-# takes six times the text, so the passes are few. (Python's `\x67` is left alone: `C:\x64\bin` is a path.)
-_PLAIN_ESCAPE = lazy(r"\\{1,8}u00(2[BDEFbdef]|3[0-9AaDd]|[46][1-9A-Fa-f]|[57][0-9Aa]|5[Ff])")  # also escaped again: JSON in JSON
+# takes six times the text, so the passes are few. (Python's `\x67` is left alone: `C:\x64\bin` is a path.) Since the
+# seventy-fifth round also `@` (`\u0040`: a URL's password ends at it) and JSON's own short escape of `/` (`\/`, as PHP's
+# json_encode writes every slash): `postgres:\/\/admin:PW@db` and a Slack webhook so written kept their secrets.
+_PLAIN_ESCAPE = lazy(r"\\{1,8}u00(2[BDEFbdef]|3[0-9AaDd]|4[0-9A-Fa-f]|6[1-9A-Fa-f]|[57][0-9Aa]|5[Ff])")  # also escaped again: JSON in JSON
+_SOLIDUS = lazy(r"\\{1,8}/")
 
 
 def unescape_plain(text: str) -> str:
@@ -35,6 +38,8 @@ def unescaped_counted(text: str) -> tuple[str, int]:
         if new == text:
             break
         text = new
+    if "\\/" in text:
+        text = _SOLIDUS.sub("/", text)
     if "&#" in text or ("&" in text and ";" in text):
         text = _HTML_REFERENCE.sub(lambda m: _plain_reference(m, gone), text)
     if "%" in text:
@@ -98,10 +103,10 @@ def _hiding(m: re.Match[str], gone: list[int]) -> str:
 # digits decoded, as their JSON escapes are (_HIDING_ESCAPE). Since the seventy-fourth, as HTML5 and `html.unescape` read
 # them: a numeric reference with no `;` (`&#103hp_`, `password&#61X`) and HTML5's names (`ghp&UnderBar;...`, `&it;`, `&af;`)
 # were kept in clear.
-_HTML_REFERENCE = lazy(r"&#(?:[xX]0{0,6}([0-9A-Fa-f]{1,6})|0{0,6}([0-9]{1,7}));?|&(equals|colon|lowbar|UnderBar|period|sol|plus|hyphen|dash);"
+_HTML_REFERENCE = lazy(r"&#(?:[xX]0{0,6}([0-9A-Fa-f]{1,6})|0{0,6}([0-9]{1,7}));?|&(commat|equals|colon|lowbar|UnderBar|period|sol|plus|hyphen|dash);"
                        r"|&(ZeroWidthSpace|NegativeVeryThinSpace|NegativeThinSpace|NegativeMediumSpace|NegativeThickSpace|zwnj|zwj"
                        r"|lrm|rlm|shy|NoBreak|InvisibleTimes|InvisibleComma|ApplyFunction|it|ic|af);")
-_NAMED = {"equals": "=", "colon": ":", "lowbar": "_", "UnderBar": "_", "period": ".", "sol": "/", "plus": "+", "hyphen": "-", "dash": "-"}
+_NAMED = {"commat": "@", "equals": "=", "colon": ":", "lowbar": "_", "UnderBar": "_", "period": ".", "sol": "/", "plus": "+", "hyphen": "-", "dash": "-"}
 
 
 def _plain_reference(m: re.Match[str], gone: list[int] | None = None) -> str:
@@ -116,7 +121,7 @@ def _plain_reference(m: re.Match[str], gone: list[int] | None = None) -> str:
         return m.group(0)
     c = chr(code)
     if code < 128:
-        return c if c.isalnum() or c in "_-.+/:=" else m.group(0)
+        return c if c.isalnum() or c in "_-.+/:=@" else m.group(0)
     if _hides(c):
         if gone is not None:
             gone[0] += 1
