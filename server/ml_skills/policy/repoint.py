@@ -178,7 +178,7 @@ def _pointer_text(pointer: Path, old: str, ckpt: Path, roots: Sequence[Path]) ->
 # Since the seventy-fifth round also a scheme with no slash (fsspec's `file:ckpts/...`, `file:./...`, a chain such as
 # `simplecache::ckpts/...`) and a path through /proc, /dev or /sys (`/proc/self/cwd/...` is the reader's working folder, not
 # the server's): each was read as missing and moved off a valid checkpoint unasked.
-_ELSEWHERE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]{0,31}:/|[A-Za-z][A-Za-z0-9+.-]{1,31}:|~|[A-Za-z]:[\\/]|\\\\|/+(?:proc|dev|sys)(?:/|$))"
+_ELSEWHERE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]{0,31}:/|[A-Za-z][A-Za-z0-9+.-]{1,31}:(?=\S)|~|[A-Za-z]:[\\/]|\\\\|/+(?:proc|dev|sys)(?:/|$))"
                         r"|\$\{?[A-Za-z_]|%[A-Za-z_][A-Za-z0-9_]{0,63}%")
 
 
