@@ -34,6 +34,16 @@ MAX_LINE_BYTES = 64 * 1024  # of one line kept by window() and grep(): display c
 _SNIFF = 8192
 
 
+def identity(p: Path, st: os.stat_result | None = None) -> tuple[int, int, int, int] | None:
+    """What changes when a log grows, is truncated or is rotated (inode, device, size, mtime); None when it cannot be
+    stat'ed. Taken before and after a read: a log that changed meanwhile is flagged, not trusted whole."""
+    try:
+        st = st or p.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns
+
+
 def check_readable(path: str | os.PathLike[str]) -> Path:
     """Return the path if it is a regular, readable file; raise a clear error otherwise."""
     p = Path(path)

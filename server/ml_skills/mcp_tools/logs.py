@@ -48,19 +48,11 @@ T = TypeVar("T")
 
 
 def _watched(p: Path, read: Callable[[], T]) -> tuple[T, int, int, bool]:
-    """counted(read), and whether the file changed while it was read (its inode, size or mtime moved). Seventy-third
-    round: scan_log flagged a log truncated mid-read, grep_log and read_log_window answered `ok` with half the matches."""
-    before = _identity(p)
+    """counted(read), and whether the file changed while it was read (logfile.identity). Seventy-third round: scan_log
+    flagged a log truncated mid-read, grep_log and read_log_window answered `ok` with half the matches."""
+    before = logfile.identity(p)
     out, gone, red = counted(read)
-    return out, gone, red, before is None or _identity(p) != before
-
-
-def _identity(p: Path) -> tuple[int, int, int, int] | None:
-    try:
-        st = p.stat()
-    except OSError:
-        return None
-    return st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns
+    return out, gone, red, before is None or logfile.identity(p) != before
 
 
 def _flag_if_changed(res: R, changed: bool) -> R:

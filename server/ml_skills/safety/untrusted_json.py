@@ -22,13 +22,14 @@ MAX_DEPTH = 64  # real headers, summaries and metric dicts nest 2 to 6 deep
 MAX_VALUES = 2_000_000  # about 150 MB parsed at worst; a shard index of 100,000 tensors holds about 200,000
 
 
-def loads(data: str | bytes | bytearray, *, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALUES) -> Any:
+def loads(data: str | bytes | bytearray, *, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALUES, **hooks: Any) -> Any:
     """Parse JSON; ValueError for invalid text, invalid UTF-8, nesting deeper than `max_depth`, or text that
-    could hold more than `max_values` values (refused before parsing: see the module's docstring)."""
+    could hold more than `max_values` values (refused before parsing: see the module's docstring). `hooks` are json.loads'
+    own (object_pairs_hook, parse_int, ...), for a format read stricter than JSON; a hook refuses by raising ValueError."""
     if value_bound(data) > max_values:
         raise ValueError(f"JSON of more than {max_values:,} values: not parsed")
     try:
-        value = json.loads(data)
+        value = json.loads(data, **hooks)
     except RecursionError:
         raise ValueError(f"JSON nested deeper than {max_depth} levels") from None
     if depth_exceeds(value, max_depth):

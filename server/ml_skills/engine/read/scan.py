@@ -148,13 +148,8 @@ def _reporting(chunks: Iterator[tuple[int, bytearray]], what: str, size: int, pr
 
 def _flag_if_changed(ev: LogEvidence, p: Path, before: os.stat_result) -> None:
     """A log that grew, was truncated or was replaced (rotated) during the pass is flagged, not trusted whole."""
-    try:
-        after = p.stat()
-        same = (after.st_ino, after.st_dev, after.st_size, after.st_mtime_ns) == (
-            before.st_ino, before.st_dev, before.st_size, before.st_mtime_ns)
-    except OSError:
-        same = False
-    if not same:
+    after = logfile.identity(p)
+    if after is None or after != logfile.identity(p, before):
         ev.changed = True
         if ev.status is EvidenceStatus.OK:
             ev.status = EvidenceStatus.PARTIAL
