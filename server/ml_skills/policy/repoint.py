@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import secrets
 import shlex
 import stat
@@ -22,10 +21,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ml_skills.collectors.checkpoints import NO_WEIGHTS, WEIGHT_SUFFIXES, inspect_dir, inspect_file, tracker_iteration, unverified
+from ml_skills.collectors.checkpoints import NO_WEIGHTS, WEIGHT_SUFFIXES, inspect_dir, inspect_file, unverified
 from ml_skills.errors import MLSkillsError, PolicyError, TargetNotFound
 from ml_skills.models import ActionKind, CheckpointInfo, Model
-from ml_skills.policy import pointer_bases
+from ml_skills.policy import pointer_text
 from ml_skills.policy.prepared import Prepared, held_dir
 from ml_skills.policy.quoting import QUOTED_LIMIT, decoded, masked, named_outside_ascii, quoted
 from ml_skills.safety import paths
@@ -44,14 +43,6 @@ class RepointCheckpoint(Model):
                                         "torch zip or HDF5 file, or a DeepSpeed, FSDP or sharded folder.")
 
 
-# Resume pointers: small text files naming the checkpoint to resume from (DeepSpeed `latest`,
-# Megatron `latest_checkpointed_iteration.txt`, detectron2 `last_checkpoint`, resume_from.txt).
-POINTER_NAME = re.compile(r"(?i)^(latest|last_checkpoint|resume)[\w.-]{0,64}$")
-# What pointers are called (latest, latest_universal, last_checkpoint, resume_from.txt, Megatron's
-# latest_checkpointed_iteration.txt): no extension, or .txt. resume.py, latest.sh, latest_config.yaml
-# match the names too, and are a script, a program and a config.
-POINTER_SUFFIXES = ("", ".txt")
-MAX_POINTER_BYTES = 4096
 VERIFIED_FILE_FORMATS = {"safetensors", "torch-zip", "hdf5"}
 VERIFIED_DIR_FORMATS = {"fsdp-dcp", "deepspeed", "sharded", "dir"}
 MAX_CHECKPOINT_FILES = 2000
@@ -80,41 +71,6 @@ def _write_backup(backup: Path, text: str, mode: int) -> None:
             os.close(bfd)
     finally:
         os.close(ofd)
-
-
-def _read_pointer(pointer: Path, dfd: int) -> tuple[str, os.stat_result]:
-    """The pointer's text and stat, or a refusal when it is not a small, one-line, non-executable text file."""
-    if not POINTER_NAME.match(pointer.name) or pointer.suffix.lower() not in POINTER_SUFFIXES:
-        raise PolicyError(f"{quoted(str(pointer))} is not a resume pointer: repoint-checkpoint writes only a pointer file "
-                          "(latest*, last_checkpoint, resume*, with no extension or .txt) holding a path; a script, config "
-                          "or log named like one is never rewritten")
-    fd = os.open(pointer.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise PolicyError(f"{quoted(str(pointer))} is not a regular file")
-        if st.st_mode & 0o111:
-            raise PolicyError(f"{quoted(str(pointer))} is executable: a pointer holds a path, it is not a program")
-        if st.st_size > MAX_POINTER_BYTES:
-            raise PolicyError(f"{quoted(str(pointer))} is {st.st_size} bytes: a resume pointer holds one path")
-        raw = os.read(fd, MAX_POINTER_BYTES + 1)
-    finally:
-        os.close(fd)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise PolicyError(f"{quoted(str(pointer))} is not text: not a resume pointer") from None
-    if len([ln for ln in text.splitlines() if ln.strip()]) > 1 or any(not c.isprintable() for c in text.strip()):
-        raise PolicyError(f"{quoted(str(pointer))} holds more than one line of text: not a resume pointer")
-    if (cur := text.strip()) and (cur[0] in _STRUCTURED or cur[-1] in _STRUCTURED):
-        # seventy-fourth round: `"ckpt-200"` (json.dump) or `{"checkpoint": ...}` was read as a file named with the quotes,
-        # missing, so the pointer was moved off a valid checkpoint unasked, and rewritten as a plain path its reader cannot parse
-        raise PolicyError(f"{quoted(str(pointer))} holds a quoted or structured value (JSON, a list), not a plain path: its "
-                          "target cannot be judged and a plain path would break its reader; edit it with the tool that wrote it")
-    return text, st
-
-
-_STRUCTURED = frozenset("\"'{}[]")
 
 
 def _verified(ckpt: Path) -> CheckpointInfo:
@@ -151,47 +107,6 @@ def _inspected(ckpt: Path) -> CheckpointInfo:
         raise PolicyError(f"{quoted(str(ckpt))} is not a checkpoint whose structure can be verified ({what}; known: "
                           f"{', '.join(sorted(VERIFIED_FILE_FORMATS))} files, DeepSpeed, FSDP and sharded folders)")
     return info
-
-
-def _pointer_text(pointer: Path, old: str, ckpt: Path, roots: Sequence[Path]) -> str:
-    """What to write, in the pointer's own style: an iteration, a path relative to the folder the old content was read
-    from (pointer_bases.base_of: beside the pointer, or the run's working folder above it), or a full path."""
-    cur = old.strip()
-    if pointer.name.startswith("latest_checkpointed"):  # Megatron's tracker: an iteration or 'release', never a path
-        m = re.fullmatch(r"iter_(\d+)", ckpt.name)
-        if ckpt.parent == pointer.parent and ckpt.name == "release":
-            return "release\n"
-        if ckpt.parent != pointer.parent or m is None:
-            raise PolicyError(f"{quoted(pointer.name)} is a Megatron tracker file: the checkpoint must be an iter_N folder beside it")
-        return f"{int(m.group(1))}\n"
-    if cur and not cur.startswith("/") and ckpt.is_relative_to(base := pointer_bases.base_of(pointer, cur, roots)):
-        rel = str(ckpt.relative_to(base))
-        if pointer_bases.names_only(pointer, rel, ckpt, roots):
-            return f"{rel}\n"
-    return f"{ckpt}\n"
-
-
-# A pointer's content naming a place this machine cannot look at: a remote store (s3://, gs://, hf://, https://), a
-# home-relative path its reader expands (~/ckpt), another system's drive. Its target is not known to be bad. Since the
-# twentieth round also a variable its reader may expand (`$SCRATCH/step_2000`, `${CKPT_DIR}/...`, Windows' `%CKPT%`) and a
-# Windows share (two backslashes first): each was read as a missing file beside the pointer, and moved off unasked.
-# Since the seventy-fifth round also a scheme with no slash (fsspec's `file:ckpts/...`, `file:./...`, a chain such as
-# `simplecache::ckpts/...`) and a path through /proc, /dev or /sys (`/proc/self/cwd/...` is the reader's working folder, not
-# the server's): each was read as missing and moved off a valid checkpoint unasked.
-_ELSEWHERE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]{0,31}:/|[A-Za-z][A-Za-z0-9+.-]{1,31}:(?=\S)|~|[A-Za-z]:[\\/]|\\\\|/+(?:proc|dev|sys)(?:/|$))"
-                        r"|\$\{?[A-Za-z_]|%[A-Za-z_][A-Za-z0-9_]{0,63}%")
-
-
-def _current_targets(pointer: Path, old: str, roots: Sequence[Path]) -> list[Path]:
-    """What the pointer may name now: a tracker's iteration folder, or its path read from every folder a run may join it
-    to (pointer_bases.candidates)."""
-    cur = old.strip()
-    if not cur:
-        return []
-    it = tracker_iteration(pointer, cur)
-    if it is not None:
-        return [pointer.parent / f"iter_{it:07d}"]
-    return pointer_bases.candidates(pointer, cur, roots)
 
 
 def _resolved(p: Path) -> Path | None:
@@ -251,35 +166,18 @@ def _ckpt_identity(info: CheckpointInfo) -> dict[str, Any]:
     return {"format": info.format, "size": info.size_bytes, "mtime": info.mtime.isoformat()}
 
 
-def _confined_pointer(given: str, roots: Sequence[Path]) -> Path:
-    """The pointer, resolved inside the roots, refused when its own name is a link (_not_a_link)."""
-    _not_a_link(given, roots)
-    return confine(given, roots)
-
-
-def _not_a_link(given: str, roots: Sequence[Path]) -> None:
-    """Refuse a pointer whose own name is a link. Every reader (DeepSpeed's load_dir/latest, Megatron's tracker, a join
-    of the run folder and the content) resolves a relative content from the folder it read the pointer in; the server
-    resolved it from the link target's folder, so a valid current target read 'missing' and a rollback ran unasked, and
-    the new content named, for the readers, a file never inspected (thirty-second round)."""
-    spelled = Path(given) if Path(given).is_absolute() else roots[0] / given
-    if spelled.is_symlink():
-        raise PolicyError(f"the pointer {quoted(str(spelled))} is a symbolic link: rewrite the file it links to, named "
-                          "by its own path, so that its content is read from the folder its readers read it in")
-
-
 def prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path) -> Prepared:
-    pointer = _confined_pointer(a.pointer_file, roots)
+    pointer = pointer_text.confined(a.pointer_file, roots)
     ckpt = confine(a.checkpoint, roots, want="any")
     if ckpt == pointer:
         raise PolicyError("the pointer cannot point at itself")
     dfd = held_dir(pointer, roots)
     try:
-        old, st = _read_pointer(pointer, dfd)
+        old, st = pointer_text.read(pointer, dfd)
     finally:
         os.close(dfd)
     info = _verified(ckpt)
-    new = _pointer_text(pointer, old, ckpt, roots)
+    new = pointer_text.new_content(pointer, old, ckpt, roots)
     if hidden_characters(new.strip()) or any(not c.isprintable() for c in new.strip()):
         raise PolicyError(f"the checkpoint's path {quoted(str(ckpt))} holds a line break, an escape or an invisible character: "
                           "written into the pointer it would make it more than the one line of text a pointer is; rename it")
@@ -294,9 +192,9 @@ def prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path) 
             raise PolicyError(f"the {what} holds a JSON escape or an HTML character reference the question would show decoded: "
                               "the person would approve another name; rename it")
     also: list[ActionKind] = []
-    if _ELSEWHERE.search(old.strip()):  # before the ninth round `s3://bucket/step-2000` was "missing": moved off it unasked
+    if pointer_text.ELSEWHERE.search(old.strip()):  # before the ninth round `s3://bucket/step-2000` was "missing": moved off it unasked
         also.append(ActionKind.ROLLBACK)
-    elif any(_resolved(cur) != ckpt and _may_be_good(cur, roots) for cur in _current_targets(pointer, old, roots)):
+    elif any(_resolved(cur) != ckpt and _may_be_good(cur, roots) for cur in pointer_text.current_targets(pointer, old, roots)):
         also.append(ActionKind.ROLLBACK)  # moving a pointer off what may be a good checkpoint is a rollback (asks by default)
     identity = {"pointer_sha256": hashlib.sha256(old.encode()).hexdigest(), "pointer_mode": st.st_mode, "pointer_inode": st.st_ino,
                 "checkpoint": _ckpt_identity(info)}
@@ -305,12 +203,12 @@ def prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path) 
 
     def run() -> str:
         # Everything is checked again now, after the approval: the pointer and the checkpoint may have changed meanwhile.
-        p_now = _confined_pointer(a.pointer_file, roots)
+        p_now = pointer_text.confined(a.pointer_file, roots)
         c_now = confine(a.checkpoint, roots, want="any")
         info_now = _verified(c_now)
         dfd = held_dir(p_now, roots)  # everything below goes through this fd: the folder checked is the one written
         try:
-            old_now, st_now = _read_pointer(p_now, dfd)
+            old_now, st_now = pointer_text.read(p_now, dfd)
             if (p_now, c_now) != (pointer, ckpt) or old_now != old or (st_now.st_mode, st_now.st_ino) != (st.st_mode, st.st_ino) \
                     or _ckpt_identity(info_now) != identity["checkpoint"]:
                 raise PolicyError(f"{quoted(str(pointer))} or {quoted(str(ckpt))} changed since the action was prepared: "
