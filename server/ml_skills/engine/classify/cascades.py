@@ -273,14 +273,18 @@ def native_crash_at_exit(signals: list[Signal], logs: list[LogEvidence]) -> None
             g.role = Role.SYMPTOM
     # a native abort right below the exception ('terminate called without an active exception': C++ threads torn down as
     # the interpreter exits) is that process's exit, and the launcher's 'exitcode: -6 (SIGABRT)' for it reports the same
-    # exit: hints, however many lines repeat it (a rank's shape error, then its abort, then torchrun's summary)
+    # exit: hints, however many lines repeat it (a rank's shape error, then its abort, then torchrun's summary), and a hint
+    # never outweighs the exception it follows: a script launched three times, each launch's ValueError then 'terminate
+    # called' and SIGABRT, summed five boosted aborts past the two exceptions (2428, read process-crash)
     aborts = [g for g in signals if g.label == NATIVE_ABORT and g.line_no is not None and not g.survived]
     first = min(aborts, key=lambda g: g.line_no or 0, default=None)
-    if first is not None and any(o.source == first.source and 0 < (first.line_no or 0) - (o.line_no or 0) <= TEARDOWN_LINES
-                                 and not (o.line_no or 0) < (last.get(first.source) or 0) < (first.line_no or 0) for o in own):
+    before = [o for o in own if first is not None and o.source == first.source and 0 < (first.line_no or 0) - (o.line_no or 0) <= TEARDOWN_LINES
+              and not (o.line_no or 0) < (last.get(first.source) or 0) < (first.line_no or 0)]
+    if first is not None and before:
+        cap = max(o.weight for o in before)
         for g in aborts:
             if g.source == first.source:
-                g.weight *= CONTRIBUTING_W
+                g.weight = min(g.weight, cap) * CONTRIBUTING_W
                 g.role = Role.HINT
 
 
