@@ -224,7 +224,9 @@ def _zip(path: Path, size: int, tail: bytes, start: int) -> tuple[str, bool, str
     except OSError as e:
         return guess, False, f"cannot read: {e}"
     pkl = [i for i in infos if i.filename.endswith("data.pkl")]
-    torch = path.suffix in TORCH_SUFFIXES or (bool(pkl) and known is None)
+    # a data.pkl makes it torch.save's unless it holds the member its suffix's format names: torch.load reads a torch.save
+    # file under any name, and one named .npz or .keras was judged a broken npz and moved off unasked (seventy-sixth round)
+    torch = path.suffix in TORCH_SUFFIXES or (bool(pkl) and (known is None or not any(i.filename.endswith(known[1]) for i in infos)))
     fmt, member = ("torch-zip", "data.pkl") if torch else known or ("zip", "")
     for i in infos:
         if i.header_offset + i.compress_size > size:

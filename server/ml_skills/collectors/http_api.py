@@ -65,6 +65,10 @@ def _status_error(name: str, what: str, resp: httpx.Response) -> Exception:
         )
     if code == 404:
         return TargetNotFound(f"{name} has no {what} (HTTP 404){detail}: check the run id and the server address")
+    if 300 <= code < 400:  # not followed (a redirect may leave loopback or carry the credentials elsewhere): said as what it is
+        where = redact_cut(resp.headers.get("location", "").replace("\n", " ").strip(), 200)
+        return SourceUnavailable(f"{name} redirected {what} (HTTP {code}{' to ' + repr(where) if where else ''}): redirects are "
+                                 "not followed; give the address the server names, if it is the one meant")
     if code == 429:
         return SourceUnavailable(f"{name} kept rate-limiting {what} (HTTP 429) after {RETRIES} retries; try again later")
     return SourceUnavailable(f"{name} failed on {what}: HTTP {code}{detail}")
@@ -138,7 +142,7 @@ def request_json(
                     time.sleep(wait)
                     continue
             raise _status_error(name, what, resp)
-        if resp.status_code >= 400:
+        if resp.status_code >= 300:
             raise _status_error(name, what, resp)
         try:
             return untrusted_json.loads(resp.content)  # ValueError also for nesting too deep to walk
@@ -253,7 +257,7 @@ def _stream_tail(
         with client.stream("GET", url, headers=headers, timeout=min(left, 30.0)) as resp:
             if resp.status_code == 416 and ranged:
                 raise _RangeRefused
-            if resp.status_code >= 400:
+            if resp.status_code >= 300:
                 raise _status_error(name, what, _head_of(resp, deadline))
             keep = bytearray()
             cut = False

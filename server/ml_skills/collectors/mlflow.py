@@ -20,10 +20,18 @@ from ml_skills.collectors.http_api import Deadline, fetch_tail, request_json
 from ml_skills.errors import InputError, SourceError, SourceUnavailable, TargetNotFound
 from ml_skills.models import CollectRequest, Progress, RawEvidence
 from ml_skills.safety import paths
+from ml_skills.safety.programs import set_for_this_process
 from ml_skills.safety.redact import redact, redact_cut
 
 if TYPE_CHECKING:
     import httpx
+
+
+def quiet() -> None:
+    """Called before mlflow is imported: its import starts a telemetry client that creates ~/.config/mlflow/telemetry.json
+    (an installation id) and sends usage events; reading a run must write nothing and call no one else (seventy-sixth
+    round: get_mlflow_run, diagnose and the CLI each created the file)."""
+    set_for_this_process("MLFLOW_DISABLE_TELEMETRY", "true")
 
 
 PAGE = 25_000  # the server's own cap on one page of metric history
@@ -290,6 +298,7 @@ def _read_only_engine(path: Path) -> Any:
 def _sqlite_client(path: Path) -> Any:
     """An MlflowClient on the sqlite store at `path` through _read_only_engine: the store class keeps the engines it
     made by URI, so the URI the client is given names ours and MLflow connects through it."""
+    quiet()
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
     from mlflow.tracking import MlflowClient
 
@@ -312,6 +321,7 @@ def read_only_client(uri: str) -> Any:
     changed, nothing created beside the store or in the working folder), and a file store
     never opened through the client (it writes its .trash and default experiment): it is read as plain files."""
     scheme = _scheme(uri)
+    quiet()
     from mlflow.tracking import MlflowClient
 
     if scheme in ("http", "https", "databricks"):
@@ -338,6 +348,7 @@ def read_only_client(uri: str) -> Any:
 
 def _from_store(uri: str, run_id: str, run: tracker.TrackerRun) -> None:
     try:
+        quiet()
         from mlflow.exceptions import MlflowException
     except ImportError:
         raise InputError("reading a local MLflow store needs the mlflow package: pip install 'ml-skills[mlflow]'") from None

@@ -39,6 +39,9 @@ def failed_runs(experiment: str, since: datetime | None = None, max_runs: int | 
         raise InputError("--mlflow-experiment needs MLFLOW_TRACKING_URI: the tracking server URL (http://host:5000) or a local store")
     if not experiment.strip() or len(experiment) > 200:
         raise InputError("--mlflow-experiment expects an experiment id (or name)")
+    from ml_skills.collectors.mlflow import quiet
+
+    quiet()
     try:
         from mlflow.exceptions import MlflowException
     except ImportError:

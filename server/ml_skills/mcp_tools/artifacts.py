@@ -14,7 +14,7 @@ from ml_skills.collectors import checkpoints
 from ml_skills.mcp_tools.common import ToolResult, counted, roots, tool
 from ml_skills.models import ArtifactInventory, CheckpointInfo, EvidenceStatus
 from ml_skills.safety.paths import confine
-from ml_skills.safety.quoting import clean, new_marker, quote_inline
+from ml_skills.safety.quoting import clean, name_or_quoted, new_marker, quote_inline
 
 DirArg = Annotated[str, Field(min_length=1, max_length=4096, description="Run or output directory, inside the allowed roots.")]
 
@@ -68,6 +68,13 @@ def list_artifacts(path: DirArg) -> ArtifactsResult:
         c = clean(inv.latest_pointer, 200)
         inv.latest_pointer, stripped, red = quote_inline(c.text, marker), stripped + c.stripped, red + c.redactions
     inv.checkpoints = [_quoted(c, marker) for c in inv.checkpoints]
+    # seventy-sixth round: a file named as an instruction came back bare in these fields; a plain path stays usable as is
+    for name in ("configs", "logs", "failure_artifacts"):
+        setattr(inv, name, [name_or_quoted(n, marker) for n in getattr(inv, name)])
+    inv.checkpoints = [c.model_copy(update={"path": name_or_quoted(clean(c.path, 500).text, marker)}) for c in inv.checkpoints]
+    for name in ("newest_valid_checkpoint", "launch_file"):
+        if (v := getattr(inv, name)) is not None:
+            setattr(inv, name, name_or_quoted(clean(v, 500).text, marker))
     empty = not (inv.configs or inv.logs or inv.checkpoints or inv.failure_artifacts)
     return ArtifactsResult(status=EvidenceStatus.NO_DATA if empty else EvidenceStatus.PARTIAL if inv.truncated else EvidenceStatus.OK,
                            truncated=inv.truncated, redactions=red, stripped_chars=stripped, marker=marker, inventory=inv)

@@ -36,7 +36,7 @@ from ml_skills.safety.paths import (
     read_capped,
     within,
 )
-from ml_skills.safety.quoting import new_marker, quote_inline, strip_invisible
+from ml_skills.safety.quoting import name_or_quoted, new_marker, quote_inline, strip_invisible
 from ml_skills.safety.redact import stripped_count
 from ml_skills.targets import Confine
 
@@ -86,6 +86,8 @@ def _quoted(b: Brief, marker: str) -> Brief:
         "run_facts": q(b.run_facts) or "",
         "report_lines": [q(x) for x in b.report_lines],
         "insufficient_evidence": q(b.insufficient_evidence),
+        # a file's name and path, plain when one word of a path (seventy-sixth round: a log named as an instruction came back bare)
+        "logs": {name_or_quoted(k, marker): name_or_quoted(v, marker) for k, v in b.logs.items()},
         # the parts asked for in `detail` are the report's own fields, which quote the log and the run's files as the brief
         # does (an evidence item's line, a fact's launch command, the inventory's launch_command and latest_pointer): every
         # string marked as read_report marks it; before the fourteenth round they came back bare. The excerpt is fenced.

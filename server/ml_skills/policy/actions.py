@@ -10,6 +10,7 @@ edited command file gives another fingerprint). `run` does it.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shlex
 import signal as signals
@@ -98,7 +99,19 @@ def _ours(pid: int) -> bool:
                 return True
         except psutil.Error:
             continue
-    return False
+    return _connected_to_us(pid)
+
+
+def _connected_to_us(pid: int) -> bool:
+    """Whether `pid` holds the other end of one of this server's TCP connections: over the HTTP transport the client is
+    no ancestor, and a client with the token asked to SIGTERM itself, and was (seventy-sixth round)."""
+    import psutil
+
+    try:
+        peers = {c.raddr for c in psutil.Process().net_connections(kind="tcp") if c.raddr}
+        return bool(peers) and any(c.laddr in peers for c in psutil.Process(pid).net_connections(kind="tcp"))
+    except psutil.Error:
+        return False
 
 
 def _thread_group(pid: int) -> int | None:
@@ -179,7 +192,11 @@ def _prepare_kill(a: KillProcess) -> Prepared:
         summary=f"send SIG{a.signal} to pid {a.pid} (process name {quoted(name, 100)}, command line {quoted(cmd, 300)})",
         impact="the process stops; its work since the last checkpoint is lost" + ("; SIGKILL gives it no chance to save" if a.signal == "KILL" else ""),
         undo="cannot be undone; restart the run from its last valid checkpoint",
-        manual=f"kill -{a.signal} {a.pid}", identity={"create_time": created, "name": name}, run=run,
+        manual=f"kill -{a.signal} {a.pid}", run=run,
+        # the program is bound too: a client answering on the stateless protocol sends the request again, and the action is
+        # prepared anew; a process that rewrote its command line in place meanwhile (setproctitle, no exec) was prepared
+        # with its new one and signalled unasked (seventy-sixth round). Hashed: a command line may hold a secret.
+        identity={"create_time": created, "name": name, "program": hashlib.sha256(json.dumps(program).encode()).hexdigest()},
     )
 
 

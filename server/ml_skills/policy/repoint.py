@@ -162,8 +162,14 @@ def _non_empty(name: str, dir_fd: int) -> bool:
     return stat.S_ISREG(st.st_mode) and st.st_size > 0
 
 
-def _ckpt_identity(info: CheckpointInfo) -> dict[str, Any]:
-    return {"format": info.format, "size": info.size_bytes, "mtime": info.mtime.isoformat()}
+def _ckpt_identity(info: CheckpointInfo, path: Path) -> dict[str, Any]:
+    """What the approval is bound to: format, size, mtime and the file's inode (seventy-sixth round: another valid file of
+    the same size and mtime moved in while the person read the question was taken for the one inspected)."""
+    try:
+        inode = os.stat(path, follow_symlinks=False).st_ino
+    except OSError:
+        inode = None
+    return {"format": info.format, "size": info.size_bytes, "mtime": info.mtime.isoformat(), "inode": inode}
 
 
 def prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path) -> Prepared:
@@ -197,7 +203,7 @@ def prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path) 
     elif any(_resolved(cur) != ckpt and _may_be_good(cur, roots) for cur in pointer_text.current_targets(pointer, old, roots)):
         also.append(ActionKind.ROLLBACK)  # moving a pointer off what may be a good checkpoint is a rollback (asks by default)
     identity = {"pointer_sha256": hashlib.sha256(old.encode()).hexdigest(), "pointer_mode": st.st_mode, "pointer_inode": st.st_ino,
-                "checkpoint": _ckpt_identity(info)}
+                "checkpoint": _ckpt_identity(info, ckpt)}
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
     backup = out_dir / "repoint-backups" / f"{stamp}-{pointer.name}"
 
@@ -210,7 +216,7 @@ def prepare_repoint(a: RepointCheckpoint, roots: Sequence[Path], out_dir: Path) 
         try:
             old_now, st_now = pointer_text.read(p_now, dfd)
             if (p_now, c_now) != (pointer, ckpt) or old_now != old or (st_now.st_mode, st_now.st_ino) != (st.st_mode, st.st_ino) \
-                    or _ckpt_identity(info_now) != identity["checkpoint"]:
+                    or _ckpt_identity(info_now, c_now) != identity["checkpoint"]:
                 raise PolicyError(f"{quoted(str(pointer))} or {quoted(str(ckpt))} changed since the action was prepared: "
                                   "nothing was written")
             _write_backup(backup, old, stat.S_IMODE(st.st_mode))

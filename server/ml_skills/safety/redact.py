@@ -130,8 +130,10 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         r"[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])")),
     ("aws-access-key-id", ("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"), lazy(
         r"(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})(?![A-Z0-9])")),
+    # (seventy-sixth round: also after a space, as `aws configure set aws_secret_access_key X` and its config echo write it;
+    # the 40 characters of the secret's own shape keep prose such as `aws_secret_access_key is not set` out)
     ("aws-secret", ("secret",), lazy(
-        r"(?i)(?:aws_secret_access_key|secret_access_key|aws_secret|secretaccesskey)['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?P<s>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])")),
+        r"(?i)(?:aws_secret_access_key|secret_access_key|aws_secret|secretaccesskey)['\"]?(?:\s{0,3}[:=]\s{0,3}|[ \t]{1,3})['\"]?(?P<s>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])")),
     ("github-token", ("gh", "github_pat_"), lazy(r"(?P<s>gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})(?![A-Za-z0-9])")),
     ("hf-token", ("hf_",), lazy(r"(?P<s>hf_[A-Za-z0-9]{30,255})(?![A-Za-z0-9])")),
     ("openai-key", ("sk-",), lazy(r"(?P<s>sk-(?:proj|ant|svcacct|admin)-[A-Za-z0-9_\-]{20,200}|sk-[A-Za-z0-9]{48}(?![A-Za-z0-9]))")),
@@ -190,10 +192,26 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("kaggle-key", ('"username"', "'username'"), lazy(
         r"""(["'])username\1\s{0,3}:\s{0,3}(["'])[^"'\n]{1,100}\2\s{0,3},\s{0,40}(["'])key\3\s{0,3}:\s{0,3}(["'])(?P<s>[0-9a-f]{32})\4""")),
     # ... and `docker login -p X` (twenty-first round: kept in clear; `--password X` was caught by the flag rule), and the Azure
-    # CLI's `az login --service-principal -u APP -p X` (twenty-second round: a CI log's `set -x` prints it expanded)
+    # CLI's `az login --service-principal -u APP -p X` (twenty-second round: a CI log's `set -x` prints it expanded), and
+    # curl's glued `-uuser:X` (seventy-sixth round)
     ("cli-password", ("sshpass", "mysql", "curl", "redis-cli", "docker", "az login"), lazy(
-        r"(?:\bsshpass\s{1,3}-p\s{0,3}|\b(?:docker|az)\s{1,3}login\b[^\n;&|]{0,200}?\s-p(?:\s{1,3}|=)|\bredis-cli\b[^\n]{0,200}?\s-a\s{1,3}|\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p|\bcurl\b[^\n]{0,200}?\s(?:-u|--user)[\s=]{1,3}['\"]?"
+        r"(?:\bsshpass\s{1,3}-p\s{0,3}|\b(?:docker|az)\s{1,3}login\b[^\n;&|]{0,200}?\s-p(?:\s{1,3}|=)|\bredis-cli\b[^\n]{0,200}?\s-a\s{1,3}|\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p|\bcurl\b[^\n]{0,200}?\s(?:-u|--user)[\s=]{0,3}['\"]?"
         r"[^\s:'\"]{1,200}:)['\"]?(?P<s>[^\s'\"]{1,200})")),
+    # Seventy-sixth round: the password flags of other tools a job's setup or `set -x` prints, kept in clear before: `zip` /
+    # `unzip -P X`, `7z -pX`, `sqlcmd -P X`, `mongosh` / `mongodump -p X`, `lftp -u user,X`, `ldapsearch -w X` (the
+    # seventy-fourth round's gap), `smbclient -U user%X`, `htpasswd -b[c] FILE USER X` / `-nb USER X`, Windows' `net use ...
+    # /user:NAME X` and PowerShell's `ConvertTo-SecureString "X"`, and a SigV4 `Signature=` (64 hex digits).
+    ("cli-password-more", ("zip", "7z", "sqlcmd", "mongo", "lftp", "ldap", "smbclient", "htpasswd", "net use", "securestring"), lazy(
+        r"(?:\b(?:un)?zip\b[^\n]{0,200}?\s-P\s{1,3}|\b7z[ar]?\b[^\n]{0,200}?\s-p(?=\S)|\bsqlcmd\b[^\n]{0,200}?\s-P\s{1,3}"
+        r"|\bmongo(?:sh|dump|restore|import|export|stat|top)?\b[^\n]{0,200}?\s(?:-p|--password)(?:\s{1,3}|=)"
+        r"|\blftp\b[^\n]{0,200}?\s-u\s{1,3}['\"]?[^\s,'\"]{1,200},"
+        r"|\bldap(?:search|add|modify|delete|passwd|whoami|compare|modrdn|exop)\b[^\n]{0,200}?\s-w\s{1,3}"
+        r"|\bsmbclient\b[^\n]{0,200}?\s(?:-U|--user(?:name)?)[\s=]{0,3}['\"]?[^\s%'\"]{1,200}%"
+        r"|\bhtpasswd\s{1,3}-(?=[A-Za-z]{0,5}b)(?![A-Za-z]{0,5}n)[A-Za-z]{1,6}\s{1,3}(?:-[A-Za-z]{1,5}\s{1,3}){0,3}\S{1,300}\s{1,3}\S{1,200}\s{1,3}"
+        r"|\bhtpasswd\s{1,3}-(?=[A-Za-z]{0,5}b)(?=[A-Za-z]{0,5}n)[A-Za-z]{1,6}\s{1,3}(?:-[A-Za-z]{1,5}\s{1,3}){0,3}\S{1,200}\s{1,3}"
+        r"|\bnet\s{1,3}use\b[^\n]{0,300}?\s/user:\S{1,200}\s{1,3}(?!/)"
+        r"|(?i:ConvertTo-SecureString)\s{1,3}(?:-String\s{1,3})?(?=['\"]))['\"]?(?P<s>[^\s'\"]{1,200})")),
+    ("sigv4-signature", ("signature=",), lazy(r"(?i)(?<![A-Za-z0-9])(?:X-Amz-)?Signature=(?P<s>[0-9a-f]{64})(?![0-9a-f])")),
     # openssl's `-passin pass:X` / `-passout pass:X` / `-pass pass:X` and keytool's `-storepass X` / `-keypass X` (eighteenth
     # round: kept in clear; a certificate step of a launch script prints them). openssl's other forms (`env:VAR`, `file:path`)
     # name where the password is, not the password.
@@ -320,8 +338,16 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # `PWD=X` and `*_PASS=X`, `*_PWD=X` (an ODBC connection string's `UID=u;PWD=X;`, MySQL's `MYSQL_PWD`, `DB_PASS`,
     # RabbitMQ's `RABBITMQ_DEFAULT_PASS`): listed as kept until the sixteenth round. Upper case (ODBC's `Pwd`/`pwd` too), and
     # never a path, a shell expansion or a literal: the shell's own `PWD=/home/u` and `two_pass=True` are not secrets.
+    # Seventy-sixth round: also as the value of an option or a list (`--from-literal=DB_PASS=X`, `--set-env-vars=A=1,DB_PASS=X`,
+    # `?u=a&MYSQL_PWD=X`), which kept X in clear.
     ("pass-pwd-assign", ("pwd", "pass"), lazy(
-        r"(?<![^\s'\";{(])(?:[A-Z0-9_]{0,40}_)?(?:PASS|PWD|Pwd|pwd)\s{0,3}=\s{0,3}['\"]?"
+        r"(?<![^\s'\";{(=,&])(?:[A-Z0-9_]{0,40}_)?(?:PASS|PWD|Pwd|pwd)\s{0,3}=\s{0,3}['\"]?"
+        r"(?![/~$%(<\[]|(?i:true|false|none|null|yes|no)\b|[0-9.]{1,30}(?![^\s'\";,}&\])]))(?P<s>[^\s'\";,}&\])]{4,1000})")),
+    # ... and a service's own short name for its password in any case (`db_pass=X`, `dbPass: X`, `smtp_pass: X`,
+    # `redis.pass=X`; seventy-sixth round: kept in clear), under the same never-a-path-or-literal rule.
+    ("service-pass-assign", ("pass",), lazy(
+        r"(?i)(?<![A-Za-z0-9])(?:db|smtp|mail|email|redis|mysql|postgres|pg|mongo|ldap|ftp|sftp|smb|proxy|admin|root|rabbitmq|amqp|database)"
+        r"[_.\-]?pass(?:wd)?['\"]?\s{0,3}[:=]\s{0,3}['\"]?"
         r"(?![/~$%(<\[]|(?i:true|false|none|null|yes|no)\b|[0-9.]{1,30}(?![^\s'\";,}&\])]))(?P<s>[^\s'\";,}&\])]{4,1000})")),
     # NAME=X, NAME: X, "name": "X", ?access_token=X&, X-API-KEY: X, and URL-encoded %3D / %3A.
     # A tokenizer's special tokens (`eos_token: </s>`, `pad_token = [PAD]`) and plain numbers are not secrets.
@@ -441,10 +467,11 @@ def _passes(text: str, total: int, among: tuple[str, ...] | None = None) -> tupl
 
 
 # Characters that read as an ASCII one, mapped to it one for one (offsets kept): fullwidth forms (`password：X`,
-# `api_key＝X` in text typed with a CJK input method, `ｐａｓｓｗｏｒｄ`), the ideographic space, and the dashes a word
+# `api_key＝X` in text typed with a CJK input method, `ｐａｓｓｗｏｒｄ`), the ideographic space and the other wide spaces
+# (seventy-sixth round: `password<NBSP>X`, `hub_token<EM SPACE>X` kept X where a space did not), and the dashes a word
 # processor or chat client puts in a pasted command (`--api‐key X`, `–token X`). Every rule is written in ASCII;
 # before the ninth round each of these kept its secret. U+E000 (the fill character) is never taken for one.
-READ_AS = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, 0x3000: 0x20, **{c: 0x2D for c in (*range(0x2010, 0x2016), 0x2212, 0xFE58, 0xFE63)},
+READ_AS = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, **{c: 0x20 for c in (0xA0, 0x1680, *range(0x2000, 0x200B), 0x202F, 0x205F, 0x3000)}, **{c: 0x2D for c in (*range(0x2010, 0x2016), 0x2212, 0xFE58, 0xFE63)},
             0x2018: 0x27, 0x2019: 0x27, 0x201C: 0x22, 0x201D: 0x22, 0xE000: 0x3F}
 
 
