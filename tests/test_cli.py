@@ -125,7 +125,7 @@ def test_unwritable_out_dir_is_a_clear_error(tmp_path):
 
 def test_the_framework_choices_are_the_reports_frameworks():
     """--framework takes every framework the report can name (models.Framework) but 'unknown'."""
-    from ml_skills.cli import FRAMEWORKS
+    from ml_skills.cli_parser import FRAMEWORKS
     from ml_skills.models import Framework
 
     assert FRAMEWORKS == [f.value for f in Framework if f is not Framework.UNKNOWN]

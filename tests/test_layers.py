@@ -34,7 +34,7 @@ RANK = {
     "policy": 3,
     "render": 4,
     "checks": 5,
-    "cli": 6, "mcp_tools": 6, "grid": 6,
+    "cli": 6, "cli_parser": 6, "mcp_tools": 6, "grid": 6,
     "gen": 7,
 }
 NEVER = {("checks", "render"): "checks return results; faces render",

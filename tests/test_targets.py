@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 from ml_skills import targets
-from ml_skills.cli import build_parser
+from ml_skills.cli_parser import build_parser
 from ml_skills.engine import pipeline
 from ml_skills.engine.pipeline import DiagnoseRequest
 from ml_skills.mcp_tools.app import INSTRUCTIONS

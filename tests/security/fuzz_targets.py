@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from ml_skills.cli import build_parser
+from ml_skills.cli_parser import build_parser
 from ml_skills.collectors import checkpoints, logfile, wandb
 from ml_skills.engine.read import metrics, scan, tracebacks
 from ml_skills.errors import MLSkillsError
