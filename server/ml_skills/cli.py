@@ -198,7 +198,7 @@ def check_failed_run(args: argparse.Namespace) -> int:
             raise InputError("--fields prints JSON: drop --format text (or use --format json)")
         fields = report_fields.parse(args.fields)
         top = set(Diagnosis.model_fields)
-        unknown = [f for f in fields if f.split(".", 1)[0] not in top]
+        unknown = [f for f in fields if f.split(".", 1)[0] not in top and f.split(".", 1)[0] not in report_fields.ALIASES]
         if unknown:  # said before the diagnosis runs, so a typo costs nothing
             raise InputError(f"unknown field {unknown[0]!r}{report_fields.did_you_mean(unknown[0].split('.')[0], list(Diagnosis.model_fields))}: "
                              f"the report's top-level fields are {', '.join(Diagnosis.model_fields)}")
