@@ -35,8 +35,8 @@ KINDS = ("exception-named", "exception-located", "signature", "symptom", "anomal
 # fails when these drift from the fit.
 ACCURACY: dict[str, float] = {
     "exception-named": 0.83,
-    "exception-located": 0.82,
-    "signature": 0.92,
+    "exception-located": 0.83,
+    "signature": 0.93,
     "symptom": 0.9,
     "anomaly": 0.62,
     "stop": 0.5,  # few dev verdicts rest on a stop alone, once a stop at a sync point is measured apart; stops.py caps it at 0.45
@@ -63,7 +63,7 @@ LABEL_ACCURACY: dict[str, float] = {
     "permission-denied-iam": 0.97,
     "segfault": 0.91,
     "sigkill-exit-137": 0.96,
-    "stopped-at-sync-point": 0.38,
+    "stopped-at-sync-point": 0.35,
     "traceback:checkpoint-call-failed": 0.94,
     "traceback:exception-in-collective": 0.68,
     "traceback:exception-in-data-loading": 0.72,
