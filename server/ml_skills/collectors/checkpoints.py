@@ -333,7 +333,16 @@ def _structure(f: BinaryIO, path: Path, size: int) -> tuple[str, bool, str]:
     f.seek(0)
     head = f.read(96)
     magic = head[:4]
-    if path.suffix == ".safetensors":
+    # the content decides where it names another format than the suffix: torch.load reads a torch.save file (a zip, or a
+    # legacy pickle stream) passed as a file object under any name, and safetensors' loader reads its format under any
+    # name; judged by the suffix, a torch.save file named .safetensors read as a broken safetensors file, and a pointer on
+    # it was moved off unasked (seventy-seventh round). A safetensors file is read as one first: its header's length can
+    # begin with the bytes a pickle or a zip begins with (a 128-byte header starts 0x80).
+    framed = head[8:9] == b"{" and 8 < int.from_bytes(head[:8], "little") + 8 <= size  # a header's length, then JSON
+    # a pickle stream: PROTO 2-5, then an opcode torch.save's streams begin with (LONG1 of its magic number, FRAME, a dict)
+    pickled = magic[:1] == b"\x80" and magic[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05") and head[2:3] in (b"\x8a", b"\x95", b"}", b"(")
+    other = magic == b"PK\x03\x04" or pickled or head.startswith(_LEGACY_TEXT_MAGIC)
+    if path.suffix == ".safetensors" and (framed or not other) or framed and head[8:10] == b'{"':
         raw, why = _header_bytes(f, size)
         if raw is None:
             return "safetensors", False, why

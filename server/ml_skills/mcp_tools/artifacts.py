@@ -71,10 +71,11 @@ def list_artifacts(path: DirArg) -> ArtifactsResult:
     # seventy-sixth round: a file named as an instruction came back bare in these fields; a plain path stays usable as is
     for name in ("configs", "logs", "failure_artifacts"):
         setattr(inv, name, [name_or_quoted(n, marker) for n in getattr(inv, name)])
-    inv.checkpoints = [c.model_copy(update={"path": name_or_quoted(clean(c.path, 500).text, marker)}) for c in inv.checkpoints]
+    # (paths are redacted by the result's last pass as they stand in a line: a folder named like a key's body line is shown)
+    inv.checkpoints = [c.model_copy(update={"path": name_or_quoted(c.path, marker)}) for c in inv.checkpoints]
     for name in ("newest_valid_checkpoint", "launch_file"):
         if (v := getattr(inv, name)) is not None:
-            setattr(inv, name, name_or_quoted(clean(v, 500).text, marker))
+            setattr(inv, name, name_or_quoted(v, marker))
     empty = not (inv.configs or inv.logs or inv.checkpoints or inv.failure_artifacts)
     return ArtifactsResult(status=EvidenceStatus.NO_DATA if empty else EvidenceStatus.PARTIAL if inv.truncated else EvidenceStatus.OK,
                            truncated=inv.truncated, redactions=red, stripped_chars=stripped, marker=marker, inventory=inv)

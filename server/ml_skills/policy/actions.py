@@ -24,6 +24,7 @@ from pydantic import Field
 
 from ml_skills.errors import InputError, PolicyError, TargetNotFound
 from ml_skills.models import ActionKind, Model
+from ml_skills.policy import clients
 from ml_skills.policy.folder_routes import folder_routes, shim_pin, version_file_routes
 from ml_skills.policy.launcher_options import rendezvous
 from ml_skills.policy.prepared import Prepared, held_dir
@@ -99,19 +100,7 @@ def _ours(pid: int) -> bool:
                 return True
         except psutil.Error:
             continue
-    return _connected_to_us(pid)
-
-
-def _connected_to_us(pid: int) -> bool:
-    """Whether `pid` holds the other end of one of this server's TCP connections: over the HTTP transport the client is
-    no ancestor, and a client with the token asked to SIGTERM itself, and was (seventy-sixth round)."""
-    import psutil
-
-    try:
-        peers = {c.raddr for c in psutil.Process().net_connections(kind="tcp") if c.raddr}
-        return bool(peers) and any(c.laddr in peers for c in psutil.Process(pid).net_connections(kind="tcp"))
-    except psutil.Error:
-        return False
+    return clients.is_client(pid)  # a client that is no ancestor (HTTP, a forwarder, setsid -f)
 
 
 def _thread_group(pid: int) -> int | None:

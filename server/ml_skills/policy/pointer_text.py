@@ -35,9 +35,11 @@ MAX_POINTER_BYTES = 4096
 # Windows share (two backslashes first): each was read as a missing file beside the pointer, and moved off unasked.
 # Since the seventy-fifth round also a scheme with no slash (fsspec's `file:ckpts/...`, `file:./...`, a chain such as
 # `simplecache::ckpts/...`) and a path through /proc, /dev or /sys (`/proc/self/cwd/...` is the reader's working folder, not
-# the server's): each was read as missing and moved off a valid checkpoint unasked.
+# the server's): each was read as missing and moved off a valid checkpoint unasked. Since the seventy-seventh round also a
+# glob or a brace its reader expands (`ckpt-2*.safetensors`, `ckpt-[2]00...`, `ckpt-{step}...`: `$(cat latest)` and
+# glob.glob name the valid ckpt-200), read as a missing file of that name and moved off unasked.
 ELSEWHERE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]{0,31}:/|[A-Za-z][A-Za-z0-9+.-]{1,31}:(?=\S)|~|[A-Za-z]:[\\/]|\\\\|/+(?:proc|dev|sys)(?:/|$))"
-                        r"|\$\{?[A-Za-z_]|%[A-Za-z_][A-Za-z0-9_]{0,63}%")
+                        r"|\$\{?[A-Za-z_]|%[A-Za-z_][A-Za-z0-9_]{0,63}%|[*?\[{]")
 
 
 # Content starting or ending with one of these is JSON, a quoted string or a list, not a plain path.

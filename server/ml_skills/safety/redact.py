@@ -36,11 +36,20 @@ _stripped: ContextVar[int] = ContextVar("stripped", default=0)
 # Twenty-first round: also after a Hydra override's `+`, `++` or `~` (`python train.py +wandb.api_key=X`, and
 # `.hydra/overrides.yaml`'s `- +db.password=X`), a URL fragment's `#` (OAuth's `#access_token=X`) and a variable's
 # sigil (`$password = "X"` in PowerShell or Perl, `@api_key` in SQL, `!token`): each kept its value in clear.
-_START = r"(?:(?<![^\s'\"=,\[(:;{/?&|<>*+~#$@!])|(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2}))"
+# Seventy-seventh round: also after a printed escape of a line break, a tab or a control (`'host: h\npassword: X'` in a
+# repr or a JSON string, `\r\nAuthorization: Basic X` in http.client's debug output, `\x00DB_PASSWORD=X` in an environ
+# dump's bytes) and after a backtick, a backslash, `^` or `%` (markdown's inline code `` `DB_PASSWORD=X` ``): each kept X.
+# Also after a terminal colour code written as an escape (`\u001b[1mDB_PASSWORD\u001b[0m=X` in a docker json-file line,
+# `\x1b[1m` or `\033[1m` in a repr; the escape is shown as written): the code's end, `[0m`, `[1m`, `[31m`, `[1;31m`.
+_AFTER_ESCAPE = (r"(?<=\\[nrtfvbae0])|(?<=\\x[0-9A-Fa-f]{2})|(?<=\\u[0-9A-Fa-f]{4})|(?<=\\[0-7]{3})"
+                 r"|(?<=\[m)|(?<=\[[0-9]m)|(?<=\[[0-9]{2}m)|(?<=\[[0-9];[0-9]m)|(?<=\[[0-9];[0-9]{2}m)")
+# ... and between a name and its operator (`DB_PASSWORD\u001b[0m=X`, `api_key:\033[0m X`)
+_CSI_TEXT = r"(?:\\{1,2}(?:u001[bB]|x1[bB]|033|e)\[[0-9;]{0,8}m)"
+_START = r"(?:(?<![^\s'\"=,\[(:;{/?&|<>*+~#$@!`\\^%])|(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2})|" + _AFTER_ESCAPE + ")"
 # A bare `sk-` key (a short, common prefix) must not follow a letter or digit (`task-...`, `disk-...`),
 # except through a URL-encoded byte (`%3Dsk-...`, `%253Dsk-...`). Tokens with a long or distinctive prefix
 # (ghp_, hf_, sk-proj-, AKIA, eyJ...) are taken after anything: `GH_TOKEN_ghp_...`, `x%3Dhf_...`.
-_GLUED = r"(?:(?<![A-Za-z0-9])|(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2}))"
+_GLUED = r"(?:(?<![A-Za-z0-9])|(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2})|" + _AFTER_ESCAPE + ")"
 # Names whose value is a secret: the keyword families. `token`, `secret` and `password` must end the word
 # (`tokens`, `tokenizer`, `secretName` are not secrets); a `key` needs a qualifier (`api_key`,
 # `secret-key`, `wandb_key`, `aws_secret_access_key`), since `key` alone names ordinary things.
@@ -66,9 +75,9 @@ _PCT = r"%(?:25)?"
 # Eighteenth round (each listed as kept by the seventeenth or before): quotes escaped once or more around the name and the value
 # (`{\"hf_token\": \"X\"}`, JSON in a JSON string, as a container's log driver or a logging service stores a JSON line;
 # `hf_token=\'X\'`), Go's and BNF's `:=` and `::=`, and a YAML tag or anchor before the value (`api_key: !!str X`, `&a X`).
-_ASSIGN = (r"(?:(?:\\{0,3}+['\"]\]?)?(?:[*_]{1,3}+)?(?:[ \t]{0,3}+:[ \t]{0,3}+['\"]?[A-Za-z_][A-Za-z0-9_.\[\](), |'\"=]{0,80}?(?=[ \t]{0,3}+=(?!=)))?"
-           r"(?:\s{0,3}+[ \t]{0,40}+(?:::?=|[:=]|=>|->|<-)\s{0,3}+[ \t]{0,40}+"
-           r"(?:(?:!{1,2}[a-z]{1,20}+|&[A-Za-z0-9_\-]{1,40}+)[ \t]{1,3}+)?+|[ ]{0,3}[|\u2502\u2503\u2551][ ]{0,3}|[ ]{0,40}+\t[ \t]{0,40}+"
+_ASSIGN = (r"(?:(?:\\{0,3}+['\"]\]?)?(?:[*_]{1,3}+)?" + _CSI_TEXT + r"{0,2}(?:[ \t]{0,3}+:[ \t]{0,3}+['\"]?[A-Za-z_][A-Za-z0-9_.\[\](), |'\"=]{0,80}?(?=[ \t]{0,3}+=(?!=)))?"
+           r"(?:\s{0,3}+[ \t]{0,40}+(?:::?=|[:=]|=>|->|<-)\s{0,3}+[ \t]{0,40}+(?:" + _CSI_TEXT + r"[ \t]{0,3})?"
+           r"(?:(?:!{1,2}[a-z]{1,20}+|&[A-Za-z0-9_\-]{1,40}+)[ \t]{1,3}+)?+|[ ]{0,3}" + _CSI_TEXT + r"?[|\u2502\u2503\u2551]" + _CSI_TEXT + r"?[ ]{0,3}|[ ]{0,40}+\t[ \t]{0,40}+|(?:\\t){1,3}+"
            r"|[ ]{0,3}[\u2024\u2025\u00b7\u2027\u2219\u22c5\u2e31\u30fb]{1,40}+[ ]{0,3})(?:(?:[\[(][ \t]{0,3}+){1,3}+(?=[rRbBuUfF]{0,2}['\"]))?(?:[rRbBuUfF]{1,2}(?=['\"]))?(?:\\{1,3}+['\"]|'{3}|\"{3}|\$?['\"])?|(?:" + _PCT + r"2[27])?" + _PCT + r"3[DdAa](?:" + _PCT
            + r"20|\+)?(?:" + _PCT + r"2[27])?)")
 
@@ -183,7 +192,7 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         r"(?i)discord(?:app)?\.com/api/(?:v\d{1,2}/)?webhooks/\d{15,25}/(?P<s>[A-Za-z0-9_\-]{30,120})")),
     ("telegram-bot-token", (":aa",), lazy(r"(?<![A-Za-z0-9_])(?:bot)?\d{6,12}:(?P<s>AA[A-Za-z0-9_\-]{30,40})(?![A-Za-z0-9_\-])")),
     ("cookie-header", ("cookie",), lazy(
-        r"(?i)(?<![A-Za-z0-9_\-])(?:set-)?cookie['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?P<s>[^\r\n'\"]{4,4000})")),
+        r"(?i)(?:(?<![A-Za-z0-9_\-])|" + _AFTER_ESCAPE + r")(?:set-)?cookie['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?P<s>[^\r\n'\"]{4,4000})")),
     # A Docker config's `"auth"` (base64 of user:password), kaggle.json's `"key"` after its `"username"`, and a password
     # given on a command line to sshpass, mysql (`-pPW`) or curl (`-u user:PW`) (twelfth round: kept in clear), and
     # redis-cli's `-a PW` (thirteenth round)
@@ -211,6 +220,12 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         r"|\bhtpasswd\s{1,3}-(?=[A-Za-z]{0,5}b)(?=[A-Za-z]{0,5}n)[A-Za-z]{1,6}\s{1,3}(?:-[A-Za-z]{1,5}\s{1,3}){0,3}\S{1,200}\s{1,3}"
         r"|\bnet\s{1,3}use\b[^\n]{0,300}?\s/user:\S{1,200}\s{1,3}(?!/)"
         r"|(?i:ConvertTo-SecureString)\s{1,3}(?:-String\s{1,3})?(?=['\"]))['\"]?(?P<s>[^\s'\"]{1,200})")),
+    # (seventy-seventh round, kept before:) `openssl enc -k X`, `rclone config create R sftp pass X`, and a password piped
+    # into a registry login (`echo X | docker login --password-stdin`)
+    ("cli-password-piped", ("openssl", "rclone", "password-stdin"), lazy(
+        r"(?:\bopenssl\b[^\n]{0,200}?\s-k\s{1,3}|\brclone\b[^\n]{0,200}?\s(?:pass|password|--[a-z\-]{0,30}pass(?:word)?)(?:\s{1,3}|=)"
+        r"|\b(?:echo|printf)\s{1,3}(?=['\"]?[^\s'\"|]{1,200}['\"]?\s{0,3}\|\s{0,3}(?:sudo\s{1,3})?[a-z0-9_\-]{1,20}\s{1,3}[^\n|]{0,200}--password-stdin))"
+        r"['\"]?(?P<s>[^\s'\"|]{1,200})")),
     ("sigv4-signature", ("signature=",), lazy(r"(?i)(?<![A-Za-z0-9])(?:X-Amz-)?Signature=(?P<s>[0-9a-f]{64})(?![0-9a-f])")),
     # openssl's `-passin pass:X` / `-passout pass:X` / `-pass pass:X` and keytool's `-storepass X` / `-keypass X` (eighteenth
     # round: kept in clear; a certificate step of a launch script prints them). openssl's other forms (`env:VAR`, `file:path`)
@@ -233,8 +248,13 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # '/' or '@' (unencoded, as people write them): the password ends at the '@' the host follows, not at the first;
     # a port and a path (`https://host:8443/a@b`) are not a password. A user of up to 2,000 characters (a token as the user,
     # `https://<JWT>:x-oauth-basic@host`; over 200 kept the password in clear before the twelfth round).
+    # Seventy-seventh round: also a scheme-relative URL (`//bob:PW@host`, as a redirect's Location may be) and a user that
+    # is an e-mail address (`http://bob@corp.com:PW@host`): each kept the password, in a log and in a redirect's error.
     ("url-password", ("://",), lazy(
-        r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@]{0,2000}:(?![0-9]{1,5}(?:/|$))(?P<s>\S{1,200}?)@" + _HOST)),
+        r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@]{0,2000}(?:@[a-z0-9\-]{1,63}(?:\.[a-z0-9\-]{1,63}){0,8}\.[a-z]{2,24}(?=:))?"
+        r":(?![0-9]{1,5}(?:/|$))(?P<s>\S{1,200}?)@" + _HOST)),
+    ("url-password-scheme-relative", ("//",), lazy(
+        r"(?i)(?:(?<=[\s'\"=(<,\[`])|^)//[^\s:/@]{1,2000}:(?![0-9]{1,5}(?:/|$))(?P<s>[^\s/]{1,200}?)@" + _HOST)),
     # a URL whose user is a key of 32 to 64 hex digits and has no password: a Sentry DSN (`https://<key>@o1.ingest.sentry.io/2`),
     # which lets anyone send events to the project, and a 40-hex OAuth token as a git remote's user (thirteenth round: kept
     # in clear; listed as a gap in the twelfth). A URL's user is never a git SHA.
@@ -254,7 +274,7 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # .netrc: `machine H login U password P` on one line, or `password P` on a line of its own. An assignment's
     # operator is not a password: `password = X` (an ini file, .pypirc) masked the `=` and kept X before the ninth round.
     ("netrc-password", ("password",), lazy(
-        r"(?i)(?:(?<![A-Za-z0-9])(?:machine|login|default)\s{1,3}\S{0,200}\s{1,3}|(?m:^)[ \t]{0,20})password[ \t]{1,3}"
+        r"(?i)(?:(?<![A-Za-z0-9])(?:machine|login|default)\s{1,3}\S{0,200}\s{1,3}|(?m:^)[ \t]{0,20}|(?:" + _AFTER_ESCAPE + r"))password[ \t]{1,3}"
         r"(?!(?:[:=\uff1a\uff1d]{1,2}|=>|->|<-)(?:\s|$))(?P<s>[^\s'\"|]{1,1000})")),
     # Fifty-third round (each kept in clear): a secret's value on the line below its name, after a shell line continuation
     # (`--hub_token \` over `    X \`, as `bash -v` or `set -v` echoes a launch script) or a YAML block scalar
@@ -341,7 +361,7 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # Seventy-sixth round: also as the value of an option or a list (`--from-literal=DB_PASS=X`, `--set-env-vars=A=1,DB_PASS=X`,
     # `?u=a&MYSQL_PWD=X`), which kept X in clear.
     ("pass-pwd-assign", ("pwd", "pass"), lazy(
-        r"(?<![^\s'\";{(=,&])(?:[A-Z0-9_]{0,40}_)?(?:PASS|PWD|Pwd|pwd)\s{0,3}=\s{0,3}['\"]?"
+        r"(?:(?<![^\s'\";{(=,&])|" + _AFTER_ESCAPE + r")(?:[A-Z0-9_]{0,40}_)?(?:PASS|PWD|Pwd|pwd)\s{0,3}=\s{0,3}['\"]?"
         r"(?![/~$%(<\[]|(?i:true|false|none|null|yes|no)\b|[0-9.]{1,30}(?![^\s'\";,}&\])]))(?P<s>[^\s'\";,}&\])]{4,1000})")),
     # ... and a service's own short name for its password in any case (`db_pass=X`, `dbPass: X`, `smtp_pass: X`,
     # `redis.pass=X`; seventy-sixth round: kept in clear), under the same never-a-path-or-literal rule.
