@@ -73,6 +73,7 @@ def list_artifacts(path: DirArg) -> ArtifactsResult:
         setattr(inv, name, [name_or_quoted(n, marker) for n in getattr(inv, name)])
     # (paths are redacted by the result's last pass as they stand in a line: a folder named like a key's body line is shown)
     inv.checkpoints = [c.model_copy(update={"path": name_or_quoted(c.path, marker)}) for c in inv.checkpoints]
+    inv.root = name_or_quoted(inv.root, marker)  # seventy-seventh round: a run folder named as an instruction, echoed bare
     for name in ("newest_valid_checkpoint", "launch_file"):
         if (v := getattr(inv, name)) is not None:
             setattr(inv, name, name_or_quoted(v, marker))
@@ -88,6 +89,7 @@ def inspect_checkpoint(path: Annotated[str, Field(min_length=1, max_length=4096,
     p = confine(path, roots(), want="any")
     info, stripped, red = counted(lambda: checkpoints.inspect_dir(p) if p.is_dir() else checkpoints.inspect_file(p))
     marker = new_marker()
+    info = info.model_copy(update={"path": name_or_quoted(info.path, marker)})
     return CheckpointResult(status=EvidenceStatus.OK, marker=marker, checkpoint=_quoted(info, marker), stripped_chars=stripped,
                             redactions=red)
 

@@ -13,7 +13,7 @@ from ml_skills.errors import UnreadableInput
 from ml_skills.mcp_tools.common import ToolResult, counted, roots, tool
 from ml_skills.models import EvidenceStatus
 from ml_skills.safety.paths import confine
-from ml_skills.safety.quoting import DEFAULT_MAX_CHARS, fence, new_marker
+from ml_skills.safety.quoting import DEFAULT_MAX_CHARS, fence, name_or_quoted, new_marker
 from ml_skills.safety.redact import as_shown, may_hide, named_above, redact_line_after
 from ml_skills.safety.regex import LinePattern
 
@@ -72,7 +72,7 @@ def _result(cls: type[R], src: str, lines: list[str], first: int | None, max_cha
     skipped = len(lines) - f.lines
     status = EvidenceStatus.NO_DATA if not lines else EvidenceStatus.OK
     return cls(status=status, truncated=f.truncated or cut, redactions=f.redactions + read[1], stripped_chars=f.stripped + read[0], marker=marker,
-               source=src, first_line=(first + skipped) if first is not None else None, line_count=f.lines, text=f.text, **kw)  # type: ignore[arg-type]
+               source=name_or_quoted(src, marker), first_line=(first + skipped) if first is not None else None, line_count=f.lines, text=f.text, **kw)  # type: ignore[arg-type]
 
 
 @tool(title="Read the end of a log")

@@ -11,7 +11,7 @@ from ml_skills.mcp_tools.common import ToolResult, roots, tool
 from ml_skills.mcp_tools.logs import PathArg
 from ml_skills.models import Anomaly, EvidenceStatus, FailureClass, LogTime, Model, Role, SeriesSummary, Severity
 from ml_skills.safety.paths import confine
-from ml_skills.safety.quoting import clean, fence, new_marker, quote_inline
+from ml_skills.safety.quoting import clean, fence, name_or_quoted, new_marker, quote_inline
 
 # An exception type shown bare: a dotted name whose parts are identifiers, the last a class name ending as exception
 # classes do, 100 characters in all. Anything else the parser took for a type is log text, marked like the message
@@ -104,7 +104,7 @@ def scan_log(
     tr = ev.trajectory
     # Series without their points (the trend is the answer here); names and details come from the log: cleaned.
     series = [s.model_copy(update={"name": clean(s.name, 100).text, "split": clean(s.split, 40).text, "points": []}) for s in tr.series[:40]]
-    spikes = [a.model_copy(update={"detail": quote_inline(clean(a.detail, 400).text, marker), "source": str(p)}) for a in tr.anomalies[:50]]
+    spikes = [a.model_copy(update={"detail": quote_inline(clean(a.detail, 400).text, marker), "source": name_or_quoted(str(p), marker)}) for a in tr.anomalies[:50]]
     lp = tr.last_progress
     if lp is not None:
         quoted.append(f"line {lp.line_no} [last progress]: {lp.text}")
@@ -118,7 +118,7 @@ def scan_log(
     f = fence(quoted, marker=marker, label=f"findings in {p}")
     status = ev.status if ev.status is not EvidenceStatus.OK or ev.total_lines else EvidenceStatus.NO_DATA
     return ScanResult(status=status, truncated=f.truncated, redactions=ev.redactions + f.redactions, stripped_chars=stripped + f.stripped,
-                      marker=marker, notes=[clean(x, 400).text for x in ev.problems], source=str(p), size_bytes=ev.size_bytes,
+                      marker=marker, notes=[clean(x, 400).text for x in ev.problems], source=name_or_quoted(str(p), marker), size_bytes=ev.size_bytes,
                       total_lines=ev.total_lines, frameworks=ev.frameworks, signatures=sigs, tracebacks=tbs, trajectory=summary, quoted=f.text)
 
 
