@@ -51,5 +51,5 @@ def test_tail_line_numbers_of_a_log_that_grows_during_the_scan(tmp_path):
     line = lines[lp.line_no - 1].decode()
     if lp.line_no < changed.total_lines:  # the last counted line may be cut where the pass stopped reading
         assert line.startswith(f"step={int(lp.step)} ")
-    else:
-        assert line.startswith(f"step={int(lp.step)!s}")
+    else:  # cut where the pass stopped: its step may be cut too (seen once in CI: no step read from 'step=')
+        assert line.startswith("step=") and (lp.step is None or line.startswith(f"step={int(lp.step)!s}")), (line[:80], lp)
