@@ -40,9 +40,9 @@ def _holds_our_stdio(pid: int) -> bool:
         fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:
         return False
-    for fd in fds[:MAX_FDS]:
+    for name in fds[:MAX_FDS]:
         try:
-            if os.readlink(f"/proc/{pid}/fd/{fd}") in ours:
+            if os.readlink(f"/proc/{pid}/fd/{name}") in ours:
                 return True
         except OSError:
             continue
