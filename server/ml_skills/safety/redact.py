@@ -36,20 +36,13 @@ _stripped: ContextVar[int] = ContextVar("stripped", default=0)
 # Twenty-first round: also after a Hydra override's `+`, `++` or `~` (`python train.py +wandb.api_key=X`, and
 # `.hydra/overrides.yaml`'s `- +db.password=X`), a URL fragment's `#` (OAuth's `#access_token=X`) and a variable's
 # sigil (`$password = "X"` in PowerShell or Perl, `@api_key` in SQL, `!token`): each kept its value in clear.
-# Seventy-seventh round: also after a printed escape of a line break, a tab or a control (`'host: h\npassword: X'` in a
-# repr or a JSON string, `\r\nAuthorization: Basic X` in http.client's debug output, `\x00DB_PASSWORD=X` in an environ
-# dump's bytes) and after a backtick, a backslash, `^` or `%` (markdown's inline code `` `DB_PASSWORD=X` ``): each kept X.
-# Also after a terminal colour code written as an escape (`\u001b[1mDB_PASSWORD\u001b[0m=X` in a docker json-file line,
-# `\x1b[1m` or `\033[1m` in a repr; the escape is shown as written): the code's end, `[0m`, `[1m`, `[31m`, `[1;31m`.
-_AFTER_ESCAPE = (r"(?<=\\[nrtfvbae0])|(?<=\\x[0-9A-Fa-f]{2})|(?<=\\u[0-9A-Fa-f]{4})|(?<=\\[0-7]{3})"
-                 r"|(?<=\[m)|(?<=\[[0-9]m)|(?<=\[[0-9]{2}m)|(?<=\[[0-9];[0-9]m)|(?<=\[[0-9];[0-9]{2}m)")
-# ... and between a name and its operator (`DB_PASSWORD\u001b[0m=X`, `api_key:\033[0m X`)
-_CSI_TEXT = r"(?:\\{1,2}(?:u001[bB]|x1[bB]|033|e)\[[0-9;]{0,8}m)"
-_START = r"(?:(?<![^\s'\"=,\[(:;{/?&|<>*+~#$@!`\\^%])|(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2})|" + _AFTER_ESCAPE + ")"
+# Seventy-seventh round: also after a backtick, a backslash, `^` or `%` (markdown's inline code `` `DB_PASSWORD=X` ``): each
+# kept X. (A printed escape before a name, `'host: h\npassword: X'`, is read as what it stands for: _masked_as_unescaped.)
+_START = r"(?:(?<![^\s'\"=,\[(:;{/?&|<>*+~#$@!`\\^%])|(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2}))"
 # A bare `sk-` key (a short, common prefix) must not follow a letter or digit (`task-...`, `disk-...`),
 # except through a URL-encoded byte (`%3Dsk-...`, `%253Dsk-...`). Tokens with a long or distinctive prefix
 # (ghp_, hf_, sk-proj-, AKIA, eyJ...) are taken after anything: `GH_TOKEN_ghp_...`, `x%3Dhf_...`.
-_GLUED = r"(?:(?<![A-Za-z0-9])|(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2})|" + _AFTER_ESCAPE + ")"
+_GLUED = r"(?:(?<![A-Za-z0-9])|(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2}))"
 # Names whose value is a secret: the keyword families. `token`, `secret` and `password` must end the word
 # (`tokens`, `tokenizer`, `secretName` are not secrets); a `key` needs a qualifier (`api_key`,
 # `secret-key`, `wandb_key`, `aws_secret_access_key`), since `key` alone names ordinary things.
@@ -75,9 +68,9 @@ _PCT = r"%(?:25)?"
 # Eighteenth round (each listed as kept by the seventeenth or before): quotes escaped once or more around the name and the value
 # (`{\"hf_token\": \"X\"}`, JSON in a JSON string, as a container's log driver or a logging service stores a JSON line;
 # `hf_token=\'X\'`), Go's and BNF's `:=` and `::=`, and a YAML tag or anchor before the value (`api_key: !!str X`, `&a X`).
-_ASSIGN = (r"(?:(?:\\{0,3}+['\"]\]?)?(?:[*_]{1,3}+)?" + _CSI_TEXT + r"{0,2}(?:[ \t]{0,3}+:[ \t]{0,3}+['\"]?[A-Za-z_][A-Za-z0-9_.\[\](), |'\"=]{0,80}?(?=[ \t]{0,3}+=(?!=)))?"
-           r"(?:\s{0,3}+[ \t]{0,40}+(?:::?=|[:=]|=>|->|<-)\s{0,3}+[ \t]{0,40}+(?:" + _CSI_TEXT + r"[ \t]{0,3})?"
-           r"(?:(?:!{1,2}[a-z]{1,20}+|&[A-Za-z0-9_\-]{1,40}+)[ \t]{1,3}+)?+|[ ]{0,3}" + _CSI_TEXT + r"?[|\u2502\u2503\u2551]" + _CSI_TEXT + r"?[ ]{0,3}|[ ]{0,40}+\t[ \t]{0,40}+|(?:\\t){1,3}+"
+_ASSIGN = (r"(?:(?:\\{0,3}+['\"]\]?)?(?:[*_]{1,3}+)?(?:[ \t]{0,3}+:[ \t]{0,3}+['\"]?[A-Za-z_][A-Za-z0-9_.\[\](), |'\"=]{0,80}?(?=[ \t]{0,3}+=(?!=)))?"
+           r"(?:\s{0,3}+[ \t]{0,40}+(?:::?=|[:=]|=>|->|<-)\s{0,3}+[ \t]{0,40}+"
+           r"(?:(?:!{1,2}[a-z]{1,20}+|&[A-Za-z0-9_\-]{1,40}+)[ \t]{1,3}+)?+|[ ]{0,3}[|\u2502\u2503\u2551][ ]{0,3}|[ ]{0,40}+\t[ \t]{0,40}+"
            r"|[ ]{0,3}[\u2024\u2025\u00b7\u2027\u2219\u22c5\u2e31\u30fb]{1,40}+[ ]{0,3})(?:(?:[\[(][ \t]{0,3}+){1,3}+(?=[rRbBuUfF]{0,2}['\"]))?(?:[rRbBuUfF]{1,2}(?=['\"]))?(?:\\{1,3}+['\"]|'{3}|\"{3}|\$?['\"])?|(?:" + _PCT + r"2[27])?" + _PCT + r"3[DdAa](?:" + _PCT
            + r"20|\+)?(?:" + _PCT + r"2[27])?)")
 
@@ -192,7 +185,7 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         r"(?i)discord(?:app)?\.com/api/(?:v\d{1,2}/)?webhooks/\d{15,25}/(?P<s>[A-Za-z0-9_\-]{30,120})")),
     ("telegram-bot-token", (":aa",), lazy(r"(?<![A-Za-z0-9_])(?:bot)?\d{6,12}:(?P<s>AA[A-Za-z0-9_\-]{30,40})(?![A-Za-z0-9_\-])")),
     ("cookie-header", ("cookie",), lazy(
-        r"(?i)(?:(?<![A-Za-z0-9_\-])|" + _AFTER_ESCAPE + r")(?:set-)?cookie['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?P<s>[^\r\n'\"]{4,4000})")),
+        r"(?i)(?<![A-Za-z0-9_\-])(?:set-)?cookie['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?P<s>[^\r\n'\"]{4,4000})")),
     # A Docker config's `"auth"` (base64 of user:password), kaggle.json's `"key"` after its `"username"`, and a password
     # given on a command line to sshpass, mysql (`-pPW`) or curl (`-u user:PW`) (twelfth round: kept in clear), and
     # redis-cli's `-a PW` (thirteenth round)
@@ -274,7 +267,7 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # .netrc: `machine H login U password P` on one line, or `password P` on a line of its own. An assignment's
     # operator is not a password: `password = X` (an ini file, .pypirc) masked the `=` and kept X before the ninth round.
     ("netrc-password", ("password",), lazy(
-        r"(?i)(?:(?<![A-Za-z0-9])(?:machine|login|default)\s{1,3}\S{0,200}\s{1,3}|(?m:^)[ \t]{0,20}|(?:" + _AFTER_ESCAPE + r"))password[ \t]{1,3}"
+        r"(?i)(?:(?<![A-Za-z0-9])(?:machine|login|default)\s{1,3}\S{0,200}\s{1,3}|(?m:^)[ \t]{0,20})password[ \t]{1,3}"
         r"(?!(?:[:=\uff1a\uff1d]{1,2}|=>|->|<-)(?:\s|$))(?P<s>[^\s'\"|]{1,1000})")),
     # Fifty-third round (each kept in clear): a secret's value on the line below its name, after a shell line continuation
     # (`--hub_token \` over `    X \`, as `bash -v` or `set -v` echoes a launch script) or a YAML block scalar
@@ -361,7 +354,7 @@ _RULES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # Seventy-sixth round: also as the value of an option or a list (`--from-literal=DB_PASS=X`, `--set-env-vars=A=1,DB_PASS=X`,
     # `?u=a&MYSQL_PWD=X`), which kept X in clear.
     ("pass-pwd-assign", ("pwd", "pass"), lazy(
-        r"(?:(?<![^\s'\";{(=,&])|" + _AFTER_ESCAPE + r")(?:[A-Z0-9_]{0,40}_)?(?:PASS|PWD|Pwd|pwd)\s{0,3}=\s{0,3}['\"]?"
+        r"(?<![^\s'\";{(=,&])(?:[A-Z0-9_]{0,40}_)?(?:PASS|PWD|Pwd|pwd)\s{0,3}=\s{0,3}['\"]?"
         r"(?![/~$%(<\[]|(?i:true|false|none|null|yes|no)\b|[0-9.]{1,30}(?![^\s'\";,}&\])]))(?P<s>[^\s'\";,}&\])]{4,1000})")),
     # ... and a service's own short name for its password in any case (`db_pass=X`, `dbPass: X`, `smtp_pass: X`,
     # `redis.pass=X`; seventy-sixth round: kept in clear), under the same never-a-path-or-literal rule.
@@ -411,7 +404,8 @@ def _prepared(text: str) -> tuple[str, int, int]:
     text, gone, masks = stripped_and_masked(text)
     text, dropped = unescaped_counted(text)
     text, n, marks = _masked_as_read(text)
-    return text, n + masks, gone + dropped + marks
+    text, e = _masked_as_unescaped(text)
+    return text, n + masks + e, gone + dropped + marks
 
 
 def count_masks(n: int) -> None:
@@ -530,7 +524,13 @@ def _masked_as_read(text: str) -> tuple[str, int, int]:
     gaps = [m.span() for m in _MARK_RUN.finditer(read) if all(map(is_mark, m.group(0)))]
     if not gaps and read == text.replace(_FILL, "?"):
         return text, 0, 0
-    # the reading without the marks, and where each of its characters stands in `text` (one entry per gap: from the
+    return _masked_through(text, read, gaps)
+
+
+def _masked_through(text: str, read: str, gaps: list[tuple[int, int]]) -> tuple[str, int, int]:
+    """`text` with the secrets masked that `read` (a reading of it, as long, each character standing for the one in the
+    same place) holds once its `gaps` are dropped; how many, and how many gap characters went inside the masks."""
+    # the reading without the gaps, and where each of its characters stands in `text` (one entry per gap: from the
     # reading's index where the gap was, add its width)
     at, shift = 0, 0
     cuts: list[int] = []
@@ -559,6 +559,36 @@ def _masked_as_read(text: str) -> tuple[str, int, int]:
         marks += sum(min(b, gb) - max(a, ga) for ga, gb in gaps if ga < b and gb > a)
         at = b
     return "".join([*out, text[at:]]), len(runs), marks
+
+
+# Seventy-seventh round: a printed escape of a line break, a tab or a control before a name (`'host: h\npassword: X'` in a
+# repr or a JSON string, http.client's `\r\nAuthorization: Basic X`, an environ dump's `\x00DB_PASSWORD=X`) and a colour
+# code written as an escape around one (`\u001b[1mDB_PASSWORD\u001b[0m=X` in a docker json-file line, `\033[1m` in a repr)
+# hid the name from every rule. They are shown as written; for matching, an escape of a line break or a tab reads as that
+# character, one of another control as a space, and a colour code's escape as nothing.
+_PRINTED_ESCAPE = lazy(r"\\{1,2}(?:(?:u001[bB]|x1[bB]|033|e)\[[0-9;]{0,16}[A-Za-z]|[nrt]|[fv0](?![0-7])|x[01][0-9A-Fa-f]"
+                       r"|u00[01][0-9A-Fa-f]|0[0-3][0-7])")
+_MEANS = {"n": "\n", "r": "\r", "t": "\t"}
+
+
+def _masked_as_unescaped(text: str) -> tuple[str, int]:
+    """`text` with the secrets masked that its reading with printed escapes read as what they stand for holds (see
+    _PRINTED_ESCAPE), and how many."""
+    if "\\" not in text:
+        return text, 0
+    read, gaps = ["?" if c == _FILL else c for c in text], []
+    for m in _PRINTED_ESCAPE.finditer(text):
+        a, b = m.span()
+        body = m.group(0).lstrip("\\")
+        if "[" in body:  # a colour code: nothing
+            gaps.append((a, b))
+        else:
+            read[a] = _MEANS.get(body, " ")
+            gaps.append((a + 1, b))
+    if not gaps:
+        return text, 0
+    text, n, _inside = _masked_through(text, "".join(read), gaps)
+    return text, n
 
 
 # Thirtieth round: a combining mark (Unicode's Mn and Me) between two ASCII letters, digits or `_-` inside a token
