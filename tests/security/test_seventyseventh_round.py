@@ -11,11 +11,8 @@ a client behind a loopback forwarder, or one that started the server through `se
 
 from __future__ import annotations
 
-import http.server
-import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -73,25 +70,10 @@ def test_the_escaped_spellings_are_masked_in_every_channel(tmp_path: Path) -> No
 
 @pytest.mark.slow
 def test_a_redirect_to_a_scheme_relative_url_with_a_password_is_redacted(tmp_path: Path) -> None:
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(307)
-            self.send_header("Location", f"//bob:{PW}@evil.example/api")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+    from tests.security.test_seventysixth_round import redirected_cli
 
-        def log_message(self, *a: object) -> None:
-            pass
-
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    try:
-        env = {**os.environ, "MLFLOW_TRACKING_URI": f"http://127.0.0.1:{srv.server_address[1]}"}
-        p = subprocess.run([sys.executable, "-m", "ml_skills.cli", "check-failed-run", "--mlflow", "a" * 32, "--out-dir",
-                            str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=300, check=False)
-    finally:
-        srv.shutdown()
-    assert "HTTP 307" in p.stdout + p.stderr and PW not in p.stdout + p.stderr, (p.stdout + p.stderr)[-600:]
+    shown = redirected_cli(tmp_path, f"//bob:{PW}@evil.example/api")
+    assert "HTTP 307" in shown and PW not in shown, shown[-600:]
 
 
 def _two_checkpoints(run: Path) -> None:

@@ -134,19 +134,16 @@ def test_a_log_a_config_and_a_checkpoint_named_as_an_instruction_are_marked(tmp_
 
 
 @pytest.mark.slow
-def test_an_mlflow_redirect_is_named_as_one_and_its_location_is_redacted(tmp_path: Path) -> None:
-    """Gap of the seventy-third round, met again here: a 307 from a tracker read as 'a malformed answer (not JSON: '')'.
-    Redirects are not followed (one could leave loopback with the credentials); the error now says what happened."""
+def redirected_cli(tmp_path: Path, location: str) -> str:
+    """What `check-failed-run --mlflow` prints against a local MLflow that answers every request with a 307 to `location`."""
     import http.server
     import os
     import threading
 
-    token = "ghp_" + "Ab3" * 12
-
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             self.send_response(307)
-            self.send_header("Location", f"http://10.0.0.9/api?token={token}")
+            self.send_header("Location", location)
             self.send_header("Content-Length", "0")
             self.end_headers()
 
@@ -161,7 +158,14 @@ def test_an_mlflow_redirect_is_named_as_one_and_its_location_is_redacted(tmp_pat
                             str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=300, check=False)
     finally:
         srv.shutdown()
-    shown = p.stdout + p.stderr
+    return p.stdout + p.stderr
+
+
+def test_an_mlflow_redirect_is_named_as_one_and_its_location_is_redacted(tmp_path: Path) -> None:
+    """Gap of the seventy-third round, met again here: a 307 from a tracker read as 'a malformed answer (not JSON: '')'.
+    Redirects are not followed (one could leave loopback with the credentials); the error now says what happened."""
+    token = "ghp_" + "Ab3" * 12
+    shown = redirected_cli(tmp_path, f"http://10.0.0.9/api?token={token}")
     assert "redirected" in shown and "HTTP 307" in shown, shown[-800:]
     assert "malformed" not in shown and token not in shown and "Traceback" not in shown, shown[-800:]
 
