@@ -297,8 +297,8 @@ def _read_only_engine(path: Path) -> Any:
 
 def _sqlite_client(path: Path) -> Any:
     """An MlflowClient on the sqlite store at `path` through _read_only_engine: the store class keeps the engines it
-    made by URI, so the URI the client is given names ours and MLflow connects through it."""
-    quiet()
+    made by URI, so the URI the client is given names ours and MLflow connects through it. (read_only_client, its one
+    caller, has called quiet().)"""
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
     from mlflow.tracking import MlflowClient
 
