@@ -25,7 +25,7 @@ def _reference(text: str) -> tuple[str, int]:
     """`_one_pass` as it was before the gate: every rule whose needles are in the text runs."""
     total = 0
     lower = text.lower()
-    for _name, needles, rx in R._RULES:
+    for _name, needles, rx in R.RULES:
         if needles and not any(n in lower for n in needles):
             continue
 
